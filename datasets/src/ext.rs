@@ -1,0 +1,125 @@
+//! [`DatasetExt`]: the combinator methods every [`Dataset`] gets.
+
+use crate::combinators::{
+    Batch, Cache, Filter, Map, Prefetch, Repeat, Shard, Shuffle, Skip, Take, TryMap, Zip,
+};
+use crate::{BoxDataset, Dataset, Error};
+
+/// Combinators, available on every [`Dataset`] (`use datasets::DatasetExt;`).
+///
+/// All of them are lazy: nothing is read until the pipeline is pulled. Errors for bad
+/// arguments (`shard(0, 0)`, `batch(0, _)`, `shuffle(0, _)`) are returned by the first
+/// pull, so chains need no `?` in between.
+pub trait DatasetExt: Dataset + Sized {
+    /// Applies `f` to every item.
+    fn map<U, F>(self, f: F) -> Map<Self, F>
+    where
+        U: Send,
+        F: FnMut(Self::Item) -> U + Send,
+    {
+        Map::new(self, f)
+    }
+
+    /// Applies a fallible `f` to every item; its errors are passed downstream.
+    fn try_map<U, F>(self, f: F) -> TryMap<Self, F>
+    where
+        U: Send,
+        F: FnMut(Self::Item) -> Result<U, Error> + Send,
+    {
+        TryMap::new(self, f)
+    }
+
+    /// Keeps the items for which `predicate` is true.
+    fn filter<F>(self, predicate: F) -> Filter<Self, F>
+    where
+        F: FnMut(&Self::Item) -> bool + Send,
+    {
+        Filter::new(self, predicate)
+    }
+
+    /// Shuffles through a buffer of `buffer_size` items, as `tf.data.Dataset.shuffle`.
+    ///
+    /// Under [`repeat`](DatasetExt::repeat) every epoch gets a new order derived from
+    /// `(seed, epoch)`; the multiset of items per epoch is unchanged.
+    fn shuffle(self, buffer_size: usize, seed: u64) -> Shuffle<Self> {
+        Shuffle::new(self, buffer_size, seed)
+    }
+
+    /// Groups items into `Vec`s of `size`; the last one is shorter unless `drop_remainder`.
+    fn batch(self, size: usize, drop_remainder: bool) -> Batch<Self> {
+        Batch::new(self, size, drop_remainder)
+    }
+
+    /// Passes over the data `count` times (`None`: forever). An empty upstream ends it.
+    fn repeat(self, count: Option<usize>) -> Repeat<Self> {
+        Repeat::new(self, count)
+    }
+
+    /// The first `n` items.
+    fn take(self, n: usize) -> Take<Self> {
+        Take::new(self, n)
+    }
+
+    /// All but the first `n` items.
+    fn skip(self, n: usize) -> Skip<Self> {
+        Skip::new(self, n)
+    }
+
+    /// Every `num_shards`-th item starting at `index`, as `tf.data.Dataset.shard`.
+    fn shard(self, num_shards: usize, index: usize) -> Shard<Self> {
+        Shard::new(self, num_shards, index)
+    }
+
+    /// Reads up to `buffer` items ahead on a background thread.
+    ///
+    /// The position is that after the last item delivered to the caller. The thread stops
+    /// when the dataset is dropped or restored.
+    fn prefetch(self, buffer: usize) -> Prefetch<Self>
+    where
+        Self: 'static,
+    {
+        Prefetch::new(self, buffer)
+    }
+
+    /// Keeps every item in memory on the first pass and replays them on later passes.
+    fn cache(self) -> Cache<Self>
+    where
+        Self::Item: Clone,
+    {
+        Cache::new(self)
+    }
+
+    /// Pairs items with those of `other`; ends with the shorter of the two.
+    fn zip<O: Dataset>(self, other: O) -> Zip<Self, O> {
+        Zip::new(self, other)
+    }
+
+    /// Boxes the pipeline, erasing its type.
+    fn boxed(self) -> BoxDataset<Self::Item>
+    where
+        Self: 'static,
+    {
+        Box::new(self)
+    }
+
+    /// An iterator over the remaining items (each a `Result`).
+    fn iter(&mut self) -> Iter<'_, Self> {
+        Iter { dataset: self }
+    }
+}
+
+impl<D: Dataset> DatasetExt for D {}
+
+/// Iterator over a dataset's remaining items, from [`DatasetExt::iter`].
+#[derive(Debug)]
+pub struct Iter<'a, D> {
+    dataset: &'a mut D,
+}
+
+impl<D: Dataset> Iterator for Iter<'_, D> {
+    type Item = Result<D::Item, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.dataset.next_item()
+    }
+}

@@ -1,0 +1,85 @@
+//! Input pipelines for `estimator`, in the style of `tf.data`: sources, combinators,
+//! sharding, background prefetch, and positions that survive a checkpoint.
+//!
+//! A pipeline is a chain of [`Dataset`]s. A source ([`CsvDataset`], [`IdxDataset`],
+//! [`from_vec`], [`from_fn`]) yields items; the combinators of [`DatasetExt`] (`map`,
+//! `filter`, `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`, `prefetch`, `cache`,
+//! `zip`, and [`interleave`]) transform them. Everything is lazy and deterministic given
+//! its seeds. At any moment [`Dataset::position`] says where the pipeline stands, as a
+//! [`Position`] that serialises to JSON; a pipeline rebuilt the same way and given that
+//! position with [`Dataset::restore`] yields exactly the items that would have followed.
+//!
+//! ```
+//! use datasets::{bundled, CsvDataset, Dataset, DatasetExt, FeatureStats, Label, Position};
+//!
+//! # fn main() -> Result<(), datasets::Error> {
+//! // Iris ships with the crate; tabular sources yield `Example`s laid out by a schema.
+//! let schema = bundled::iris_schema();
+//! let path = bundled::iris_train_path();
+//!
+//! // Statistics for standardising the features, from one pass over the training set.
+//! let stats = FeatureStats::compute(CsvDataset::open(&path, schema.clone())?)?;
+//!
+//! // Worker 0 of 2: shuffled, sharded, standardised batches of 32, read ahead on a thread.
+//! let build = || -> Result<_, datasets::Error> {
+//!     let stats = stats.clone();
+//!     Ok(CsvDataset::open(&path, schema.clone())?
+//!         .shuffle(1000, 42)
+//!         .shard(2, 0)
+//!         .map(move |mut ex| {
+//!             stats.normalize(&mut ex.dense);
+//!             ex
+//!         })
+//!         .batch(32, false)
+//!         .prefetch(4))
+//! };
+//! let mut pipeline = build()?;
+//! let first = pipeline.next_item().unwrap()?;
+//! assert_eq!(first.len(), 32);
+//! assert!(matches!(first[0].label, Label::Class(0..=2)));
+//!
+//! // Save the position (e.g. in a checkpoint), rebuild, restore, carry on.
+//! let saved: String = serde_json::to_string(&pipeline.position()).unwrap();
+//! let rest: Vec<_> = pipeline.iter().collect::<Result<_, _>>()?;
+//! let mut resumed = build()?;
+//! resumed.restore(&serde_json::from_str::<Position>(&saved).unwrap())?;
+//! let again: Vec<_> = resumed.iter().collect::<Result<_, _>>()?;
+//! assert_eq!(again, rest);
+//! assert_eq!(rest.iter().map(Vec::len).sum::<usize>(), 60 - 32);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Errors are values, never panics: bad cells, ragged rows, truncated files and bad
+//! arguments (`shard(0, 0)`) come back as [`Error`]s whose messages name the file, line
+//! and column, e.g. `iris.csv:17: column petal_width: cannot parse 'abc' as float`.
+
+pub mod bundled;
+pub mod combinators;
+mod dataset;
+mod error;
+mod example;
+mod ext;
+mod forward;
+mod infer;
+mod position;
+mod rng;
+mod schema;
+mod sources;
+mod stats;
+
+pub use combinators::interleave;
+pub use dataset::Dataset;
+pub use error::Error;
+pub use example::{Example, Label};
+pub use ext::{DatasetExt, Iter};
+pub use forward::BoxDataset;
+pub use infer::{infer_schema, infer_schema_with};
+pub use position::Position;
+pub use rng::SplitMix64;
+pub use schema::{Column, ColumnType, Schema};
+pub use sources::{
+    from_fn, from_vec, read_idx, BadRowPolicy, CsvDataset, CsvOptions, Generator, IdxArray,
+    IdxDataset, RowCounter, VecDataset,
+};
+pub use stats::{FeatureStats, StatsAccumulator};

@@ -1,0 +1,233 @@
+//! [`Position`]: where a pipeline stands, as a serialisable tree.
+
+use serde::{Deserialize, Serialize};
+
+use crate::rng::mix;
+
+/// Where a pipeline stands, one node per stateful stage.
+///
+/// Stateless stages (`map`, `filter`, `batch`, `prefetch`) report their upstream's
+/// position unchanged, so the tree mirrors only the stages that keep state. Positions
+/// serialise to JSON (the core stores them in checkpoints) and are restored into a
+/// pipeline built the same way with [`Dataset::restore`](crate::Dataset::restore).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Position {
+    /// A random-access source (in-memory, generator, IDX): items consumed so far.
+    Index(u64),
+    /// A CSV file: records read so far (bad rows included) and where the next one starts.
+    Csv {
+        /// Data records read so far, skipped bad rows included.
+        record: u64,
+        /// Byte offset of the next record.
+        byte: u64,
+        /// 1-based line of the next record.
+        line: u64,
+        /// Bad rows skipped so far under [`BadRowPolicy::Skip`](crate::BadRowPolicy).
+        skipped: u64,
+    },
+    /// `shuffle`: restored by replaying `drawn` steps from `start` with the same seed.
+    Shuffle {
+        /// Per-epoch salt mixed into the seed (changed by `repeat` each epoch).
+        salt: u64,
+        /// Upstream position when this pass of the shuffle began.
+        start: Box<Position>,
+        /// Steps taken since `start` (items and errors returned).
+        drawn: u64,
+    },
+    /// `shard`: upstream items seen so far.
+    Shard {
+        /// Upstream items (and errors) consumed.
+        seen: u64,
+        /// Upstream position.
+        inner: Box<Position>,
+    },
+    /// `repeat`: the epoch and the upstream position it restarts from.
+    Repeat {
+        /// Completed passes over the upstream.
+        epoch: u64,
+        /// Items yielded in the current pass.
+        in_epoch: u64,
+        /// Upstream position at the start of the first pass.
+        start: Box<Position>,
+        /// Upstream position now.
+        inner: Box<Position>,
+    },
+    /// `take`: items taken so far.
+    Take {
+        /// Items yielded so far.
+        taken: u64,
+        /// Upstream position.
+        inner: Box<Position>,
+    },
+    /// `skip`: items skipped so far.
+    Skip {
+        /// Items skipped so far (at most the skip count).
+        skipped: u64,
+        /// Upstream position.
+        inner: Box<Position>,
+    },
+    /// `cache`: index of the next item of the cached pass.
+    Cache {
+        /// Items yielded in this pass.
+        index: u64,
+    },
+    /// `zip`: both sides.
+    Zip {
+        /// Left-hand dataset.
+        left: Box<Position>,
+        /// Right-hand dataset.
+        right: Box<Position>,
+    },
+    /// `interleave`: which input is current and where every input stands.
+    Interleave {
+        /// Index of the input read next.
+        current: u64,
+        /// Items already taken from the current input in this block.
+        in_block: u64,
+        /// Whether each input is exhausted.
+        done: Vec<bool>,
+        /// Every input's position.
+        inputs: Vec<Position>,
+    },
+}
+
+impl Position {
+    /// Short name of this node's kind, for error messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Position::Index(_) => "index",
+            Position::Csv { .. } => "csv",
+            Position::Shuffle { .. } => "shuffle",
+            Position::Shard { .. } => "shard",
+            Position::Repeat { .. } => "repeat",
+            Position::Take { .. } => "take",
+            Position::Skip { .. } => "skip",
+            Position::Cache { .. } => "cache",
+            Position::Zip { .. } => "zip",
+            Position::Interleave { .. } => "interleave",
+        }
+    }
+
+    /// The same position with every shuffle below it salted with `epoch`, so that
+    /// restoring it replays the same items in a new order.
+    ///
+    /// `repeat` uses this to reshuffle each epoch; use it yourself to run another epoch
+    /// of a pipeline by restoring its start position: `ds.restore(&start.reseeded(e))`.
+    pub fn reseeded(&self, epoch: u64) -> Position {
+        let re = |p: &Position| Box::new(p.reseeded(epoch));
+        match self {
+            Position::Index(_) | Position::Csv { .. } | Position::Cache { .. } => self.clone(),
+            Position::Shuffle { salt, start, drawn } => Position::Shuffle {
+                salt: mix(*salt ^ mix(epoch.wrapping_add(0x5EED))),
+                start: re(start),
+                drawn: *drawn,
+            },
+            Position::Shard { seen, inner } => Position::Shard {
+                seen: *seen,
+                inner: re(inner),
+            },
+            Position::Repeat {
+                epoch: e,
+                in_epoch,
+                start,
+                inner,
+            } => Position::Repeat {
+                epoch: *e,
+                in_epoch: *in_epoch,
+                start: re(start),
+                inner: re(inner),
+            },
+            Position::Take { taken, inner } => Position::Take {
+                taken: *taken,
+                inner: re(inner),
+            },
+            Position::Skip { skipped, inner } => Position::Skip {
+                skipped: *skipped,
+                inner: re(inner),
+            },
+            Position::Zip { left, right } => Position::Zip {
+                left: re(left),
+                right: re(right),
+            },
+            Position::Interleave {
+                current,
+                in_block,
+                done,
+                inputs,
+            } => Position::Interleave {
+                current: *current,
+                in_block: *in_block,
+                done: done.clone(),
+                inputs: inputs.iter().map(|p| p.reseeded(epoch)).collect(),
+            },
+        }
+    }
+
+    /// This position as a JSON value (what the core writes into checkpoints).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Reads a position written by [`Position::to_json`].
+    pub fn from_json(value: &serde_json::Value) -> Result<Position, crate::Error> {
+        Position::deserialize(value).map_err(|e| crate::Error::Position(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_round_trip() {
+        let p = Position::Repeat {
+            epoch: 2,
+            in_epoch: 5,
+            start: Box::new(Position::Shuffle {
+                salt: 0,
+                start: Box::new(Position::Csv {
+                    record: 0,
+                    byte: 10,
+                    line: 2,
+                    skipped: 0,
+                }),
+                drawn: 0,
+            }),
+            inner: Box::new(Position::Index(u64::MAX)),
+        };
+        let text = serde_json::to_string(&p).unwrap();
+        let back: Position = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(Position::from_json(&p.to_json()).unwrap(), p);
+    }
+
+    #[test]
+    fn reseeded_changes_only_shuffle_salts() {
+        let p = Position::Take {
+            taken: 3,
+            inner: Box::new(Position::Shuffle {
+                salt: 0,
+                start: Box::new(Position::Index(0)),
+                drawn: 4,
+            }),
+        };
+        let a = p.reseeded(1);
+        let b = p.reseeded(2);
+        assert_ne!(a, p);
+        assert_ne!(a, b);
+        assert_eq!(a, p.reseeded(1));
+        let Position::Take { taken, inner } = a else {
+            panic!()
+        };
+        assert_eq!(taken, 3);
+        assert!(matches!(*inner, Position::Shuffle { drawn: 4, .. }));
+        assert_eq!(Position::Index(3).reseeded(9), Position::Index(3));
+    }
+
+    #[test]
+    fn bad_json_is_an_error() {
+        let err = Position::from_json(&serde_json::json!({"nope": 1})).unwrap_err();
+        assert!(err.to_string().starts_with("cannot restore position"));
+    }
+}

@@ -1,0 +1,1 @@
+//! Canned estimators.

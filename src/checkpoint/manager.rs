@@ -1,0 +1,592 @@
+//! The checkpoint manager: atomic saves, the index, retention, and crash-tolerant `latest`.
+//!
+//! Source of truth and crash safety:
+//! * a save writes `ckpt-{step}.ckpt` atomically first, then the index, then deletes what
+//!   retention says, so the index never names a file the manager deleted;
+//! * the index is the source of truth for the order and the retained set, but a directory scan
+//!   adds any valid-looking `ckpt-*.ckpt` file *newer* (higher step) than the index's latest that
+//!   the index does not list: a crash between writing the file and the index loses nothing, and
+//!   the next save adopts such files into the index (and so into retention);
+//! * files older than the index's latest that it does not list (left when a crash hit between
+//!   the index write and the deletions) are ignored, except as a last resort in [`latest`];
+//! * a missing or corrupt index is rebuilt from a scan of `ckpt-*.ckpt`, ordered by step.
+//!
+//! [`latest`]: CheckpointManager::latest
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::file::Checkpoint;
+use super::index::CheckpointIndex;
+use super::naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};
+use super::retention::checkpoints_to_delete;
+use crate::error::{Error, Result};
+use crate::io::write_atomic;
+
+/// Saves, lists, loads and prunes the checkpoints of one `model_dir`.
+///
+/// Clones share their pins and serialise their saves, so a trainer and an in-process evaluator
+/// can each hold one. Only one process should save into a `model_dir` at a time (the chief).
+#[derive(Debug, Clone)]
+pub struct CheckpointManager {
+    model_dir: PathBuf,
+    keep_max: Option<usize>,
+    /// Pinned checkpoint file names, with how many times each is pinned.
+    pins: Arc<Mutex<BTreeMap<String, usize>>>,
+    /// Serialises the read-modify-write of the index between saves of this process.
+    save_lock: Arc<Mutex<()>>,
+}
+
+impl CheckpointManager {
+    /// A manager for `model_dir` keeping the newest `keep_max` checkpoints (`None`/`0`: all).
+    pub fn new(model_dir: impl Into<PathBuf>, keep_max: Option<usize>) -> Self {
+        CheckpointManager {
+            model_dir: model_dir.into(),
+            keep_max,
+            pins: Arc::default(),
+            save_lock: Arc::default(),
+        }
+    }
+
+    /// The directory holding the checkpoints and the index.
+    pub fn model_dir(&self) -> &Path {
+        &self.model_dir
+    }
+
+    /// How many checkpoints are kept (`None`/`Some(0)`: all).
+    pub fn keep_max(&self) -> Option<usize> {
+        self.keep_max
+    }
+
+    /// Writes `ckpt` atomically as `ckpt-{step}.ckpt` (replacing one of the same step), then
+    /// updates the index, then deletes what retention says; returns the checkpoint's path.
+    pub fn save(&self, ckpt: &Checkpoint) -> Result<PathBuf> {
+        let _guard = lock(&self.save_lock);
+        let name = checkpoint_file_name(ckpt.global_step);
+        let path = self.model_dir.join(&name);
+        write_atomic(&path, &ckpt.encode())?;
+
+        let mut index = self.effective_index()?;
+        index.record(&name, unix_seconds(SystemTime::now()));
+        let doomed = checkpoints_to_delete(&index.all, self.keep_max, &self.pinned_names());
+        for name in &doomed {
+            index.remove(name);
+        }
+        index.write(&self.model_dir)?;
+
+        for name in doomed {
+            let old = self.model_dir.join(&name);
+            match std::fs::remove_file(&old) {
+                Ok(()) => tracing::debug!("deleted old checkpoint {}", old.display()),
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!("could not delete old checkpoint {}: {e}", old.display()),
+            }
+        }
+        Ok(path)
+    }
+
+    /// The newest readable checkpoint, or `None` when `model_dir` holds none.
+    ///
+    /// Tries the newest first (see the module docs for how the index and the scan combine);
+    /// a missing, truncated or corrupt one is skipped with a warning naming it. Errors if
+    /// checkpoints exist but none of them can be read, rather than silently starting over.
+    pub fn latest(&self) -> Result<Option<(PathBuf, Checkpoint)>> {
+        let index = self.effective_index()?;
+        let listed: BTreeSet<&str> = index.all.iter().map(String::as_str).collect();
+        let stale = self.scan()?;
+        let candidates = index.all.iter().rev().cloned().chain(
+            stale
+                .into_iter()
+                .rev()
+                .map(|(_, n)| n)
+                .filter(|n| !listed.contains(n.as_str())),
+        );
+
+        let mut failures = Vec::new();
+        for name in candidates {
+            let path = self.model_dir.join(&name);
+            match self.load(&path) {
+                Ok(ckpt) => return Ok(Some((path, ckpt))),
+                Err(e) => {
+                    tracing::warn!("skipping unreadable checkpoint: {e}; trying the previous one");
+                    failures.push(e.to_string());
+                }
+            }
+        }
+        if failures.is_empty() {
+            return Ok(None);
+        }
+        Err(Error::checkpoint(
+            &self.model_dir,
+            format!(
+                "none of its {} checkpoints can be read (move them and the index file '{}' \
+                 away to start afresh): {}",
+                failures.len(),
+                super::index::INDEX_FILE_NAME,
+                failures.join("; ")
+            ),
+        ))
+    }
+
+    /// Reads and verifies the checkpoint file at `path`.
+    pub fn load(&self, path: impl AsRef<Path>) -> Result<Checkpoint> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let ckpt = Checkpoint::decode(path, &bytes)?;
+        let named_step = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(parse_checkpoint_file_name);
+        match named_step {
+            Some(step) if step != ckpt.global_step => Err(Error::checkpoint(
+                path,
+                format!(
+                    "file name says step {step} but its header says {}",
+                    ckpt.global_step
+                ),
+            )),
+            _ => Ok(ckpt),
+        }
+    }
+
+    /// Reads and verifies the checkpoint of `global_step` in `model_dir`.
+    pub fn load_step(&self, global_step: u64) -> Result<Checkpoint> {
+        self.load(checkpoint_path(&self.model_dir, global_step))
+    }
+
+    /// The retained checkpoints, oldest save first (the latest is last).
+    pub fn list(&self) -> Result<Vec<PathBuf>> {
+        let index = self.effective_index()?;
+        Ok(index
+            .all
+            .iter()
+            .map(|name| self.model_dir.join(name))
+            .collect())
+    }
+
+    /// The step of the newest checkpoint, without opening any checkpoint file (for watchers).
+    ///
+    /// Reads the index and lists the directory only, so the file may still turn out corrupt:
+    /// [`latest`](Self::latest) then falls back to an older step.
+    pub fn latest_step(&self) -> Result<Option<u64>> {
+        Ok(self.effective_index()?.latest_step())
+    }
+
+    /// Protects the checkpoint `path` (matched by file name) from retention until unpinned.
+    ///
+    /// Pins nest: a checkpoint pinned twice needs two [`unpin`](Self::unpin)s. Pins live in
+    /// memory, shared by clones of this manager; other processes do not see them.
+    pub fn pin(&self, path: impl AsRef<Path>) {
+        if let Some(name) = file_name(path.as_ref()) {
+            *lock(&self.pins).entry(name).or_insert(0) += 1;
+        }
+    }
+
+    /// Releases one pin of `path`; returns false if it was not pinned.
+    ///
+    /// The checkpoint is deleted at the next save if retention no longer keeps it.
+    pub fn unpin(&self, path: impl AsRef<Path>) -> bool {
+        let Some(name) = file_name(path.as_ref()) else {
+            return false;
+        };
+        let mut pins = lock(&self.pins);
+        match pins.get_mut(&name) {
+            Some(1) => {
+                pins.remove(&name);
+                true
+            }
+            Some(count) => {
+                *count -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn pinned_names(&self) -> BTreeSet<String> {
+        lock(&self.pins).keys().cloned().collect()
+    }
+
+    /// The canonical checkpoint files in `model_dir` as `(step, name)`, by step ascending.
+    fn scan(&self) -> Result<Vec<(u64, String)>> {
+        let dir = &self.model_dir;
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(dir, e))?;
+            let name = entry.file_name();
+            if let Some(step) = name.to_str().and_then(parse_checkpoint_file_name) {
+                found.push((step, name.to_string_lossy().into_owned()));
+            }
+        }
+        found.sort_unstable();
+        Ok(found)
+    }
+
+    /// The index as the manager sees it: the index file plus newer unlisted files, or, when
+    /// the index is missing or corrupt, every checkpoint file by step.
+    fn effective_index(&self) -> Result<CheckpointIndex> {
+        let files = self.scan()?;
+        let (mut index, newer_than) = match CheckpointIndex::read(&self.model_dir) {
+            Ok(Some(index)) => {
+                let latest = index.latest_step();
+                (index, latest)
+            }
+            Ok(None) => (CheckpointIndex::default(), None),
+            Err(e) => {
+                tracing::warn!("{e}; rebuilding it from the checkpoint files in the directory");
+                (CheckpointIndex::default(), None)
+            }
+        };
+        for (step, name) in files {
+            if newer_than.is_some_and(|latest| step <= latest) || index.all.contains(&name) {
+                continue;
+            }
+            let modified = std::fs::metadata(self.model_dir.join(&name))
+                .and_then(|m| m.modified())
+                .map_or(0.0, unix_seconds);
+            index.record(&name, modified);
+        }
+        Ok(index)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn file_name(path: &Path) -> Option<String> {
+    path.file_name().map(|n| n.to_string_lossy().into_owned())
+}
+
+fn unix_seconds(time: SystemTime) -> f64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::fs;
+
+    fn ckpt(step: u64) -> Checkpoint {
+        Checkpoint::new(step, json!({"step": step, "optimizer": "sgd"}))
+            .with_section("model", vec![step as u8; 64])
+            .with_section("optimizer", vec![!(step as u8); 32])
+    }
+
+    fn steps(manager: &CheckpointManager) -> Vec<u64> {
+        manager
+            .list()
+            .unwrap()
+            .iter()
+            .map(|p| parse_checkpoint_file_name(p.file_name().unwrap().to_str().unwrap()).unwrap())
+            .collect()
+    }
+
+    fn files_on_disk(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn latest_step_loaded(manager: &CheckpointManager) -> Option<u64> {
+        manager.latest().unwrap().map(|(path, c)| {
+            assert_eq!(path, checkpoint_path(manager.model_dir(), c.global_step));
+            c.global_step
+        })
+    }
+
+    fn truncate(path: &Path, keep: usize) {
+        let bytes = fs::read(path).unwrap();
+        fs::write(path, &bytes[..keep.min(bytes.len())]).unwrap();
+    }
+
+    #[test]
+    fn empty_or_missing_model_dir_has_no_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        for model_dir in [dir.path().to_path_buf(), dir.path().join("not-yet")] {
+            let manager = CheckpointManager::new(model_dir, Some(3));
+            assert!(manager.latest().unwrap().is_none());
+            assert_eq!(manager.latest_step().unwrap(), None);
+            assert!(manager.list().unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn save_then_latest_round_trips_and_creates_the_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path().join("model"), None);
+        for step in [100, 200, 300] {
+            let path = manager.save(&ckpt(step)).unwrap();
+            assert_eq!(path, checkpoint_path(dir.path().join("model"), step));
+        }
+        let (path, loaded) = manager.latest().unwrap().unwrap();
+        assert_eq!(path, dir.path().join("model/ckpt-300.ckpt"));
+        assert_eq!(loaded, ckpt(300));
+        assert_eq!(manager.latest_step().unwrap(), Some(300));
+        assert_eq!(steps(&manager), [100, 200, 300]);
+        assert_eq!(manager.load_step(200).unwrap(), ckpt(200));
+        let index = CheckpointIndex::read(manager.model_dir()).unwrap().unwrap();
+        assert_eq!(index.latest.as_deref(), Some("ckpt-300.ckpt"));
+        assert_eq!(
+            index.all,
+            ["ckpt-100.ckpt", "ckpt-200.ckpt", "ckpt-300.ckpt"]
+        );
+        // No temp files left behind.
+        assert_eq!(
+            files_on_disk(manager.model_dir()),
+            [
+                "checkpoint",
+                "ckpt-100.ckpt",
+                "ckpt-200.ckpt",
+                "ckpt-300.ckpt"
+            ]
+        );
+    }
+
+    #[test]
+    fn resaving_a_step_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), Some(5));
+        manager.save(&ckpt(100)).unwrap();
+        let mut again = ckpt(100);
+        again.meta = json!({"second": true});
+        manager.save(&again).unwrap();
+        assert_eq!(steps(&manager), [100]);
+        assert_eq!(manager.latest().unwrap().unwrap().1, again);
+    }
+
+    #[test]
+    fn retention_keeps_the_last_n() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), Some(2));
+        for step in 1..=5 {
+            manager.save(&ckpt(step * 10)).unwrap();
+        }
+        assert_eq!(steps(&manager), [40, 50]);
+        assert_eq!(
+            files_on_disk(dir.path()),
+            ["checkpoint", "ckpt-40.ckpt", "ckpt-50.ckpt"]
+        );
+    }
+
+    #[test]
+    fn keep_max_zero_or_none_keeps_everything() {
+        for keep_max in [None, Some(0)] {
+            let dir = tempfile::tempdir().unwrap();
+            let manager = CheckpointManager::new(dir.path(), keep_max);
+            for step in 1..=4 {
+                manager.save(&ckpt(step)).unwrap();
+            }
+            assert_eq!(steps(&manager), [1, 2, 3, 4]);
+        }
+    }
+
+    #[test]
+    fn retention_never_deletes_a_pinned_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), Some(2));
+        let evaluator = manager.clone();
+        manager.save(&ckpt(1)).unwrap();
+        let pinned = manager.save(&ckpt(2)).unwrap();
+        evaluator.pin(&pinned);
+        evaluator.pin(&pinned);
+        for step in 3..=5 {
+            manager.save(&ckpt(step)).unwrap();
+        }
+        assert_eq!(steps(&manager), [2, 4, 5]);
+        assert_eq!(evaluator.load(&pinned).unwrap(), ckpt(2));
+        assert!(evaluator.unpin(&pinned));
+        manager.save(&ckpt(6)).unwrap();
+        assert_eq!(steps(&manager), [2, 5, 6], "still pinned once");
+        assert!(evaluator.unpin(&pinned));
+        assert!(!evaluator.unpin(&pinned));
+        manager.save(&ckpt(7)).unwrap();
+        assert_eq!(steps(&manager), [6, 7]);
+        assert!(!pinned.exists());
+    }
+
+    #[test]
+    fn falls_back_when_the_latest_is_half_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), None);
+        for step in [100, 200, 300] {
+            manager.save(&ckpt(step)).unwrap();
+        }
+        let p300 = checkpoint_path(dir.path(), 300);
+        for keep in [0, 5, 30, 200] {
+            truncate(&p300, keep);
+            assert_eq!(
+                latest_step_loaded(&manager),
+                Some(200),
+                "truncated to {keep}"
+            );
+        }
+        // A flipped byte, and a missing file, also fall back.
+        let mut bytes = ckpt(300).encode();
+        let n = bytes.len();
+        bytes[n - 1] ^= 0xff;
+        fs::write(&p300, bytes).unwrap();
+        assert_eq!(latest_step_loaded(&manager), Some(200));
+        fs::remove_file(&p300).unwrap();
+        assert_eq!(latest_step_loaded(&manager), Some(200));
+        // The cheap step query only looks at the index.
+        assert_eq!(manager.latest_step().unwrap(), Some(300));
+    }
+
+    #[test]
+    fn falls_back_to_a_scan_when_the_index_is_deleted_or_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), Some(10));
+        for step in [100, 900, 300] {
+            manager.save(&ckpt(step)).unwrap();
+        }
+        let index = CheckpointIndex::path(dir.path());
+        fs::remove_file(&index).unwrap();
+        assert_eq!(latest_step_loaded(&manager), Some(900), "newest step first");
+        assert_eq!(manager.latest_step().unwrap(), Some(900));
+        assert_eq!(steps(&manager), [100, 300, 900]);
+
+        fs::write(&index, b"{\"latest\": \"ckpt-").unwrap();
+        assert_eq!(latest_step_loaded(&manager), Some(900));
+        truncate(&checkpoint_path(dir.path(), 900), 40);
+        assert_eq!(latest_step_loaded(&manager), Some(300));
+
+        // The next save rebuilds the index from the files.
+        manager.save(&ckpt(1000)).unwrap();
+        let rebuilt = CheckpointIndex::read(dir.path()).unwrap().unwrap();
+        assert_eq!(
+            rebuilt.all,
+            [
+                "ckpt-100.ckpt",
+                "ckpt-300.ckpt",
+                "ckpt-900.ckpt",
+                "ckpt-1000.ckpt"
+            ]
+        );
+    }
+
+    #[test]
+    fn crash_between_file_and_index_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), Some(2));
+        manager.save(&ckpt(100)).unwrap();
+        manager.save(&ckpt(200)).unwrap();
+        let index_before = fs::read(CheckpointIndex::path(dir.path())).unwrap();
+        // The process dies after writing ckpt-300 but before updating the index.
+        write_atomic(&checkpoint_path(dir.path(), 300), &ckpt(300).encode()).unwrap();
+        assert_eq!(
+            fs::read(CheckpointIndex::path(dir.path())).unwrap(),
+            index_before
+        );
+
+        assert_eq!(latest_step_loaded(&manager), Some(300));
+        assert_eq!(manager.latest_step().unwrap(), Some(300));
+        assert_eq!(steps(&manager), [100, 200, 300]);
+
+        // If that file is damaged after all, the index's latest is used.
+        truncate(&checkpoint_path(dir.path(), 300), 100);
+        assert_eq!(latest_step_loaded(&manager), Some(200));
+        write_atomic(&checkpoint_path(dir.path(), 300), &ckpt(300).encode()).unwrap();
+
+        // The next save adopts the orphan into the index, and so into retention.
+        manager.save(&ckpt(400)).unwrap();
+        assert_eq!(steps(&manager), [300, 400]);
+        assert_eq!(
+            files_on_disk(dir.path()),
+            ["checkpoint", "ckpt-300.ckpt", "ckpt-400.ckpt"]
+        );
+    }
+
+    #[test]
+    fn stale_files_older_than_the_index_are_a_last_resort_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), Some(1));
+        manager.save(&ckpt(100)).unwrap();
+        manager.save(&ckpt(200)).unwrap();
+        // A crash between the index write and the deletion left ckpt-50 behind.
+        write_atomic(&checkpoint_path(dir.path(), 50), &ckpt(50).encode()).unwrap();
+        assert_eq!(steps(&manager), [200]);
+        assert_eq!(latest_step_loaded(&manager), Some(200));
+        truncate(&checkpoint_path(dir.path(), 200), 10);
+        assert_eq!(latest_step_loaded(&manager), Some(50));
+    }
+
+    #[test]
+    fn no_readable_checkpoint_is_an_error_not_a_fresh_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), None);
+        manager.save(&ckpt(100)).unwrap();
+        manager.save(&ckpt(200)).unwrap();
+        truncate(&checkpoint_path(dir.path(), 100), 3);
+        fs::write(checkpoint_path(dir.path(), 200), b"garbage garbage garbage").unwrap();
+        let err = manager.latest().unwrap_err().to_string();
+        assert!(
+            err.contains("none of its 2 checkpoints can be read"),
+            "{err}"
+        );
+        assert!(
+            err.contains("ckpt-200.ckpt: not a checkpoint file (bad magic bytes)"),
+            "{err}"
+        );
+        assert!(err.contains("ckpt-100.ckpt: file is truncated"), "{err}");
+    }
+
+    #[test]
+    fn load_checks_the_step_in_the_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), None);
+        let wrong = checkpoint_path(dir.path(), 6);
+        fs::write(&wrong, ckpt(5).encode()).unwrap();
+        let err = manager.load(&wrong).unwrap_err().to_string();
+        assert!(
+            err.contains("file name says step 6 but its header says 5"),
+            "{err}"
+        );
+        // Any other name (e.g. a copied warm-start file) is not checked.
+        let other = dir.path().join("warm-start.bin");
+        fs::write(&other, ckpt(5).encode()).unwrap();
+        assert_eq!(manager.load(&other).unwrap(), ckpt(5));
+        let missing = manager
+            .load(dir.path().join("nope.ckpt"))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("nope.ckpt"), "{missing}");
+    }
+
+    #[test]
+    fn concurrent_saves_keep_a_consistent_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let manager = CheckpointManager::new(dir.path(), Some(3));
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let manager = manager.clone();
+                s.spawn(move || {
+                    for i in 0..5 {
+                        manager.save(&ckpt(1 + t * 100 + i)).unwrap();
+                    }
+                });
+            }
+        });
+        let index = CheckpointIndex::read(dir.path()).unwrap().unwrap();
+        assert_eq!(index.all.len(), 3);
+        assert!(index.validate().is_ok());
+        let mut on_disk = files_on_disk(dir.path());
+        on_disk.retain(|n| n != "checkpoint");
+        let mut listed = index.all.clone();
+        listed.sort();
+        assert_eq!(on_disk, listed);
+    }
+}

@@ -1,0 +1,83 @@
+//! The one error type of the core crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in `estimator`, each message naming what it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read, written or renamed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory at fault.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A checkpoint is corrupt, incomplete or does not fit the model.
+    #[error("checkpoint {path}: {message}")]
+    Checkpoint {
+        /// The checkpoint file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The input pipeline failed.
+    #[error("input: {0}")]
+    Input(#[from] datasets::Error),
+    /// A JSON file could not be parsed or written.
+    #[error("{path}: {message}")]
+    Json {
+        /// The JSON file at fault.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+    /// Training produced a non-finite loss.
+    #[error("loss is {value} at step {step}: training stopped (NaN/Inf loss guard)")]
+    NonFiniteLoss {
+        /// The global step whose loss was not finite.
+        step: u64,
+        /// The offending value.
+        value: f64,
+    },
+    /// An export directory is missing a file or holds an inconsistent one.
+    #[error("export {path}: {message}")]
+    Export {
+        /// The export directory or file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A configuration value is invalid.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A hook failed.
+    #[error("hook {hook}: {message}")]
+    Hook {
+        /// The hook's name.
+        hook: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Result with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An [`Error::Io`] about `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// An [`Error::Checkpoint`] about `path`.
+    pub fn checkpoint(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Error::Checkpoint {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}

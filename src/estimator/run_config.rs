@@ -1,0 +1,144 @@
+//! Where and how an estimator runs: model directory, checkpoint and summary cadence, seed.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::DeviceSpec;
+use crate::error::{Error, Result};
+use crate::io::write_json_atomic;
+
+/// How often to write checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointEvery {
+    /// Every N global steps.
+    Steps(u64),
+    /// Whenever N seconds have passed since the last save.
+    Secs(u64),
+}
+
+/// Run-time settings of an estimator, as TF's `tf.estimator.RunConfig`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Directory holding checkpoints, summaries and the saved config.
+    pub model_dir: PathBuf,
+    /// Checkpoint cadence (default: every 600 seconds, as TF).
+    pub save_checkpoints: CheckpointEvery,
+    /// How many recent checkpoints to keep; `None` keeps all (default 5).
+    pub keep_checkpoint_max: Option<usize>,
+    /// Write train summaries every N steps (default 100).
+    pub save_summary_steps: u64,
+    /// Log loss and global_step/sec every N steps (default 100).
+    pub log_step_count_steps: u64,
+    /// Seed for weight initialisation, dropout and shuffling (default 42).
+    pub tf_random_seed: u64,
+    /// Device to compute on (default: CPU).
+    pub device: DeviceSpec,
+    /// Show progress bars when stderr is a terminal (default true).
+    pub progress: bool,
+}
+
+impl RunConfig {
+    /// A configuration writing to `model_dir`, with TF's defaults for everything else.
+    pub fn new(model_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            model_dir: model_dir.into(),
+            save_checkpoints: CheckpointEvery::Secs(600),
+            keep_checkpoint_max: Some(5),
+            save_summary_steps: 100,
+            log_step_count_steps: 100,
+            tf_random_seed: 42,
+            device: DeviceSpec::Cpu,
+            progress: true,
+        }
+    }
+
+    /// Save a checkpoint every `steps` global steps.
+    pub fn with_save_checkpoints_steps(mut self, steps: u64) -> Self {
+        self.save_checkpoints = CheckpointEvery::Steps(steps.max(1));
+        self
+    }
+
+    /// Save a checkpoint whenever `secs` seconds have passed since the last one.
+    pub fn with_save_checkpoints_secs(mut self, secs: u64) -> Self {
+        self.save_checkpoints = CheckpointEvery::Secs(secs);
+        self
+    }
+
+    /// Keep at most `n` checkpoints; 0 keeps all of them (TF semantics).
+    pub fn with_keep_checkpoint_max(mut self, n: usize) -> Self {
+        self.keep_checkpoint_max = (n > 0).then_some(n);
+        self
+    }
+
+    /// Write train summaries every `steps` steps.
+    pub fn with_save_summary_steps(mut self, steps: u64) -> Self {
+        self.save_summary_steps = steps.max(1);
+        self
+    }
+
+    /// Log loss and speed every `steps` steps.
+    pub fn with_log_step_count_steps(mut self, steps: u64) -> Self {
+        self.log_step_count_steps = steps.max(1);
+        self
+    }
+
+    /// Seed everything random with `seed`.
+    pub fn with_tf_random_seed(mut self, seed: u64) -> Self {
+        self.tf_random_seed = seed;
+        self
+    }
+
+    /// Compute on `device`.
+    pub fn with_device(mut self, device: DeviceSpec) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// Show (true) or never show (false) progress bars.
+    pub fn with_progress(mut self, progress: bool) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Path of the saved copy of this configuration.
+    pub fn path_in(model_dir: &Path) -> PathBuf {
+        model_dir.join("run_config.json")
+    }
+
+    /// Writes this configuration to `model_dir/run_config.json` (atomically).
+    pub fn save(&self) -> Result<()> {
+        write_json_atomic(&Self::path_in(&self.model_dir), self)
+    }
+
+    /// Reads a configuration saved by [`RunConfig::save`].
+    pub fn load(model_dir: &Path) -> Result<Self> {
+        let path = Self::path_in(model_dir);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::Json {
+            path,
+            message: e.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_tf_and_round_trip_through_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = RunConfig::new(dir.path())
+            .with_save_checkpoints_steps(50)
+            .with_keep_checkpoint_max(0)
+            .with_tf_random_seed(7);
+        assert_eq!(RunConfig::new("x").keep_checkpoint_max, Some(5));
+        assert_eq!(RunConfig::new("x").save_summary_steps, 100);
+        assert_eq!(config.save_checkpoints, CheckpointEvery::Steps(50));
+        assert_eq!(config.keep_checkpoint_max, None);
+        config.save().unwrap();
+        assert_eq!(RunConfig::load(dir.path()).unwrap(), config);
+    }
+}

@@ -1,0 +1,111 @@
+//! How long to train and with which extra hooks.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::hooks::Hook;
+
+/// When training stops (TF's `steps` vs `max_steps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepLimit {
+    /// Train this many more steps beyond the current global step.
+    Steps(u64),
+    /// Train until the global step reaches this absolute value.
+    MaxSteps(u64),
+    /// Train until the input is exhausted.
+    UntilInputEnds,
+}
+
+impl StepLimit {
+    /// The global step to stop at, given the step training starts from.
+    pub fn last_step(self, global_step: u64) -> u64 {
+        match self {
+            StepLimit::Steps(n) => global_step.saturating_add(n),
+            StepLimit::MaxSteps(n) => n,
+            StepLimit::UntilInputEnds => u64::MAX,
+        }
+    }
+}
+
+/// What one call to `train` should do.
+pub struct TrainSpec {
+    /// When to stop.
+    pub limit: StepLimit,
+    /// Extra hooks, run after the built-in ones.
+    pub hooks: Vec<Box<dyn Hook>>,
+    /// Continue the input pipeline from the position saved in the checkpoint (default true).
+    pub resume_input: bool,
+}
+
+impl TrainSpec {
+    /// Train `steps` more steps (TF's `steps`).
+    pub fn steps(steps: u64) -> Self {
+        Self::new(StepLimit::Steps(steps))
+    }
+
+    /// Train until global step `max_steps` (TF's `max_steps`).
+    pub fn max_steps(max_steps: u64) -> Self {
+        Self::new(StepLimit::MaxSteps(max_steps))
+    }
+
+    /// Train until the input is exhausted.
+    pub fn until_input_ends() -> Self {
+        Self::new(StepLimit::UntilInputEnds)
+    }
+
+    fn new(limit: StepLimit) -> Self {
+        Self {
+            limit,
+            hooks: Vec::new(),
+            resume_input: true,
+        }
+    }
+
+    /// Adds a hook.
+    pub fn with_hook(mut self, hook: impl Hook + 'static) -> Self {
+        self.hooks.push(Box::new(hook));
+        self
+    }
+
+    /// Restart the input from its beginning instead of the checkpoint's position.
+    pub fn with_resume_input(mut self, resume: bool) -> Self {
+        self.resume_input = resume;
+        self
+    }
+}
+
+impl fmt::Debug for TrainSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hooks: Vec<&str> = self.hooks.iter().map(|h| h.name()).collect();
+        f.debug_struct("TrainSpec")
+            .field("limit", &self.limit)
+            .field("hooks", &hooks)
+            .field("resume_input", &self.resume_input)
+            .finish()
+    }
+}
+
+/// What a call to `train` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainOutcome {
+    /// The global step when training stopped.
+    pub global_step: u64,
+    /// Steps run by this call.
+    pub steps_run: u64,
+    /// Loss of the last step run by this call.
+    pub last_loss: Option<f64>,
+    /// The checkpoint holding the final state.
+    pub checkpoint: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_relative_and_max_steps_absolute() {
+        assert_eq!(StepLimit::Steps(100).last_step(250), 350);
+        assert_eq!(StepLimit::MaxSteps(100).last_step(250), 100);
+        assert_eq!(StepLimit::UntilInputEnds.last_step(5), u64::MAX);
+    }
+}

@@ -1,0 +1,98 @@
+//! Restoring a model from an export directory alone, for serving.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::backend::Backend;
+use serde::de::DeserializeOwned;
+
+use super::writer::{ExportInfo, ESTIMATOR_FILE, EXPORT_FILE, SIGNATURE_FILE, WEIGHTS_FILE};
+use super::Signature;
+use crate::device::CpuBackend;
+use crate::error::{Error, Result};
+use crate::estimator::Estimator;
+use crate::state::load_weights;
+
+/// A model loaded from an export directory, ready to predict (TF's `SavedModel` predictor).
+pub struct Predictor<E: Estimator, B: Backend = CpuBackend> {
+    estimator: E,
+    model: E::Model<B>,
+    device: B::Device,
+    signature: Signature,
+    info: ExportInfo,
+    dir: PathBuf,
+}
+
+fn read_json<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
+    let path = dir.join(file);
+    let bytes = std::fs::read(&path).map_err(|e| Error::Export {
+        path: path.clone(),
+        message: format!("cannot read: {e}"),
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Export {
+        path,
+        message: e.to_string(),
+    })
+}
+
+impl<E: Estimator> Predictor<E, CpuBackend> {
+    /// Loads the export in `dir` on the CPU.
+    pub fn load(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::load_on(dir, Default::default())
+    }
+}
+
+impl<E: Estimator, B: Backend> Predictor<E, B> {
+    /// Loads the export in `dir` onto `device`.
+    pub fn load_on(dir: impl AsRef<Path>, device: B::Device) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        let info: ExportInfo = read_json(&dir, EXPORT_FILE)?;
+        if info.format_version != super::writer::EXPORT_FORMAT_VERSION {
+            return Err(Error::Export {
+                path: dir.join(EXPORT_FILE),
+                message: format!("unsupported export format version {}", info.format_version),
+            });
+        }
+        let estimator: E = read_json(&dir, ESTIMATOR_FILE)?;
+        let signature: Signature = read_json(&dir, SIGNATURE_FILE)?;
+        let weights_path = dir.join(WEIGHTS_FILE);
+        let weights = std::fs::read(&weights_path).map_err(|e| Error::Export {
+            path: weights_path.clone(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let model = load_weights(estimator.build_model::<B>(&device), weights, &weights_path)?;
+        Ok(Self {
+            estimator,
+            model,
+            device,
+            signature,
+            info,
+            dir,
+        })
+    }
+
+    /// Predictions for one batch.
+    pub fn predict(&self, batch: &E::Batch) -> Result<Vec<E::Prediction>> {
+        self.estimator
+            .predictions::<B>(&self.model, batch, &self.device)
+    }
+
+    /// The serving signature saved with the export.
+    pub fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    /// The estimator configuration saved with the export.
+    pub fn estimator(&self) -> &E {
+        &self.estimator
+    }
+
+    /// Global step of the exported checkpoint.
+    pub fn global_step(&self) -> u64 {
+        self.info.global_step
+    }
+
+    /// The export directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}

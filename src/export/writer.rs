@@ -1,0 +1,80 @@
+//! Writing an export directory: weights, signature and the estimator's configuration.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::CpuBackend;
+use crate::error::{Error, Result};
+use crate::estimator::Estimator;
+use crate::io::{write_atomic, write_json_atomic};
+use crate::run_loop::restore_for_inference;
+use crate::state::weights_to_safetensors;
+
+/// Weights file of an export (safetensors, readable by Python's `safetensors`).
+pub const WEIGHTS_FILE: &str = "model.safetensors";
+/// Serving signature file of an export.
+pub const SIGNATURE_FILE: &str = "signature.json";
+/// Estimator configuration file of an export (what rebuilds the model).
+pub const ESTIMATOR_FILE: &str = "estimator.json";
+/// Export metadata file (format version, global step, estimator type).
+pub const EXPORT_FILE: &str = "export.json";
+
+/// Export format version written to [`EXPORT_FILE`].
+pub const EXPORT_FORMAT_VERSION: u32 = 1;
+
+/// What [`EXPORT_FILE`] holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportInfo {
+    /// Export format version.
+    pub format_version: u32,
+    /// Global step of the exported checkpoint.
+    pub global_step: u64,
+    /// Rust type name of the estimator that wrote it.
+    pub estimator_type: String,
+}
+
+/// Exports the latest checkpoint of `estimator` to `export_dir_base/<unix-timestamp>/`.
+///
+/// The directory is assembled under a temporary name and renamed into place, so a reader
+/// never sees a partial export.
+pub fn export<E: Estimator>(estimator: &E, export_dir_base: &Path) -> Result<PathBuf> {
+    let device = Default::default();
+    let restored = restore_for_inference::<CpuBackend, E>(estimator, &device, None)?;
+    std::fs::create_dir_all(export_dir_base).map_err(|e| Error::io(export_dir_base, e))?;
+    let mut stamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    while export_dir_base.join(stamp.to_string()).exists() {
+        stamp += 1;
+    }
+    let final_dir = export_dir_base.join(stamp.to_string());
+    let tmp_dir = export_dir_base.join(format!(".tmp-{stamp}-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp_dir).map_err(|e| Error::io(&tmp_dir, e))?;
+
+    let step = restored.global_step.to_string();
+    let weights = weights_to_safetensors(
+        &restored.model,
+        &[
+            ("format", "pt"),
+            ("producer", "estimator"),
+            ("global_step", &step),
+        ],
+    )?;
+    write_atomic(&tmp_dir.join(WEIGHTS_FILE), &weights)?;
+    write_json_atomic(
+        &tmp_dir.join(SIGNATURE_FILE),
+        &estimator.serving_signature(),
+    )?;
+    write_json_atomic(&tmp_dir.join(ESTIMATOR_FILE), estimator)?;
+    let info = ExportInfo {
+        format_version: EXPORT_FORMAT_VERSION,
+        global_step: restored.global_step,
+        estimator_type: std::any::type_name::<E>().to_string(),
+    };
+    write_json_atomic(&tmp_dir.join(EXPORT_FILE), &info)?;
+    std::fs::rename(&tmp_dir, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
+    Ok(final_dir)
+}

@@ -1,0 +1,149 @@
+//! Stops training when an eval metric stops improving (TF's `stop_if_no_decrease_hook`).
+
+use std::path::PathBuf;
+
+use super::hook::{Emit, Hook, StepInfo};
+use crate::error::Result;
+use crate::run_loop::{Control, EvalHistory, EvalRecord};
+
+/// Whether smaller or larger values of the watched metric are better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Improvement {
+    /// Smaller is better (loss).
+    Decrease,
+    /// Larger is better (accuracy, AUC).
+    Increase,
+}
+
+/// Stops training when `metric` has not improved for `max_steps_without_improvement`
+/// global steps, judged on the evaluation results written to an eval directory.
+#[derive(Debug)]
+pub struct EarlyStoppingHook {
+    eval_dir: PathBuf,
+    metric: String,
+    improvement: Improvement,
+    max_steps_without_improvement: u64,
+    min_steps: u64,
+    run_every_steps: u64,
+}
+
+impl EarlyStoppingHook {
+    /// Watches `metric` in `eval_dir` (e.g. `model_dir/eval`), checking every 60 steps.
+    pub fn new(
+        eval_dir: impl Into<PathBuf>,
+        metric: impl Into<String>,
+        improvement: Improvement,
+        max_steps_without_improvement: u64,
+    ) -> Self {
+        Self {
+            eval_dir: eval_dir.into(),
+            metric: metric.into(),
+            improvement,
+            max_steps_without_improvement,
+            min_steps: 0,
+            run_every_steps: 60,
+        }
+    }
+
+    /// Never stop before global step `min_steps`.
+    pub fn with_min_steps(mut self, min_steps: u64) -> Self {
+        self.min_steps = min_steps;
+        self
+    }
+
+    /// Read the eval results every `steps` steps.
+    pub fn with_run_every_steps(mut self, steps: u64) -> Self {
+        self.run_every_steps = steps.max(1);
+        self
+    }
+}
+
+/// The policy: given eval results, should training stop? (TF's
+/// `_stop_if_no_metric_improvement_fn`: stop once the latest evaluated step is at least
+/// `max_steps_without_improvement` past the step of the best value.)
+pub fn should_stop(
+    history: &[EvalRecord],
+    metric: &str,
+    improvement: Improvement,
+    max_steps_without_improvement: u64,
+    min_steps: u64,
+) -> bool {
+    let mut points: Vec<(u64, f64)> = history
+        .iter()
+        .filter_map(|r| r.metrics.get(metric).map(|v| (r.global_step, *v)))
+        .collect();
+    points.sort_by_key(|(step, _)| *step);
+    let mut best: Option<(u64, f64)> = None;
+    for (step, value) in points {
+        let better = match (best, improvement) {
+            (None, _) => true,
+            (Some((_, b)), Improvement::Decrease) => value < b,
+            (Some((_, b)), Improvement::Increase) => value > b,
+        };
+        if better {
+            best = Some((step, value));
+        }
+        if let Some((best_step, _)) = best {
+            if step >= min_steps && step - best_step >= max_steps_without_improvement {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+impl Hook for EarlyStoppingHook {
+    fn name(&self) -> &str {
+        "early_stopping"
+    }
+
+    fn after_step(&mut self, step: &StepInfo, emit: &mut Emit) -> Result<Control> {
+        if step.global_step % self.run_every_steps != 0 {
+            return Ok(Control::Continue);
+        }
+        let history = EvalHistory::read(&self.eval_dir)?;
+        if should_stop(
+            &history,
+            &self.metric,
+            self.improvement,
+            self.max_steps_without_improvement,
+            self.min_steps,
+        ) {
+            emit.log(format!(
+                "early stopping: {} has not improved for {} steps",
+                self.metric, self.max_steps_without_improvement
+            ));
+            return Ok(Control::Stop);
+        }
+        Ok(Control::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(step: u64, loss: f64) -> EvalRecord {
+        EvalRecord {
+            global_step: step,
+            metrics: [("loss".to_string(), loss)].into(),
+        }
+    }
+
+    #[test]
+    fn stops_only_after_enough_steps_without_decrease() {
+        // Best loss 0.5 at step 200; 0.6 at 300, 0.55 at 400.
+        let h = [
+            record(100, 0.9),
+            record(200, 0.5),
+            record(300, 0.6),
+            record(400, 0.55),
+        ];
+        assert!(!should_stop(&h, "loss", Improvement::Decrease, 300, 0)); // 400-200 = 200 < 300
+        assert!(should_stop(&h, "loss", Improvement::Decrease, 200, 0)); // 400-200 = 200
+        assert!(!should_stop(&h, "loss", Improvement::Decrease, 200, 500)); // min_steps
+                                                                            // For accuracy, larger is better: best 0.9 at step 100, so 300 steps without gain.
+        assert!(should_stop(&h, "loss", Improvement::Increase, 300, 0));
+        assert!(!should_stop(&h, "accuracy", Improvement::Increase, 1, 0)); // metric absent
+    }
+}

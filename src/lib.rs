@@ -1,0 +1,26 @@
+//! # estimator
+//!
+//! Estimator-style training on [Burn](https://burn.dev): implement the model function once,
+//! then `train`, `evaluate`, `predict` and `export` come for free, with checkpoints, resume,
+//! TensorBoard summaries, hooks and progress bars.
+
+pub mod checkpoint;
+pub mod device;
+pub mod error;
+pub mod estimator;
+pub mod export;
+pub mod hooks;
+pub mod io;
+pub mod metrics;
+pub mod optimizer;
+pub mod run_loop;
+pub mod state;
+pub mod summary;
+
+pub use datasets;
+pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};
+pub use error::{Error, Result};
+pub use estimator::{Estimator, RunConfig, StepLimit, TrainOutcome, TrainSpec};
+pub use export::{Predictor, Signature};
+pub use metrics::{Metric, Metrics};
+pub use optimizer::OptimizerSpec;

@@ -1,0 +1,78 @@
+//! One streaming metric: accumulated over batches, read out once at the end.
+
+use serde::{Deserialize, Serialize};
+
+/// A mergeable accumulator for one evaluation metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Metric {
+    /// Weighted mean: `sum / weight` (accuracy, average loss, label/mean, …).
+    Mean {
+        /// Sum of weighted values.
+        sum: f64,
+        /// Sum of weights.
+        weight: f64,
+    },
+}
+
+impl Metric {
+    /// A mean over `values`, each with weight 1.
+    pub fn mean_of(values: impl IntoIterator<Item = f64>) -> Self {
+        let (sum, weight) = values
+            .into_iter()
+            .fold((0.0, 0.0), |(s, w), v| (s + v, w + 1.0));
+        Metric::Mean { sum, weight }
+    }
+
+    /// A mean holding one `value` with `weight`.
+    pub fn weighted(value: f64, weight: f64) -> Self {
+        Metric::Mean {
+            sum: value * weight,
+            weight,
+        }
+    }
+
+    /// Adds `other`'s observations to this accumulator.
+    pub fn merge(&mut self, other: &Metric) {
+        match (self, other) {
+            (Metric::Mean { sum, weight }, Metric::Mean { sum: s, weight: w }) => {
+                *sum += s;
+                *weight += w;
+            }
+        }
+    }
+
+    /// The metric's value; a mean of nothing is 0, as TF reports it.
+    pub fn value(&self) -> f64 {
+        match self {
+            Metric::Mean { sum, weight } => {
+                if *weight == 0.0 {
+                    0.0
+                } else {
+                    sum / weight
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_means_weigh_by_count_not_by_batch() {
+        // Batch 1: [1, 2, 3] (mean 2), batch 2: [10] (mean 10).
+        // The streaming mean is (1+2+3+10)/4 = 4, not (2+10)/2 = 6.
+        let mut m = Metric::mean_of([1.0, 2.0, 3.0]);
+        m.merge(&Metric::mean_of([10.0]));
+        assert_eq!(m.value(), 4.0);
+        assert_eq!(Metric::mean_of([]).value(), 0.0);
+        assert_eq!(
+            Metric::weighted(0.5, 4.0),
+            Metric::Mean {
+                sum: 2.0,
+                weight: 4.0
+            }
+        );
+    }
+}

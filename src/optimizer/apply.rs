@@ -1,0 +1,113 @@
+//! Applies gradients to a module with a Burn `SimpleOptimizer`, one parameter at a time.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, ModuleMapper, Param};
+use burn::optim::record::AdaptorRecord;
+use burn::optim::{GradientsParams, SimpleOptimizer};
+use burn::record::{FullPrecisionSettings, Record};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+
+/// An optimizer whose per-parameter state is keyed by the parameter's dotted path.
+///
+/// Burn's parameter ids are random per process; paths are stable, so state saved by one
+/// process restores into a model built by another, and checkpoints are byte-identical
+/// across runs with the same seed.
+pub struct Optimizer<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> {
+    optim: O,
+    states: BTreeMap<String, AdaptorRecord<O, B>>,
+}
+
+type StateItem<O, B> = <AdaptorRecord<O, B> as Record<B>>::Item<FullPrecisionSettings>;
+
+impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
+    /// Wraps a Burn simple optimizer with empty state.
+    pub fn new(optim: O) -> Self {
+        Self {
+            optim,
+            states: BTreeMap::new(),
+        }
+    }
+
+    /// Applies `grads` to `model` with learning rate `lr`; parameters without a gradient
+    /// are left as they are.
+    pub fn step<M: Module<B>>(&mut self, lr: f64, model: M, mut grads: GradientsParams) -> M {
+        let mut mapper = StepMapper::<B, O> {
+            optim: &self.optim,
+            states: &mut self.states,
+            grads: &mut grads,
+            lr,
+            stack: Vec::new(),
+        };
+        model.map(&mut mapper)
+    }
+
+    /// The state serialised deterministically (MessagePack, sorted by path).
+    pub fn state_bytes(&self) -> Result<Vec<u8>, String> {
+        let items: BTreeMap<&String, StateItem<O, B>> = self
+            .states
+            .iter()
+            .map(|(path, record)| (path, record.clone().into_item::<FullPrecisionSettings>()))
+            .collect();
+        rmp_serde::to_vec(&items).map_err(|e| e.to_string())
+    }
+
+    /// Replaces the state with one produced by [`Optimizer::state_bytes`].
+    pub fn load_state_bytes(&mut self, bytes: &[u8], device: &B::Device) -> Result<(), String> {
+        let items: BTreeMap<String, StateItem<O, B>> =
+            rmp_serde::from_slice(bytes).map_err(|e| e.to_string())?;
+        self.states = items
+            .into_iter()
+            .map(|(path, item)| (path, AdaptorRecord::<O, B>::from_item(item, device)))
+            .collect();
+        Ok(())
+    }
+
+    /// Number of parameters that have optimizer state.
+    pub fn state_len(&self) -> usize {
+        self.states.len()
+    }
+}
+
+struct StepMapper<'a, B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> {
+    optim: &'a O,
+    states: &'a mut BTreeMap<String, AdaptorRecord<O, B>>,
+    grads: &'a mut GradientsParams,
+    lr: f64,
+    stack: Vec<String>,
+}
+
+impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> ModuleMapper<B>
+    for StepMapper<'_, B, O>
+{
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        let Some(grad) = self.grads.remove::<B::InnerBackend, D>(id) else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        let path = self.stack.join(".");
+        let require_grad = tensor.is_require_grad();
+        let state = self
+            .states
+            .remove(&path)
+            .map(|record| record.into_state::<D>());
+        let (updated, state) = self.optim.step(self.lr, tensor.inner(), grad, state);
+        if let Some(state) = state {
+            self.states.insert(path, AdaptorRecord::from_state(state));
+        }
+        let mut updated = Tensor::from_inner(updated);
+        if require_grad {
+            updated = updated.require_grad();
+        }
+        Param::from_mapped_value(id, updated, mapper)
+    }
+}

@@ -1,0 +1,66 @@
+//! Gradients of a module's parameters, and the module's parameter paths.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::Tensor;
+
+/// Takes each parameter's gradient out of `grads`, keyed by parameter id.
+///
+/// Unlike Burn's `GradientsParams::from_grads` this needs only `Module<B>`, which is what
+/// lets an estimator's model be any Burn module generic over its backend.
+pub fn extract_gradients<B: AutodiffBackend, M: Module<B>>(
+    model: &M,
+    grads: &mut B::Gradients,
+) -> GradientsParams {
+    let mut out = GradientsParams::new();
+    model.visit(&mut GradientExtractor::<B> {
+        grads,
+        out: &mut out,
+    });
+    out
+}
+
+struct GradientExtractor<'a, B: AutodiffBackend> {
+    grads: &'a mut B::Gradients,
+    out: &'a mut GradientsParams,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for GradientExtractor<'_, B> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        if let Some(grad) = param.val().grad_remove(self.grads) {
+            self.out.register::<B::InnerBackend, D>(param.id, grad);
+        }
+    }
+}
+
+/// Dotted path (`layer1.weight`) of every float parameter, keyed by id.
+pub fn param_paths<B: Backend, M: Module<B>>(model: &M) -> BTreeMap<ParamId, String> {
+    let mut visitor = PathCollector {
+        stack: Vec::new(),
+        paths: BTreeMap::new(),
+    };
+    model.visit(&mut visitor);
+    visitor.paths
+}
+
+struct PathCollector {
+    stack: Vec<String>,
+    paths: BTreeMap<ParamId, String>,
+}
+
+impl<B: Backend> ModuleVisitor<B> for PathCollector {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        self.paths.insert(param.id, self.stack.join("."));
+    }
+}

@@ -1,0 +1,80 @@
+//! Which optimizer to train with, as plain serialisable data.
+
+use serde::{Deserialize, Serialize};
+
+/// The optimizer an estimator trains with, and its hyper-parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OptimizerSpec {
+    /// Adam (Kingma & Ba), TF's defaults except the learning rate.
+    Adam {
+        /// Step size.
+        learning_rate: f64,
+        /// Decay of the first moment.
+        beta_1: f32,
+        /// Decay of the second moment.
+        beta_2: f32,
+        /// Numerical-stability term.
+        epsilon: f32,
+    },
+    /// Adagrad (TF's default for DNN estimators).
+    Adagrad {
+        /// Step size.
+        learning_rate: f64,
+        /// Numerical-stability term.
+        epsilon: f32,
+    },
+    /// Plain stochastic gradient descent, optionally with momentum.
+    Sgd {
+        /// Step size.
+        learning_rate: f64,
+        /// Momentum factor; 0 disables momentum.
+        momentum: f64,
+    },
+}
+
+impl OptimizerSpec {
+    /// Adam with `learning_rate` and TF's beta/epsilon defaults (0.9, 0.999, 1e-7).
+    pub fn adam(learning_rate: f64) -> Self {
+        OptimizerSpec::Adam {
+            learning_rate,
+            beta_1: 0.9,
+            beta_2: 0.999,
+            epsilon: 1e-7,
+        }
+    }
+
+    /// Adagrad with `learning_rate` (TF's DNNClassifier default is 0.05).
+    pub fn adagrad(learning_rate: f64) -> Self {
+        OptimizerSpec::Adagrad {
+            learning_rate,
+            epsilon: 1e-7,
+        }
+    }
+
+    /// SGD with `learning_rate` and no momentum.
+    pub fn sgd(learning_rate: f64) -> Self {
+        OptimizerSpec::Sgd {
+            learning_rate,
+            momentum: 0.0,
+        }
+    }
+
+    /// The learning rate, whichever the kind.
+    pub fn learning_rate(&self) -> f64 {
+        match self {
+            OptimizerSpec::Adam { learning_rate, .. }
+            | OptimizerSpec::Adagrad { learning_rate, .. }
+            | OptimizerSpec::Sgd { learning_rate, .. } => *learning_rate,
+        }
+    }
+
+    /// Short name used in checkpoints, so a checkpoint is never restored into another kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OptimizerSpec::Adam { .. } => "adam",
+            OptimizerSpec::Adagrad { .. } => "adagrad",
+            OptimizerSpec::Sgd { .. } => "sgd",
+        }
+    }
+}

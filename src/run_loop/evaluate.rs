@@ -1,0 +1,109 @@
+//! The evaluation loop: streaming metrics over a dataset, written as eval summaries.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use burn::tensor::backend::Backend;
+use burn::tensor::ElementConversion;
+use datasets::Dataset;
+
+use super::progress::Progress;
+use super::restore::restore_for_inference;
+use super::{EvalHistory, EvalRecord};
+use crate::device::{CpuBackend, ResolvedDevice};
+use crate::error::{Error, Result};
+use crate::estimator::Estimator;
+use crate::metrics::{Metric, Metrics};
+use crate::summary::SummaryWriter;
+
+/// The eval directory of an evaluation named `name` (TF: `eval` or `eval_<name>`).
+pub fn eval_dir(model_dir: &Path, name: Option<&str>) -> PathBuf {
+    match name {
+        Some(name) => model_dir.join(format!("eval_{name}")),
+        None => model_dir.join("eval"),
+    }
+}
+
+/// Evaluates `estimator` on `dataset` on the configured device.
+pub fn evaluate<E: Estimator, D: Dataset<Item = E::Batch>>(
+    estimator: &E,
+    dataset: D,
+    steps: Option<u64>,
+    checkpoint: Option<&Path>,
+    name: Option<&str>,
+) -> Result<BTreeMap<String, f64>> {
+    match estimator.run_config().device.resolve()? {
+        ResolvedDevice::Cpu => evaluate_on::<CpuBackend, E, D>(
+            estimator,
+            &Default::default(),
+            dataset,
+            steps,
+            checkpoint,
+            name,
+        ),
+        #[cfg(feature = "cuda")]
+        ResolvedDevice::Cuda(index) => evaluate_on::<crate::device::CudaBackend, E, D>(
+            estimator,
+            &burn::backend::cuda::CudaDevice::new(index),
+            dataset,
+            steps,
+            checkpoint,
+            name,
+        ),
+        #[cfg(not(feature = "cuda"))]
+        ResolvedDevice::Cuda(_) => Err(Error::Config("built without the `cuda` feature".into())),
+    }
+}
+
+fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch>>(
+    estimator: &E,
+    device: &B::Device,
+    mut dataset: D,
+    steps: Option<u64>,
+    checkpoint: Option<&Path>,
+    name: Option<&str>,
+) -> Result<BTreeMap<String, f64>> {
+    let config = estimator.run_config();
+    let restored = restore_for_inference::<B, E>(estimator, device, checkpoint)?;
+    let progress = Progress::new(steps, config.progress, "eval");
+    let mut metrics = Metrics::new();
+    let mut batches = 0u64;
+    while steps.is_none_or(|s| batches < s) {
+        let batch = match dataset.next_item() {
+            None => break,
+            Some(batch) => batch?,
+        };
+        let loss: f64 = estimator
+            .loss::<B>(&restored.model, &batch, device)?
+            .into_scalar()
+            .elem();
+        metrics.add("loss", Metric::mean_of([loss]));
+        metrics.merge(&estimator.eval_metrics::<B>(&restored.model, &batch, device)?);
+        batches += 1;
+        progress.update(batches, "");
+    }
+    progress.finish();
+    if batches == 0 {
+        return Err(Error::Config("evaluation input yielded no batch".into()));
+    }
+    let mut values = metrics.values();
+    values.insert("global_step".into(), restored.global_step as f64);
+
+    let dir = eval_dir(&config.model_dir, name);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let mut writer = SummaryWriter::create(&dir)?;
+    for (tag, value) in &values {
+        if tag != "global_step" {
+            writer.scalar(tag, *value, restored.global_step);
+        }
+    }
+    writer.flush();
+    let record = EvalRecord {
+        global_step: restored.global_step,
+        metrics: values.clone(),
+    };
+    EvalHistory::append(&dir, &record)?;
+    let json = serde_json::to_string(&values).unwrap_or_default();
+    progress.log(&format!("eval metrics: {json}"));
+    Ok(values)
+}

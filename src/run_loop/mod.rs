@@ -1,0 +1,18 @@
+//! The run loop: training, evaluation and prediction over a dataset.
+
+mod checkpointing;
+mod control;
+mod eval_history;
+mod evaluate;
+mod predict;
+mod progress;
+mod restore;
+mod train;
+
+pub use checkpointing::{CheckpointSchedule, MODEL_SECTION, OPTIMIZER_SECTION};
+pub use control::{Control, Verdict};
+pub use eval_history::{EvalHistory, EvalRecord};
+pub use evaluate::{eval_dir, evaluate};
+pub use predict::predict;
+pub use restore::{restore_for_inference, RestoredModel};
+pub use train::train;

@@ -1,0 +1,48 @@
+//! Progress bars for train and evaluate, hidden when stderr is not a terminal.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A progress bar that also routes log lines so they do not tear the bar.
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// A bar over `len` steps (or a spinner when unknown); hidden unless `enabled` and
+    /// stderr is a terminal.
+    pub fn new(len: Option<u64>, enabled: bool, prefix: &str) -> Self {
+        let bar = match len {
+            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+        };
+        if !enabled {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        let template = if len.is_some() {
+            "{prefix} [{bar:30}] {pos}/{len} {msg} ({per_sec}, eta {eta})"
+        } else {
+            "{prefix} {spinner} {pos} {msg} ({per_sec})"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(prefix.to_string());
+        Self { bar }
+    }
+
+    /// Moves the bar to `position` with a status `message` (e.g. the loss).
+    pub fn update(&self, position: u64, message: impl Into<std::borrow::Cow<'static, str>>) {
+        self.bar.set_position(position);
+        self.bar.set_message(message);
+    }
+
+    /// Logs `line` without tearing the bar.
+    pub fn log(&self, line: &str) {
+        self.bar.suspend(|| tracing::info!("{line}"));
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,124 @@
+//! Reading events files back: TFRecord framing with checked CRCs, then [`Event`] decoding.
+//!
+//! A record is `len: u64 LE`, `masked_crc32c(len bytes): u32 LE`, `len` bytes of data,
+//! `masked_crc32c(data): u32 LE`, where `masked(c) = ((c >> 15) | (c << 17)) + 0xa282ead8`.
+
+use std::path::{Path, PathBuf};
+
+use super::event::Event;
+use super::file_name::is_events_file;
+use crate::error::{Error, Result};
+
+/// TensorFlow's CRC mask: rotate right by 15 bits, then add this constant.
+const MASK_DELTA: u32 = 0xa282_ead8;
+
+/// The masked CRC-32C TFRecord stores for `data`.
+pub fn masked_crc32c(data: &[u8]) -> u32 {
+    let crc = crc32c::crc32c(data);
+    crc.rotate_right(15).wrapping_add(MASK_DELTA)
+}
+
+/// Every event of the events file at `path`, in order; fails on a bad CRC or a truncated record.
+pub fn read_event_file(path: &Path) -> Result<Vec<Event>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    parse_records(&bytes)
+        .and_then(|records| records.into_iter().map(Event::decode).collect())
+        .map_err(|message| invalid(path, message))
+}
+
+/// The events files directly in `dir`, sorted by name (the order TensorBoard reads them in).
+pub fn event_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let path = entry.map_err(|e| Error::io(dir, e))?.path();
+        if path.is_file() && is_events_file(&path) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn invalid(path: &Path, message: String) -> Error {
+    Error::io(
+        path,
+        std::io::Error::new(std::io::ErrorKind::InvalidData, message),
+    )
+}
+
+fn parse_records(mut bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
+    let mut records = Vec::new();
+    while !bytes.is_empty() {
+        let at = records.len();
+        let header = bytes
+            .get(..12)
+            .ok_or(format!("record {at}: truncated header"))?;
+        let (len_bytes, len_crc) = header.split_at(8);
+        if masked_crc32c(len_bytes) != u32::from_le_bytes(len_crc.try_into().expect("4 bytes")) {
+            return Err(format!("record {at}: length CRC mismatch"));
+        }
+        let len = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes"));
+        let len = usize::try_from(len).map_err(|_| format!("record {at}: length {len}"))?;
+        let rest = &bytes[12..];
+        if rest.len() < len.saturating_add(4) {
+            return Err(format!(
+                "record {at}: truncated data ({len} bytes announced)"
+            ));
+        }
+        let (data, rest) = rest.split_at(len);
+        let (data_crc, rest) = rest.split_at(4);
+        if masked_crc32c(data) != u32::from_le_bytes(data_crc.try_into().expect("4 bytes")) {
+            return Err(format!("record {at}: data CRC mismatch"));
+        }
+        records.push(data);
+        bytes = rest;
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(data: &[u8]) -> Vec<u8> {
+        let len = (data.len() as u64).to_le_bytes();
+        let mut out = len.to_vec();
+        out.extend_from_slice(&masked_crc32c(&len).to_le_bytes());
+        out.extend_from_slice(data);
+        out.extend_from_slice(&masked_crc32c(data).to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn masked_crc_matches_tensorflow() {
+        // crc32c("123456789") = 0xe3069283 (the CRC-32C check value), masked by hand:
+        // rotr15 = 0x2507c60d, + 0xa282ead8 = 0xc78ab0e5.
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xe306_9283);
+        assert_eq!(masked_crc32c(b"123456789"), 0xc78a_b0e5);
+        // Same as the framing tensorboard-rs writes.
+        assert_eq!(
+            masked_crc32c(b"123456789"),
+            tensorboard_rs::masked_crc32c::masked_crc32c(b"123456789")
+        );
+    }
+
+    #[test]
+    fn parses_and_checks_frames() {
+        let mut bytes = frame(b"abc");
+        bytes.extend(frame(b""));
+        assert_eq!(parse_records(&bytes).unwrap(), vec![&b"abc"[..], &b""[..]]);
+
+        let mut corrupt = bytes.clone();
+        corrupt[13] ^= 1;
+        assert!(parse_records(&corrupt).unwrap_err().contains("data CRC"));
+        let mut corrupt = bytes.clone();
+        corrupt[0] ^= 1;
+        assert!(parse_records(&corrupt).unwrap_err().contains("length CRC"));
+        assert!(parse_records(&bytes[..bytes.len() - 1])
+            .unwrap_err()
+            .contains("truncated"));
+        assert!(parse_records(&bytes[..5])
+            .unwrap_err()
+            .contains("truncated header"));
+    }
+}
