@@ -17,7 +17,7 @@ global_step, each within --rel-tol (default 1e-4, relative). When a step appears
 the last log line and the last event win.
 
 Exits 0 printing `tensorboard check: N tags, M values verified`, or 1 with a one-line reason.
-Requires `pip install -r scripts/requirements-tensorboard.txt`.
+Requires `pip install -r scripts/requirements-checks.txt`.
 """
 
 import argparse

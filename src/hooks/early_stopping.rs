@@ -98,7 +98,7 @@ impl Hook for EarlyStoppingHook {
     }
 
     fn after_step(&mut self, step: &StepInfo, emit: &mut Emit) -> Result<Control> {
-        if step.global_step % self.run_every_steps != 0 {
+        if !step.global_step.is_multiple_of(self.run_every_steps) {
             return Ok(Control::Continue);
         }
         let history = EvalHistory::read(&self.eval_dir)?;

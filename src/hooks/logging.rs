@@ -35,7 +35,7 @@ impl Hook for LoggingHook {
 
     fn after_step(&mut self, step: &StepInfo, emit: &mut Emit) -> Result<Control> {
         let first = self.last.is_none();
-        if first || step.global_step % self.every_n_steps == 0 {
+        if first || step.global_step.is_multiple_of(self.every_n_steps) {
             let secs = self
                 .last
                 .map(|t| (step.now - t).as_secs_f64())

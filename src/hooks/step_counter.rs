@@ -34,7 +34,7 @@ impl Hook for StepCounterHook {
     }
 
     fn after_step(&mut self, step: &StepInfo, emit: &mut Emit) -> Result<Control> {
-        if step.global_step % self.every_n_steps != 0 {
+        if !step.global_step.is_multiple_of(self.every_n_steps) {
             return Ok(Control::Continue);
         }
         if let Some((last_step, last_time)) = self.last {

@@ -1,7 +1,7 @@
 //! Streaming evaluation metrics that merge across batches (and, later, across workers).
 
 mod metric;
-mod metrics;
+mod set;
 
 pub use metric::Metric;
-pub use metrics::Metrics;
+pub use set::Metrics;

@@ -7,6 +7,7 @@ mod evaluate;
 mod predict;
 mod progress;
 mod restore;
+mod seeding;
 mod train;
 
 pub use checkpointing::{CheckpointSchedule, MODEL_SECTION, OPTIMIZER_SECTION};
@@ -15,4 +16,5 @@ pub use eval_history::{EvalHistory, EvalRecord};
 pub use evaluate::{eval_dir, evaluate};
 pub use predict::predict;
 pub use restore::{restore_for_inference, RestoredModel};
+pub use seeding::{build_seeded, step_seed, with_seed};
 pub use train::train;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use burn::tensor::backend::Backend;
 
 use super::checkpointing;
+use super::seeding::build_seeded;
 use crate::checkpoint::CheckpointManager;
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
@@ -37,7 +38,10 @@ pub fn restore_for_inference<B: Backend, E: Estimator>(
             )
         })?,
     };
-    let model = estimator.build_model::<B>(device);
+    // Initialisation draws from the backend RNG even though the weights are replaced next.
+    let model = build_seeded::<B, _>(device, config.tf_random_seed, || {
+        estimator.build_model::<B>(device)
+    });
     let model = checkpointing::restore_model(model, &ckpt, &path)?;
     Ok(RestoredModel {
         model,

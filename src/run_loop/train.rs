@@ -11,6 +11,7 @@ use datasets::Dataset;
 
 use super::checkpointing::{self, CheckpointSchedule};
 use super::progress::Progress;
+use super::seeding::{build_seeded, step_seed, with_seed};
 use super::Verdict;
 use crate::checkpoint::CheckpointManager;
 use crate::device::{CpuTrainBackend, ResolvedDevice};
@@ -79,15 +80,6 @@ fn train_on<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>>(
     }
 }
 
-/// Per-step seed: dropout and other randomness depend only on (seed, step), so a resumed
-/// run draws exactly what the uninterrupted run would have.
-fn step_seed(seed: u64, step: u64) -> u64 {
-    let mut z = seed ^ step.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 struct TrainLoop<'a, B, E, D, O>
 where
     B: AutodiffBackend,
@@ -124,8 +116,9 @@ where
         let config = estimator.run_config();
         std::fs::create_dir_all(&config.model_dir).map_err(|e| Error::io(&config.model_dir, e))?;
         config.save()?;
-        B::seed(device, config.tf_random_seed);
-        let model = estimator.build_model::<B>(device);
+        let model = build_seeded::<B, _>(device, config.tf_random_seed, || {
+            estimator.build_model::<B>(device)
+        });
         Ok(Self {
             estimator,
             device,
@@ -203,6 +196,10 @@ where
         ];
         hooks.extend(spec.hooks);
         let mut writer = SummaryWriter::create(&config.model_dir)?;
+        if let Some(step) = self.restored_step {
+            // TensorBoard then hides what a crashed run logged after the restored checkpoint.
+            writer.session_start(step + 1);
+        }
         let bar_len = (last_step != u64::MAX).then(|| last_step - start_step);
         let progress = Progress::new(bar_len, config.progress, "train");
         let now = Instant::now();
@@ -299,12 +296,11 @@ where
                 Some(batch) => batch?,
             };
             let step_start = Instant::now();
-            B::seed(
-                self.device,
-                step_seed(config.tf_random_seed, self.global_step),
-            );
             let model = self.model.take().expect("model present outside a step");
-            let loss = self.estimator.loss::<B>(&model, &batch, self.device)?;
+            let seed = step_seed(config.tf_random_seed, self.global_step);
+            let loss = with_seed::<B, _>(self.device, seed, || {
+                self.estimator.loss::<B>(&model, &batch, self.device)
+            })?;
             let loss_value: f64 = loss.clone().into_scalar().elem();
             let mut grads = loss.backward();
             let grads = extract_gradients(&model, &mut grads);
@@ -331,7 +327,7 @@ where
             for (tag, value) in &emit.scalars {
                 writer.scalar(tag, *value, self.global_step);
             }
-            if self.global_step % config.save_summary_steps == 0
+            if self.global_step.is_multiple_of(config.save_summary_steps)
                 || self.global_step == start_step + 1
             {
                 writer.scalar("loss", loss_value, self.global_step);

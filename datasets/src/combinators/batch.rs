@@ -37,7 +37,7 @@ impl<D: Dataset> Dataset for Batch<D> {
                 "batch size must be at least 1".into(),
             )));
         }
-        let mut batch = Vec::with_capacity(self.size);
+        let mut batch = Vec::with_capacity(self.size.min(4096));
         while batch.len() < self.size {
             match self.upstream.next_item() {
                 Some(Ok(item)) => batch.push(item),

@@ -7,9 +7,73 @@ pub(crate) fn trim(bytes: &[u8]) -> &[u8] {
     bytes.trim_ascii()
 }
 
+/// Exact powers of ten in `f32` (`10^10 = 2^10 * 5^10` and `5^10 < 2^24`).
+const POW10: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+
+/// Parses a plain decimal (`-12.345`, no exponent) at the start of `s`, returning the value
+/// and the number of bytes used; `None` when the fast path does not apply (then use
+/// [`parse_f32`] on the whole field).
+///
+/// The result is correctly rounded: the digits form an integer `m <= 2^24` and the scale
+/// is `10^k` with `k <= 10`, both exact in `f32`, so the one division rounds once
+/// (Clinger's fast path).
+#[inline]
+pub(crate) fn parse_decimal_prefix(s: &[u8]) -> Option<(f32, usize)> {
+    let mut i = 0;
+    let negative = match s.first() {
+        Some(b'-') => {
+            i = 1;
+            true
+        }
+        Some(b'+') => {
+            i = 1;
+            false
+        }
+        _ => false,
+    };
+    let mut m: u64 = 0;
+    let mut digits = 0u32;
+    while let Some(&c) = s.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        m = m.wrapping_mul(10).wrapping_add(u64::from(d));
+        digits += 1;
+        i += 1;
+    }
+    let mut scale = 0u32;
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        while let Some(&c) = s.get(i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            m = m.wrapping_mul(10).wrapping_add(u64::from(d));
+            scale += 1;
+            i += 1;
+        }
+    }
+    let total = digits + scale;
+    if total == 0 || total > 18 || scale > 10 || m > 1 << 24 {
+        return None;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        return None;
+    }
+    let v = m as f32 / POW10[scale as usize];
+    Some((if negative { -v } else { v }, i))
+}
+
 /// Parses a float, tolerating surrounding whitespace. `None` if it is not a number.
 #[inline]
 pub(crate) fn parse_f32(bytes: &[u8]) -> Option<f32> {
+    if let Some((v, used)) = parse_decimal_prefix(bytes) {
+        if used == bytes.len() {
+            return Some(v);
+        }
+    }
     match fast_float2::parse::<f32, _>(bytes) {
         Ok(v) => Some(v),
         Err(_) => {
@@ -88,6 +152,33 @@ mod tests {
         assert_eq!(parse_f32(b""), None);
         assert_eq!(parse_f32(b"  "), None);
         assert_eq!(parse_f32(b"abc"), None);
+    }
+
+    #[test]
+    fn decimal_fast_path_is_exact() {
+        assert_eq!(parse_decimal_prefix(b"-37.1234,"), Some((-37.1234, 8)));
+        assert_eq!(parse_decimal_prefix(b"1."), Some((1.0, 2)));
+        assert_eq!(parse_decimal_prefix(b".5"), Some((0.5, 2)));
+        assert_eq!(parse_decimal_prefix(b"+3"), Some((3.0, 2)));
+        assert_eq!(parse_decimal_prefix(b"1e5"), None);
+        assert_eq!(parse_decimal_prefix(b"."), None);
+        assert_eq!(parse_decimal_prefix(b"-"), None);
+        assert_eq!(parse_decimal_prefix(b"123456789012345678901234"), None);
+        assert_eq!(parse_decimal_prefix(b"16777217"), None);
+        let mut rng = crate::SplitMix64::new(9);
+        for _ in 0..200_000 {
+            let decimals = rng.below(8);
+            let magnitude = 10f64.powi(rng.below(9) as i32 - 3);
+            let x = (rng.next_f64() - 0.5) * magnitude;
+            let text = format!("{x:.decimals$}");
+            let expected: f32 = text.parse().unwrap();
+            assert_eq!(parse_f32(text.as_bytes()), Some(expected), "{text}");
+            if let Some((v, used)) = parse_decimal_prefix(text.as_bytes()) {
+                assert_eq!((v, used), (expected, text.len()), "{text}");
+            }
+        }
+        assert_eq!(parse_f32(b"1e-3"), Some(1e-3));
+        assert!(parse_f32(b"nan").unwrap().is_nan());
     }
 
     #[test]

@@ -1,15 +1,11 @@
 //! CSV source: [`CsvDataset`], reading [`Example`]s through a [`Schema`].
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ::csv::{ByteRecord, Reader, ReaderBuilder};
-use flate2::read::MultiGzDecoder;
-
 use super::cell;
+use super::reader::{Record, RecordReader};
 use crate::{ColumnType, Dataset, Error, Example, Label, Position, Schema};
 
 /// What to do with a row that cannot be parsed (bad number, ragged row, empty cell
@@ -61,27 +57,6 @@ impl RowCounter {
     }
 }
 
-pub(crate) enum Input {
-    Plain(Reader<File>),
-    Gz(Reader<MultiGzDecoder<File>>),
-}
-
-impl Input {
-    pub(crate) fn read(&mut self, record: &mut ByteRecord) -> ::csv::Result<bool> {
-        match self {
-            Input::Plain(r) => r.read_byte_record(record),
-            Input::Gz(r) => r.read_byte_record(record),
-        }
-    }
-
-    fn position(&self) -> &::csv::Position {
-        match self {
-            Input::Plain(r) => r.position(),
-            Input::Gz(r) => r.position(),
-        }
-    }
-}
-
 /// Where one schema column's value goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
@@ -94,10 +69,10 @@ enum Target {
 }
 
 struct Slot {
-    /// Field index in the file's records.
-    field: usize,
     /// Index of the column in the schema (for its name in errors).
     column: usize,
+    /// Index in `dense` or `categorical`.
+    out: usize,
     target: Target,
     default: Option<Box<[u8]>>,
 }
@@ -105,8 +80,9 @@ struct Slot {
 /// Rows of a CSV file (plain or gzip) with a header, as [`Example`]s laid out by a
 /// [`Schema`].
 ///
-/// A file is gzip if its name ends in `.gz` or it starts with the gzip magic bytes.
-/// Errors name the file, the line (the header is line 1) and the column:
+/// A file is gzip if its name ends in `.gz` or it starts with the gzip magic bytes. Blank
+/// lines are skipped; quoting follows RFC 4180 (quoted fields may hold delimiters, `""`
+/// and newlines). Errors name the file, the line (the header is line 1) and the column:
 /// `iris.csv:17: column petal_width: cannot parse 'abc' as float`. The position is the
 /// number of records read plus the byte offset of the next one; restoring seeks a plain
 /// file and re-reads a gzip one up to that record.
@@ -117,78 +93,31 @@ pub struct CsvDataset {
     options: CsvOptions,
     header: Vec<String>,
     slots: Vec<Slot>,
+    /// For each field of the file, the slot reading it.
+    by_field: Vec<Option<usize>>,
     num_dense: usize,
     num_categorical: usize,
-    input: Input,
-    record: ByteRecord,
+    reader: RecordReader,
     records: u64,
     skipped: RowCounter,
     failed: bool,
 }
 
-fn is_gzip(path: &Path, file: &mut File) -> std::io::Result<bool> {
-    if path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
-    {
-        return Ok(true);
-    }
-    let mut magic = [0u8; 2];
-    let mut got = 0;
-    while got < 2 {
-        match file.read(&mut magic[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    file.seek(SeekFrom::Start(0))?;
-    Ok(got == 2 && magic == [0x1f, 0x8b])
-}
-
-pub(crate) fn csv_error(file: &str, path: &Path, e: ::csv::Error) -> Error {
-    let line = e.position().map_or(0, |p| p.line());
-    let message = e.to_string();
-    match e.into_kind() {
-        ::csv::ErrorKind::Io(io) => Error::io(path, io),
-        _ => Error::Csv {
-            file: file.to_string(),
-            line,
-            message,
-        },
-    }
-}
-
-/// Opens `path` and reads its header.
-pub(crate) fn open_input(
+/// Opens `path` and reads its header row (names trimmed).
+pub(crate) fn open_reader(
     path: &Path,
-    file: &str,
     delimiter: u8,
-) -> Result<(Input, Vec<String>), Error> {
-    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
-    let gz = is_gzip(path, &mut f).map_err(|e| Error::io(path, e))?;
-    let mut builder = ReaderBuilder::new();
-    builder
-        .delimiter(delimiter)
-        .has_headers(true)
-        .flexible(true)
-        .buffer_capacity(1 << 18);
-    let mut input = if gz {
-        Input::Gz(builder.from_reader(MultiGzDecoder::new(f)))
-    } else {
-        Input::Plain(builder.from_reader(f))
+) -> Result<(RecordReader, Vec<String>), Error> {
+    let mut reader = RecordReader::open(path, delimiter).map_err(|e| Error::io(path, e))?;
+    let header = match reader.next_record().map_err(|e| Error::io(path, e))? {
+        Some((_, record)) => record
+            .fields(delimiter)
+            .into_iter()
+            .map(cell::parse_category)
+            .collect(),
+        None => Vec::new(),
     };
-    let header = match &mut input {
-        Input::Plain(r) => r.byte_headers().cloned(),
-        Input::Gz(r) => r.byte_headers().cloned(),
-    }
-    .map_err(|e| csv_error(file, path, e))?;
-    let mut names: Vec<String> = header.iter().map(cell::parse_category).collect();
-    if let Some(first) = names.first_mut() {
-        if let Some(rest) = first.strip_prefix('\u{feff}') {
-            *first = rest.to_string();
-        }
-    }
-    Ok((input, names))
+    Ok((reader, header))
 }
 
 impl CsvDataset {
@@ -207,8 +136,10 @@ impl CsvDataset {
         schema.validate()?;
         let path = path.as_ref().to_path_buf();
         let file = path.display().to_string();
-        let (input, header) = open_input(&path, &file, options.delimiter)?;
+        let (reader, header) = open_reader(&path, options.delimiter)?;
         let mut slots = Vec::with_capacity(schema.columns.len());
+        let mut by_field = vec![None; header.len()];
+        let (mut dense, mut categorical) = (0, 0);
         for (column, c) in schema.columns.iter().enumerate() {
             let Some(field) = header.iter().position(|h| *h == c.name) else {
                 return Err(Error::MissingColumn {
@@ -218,32 +149,38 @@ impl CsvDataset {
                 });
             };
             let is_label = schema.label.as_deref() == Some(c.name.as_str());
-            let target = match (c.kind, is_label) {
-                (ColumnType::Float, false) => Target::DenseFloat,
-                (ColumnType::Int, false) => Target::DenseInt,
-                (ColumnType::Category, false) => Target::Categorical,
-                (ColumnType::Float, true) => Target::LabelFloat,
-                (ColumnType::Int, true) => Target::LabelClass,
-                (ColumnType::Category, true) => Target::LabelName,
+            let (target, out) = match (c.kind, is_label) {
+                (ColumnType::Float, false) => (Target::DenseFloat, dense),
+                (ColumnType::Int, false) => (Target::DenseInt, dense),
+                (ColumnType::Category, false) => (Target::Categorical, categorical),
+                (ColumnType::Float, true) => (Target::LabelFloat, 0),
+                (ColumnType::Int, true) => (Target::LabelClass, 0),
+                (ColumnType::Category, true) => (Target::LabelName, 0),
             };
+            match target {
+                Target::DenseFloat | Target::DenseInt => dense += 1,
+                Target::Categorical => categorical += 1,
+                _ => {}
+            }
+            by_field[field] = Some(slots.len());
             slots.push(Slot {
-                field,
                 column,
+                out,
                 target,
                 default: c.default.as_ref().map(|d| d.as_bytes().into()),
             });
         }
         Ok(CsvDataset {
-            num_dense: schema.num_dense(),
-            num_categorical: schema.num_categorical(),
+            num_dense: dense,
+            num_categorical: categorical,
             path,
             file,
             schema,
             options,
             header,
             slots,
-            input,
-            record: ByteRecord::new(),
+            by_field,
+            reader,
             records: 0,
             skipped: RowCounter::default(),
             failed: false,
@@ -280,79 +217,145 @@ impl CsvDataset {
     pub fn skipped_counter(&self) -> RowCounter {
         self.skipped.clone()
     }
+}
 
-    fn parse_error(&self, slot: &Slot, raw: &[u8], line: u64) -> Error {
-        let c = &self.schema.columns[slot.column];
-        let is_label = matches!(
-            slot.target,
-            Target::LabelFloat | Target::LabelClass | Target::LabelName
-        );
-        Error::Parse {
-            file: self.file.clone(),
-            line,
-            column: c.name.clone(),
-            value: crate::error::excerpt(raw),
-            expected: cell::expected_name(c.kind, is_label),
+/// The per-row parsing state, borrowed from the dataset while a record is borrowed from
+/// its reader.
+struct RowParser<'a> {
+    file: &'a str,
+    schema: &'a Schema,
+    slots: &'a [Slot],
+    by_field: &'a [Option<usize>],
+    fields: usize,
+    num_dense: usize,
+    num_categorical: usize,
+    delimiter: u8,
+}
+
+impl RowParser<'_> {
+    fn blank(&self) -> Example {
+        Example {
+            dense: vec![0.0; self.num_dense],
+            categorical: vec![String::new(); self.num_categorical],
+            label: Label::None,
         }
     }
 
-    fn parse_row(&self, line: u64) -> Result<Example, Error> {
-        let rec = &self.record;
-        if rec.len() != self.header.len() {
-            return Err(Error::RaggedRow {
-                file: self.file.clone(),
-                line,
-                expected: self.header.len(),
-                found: rec.len(),
-            });
+    fn ragged(&self, line: u64, found: usize) -> Error {
+        Error::RaggedRow {
+            file: self.file.to_string(),
+            line,
+            expected: self.fields,
+            found,
         }
-        let mut example = Example {
-            dense: Vec::with_capacity(self.num_dense),
-            categorical: Vec::with_capacity(self.num_categorical),
-            label: Label::None,
-        };
-        for slot in &self.slots {
-            let raw = rec.get(slot.field).unwrap_or_default();
-            if slot.target == Target::DenseFloat {
-                if let Ok(v) = fast_float2::parse::<f32, _>(raw) {
-                    example.dense.push(v);
-                    continue;
+    }
+
+    fn parse(&self, record: &Record<'_>, line: u64) -> Result<Example, Error> {
+        match *record {
+            Record::Line(text) => self.parse_line(text, line),
+            Record::Fields { .. } => {
+                let fields = record.fields(self.delimiter);
+                if fields.len() != self.fields {
+                    return Err(self.ragged(line, fields.len()));
                 }
-            }
-            let text: &[u8] = if cell::trim(raw).is_empty() {
-                match (&slot.default, slot.target) {
-                    (Some(d), _) => d,
-                    (None, Target::Categorical) => raw,
-                    (None, _) => {
-                        return Err(Error::EmptyValue {
-                            file: self.file.clone(),
-                            line,
-                            column: self.schema.columns[slot.column].name.clone(),
-                        })
+                let mut example = self.blank();
+                for (field, raw) in fields.into_iter().enumerate() {
+                    if let Some(s) = self.by_field[field] {
+                        self.cell(&self.slots[s], raw, line, &mut example)?;
                     }
                 }
-            } else {
-                raw
+                Ok(example)
+            }
+        }
+    }
+
+    /// A quote-free line: fields are found while numbers are parsed, in one pass.
+    fn parse_line(&self, text: &[u8], line: u64) -> Result<Example, Error> {
+        let mut example = self.blank();
+        let d = self.delimiter;
+        let mut cur = 0;
+        for field in 0..self.fields {
+            let rest = &text[cur..];
+            let slot = self.by_field[field].map(|s| &self.slots[s]);
+            let mut end = None;
+            if let Some(slot) = slot.filter(|s| s.target == Target::DenseFloat) {
+                if let Some((v, used)) = cell::parse_decimal_prefix(rest) {
+                    if rest.get(used).is_none_or(|&b| b == d) {
+                        example.dense[slot.out] = v;
+                        end = Some(cur + used);
+                    }
+                }
+            }
+            let end = match end {
+                Some(end) => end,
+                None => {
+                    let end = memchr::memchr(d, rest).map_or(text.len(), |i| cur + i);
+                    if let Some(slot) = slot {
+                        self.cell(slot, &text[cur..end], line, &mut example)?;
+                    }
+                    end
+                }
             };
-            let bad = || self.parse_error(slot, raw, line);
-            match slot.target {
-                Target::DenseFloat => example.dense.push(cell::parse_f32(text).ok_or_else(bad)?),
-                Target::DenseInt => {
-                    example
-                        .dense
-                        .push(cell::parse_i64(text).ok_or_else(bad)? as f32);
+            if field + 1 < self.fields {
+                if end >= text.len() {
+                    return Err(self.ragged(line, field + 1));
                 }
-                Target::Categorical => example.categorical.push(cell::parse_category(text)),
-                Target::LabelFloat => {
-                    example.label = Label::Float(cell::parse_f32(text).ok_or_else(bad)?);
-                }
-                Target::LabelClass => {
-                    example.label = Label::Class(cell::parse_class(text).ok_or_else(bad)?);
-                }
-                Target::LabelName => example.label = Label::Name(cell::parse_category(text)),
+                cur = end + 1;
+            } else if end < text.len() {
+                let extra = memchr::memchr_iter(d, &text[end + 1..]).count() + 1;
+                return Err(self.ragged(line, self.fields + extra));
             }
         }
         Ok(example)
+    }
+
+    fn cell(&self, slot: &Slot, raw: &[u8], line: u64, example: &mut Example) -> Result<(), Error> {
+        let text: &[u8] = if cell::trim(raw).is_empty() {
+            match (&slot.default, slot.target) {
+                (Some(d), _) => d,
+                (None, Target::Categorical) => raw,
+                (None, _) => {
+                    return Err(Error::EmptyValue {
+                        file: self.file.to_string(),
+                        line,
+                        column: self.schema.columns[slot.column].name.clone(),
+                    })
+                }
+            }
+        } else {
+            raw
+        };
+        let bad = || {
+            let c = &self.schema.columns[slot.column];
+            let is_label = matches!(
+                slot.target,
+                Target::LabelFloat | Target::LabelClass | Target::LabelName
+            );
+            Error::Parse {
+                file: self.file.to_string(),
+                line,
+                column: c.name.clone(),
+                value: crate::error::excerpt(raw),
+                expected: cell::expected_name(c.kind, is_label),
+            }
+        };
+        match slot.target {
+            Target::DenseFloat => {
+                example.dense[slot.out] = cell::parse_f32(text).ok_or_else(bad)?
+            }
+            Target::DenseInt => {
+                example.dense[slot.out] = cell::parse_i64(text).ok_or_else(bad)? as f32;
+            }
+            Target::Categorical => example.categorical[slot.out] = cell::parse_category(text),
+            Target::LabelFloat => {
+                example.label = Label::Float(cell::parse_f32(text).ok_or_else(bad)?);
+            }
+            Target::LabelClass => {
+                example.label = Label::Class(cell::parse_class(text).ok_or_else(bad)?);
+            }
+            Target::LabelName => example.label = Label::Name(cell::parse_category(text)),
+        }
+        Ok(())
     }
 }
 
@@ -360,21 +363,30 @@ impl Dataset for CsvDataset {
     type Item = Example;
 
     fn next_item(&mut self) -> Option<Result<Example, Error>> {
+        let parser = RowParser {
+            file: &self.file,
+            schema: &self.schema,
+            slots: &self.slots,
+            by_field: &self.by_field,
+            fields: self.header.len(),
+            num_dense: self.num_dense,
+            num_categorical: self.num_categorical,
+            delimiter: self.options.delimiter,
+        };
         loop {
             if self.failed {
                 return None;
             }
-            match self.input.read(&mut self.record) {
-                Ok(true) => {}
-                Ok(false) => return None,
+            let (line, record) = match self.reader.next_record() {
+                Ok(Some(next)) => next,
+                Ok(None) => return None,
                 Err(e) => {
                     self.failed = true;
-                    return Some(Err(csv_error(&self.file, &self.path, e)));
+                    return Some(Err(Error::io(&self.path, e)));
                 }
-            }
+            };
             self.records += 1;
-            let line = self.record.position().map_or(0, |p| p.line());
-            match self.parse_row(line) {
+            match parser.parse(&record, line) {
                 Ok(example) => return Some(Ok(example)),
                 Err(e) if self.options.bad_rows == BadRowPolicy::Fail => return Some(Err(e)),
                 Err(_) => self.skipped.increment(),
@@ -387,11 +399,11 @@ impl Dataset for CsvDataset {
     }
 
     fn position(&self) -> Position {
-        let p = self.input.position();
+        let (byte, line) = self.reader.position();
         Position::Csv {
             record: self.records,
-            byte: p.byte(),
-            line: p.line(),
+            byte,
+            line,
             skipped: self.skipped.get(),
         }
     }
@@ -412,7 +424,7 @@ impl Dataset for CsvDataset {
                 self.file
             ))
         };
-        if let Input::Plain(reader) = &mut self.input {
+        if !self.reader.is_gzip() {
             let len = std::fs::metadata(&self.path)
                 .map_err(|e| Error::io(&self.path, e))?
                 .len();
@@ -421,29 +433,27 @@ impl Dataset for CsvDataset {
                     "byte {byte} is past the end ({len} bytes)"
                 )));
             }
-            let mut pos = ::csv::Position::new();
-            pos.set_byte(byte).set_line(line).set_record(record + 1);
-            reader
-                .seek(pos)
-                .map_err(|e| csv_error(&self.file, &self.path, e))?;
+            self.reader
+                .seek(byte, line)
+                .map_err(|e| Error::io(&self.path, e))?;
         } else {
-            let (mut input, header) = open_input(&self.path, &self.file, self.options.delimiter)?;
+            let (mut reader, header) = open_reader(&self.path, self.options.delimiter)?;
             if header != self.header {
                 return Err(changed("the header differs"));
             }
             for _ in 0..record {
-                match input.read(&mut self.record) {
-                    Ok(true) => {}
-                    Ok(false) => return Err(changed(&format!("fewer than {record} records"))),
-                    Err(e) => return Err(csv_error(&self.file, &self.path, e)),
+                match reader.next_record() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => return Err(changed(&format!("fewer than {record} records"))),
+                    Err(e) => return Err(Error::io(&self.path, e)),
                 }
             }
-            if input.position().byte() != byte {
+            if reader.position().0 != byte {
                 return Err(changed(&format!(
                     "record {record} does not start at byte {byte}"
                 )));
             }
-            self.input = input;
+            self.reader = reader;
         }
         self.records = record;
         self.skipped.set(skipped);
@@ -454,6 +464,7 @@ impl Dataset for CsvDataset {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
     use std::io::Write;
 
     use super::*;

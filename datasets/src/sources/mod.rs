@@ -5,6 +5,7 @@ pub(crate) mod csv;
 mod generator;
 mod idx;
 mod memory;
+mod reader;
 
 pub use self::csv::{BadRowPolicy, CsvDataset, CsvOptions, RowCounter};
 pub use generator::{from_fn, Generator};

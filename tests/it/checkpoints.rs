@@ -1,0 +1,83 @@
+//! Corrupt checkpoints, shape mismatches and explicit checkpoint selection.
+
+use estimator::checkpoint::checkpoint_path;
+use estimator::{Error, Estimator, TrainSpec};
+
+use crate::support::{eval_input, train_input, TinyClassifier};
+
+#[test]
+fn a_truncated_latest_checkpoint_falls_back_to_the_previous_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = TinyClassifier::new(dir.path());
+    est.train(train_input, TrainSpec::max_steps(40)).unwrap();
+    let latest = checkpoint_path(dir.path(), 40);
+    let bytes = std::fs::read(&latest).unwrap();
+    std::fs::write(&latest, &bytes[..bytes.len() / 2]).unwrap();
+
+    let metrics = est.evaluate(eval_input, None, None, None).unwrap();
+    assert_eq!(metrics["global_step"], 20.0);
+    // Training resumes from step 20 and rewrites step 40.
+    let outcome = est.train(train_input, TrainSpec::max_steps(40)).unwrap();
+    assert_eq!((outcome.global_step, outcome.steps_run), (40, 20));
+}
+
+#[test]
+fn restoring_into_a_model_of_another_shape_names_the_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    TinyClassifier::new(dir.path())
+        .train(train_input, TrainSpec::max_steps(20))
+        .unwrap();
+    let mut wider = TinyClassifier::new(dir.path());
+    wider.hidden_units = 16;
+    let err = wider
+        .train(train_input, TrainSpec::max_steps(40))
+        .unwrap_err();
+    assert!(matches!(err, Error::Checkpoint { .. }), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("ckpt-20.ckpt"), "{message}");
+    assert!(message.contains("hidden."), "{message}");
+    assert!(
+        message.contains("[4, 8]") || message.contains("[8]"),
+        "{message}"
+    );
+}
+
+#[test]
+fn evaluate_a_given_checkpoint_and_a_named_eval_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = TinyClassifier::new(dir.path());
+    est.train(train_input, TrainSpec::max_steps(60)).unwrap();
+    let path = checkpoint_path(dir.path(), 20);
+    let metrics = est
+        .evaluate(eval_input, Some(1), Some(&path), Some("holdout"))
+        .unwrap();
+    assert_eq!(metrics["global_step"], 20.0);
+    assert!(dir
+        .path()
+        .join("eval_holdout")
+        .join("history.jsonl")
+        .exists());
+}
+
+#[test]
+fn evaluate_without_any_checkpoint_says_to_train_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = TinyClassifier::new(dir.path())
+        .evaluate(eval_input, None, None, None)
+        .unwrap_err();
+    assert!(err.to_string().contains("train the model first"), "{err}");
+}
+
+#[test]
+fn a_checkpoint_of_another_optimizer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    TinyClassifier::new(dir.path())
+        .train(train_input, TrainSpec::max_steps(20))
+        .unwrap();
+    let mut sgd = TinyClassifier::new(dir.path());
+    sgd.optimizer = estimator::OptimizerSpec::sgd(0.1);
+    let err = sgd
+        .train(train_input, TrainSpec::max_steps(30))
+        .unwrap_err();
+    assert!(err.to_string().contains("'adam'"), "{err}");
+}

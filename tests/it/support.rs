@@ -1,0 +1,188 @@
+//! A small estimator (MLP with dropout) on synthetic data, shared by the integration tests.
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
+use burn::tensor::activation::{relu, softmax};
+use burn::tensor::backend::Backend;
+use burn::tensor::{ElementConversion, Int, Tensor, TensorData};
+use estimator::datasets::{from_vec, Dataset, DatasetExt, Example, Label};
+use estimator::{Estimator, Metric, Metrics, OptimizerSpec, Result, RunConfig, Signature};
+use serde::{Deserialize, Serialize};
+
+#[derive(Module, Debug)]
+pub struct Net<B: Backend> {
+    hidden: Linear<B>,
+    dropout: Dropout,
+    output: Linear<B>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TinyClassifier {
+    pub run_config: RunConfig,
+    pub hidden_units: usize,
+    pub optimizer: OptimizerSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TinyPrediction {
+    pub class_id: u32,
+    pub probabilities: Vec<f32>,
+}
+
+pub const FEATURES: usize = 4;
+pub const CLASSES: usize = 3;
+
+impl TinyClassifier {
+    pub fn new(model_dir: &Path) -> Self {
+        Self {
+            run_config: RunConfig::new(model_dir)
+                .with_save_checkpoints_steps(20)
+                .with_save_summary_steps(10)
+                .with_log_step_count_steps(10)
+                .with_progress(false),
+            hidden_units: 8,
+            optimizer: OptimizerSpec::adam(0.01),
+        }
+    }
+
+    fn x<B: Backend>(batch: &[Example], device: &B::Device) -> Tensor<B, 2> {
+        let values: Vec<f32> = batch.iter().flat_map(|e| e.dense.iter().copied()).collect();
+        Tensor::from_data(TensorData::new(values, [batch.len(), FEATURES]), device)
+    }
+
+    fn y<B: Backend>(batch: &[Example], device: &B::Device) -> Tensor<B, 1, Int> {
+        let labels: Vec<i64> = batch
+            .iter()
+            .map(|e| e.label.class().unwrap_or(0) as i64)
+            .collect();
+        Tensor::from_data(TensorData::new(labels, [batch.len()]), device)
+    }
+}
+
+impl<B: Backend> Net<B> {
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.output
+            .forward(self.dropout.forward(relu(self.hidden.forward(x))))
+    }
+}
+
+impl Estimator for TinyClassifier {
+    type Model<B: Backend> = Net<B>;
+    type Batch = Vec<Example>;
+    type Prediction = TinyPrediction;
+
+    fn run_config(&self) -> &RunConfig {
+        &self.run_config
+    }
+
+    fn build_model<B: Backend>(&self, device: &B::Device) -> Net<B> {
+        Net {
+            hidden: LinearConfig::new(FEATURES, self.hidden_units).init(device),
+            dropout: DropoutConfig::new(0.2).init(),
+            output: LinearConfig::new(self.hidden_units, CLASSES).init(device),
+        }
+    }
+
+    fn optimizer(&self) -> OptimizerSpec {
+        self.optimizer.clone()
+    }
+
+    fn loss<B: Backend>(
+        &self,
+        model: &Net<B>,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<Tensor<B, 1>> {
+        let logits = model.forward(Self::x(batch, device));
+        Ok(CrossEntropyLossConfig::new()
+            .init(device)
+            .forward(logits, Self::y(batch, device)))
+    }
+
+    fn eval_metrics<B: Backend>(
+        &self,
+        model: &Net<B>,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<Metrics> {
+        let predicted = model
+            .forward(Self::x(batch, device))
+            .argmax(1)
+            .squeeze_dim::<1>(1);
+        let correct: i64 = predicted
+            .equal(Self::y(batch, device))
+            .int()
+            .sum()
+            .into_scalar()
+            .elem();
+        let n = batch.len() as f64;
+        Ok(Metrics::new().with("accuracy", Metric::weighted(correct as f64 / n, n)))
+    }
+
+    fn predictions<B: Backend>(
+        &self,
+        model: &Net<B>,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<Vec<TinyPrediction>> {
+        let probabilities = softmax(model.forward(Self::x(batch, device)), 1);
+        let values: Vec<f32> = probabilities.into_data().convert::<f32>().to_vec().unwrap();
+        Ok(values
+            .chunks(CLASSES)
+            .map(|p| TinyPrediction {
+                class_id: (0..CLASSES).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap() as u32,
+                probabilities: p.to_vec(),
+            })
+            .collect())
+    }
+
+    fn serving_signature(&self) -> Signature {
+        Signature::new()
+            .with_shaped_input("x", estimator::export::DType::Float32, vec![FEATURES])
+            .with_output("class_id")
+            .with_output("probabilities")
+    }
+}
+
+/// 240 examples whose class is decided by which of three feature sums is largest.
+pub fn examples() -> Vec<Example> {
+    let mut state = 12345u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 33) as f32 / (1u64 << 31) as f32) * 2.0 - 1.0
+    };
+    (0..240)
+        .map(|_| {
+            let dense: Vec<f32> = (0..FEATURES).map(|_| next()).collect();
+            let scores = [dense[0] + dense[1], dense[2], dense[3] - dense[0]];
+            let class = (0..3)
+                .max_by(|&a, &b| scores[a].total_cmp(&scores[b]))
+                .unwrap() as u32;
+            Example {
+                dense,
+                categorical: Vec::new(),
+                label: Label::Class(class),
+            }
+        })
+        .collect()
+}
+
+/// Shuffled, repeated batches of 16: the training input.
+pub fn train_input(
+) -> std::result::Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
+    Ok(from_vec(examples())
+        .shuffle(64, 3)
+        .repeat(None)
+        .batch(16, false))
+}
+
+/// One pass in batches of 40: the evaluation input.
+pub fn eval_input(
+) -> std::result::Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
+    Ok(from_vec(examples()).batch(40, false))
+}

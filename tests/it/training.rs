@@ -1,0 +1,196 @@
+//! Train / evaluate / predict / export through the provided methods.
+
+use estimator::checkpoint::CheckpointIndex;
+use estimator::hooks::{Emit, Hook, RunEnd, StepInfo};
+use estimator::run_loop::Control;
+use estimator::summary::{event_files, read_event_file};
+use estimator::{Error, Estimator, Predictor, TrainSpec};
+
+use crate::support::{eval_input, train_input, TinyClassifier};
+
+#[test]
+fn train_evaluate_predict_export_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = TinyClassifier::new(dir.path());
+    let outcome = est.train(train_input, TrainSpec::max_steps(200)).unwrap();
+    assert_eq!(outcome.global_step, 200);
+    assert_eq!(outcome.steps_run, 200);
+
+    let metrics = est.evaluate(eval_input, None, None, None).unwrap();
+    assert_eq!(metrics["global_step"], 200.0);
+    assert!(metrics["accuracy"] > 0.8, "{metrics:?}");
+    assert!(metrics["loss"] < 0.7, "{metrics:?}");
+
+    let predictions: Vec<_> = est
+        .predict(eval_input, None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(predictions.len(), 240);
+    for p in &predictions {
+        assert!((p.probabilities.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+    }
+
+    let export_dir = est.export(&dir.path().join("export")).unwrap();
+    let predictor = Predictor::<TinyClassifier>::load(&export_dir).unwrap();
+    assert_eq!(predictor.global_step(), 200);
+    let batch = crate::support::examples()[..40].to_vec();
+    assert_eq!(
+        predictor.predict(&batch).unwrap(),
+        predictions[..40].to_vec()
+    );
+    // The weights are a plain safetensors file.
+    let bytes = std::fs::read(export_dir.join("model.safetensors")).unwrap();
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut names = tensors.names();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "hidden.bias",
+            "hidden.weight",
+            "output.bias",
+            "output.weight"
+        ]
+    );
+    assert_eq!(tensors.tensor("hidden.weight").unwrap().shape(), [4, 8]);
+}
+
+#[test]
+fn steps_add_to_the_global_step_and_max_steps_is_absolute() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = TinyClassifier::new(dir.path());
+    assert_eq!(
+        est.train(train_input, TrainSpec::steps(30))
+            .unwrap()
+            .global_step,
+        30
+    );
+    assert_eq!(
+        est.train(train_input, TrainSpec::steps(30))
+            .unwrap()
+            .global_step,
+        60
+    );
+    let skipped = est.train(train_input, TrainSpec::max_steps(50)).unwrap();
+    assert_eq!((skipped.global_step, skipped.steps_run), (60, 0));
+    assert_eq!(
+        est.train(train_input, TrainSpec::max_steps(70))
+            .unwrap()
+            .global_step,
+        70
+    );
+}
+
+#[test]
+fn retention_keeps_the_last_n_checkpoints_and_the_index_lists_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut est = TinyClassifier::new(dir.path());
+    est.run_config = est.run_config.clone().with_keep_checkpoint_max(3);
+    est.train(train_input, TrainSpec::max_steps(140)).unwrap();
+    let index = CheckpointIndex::read(dir.path()).unwrap().unwrap();
+    assert_eq!(index.latest_step(), Some(140));
+    let mut files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".ckpt"))
+        .collect();
+    files.sort();
+    assert_eq!(files, ["ckpt-100.ckpt", "ckpt-120.ckpt", "ckpt-140.ckpt"]);
+}
+
+#[test]
+fn summaries_hold_the_logged_loss_and_eval_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = TinyClassifier::new(dir.path());
+    est.train(train_input, TrainSpec::max_steps(40)).unwrap();
+    let metrics = est.evaluate(eval_input, None, None, None).unwrap();
+
+    let train_files = event_files(dir.path()).unwrap();
+    assert_eq!(train_files.len(), 1);
+    let events = read_event_file(&train_files[0]).unwrap();
+    let scalars = scalars_of(&events);
+    for tag in ["loss", "learning_rate", "global_step/sec"] {
+        assert!(
+            scalars.iter().any(|(t, _, _)| t == tag),
+            "missing {tag}: {scalars:?}"
+        );
+    }
+    let loss_steps: Vec<u64> = scalars
+        .iter()
+        .filter(|(t, _, _)| t == "loss")
+        .map(|(_, s, _)| *s)
+        .collect();
+    assert_eq!(loss_steps, [1, 10, 20, 30, 40]);
+    assert!(scalars.iter().any(|(t, _, _)| t == "learning_rate"));
+
+    let eval_files = event_files(&dir.path().join("eval")).unwrap();
+    let eval = scalars_of(&read_event_file(&eval_files[0]).unwrap());
+    let accuracy = eval.iter().find(|(t, _, _)| t == "accuracy").unwrap();
+    assert_eq!(accuracy.1, 40);
+    assert!((accuracy.2 - metrics["accuracy"]).abs() < 1e-6);
+}
+
+fn scalars_of(events: &[estimator::summary::Event]) -> Vec<(String, u64, f64)> {
+    crate::summary_support::scalars(events)
+}
+
+#[test]
+fn a_nan_loss_stops_training_with_the_step_and_end_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut est = TinyClassifier::new(dir.path());
+    est.optimizer = estimator::OptimizerSpec::sgd(1e30);
+    let ended = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let hook = RecordEnd(ended.clone());
+    let err = est
+        .train(train_input, TrainSpec::max_steps(50).with_hook(hook))
+        .unwrap_err();
+    let Error::NonFiniteLoss { step, .. } = err else {
+        panic!("unexpected {err}")
+    };
+    assert!(step > 1 && step <= 50);
+    let end = ended.lock().unwrap().clone().expect("end() ran");
+    assert!(end.contains("step"), "{end}");
+}
+
+struct RecordEnd(std::sync::Arc<std::sync::Mutex<Option<String>>>);
+
+impl Hook for RecordEnd {
+    fn name(&self) -> &str {
+        "record_end"
+    }
+
+    fn after_step(&mut self, _step: &StepInfo, _emit: &mut Emit) -> estimator::Result<Control> {
+        Ok(Control::Continue)
+    }
+
+    fn end(&mut self, end: &RunEnd<'_>) -> estimator::Result<()> {
+        *self.0.lock().unwrap() = Some(end.error.unwrap_or("ok").to_string());
+        Ok(())
+    }
+}
+
+#[test]
+fn a_hook_can_stop_training_and_request_a_checkpoint() {
+    struct StopAt(u64);
+    impl Hook for StopAt {
+        fn name(&self) -> &str {
+            "stop_at"
+        }
+        fn after_step(&mut self, s: &StepInfo, _: &mut Emit) -> estimator::Result<Control> {
+            Ok(match s.global_step {
+                7 => Control::SaveNow,
+                n if n == self.0 => Control::Stop,
+                _ => Control::Continue,
+            })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let est = TinyClassifier::new(dir.path());
+    let outcome = est
+        .train(train_input, TrainSpec::max_steps(100).with_hook(StopAt(13)))
+        .unwrap();
+    assert_eq!(outcome.global_step, 13);
+    assert!(dir.path().join("ckpt-7.ckpt").exists());
+    assert!(dir.path().join("ckpt-13.ckpt").exists());
+}
