@@ -18,6 +18,11 @@ pub mod state;
 pub mod summary;
 
 pub use datasets;
+
+/// The README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};
 pub use error::{Error, Result};
 pub use estimator::{Estimator, RunConfig, StepLimit, TrainOutcome, TrainSpec};

@@ -103,7 +103,12 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch>>(
         metrics: values.clone(),
     };
     EvalHistory::append(&dir, &record)?;
-    let json = serde_json::to_string(&values).unwrap_or_default();
+    let mut json: serde_json::Map<String, serde_json::Value> = values
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+        .collect();
+    json.insert("global_step".into(), restored.global_step.into());
+    let json = serde_json::Value::Object(json);
     progress.log(&format!("eval metrics: {json}"));
     Ok(values)
 }

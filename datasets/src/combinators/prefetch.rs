@@ -165,6 +165,10 @@ impl<D: Dataset + 'static> Dataset for Prefetch<D> {
     fn restore(&mut self, position: &Position) -> Result<(), Error> {
         let mut upstream = self.stop()?;
         let restored = upstream.restore(position);
+        if restored.is_err() {
+            // The thread had read ahead: put the upstream back where the caller is.
+            let _ = upstream.restore(&self.delivered);
+        }
         self.state = State::Idle(upstream);
         restored?;
         self.delivered = position.clone();
