@@ -194,3 +194,27 @@ fn a_hook_can_stop_training_and_request_a_checkpoint() {
     assert!(dir.path().join("ckpt-7.ckpt").exists());
     assert!(dir.path().join("ckpt-13.ckpt").exists());
 }
+
+#[test]
+fn early_stopping_stops_when_the_eval_loss_has_not_decreased() {
+    use estimator::hooks::{EarlyStoppingHook, Improvement};
+    use estimator::run_loop::{EvalHistory, EvalRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let eval_dir = dir.path().join("eval");
+    std::fs::create_dir_all(&eval_dir).unwrap();
+    // Best loss at step 0; 30 steps later it is still worse.
+    for (step, loss) in [(0, 0.4), (10, 0.5), (30, 0.45)] {
+        let record = EvalRecord {
+            global_step: step,
+            metrics: [("loss".into(), loss)].into(),
+        };
+        EvalHistory::append(&eval_dir, &record).unwrap();
+    }
+    let hook = EarlyStoppingHook::new(&eval_dir, "loss", Improvement::Decrease, 30)
+        .with_run_every_steps(5);
+    let est = TinyClassifier::new(dir.path());
+    let outcome = est
+        .train(train_input, TrainSpec::max_steps(100).with_hook(hook))
+        .unwrap();
+    assert_eq!(outcome.global_step, 5);
+}
