@@ -48,6 +48,9 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A label cannot be used by the head (unknown class, out of range, missing).
+    #[error("{0}")]
+    Label(String),
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),

@@ -9,6 +9,7 @@ pub mod device;
 pub mod error;
 pub mod estimator;
 pub mod export;
+pub mod head;
 pub mod hooks;
 pub mod io;
 pub mod metrics;

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::auc::AucState;
+
 /// A mergeable accumulator for one evaluation metric.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Metric {
@@ -12,6 +14,15 @@ pub enum Metric {
         /// Sum of weights.
         weight: f64,
     },
+    /// `max(m, 1 - m)` of the weighted label mean `m` (TF's `accuracy_baseline`).
+    Baseline {
+        /// Sum of weighted labels.
+        sum: f64,
+        /// Sum of weights.
+        weight: f64,
+    },
+    /// Area under a curve, from confusion counts at fixed thresholds.
+    Auc(AucState),
 }
 
 impl Metric {
@@ -34,23 +45,28 @@ impl Metric {
     /// Adds `other`'s observations to this accumulator.
     pub fn merge(&mut self, other: &Metric) {
         match (self, other) {
-            (Metric::Mean { sum, weight }, Metric::Mean { sum: s, weight: w }) => {
+            (Metric::Mean { sum, weight }, Metric::Mean { sum: s, weight: w })
+            | (Metric::Baseline { sum, weight }, Metric::Baseline { sum: s, weight: w }) => {
                 *sum += s;
                 *weight += w;
+            }
+            (Metric::Auc(a), Metric::Auc(b)) => a.merge(b),
+            (this, other) => {
+                tracing::warn!("cannot merge metric {other:?} into {this:?}; kept the first")
             }
         }
     }
 
     /// The metric's value; a mean of nothing is 0, as TF reports it.
     pub fn value(&self) -> f64 {
+        let mean = |sum: f64, weight: f64| if weight == 0.0 { 0.0 } else { sum / weight };
         match self {
-            Metric::Mean { sum, weight } => {
-                if *weight == 0.0 {
-                    0.0
-                } else {
-                    sum / weight
-                }
+            Metric::Mean { sum, weight } => mean(*sum, *weight),
+            Metric::Baseline { sum, weight } => {
+                let m = mean(*sum, *weight);
+                m.max(1.0 - m)
             }
+            Metric::Auc(state) => state.value(),
         }
     }
 }

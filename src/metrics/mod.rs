@@ -1,7 +1,9 @@
 //! Streaming evaluation metrics that merge across batches (and, later, across workers).
 
+mod auc;
 mod metric;
 mod set;
 
+pub use auc::{thresholds, AucState, Curve, NUM_THRESHOLDS};
 pub use metric::Metric;
 pub use set::Metrics;

@@ -1,0 +1,80 @@
+//! `Head`: what turns logits into a loss, eval metrics and predictions.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use datasets::Label;
+use serde::{Deserialize, Serialize};
+
+use super::{BinaryClassHead, HeadLabels, HeadPrediction, MultiClassHead, RegressionHead};
+use crate::error::Result;
+use crate::metrics::Metrics;
+
+/// A head, as TF's `tf.estimator.*Head`: owns the loss (with example weights; reduction =
+/// sum over the batch divided by the batch size), the eval metrics under TF's names, and the
+/// per-example predictions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Head {
+    /// Softmax cross-entropy over n classes.
+    MultiClass(MultiClassHead),
+    /// Sigmoid cross-entropy over one logit.
+    Binary(BinaryClassHead),
+    /// Squared error.
+    Regression(RegressionHead),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $head:ident => $body:expr) => {
+        match $self {
+            Head::MultiClass($head) => $body,
+            Head::Binary($head) => $body,
+            Head::Regression($head) => $body,
+        }
+    };
+}
+
+impl Head {
+    /// Number of logits per example the network must produce.
+    pub fn logits_dimension(&self) -> usize {
+        match self {
+            Head::MultiClass(h) => h.n_classes,
+            Head::Binary(_) => 1,
+            Head::Regression(h) => h.label_dimension,
+        }
+    }
+
+    /// A batch's labels (and optional per-example weights) as tensors; unknown or
+    /// out-of-range labels are errors naming the label.
+    pub fn labels<B: Backend>(
+        &self,
+        labels: &[Label],
+        weights: Option<Vec<f32>>,
+        device: &B::Device,
+    ) -> Result<HeadLabels<B>> {
+        dispatch!(self, h => h.labels(labels, weights, device))
+    }
+
+    /// The training loss: `sum(weight * per-example loss) / batch size`.
+    pub fn loss<B: Backend>(&self, logits: Tensor<B, 2>, labels: &HeadLabels<B>) -> Tensor<B, 1> {
+        dispatch!(self, h => h.loss(logits, labels))
+    }
+
+    /// Eval metrics with TF's names (`loss` itself is added by the evaluation loop).
+    pub fn metrics<B: Backend>(
+        &self,
+        logits: Tensor<B, 2>,
+        labels: &HeadLabels<B>,
+    ) -> Result<Metrics> {
+        dispatch!(self, h => h.metrics(logits, labels))
+    }
+
+    /// Per-example predictions.
+    pub fn predictions<B: Backend>(&self, logits: Tensor<B, 2>) -> Result<Vec<HeadPrediction>> {
+        dispatch!(self, h => h.predictions(logits))
+    }
+
+    /// The prediction keys, for the serving signature.
+    pub fn output_keys(&self) -> Vec<String> {
+        dispatch!(self, h => h.output_keys())
+    }
+}

@@ -1,0 +1,18 @@
+//! Heads: loss, eval metrics and predictions for a logits tensor (multi-class, binary,
+//! regression) — what keeps canned and custom estimators small.
+
+mod base;
+mod binary;
+mod host;
+mod labels;
+mod multi_class;
+mod prediction;
+mod regression;
+mod vocabulary;
+
+pub use base::Head;
+pub use binary::BinaryClassHead;
+pub use labels::HeadLabels;
+pub use multi_class::MultiClassHead;
+pub use prediction::HeadPrediction;
+pub use regression::RegressionHead;

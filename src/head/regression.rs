@@ -1,0 +1,162 @@
+//! Regression: mean squared error (TF's `RegressionHead`).
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use datasets::Label;
+use serde::{Deserialize, Serialize};
+
+use super::host::to_host;
+use super::{HeadLabels, HeadPrediction};
+use crate::error::{Error, Result};
+use crate::metrics::{Metric, Metrics};
+
+/// `label_dimension` outputs per example, squared-error loss.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressionHead {
+    /// Number of regression targets per example (labels here carry one, so 1).
+    pub label_dimension: usize,
+}
+
+impl Default for RegressionHead {
+    fn default() -> Self {
+        Self { label_dimension: 1 }
+    }
+}
+
+impl RegressionHead {
+    /// A head with one target per example.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn labels<B: Backend>(
+        &self,
+        labels: &[Label],
+        weights: Option<Vec<f32>>,
+        device: &B::Device,
+    ) -> Result<HeadLabels<B>> {
+        let values = labels
+            .iter()
+            .map(|l| {
+                l.as_f32()
+                    .ok_or_else(|| Error::Label(format!("regression label {l:?} is not a number")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(HeadLabels::new(
+            values,
+            self.label_dimension,
+            None,
+            weights,
+            device,
+        ))
+    }
+
+    /// Per-example sum over targets of the squared error `[batch]`.
+    fn unreduced_loss<B: Backend>(
+        &self,
+        logits: Tensor<B, 2>,
+        labels: &HeadLabels<B>,
+    ) -> Tensor<B, 1> {
+        let diff = logits - labels.values.clone();
+        (diff.clone() * diff).sum_dim(1).reshape([labels.len()])
+    }
+
+    pub(crate) fn loss<B: Backend>(
+        &self,
+        logits: Tensor<B, 2>,
+        labels: &HeadLabels<B>,
+    ) -> Tensor<B, 1> {
+        let batch = labels.len().max(1) as f64;
+        (self.unreduced_loss(logits, labels) * labels.weights.clone())
+            .sum()
+            .div_scalar(batch)
+    }
+
+    pub(crate) fn metrics<B: Backend>(
+        &self,
+        logits: Tensor<B, 2>,
+        labels: &HeadLabels<B>,
+    ) -> Result<Metrics> {
+        let losses = to_host(self.unreduced_loss(logits.clone(), labels))?;
+        let predictions = to_host(logits)?;
+        let d = self.label_dimension;
+        let (mut avg_loss, mut label_mean, mut pred_mean) = ([0.0; 2], [0.0; 2], [0.0; 2]);
+        for (i, loss) in losses.iter().enumerate() {
+            let w = labels.host_weights[i] as f64;
+            avg_loss[0] += w * *loss as f64;
+            avg_loss[1] += w;
+            for j in 0..d {
+                label_mean[0] += w * labels.host_values[i * d + j] as f64;
+                label_mean[1] += w;
+                pred_mean[0] += w * predictions[i * d + j] as f64;
+                pred_mean[1] += w;
+            }
+        }
+        let mean = |m: [f64; 2]| Metric::Mean {
+            sum: m[0],
+            weight: m[1],
+        };
+        Ok(Metrics::new()
+            .with("average_loss", mean(avg_loss))
+            .with("label/mean", mean(label_mean))
+            .with("prediction/mean", mean(pred_mean)))
+    }
+
+    pub(crate) fn predictions<B: Backend>(
+        &self,
+        logits: Tensor<B, 2>,
+    ) -> Result<Vec<HeadPrediction>> {
+        Ok(to_host(logits)?
+            .chunks(self.label_dimension)
+            .map(|row| HeadPrediction {
+                logits: row.to_vec(),
+                predictions: Some(row.to_vec()),
+                ..HeadPrediction::default()
+            })
+            .collect())
+    }
+
+    pub(crate) fn output_keys(&self) -> Vec<String> {
+        vec!["predictions".into()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::CpuBackend;
+    use burn::tensor::TensorData;
+
+    #[test]
+    fn weighted_squared_error_and_means() {
+        // predictions [1, 3], labels [2, 2.5], weights [1, 2]: squared errors [1, 0.25].
+        // Training loss = (1·1 + 2·0.25) / 2 = 0.75; average_loss = 1.5 / 3 = 0.5.
+        // label/mean = (2 + 2·2.5) / 3 = 7/3; prediction/mean = (1 + 2·3) / 3 = 7/3.
+        let device = Default::default();
+        let logits = || {
+            Tensor::<CpuBackend, 2>::from_data(TensorData::new(vec![1.0f32, 3.0], [2, 1]), &device)
+        };
+        let head = RegressionHead::new();
+        let labels = head
+            .labels::<CpuBackend>(
+                &[Label::Float(2.0), Label::Float(2.5)],
+                Some(vec![1.0, 2.0]),
+                &device,
+            )
+            .unwrap();
+        let loss: f32 = head.loss(logits(), &labels).into_scalar();
+        assert!((loss - 0.75).abs() < 1e-6);
+        let m = head.metrics(logits(), &labels).unwrap().values();
+        assert!((m["average_loss"] - 0.5).abs() < 1e-9);
+        assert!((m["label/mean"] - 7.0 / 3.0).abs() < 1e-6);
+        assert!((m["prediction/mean"] - 7.0 / 3.0).abs() < 1e-6);
+        assert_eq!(
+            head.predictions(logits()).unwrap()[1].predictions,
+            Some(vec![3.0])
+        );
+        let err = head
+            .labels::<CpuBackend>(&[Label::Name("x".into())], None, &device)
+            .unwrap_err();
+        assert!(err.to_string().contains("not a number"));
+    }
+}
