@@ -5,6 +5,7 @@
 //! TensorBoard summaries, hooks and progress bars.
 
 pub mod checkpoint;
+pub mod cluster;
 pub mod device;
 pub mod error;
 pub mod estimator;

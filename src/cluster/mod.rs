@@ -1,0 +1,12 @@
+//! Cluster membership from TF_CONFIG, parsed by a pure function into typed values; the only
+//! module that reads the environment.
+
+mod env;
+mod spec;
+mod task;
+mod tf_config;
+
+pub use env::{cluster_from_env, TF_CONFIG};
+pub use spec::ClusterSpec;
+pub use task::{Task, TaskType};
+pub use tf_config::{ClusterConfig, TfConfigError};

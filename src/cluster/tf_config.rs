@@ -1,0 +1,318 @@
+//! Parsing TF_CONFIG (TensorFlow's and Kubeflow TFJob's cluster description).
+
+use serde_json::{Map, Value};
+
+use super::{ClusterSpec, Task, TaskType};
+
+/// What TF_CONFIG says about this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterConfig {
+    /// No cluster: a single local process (worker 0, and chief).
+    Local,
+    /// A task of a multi-process cluster.
+    Distributed {
+        /// Every task's address.
+        cluster: ClusterSpec,
+        /// This process's task.
+        task: Task,
+    },
+}
+
+/// A TF_CONFIG that cannot be used; the message names the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("TF_CONFIG{0}")]
+pub struct TfConfigError(String);
+
+fn err(message: impl Into<String>) -> TfConfigError {
+    TfConfigError(message.into())
+}
+
+impl ClusterConfig {
+    /// Parses the TF_CONFIG JSON with TF's rules: no `cluster` means local; `master` is
+    /// `chief`; at most one chief (worker 0 acts as chief without one); the task must exist
+    /// in the cluster (an evaluator may be absent from it); unknown keys (Kubeflow's
+    /// `environment`) are ignored; Kubeflow's `{"index": "address"}` form is accepted when it
+    /// lists every index.
+    pub fn parse(text: &str) -> Result<Self, TfConfigError> {
+        if text.trim().is_empty() {
+            return Ok(ClusterConfig::Local);
+        }
+        let root: Value =
+            serde_json::from_str(text).map_err(|e| err(format!(" is not valid JSON: {e}")))?;
+        let root = root
+            .as_object()
+            .ok_or_else(|| err(" must be a JSON object"))?;
+        let cluster = match root.get("cluster") {
+            None | Some(Value::Null) => return Ok(ClusterConfig::Local),
+            Some(Value::Object(map)) if map.is_empty() => return Ok(ClusterConfig::Local),
+            Some(Value::Object(map)) => parse_cluster(map)?,
+            Some(_) => return Err(err(".cluster must be an object of role -> addresses")),
+        };
+        let task = parse_task(root.get("task"))?;
+        let count = cluster.addresses(task.kind).len();
+        let in_cluster = task.index < count;
+        if !in_cluster && !(task.kind == TaskType::Evaluator && count == 0) {
+            return Err(err(format!(
+                ".task.index = {} but cluster.{} has {count} entr{}",
+                task.index,
+                task.kind,
+                if count == 1 { "y" } else { "ies" }
+            )));
+        }
+        if cluster.chief.is_none() && cluster.workers.is_empty() {
+            return Err(err(".cluster has neither a chief nor a worker"));
+        }
+        Ok(ClusterConfig::Distributed { cluster, task })
+    }
+
+    /// Whether this process writes checkpoints, summaries and exports.
+    pub fn is_chief(&self) -> bool {
+        match self {
+            ClusterConfig::Local => true,
+            ClusterConfig::Distributed { cluster, task } => cluster.chief_task() == *task,
+        }
+    }
+}
+
+fn parse_task(task: Option<&Value>) -> Result<Task, TfConfigError> {
+    let task = task
+        .and_then(Value::as_object)
+        .ok_or_else(|| err(".task is missing (a cluster needs task.type and task.index)"))?;
+    let kind_name = task
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(".task.type is missing or not a string"))?;
+    let kind = TaskType::parse(kind_name).ok_or_else(|| {
+        err(format!(
+            ".task.type = '{kind_name}' is not one of chief, master, worker, ps, evaluator"
+        ))
+    })?;
+    let index = match task.get("index") {
+        None => 0,
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .ok_or_else(|| err(format!(".task.index = {n} is not a non-negative integer")))?
+            as usize,
+        Some(Value::String(s)) => s
+            .parse()
+            .map_err(|_| err(format!(".task.index = '{s}' is not a non-negative integer")))?,
+        Some(other) => return Err(err(format!(".task.index = {other} is not an integer"))),
+    };
+    Ok(Task { kind, index })
+}
+
+fn parse_cluster(map: &Map<String, Value>) -> Result<ClusterSpec, TfConfigError> {
+    let mut spec = ClusterSpec::default();
+    let mut chief_key: Option<&str> = None;
+    for (key, value) in map {
+        let Some(kind) = TaskType::parse(key) else {
+            return Err(err(format!(
+                ".cluster.{key} is not a task type (chief, master, worker, ps, evaluator)"
+            )));
+        };
+        let addresses = parse_addresses(key, value)?;
+        match kind {
+            TaskType::Chief => {
+                if let Some(other) = chief_key {
+                    return Err(err(format!(".cluster has both '{other}' and '{key}'")));
+                }
+                chief_key = Some(key);
+                if addresses.len() != 1 {
+                    return Err(err(format!(
+                        ".cluster.{key} has {} entries; a cluster has exactly one chief",
+                        addresses.len()
+                    )));
+                }
+                spec.chief = addresses.into_iter().next();
+            }
+            TaskType::Worker => spec.workers = addresses,
+            TaskType::Ps => spec.ps = addresses,
+            TaskType::Evaluator => {
+                if addresses.len() > 1 {
+                    return Err(err(format!(
+                        ".cluster.evaluator has {} entries; there is at most one evaluator",
+                        addresses.len()
+                    )));
+                }
+                spec.evaluator = addresses.into_iter().next();
+            }
+        }
+    }
+    Ok(spec)
+}
+
+fn parse_addresses(key: &str, value: &Value) -> Result<Vec<String>, TfConfigError> {
+    let check = |i: &str, v: &Value| -> Result<String, TfConfigError> {
+        let address = v
+            .as_str()
+            .ok_or_else(|| err(format!(".cluster.{key}[{i}] is not a \"host:port\" string")))?;
+        match address.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                Ok(address.to_string())
+            }
+            _ => Err(err(format!(
+                ".cluster.{key}[{i}] = '{address}' is not \"host:port\""
+            ))),
+        }
+    };
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| check(&i.to_string(), v))
+            .collect(),
+        // Kubeflow's sparse form: {"1": "host:port"}; usable only when every index is given.
+        Value::Object(entries) => {
+            let mut indexed = Vec::with_capacity(entries.len());
+            for (i, v) in entries {
+                let index: usize = i
+                    .parse()
+                    .map_err(|_| err(format!(".cluster.{key} key '{i}' is not a task index")))?;
+                indexed.push((index, check(i, v)?));
+            }
+            indexed.sort();
+            for (expected, (index, _)) in indexed.iter().enumerate() {
+                if *index != expected {
+                    return Err(err(format!(
+                        ".cluster.{key} is in the sparse form and lacks index {expected}: \
+                         synchronous training needs every task's address"
+                    )));
+                }
+            }
+            Ok(indexed.into_iter().map(|(_, a)| a).collect())
+        }
+        _ => Err(err(format!(
+            ".cluster.{key} must be a list of \"host:port\" strings"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn distributed(text: &str) -> (ClusterSpec, Task) {
+        match ClusterConfig::parse(text).unwrap() {
+            ClusterConfig::Distributed { cluster, task } => (cluster, task),
+            ClusterConfig::Local => panic!("expected a cluster"),
+        }
+    }
+
+    #[test]
+    fn no_cluster_is_a_local_chief() {
+        for text in [
+            "",
+            "{}",
+            r#"{"cluster": {}}"#,
+            r#"{"task": {"type": "worker", "index": 0}}"#,
+        ] {
+            let config = ClusterConfig::parse(text).unwrap();
+            assert_eq!(config, ClusterConfig::Local);
+            assert!(config.is_chief());
+        }
+    }
+
+    #[test]
+    fn kubeflow_tfjob_config_with_environment_and_master_alias() {
+        let (cluster, task) = distributed(
+            r#"{"cluster": {"master": ["job-master-0:2222"], "worker": ["w0:2222", "w1:2222"],
+                "ps": ["ps0:2222"]}, "task": {"type": "worker", "index": 1},
+                "environment": "cloud"}"#,
+        );
+        assert_eq!(cluster.chief.as_deref(), Some("job-master-0:2222"));
+        assert_eq!(
+            task,
+            Task {
+                kind: TaskType::Worker,
+                index: 1
+            }
+        );
+        assert_eq!(cluster.global_rank(task), Some(2));
+        assert_eq!(
+            cluster.global_rank(Task {
+                kind: TaskType::Ps,
+                index: 0
+            }),
+            None
+        );
+    }
+
+    #[test]
+    fn worker_zero_is_chief_without_a_chief() {
+        let text =
+            r#"{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 0}}"#;
+        assert!(ClusterConfig::parse(text).unwrap().is_chief());
+        let (cluster, _) = distributed(text);
+        assert_eq!(
+            cluster.chief_task(),
+            Task {
+                kind: TaskType::Worker,
+                index: 0
+            }
+        );
+    }
+
+    #[test]
+    fn sparse_form_is_accepted_when_complete_and_rejected_when_not() {
+        let (cluster, _) = distributed(
+            r#"{"cluster": {"worker": {"1": "b:2", "0": "a:1"}}, "task": {"type": "worker", "index": 1}}"#,
+        );
+        assert_eq!(cluster.workers, ["a:1", "b:2"]);
+        let err = ClusterConfig::parse(
+            r#"{"cluster": {"worker": {"1": "b:2"}}, "task": {"type": "worker", "index": 1}}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("lacks index 0"), "{err}");
+    }
+
+    #[test]
+    fn an_evaluator_may_stand_outside_the_cluster() {
+        let (_, task) = distributed(
+            r#"{"cluster": {"chief": ["c:1"]}, "task": {"type": "evaluator", "index": 0}}"#,
+        );
+        assert_eq!(task.kind, TaskType::Evaluator);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            (
+                r#"{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 3}}"#,
+                "TF_CONFIG.task.index = 3 but cluster.worker has 2 entries",
+            ),
+            (
+                r#"{"cluster": {"chief": ["a:1", "b:2"]}, "task": {"type": "chief"}}"#,
+                "TF_CONFIG.cluster.chief has 2 entries",
+            ),
+            (
+                r#"{"cluster": {"chief": ["a:1"], "master": ["b:1"]}, "task": {"type": "chief"}}"#,
+                "both",
+            ),
+            (
+                r#"{"cluster": {"worker": ["a:1"]}}"#,
+                "TF_CONFIG.task is missing",
+            ),
+            (
+                r#"{"cluster": {"worker": ["a:1"]}, "task": {"type": "boss"}}"#,
+                "TF_CONFIG.task.type = 'boss'",
+            ),
+            (
+                r#"{"cluster": {"worker": ["nohostport"]}, "task": {"type": "worker"}}"#,
+                "TF_CONFIG.cluster.worker[0] = 'nohostport'",
+            ),
+            (
+                r#"{"cluster": {"gpu": ["a:1"]}, "task": {"type": "worker"}}"#,
+                "cluster.gpu",
+            ),
+            ("{not json", "not valid JSON"),
+            (
+                r#"{"cluster": {"ps": ["a:1"]}, "task": {"type": "ps"}}"#,
+                "neither a chief nor a worker",
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = ClusterConfig::parse(text).unwrap_err().to_string();
+            assert!(message.contains(expected), "{text}: {message}");
+        }
+    }
+}
