@@ -50,8 +50,8 @@ impl ClusterConfig {
         };
         let task = parse_task(root.get("task"))?;
         let count = cluster.addresses(task.kind).len();
-        let in_cluster = task.index < count;
-        if !in_cluster && !(task.kind == TaskType::Evaluator && count == 0) {
+        let evaluator_outside = task.kind == TaskType::Evaluator && count == 0;
+        if task.index >= count && !evaluator_outside {
             return Err(err(format!(
                 ".task.index = {} but cluster.{} has {count} entr{}",
                 task.index,
