@@ -51,6 +51,9 @@ pub enum Error {
     /// A label cannot be used by the head (unknown class, out of range, missing).
     #[error("{0}")]
     Label(String),
+    /// A collective operation or a peer failed.
+    #[error(transparent)]
+    Distribute(#[from] crate::distribute::DistributeError),
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),

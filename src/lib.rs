@@ -7,6 +7,7 @@
 pub mod checkpoint;
 pub mod cluster;
 pub mod device;
+pub mod distribute;
 pub mod error;
 pub mod estimator;
 pub mod export;

@@ -1,0 +1,75 @@
+//! The error type of collective communication; every message names the rank at fault.
+
+use std::fmt::Display;
+
+/// Something went wrong talking to another rank, or a collective was called wrongly.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DistributeError {
+    /// A peer did not answer in time, hung up, or sent a message that does not fit.
+    #[error("rank {rank}: {message}")]
+    Peer {
+        /// The rank of the peer at fault.
+        rank: usize,
+        /// What happened, e.g. "did not answer rank 0 within 30s".
+        message: String,
+    },
+    /// A collective or transport was called with arguments that cannot work (a rank out of
+    /// range, a buffer that does not fit a bucket plan).
+    #[error("distribute: {0}")]
+    Invalid(String),
+}
+
+/// Result with [`DistributeError`].
+pub type Result<T, E = DistributeError> = std::result::Result<T, E>;
+
+impl DistributeError {
+    /// A [`DistributeError::Peer`] about `rank`.
+    pub fn peer(rank: usize, message: impl Into<String>) -> Self {
+        DistributeError::Peer {
+            rank,
+            message: message.into(),
+        }
+    }
+
+    /// A [`DistributeError::Invalid`].
+    pub fn invalid(message: impl Into<String>) -> Self {
+        DistributeError::Invalid(message.into())
+    }
+
+    /// The rank at fault, for a [`DistributeError::Peer`].
+    pub fn rank(&self) -> Option<usize> {
+        match self {
+            DistributeError::Peer { rank, .. } => Some(*rank),
+            DistributeError::Invalid(_) => None,
+        }
+    }
+
+    /// The same error with `what` (e.g. the collective step) appended to its message.
+    pub fn during(self, what: impl Display) -> Self {
+        match self {
+            DistributeError::Peer { rank, message } => DistributeError::Peer {
+                rank,
+                message: format!("{message} (during {what})"),
+            },
+            DistributeError::Invalid(message) => {
+                DistributeError::Invalid(format!("{message} (during {what})"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_errors_name_the_rank_and_keep_it_through_context() {
+        let e = DistributeError::peer(2, "did not answer rank 0 within 30s").during("barrier");
+        assert_eq!(
+            e.to_string(),
+            "rank 2: did not answer rank 0 within 30s (during barrier)"
+        );
+        assert_eq!(e.rank(), Some(2));
+        assert_eq!(DistributeError::invalid("x").rank(), None);
+    }
+}

@@ -1,0 +1,20 @@
+//! Collective communication for synchronous data-parallel training (TF's
+//! MultiWorkerMirroredStrategy, Horovod): a point-to-point [`Transport`] between ranks, ring
+//! all-reduce / broadcast / barrier on top of it, and fusion buckets that pack many gradients
+//! into a few large buffers.
+
+mod bucket;
+mod collective;
+mod error;
+#[cfg(test)]
+mod testing;
+mod transport;
+
+pub use bucket::{Bucket, BucketEntry, BucketPlan, DEFAULT_BUCKET_BYTES};
+pub use collective::{
+    all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with, barrier, broadcast,
+    broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig, Combine, Phase,
+    RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
+};
+pub use error::{DistributeError, Result};
+pub use transport::{InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT};

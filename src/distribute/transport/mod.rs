@@ -1,0 +1,7 @@
+//! Point-to-point messaging between the ranks of a training cluster.
+
+mod in_memory;
+mod point_to_point;
+
+pub use in_memory::{InMemoryTransport, DEFAULT_RECV_TIMEOUT};
+pub use point_to_point::Transport;
