@@ -1,1 +1,53 @@
-//! Canned estimators.
+//! Canned estimators for `estimator`, as TF's `tf.estimator` ships them: feature columns
+//! and an input layer, and DNN, linear, wide-and-deep and baseline models with a head.
+//!
+//! Describe the features with [`feature_column`]s (checked against the input schema when
+//! the estimator is built, and saved with its exports), pick an estimator, and use the
+//! `train` / `evaluate` / `predict` / `export` methods of [`estimator::Estimator`]:
+//!
+//! ```
+//! use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
+//! use estimator::{Estimator, OptimizerSpec, Predictor, RunConfig, TrainSpec};
+//! use estimators::feature_column::standardized_numeric_columns;
+//! use estimators::DnnClassifier;
+//!
+//! # fn main() -> estimator::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! let schema = bundled::iris_schema();
+//! let train = bundled::iris_train_path();
+//! let stats = FeatureStats::compute(CsvDataset::open(&train, schema.clone())?)?;
+//! // One numeric_column per feature, standardised with the training set's statistics.
+//! let columns = standardized_numeric_columns(&schema, &stats)?;
+//! let config = RunConfig::new(dir.path()).with_progress(false);
+//! let classifier = DnnClassifier::new(config, &schema, columns, [16, 8], 3)?
+//!     .with_optimizer(OptimizerSpec::adam(0.01));
+//!
+//! let input = || Ok(CsvDataset::open(&train, schema.clone())?.repeat(None).batch(32, false));
+//! classifier.train(input, TrainSpec::max_steps(20))?;
+//! let test = || Ok(CsvDataset::open(bundled::iris_test_path(), schema.clone())?.batch(30, false));
+//! let metrics = classifier.evaluate(test, None, None, None)?;
+//! assert!(metrics.contains_key("accuracy") && metrics.contains_key("average_loss"));
+//!
+//! let export = classifier.export(&dir.path().join("export"))?;
+//! let served = Predictor::<DnnClassifier>::load(&export)?;
+//! let batch = CsvDataset::open(bundled::iris_test_path(), schema)?.take(2).iter()
+//!     .collect::<Result<Vec<_>, _>>()?;
+//! assert_eq!(served.predict(&batch)?[0].probabilities.as_ref().map(Vec::len), Some(3));
+//! # Ok(()) }
+//! ```
+//!
+//! Columns of different kinds go in one list with `.into()`, e.g.
+//! `vec![numeric_column("age").into(), indicator_column(vocabulary).into()]`.
+
+pub mod canned;
+pub mod feature_column;
+pub mod input_layer;
+pub mod network;
+
+pub use canned::{
+    BaselineClassifier, BaselineRegressor, CannedEstimator, DnnClassifier,
+    DnnLinearCombinedClassifier, DnnLinearCombinedRegressor, DnnRegressor, LinearClassifier,
+    LinearRegressor, WeightColumn,
+};
+pub use input_layer::InputLayer;
+pub use network::{Activation, Network};

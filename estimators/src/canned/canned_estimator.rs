@@ -1,0 +1,305 @@
+//! [`CannedEstimator`]: a [`Network`] plus a [`Head`], implementing the core `Estimator`.
+
+use std::marker::PhantomData;
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use datasets::{Example, Label, Schema};
+use estimator::head::{Head, HeadLabels, HeadPrediction};
+use estimator::{Error, Estimator, Metrics, OptimizerSpec, Result, RunConfig, Signature};
+use serde::{Deserialize, Serialize};
+
+use super::{Task, WeightColumn};
+use crate::network::Network;
+
+/// A canned estimator: network `N` (DNN, linear, wide & deep, baseline) with a head for
+/// task `K` (classification or regression). Use the aliases — [`DnnClassifier`],
+/// [`LinearRegressor`], … — and their `new`; everything a served model needs (columns,
+/// vocabularies, normalisers, head) is in this serialisable value, so
+/// `Predictor::<DnnClassifier>::load(export_dir)` rebuilds it.
+///
+/// [`DnnClassifier`]: super::DnnClassifier
+/// [`LinearRegressor`]: super::LinearRegressor
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(bound = "N: Network")]
+pub struct CannedEstimator<N, K> {
+    run_config: RunConfig,
+    schema: Schema,
+    network: N,
+    head: Head,
+    weight_column: Option<WeightColumn>,
+    optimizer: OptimizerSpec,
+    #[serde(skip)]
+    task: PhantomData<K>,
+}
+
+impl<N: Network, K: Task> CannedEstimator<N, K> {
+    /// Assembles an estimator; constructors of the aliases call this.
+    pub(crate) fn from_parts(
+        run_config: RunConfig,
+        schema: &Schema,
+        network: N,
+        head: Head,
+        optimizer: OptimizerSpec,
+    ) -> Self {
+        Self {
+            run_config,
+            schema: schema.clone(),
+            network,
+            head,
+            weight_column: None,
+            optimizer,
+            task: PhantomData,
+        }
+    }
+
+    /// Weights each example's loss by input column `name` (numeric; TF's `weight_column`).
+    pub fn with_weight_column(mut self, name: &str) -> Result<Self> {
+        self.weight_column = Some(WeightColumn::resolve(name, &self.schema)?);
+        Ok(self)
+    }
+
+    /// Trains with `optimizer` instead of the default.
+    pub fn with_optimizer(mut self, optimizer: OptimizerSpec) -> Self {
+        self.optimizer = optimizer;
+        self
+    }
+
+    /// The network's configuration.
+    pub fn network(&self) -> &N {
+        &self.network
+    }
+
+    /// The network's configuration, to change it (builders of the aliases use this).
+    pub(crate) fn network_mut(&mut self) -> &mut N {
+        &mut self.network
+    }
+
+    /// The head.
+    pub fn head(&self) -> &Head {
+        &self.head
+    }
+
+    /// The head, to change it.
+    pub(crate) fn head_mut(&mut self) -> &mut Head {
+        &mut self.head
+    }
+
+    /// The input schema the columns were resolved against.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The weight column, if any.
+    pub fn weight_column(&self) -> Option<&WeightColumn> {
+        self.weight_column.as_ref()
+    }
+
+    /// Logits and head labels of a non-empty batch.
+    fn logits_and_labels<B: Backend>(
+        &self,
+        model: &N::Model<B>,
+        batch: &[Example],
+        device: &B::Device,
+    ) -> Result<(Tensor<B, 2>, HeadLabels<B>)> {
+        if batch.is_empty() {
+            return Err(Error::Config(
+                "cannot compute a loss on an empty batch".into(),
+            ));
+        }
+        let logits = self.network.logits(model, batch, device)?;
+        let weights = match &self.weight_column {
+            Some(w) => Some(w.weights(batch)?),
+            None => None,
+        };
+        let labels: Vec<Label> = batch.iter().map(|e| e.label.clone()).collect();
+        let labels = self.head.labels(&labels, weights, device)?;
+        Ok((logits, labels))
+    }
+}
+
+impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
+    type Model<B: Backend> = N::Model<B>;
+    type Batch = Vec<Example>;
+    type Prediction = HeadPrediction;
+
+    fn run_config(&self) -> &RunConfig {
+        &self.run_config
+    }
+
+    fn build_model<B: Backend>(&self, device: &B::Device) -> N::Model<B> {
+        self.network.build(self.head.logits_dimension(), device)
+    }
+
+    fn optimizer(&self) -> OptimizerSpec {
+        self.optimizer.clone()
+    }
+
+    fn loss<B: Backend>(
+        &self,
+        model: &N::Model<B>,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<Tensor<B, 1>> {
+        let (logits, labels) = self.logits_and_labels(model, batch, device)?;
+        Ok(self.head.loss(logits, &labels))
+    }
+
+    fn eval_metrics<B: Backend>(
+        &self,
+        model: &N::Model<B>,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<Metrics> {
+        let (logits, labels) = self.logits_and_labels(model, batch, device)?;
+        self.head.metrics(logits, &labels)
+    }
+
+    fn predictions<B: Backend>(
+        &self,
+        model: &N::Model<B>,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<Vec<HeadPrediction>> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.head
+            .predictions(self.network.logits(model, batch, device)?)
+    }
+
+    fn serving_signature(&self) -> Signature {
+        let signature = self
+            .network
+            .serving_inputs()
+            .into_iter()
+            .fold(Signature::new(), |s, (name, dtype)| {
+                s.with_input(name, dtype)
+            });
+        self.head
+            .output_keys()
+            .into_iter()
+            .fold(signature, Signature::with_output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use estimator::export::DType;
+
+    use super::*;
+    use crate::canned::{DnnClassifier, DnnLinearCombinedRegressor};
+    use crate::feature_column::{
+        bucketized_column, categorical_column_with_vocabulary_list, crossed_column,
+        embedding_column, indicator_column, numeric_column, CrossSource,
+    };
+    use crate::network::Activation;
+
+    fn schema() -> Schema {
+        Schema::new()
+            .float("x")
+            .category("c")
+            .float("w")
+            .int("y")
+            .label("y")
+    }
+
+    fn colour() -> crate::feature_column::VocabularyListColumn {
+        categorical_column_with_vocabulary_list("c", ["red", "blue"])
+    }
+
+    #[test]
+    fn builders_set_the_network_head_weight_and_optimizer() {
+        let est = DnnClassifier::new(
+            RunConfig::new("unused"),
+            &schema(),
+            vec![
+                numeric_column("x").into(),
+                indicator_column(colour()).into(),
+            ],
+            [16, 8],
+            3,
+        )
+        .unwrap()
+        .with_activation(Activation::Tanh)
+        .with_dropout(0.25)
+        .unwrap()
+        .with_batch_norm(true)
+        .with_optimizer(OptimizerSpec::adam(0.01))
+        .with_weight_column("w")
+        .unwrap();
+        assert_eq!(est.network().hidden_units, [16, 8]);
+        assert_eq!(est.network().activation, Activation::Tanh);
+        assert_eq!(est.network().dropout, Some(0.25));
+        assert!(est.network().batch_norm);
+        assert_eq!(est.optimizer(), OptimizerSpec::adam(0.01));
+        assert_eq!(est.weight_column().unwrap().name, "w");
+        assert!(est.clone().with_dropout(1.5).is_err());
+        let err = est.clone().with_weight_column("c").unwrap_err().to_string();
+        assert!(err.contains("weight column 'c' must be numeric"));
+        let json = serde_json::to_string(&est).unwrap();
+        assert_eq!(serde_json::from_str::<DnnClassifier>(&json).unwrap(), est);
+    }
+
+    #[test]
+    fn the_default_optimizer_is_adagrad_at_tf_rate() {
+        let est = DnnClassifier::new(
+            RunConfig::new("unused"),
+            &schema(),
+            vec![numeric_column("x").into()],
+            [4],
+            2,
+        )
+        .unwrap();
+        assert_eq!(est.optimizer(), OptimizerSpec::adagrad(0.05));
+    }
+
+    #[test]
+    fn the_signature_lists_every_input_once_and_the_head_outputs() {
+        let est = DnnLinearCombinedRegressor::new(
+            RunConfig::new("unused"),
+            &schema(),
+            vec![
+                crossed_column(
+                    [
+                        CrossSource::from("c"),
+                        bucketized_column(numeric_column("x"), [0.0]).into(),
+                    ],
+                    10,
+                )
+                .into(),
+                numeric_column("x").into(),
+            ],
+            vec![embedding_column(colour(), 2).into()],
+            [4],
+        )
+        .unwrap();
+        let signature = est.serving_signature();
+        let inputs: Vec<(&str, DType)> = signature
+            .inputs
+            .iter()
+            .map(|i| (i.name.as_str(), i.dtype))
+            .collect();
+        assert_eq!(inputs, [("c", DType::String), ("x", DType::Float32)]);
+        assert_eq!(signature.outputs, est.head().output_keys());
+    }
+
+    #[test]
+    fn an_empty_batch_has_no_loss_and_no_predictions() {
+        let est = DnnClassifier::new(
+            RunConfig::new("unused"),
+            &schema(),
+            vec![numeric_column("x").into()],
+            [4],
+            3,
+        )
+        .unwrap();
+        let device = Default::default();
+        let model = est.build_model::<estimator::CpuBackend>(&device);
+        assert!(est.loss(&model, &Vec::new(), &device).is_err());
+        assert!(est
+            .predictions(&model, &Vec::new(), &device)
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -1,0 +1,20 @@
+//! The canned estimators: a network and a head implementing the core `Estimator`.
+
+mod baseline;
+mod canned_estimator;
+mod classification;
+mod dnn;
+mod dnn_options;
+mod linear;
+mod task;
+mod weight_column;
+mod wide_deep;
+
+pub use baseline::{BaselineClassifier, BaselineRegressor};
+pub use canned_estimator::CannedEstimator;
+pub use dnn::{DnnClassifier, DnnRegressor};
+pub use dnn_options::HasDnn;
+pub use linear::{LinearClassifier, LinearRegressor};
+pub use task::{Classification, Regression, Task};
+pub use weight_column::WeightColumn;
+pub use wide_deep::{DnnLinearCombinedClassifier, DnnLinearCombinedRegressor};

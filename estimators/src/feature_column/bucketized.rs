@@ -1,0 +1,129 @@
+//! `bucketized_column`: a number turned into the index of the range it falls in.
+
+use datasets::{Example, Schema};
+use estimator::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+use super::numeric::NumericColumn;
+use super::source::InputSources;
+
+/// A numeric feature split into ranges (TF's `bucketized_column`).
+///
+/// Boundaries `[b0, b1, …, bn-1]` make `n + 1` buckets: `(-inf, b0)`, `[b0, b1)`, …,
+/// `[bn-1, +inf)`; a value equal to a boundary goes to the bucket above it. As in TF, the
+/// boundaries apply to the source column's value *after* its normalizer, if it has one.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct BucketizedColumn {
+    /// The numeric column bucketized.
+    pub source: NumericColumn,
+    /// Strictly increasing, finite boundaries.
+    pub boundaries: Vec<f32>,
+}
+
+/// Buckets `source` by `boundaries` (strictly increasing; checked when resolved).
+pub fn bucketized_column(
+    source: NumericColumn,
+    boundaries: impl IntoIterator<Item = f32>,
+) -> BucketizedColumn {
+    BucketizedColumn {
+        source,
+        boundaries: boundaries.into_iter().collect(),
+    }
+}
+
+impl BucketizedColumn {
+    /// The column's name: `<key>_bucketized`.
+    pub fn name(&self) -> String {
+        format!("{}_bucketized", self.source.key)
+    }
+
+    /// Number of buckets: one more than the boundaries.
+    pub fn num_buckets(&self) -> usize {
+        self.boundaries.len() + 1
+    }
+
+    /// The bucket of `value`: how many boundaries are `<= value`.
+    pub fn bucket(&self, value: f32) -> usize {
+        self.boundaries.partition_point(|&b| b <= value)
+    }
+
+    /// Checks the boundaries and resolves the source column.
+    pub(crate) fn resolve(&self, inputs: &mut InputSources, schema: &Schema) -> Result<()> {
+        let name = self.name();
+        if self.boundaries.iter().any(|b| !b.is_finite()) {
+            return Err(Error::Config(format!(
+                "feature column '{name}': boundaries {:?} must be finite",
+                self.boundaries
+            )));
+        }
+        if self.boundaries.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(Error::Config(format!(
+                "feature column '{name}': boundaries {:?} must be strictly increasing",
+                self.boundaries
+            )));
+        }
+        self.source.resolve(inputs, schema, &name)
+    }
+
+    /// The bucket of the source's value in `example`; NaN has no bucket and is an error.
+    pub(crate) fn id(&self, inputs: &InputSources, example: &Example) -> Result<usize> {
+        self.bucket_of(self.source.value(inputs, example)?)
+    }
+
+    /// The bucket of every example of `batch` (the source looked up once).
+    pub(crate) fn ids(&self, inputs: &InputSources, batch: &[Example]) -> Result<Vec<usize>> {
+        let reader = self.source.reader(inputs)?;
+        batch
+            .iter()
+            .map(|example| self.bucket_of(reader.read(example)?))
+            .collect()
+    }
+
+    fn bucket_of(&self, value: f32) -> Result<usize> {
+        if value.is_nan() {
+            return Err(Error::Config(format!(
+                "feature column '{}': value NaN has no bucket",
+                self.name()
+            )));
+        }
+        Ok(self.bucket(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::feature_column::numeric_column;
+
+    #[test]
+    fn boundaries_belong_to_the_bucket_above() {
+        let c = bucketized_column(numeric_column("age"), [18.0, 30.0, 65.0]);
+        assert_eq!(c.num_buckets(), 4);
+        assert_eq!(c.name(), "age_bucketized");
+        let buckets: Vec<usize> = [-5.0, 17.99, 18.0, 29.0, 30.0, 64.9, 65.0, 1e9]
+            .iter()
+            .map(|&v| c.bucket(v))
+            .collect();
+        assert_eq!(buckets, [0, 0, 1, 1, 2, 2, 3, 3]);
+        assert_eq!(c.bucket(f32::NEG_INFINITY), 0);
+        assert_eq!(c.bucket(f32::INFINITY), 3);
+    }
+
+    #[test]
+    fn unsorted_or_non_finite_boundaries_are_rejected_naming_the_column() {
+        let schema = Schema::new().float("age");
+        let mut inputs = InputSources::new(&schema);
+        let unsorted = bucketized_column(numeric_column("age"), [1.0, 1.0]);
+        let err = unsorted
+            .resolve(&mut inputs, &schema)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("'age_bucketized'") && err.contains("strictly increasing"));
+        let nan = bucketized_column(numeric_column("age"), [f32::NAN]);
+        assert!(nan
+            .resolve(&mut inputs, &schema)
+            .unwrap_err()
+            .to_string()
+            .contains("finite"));
+    }
+}

@@ -1,0 +1,106 @@
+//! [`CategoricalColumn`]: any column that turns an example into one id.
+
+use datasets::{Example, Schema};
+use estimator::Result;
+use serde::{Deserialize, Serialize};
+
+use super::bucketized::BucketizedColumn;
+use super::crossed::CrossedColumn;
+use super::hash_bucket::HashBucketColumn;
+use super::identity::IdentityColumn;
+use super::source::InputSources;
+use super::vocabulary::VocabularyListColumn;
+
+/// A column giving each example one id in `0..num_buckets()`: what
+/// [`indicator_column`](super::indicator_column), [`embedding_column`](super::embedding_column)
+/// and [`crossed_column`](super::crossed_column) take (TF's `CategoricalColumn`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum CategoricalColumn {
+    /// A vocabulary lookup.
+    VocabularyList(VocabularyListColumn),
+    /// A hashed category.
+    HashBucket(HashBucketColumn),
+    /// An integer used as its id.
+    Identity(IdentityColumn),
+    /// A bucketized number (its bucket is its id).
+    Bucketized(BucketizedColumn),
+    /// A hashed cross of categories.
+    Crossed(CrossedColumn),
+}
+
+impl CategoricalColumn {
+    /// The column's name (TF's naming: `key`, `key_bucketized`, `a_X_b`).
+    pub fn name(&self) -> String {
+        match self {
+            CategoricalColumn::VocabularyList(c) => c.name().to_string(),
+            CategoricalColumn::HashBucket(c) => c.name().to_string(),
+            CategoricalColumn::Identity(c) => c.name().to_string(),
+            CategoricalColumn::Bucketized(c) => c.name(),
+            CategoricalColumn::Crossed(c) => c.name(),
+        }
+    }
+
+    /// Number of ids.
+    pub fn num_buckets(&self) -> usize {
+        match self {
+            CategoricalColumn::VocabularyList(c) => c.num_buckets(),
+            CategoricalColumn::HashBucket(c) => c.num_buckets(),
+            CategoricalColumn::Identity(c) => c.num_buckets(),
+            CategoricalColumn::Bucketized(c) => c.num_buckets(),
+            CategoricalColumn::Crossed(c) => c.num_buckets(),
+        }
+    }
+
+    /// Checks the column and records its keys' places in the input.
+    pub(crate) fn resolve(&self, inputs: &mut InputSources, schema: &Schema) -> Result<()> {
+        match self {
+            CategoricalColumn::VocabularyList(c) => c.resolve(inputs, schema),
+            CategoricalColumn::HashBucket(c) => c.resolve(inputs, schema),
+            CategoricalColumn::Identity(c) => c.resolve(inputs, schema),
+            CategoricalColumn::Bucketized(c) => c.resolve(inputs, schema),
+            CategoricalColumn::Crossed(c) => c.resolve(inputs, schema),
+        }
+    }
+
+    /// The id of `example`.
+    pub(crate) fn id(&self, inputs: &InputSources, example: &Example) -> Result<usize> {
+        match self {
+            CategoricalColumn::VocabularyList(c) => c.id(inputs, example),
+            CategoricalColumn::HashBucket(c) => c.id(inputs, example),
+            CategoricalColumn::Identity(c) => c.id(inputs, example),
+            CategoricalColumn::Bucketized(c) => c.id(inputs, example),
+            CategoricalColumn::Crossed(c) => c.id(inputs, example),
+        }
+    }
+}
+
+impl From<VocabularyListColumn> for CategoricalColumn {
+    fn from(column: VocabularyListColumn) -> Self {
+        CategoricalColumn::VocabularyList(column)
+    }
+}
+
+impl From<HashBucketColumn> for CategoricalColumn {
+    fn from(column: HashBucketColumn) -> Self {
+        CategoricalColumn::HashBucket(column)
+    }
+}
+
+impl From<IdentityColumn> for CategoricalColumn {
+    fn from(column: IdentityColumn) -> Self {
+        CategoricalColumn::Identity(column)
+    }
+}
+
+impl From<BucketizedColumn> for CategoricalColumn {
+    fn from(column: BucketizedColumn) -> Self {
+        CategoricalColumn::Bucketized(column)
+    }
+}
+
+impl From<CrossedColumn> for CategoricalColumn {
+    fn from(column: CrossedColumn) -> Self {
+        CategoricalColumn::Crossed(column)
+    }
+}

@@ -1,0 +1,179 @@
+//! `numeric_column`: a number fed to the model as it is, or standardised.
+
+use datasets::{Example, FeatureStats, Schema};
+use estimator::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+use super::source::{Accept, InputSources};
+use super::FeatureColumn;
+
+/// Standardisation `(x - mean) / std`, saved with the model so serving applies it too.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct Normalizer {
+    /// Subtracted first.
+    pub mean: f32,
+    /// Divided by next; 0 is treated as 1 (a constant feature), as `FeatureStats` does.
+    pub std: f32,
+}
+
+impl Normalizer {
+    /// `(x - mean) / std`.
+    pub fn apply(&self, x: f32) -> f32 {
+        let std = if self.std > 0.0 { self.std } else { 1.0 };
+        (x - self.mean) / std
+    }
+}
+
+/// A numeric feature (TF's `numeric_column`): one `f32` per example.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NumericColumn {
+    /// The input feature's name.
+    pub key: String,
+    /// Optional standardisation, applied before the value enters the model.
+    pub normalizer: Option<Normalizer>,
+}
+
+/// A numeric feature read from input column `key`, fed as it is.
+pub fn numeric_column(key: impl Into<String>) -> NumericColumn {
+    NumericColumn {
+        key: key.into(),
+        normalizer: None,
+    }
+}
+
+/// One standardised [`numeric_column`] per numeric feature of `schema`, with the means and
+/// standard deviations of `stats` (computed over `Example::dense`, i.e. in schema order).
+pub fn standardized_numeric_columns(
+    schema: &Schema,
+    stats: &FeatureStats,
+) -> Result<Vec<FeatureColumn>> {
+    let names = schema.dense_names();
+    if names.len() != stats.len() {
+        return Err(Error::Config(format!(
+            "feature statistics cover {} features but the input has {} numeric columns ({})",
+            stats.len(),
+            names.len(),
+            names.join(", ")
+        )));
+    }
+    Ok(names
+        .iter()
+        .zip(stats.mean.iter().zip(&stats.std))
+        .map(|(name, (&mean, &std))| numeric_column(*name).with_normalizer(mean, std).into())
+        .collect())
+}
+
+impl NumericColumn {
+    /// Standardises the value: `(x - mean) / std` (a `std` of 0 counts as 1).
+    pub fn with_normalizer(mut self, mean: f32, std: f32) -> Self {
+        self.normalizer = Some(Normalizer { mean, std });
+        self
+    }
+
+    /// The column's name: its key.
+    pub fn name(&self) -> &str {
+        &self.key
+    }
+
+    /// Checks the normaliser and records the key's place in the input.
+    pub(crate) fn resolve(
+        &self,
+        inputs: &mut InputSources,
+        schema: &Schema,
+        user: &str,
+    ) -> Result<()> {
+        if let Some(n) = &self.normalizer {
+            if !n.mean.is_finite() || !n.std.is_finite() || n.std < 0.0 {
+                return Err(Error::Config(format!(
+                    "feature column '{user}': normalizer mean {} / std {} must be finite, std >= 0",
+                    n.mean, n.std
+                )));
+            }
+        }
+        inputs.add(schema, &self.key, user, Accept::Numeric)
+    }
+
+    /// The column bound to its place in the examples, to read many without lookups.
+    pub(crate) fn reader(&self, inputs: &InputSources) -> Result<NumericReader<'_>> {
+        Ok(NumericReader {
+            key: &self.key,
+            index: inputs.dense_index(&self.key)?,
+            normalizer: self.normalizer.as_ref(),
+        })
+    }
+
+    /// The (normalised) value in `example`.
+    pub(crate) fn value(&self, inputs: &InputSources, example: &Example) -> Result<f32> {
+        self.reader(inputs)?.read(example)
+    }
+}
+
+/// A [`NumericColumn`] with its index in `Example::dense` looked up once.
+pub(crate) struct NumericReader<'a> {
+    key: &'a str,
+    index: usize,
+    normalizer: Option<&'a Normalizer>,
+}
+
+impl NumericReader<'_> {
+    /// The (normalised) value in `example`.
+    pub(crate) fn read(&self, example: &Example) -> Result<f32> {
+        let x = example.dense.get(self.index).copied().ok_or_else(|| {
+            Error::Config(format!("feature '{}' is not in the example", self.key))
+        })?;
+        Ok(self.normalizer.map_or(x, |n| n.apply(x)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizer_standardises_and_treats_zero_std_as_one() {
+        let n = Normalizer {
+            mean: 2.0,
+            std: 4.0,
+        };
+        assert_eq!(n.apply(10.0), 2.0);
+        assert_eq!(n.apply(2.0), 0.0);
+        let constant = Normalizer {
+            mean: 3.0,
+            std: 0.0,
+        };
+        assert_eq!(constant.apply(5.0), 2.0);
+    }
+
+    #[test]
+    fn standardized_columns_follow_the_schema_order() {
+        let schema = Schema::new()
+            .float("a")
+            .category("c")
+            .int("b")
+            .int("y")
+            .label("y");
+        let stats = FeatureStats {
+            names: vec![],
+            count: 3,
+            mean: vec![1.0, 2.0],
+            std: vec![0.5, 1.0],
+        };
+        let columns = standardized_numeric_columns(&schema, &stats).unwrap();
+        assert_eq!(
+            columns,
+            vec![
+                FeatureColumn::from(numeric_column("a").with_normalizer(1.0, 0.5)),
+                FeatureColumn::from(numeric_column("b").with_normalizer(2.0, 1.0)),
+            ]
+        );
+        let short = FeatureStats {
+            mean: vec![1.0],
+            std: vec![1.0],
+            ..stats
+        };
+        let err = standardized_numeric_columns(&schema, &short)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cover 1 features but the input has 2 numeric columns (a, b)"));
+    }
+}

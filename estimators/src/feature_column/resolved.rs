@@ -1,0 +1,418 @@
+//! [`ResolvedColumns`]: feature columns checked against a schema, ready to transform
+//! batches.
+
+use datasets::{Example, Schema};
+use estimator::export::DType;
+use estimator::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+use super::batch::TransformedBatch;
+use super::column::FeatureColumn;
+use super::embedding::EmbeddingColumn;
+use super::source::{InputSource, InputSources};
+
+/// How columns feed the model family.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// For DNNs: numeric values, one-hot bucketized and indicator columns in the dense
+    /// matrix, embedding columns as ids; a bare categorical column is an error (wrap it in
+    /// `indicator_column` or `embedding_column`, as TF requires).
+    Dnn,
+    /// For linear models: numeric and indicator columns in the dense matrix, embedding
+    /// columns as ids, and categorical, crossed and bucketized columns as *sparse* ids.
+    ///
+    /// A linear model's logits are `dense · W + Σ_columns weight[column][id] + bias`; the
+    /// per-column weights are one Burn `Embedding` of width `logits_dimension` over all
+    /// sparse columns' ids (offset per column), which is a one-hot product without
+    /// building the one-hot matrix (crosses can have many buckets).
+    Linear,
+}
+
+/// Feature columns resolved against an input [`Schema`]: every key found, every type
+/// checked, so that [`ResolvedColumns::transform`] only reads. Serialisable, so an export
+/// carries everything (vocabularies, normalisers, positions) that serving needs.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ResolvedColumns {
+    layout: Layout,
+    columns: Vec<FeatureColumn>,
+    inputs: InputSources,
+}
+
+impl ResolvedColumns {
+    /// Checks `columns` against `schema` for `layout`.
+    ///
+    /// Errors name the column at fault: a key missing from the input ("feature column
+    /// 'petal_width' is not in the input (columns: …)"), a key of the wrong type, a key
+    /// that is the label, an invalid parameter, a duplicate name, a bare categorical
+    /// column in a DNN, or no columns at all.
+    pub fn resolve(
+        columns: impl IntoIterator<Item = FeatureColumn>,
+        schema: &Schema,
+        layout: Layout,
+    ) -> Result<Self> {
+        let columns: Vec<FeatureColumn> = columns.into_iter().collect();
+        if columns.is_empty() {
+            return Err(Error::Config("no feature columns given".into()));
+        }
+        let mut inputs = InputSources::new(schema);
+        for (i, column) in columns.iter().enumerate() {
+            let name = column.name();
+            if columns[..i].iter().any(|c| c.name() == name) {
+                return Err(Error::Config(format!(
+                    "feature column '{name}' is given twice"
+                )));
+            }
+            if layout == Layout::Dnn && column.is_categorical() {
+                return Err(Error::Config(format!(
+                    "feature column '{name}' is categorical: wrap it in indicator_column or \
+                     embedding_column to feed a DNN"
+                )));
+            }
+            if let FeatureColumn::Embedding(e) = column {
+                if e.dimension == 0 {
+                    return Err(Error::Config(format!(
+                        "feature column '{name}': dimension must be at least 1"
+                    )));
+                }
+            }
+            column.resolve(&mut inputs, schema)?;
+        }
+        Ok(Self {
+            layout,
+            columns,
+            inputs,
+        })
+    }
+
+    /// The layout the columns were resolved for.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The feature columns, in the order given.
+    pub fn columns(&self) -> &[FeatureColumn] {
+        &self.columns
+    }
+
+    /// Values per example in the dense matrix.
+    pub fn dense_width(&self) -> usize {
+        self.columns.iter().map(|c| self.dense_width_of(c)).sum()
+    }
+
+    /// The embedding columns, in column order.
+    pub fn embedding_columns(&self) -> Vec<&EmbeddingColumn> {
+        self.columns
+            .iter()
+            .filter_map(|c| match c {
+                FeatureColumn::Embedding(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Number of ids of each sparse column (linear layout), in column order.
+    pub fn sparse_bucket_counts(&self) -> Vec<usize> {
+        self.columns
+            .iter()
+            .filter(|c| self.is_sparse(c))
+            .filter_map(FeatureColumn::num_buckets)
+            .collect()
+    }
+
+    /// Width of the input layer's output: dense values plus every embedding's dimension.
+    pub fn input_width(&self) -> usize {
+        self.dense_width()
+            + self
+                .embedding_columns()
+                .iter()
+                .map(|e| e.dimension)
+                .sum::<usize>()
+    }
+
+    /// The input features read, with their serving type (numeric: `Float32`; category:
+    /// `String`), in the order the columns first use them.
+    pub fn serving_inputs(&self) -> Vec<(String, DType)> {
+        self.inputs
+            .keys()
+            .map(|(key, source)| {
+                let dtype = match source {
+                    InputSource::Dense { .. } => DType::Float32,
+                    InputSource::Categorical { .. } => DType::String,
+                };
+                (key.to_string(), dtype)
+            })
+            .collect()
+    }
+
+    /// Turns a batch into model inputs: the dense matrix, embedding ids, sparse ids.
+    ///
+    /// Errors name the column (an identity value out of range, an unknown value with no
+    /// OOV bucket) or the example (a layout that is not the schema's).
+    pub fn transform(&self, batch: &[Example]) -> Result<TransformedBatch> {
+        for (i, example) in batch.iter().enumerate() {
+            self.inputs.check_layout(i, example)?;
+        }
+        let width = self.dense_width();
+        let mut dense = vec![0.0; batch.len() * width];
+        let mut embedding_ids = Vec::new();
+        let mut sparse_ids = Vec::new();
+        let mut offset = 0;
+        // Column by column, so that each column finds its inputs once per batch.
+        for column in &self.columns {
+            match column {
+                FeatureColumn::Numeric(c) => {
+                    let reader = c.reader(&self.inputs)?;
+                    for (i, example) in batch.iter().enumerate() {
+                        dense[i * width + offset] = reader.read(example)?;
+                    }
+                    offset += 1;
+                }
+                FeatureColumn::Indicator(c) => {
+                    for (i, example) in batch.iter().enumerate() {
+                        let id = c.categorical.id(&self.inputs, example)?;
+                        one_hot(&mut dense, i * width + offset, id, c.width(), column)?;
+                    }
+                    offset += c.width();
+                }
+                FeatureColumn::Embedding(c) => {
+                    let ids = batch
+                        .iter()
+                        .map(|example| Ok(c.categorical.id(&self.inputs, example)? as i64))
+                        .collect::<Result<Vec<i64>>>()?;
+                    embedding_ids.push(ids);
+                }
+                FeatureColumn::Bucketized(c) if self.layout == Layout::Dnn => {
+                    for (i, id) in c.ids(&self.inputs, batch)?.into_iter().enumerate() {
+                        one_hot(&mut dense, i * width + offset, id, c.num_buckets(), column)?;
+                    }
+                    offset += c.num_buckets();
+                }
+                other => {
+                    if let Some(ids) = other.ids(&self.inputs, batch) {
+                        sparse_ids.push(ids?.into_iter().map(|id| id as i64).collect());
+                    }
+                }
+            }
+        }
+        Ok(TransformedBatch {
+            batch_size: batch.len(),
+            dense_width: width,
+            dense,
+            embedding_ids,
+            sparse_ids,
+        })
+    }
+
+    fn is_sparse(&self, column: &FeatureColumn) -> bool {
+        self.layout == Layout::Linear
+            && (column.is_categorical() || matches!(column, FeatureColumn::Bucketized(_)))
+    }
+
+    fn dense_width_of(&self, column: &FeatureColumn) -> usize {
+        match column {
+            FeatureColumn::Numeric(_) => 1,
+            FeatureColumn::Indicator(c) => c.width(),
+            FeatureColumn::Bucketized(c) if self.layout == Layout::Dnn => c.num_buckets(),
+            _ => 0,
+        }
+    }
+}
+
+/// Sets `dense[start + id]` to 1, checking that `id` is one of the column's `width` ids.
+fn one_hot(
+    dense: &mut [f32],
+    start: usize,
+    id: usize,
+    width: usize,
+    column: &FeatureColumn,
+) -> Result<()> {
+    match dense.get_mut(start + id).filter(|_| id < width) {
+        Some(slot) => {
+            *slot = 1.0;
+            Ok(())
+        }
+        None => Err(Error::Config(format!(
+            "feature column '{}': id {id} is not below its {width} buckets",
+            column.name()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::feature_column::{
+        bucketized_column, categorical_column_with_hash_bucket, categorical_column_with_identity,
+        categorical_column_with_vocabulary_list, crossed_column, embedding_column,
+        indicator_column, numeric_column,
+    };
+
+    fn schema() -> Schema {
+        Schema::new()
+            .float("x")
+            .int("n")
+            .category("c")
+            .int("y")
+            .label("y")
+    }
+
+    fn ex(x: f32, n: f32, c: &str) -> Example {
+        Example {
+            dense: vec![x, n],
+            categorical: vec![c.into()],
+            ..Example::default()
+        }
+    }
+
+    fn colour() -> crate::feature_column::VocabularyListColumn {
+        categorical_column_with_vocabulary_list("c", ["red", "green", "blue"])
+    }
+
+    #[test]
+    fn dnn_layout_is_normalised_values_then_one_hots_with_embedding_ids_aside() {
+        let columns = vec![
+            numeric_column("x").with_normalizer(1.0, 2.0).into(),
+            bucketized_column(numeric_column("x"), [0.0, 10.0]).into(),
+            indicator_column(colour()).into(),
+            embedding_column(categorical_column_with_identity("n", 5), 3).into(),
+        ];
+        let resolved = ResolvedColumns::resolve(columns, &schema(), Layout::Dnn).unwrap();
+        // 1 (x) + 3 buckets + 4 (3 colours + 1 OOV).
+        assert_eq!(resolved.dense_width(), 8);
+        assert_eq!(resolved.input_width(), 11);
+        assert!(resolved.sparse_bucket_counts().is_empty());
+        let batch = resolved
+            .transform(&[
+                ex(5.0, 4.0, "blue"),
+                ex(-1.0, 0.0, "mauve"),
+                ex(10.0, 2.0, "red"),
+            ])
+            .unwrap();
+        assert_eq!(batch.batch_size, 3);
+        #[rustfmt::skip]
+        let expected = vec![
+            2.0,  0.0, 1.0, 0.0,  0.0, 0.0, 1.0, 0.0, // (5-1)/2; 5 in [0,10); blue
+            -1.0, 1.0, 0.0, 0.0,  0.0, 0.0, 0.0, 1.0, // (-1-1)/2; -1 < 0; OOV
+            4.5,  0.0, 0.0, 1.0,  1.0, 0.0, 0.0, 0.0, // (10-1)/2; 10 is an edge: above; red
+        ];
+        assert_eq!(batch.dense, expected);
+        assert_eq!(batch.embedding_ids, vec![vec![4, 0, 2]]);
+        assert!(batch.sparse_ids.is_empty());
+    }
+
+    #[test]
+    fn linear_layout_turns_categorical_columns_into_sparse_ids() {
+        let columns = vec![
+            numeric_column("x").into(),
+            bucketized_column(numeric_column("x"), [0.0]).into(),
+            colour().into(),
+            categorical_column_with_hash_bucket("n", 100).into(),
+            crossed_column(["c", "n"], 1000).into(),
+        ];
+        let resolved = ResolvedColumns::resolve(columns, &schema(), Layout::Linear).unwrap();
+        assert_eq!(resolved.dense_width(), 1);
+        assert_eq!(resolved.sparse_bucket_counts(), [2, 4, 100, 1000]);
+        let batch = resolved.transform(&[ex(-3.0, 7.0, "green")]).unwrap();
+        assert_eq!(batch.dense, [-3.0]);
+        // fnv1a_64("7") % 100 = 46; fnv1a_64(b"green\x1f7") % 1000 = 178.
+        assert_eq!(
+            batch.sparse_ids,
+            vec![vec![0], vec![1], vec![46], vec![178]]
+        );
+    }
+
+    #[test]
+    fn a_missing_key_is_named_with_the_input_columns() {
+        let err = ResolvedColumns::resolve(
+            vec![numeric_column("petal_width").into()],
+            &schema(),
+            Layout::Dnn,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "invalid configuration: feature column 'petal_width' is not in the input \
+             (columns: x, n, c)"
+        );
+        let label =
+            ResolvedColumns::resolve(vec![numeric_column("y").into()], &schema(), Layout::Dnn);
+        assert!(label
+            .unwrap_err()
+            .to_string()
+            .contains("'y' is the label column"));
+    }
+
+    #[test]
+    fn incompatible_types_duplicates_and_bare_categoricals_are_rejected() {
+        let resolve = |columns: Vec<FeatureColumn>, layout| {
+            ResolvedColumns::resolve(columns, &schema(), layout)
+                .unwrap_err()
+                .to_string()
+        };
+        let err = resolve(vec![numeric_column("c").into()], Layout::Dnn);
+        assert!(err.contains(
+            "feature column 'c' needs a numeric input (Float or Int), but the input's 'c' is \
+             Category"
+        ));
+        let err = resolve(
+            vec![numeric_column("x").into(), numeric_column("x").into()],
+            Layout::Dnn,
+        );
+        assert!(err.contains("feature column 'x' is given twice"));
+        let err = resolve(vec![colour().into()], Layout::Dnn);
+        assert!(err.contains("feature column 'c' is categorical: wrap it in indicator_column"));
+        let err = resolve(vec![embedding_column(colour(), 0).into()], Layout::Dnn);
+        assert!(err.contains("'c_embedding': dimension must be at least 1"));
+        assert!(resolve(vec![], Layout::Linear).contains("no feature columns"));
+    }
+
+    #[test]
+    fn examples_of_another_layout_and_bad_ids_are_errors_naming_them() {
+        let columns = vec![indicator_column(categorical_column_with_identity("n", 3)).into()];
+        let resolved = ResolvedColumns::resolve(columns, &schema(), Layout::Dnn).unwrap();
+        let short = Example {
+            dense: vec![1.0],
+            categorical: vec!["red".into()],
+            ..Example::default()
+        };
+        let err = resolved
+            .transform(&[ex(0.0, 1.0, "a"), short])
+            .unwrap_err()
+            .to_string();
+        let expected = "example 1 of the batch has 1 numeric values, the input schema has 2";
+        assert!(err.contains(expected), "{err}");
+        let err = resolved
+            .transform(&[ex(0.0, 3.0, "a")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("feature column 'n': value 3 is out of range [0, 3)"));
+    }
+
+    #[test]
+    fn serving_inputs_list_each_key_once_with_its_type() {
+        let columns = vec![
+            numeric_column("x").into(),
+            bucketized_column(numeric_column("x"), [0.0]).into(),
+            indicator_column(colour()).into(),
+            embedding_column(categorical_column_with_identity("n", 5), 2).into(),
+        ];
+        let resolved = ResolvedColumns::resolve(columns, &schema(), Layout::Dnn).unwrap();
+        assert_eq!(
+            resolved.serving_inputs(),
+            [
+                ("x".to_string(), DType::Float32),
+                ("c".to_string(), DType::String),
+                ("n".to_string(), DType::Float32),
+            ]
+        );
+        let json = serde_json::to_string(&resolved).unwrap();
+        let back: ResolvedColumns = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, resolved);
+        assert_eq!(
+            back.transform(&[ex(1.0, 2.0, "blue")]).unwrap(),
+            resolved.transform(&[ex(1.0, 2.0, "blue")]).unwrap()
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! [`InputLayer`]: the dense matrix of the feature columns plus their embeddings (TF's
+//! `input_layer` / `DenseFeatures`).
+
+use burn::module::Module;
+use burn::nn::{Embedding, EmbeddingConfig, Initializer};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Int, Tensor, TensorData};
+use datasets::Example;
+use estimator::{Error, Result};
+
+use crate::feature_column::{ResolvedColumns, TransformedBatch};
+
+/// Holds one embedding table per embedding column; its output is `[batch, input_width]`:
+/// the dense values, then each embedding column's vector, in column order.
+#[derive(Module, Debug)]
+pub struct InputLayer<B: Backend> {
+    /// One table `[num_buckets, dimension]` per embedding column.
+    pub embeddings: Vec<Embedding<B>>,
+}
+
+impl<B: Backend> InputLayer<B> {
+    /// Fresh embedding tables for `columns`' embedding columns (normal, std
+    /// `1 / sqrt(dimension)`, as TF).
+    pub fn new(columns: &ResolvedColumns, device: &B::Device) -> Self {
+        let embeddings = columns
+            .embedding_columns()
+            .iter()
+            .map(|e| {
+                EmbeddingConfig::new(e.num_buckets(), e.dimension)
+                    .with_initializer(Initializer::Normal {
+                        mean: 0.0,
+                        std: e.initial_std(),
+                    })
+                    .init(device)
+            })
+            .collect();
+        Self { embeddings }
+    }
+
+    /// Transforms `batch` with `columns` and returns the layer's output.
+    pub fn forward(
+        &self,
+        columns: &ResolvedColumns,
+        batch: &[Example],
+        device: &B::Device,
+    ) -> Result<Tensor<B, 2>> {
+        self.forward_transformed(&columns.transform(batch)?, device)
+    }
+
+    /// The layer's output for an already transformed batch.
+    pub fn forward_transformed(
+        &self,
+        batch: &TransformedBatch,
+        device: &B::Device,
+    ) -> Result<Tensor<B, 2>> {
+        if batch.embedding_ids.len() != self.embeddings.len() {
+            return Err(Error::Config(format!(
+                "the input layer has {} embedding tables but the batch has {} embedding columns",
+                self.embeddings.len(),
+                batch.embedding_ids.len()
+            )));
+        }
+        let n = batch.batch_size;
+        let mut parts = Vec::with_capacity(1 + self.embeddings.len());
+        if batch.dense_width > 0 {
+            let data = TensorData::new(batch.dense.clone(), [n, batch.dense_width]);
+            parts.push(Tensor::<B, 2>::from_data(data, device));
+        }
+        for (table, ids) in self.embeddings.iter().zip(&batch.embedding_ids) {
+            let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(ids.clone(), [n, 1]), device);
+            let [_, dimension] = table.weight.shape().dims();
+            parts.push(table.forward(ids).reshape([n, dimension]));
+        }
+        if parts.is_empty() {
+            return Err(Error::Config(
+                "the input layer has no dense or embedding column to output".into(),
+            ));
+        }
+        Ok(Tensor::cat(parts, 1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::module::Param;
+    use datasets::Schema;
+    use estimator::CpuBackend;
+
+    use crate::feature_column::{
+        categorical_column_with_identity, embedding_column, numeric_column, Layout,
+    };
+
+    #[test]
+    fn output_is_the_dense_values_then_each_embedding_row() {
+        let schema = Schema::new().float("x").int("id");
+        let columns = vec![
+            numeric_column("x").into(),
+            embedding_column(categorical_column_with_identity("id", 3), 2).into(),
+        ];
+        let columns = ResolvedColumns::resolve(columns, &schema, Layout::Dnn).unwrap();
+        let device = Default::default();
+        let mut layer = InputLayer::<CpuBackend>::new(&columns, &device);
+        let [rows, dims] = layer.embeddings[0].weight.shape().dims();
+        assert_eq!((rows, dims), (3, 2));
+        let table = TensorData::new(vec![0.0f32, 0.1, 1.0, 1.1, 2.0, 2.1], [3, 2]);
+        layer.embeddings[0].weight = Param::from_tensor(Tensor::from_data(table, &device));
+        let batch = [
+            Example {
+                dense: vec![5.0, 2.0],
+                ..Example::default()
+            },
+            Example {
+                dense: vec![-1.0, 0.0],
+                ..Example::default()
+            },
+        ];
+        let out = layer.forward(&columns, &batch, &device).unwrap();
+        assert_eq!(out.dims(), [2, 3]);
+        assert_eq!(
+            out.into_data().to_vec::<f32>().unwrap(),
+            [5.0, 2.0, 2.1, -1.0, 0.0, 0.1]
+        );
+    }
+}

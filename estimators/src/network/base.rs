@@ -1,0 +1,33 @@
+//! [`Network`]: the part of a canned estimator that turns a batch into logits.
+
+use std::fmt::Debug;
+
+use burn::module::Module;
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use datasets::Example;
+use estimator::export::DType;
+use estimator::Result;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// A network's configuration (serialisable; saved with exports) and how to run it: a
+/// canned estimator is a `Network` plus a head.
+pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Send + Sync {
+    /// The Burn module holding the weights.
+    type Model<B: Backend>: Module<B>;
+
+    /// A freshly initialised model producing `logits_dimension` logits per example.
+    fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> Self::Model<B>;
+
+    /// The logits `[batch, logits_dimension]` of `batch`.
+    fn logits<B: Backend>(
+        &self,
+        model: &Self::Model<B>,
+        batch: &[Example],
+        device: &B::Device,
+    ) -> Result<Tensor<B, 2>>;
+
+    /// The input features the network reads, with their serving types.
+    fn serving_inputs(&self) -> Vec<(String, DType)>;
+}

@@ -1,0 +1,64 @@
+//! [`WideDeepNetwork`]: a linear model and a DNN whose logits are summed (TF's
+//! `DNNLinearCombined*`).
+
+use burn::module::Module;
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use datasets::Example;
+use estimator::export::DType;
+use estimator::Result;
+use serde::{Deserialize, Serialize};
+
+use super::{DnnModel, DnnNetwork, LinearModel, LinearNetwork, Network};
+
+/// Wide & deep: the "wide" linear part sees `linear` columns, the "deep" DNN sees `dnn`
+/// columns, and the logits are their sum. Both parts train with the one optimizer of the
+/// estimator (TF gives each its own: Ftrl for the linear part, Adagrad for the DNN).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct WideDeepNetwork {
+    /// The linear ("wide") part.
+    pub linear: LinearNetwork,
+    /// The DNN ("deep") part.
+    pub dnn: DnnNetwork,
+}
+
+/// The weights of both parts.
+#[derive(Module, Debug)]
+pub struct WideDeepModel<B: Backend> {
+    /// The linear part.
+    pub linear: LinearModel<B>,
+    /// The DNN part.
+    pub dnn: DnnModel<B>,
+}
+
+impl Network for WideDeepNetwork {
+    type Model<B: Backend> = WideDeepModel<B>;
+
+    fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> WideDeepModel<B> {
+        WideDeepModel {
+            linear: self.linear.build(logits_dimension, device),
+            dnn: self.dnn.build(logits_dimension, device),
+        }
+    }
+
+    fn logits<B: Backend>(
+        &self,
+        model: &WideDeepModel<B>,
+        batch: &[Example],
+        device: &B::Device,
+    ) -> Result<Tensor<B, 2>> {
+        let wide = self.linear.logits(&model.linear, batch, device)?;
+        let deep = self.dnn.logits(&model.dnn, batch, device)?;
+        Ok(wide + deep)
+    }
+
+    fn serving_inputs(&self) -> Vec<(String, DType)> {
+        let mut inputs = self.linear.serving_inputs();
+        for input in self.dnn.serving_inputs() {
+            if !inputs.iter().any(|(name, _)| *name == input.0) {
+                inputs.push(input);
+            }
+        }
+        inputs
+    }
+}
