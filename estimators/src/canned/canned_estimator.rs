@@ -59,6 +59,12 @@ impl<N: Network, K: Task> CannedEstimator<N, K> {
         Ok(self)
     }
 
+    /// Runs with `run_config` instead (another model directory, device or seed).
+    pub fn with_run_config(mut self, run_config: RunConfig) -> Self {
+        self.run_config = run_config;
+        self
+    }
+
     /// Trains with `optimizer` instead of the default.
     pub fn with_optimizer(mut self, optimizer: OptimizerSpec) -> Self {
         self.optimizer = optimizer;

@@ -1,0 +1,195 @@
+//! Command-line interface of `dnn-classifier`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Train, evaluate, predict with and export a DNN classifier on CSV data.
+#[derive(Debug, Parser)]
+#[command(name = "dnn-classifier", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Train on a CSV file (resumes from the latest checkpoint in --model-dir).
+    #[command(
+        after_help = "Example:\n  dnn-classifier train --train iris_train.csv --label-column label \\\n    --hidden-units 128,64 --max-steps 1000 --model-dir /tmp/iris --json"
+    )]
+    Train(TrainArgs),
+    /// Train, then evaluate on --eval at the end.
+    #[command(
+        name = "train-and-evaluate",
+        after_help = "Example:\n  dnn-classifier train-and-evaluate --train iris_train.csv --eval iris_test.csv \\\n    --label-column label --max-steps 1000 --model-dir /tmp/iris --json"
+    )]
+    TrainAndEvaluate(TrainArgs),
+    /// Evaluate the latest checkpoint of --model-dir on a CSV file.
+    #[command(
+        after_help = "Example:\n  dnn-classifier evaluate --eval iris_test.csv --model-dir /tmp/iris --json"
+    )]
+    Evaluate(EvaluateArgs),
+    /// Predict every row of a CSV file, from a checkpoint or an export.
+    #[command(
+        after_help = "Examples:\n  dnn-classifier predict --input iris_test.csv --model-dir /tmp/iris\n  dnn-classifier predict --input iris_test.csv --export-dir /tmp/iris/export/1700000000 --format csv"
+    )]
+    Predict(PredictArgs),
+    /// Export the latest checkpoint to EXPORT_DIR_BASE/<timestamp>/.
+    #[command(
+        after_help = "Example:\n  dnn-classifier export --model-dir /tmp/iris --export-dir-base /tmp/iris/export"
+    )]
+    Export(ExportArgs),
+}
+
+/// Optimizers selectable from the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OptimizerName {
+    /// Adam.
+    Adam,
+    /// Adagrad (TF's DNNClassifier default).
+    Adagrad,
+    /// Plain SGD.
+    Sgd,
+}
+
+/// Devices selectable from the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum DeviceName {
+    /// The CPU.
+    Cpu,
+    /// CUDA device 0 (needs a build with the `cuda` feature and a CUDA driver).
+    Cuda,
+    /// CUDA when usable, else the CPU.
+    Auto,
+}
+
+/// Prediction output formats.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON object per line, with TF's prediction keys.
+    Jsonl,
+    /// CSV: class_id, class, then one probability column per class.
+    Csv,
+}
+
+/// Flags of `train` and `train-and-evaluate`.
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Training CSV (header row; `.gz` accepted).
+    #[arg(long, value_name = "FILE.csv")]
+    pub train: PathBuf,
+    /// Evaluation CSV (required by train-and-evaluate).
+    #[arg(long, value_name = "FILE.csv")]
+    pub eval: Option<PathBuf>,
+    /// Name of the label column.
+    #[arg(long, value_name = "NAME")]
+    pub label_column: String,
+    /// Column types as JSON (a `datasets::Schema`); inferred from the header and first rows
+    /// when absent.
+    #[arg(long, value_name = "schema.json")]
+    pub schema: Option<PathBuf>,
+    /// Hidden layer sizes.
+    #[arg(long, value_delimiter = ',', default_value = "128,64")]
+    pub hidden_units: Vec<usize>,
+    /// Number of classes (inferred from the training labels when absent).
+    #[arg(long)]
+    pub n_classes: Option<usize>,
+    /// Class names in id order, for string labels (sorted distinct labels when absent).
+    #[arg(long, value_delimiter = ',')]
+    pub label_vocabulary: Option<Vec<String>>,
+    /// Optimizer.
+    #[arg(long, value_enum, default_value = "adagrad")]
+    pub optimizer: OptimizerName,
+    /// Learning rate (default: 0.05 for adagrad as TF, 0.001 for adam, 0.01 for sgd).
+    #[arg(long)]
+    pub learning_rate: Option<f64>,
+    /// Examples per batch.
+    #[arg(long, default_value_t = 128)]
+    pub batch_size: usize,
+    /// Train until this global step.
+    #[arg(long)]
+    pub max_steps: u64,
+    /// Directory for checkpoints, summaries and the model configuration.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: PathBuf,
+    /// Seed for initialisation, dropout and shuffling.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Dropout probability of the hidden layers.
+    #[arg(long)]
+    pub dropout: Option<f64>,
+    /// Batch normalisation after each hidden layer.
+    #[arg(long)]
+    pub batch_norm: bool,
+    /// Do not standardise numeric columns with the training data's mean and std.
+    #[arg(long)]
+    pub no_normalize: bool,
+    /// Shuffle buffer size (examples).
+    #[arg(long, default_value_t = 10_000)]
+    pub shuffle_buffer: usize,
+    /// Save a checkpoint every N steps (default: every 600 s, and at the end).
+    #[arg(long)]
+    pub save_checkpoints_steps: Option<u64>,
+    /// Compute device.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceName,
+    /// Print the final metrics as one JSON line on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `evaluate`.
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    /// Evaluation CSV.
+    #[arg(long, value_name = "FILE.csv")]
+    pub eval: PathBuf,
+    /// Directory the model was trained in.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: PathBuf,
+    /// Compute device.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceName,
+    /// Print the metrics as one JSON line on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// CSV whose rows to predict (a label column, if present, is ignored).
+    #[arg(long, value_name = "FILE.csv")]
+    pub input: PathBuf,
+    /// Predict from the latest checkpoint of this directory.
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "export_dir",
+        required_unless_present = "export_dir"
+    )]
+    pub model_dir: Option<PathBuf>,
+    /// Predict from this export directory.
+    #[arg(long, value_name = "DIR")]
+    pub export_dir: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: Format,
+    /// Write predictions here instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Flags of `export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Directory the model was trained in.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: PathBuf,
+    /// Exports go to EXPORT_DIR_BASE/<unix-timestamp>/.
+    #[arg(long, value_name = "DIR")]
+    pub export_dir_base: PathBuf,
+}

@@ -1,0 +1,275 @@
+//! The subcommands.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use estimator::cluster::{cluster_from_env, ClusterConfig};
+use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
+use estimator::io::write_json_atomic;
+use estimator::{DeviceSpec, Estimator, OptimizerSpec, Predictor, RunConfig, TrainSpec};
+use estimators::feature_column::{
+    categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
+};
+use estimators::DnnClassifier;
+
+use crate::cli::{
+    Command, DeviceName, EvaluateArgs, ExportArgs, OptimizerName, PredictArgs, TrainArgs,
+};
+use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
+use crate::output::{metrics_json, PredictionWriter};
+
+/// File in the model directory holding the classifier's configuration.
+const MODEL_FILE: &str = "dnn_classifier.json";
+
+/// Runs one subcommand.
+pub fn run(command: Command) -> Result<()> {
+    refuse_clusters()?;
+    match command {
+        Command::Train(args) => train(args, false),
+        Command::TrainAndEvaluate(args) => train(args, true),
+        Command::Evaluate(args) => evaluate(args),
+        Command::Predict(args) => predict(args),
+        Command::Export(args) => export(args),
+    }
+}
+
+fn refuse_clusters() -> Result<()> {
+    match cluster_from_env()? {
+        ClusterConfig::Local => Ok(()),
+        ClusterConfig::Distributed { task, .. } => bail!(
+            "TF_CONFIG names a cluster (this task is {task}): distributed mode is not yet \
+             supported by dnn-classifier; unset TF_CONFIG to train in one process"
+        ),
+    }
+}
+
+fn device(name: DeviceName) -> DeviceSpec {
+    match name {
+        DeviceName::Cpu => DeviceSpec::Cpu,
+        DeviceName::Cuda => DeviceSpec::Cuda(0),
+        DeviceName::Auto => DeviceSpec::Auto,
+    }
+}
+
+fn optimizer(name: OptimizerName, learning_rate: Option<f64>) -> OptimizerSpec {
+    match name {
+        OptimizerName::Adam => OptimizerSpec::adam(learning_rate.unwrap_or(0.001)),
+        OptimizerName::Adagrad => OptimizerSpec::adagrad(learning_rate.unwrap_or(0.05)),
+        OptimizerName::Sgd => OptimizerSpec::sgd(learning_rate.unwrap_or(0.01)),
+    }
+}
+
+/// One feature column per input column: numbers (standardised unless `normalize` is off),
+/// categories as one-hot indicators over the values seen in training.
+fn feature_columns(schema: &Schema, facts: &TrainingFacts, normalize: bool) -> Vec<FeatureColumn> {
+    let (mut dense, mut categorical) = (0, 0);
+    let mut columns = Vec::new();
+    for column in schema.features() {
+        if column.kind == ColumnType::Category {
+            let vocabulary = facts.categories[categorical].clone();
+            categorical += 1;
+            columns.push(
+                indicator_column(categorical_column_with_vocabulary_list(
+                    &column.name,
+                    vocabulary,
+                ))
+                .into(),
+            );
+        } else {
+            let numeric = numeric_column(&column.name);
+            let numeric = if normalize {
+                numeric.with_normalizer(facts.stats.mean[dense], facts.stats.std[dense])
+            } else {
+                numeric
+            };
+            dense += 1;
+            columns.push(numeric.into());
+        }
+    }
+    columns
+}
+
+fn build_classifier(args: &TrainArgs, run_config: RunConfig) -> Result<(DnnClassifier, Schema)> {
+    let schema = training_schema(&args.train, &args.label_column, args.schema.as_deref())?;
+    let facts = training_facts(&args.train, &schema)?;
+    let string_labels = !facts.label_names.is_empty();
+    let vocabulary = match (&args.label_vocabulary, string_labels) {
+        (Some(vocabulary), _) => Some(vocabulary.clone()),
+        (None, true) => Some(facts.label_names.clone()),
+        (None, false) => None,
+    };
+    let n_classes = match (args.n_classes, &vocabulary) {
+        (Some(n), _) => n,
+        (None, Some(vocabulary)) => vocabulary.len(),
+        (None, None) => facts.n_classes_seen.max(2),
+    };
+    tracing::info!(
+        "{}: {} rows, {} features, {n_classes} classes",
+        args.train.display(),
+        facts.rows,
+        schema.features().count()
+    );
+    let columns = feature_columns(&schema, &facts, !args.no_normalize);
+    let mut classifier = DnnClassifier::new(
+        run_config,
+        &schema,
+        columns,
+        args.hidden_units.clone(),
+        n_classes,
+    )?
+    .with_optimizer(optimizer(args.optimizer, args.learning_rate))
+    .with_batch_norm(args.batch_norm);
+    if let Some(p) = args.dropout {
+        classifier = classifier.with_dropout(p)?;
+    }
+    if let Some(vocabulary) = vocabulary {
+        classifier = classifier.with_label_vocabulary(vocabulary)?;
+    }
+    Ok((classifier, schema))
+}
+
+/// The classifier saved in `model_dir`, pointed at `model_dir` and `device`.
+fn load_classifier(model_dir: &Path, device: DeviceSpec) -> Result<DnnClassifier> {
+    let path = model_dir.join(MODEL_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{}: no trained model here (missing {MODEL_FILE})",
+            model_dir.display()
+        )
+    })?;
+    let classifier: DnnClassifier =
+        serde_json::from_str(&text).with_context(|| format!("{}: corrupt", path.display()))?;
+    let run_config = RunConfig {
+        model_dir: model_dir.to_path_buf(),
+        device,
+        ..classifier.run_config().clone()
+    };
+    Ok(classifier.with_run_config(run_config))
+}
+
+fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
+    if evaluate_after && args.eval.is_none() {
+        bail!("train-and-evaluate needs --eval FILE.csv");
+    }
+    if args.batch_size == 0 {
+        bail!("--batch-size must be at least 1");
+    }
+    let mut run_config = RunConfig::new(&args.model_dir)
+        .with_tf_random_seed(args.seed)
+        .with_device(device(args.device));
+    if let Some(steps) = args.save_checkpoints_steps {
+        run_config = run_config.with_save_checkpoints_steps(steps);
+    }
+    let saved = args.model_dir.join(MODEL_FILE);
+    let classifier = if saved.exists() {
+        tracing::info!("resuming the model saved in {}", args.model_dir.display());
+        load_classifier(&args.model_dir, run_config.device)?
+    } else {
+        let (classifier, _) = build_classifier(&args, run_config)?;
+        std::fs::create_dir_all(&args.model_dir)
+            .with_context(|| format!("cannot create {}", args.model_dir.display()))?;
+        write_json_atomic(&saved, &classifier)?;
+        classifier
+    };
+    let schema = classifier.schema().clone();
+    let (train_file, batch_size, seed) = (args.train.clone(), args.batch_size, args.seed);
+    let buffer = args.shuffle_buffer.max(1);
+    let input = || {
+        Ok(CsvDataset::open(&train_file, schema.clone())?
+            .shuffle(buffer, seed)
+            .repeat(None)
+            .batch(batch_size, false)
+            .prefetch(4))
+    };
+    let start = Instant::now();
+    let outcome = classifier.train(input, TrainSpec::max_steps(args.max_steps))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let examples_per_sec = (outcome.steps_run * batch_size as u64) as f64 / seconds.max(1e-9);
+    tracing::info!(
+        "trained to global_step {} ({} steps, {examples_per_sec:.0} examples/s)",
+        outcome.global_step,
+        outcome.steps_run
+    );
+    let metrics = match &args.eval {
+        Some(eval) if evaluate_after || args.eval.is_some() => {
+            let eval_schema = schema_for(eval, &schema)?;
+            classifier.evaluate(|| batches(eval, &eval_schema, batch_size), None, None, None)?
+        }
+        _ => Default::default(),
+    };
+    if args.json {
+        println!(
+            "{}",
+            metrics_json(
+                outcome.global_step,
+                &[("examples_per_sec", examples_per_sec)],
+                &metrics
+            )
+        );
+    }
+    Ok(())
+}
+
+fn evaluate(args: EvaluateArgs) -> Result<()> {
+    let classifier = load_classifier(&args.model_dir, device(args.device))?;
+    let schema = schema_for(&args.eval, classifier.schema())?;
+    if schema.label.is_none() {
+        bail!(
+            "{}: has no label column '{}'",
+            args.eval.display(),
+            label_name(classifier.schema())
+        );
+    }
+    let metrics = classifier.evaluate(|| batches(&args.eval, &schema, 512), None, None, None)?;
+    let global_step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
+    if args.json {
+        println!("{}", metrics_json(global_step, &[], &metrics));
+    } else {
+        for (name, value) in &metrics {
+            println!("{name} = {value}");
+        }
+    }
+    Ok(())
+}
+
+fn label_name(schema: &Schema) -> String {
+    schema.label.clone().unwrap_or_default()
+}
+
+fn predict(args: PredictArgs) -> Result<()> {
+    let out: Box<dyn std::io::Write> = match &args.output {
+        Some(path) => Box::new(BufWriter::new(
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut writer = PredictionWriter::new(out, args.format);
+    if let Some(export_dir) = &args.export_dir {
+        let predictor = Predictor::<DnnClassifier>::load(export_dir)?;
+        let schema = schema_for(&args.input, predictor.estimator().schema())?;
+        let mut data = batches(&args.input, &schema, 512)?;
+        while let Some(batch) = data.next_item() {
+            for prediction in predictor.predict(&batch?)? {
+                writer.write(&prediction)?;
+            }
+        }
+    } else {
+        let model_dir: PathBuf = args.model_dir.clone().unwrap_or_default();
+        let classifier = load_classifier(&model_dir, DeviceSpec::Cpu)?;
+        let schema = schema_for(&args.input, classifier.schema())?;
+        for prediction in classifier.predict(|| batches(&args.input, &schema, 512), None)? {
+            writer.write(&prediction?)?;
+        }
+    }
+    writer.finish()
+}
+
+fn export(args: ExportArgs) -> Result<()> {
+    let classifier = load_classifier(&args.model_dir, DeviceSpec::Cpu)?;
+    let dir = classifier.export(&args.export_dir_base)?;
+    println!("{}", dir.display());
+    Ok(())
+}

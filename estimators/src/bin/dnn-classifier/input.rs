@@ -1,0 +1,129 @@
+//! Reading the CSV files: schema, training statistics, pipelines.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use estimator::datasets::{
+    infer_schema, CsvDataset, Dataset, DatasetExt, Example, FeatureStats, Label, Schema,
+    StatsAccumulator,
+};
+
+/// How many rows schema inference reads.
+const INFER_ROWS: usize = 1000;
+
+/// The training file's schema: `--schema` when given, else inferred from the header and
+/// first rows; the label column must exist.
+pub fn training_schema(train: &Path, label: &str, schema: Option<&Path>) -> Result<Schema> {
+    let schema = match schema {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read schema {}", path.display()))?;
+            let schema: Schema = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a valid schema", path.display()))?;
+            schema.label(label)
+        }
+        None => infer_schema(train, Some(label), INFER_ROWS)?,
+    };
+    if schema.get(label).is_none() {
+        let names: Vec<&str> = schema.columns.iter().map(|c| c.name.as_str()).collect();
+        bail!(
+            "{}: label column '{label}' is not in the header (columns: {})",
+            train.display(),
+            names.join(", ")
+        );
+    }
+    schema.validate()?;
+    Ok(schema)
+}
+
+/// What one pass over the training data tells: feature statistics, category values and
+/// label values.
+pub struct TrainingFacts {
+    /// Mean and standard deviation of each numeric column.
+    pub stats: FeatureStats,
+    /// Distinct values of each categorical column, sorted, in schema order.
+    pub categories: Vec<Vec<String>>,
+    /// Largest integer label plus one (integer labels).
+    pub n_classes_seen: usize,
+    /// Distinct string labels, sorted (string labels).
+    pub label_names: Vec<String>,
+    /// Number of rows.
+    pub rows: u64,
+}
+
+/// Reads the training file once.
+pub fn training_facts(train: &Path, schema: &Schema) -> Result<TrainingFacts> {
+    let mut data = CsvDataset::open(train, schema.clone())?;
+    let mut stats = StatsAccumulator::new();
+    let mut categories = vec![BTreeSet::new(); schema.num_categorical()];
+    let mut names = BTreeSet::new();
+    let mut n_classes_seen = 0usize;
+    let mut rows = 0u64;
+    while let Some(example) = data.next_item() {
+        let example = example?;
+        stats.add(&example.dense)?;
+        for (set, value) in categories.iter_mut().zip(&example.categorical) {
+            if !set.contains(value) {
+                set.insert(value.clone());
+            }
+        }
+        match &example.label {
+            Label::Class(c) => n_classes_seen = n_classes_seen.max(*c as usize + 1),
+            Label::Name(name) => {
+                names.insert(name.clone());
+            }
+            Label::Float(v) if v.fract() == 0.0 && *v >= 0.0 => {
+                n_classes_seen = n_classes_seen.max(*v as usize + 1)
+            }
+            Label::Float(v) => bail!(
+                "{}: label {v} is not a class id (use integer or string labels)",
+                train.display()
+            ),
+            Label::None => {}
+        }
+        rows += 1;
+    }
+    if rows == 0 {
+        bail!("{}: no data rows", train.display());
+    }
+    let stats = stats.finish().with_names(schema.dense_names());
+    Ok(TrainingFacts {
+        stats,
+        categories: categories
+            .into_iter()
+            .map(|s| s.into_iter().collect())
+            .collect(),
+        n_classes_seen,
+        label_names: names.into_iter().collect(),
+        rows,
+    })
+}
+
+/// The schema for reading a file that may lack the label column (prediction input).
+pub fn schema_for(path: &Path, schema: &Schema) -> Result<Schema> {
+    let header = CsvDataset::open(path, strip_label(schema))?
+        .header()
+        .to_vec();
+    Ok(match &schema.label {
+        Some(label) if header.iter().any(|h| h == label) => schema.clone(),
+        _ => strip_label(schema),
+    })
+}
+
+fn strip_label(schema: &Schema) -> Schema {
+    let mut stripped = schema.clone();
+    if let Some(label) = stripped.label.take() {
+        stripped.columns.retain(|c| c.name != label);
+    }
+    stripped
+}
+
+/// Batches of a CSV file in file order.
+pub fn batches(
+    path: &Path,
+    schema: &Schema,
+    batch_size: usize,
+) -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
+    Ok(CsvDataset::open(path, schema.clone())?.batch(batch_size, false))
+}

@@ -1,0 +1,47 @@
+//! `dnn-classifier`: train, evaluate, predict with and export a DNN classifier on CSV files,
+//! as TF's `DNNClassifier` from the command line.
+//!
+//! Run `dnn-classifier --help` (or `cargo run --release -p estimators --bin dnn-classifier --
+//! --help`) for the subcommands, each with an example.
+
+mod cli;
+mod commands;
+mod input;
+mod output;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let ansi = std::io::stderr().is_terminal();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false)
+        .init();
+    match commands::run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("dnn-classifier: error: {}", one_line(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line, leaving out causes the message already quotes.
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line.replace('\n', " ")
+}

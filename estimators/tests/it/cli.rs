@@ -1,0 +1,248 @@
+//! The `dnn-classifier` binary as a user runs it: real files, real processes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dnn-classifier"));
+    cmd.env_remove("TF_CONFIG");
+    cmd
+}
+
+fn iris(file: &str) -> String {
+    format!("{}/../datasets/data/{file}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("dnn-classifier runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn last_json(output: &Output) -> serde_json::Value {
+    let text = stdout(output);
+    let line = text
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no output; stderr: {}", stderr(output)));
+    serde_json::from_str(line).unwrap()
+}
+
+fn train_iris(model_dir: &Path, steps: u64) -> Output {
+    run(bin()
+        .args([
+            "train-and-evaluate",
+            "--train",
+            &iris("iris_train.csv"),
+            "--eval",
+        ])
+        .args([
+            &iris("iris_test.csv"),
+            "--label-column",
+            "label",
+            "--hidden-units",
+            "128,64",
+            "--optimizer",
+            "adam",
+            "--learning-rate",
+            "0.001",
+            "--batch-size",
+            "128",
+            "--max-steps",
+            &steps.to_string(),
+            "--model-dir",
+            model_dir.to_str().unwrap(),
+            "--json",
+        ]))
+}
+
+#[test]
+fn train_and_evaluate_iris_reaches_tf_accuracy_and_reports_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = train_iris(dir.path(), 1000);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let metrics = last_json(&output);
+    assert_eq!(metrics["global_step"], 1000);
+    assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
+    assert!(metrics["examples_per_sec"].as_f64().unwrap() > 0.0);
+    for key in ["loss", "average_loss"] {
+        assert!(metrics[key].is_number(), "{key} missing: {metrics}");
+    }
+    assert!(dir.path().join("checkpoint").exists());
+    assert!(dir.path().join("ckpt-1000.ckpt").exists());
+    assert!(dir.path().join("eval").join("history.jsonl").exists());
+
+    // Evaluate again in a new process: same numbers from the checkpoint.
+    let again = run(bin()
+        .args(["evaluate", "--eval", &iris("iris_test.csv"), "--model-dir"])
+        .args([dir.path().to_str().unwrap(), "--json"]));
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(last_json(&again)["accuracy"], metrics["accuracy"]);
+}
+
+#[test]
+fn export_then_predict_from_the_export_equals_predict_from_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(train_iris(dir.path(), 50).status.success());
+    let model_dir = dir.path().to_str().unwrap();
+    let base = dir.path().join("export");
+    let export = run(bin()
+        .args(["export", "--model-dir", model_dir, "--export-dir-base"])
+        .arg(&base));
+    assert!(export.status.success(), "{}", stderr(&export));
+    let export_dir = stdout(&export).trim().to_string();
+    assert!(Path::new(&export_dir).join("model.safetensors").exists());
+
+    let from_checkpoint = run(bin().args([
+        "predict",
+        "--input",
+        &iris("iris_test.csv"),
+        "--model-dir",
+        model_dir,
+    ]));
+    let from_export = run(bin().args([
+        "predict",
+        "--input",
+        &iris("iris_test.csv"),
+        "--export-dir",
+        &export_dir,
+    ]));
+    assert!(from_checkpoint.status.success() && from_export.status.success());
+    assert_eq!(stdout(&from_checkpoint), stdout(&from_export));
+    let lines: Vec<serde_json::Value> = stdout(&from_export)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 30);
+    assert_eq!(lines[0]["probabilities"].as_array().unwrap().len(), 3);
+
+    let csv = run(bin()
+        .args(["predict", "--input", &iris("iris_test.csv"), "--export-dir"])
+        .args([&export_dir, "--format", "csv"]));
+    let text = stdout(&csv);
+    assert!(
+        text.starts_with("class_id,class,probability_0,probability_1,probability_2\n"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 31);
+}
+
+/// Runs a failing command: exit code 1..=127, one line on stderr naming `needle`.
+fn assert_user_error(output: Output, needle: &str) {
+    let code = output.status.code().expect("exited, not killed");
+    assert!((1..=127).contains(&code), "exit code {code}");
+    let text = stderr(&output);
+    let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{text}");
+    assert!(errors[0].contains(needle), "expected '{needle}' in: {text}");
+    assert!(!text.contains("panicked"), "{text}");
+}
+
+#[test]
+fn user_errors_are_one_line_messages_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("m");
+    let m = model_dir.to_str().unwrap();
+    let train = |extra: &[&str]| {
+        let mut cmd = bin();
+        cmd.args([
+            "train",
+            "--label-column",
+            "label",
+            "--max-steps",
+            "5",
+            "--model-dir",
+            m,
+        ]);
+        cmd.args(extra);
+        run(&mut cmd)
+    };
+    assert_user_error(train(&["--train", "no/such.csv"]), "no/such.csv");
+    let mut wrong_label = bin();
+    wrong_label.args([
+        "train",
+        "--train",
+        &iris("iris_train.csv"),
+        "--label-column",
+        "species",
+    ]);
+    wrong_label.args(["--max-steps", "5", "--model-dir", m]);
+    assert_user_error(run(&mut wrong_label), "species");
+    assert_user_error(
+        train(&["--train", &iris("iris_train.csv"), "--device", "cuda"]),
+        "cuda",
+    );
+
+    // A label the model never saw.
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "sepal_length_cm,sepal_width_cm,petal_length_cm,petal_width_cm,label\n1,2,3,4,7\n",
+    )
+    .unwrap();
+    assert!(train(&["--train", &iris("iris_train.csv")])
+        .status
+        .success());
+    let evaluate = run(bin()
+        .args(["evaluate", "--model-dir", m, "--eval"])
+        .arg(&bad));
+    assert_user_error(evaluate, "label 7");
+    // A bad cell names the file, line and column.
+    std::fs::write(
+        &bad,
+        "sepal_length_cm,sepal_width_cm,petal_length_cm,petal_width_cm,label\n1,abc,3,4,0\n",
+    )
+    .unwrap();
+    let evaluate = run(bin()
+        .args(["evaluate", "--model-dir", m, "--eval"])
+        .arg(&bad));
+    assert_user_error(
+        evaluate,
+        "bad.csv:2: column sepal_width_cm: cannot parse 'abc'",
+    );
+    assert_user_error(
+        run(bin().args([
+            "evaluate",
+            "--eval",
+            &iris("iris_test.csv"),
+            "--model-dir",
+            "/nonexistent",
+        ])),
+        "/nonexistent",
+    );
+}
+
+#[test]
+fn a_cluster_in_tf_config_is_refused_clearly() {
+    let output = run(bin()
+        .env(
+            "TF_CONFIG",
+            r#"{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}"#,
+        )
+        .args(["export", "--model-dir", "x", "--export-dir-base", "y"]));
+    assert_user_error(output, "distributed mode is not yet supported");
+}
+
+#[test]
+fn every_subcommand_has_help_with_an_example() {
+    for sub in [
+        "train",
+        "train-and-evaluate",
+        "evaluate",
+        "predict",
+        "export",
+    ] {
+        let output = run(bin().args([sub, "--help"]));
+        assert!(output.status.success());
+        assert!(
+            stdout(&output).contains("Example"),
+            "{sub} --help lacks an example"
+        );
+    }
+}
