@@ -158,15 +158,26 @@ impl ResolvedColumns {
         let mut embedding_ids = Vec::new();
         let mut sparse_ids = Vec::new();
         let mut offset = 0;
-        // Column by column, so that each column finds its inputs once per batch.
-        for column in &self.columns {
+        // Column by column, so that each column finds its inputs once per batch; runs of
+        // numeric columns row by row, so that the writes are sequential (MNIST has 784).
+        let mut next = 0;
+        while next < self.columns.len() {
+            let column = &self.columns[next];
+            next += 1;
             match column {
-                FeatureColumn::Numeric(c) => {
-                    let reader = c.reader(&self.inputs)?;
-                    for (i, example) in batch.iter().enumerate() {
-                        dense[i * width + offset] = reader.read(example)?;
+                FeatureColumn::Numeric(first) => {
+                    let mut readers = vec![first.reader(&self.inputs)?];
+                    while let Some(FeatureColumn::Numeric(c)) = self.columns.get(next) {
+                        readers.push(c.reader(&self.inputs)?);
+                        next += 1;
                     }
-                    offset += 1;
+                    for (i, example) in batch.iter().enumerate() {
+                        let row = &mut dense[i * width + offset..][..readers.len()];
+                        for (value, reader) in row.iter_mut().zip(&readers) {
+                            *value = reader.read(example)?;
+                        }
+                    }
+                    offset += readers.len();
                 }
                 FeatureColumn::Indicator(c) => {
                     for (i, example) in batch.iter().enumerate() {
