@@ -6,6 +6,7 @@
 mod bucket;
 mod collective;
 mod error;
+mod gradient_sync;
 #[cfg(test)]
 mod testing;
 mod transport;
@@ -17,4 +18,5 @@ pub use collective::{
     RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
 };
 pub use error::{DistributeError, Result};
+pub use gradient_sync::GradientAverager;
 pub use transport::{InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT};
