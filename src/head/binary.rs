@@ -69,10 +69,7 @@ impl BinaryClassHead {
         logits: Tensor<B, 2>,
         labels: &HeadLabels<B>,
     ) -> Tensor<B, 1> {
-        let batch = labels.len().max(1) as f64;
-        (self.unreduced_loss(logits, labels) * labels.weights.clone())
-            .sum()
-            .div_scalar(batch)
+        labels.reduce(self.unreduced_loss(logits, labels))
     }
 
     pub(crate) fn metrics<B: Backend>(

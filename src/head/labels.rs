@@ -38,6 +38,13 @@ impl<B: Backend> HeadLabels<B> {
         }
     }
 
+    /// TF's SUM_OVER_BATCH_SIZE reduction of per-example losses `[batch]`:
+    /// `sum(weight * loss) / batch size`.
+    pub(crate) fn reduce(&self, unreduced: Tensor<B, 1>) -> Tensor<B, 1> {
+        let batch = self.len().max(1) as f64;
+        (unreduced * self.weights.clone()).sum().div_scalar(batch)
+    }
+
     /// Number of examples.
     pub fn len(&self) -> usize {
         self.host_weights.len()
