@@ -36,6 +36,9 @@ impl GradientAverager {
         grads: GradientsParams,
         transport: &mut T,
     ) -> Result<GradientsParams> {
+        if transport.world_size() == 1 {
+            return Ok(grads);
+        }
         let mut collect = Collect::<B> {
             grads: &grads,
             stack: Vec::new(),
@@ -44,9 +47,6 @@ impl GradientAverager {
         };
         model.visit(&mut collect);
         let mut flat = collect.out;
-        if transport.world_size() == 1 {
-            return Ok(grads);
-        }
         let layout: Vec<(String, usize)> = flat
             .iter()
             .map(|(path, g)| (path.clone(), g.len()))
