@@ -1,5 +1,6 @@
-//! Integration tests of the canned estimators and the `dnn-classifier` binary (one test
-//! binary for the crate).
+//! Integration tests of the canned estimators and of the `dnn-classifier` and
+//! `estimator-launch` binaries (one test binary for the crate).
 
 mod canned;
 mod cli;
+mod launch;

@@ -1,0 +1,239 @@
+//! Command-line interface of `estimator-launch`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand};
+
+use crate::layout::Roles;
+
+/// Exit code of a usage error.
+pub const USAGE: i32 = 2;
+
+/// Start a local TF_CONFIG cluster (a chief, workers, ps, an evaluator) running one command,
+/// or explain what TF_CONFIG makes of this process.
+#[derive(Debug, Parser)]
+#[command(
+    name = "estimator-launch",
+    version,
+    disable_help_subcommand = true,
+    args_conflicts_with_subcommands = true,
+    subcommand_value_name = "SUBCOMMAND",
+    override_usage = "estimator-launch [OPTIONS] -- <COMMAND> [ARGS]...\n       \
+                      estimator-launch explain [--model-dir DIR]",
+    after_help = "Every task runs COMMAND with the launcher's environment plus its own TF_CONFIG; \
+                  its output lines come back prefixed with the task's name ([worker:0] …). \
+                  The launcher exits with the chief's exit code once the chief has exited and \
+                  the other tasks have exited or been killed after --grace-secs.\n\n\
+                  Example:\n  estimator-launch --workers 2 -- dnn-classifier train \
+                  --train iris_train.csv --label-column label --max-steps 1000 --model-dir /tmp/iris"
+)]
+pub struct Cli {
+    /// `explain`, or none to launch a cluster.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The cluster to launch.
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print this process's role, chief, rank, world size, strategy and peers (from
+    /// TF_CONFIG), and whether each peer's host resolves.
+    #[command(
+        after_help = "Example (inside a TFJob pod):\n  estimator-launch explain --model-dir /model/iris"
+    )]
+    Explain(ExplainArgs),
+}
+
+/// Flags of `explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The model directory the task would use.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+}
+
+/// Flags of a launch.
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// Training workers besides the chief.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub workers: usize,
+    /// Parameter servers.
+    #[arg(long, value_name = "M", default_value_t = 0)]
+    pub ps: usize,
+    /// Start an evaluator task too.
+    #[arg(long)]
+    pub evaluator: bool,
+    /// No chief task: worker 0 acts as chief, as in TF.
+    #[arg(long)]
+    pub no_chief: bool,
+    /// Host every task listens on (ports are picked free on it).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Seconds the other tasks get to exit after the chief has; then they are killed.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub grace_secs: u64,
+    /// The command every task runs, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+impl LaunchArgs {
+    /// The tasks to start.
+    pub fn roles(&self) -> Roles {
+        Roles {
+            chief: !self.no_chief,
+            workers: self.workers,
+            ps: self.ps,
+            evaluator: self.evaluator,
+        }
+    }
+
+    /// How long the other tasks may run on after the chief exited.
+    pub fn grace(&self) -> Duration {
+        Duration::from_secs(self.grace_secs)
+    }
+
+    /// The command, checked to be there.
+    pub fn checked_command(&self) -> Result<&[OsString], String> {
+        match self.command.first() {
+            None => Err("no command to run: give it after --, as in \
+                         estimator-launch --workers 2 -- dnn-classifier train …"
+                .into()),
+            Some(program) if program.is_empty() => {
+                Err("the command after -- is an empty string".into())
+            }
+            Some(_) => Ok(&self.command),
+        }
+    }
+}
+
+/// What parsing the command line gave.
+pub enum Parsed {
+    /// A command to run.
+    Run(Cli),
+    /// Help or version text, to print (`clap::Error::print`); exit 0.
+    Print(clap::Error),
+    /// A usage error: one line, exit [`USAGE`].
+    Usage(String),
+}
+
+/// Parses `args` (the program name first); errors come out as one line.
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Parsed {
+    match Cli::try_parse_from(args) {
+        Ok(cli) => Parsed::Run(cli),
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Parsed::Print(e),
+            _ => Parsed::Usage(usage_line(&e.to_string())),
+        },
+    }
+}
+
+/// clap's error message (first line, without its `error: `) and where to look for help.
+fn usage_line(message: &str) -> String {
+    let first = message.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    format!("{first} (see estimator-launch --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Parsed {
+        parse(
+            std::iter::once("estimator-launch")
+                .chain(args.iter().copied())
+                .map(OsString::from),
+        )
+    }
+
+    fn launch(args: &[&str]) -> LaunchArgs {
+        match parsed(args) {
+            Parsed::Run(Cli {
+                command: None,
+                launch,
+            }) => launch,
+            _ => panic!("{args:?} is not a launch"),
+        }
+    }
+
+    #[test]
+    fn launch_flags_and_the_command_after_the_separator() {
+        let args = launch(&[
+            "--workers",
+            "3",
+            "--ps",
+            "1",
+            "--evaluator",
+            "--no-chief",
+            "--grace-secs",
+            "5",
+            "--",
+            "sh",
+            "-c",
+            "echo --workers",
+        ]);
+        assert_eq!(
+            args.roles(),
+            Roles {
+                chief: false,
+                workers: 3,
+                ps: 1,
+                evaluator: true
+            }
+        );
+        assert_eq!(args.grace(), Duration::from_secs(5));
+        assert_eq!(
+            args.checked_command().unwrap(),
+            ["sh", "-c", "echo --workers"]
+        );
+        let defaults = launch(&["--", "explain"]);
+        assert_eq!(defaults.roles().workers, 1);
+        assert!(defaults.roles().chief);
+        assert_eq!(defaults.host, "127.0.0.1");
+        assert_eq!(defaults.grace_secs, 30);
+    }
+
+    #[test]
+    fn explain_is_a_subcommand() {
+        match parsed(&["explain", "--model-dir", "/m"]) {
+            Parsed::Run(Cli {
+                command: Some(Command::Explain(args)),
+                ..
+            }) => assert_eq!(args.model_dir, Some(PathBuf::from("/m"))),
+            _ => panic!("not explain"),
+        }
+    }
+
+    #[test]
+    fn usage_errors_are_one_line() {
+        for args in [
+            &["--workers", "two", "--", "true"][..],
+            &["--bogus"],
+            &["sh", "-c", "true"],
+            &["--workers", "1", "explain"],
+        ] {
+            match parsed(args) {
+                Parsed::Usage(line) => {
+                    assert!(!line.contains('\n'), "{line}");
+                    assert!(line.ends_with("(see estimator-launch --help)"), "{line}");
+                }
+                _ => panic!("{args:?} parsed"),
+            }
+        }
+        assert!(launch(&["--workers", "2"])
+            .checked_command()
+            .unwrap_err()
+            .contains("no command"));
+        assert!(matches!(parsed(&["--help"]), Parsed::Print(_)));
+    }
+}

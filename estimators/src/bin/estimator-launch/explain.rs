@@ -1,0 +1,227 @@
+//! `estimator-launch explain`: what TF_CONFIG makes of this process, for debugging a pod or
+//! a local cluster.
+
+use std::fmt::Write;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::Path;
+
+use estimator::cluster::{ClusterConfig, ClusterSpec, Task, TaskType};
+
+/// The description of `config` that `explain` prints: role, chief, rank and world size,
+/// model_dir, the strategy the cluster implies, and every task's address with what
+/// `resolve` makes of it.
+pub fn render(
+    config: &ClusterConfig,
+    model_dir: Option<&Path>,
+    resolve: impl Fn(&str) -> Result<IpAddr, String>,
+) -> String {
+    let model_dir =
+        model_dir.map_or_else(|| "(not given)".to_string(), |d| d.display().to_string());
+    let mut out = String::new();
+    let mut field = |name: &str, value: &str| {
+        let _ = writeln!(out, "{:<11}{value}", format!("{name}:"));
+    };
+    let (cluster, task) = match config {
+        ClusterConfig::Local => {
+            field("task", "local (TF_CONFIG names no cluster)");
+            field("chief", "yes (a local process is its own chief)");
+            field("rank", "0 (world size 1)");
+            field("model_dir", &model_dir);
+            field("strategy", &strategy(config));
+            field("peers", "none");
+            return out;
+        }
+        ClusterConfig::Distributed { cluster, task } => (cluster, *task),
+    };
+    let chief = cluster.chief_task();
+    let chief_address = cluster.address(chief).unwrap_or("?");
+    let world = cluster.training_tasks().len();
+    field("task", &task.to_string());
+    field(
+        "chief",
+        &if config.is_chief() {
+            format!("yes ({chief} at {chief_address})")
+        } else {
+            format!("no (the chief is {chief} at {chief_address})")
+        },
+    );
+    field(
+        "rank",
+        &match cluster.global_rank(task) {
+            Some(rank) => format!("{rank} (world size {world})"),
+            None => format!(
+                "none: {} tasks are not training replicas (world size {world})",
+                task.kind
+            ),
+        },
+    );
+    field("model_dir", &model_dir);
+    field("strategy", &strategy(config));
+    out.push_str("peers:\n");
+
+    let mut rows: Vec<(String, String, String)> = all_tasks(cluster)
+        .into_iter()
+        .map(|(peer, address)| {
+            let name = if peer == task {
+                format!("{peer} (this task)")
+            } else {
+                peer.to_string()
+            };
+            let resolved = match resolve(address) {
+                Ok(ip) => format!("resolves to {ip}"),
+                Err(reason) => format!("does not resolve: {reason}"),
+            };
+            (name, address.to_string(), resolved)
+        })
+        .collect();
+    if cluster.address(task).is_none() {
+        rows.push((
+            format!("{task} (this task)"),
+            "-".to_string(),
+            "not listed in the cluster".to_string(),
+        ));
+    }
+    let name_width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let address_width = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    for (name, address, resolved) in rows {
+        let _ = writeln!(
+            out,
+            "  {name:<name_width$}  {address:<address_width$}  {resolved}"
+        );
+    }
+    out
+}
+
+/// The distribution strategy the cluster implies.
+pub fn strategy(config: &ClusterConfig) -> String {
+    match config {
+        ClusterConfig::Local => "OneDevice (local)".to_string(),
+        ClusterConfig::Distributed { cluster, .. } if !cluster.ps.is_empty() => {
+            format!("ParameterServer ({} ps)", cluster.ps.len())
+        }
+        ClusterConfig::Distributed { cluster, .. } => {
+            let replicas = cluster.training_tasks().len();
+            format!(
+                "MultiWorkerMirrored ({replicas} replica{})",
+                if replicas == 1 { "" } else { "s" }
+            )
+        }
+    }
+}
+
+/// Every task the cluster lists, with its address: chief, workers, ps, evaluator.
+fn all_tasks(cluster: &ClusterSpec) -> Vec<(Task, &str)> {
+    [
+        TaskType::Chief,
+        TaskType::Worker,
+        TaskType::Ps,
+        TaskType::Evaluator,
+    ]
+    .into_iter()
+    .flat_map(|kind| {
+        cluster
+            .addresses(kind)
+            .into_iter()
+            .enumerate()
+            .map(move |(index, address)| (Task { kind, index }, address))
+    })
+    .collect()
+}
+
+/// Resolves a `host:port` address with the system resolver (the first address it gives).
+pub fn resolve(address: &str) -> Result<IpAddr, String> {
+    let mut addresses = address.to_socket_addrs().map_err(|e| e.to_string())?;
+    addresses
+        .next()
+        .map(|a| a.ip())
+        .ok_or_else(|| "the resolver returned no address".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(address: &str) -> Result<IpAddr, String> {
+        match address.split_once(".invalid") {
+            Some(_) => Err("Name or service not known".into()),
+            None => Ok("10.0.0.7".parse().unwrap()),
+        }
+    }
+
+    fn parse(text: &str) -> ClusterConfig {
+        ClusterConfig::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_kubeflow_worker_with_ps_and_an_unresolvable_peer() {
+        let config = parse(
+            r#"{"cluster": {"chief": ["job-chief-0:2222"], "worker": ["job-worker-0:2222",
+                "job-worker-1.invalid:2222"], "ps": ["job-ps-0:2222"]},
+                "task": {"type": "worker", "index": 1}, "environment": "cloud"}"#,
+        );
+        let text = render(&config, Some(Path::new("/model/iris")), fake);
+        let expected = "\
+task:      worker:1
+chief:     no (the chief is chief:0 at job-chief-0:2222)
+rank:      2 (world size 3)
+model_dir: /model/iris
+strategy:  ParameterServer (1 ps)
+peers:
+  chief:0               job-chief-0:2222           resolves to 10.0.0.7
+  worker:0              job-worker-0:2222          resolves to 10.0.0.7
+  worker:1 (this task)  job-worker-1.invalid:2222  does not resolve: Name or service not known
+  ps:0                  job-ps-0:2222              resolves to 10.0.0.7
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn chief_ps_and_evaluator_outside_the_cluster() {
+        let chief = render(
+            &parse(r#"{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker"}}"#),
+            None,
+            fake,
+        );
+        assert!(
+            chief.contains("chief:     yes (worker:0 at a:1)"),
+            "{chief}"
+        );
+        assert!(chief.contains("rank:      0 (world size 2)"), "{chief}");
+        assert!(chief.contains("model_dir: (not given)"), "{chief}");
+        assert!(
+            chief.contains("MultiWorkerMirrored (2 replicas)"),
+            "{chief}"
+        );
+
+        let ps = render(
+            &parse(r#"{"cluster": {"chief": ["c:1"], "ps": ["p:2"]}, "task": {"type": "ps"}}"#),
+            None,
+            fake,
+        );
+        assert!(ps.contains("rank:      none: ps tasks"), "{ps}");
+
+        let evaluator = render(
+            &parse(r#"{"cluster": {"chief": ["c:1"]}, "task": {"type": "evaluator"}}"#),
+            None,
+            fake,
+        );
+        assert!(
+            evaluator.contains("evaluator:0 (this task)  -    not listed in the cluster"),
+            "{evaluator}"
+        );
+    }
+
+    #[test]
+    fn local_is_one_device() {
+        let text = render(&ClusterConfig::Local, None, fake);
+        assert!(text.starts_with("task:      local"), "{text}");
+        assert!(text.contains("strategy:  OneDevice (local)"), "{text}");
+        assert!(text.contains("peers:     none"), "{text}");
+    }
+
+    #[test]
+    fn the_system_resolver_reads_ip_literals_and_names_a_failure() {
+        assert_eq!(resolve("127.0.0.1:80"), Ok("127.0.0.1".parse().unwrap()));
+        assert!(resolve("no-port").is_err());
+    }
+}

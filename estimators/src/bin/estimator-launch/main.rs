@@ -1,0 +1,100 @@
+//! `estimator-launch`: start a local cluster — a chief, workers, parameter servers, an
+//! evaluator — each task running the same command with its own TF_CONFIG, as TensorFlow and
+//! Kubeflow's TFJob would; or explain what TF_CONFIG makes of this process.
+//!
+//! Run `estimator-launch --help` for the flags.
+
+mod cli;
+mod explain;
+mod layout;
+mod ports;
+mod relay;
+#[cfg(unix)]
+mod supervise;
+
+use estimator::cluster::cluster_from_env;
+
+use crate::cli::{Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
+use crate::layout::Layout;
+
+fn main() {
+    let code = match cli::parse(std::env::args_os()) {
+        Parsed::Print(help) => {
+            let _ = help.print();
+            0
+        }
+        Parsed::Usage(line) => {
+            error(&line);
+            USAGE
+        }
+        Parsed::Run(cli) => match cli.command {
+            Some(Command::Explain(args)) => explain(&args),
+            None => launch(&cli.launch),
+        },
+    };
+    std::process::exit(code);
+}
+
+fn error(message: &str) {
+    eprintln!("estimator-launch: error: {}", message.replace('\n', " "));
+}
+
+fn explain(args: &ExplainArgs) -> i32 {
+    match cluster_from_env() {
+        Ok(config) => {
+            print!(
+                "{}",
+                explain::render(&config, args.model_dir.as_deref(), explain::resolve)
+            );
+            0
+        }
+        Err(e) => {
+            error(&e.to_string());
+            1
+        }
+    }
+}
+
+fn launch(args: &LaunchArgs) -> i32 {
+    let command = match args.checked_command() {
+        Ok(command) => command,
+        Err(message) => {
+            error(&message);
+            return USAGE;
+        }
+    };
+    let roles = args.roles();
+    if let Err(message) = roles.validate() {
+        error(&message);
+        return USAGE;
+    }
+    let ports = match ports::free_ports(&args.host, roles.tasks().len()) {
+        Ok(ports) => ports,
+        Err(e) => {
+            error(&format!(
+                "--host {}: cannot bind a port there: {e}",
+                args.host
+            ));
+            return USAGE;
+        }
+    };
+    let layout = Layout::new(roles, &args.host, &ports);
+    run(&layout, command, args)
+}
+
+#[cfg(unix)]
+fn run(layout: &Layout, command: &[std::ffi::OsString], args: &LaunchArgs) -> i32 {
+    match supervise::launch(layout, command, args.grace()) {
+        Ok(code) => code,
+        Err(failure) => {
+            error(&failure.message);
+            failure.code
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn run(_: &Layout, _: &[std::ffi::OsString], _: &LaunchArgs) -> i32 {
+    error("launching a cluster needs a Unix system (process groups); `explain` works anywhere");
+    1
+}

@@ -1,0 +1,310 @@
+//! Starting the tasks, relaying their output, waiting for the chief, and leaving no process
+//! behind.
+//!
+//! The tasks run in one process group led by a sentinel: a `/bin/sh` that waits for its
+//! stdin (a pipe from the launcher) to close, then kills its whole group. The launcher closes
+//! that pipe once it has reaped its tasks, which sweeps away whatever they left running; and
+//! when the launcher dies in any way (Ctrl-C, SIGTERM, even SIGKILL) the kernel closes the
+//! pipe for it, so the tasks die with it — without a signal handler. A terminal's Ctrl-C
+//! reaches only the launcher (the tasks are in another process group); the tasks are then
+//! killed with SIGKILL, like a lost machine.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use estimator::cluster::{Task, TF_CONFIG};
+
+use crate::layout::Layout;
+use crate::relay;
+
+/// How often the tasks are polled for their exit.
+const POLL: Duration = Duration::from_millis(20);
+/// How long a killed process may take to be reaped, and the output relays to finish.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// A launch that could not start: the one-line message and the exit code.
+#[derive(Debug)]
+pub struct Failure {
+    /// What went wrong.
+    pub message: String,
+    /// The launcher's exit code: 127 for a command not found, 126 for one that cannot run.
+    pub code: i32,
+}
+
+/// Starts every task of `layout` running `command` with its TF_CONFIG, relays their output,
+/// and returns the chief's exit code once every task has exited or been killed.
+pub fn launch(layout: &Layout, command: &[OsString], grace: Duration) -> Result<i32, Failure> {
+    let sentinel = match Sentinel::start() {
+        Ok(sentinel) => Some(sentinel),
+        Err(e) => {
+            note(&format!(
+                "warning: cannot start /bin/sh to clean up after the tasks ({e}); tasks may \
+                 outlive a launcher that is killed"
+            ));
+            None
+        }
+    };
+    let (relays_alive, relays_done) = mpsc::channel::<()>();
+    let mut tasks: Vec<Running> = Vec::with_capacity(layout.tasks.len());
+    for &task in &layout.tasks {
+        let mut cmd = Command::new(&command[0]);
+        cmd.args(&command[1..])
+            .env(TF_CONFIG, layout.tf_config(task))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(sentinel) = &sentinel {
+            cmd.process_group(sentinel.group());
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                note(&format!(
+                    "started {task} (pid {}) on {}",
+                    child.id(),
+                    layout.address(task)
+                ));
+                let prefix = format!("[{task}] ");
+                if let Some(out) = child.stdout.take() {
+                    spawn_relay(out, prefix.clone(), relay::to_stdout, relays_alive.clone());
+                }
+                if let Some(err) = child.stderr.take() {
+                    spawn_relay(err, prefix, relay::to_stderr, relays_alive.clone());
+                }
+                tasks.push(Running {
+                    task,
+                    child,
+                    exit: None,
+                });
+            }
+            Err(e) => {
+                for running in tasks.iter_mut() {
+                    running.kill();
+                }
+                finish(sentinel, relays_alive, relays_done);
+                return Err(spawn_failure(&command[0], &e));
+            }
+        }
+    }
+    let code = supervise(&mut tasks, layout.chief(), grace);
+    finish(sentinel, relays_alive, relays_done);
+    Ok(code)
+}
+
+/// Sweeps the process group, then lets the relays print what is left in the pipes.
+fn finish(sentinel: Option<Sentinel>, relays_alive: mpsc::Sender<()>, relays: mpsc::Receiver<()>) {
+    if let Some(sentinel) = sentinel {
+        sentinel.sweep();
+    }
+    drop(relays_alive);
+    // Every relay holds a sender: the channel disconnects when the last one has finished.
+    let _ = relays.recv_timeout(SETTLE);
+}
+
+/// A task and, once it has exited, its exit code.
+struct Running {
+    task: Task,
+    child: Child,
+    exit: Option<i32>,
+}
+
+impl Running {
+    /// Kills the task if it still runs and reaps it (SIGKILL through `Child::kill`).
+    fn kill(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_some() {
+            return None;
+        }
+        let _ = self.child.kill();
+        let status = reap(&mut self.child, SETTLE);
+        self.exit = Some(status.map_or(1, exit_code));
+        status
+    }
+}
+
+/// Waits for the chief, gives the others `grace` to exit, kills those still running; returns
+/// the chief's exit code.
+fn supervise(tasks: &mut [Running], chief: Task, grace: Duration) -> i32 {
+    let mut chief_code = None;
+    let mut deadline = None;
+    loop {
+        for running in tasks.iter_mut().filter(|r| r.exit.is_none()) {
+            let status = match running.child.try_wait() {
+                Ok(None) => continue,
+                Ok(Some(status)) => status,
+                Err(e) => {
+                    note(&format!("cannot wait for {}: {e}", running.task));
+                    ExitStatus::from_raw(1 << 8)
+                }
+            };
+            running.exit = Some(exit_code(status));
+            if running.task == chief {
+                chief_code = running.exit;
+                note(&format!("{} {}", running.task, describe(status)));
+            } else if !status.success() {
+                note(&format!("{} {}", running.task, describe(status)));
+            }
+        }
+        let left: Vec<usize> = (0..tasks.len())
+            .filter(|&i| tasks[i].exit.is_none())
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        if chief_code.is_some() && deadline.is_none() {
+            deadline = Some(Instant::now() + grace);
+            note(&format!(
+                "waiting up to {} s for {} other task{} to exit",
+                grace.as_secs(),
+                left.len(),
+                if left.len() == 1 { "" } else { "s" }
+            ));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            for i in left {
+                note(&format!(
+                    "killing {}: still running {} s after {chief} exited",
+                    tasks[i].task,
+                    grace.as_secs()
+                ));
+                tasks[i].kill();
+            }
+            break;
+        }
+        thread::sleep(POLL);
+    }
+    chief_code.unwrap_or(1)
+}
+
+/// Polls `child` until it has exited, for at most `limit`.
+fn reap(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => thread::sleep(POLL),
+            _ => return None,
+        }
+    }
+}
+
+/// The exit code a shell would report: the code, or 128 + the signal that killed it.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => 128 + signal,
+        (None, None) => 1,
+    }
+}
+
+/// "exited with code 3", "exited with code 137 (killed by signal 9)".
+fn describe(status: ExitStatus) -> String {
+    match status.signal() {
+        Some(signal) => format!(
+            "exited with code {} (killed by signal {signal})",
+            exit_code(status)
+        ),
+        None => format!("exited with code {}", exit_code(status)),
+    }
+}
+
+fn spawn_failure(program: &OsString, e: &io::Error) -> Failure {
+    let program = program.to_string_lossy();
+    match e.kind() {
+        io::ErrorKind::NotFound => Failure {
+            message: format!("cannot run '{program}': command not found"),
+            code: 127,
+        },
+        io::ErrorKind::PermissionDenied => Failure {
+            message: format!("cannot run '{program}': permission denied"),
+            code: 126,
+        },
+        _ => Failure {
+            message: format!("cannot run '{program}': {e}"),
+            code: 126,
+        },
+    }
+}
+
+fn spawn_relay(
+    source: impl Read + Send + 'static,
+    prefix: String,
+    emit: fn(&[u8]),
+    alive: mpsc::Sender<()>,
+) {
+    thread::spawn(move || {
+        relay::relay_lines(source, &prefix, emit);
+        drop(alive);
+    });
+}
+
+/// A line of the launcher's own on stderr.
+fn note(message: &str) {
+    eprintln!("estimator-launch: {message}");
+}
+
+/// The leader of the tasks' process group; kills the group when its stdin closes.
+struct Sentinel {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Sentinel {
+    fn start() -> io::Result<Sentinel> {
+        let mut child = Command::new("/bin/sh")
+            .args(["-c", "read -r _; kill -9 0"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let stdin = child.stdin.take();
+        Ok(Sentinel { child, stdin })
+    }
+
+    /// The process group id the tasks join.
+    fn group(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Kills every process left in the group (the sentinel included) and reaps the sentinel.
+    fn sweep(mut self) {
+        drop(self.stdin.take());
+        if reap(&mut self.child, SETTLE).is_none() {
+            let _ = self.child.kill();
+            let _ = reap(&mut self.child, SETTLE);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_what_a_shell_reports() {
+        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
+        assert_eq!(exit_code(ExitStatus::from_raw(9)), 137);
+        assert_eq!(exit_code(ExitStatus::from_raw(15)), 143);
+        assert_eq!(
+            describe(ExitStatus::from_raw(9)),
+            "exited with code 137 (killed by signal 9)"
+        );
+        assert_eq!(describe(ExitStatus::from_raw(7 << 8)), "exited with code 7");
+    }
+
+    #[test]
+    fn a_missing_command_is_127() {
+        let e = io::Error::from(io::ErrorKind::NotFound);
+        let failure = spawn_failure(&OsString::from("no-such-tool"), &e);
+        assert_eq!(failure.code, 127);
+        assert_eq!(
+            failure.message,
+            "cannot run 'no-such-tool': command not found"
+        );
+    }
+}

@@ -1,0 +1,394 @@
+//! The `estimator-launch` binary as a user runs it: real processes, every wait bounded, no
+//! process left behind.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Longest a launcher run may take in these tests before it is killed and the test fails.
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Out,
+    Err,
+}
+
+/// A running launcher whose output lines arrive as they are printed; killed when dropped.
+struct Launcher {
+    child: Child,
+    lines: mpsc::Receiver<(Stream, String)>,
+    stdout: Vec<String>,
+    stderr: Vec<String>,
+}
+
+/// How a launcher run ended.
+struct Finished {
+    code: Option<i32>,
+    stdout: Vec<String>,
+    stderr: Vec<String>,
+}
+
+impl Launcher {
+    fn start(args: &[&str], tf_config: Option<&str>) -> Launcher {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_estimator-launch"));
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match tf_config {
+            Some(text) => cmd.env("TF_CONFIG", text),
+            None => cmd.env_remove("TF_CONFIG"),
+        };
+        let mut child = cmd.spawn().expect("estimator-launch starts");
+        let (send, lines) = mpsc::channel();
+        forward(child.stdout.take().unwrap(), Stream::Out, send.clone());
+        forward(child.stderr.take().unwrap(), Stream::Err, send);
+        Launcher {
+            child,
+            lines,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        }
+    }
+
+    fn keep(&mut self, stream: Stream, line: String) {
+        match stream {
+            Stream::Out => self.stdout.push(line),
+            Stream::Err => self.stderr.push(line),
+        }
+    }
+
+    /// The first stderr line containing `needle`, waiting at most [`LIMIT`] for it.
+    fn wait_for_stderr(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            if let Some(line) = self.stderr.iter().find(|l| l.contains(needle)) {
+                return line.clone();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((stream, line)) => self.keep(stream, line),
+                Err(_) => panic!(
+                    "no stderr line with {needle:?} within {LIMIT:?}; stderr: {:#?}",
+                    self.stderr
+                ),
+            }
+        }
+    }
+
+    /// Waits at most [`LIMIT`] for the launcher to exit and its output to end.
+    fn finish(mut self) -> Finished {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            match self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok((stream, line)) => self.keep(stream, line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "estimator-launch still running after {LIMIT:?}; stdout: {:#?} stderr: {:#?}",
+                    self.stdout, self.stderr
+                ),
+            }
+        }
+        let status = loop {
+            match self.child.try_wait().unwrap() {
+                Some(status) => break status,
+                None if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                None => panic!("estimator-launch closed its output but did not exit"),
+            }
+        };
+        Finished {
+            code: status.code(),
+            stdout: std::mem::take(&mut self.stdout),
+            stderr: std::mem::take(&mut self.stderr),
+        }
+    }
+}
+
+impl Drop for Launcher {
+    fn drop(&mut self) {
+        // On a failed test: the launcher's death makes it kill its tasks.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn forward(
+    source: impl Read + Send + 'static,
+    stream: Stream,
+    send: mpsc::Sender<(Stream, String)>,
+) {
+    thread::spawn(move || {
+        for line in BufReader::new(source).lines() {
+            let Ok(line) = line else { return };
+            if send.send((stream, line)).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+fn run(args: &[&str]) -> Finished {
+    Launcher::start(args, None).finish()
+}
+
+/// The pid in a launcher line `estimator-launch: started worker:0 (pid 1234) on …`.
+fn started_pid(line: &str) -> u32 {
+    let rest = line.split("(pid ").nth(1).expect("a started line");
+    rest.split(')').next().unwrap().parse().unwrap()
+}
+
+fn started_pids(stderr: &[String]) -> Vec<(String, u32)> {
+    stderr
+        .iter()
+        .filter_map(|l| l.strip_prefix("estimator-launch: started "))
+        .map(|rest| {
+            let task = rest.split(' ').next().unwrap().to_string();
+            (task, started_pid(rest))
+        })
+        .collect()
+}
+
+/// Whether a process with this pid exists (a zombie counts).
+fn alive(pid: u32) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("kill -0 {pid} 2>/dev/null")])
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// Waits (bounded) for `pid` to be gone: an orphan is reaped by init a moment after it dies.
+fn gone_soon(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+#[test]
+fn every_task_gets_its_tf_config_and_its_output_comes_back_prefixed() {
+    let done = run(&["--workers", "2", "--", "sh", "-c", "echo \"$TF_CONFIG\""]);
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    assert_eq!(done.stdout.len(), 3, "{:#?}", done.stdout);
+    let mut prefixes = HashSet::new();
+    let mut clusters = Vec::new();
+    for line in &done.stdout {
+        let (prefix, json) = line.split_once("] ").expect("a prefixed line");
+        let prefix = prefix.strip_prefix('[').unwrap();
+        let config: Value = serde_json::from_str(json).unwrap();
+        let task = &config["task"];
+        assert_eq!(
+            format!("{}:{}", task["type"].as_str().unwrap(), task["index"]),
+            prefix
+        );
+        assert_eq!(config["environment"], "cloud");
+        prefixes.insert(prefix.to_string());
+        clusters.push(config["cluster"].clone());
+    }
+    assert_eq!(
+        prefixes,
+        HashSet::from(["chief:0", "worker:0", "worker:1"].map(String::from))
+    );
+    assert!(clusters.iter().all(|c| *c == clusters[0]), "{clusters:?}");
+    let cluster = clusters[0].as_object().unwrap();
+    assert_eq!(
+        cluster.keys().collect::<HashSet<_>>(),
+        HashSet::from([&"chief".to_string(), &"worker".to_string()])
+    );
+    assert_eq!(cluster["chief"].as_array().unwrap().len(), 1);
+    assert_eq!(cluster["worker"].as_array().unwrap().len(), 2);
+    let ports: HashSet<&str> = ["chief", "worker"]
+        .iter()
+        .flat_map(|role| cluster[*role].as_array().unwrap())
+        .map(|a| a.as_str().unwrap().strip_prefix("127.0.0.1:").unwrap())
+        .collect();
+    assert_eq!(ports.len(), 3, "{cluster:?}");
+    assert_eq!(started_pids(&done.stderr).len(), 3, "{:#?}", done.stderr);
+}
+
+#[test]
+fn the_chief_exit_code_is_returned_and_a_lingering_worker_is_killed_after_the_grace() {
+    // The chief exits 3, worker 1 fails with 7, worker 0 sleeps until killed.
+    let script = r#"
+        if echo "$TF_CONFIG" | grep -q '"type": *"chief"'; then exit 3; fi
+        if echo "$TF_CONFIG" | grep -q '"index": *1'; then exit 7; fi
+        exec sleep 1000"#;
+    let started = Instant::now();
+    let done = run(&[
+        "--workers",
+        "2",
+        "--grace-secs",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    let elapsed = started.elapsed();
+    assert_eq!(done.code, Some(3), "{:#?}", done.stderr);
+    assert!(elapsed >= Duration::from_secs(1), "{elapsed:?}");
+    let stderr = done.stderr.join("\n");
+    assert!(
+        stderr.contains("estimator-launch: chief:0 exited with code 3"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("estimator-launch: worker:1 exited with code 7"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("estimator-launch: killing worker:0"),
+        "{stderr}"
+    );
+    let pids = started_pids(&done.stderr);
+    assert_eq!(pids.len(), 3, "{stderr}");
+    for (task, pid) in pids {
+        // Reaped by the launcher: not even a zombie is left.
+        assert!(!alive(pid), "{task} (pid {pid}) is still there");
+    }
+}
+
+#[test]
+fn what_a_killed_task_started_is_swept_when_the_launcher_ends() {
+    // The ps shell starts a background sleep, then waits; the chief exits once the sleep is
+    // started. The shell is killed after the grace; the sleep is not the launcher's child and
+    // goes with the tasks' process group.
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    let script = format!(
+        r#"if echo "$TF_CONFIG" | grep -q '"type": *"ps"'; then
+               sleep 1000 & echo "bg $!"; touch '{ready}'; wait
+           fi
+           while [ ! -e '{ready}' ]; do sleep 0.05; done"#,
+        ready = ready.display()
+    );
+    let done = run(&[
+        "--workers",
+        "0",
+        "--ps",
+        "1",
+        "--grace-secs",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    let line = done
+        .stdout
+        .iter()
+        .find_map(|l| l.strip_prefix("[ps:0] bg "))
+        .unwrap_or_else(|| panic!("no background pid in {:#?}", done.stdout));
+    let pid: u32 = line.parse().unwrap();
+    assert!(
+        gone_soon(pid),
+        "the background sleep (pid {pid}) outlived the launcher"
+    );
+}
+
+#[test]
+fn a_killed_launcher_leaves_no_task_behind() {
+    let mut launcher = Launcher::start(&["--workers", "1", "--", "sleep", "1000"], None);
+    let chief = started_pid(&launcher.wait_for_stderr("started chief:0"));
+    let worker = started_pid(&launcher.wait_for_stderr("started worker:0"));
+    launcher.child.kill().unwrap();
+    launcher.child.wait().unwrap();
+    for pid in [chief, worker] {
+        assert!(gone_soon(pid), "task pid {pid} outlived its launcher");
+    }
+}
+
+#[test]
+fn explain_describes_a_kubeflow_task() {
+    let tf_config = r#"{"cluster": {"chief": ["127.0.0.1:2222"],
+        "worker": ["127.0.0.1:2223", "iris-worker-1.invalid:2222"],
+        "ps": ["127.0.0.1:2224"]},
+        "task": {"type": "worker", "index": 1}, "environment": "cloud"}"#;
+    let done =
+        Launcher::start(&["explain", "--model-dir", "/model/iris"], Some(tf_config)).finish();
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    let text = done.stdout.join("\n");
+    for expected in [
+        "task:      worker:1",
+        "chief:     no (the chief is chief:0 at 127.0.0.1:2222)",
+        "rank:      2 (world size 3)",
+        "model_dir: /model/iris",
+        "strategy:  ParameterServer (1 ps)",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+    let peer = |name: &str| {
+        done.stdout
+            .iter()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+            .clone()
+    };
+    assert!(peer("chief:0").ends_with("resolves to 127.0.0.1"), "{text}");
+    let unresolvable = peer("worker:1 (this task)");
+    assert!(
+        unresolvable.contains("iris-worker-1.invalid:2222  does not resolve: "),
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_rejects_a_malformed_tf_config_in_one_line() {
+    let done = Launcher::start(&["explain"], Some(r#"{"cluster": {"worker": ["a:1"]}}"#)).finish();
+    assert_eq!(done.code, Some(1));
+    assert_eq!(
+        done.stderr,
+        ["estimator-launch: error: TF_CONFIG.task is missing (a cluster needs task.type and task.index)"]
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_line() {
+    for (args, expected) in [
+        (&["--workers", "2"][..], "no command to run"),
+        (
+            &["--workers", "two", "--", "true"],
+            "invalid value 'two' for '--workers <N>'",
+        ),
+        (
+            &["--no-chief", "--workers", "0", "--", "true"],
+            "--no-chief needs --workers 1",
+        ),
+        (&["sh", "-c", "true"], "unexpected argument 'sh'"),
+    ] {
+        let done = run(args);
+        assert_eq!(done.code, Some(2), "{args:?}: {:#?}", done.stderr);
+        assert_eq!(done.stderr.len(), 1, "{args:?}: {:#?}", done.stderr);
+        assert!(
+            done.stderr[0].starts_with("estimator-launch: error: ")
+                && done.stderr[0].contains(expected),
+            "{args:?}: {}",
+            done.stderr[0]
+        );
+        assert!(done.stdout.is_empty());
+    }
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_named_and_exits_127() {
+    let done = run(&["--", "no-such-command-for-estimator-launch"]);
+    assert_eq!(done.code, Some(127));
+    assert_eq!(
+        done.stderr,
+        ["estimator-launch: error: cannot run 'no-such-command-for-estimator-launch': command not found"]
+    );
+}
