@@ -54,6 +54,15 @@ pub enum Error {
     /// A collective operation or a peer failed.
     #[error(transparent)]
     Distribute(#[from] crate::distribute::DistributeError),
+    /// Another task of the cluster stopped answering or went away; training cannot go on
+    /// until the cluster is restarted (which resumes from the chief's latest checkpoint).
+    #[error("lost {task}: {message}")]
+    PeerLost {
+        /// The task at fault, e.g. `worker:0`.
+        task: String,
+        /// What happened.
+        message: String,
+    },
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
@@ -70,7 +79,20 @@ pub enum Error {
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Exit code of a process whose peer was lost: Kubeflow's `ExitCode` restart policy retries
+/// codes of 128 and above, and treats 1–127 as permanent failures.
+pub const RETRYABLE_EXIT_CODE: i32 = 128;
+
 impl Error {
+    /// The process exit code this error calls for: [`RETRYABLE_EXIT_CODE`] when a restart
+    /// of the cluster can fix it, 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::PeerLost { .. } => RETRYABLE_EXIT_CODE,
+            _ => 1,
+        }
+    }
+
     /// An [`Error::Io`] about `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

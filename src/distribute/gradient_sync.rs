@@ -2,6 +2,7 @@
 //! data-parallel strategies (Mirrored, MultiWorkerMirrored).
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
@@ -10,12 +11,54 @@ use burn::tensor::{Tensor, TensorData};
 
 use super::{all_reduce_mean, BucketPlan, DistributeError, Result, Transport};
 
+/// The extra entry riding in the last bucket: [1 if this rank took the step, its loss].
+/// Its name sorts after every parameter path.
+const STEP_ENTRY: &str = "~step";
+
+/// One rank's part of a synchronous step: its gradients and loss.
+#[derive(Debug)]
+pub struct LocalStep {
+    /// Gradients of this rank's batch.
+    pub grads: GradientsParams,
+    /// Loss of this rank's batch.
+    pub loss: f64,
+}
+
+/// Bytes and seconds spent in all-reduce since the counters were last taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CommStats {
+    /// Steps synchronised.
+    pub steps: u64,
+    /// Bytes all-reduced (each rank's buffer size, summed over buckets and steps).
+    pub bytes: u64,
+    /// Wall time spent in all-reduce.
+    pub seconds: f64,
+}
+
+impl CommStats {
+    /// Bus bandwidth in GB/s (NCCL's definition: algbw · 2(n−1)/n), comparable across
+    /// cluster sizes.
+    pub fn busbw_gbps(&self, world_size: usize) -> f64 {
+        if self.seconds <= 0.0 || world_size < 2 {
+            return 0.0;
+        }
+        let n = world_size as f64;
+        self.bytes as f64 / self.seconds / 1e9 * 2.0 * (n - 1.0) / n
+    }
+}
+
 /// Averages gradients over all ranks: flattened by parameter path (the same order on every
 /// rank), packed into fusion buckets, ring-all-reduced bucket by bucket, written back.
+///
+/// The step is taken only when every rank contributed: a rank out of input (or leaving on
+/// a hook's request) contributes nothing, and then every rank learns in the same collective
+/// that the step is off — so uneven input ends training on all ranks at the same step
+/// instead of deadlocking.
 #[derive(Debug)]
 pub struct GradientAverager {
     bucket_bytes: usize,
     plan: Option<(Vec<(String, usize)>, BucketPlan)>,
+    stats: CommStats,
 }
 
 impl GradientAverager {
@@ -25,20 +68,32 @@ impl GradientAverager {
         Self {
             bucket_bytes,
             plan: None,
+            stats: CommStats::default(),
         }
     }
 
-    /// Replaces every gradient of `model` in `grads` by its mean over the ranks of
-    /// `transport`. Every rank must call this with a model of the same structure.
+    /// Counters since the last call, reset.
+    pub fn take_stats(&mut self) -> CommStats {
+        std::mem::take(&mut self.stats)
+    }
+
+    /// The mean over all ranks of their gradients and losses, or `None` when some rank
+    /// contributed nothing (`local` = `None` on that rank): then no rank takes the step.
+    /// Every rank must call this with a model of the same structure.
     pub fn average<B: AutodiffBackend, M: Module<B>, T: Transport + ?Sized>(
         &mut self,
         model: &M,
-        grads: GradientsParams,
+        local: Option<LocalStep>,
         transport: &mut T,
-    ) -> Result<GradientsParams> {
+    ) -> Result<Option<LocalStep>> {
         if transport.world_size() == 1 {
-            return Ok(grads);
+            return Ok(local);
         }
+        let present = local.is_some();
+        let (grads, loss) = match local {
+            Some(step) => (step.grads, step.loss),
+            None => (GradientsParams::new(), 0.0),
+        };
         let mut collect = Collect::<B> {
             grads: &grads,
             stack: Vec::new(),
@@ -47,6 +102,10 @@ impl GradientAverager {
         };
         model.visit(&mut collect);
         let mut flat = collect.out;
+        flat.insert(
+            STEP_ENTRY.to_string(),
+            vec![if present { 1.0 } else { 0.0 }, loss as f32],
+        );
         let layout: Vec<(String, usize)> = flat
             .iter()
             .map(|(path, g)| (path.clone(), g.len()))
@@ -56,14 +115,25 @@ impl GradientAverager {
         }
         let (_, plan) = self.plan.as_ref().expect("plan set above");
         let mut buffers: Vec<Vec<f32>> = flat.values().cloned().collect();
+        let started = Instant::now();
         for bucket in 0..plan.buckets().len() {
             let mut packed = plan.pack(bucket, &buffers)?;
             all_reduce_mean(transport, &mut packed)?;
+            self.stats.bytes += packed.len() as u64 * 4;
             plan.unpack(bucket, &packed, &mut buffers)?;
         }
+        self.stats.seconds += Duration::as_secs_f64(&started.elapsed());
+        self.stats.steps += 1;
+        let control = buffers.pop().expect("the step entry sorts last");
+        let world = transport.world_size() as f32;
+        if (control[0] * world).round() < world {
+            return Ok(None);
+        }
+        let mean_loss = f64::from(control[1]);
         for (slot, averaged) in flat.values_mut().zip(buffers) {
             *slot = averaged;
         }
+        flat.remove(STEP_ENTRY);
         let mut rebuild = Rebuild::<B> {
             grads,
             stack: Vec::new(),
@@ -74,7 +144,10 @@ impl GradientAverager {
         model.visit(&mut rebuild);
         match rebuild.error {
             Some(error) => Err(error),
-            None => Ok(rebuild.grads),
+            None => Ok(Some(LocalStep {
+                grads: rebuild.grads,
+                loss: mean_loss,
+            })),
         }
     }
 }
@@ -96,14 +169,17 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<'_, B> {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        if let Some(grad) = self.grads.get::<B::InnerBackend, D>(param.id) {
-            let values = grad
+        // Every parameter takes part, with zeros where this rank has no gradient, so that
+        // all ranks pack the same layout whether or not they had a batch.
+        let values = match self.grads.get::<B::InnerBackend, D>(param.id) {
+            Some(grad) => grad
                 .into_data()
                 .convert::<f32>()
                 .to_vec::<f32>()
-                .unwrap_or_default();
-            self.out.insert(self.stack.join("."), values);
-        }
+                .unwrap_or_default(),
+            None => vec![0.0; param.lazy_shape().num_elements()],
+        };
+        self.out.insert(self.stack.join("."), values);
     }
 }
 
@@ -201,11 +277,16 @@ mod tests {
                 std::thread::spawn(move || {
                     let m = model();
                     let rank = transport.rank();
-                    let local = grads(&m, rows(rank * 4, 4));
+                    let local = LocalStep {
+                        grads: grads(&m, rows(rank * 4, 4)),
+                        loss: rank as f64,
+                    };
                     let averaged = GradientAverager::new(64)
-                        .average(&m, local, &mut transport)
-                        .unwrap();
-                    weight_grad(&m, &averaged)
+                        .average(&m, Some(local), &mut transport)
+                        .unwrap()
+                        .expect("every rank took the step");
+                    assert_eq!(averaged.loss, 1.0, "mean of the losses 0, 1, 2");
+                    weight_grad(&m, &averaged.grads)
                 })
             })
             .collect();
@@ -216,5 +297,50 @@ mod tests {
                 assert!((a - b).abs() < 1e-5, "{got:?} vs {expected:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_rank_without_a_batch_calls_the_step_off_on_every_rank() {
+        let handles: Vec<_> = InMemoryTransport::cluster(3)
+            .into_iter()
+            .map(|mut transport| {
+                std::thread::spawn(move || {
+                    let m = model();
+                    let rank = transport.rank();
+                    let mut averager = GradientAverager::new(64);
+                    let mut taken = 0;
+                    // Rank 2 runs out of input after two steps; the others have plenty.
+                    for step in 0..5 {
+                        let local = (rank != 2 || step < 2).then(|| LocalStep {
+                            grads: grads(&m, rows(rank * 4, 4)),
+                            loss: 1.0,
+                        });
+                        match averager.average(&m, local, &mut transport).unwrap() {
+                            Some(_) => taken += 1,
+                            None => break,
+                        }
+                    }
+                    let stats = averager.take_stats();
+                    assert_eq!(stats.steps, 3);
+                    assert!(stats.bytes > 0 && stats.seconds > 0.0);
+                    assert_eq!(averager.take_stats(), CommStats::default());
+                    taken
+                })
+            })
+            .collect();
+        let taken: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(taken, vec![2, 2, 2]);
+    }
+
+    #[test]
+    fn bus_bandwidth_follows_the_ring_formula() {
+        let stats = CommStats {
+            steps: 1,
+            bytes: 1_000_000_000,
+            seconds: 1.0,
+        };
+        assert_eq!(stats.busbw_gbps(2), 1.0);
+        assert_eq!(stats.busbw_gbps(4), 1.5);
+        assert_eq!(stats.busbw_gbps(1), 0.0);
     }
 }

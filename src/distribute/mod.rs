@@ -7,6 +7,7 @@ mod bucket;
 mod collective;
 mod error;
 mod gradient_sync;
+mod strategy;
 #[cfg(test)]
 mod testing;
 mod transport;
@@ -18,5 +19,6 @@ pub use collective::{
     RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
 };
 pub use error::{DistributeError, Result};
-pub use gradient_sync::GradientAverager;
+pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
+pub use strategy::{Distribution, Replica, Strategy, StrategyPlan};
 pub use transport::{InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT};

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::{RunConfig, TrainOutcome, TrainSpec};
+use crate::distribute::Strategy;
 use crate::error::Result;
 use crate::export::Signature;
 use crate::metrics::Metrics;
@@ -87,6 +88,22 @@ pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
         D: Dataset<Item = Self::Batch>,
     {
         run_loop::train(self, input_fn()?, spec)
+    }
+
+    /// [`Estimator::train`] with an explicit distribution strategy instead of the one the
+    /// run configuration and TF_CONFIG call for (e.g. replicas over a transport of one's
+    /// own, as tests do).
+    fn train_with<D, F>(
+        &self,
+        input_fn: F,
+        spec: TrainSpec,
+        strategy: Strategy,
+    ) -> Result<TrainOutcome>
+    where
+        F: FnOnce() -> std::result::Result<D, datasets::Error>,
+        D: Dataset<Item = Self::Batch>,
+    {
+        run_loop::train_with(self, input_fn()?, spec, strategy)
     }
 
     /// Evaluates the latest checkpoint (or `checkpoint`) on at most `steps` batches; returns

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::device::DeviceSpec;
+use crate::distribute::Distribution;
 use crate::error::{Error, Result};
 use crate::io::write_json_atomic;
 
@@ -37,6 +38,23 @@ pub struct RunConfig {
     pub device: DeviceSpec,
     /// Show progress bars when stderr is a terminal (default true).
     pub progress: bool,
+    /// How training is spread over replicas (default: by TF_CONFIG).
+    #[serde(default)]
+    pub train_distribute: Distribution,
+    /// Seconds a replica waits for a silent peer before giving up on it (default 60).
+    #[serde(default = "default_peer_timeout_secs")]
+    pub peer_timeout_secs: u64,
+    /// Seconds a task waits at start for every peer to come up (default 300).
+    #[serde(default = "default_startup_timeout_secs")]
+    pub startup_timeout_secs: u64,
+}
+
+fn default_peer_timeout_secs() -> u64 {
+    60
+}
+
+fn default_startup_timeout_secs() -> u64 {
+    300
 }
 
 impl RunConfig {
@@ -51,7 +69,28 @@ impl RunConfig {
             tf_random_seed: 42,
             device: DeviceSpec::Cpu,
             progress: true,
+            train_distribute: Distribution::Auto,
+            peer_timeout_secs: default_peer_timeout_secs(),
+            startup_timeout_secs: default_startup_timeout_secs(),
         }
+    }
+
+    /// Spread training as `distribution` says (TF's `train_distribute`).
+    pub fn with_train_distribute(mut self, distribution: Distribution) -> Self {
+        self.train_distribute = distribution;
+        self
+    }
+
+    /// Give up on a peer that is silent for `secs` seconds.
+    pub fn with_peer_timeout_secs(mut self, secs: u64) -> Self {
+        self.peer_timeout_secs = secs.max(1);
+        self
+    }
+
+    /// Wait at most `secs` seconds at start for every peer to come up.
+    pub fn with_startup_timeout_secs(mut self, secs: u64) -> Self {
+        self.startup_timeout_secs = secs.max(1);
+        self
     }
 
     /// Save a checkpoint every `steps` global steps.

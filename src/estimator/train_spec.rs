@@ -35,6 +35,10 @@ pub struct TrainSpec {
     pub hooks: Vec<Box<dyn Hook>>,
     /// Continue the input pipeline from the position saved in the checkpoint (default true).
     pub resume_input: bool,
+    /// In a multi-worker cluster, give each worker every n-th batch of the input (TF's
+    /// auto-sharding; default true). Turn it off when the input function already reads
+    /// only this worker's share.
+    pub auto_shard: bool,
 }
 
 impl TrainSpec {
@@ -58,12 +62,20 @@ impl TrainSpec {
             limit,
             hooks: Vec::new(),
             resume_input: true,
+            auto_shard: true,
         }
     }
 
     /// Adds a hook.
     pub fn with_hook(mut self, hook: impl Hook + 'static) -> Self {
         self.hooks.push(Box::new(hook));
+        self
+    }
+
+    /// Whether each worker of a cluster takes every n-th batch of the input (see
+    /// [`TrainSpec::auto_shard`]).
+    pub fn with_auto_shard(mut self, auto_shard: bool) -> Self {
+        self.auto_shard = auto_shard;
         self
     }
 
@@ -81,6 +93,7 @@ impl fmt::Debug for TrainSpec {
             .field("limit", &self.limit)
             .field("hooks", &hooks)
             .field("resume_input", &self.resume_input)
+            .field("auto_shard", &self.auto_shard)
             .finish()
     }
 }
@@ -94,8 +107,11 @@ pub struct TrainOutcome {
     pub steps_run: u64,
     /// Loss of the last step run by this call.
     pub last_loss: Option<f64>,
-    /// The checkpoint holding the final state.
+    /// The checkpoint holding the final state (on the chief).
     pub checkpoint: Option<PathBuf>,
+    /// CRC-32C of the final weights (as safetensors bytes): equal on every replica of a
+    /// distributed run, which checks this before returning.
+    pub weights_crc32c: Option<u32>,
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Turning training state into a checkpoint and back, and when to write one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use burn::module::Module;
@@ -9,7 +9,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use datasets::{Dataset, Position};
 use serde_json::json;
 
-use crate::checkpoint::{Checkpoint, CheckpointManager};
+use crate::checkpoint::Checkpoint;
 use crate::error::{Error, Result};
 use crate::estimator::CheckpointEvery;
 use crate::optimizer::Optimizer;
@@ -20,15 +20,14 @@ pub const MODEL_SECTION: &str = "model";
 /// Section holding the optimizer state (MessagePack, keyed by parameter path).
 pub const OPTIMIZER_SECTION: &str = "optimizer";
 
-/// Writes model, optimizer state, global step and input position as one checkpoint.
-pub fn save<B: AutodiffBackend, M: Module<B>, O: SimpleOptimizer<B::InnerBackend>>(
-    manager: &CheckpointManager,
+/// Model, optimizer state, global step and input position as one checkpoint (in memory).
+pub fn snapshot<B: AutodiffBackend, M: Module<B>, O: SimpleOptimizer<B::InnerBackend>>(
     model: &M,
     optimizer: &Optimizer<B, O>,
     optimizer_kind: &str,
     global_step: u64,
     input_position: Option<Position>,
-) -> Result<PathBuf> {
+) -> Result<Checkpoint> {
     let weights = weights_to_safetensors(model, &[])?;
     let optimizer_state = optimizer
         .state_bytes()
@@ -37,10 +36,9 @@ pub fn save<B: AutodiffBackend, M: Module<B>, O: SimpleOptimizer<B::InnerBackend
         "optimizer": optimizer_kind,
         "input_position": input_position,
     });
-    let checkpoint = Checkpoint::new(global_step, meta)
+    Ok(Checkpoint::new(global_step, meta)
         .with_section(MODEL_SECTION, weights)
-        .with_section(OPTIMIZER_SECTION, optimizer_state);
-    manager.save(&checkpoint)
+        .with_section(OPTIMIZER_SECTION, optimizer_state))
 }
 
 /// Loads a checkpoint's weights into `model` (any backend: training or evaluation).

@@ -29,6 +29,16 @@ pub fn step_seed(seed: u64, step: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The seed replica `rank` draws its dropout masks from: rank 0 keeps `seed`, so one
+/// replica draws exactly what single-process training draws.
+pub fn replica_seed(seed: u64, rank: usize) -> u64 {
+    if rank == 0 {
+        seed
+    } else {
+        step_seed(seed ^ 0xA24B_AED4_963E_E407, rank as u64)
+    }
+}
+
 /// Builds a model with `build` and initialises every parameter at once, under the RNG lock.
 ///
 /// Burn initialises parameters lazily, on first use; without this the draws would happen

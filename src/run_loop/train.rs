@@ -1,4 +1,4 @@
-//! The one synchronous training loop.
+//! The one synchronous training loop, run by every replica of every strategy.
 
 use std::time::Instant;
 
@@ -7,41 +7,88 @@ use burn::optim::{AdaGradConfig, AdamConfig, SgdConfig, SimpleOptimizer};
 use burn::store::ModuleSnapshot;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ElementConversion;
-use datasets::Dataset;
+use datasets::{Dataset, DatasetExt};
 
 use super::checkpointing::{self, CheckpointSchedule};
+use super::input::ReplicaInput;
 use super::progress::Progress;
-use super::seeding::{build_seeded, step_seed, with_seed};
+use super::replica_sync::ReplicaSync;
+use super::seeding::{build_seeded, replica_seed, step_seed, with_seed};
 use super::Verdict;
-use crate::checkpoint::CheckpointManager;
+use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::device::{CpuTrainBackend, ResolvedDevice};
+use crate::distribute::{LocalStep, Replica, Strategy};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 use crate::hooks::{
     Emit, Hook, LoggingHook, NanGuardHook, RunEnd, RunStart, StepCounterHook, StepInfo,
 };
 use crate::optimizer::{extract_gradients, Optimizer, OptimizerSpec};
+use crate::state::weights_to_safetensors;
 use crate::summary::SummaryWriter;
 
-/// Trains `estimator` on `dataset` on the configured device.
+/// Trains `estimator` on `dataset` with the strategy its run configuration and TF_CONFIG
+/// call for.
 pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
     estimator: &E,
     dataset: D,
     spec: TrainSpec,
 ) -> Result<TrainOutcome> {
+    let strategy = Strategy::from_run_config(estimator.run_config())?;
+    train_with(estimator, dataset, spec, strategy)
+}
+
+/// Trains `estimator` on `dataset` with `strategy`.
+pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
+    estimator: &E,
+    dataset: D,
+    spec: TrainSpec,
+    strategy: Strategy,
+) -> Result<TrainOutcome> {
+    match strategy {
+        Strategy::OneDevice => {
+            train_replica(estimator, ReplicaInput::Whole(dataset), spec, None, 0)
+        }
+        Strategy::Mirrored { replicas } => {
+            super::mirrored::train(estimator, dataset, spec, replicas)
+        }
+        Strategy::MultiWorkerMirrored(replica) => {
+            let input = if spec.auto_shard {
+                ReplicaInput::Sharded(dataset.shard(replica.world_size(), replica.rank()))
+            } else {
+                ReplicaInput::Whole(dataset)
+            };
+            train_replica(estimator, input, spec, Some(replica), 0)
+        }
+    }
+}
+
+/// One replica's training on the configured device, shifted by `device_offset` (in-process
+/// replicas on CUDA take one device each).
+pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch>>(
+    estimator: &E,
+    dataset: D,
+    spec: TrainSpec,
+    replica: Option<Replica>,
+    device_offset: usize,
+) -> Result<TrainOutcome> {
+    let sync = replica.map(ReplicaSync::new);
     match estimator.run_config().device.resolve()? {
         ResolvedDevice::Cpu => {
-            train_on::<CpuTrainBackend, E, D>(estimator, &Default::default(), dataset, spec)
+            train_on::<CpuTrainBackend, E, D>(estimator, &Default::default(), dataset, spec, sync)
         }
         #[cfg(feature = "cuda")]
         ResolvedDevice::Cuda(index) => {
-            let device = burn::backend::cuda::CudaDevice::new(index);
+            let device = burn::backend::cuda::CudaDevice::new(index + device_offset);
             train_on::<burn::backend::Autodiff<crate::device::CudaBackend>, E, D>(
-                estimator, &device, dataset, spec,
+                estimator, &device, dataset, spec, sync,
             )
         }
         #[cfg(not(feature = "cuda"))]
-        ResolvedDevice::Cuda(_) => Err(Error::Config("built without the `cuda` feature".into())),
+        ResolvedDevice::Cuda(_) => {
+            let _ = device_offset;
+            Err(Error::Config("built without the `cuda` feature".into()))
+        }
     }
 }
 
@@ -50,6 +97,7 @@ fn train_on<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>>(
     device: &B::Device,
     dataset: D,
     spec: TrainSpec,
+    sync: Option<ReplicaSync>,
 ) -> Result<TrainOutcome> {
     let kind = estimator.optimizer();
     match kind {
@@ -64,18 +112,18 @@ fn train_on<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>>(
                 .with_beta_2(beta_2)
                 .with_epsilon(epsilon)
                 .build();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind)?.run(spec)
+            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
         }
         OptimizerSpec::Adagrad { epsilon, .. } => {
             let optim = AdaGradConfig::new().with_epsilon(epsilon).build();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind)?.run(spec)
+            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
         }
         OptimizerSpec::Sgd { momentum, .. } => {
             let momentum = (momentum != 0.0).then(|| MomentumConfig::new().with_momentum(momentum));
             let optim = SgdConfig::new()
                 .with_momentum(momentum)
                 .build::<B::InnerBackend>();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind)?.run(spec)
+            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
         }
     }
 }
@@ -97,6 +145,8 @@ where
     manager: CheckpointManager,
     global_step: u64,
     restored_step: Option<u64>,
+    /// The other replicas, when training is distributed.
+    sync: Option<ReplicaSync>,
 }
 
 impl<'a, B, E, D, O> TrainLoop<'a, B, E, D, O>
@@ -112,10 +162,14 @@ where
         dataset: D,
         optim: O,
         kind: &OptimizerSpec,
+        sync: Option<ReplicaSync>,
     ) -> Result<Self> {
         let config = estimator.run_config();
-        std::fs::create_dir_all(&config.model_dir).map_err(|e| Error::io(&config.model_dir, e))?;
-        config.save()?;
+        if sync.as_ref().is_none_or(ReplicaSync::is_chief) {
+            std::fs::create_dir_all(&config.model_dir)
+                .map_err(|e| Error::io(&config.model_dir, e))?;
+            config.save()?;
+        }
         let model = build_seeded::<B, _>(device, config.tf_random_seed, || {
             estimator.build_model::<B>(device)
         });
@@ -130,39 +184,67 @@ where
             manager: CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max),
             global_step: 0,
             restored_step: None,
+            sync,
         })
     }
 
+    /// Whether this replica writes checkpoints and summaries.
+    fn is_chief(&self) -> bool {
+        self.sync.as_ref().is_none_or(ReplicaSync::is_chief)
+    }
+
+    /// Starts from the latest checkpoint; replicas all start from the chief's state.
     fn restore(&mut self, resume_input: bool) -> Result<()> {
-        let Some((path, checkpoint)) = self.manager.latest()? else {
-            return Ok(());
+        let latest = if self.is_chief() {
+            self.manager.latest()?
+        } else {
+            None
+        };
+        let (source, checkpoint) = if self.sync.is_some() {
+            let source = latest.as_ref().map(|(path, _)| path.clone());
+            // The chief offers its latest checkpoint, or its fresh model.
+            let offer = match latest {
+                Some((_, checkpoint)) => Some(checkpoint),
+                None if self.is_chief() => Some(self.snapshot()?),
+                None => None,
+            };
+            let sync = self.sync.as_mut().expect("checked above");
+            let checkpoint = sync.share_state(offer)?;
+            let source = source.unwrap_or_else(|| "the chief's broadcast".into());
+            (source, checkpoint)
+        } else {
+            match latest {
+                Some(latest) => latest,
+                None => return Ok(()),
+            }
         };
         let model = self.model.take().expect("model present outside a step");
-        self.model = Some(checkpointing::restore_model(model, &checkpoint, &path)?);
+        self.model = Some(checkpointing::restore_model(model, &checkpoint, &source)?);
         checkpointing::restore_optimizer(
             &mut self.optimizer,
             self.optimizer_kind,
             &checkpoint,
-            &path,
+            &source,
             self.device,
         )?;
-        if resume_input {
-            checkpointing::restore_input(&mut self.dataset, &checkpoint, &path);
-        }
         self.global_step = checkpoint.global_step;
-        self.restored_step = Some(checkpoint.global_step);
-        tracing::info!(
-            "restored {} (global_step {})",
-            path.display(),
-            self.global_step
-        );
+        if checkpoint.global_step > 0 {
+            if resume_input {
+                checkpointing::restore_input(&mut self.dataset, &checkpoint, &source);
+            }
+            self.restored_step = Some(checkpoint.global_step);
+            tracing::info!(
+                "restored {} (global_step {})",
+                source.display(),
+                self.global_step
+            );
+        }
         Ok(())
     }
 
-    fn save(&self) -> Result<std::path::PathBuf> {
+    fn snapshot(&self) -> Result<Checkpoint> {
         let model = self.model.as_ref().expect("model present outside a step");
-        checkpointing::save(
-            &self.manager,
+        checkpointing::snapshot(
             model,
             &self.optimizer,
             self.optimizer_kind,
@@ -171,21 +253,31 @@ where
         )
     }
 
+    fn save(&self) -> Result<std::path::PathBuf> {
+        self.manager.save(&self.snapshot()?)
+    }
+
     fn run(mut self, spec: TrainSpec) -> Result<TrainOutcome> {
         self.restore(spec.resume_input)?;
         let config = self.estimator.run_config().clone();
+        let chief = self.is_chief();
         let start_step = self.global_step;
         let last_step = spec.limit.last_step(start_step);
         if start_step >= last_step {
             tracing::info!(
                 "skipping training: global_step {start_step} already reached the limit {last_step}"
             );
-            let checkpoint = self.manager.list()?.last().cloned();
+            let checkpoint = if chief {
+                self.manager.list()?.last().cloned()
+            } else {
+                None
+            };
             return Ok(TrainOutcome {
                 global_step: start_step,
                 steps_run: 0,
                 last_loss: None,
                 checkpoint,
+                weights_crc32c: None,
             });
         }
 
@@ -195,13 +287,18 @@ where
             Box::new(StepCounterHook::new(config.log_step_count_steps)),
         ];
         hooks.extend(spec.hooks);
-        let mut writer = SummaryWriter::create(&config.model_dir)?;
-        if let Some(step) = self.restored_step {
+        // Only the chief writes summaries (TF: other workers' summaries would clobber them).
+        let mut writer = if chief {
+            Some(SummaryWriter::create(&config.model_dir)?)
+        } else {
+            None
+        };
+        if let (Some(writer), Some(step)) = (writer.as_mut(), self.restored_step) {
             // TensorBoard then hides what a crashed run logged after the restored checkpoint.
             writer.session_start(step + 1);
         }
         let bar_len = (last_step != u64::MAX).then(|| last_step - start_step);
-        let progress = Progress::new(bar_len, config.progress, "train");
+        let progress = Progress::new(bar_len, config.progress && chief, "train");
         let now = Instant::now();
         let start = RunStart {
             global_step: start_step,
@@ -224,7 +321,7 @@ where
         if result.is_ok() {
             result = self.steps(
                 &mut hooks,
-                &mut writer,
+                writer.as_mut(),
                 &progress,
                 &mut schedule,
                 last_step,
@@ -233,9 +330,9 @@ where
         }
         progress.finish();
 
-        // A run that ended cleanly leaves a checkpoint of its last step.
+        // A run that ended cleanly leaves a checkpoint of its last step, written by the chief.
         let mut checkpoint = None;
-        if result.is_ok() {
+        if result.is_ok() && chief {
             if schedule_needs_final_save(&self.manager, self.global_step)? {
                 match self.save() {
                     Ok(path) => checkpoint = Some(path),
@@ -248,7 +345,16 @@ where
                 ));
             }
         }
-        writer.flush();
+        if let Some(writer) = writer.as_mut() {
+            writer.flush();
+        }
+        let mut weights_crc32c = None;
+        if result.is_ok() {
+            match self.check_replicas_agree() {
+                Ok(crc) => weights_crc32c = Some(crc),
+                Err(e) => result = Err(e),
+            }
+        }
 
         let error_text = result.as_ref().err().map(|e| e.to_string());
         let end = RunEnd {
@@ -270,13 +376,25 @@ where
             steps_run: self.global_step - start_step,
             last_loss,
             checkpoint,
+            weights_crc32c,
         })
+    }
+
+    /// The CRC-32C of the final weights, compared with the chief's on every replica: a
+    /// mismatch means some non-determinism made replicas drift apart.
+    fn check_replicas_agree(&mut self) -> Result<u32> {
+        let model = self.model.as_ref().expect("model present outside a step");
+        let crc = crc32c::crc32c(&weights_to_safetensors(model, &[])?);
+        if let Some(sync) = self.sync.as_mut() {
+            sync.check_same_as_chief(crc)?;
+        }
+        Ok(crc)
     }
 
     fn steps(
         &mut self,
         hooks: &mut [Box<dyn Hook>],
-        writer: &mut SummaryWriter,
+        mut writer: Option<&mut SummaryWriter>,
         progress: &Progress,
         schedule: &mut CheckpointSchedule,
         last_step: u64,
@@ -284,28 +402,67 @@ where
     ) -> Result<()> {
         let config = self.estimator.run_config();
         let start_step = self.global_step;
+        let seed = match &self.sync {
+            Some(sync) => replica_seed(config.tf_random_seed, sync.rank()),
+            None => config.tf_random_seed,
+        };
         while self.global_step < last_step {
             for hook in hooks.iter_mut() {
                 hook.before_step(self.global_step)?;
             }
-            let batch = match self.dataset.next_item() {
-                None => {
-                    tracing::info!("input exhausted at global_step {}", self.global_step);
-                    break;
-                }
-                Some(batch) => batch?,
-            };
+            let batch = self.dataset.next_item().transpose()?;
+            if batch.is_none() && self.sync.is_none() {
+                tracing::info!("input exhausted at global_step {}", self.global_step);
+                break;
+            }
             let step_start = Instant::now();
             let model = self.model.take().expect("model present outside a step");
-            let seed = step_seed(config.tf_random_seed, self.global_step);
-            let loss = with_seed::<B, _>(self.device, seed, || {
-                self.estimator.loss::<B>(&model, &batch, self.device)
-            })?;
-            let loss_value: f64 = loss.clone().into_scalar().elem();
-            let mut grads = loss.backward();
-            let grads = extract_gradients(&model, &mut grads);
-            // Gradient hand-off point: a distribution strategy averages or pushes here.
-            self.model = Some(self.optimizer.step(self.learning_rate, model, grads));
+            let local = match batch {
+                Some(batch) => {
+                    let step_seed = step_seed(seed, self.global_step);
+                    let loss = with_seed::<B, _>(self.device, step_seed, || {
+                        self.estimator.loss::<B>(&model, &batch, self.device)
+                    });
+                    let loss = match loss {
+                        Ok(loss) => loss,
+                        Err(e) => {
+                            self.model = Some(model);
+                            return Err(e);
+                        }
+                    };
+                    let loss_value: f64 = loss.clone().into_scalar().elem();
+                    let mut grads = loss.backward();
+                    let grads = extract_gradients(&model, &mut grads);
+                    Some(LocalStep {
+                        grads,
+                        loss: loss_value,
+                    })
+                }
+                None => None,
+            };
+            // Gradient hand-off point: replicas average here; every replica then applies the
+            // same update, so they stay identical without exchanging weights.
+            let step = match self.sync.as_mut() {
+                Some(sync) => sync.step(&model, local),
+                None => Ok(local),
+            };
+            let step = match step {
+                Ok(Some(step)) => step,
+                Ok(None) => {
+                    self.model = Some(model);
+                    tracing::info!(
+                        "input exhausted on a replica at global_step {}: all replicas stop",
+                        self.global_step
+                    );
+                    break;
+                }
+                Err(e) => {
+                    self.model = Some(model);
+                    return Err(e);
+                }
+            };
+            let loss_value = step.loss;
+            self.model = Some(self.optimizer.step(self.learning_rate, model, step.grads));
             self.global_step += 1;
             *last_loss = Some(loss_value);
 
@@ -324,29 +481,66 @@ where
             for line in &emit.logs {
                 progress.log(line);
             }
-            for (tag, value) in &emit.scalars {
-                writer.scalar(tag, *value, self.global_step);
-            }
-            if self.global_step.is_multiple_of(config.save_summary_steps)
-                || self.global_step == start_step + 1
-            {
-                writer.scalar("loss", loss_value, self.global_step);
-                writer.scalar("learning_rate", self.learning_rate, self.global_step);
-                self.write_histograms(writer);
-            }
-            if verdict.save || schedule.due(self.global_step, now) {
-                self.save()?;
-                schedule.saved(self.global_step, now);
+            if let Some(writer) = writer.as_deref_mut() {
+                for (tag, value) in &emit.scalars {
+                    writer.scalar(tag, *value, self.global_step);
+                }
+                if self.global_step.is_multiple_of(config.save_summary_steps)
+                    || self.global_step == start_step + 1
+                {
+                    writer.scalar("loss", loss_value, self.global_step);
+                    writer.scalar("learning_rate", self.learning_rate, self.global_step);
+                    self.write_comm_summaries(writer);
+                    self.write_histograms(writer);
+                }
+                if verdict.save || schedule.due(self.global_step, now) {
+                    self.save()?;
+                    schedule.saved(self.global_step, now);
+                }
             }
             progress.update(
                 self.global_step - start_step,
                 format!("loss {loss_value:.4}"),
             );
             if verdict.stop {
+                if self.global_step < last_step {
+                    if let Some(sync) = self.sync.as_mut() {
+                        let model = self.model.as_ref().expect("model present outside a step");
+                        sync.leave(model)?;
+                    }
+                }
                 break;
             }
         }
         Ok(())
+    }
+
+    /// Per-step all-reduce volume, time and bus bandwidth since the last summary.
+    fn write_comm_summaries(&mut self, writer: &mut SummaryWriter) {
+        let Some(sync) = self.sync.as_mut() else {
+            return;
+        };
+        let world_size = sync.world_size();
+        let stats = sync.take_stats();
+        if stats.steps == 0 {
+            return;
+        }
+        let steps = stats.steps as f64;
+        writer.scalar(
+            "comm/allreduce_bytes",
+            stats.bytes as f64 / steps,
+            self.global_step,
+        );
+        writer.scalar(
+            "comm/allreduce_seconds",
+            stats.seconds / steps,
+            self.global_step,
+        );
+        writer.scalar(
+            "comm/busbw_gbps",
+            stats.busbw_gbps(world_size),
+            self.global_step,
+        );
     }
 
     fn write_histograms(&self, writer: &mut SummaryWriter) {

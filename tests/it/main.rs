@@ -1,6 +1,7 @@
 //! Integration tests of the core crate: one test binary, one module per concern.
 
 mod checkpoints;
+mod distributed;
 mod resume;
 mod summary_support;
 mod support;

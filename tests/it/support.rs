@@ -23,6 +23,7 @@ pub struct Net<B: Backend> {
 pub struct TinyClassifier {
     pub run_config: RunConfig,
     pub hidden_units: usize,
+    pub dropout: f64,
     pub optimizer: OptimizerSpec,
 }
 
@@ -44,6 +45,7 @@ impl TinyClassifier {
                 .with_log_step_count_steps(10)
                 .with_progress(false),
             hidden_units: 8,
+            dropout: 0.2,
             optimizer: OptimizerSpec::adam(0.01),
         }
     }
@@ -81,7 +83,7 @@ impl Estimator for TinyClassifier {
     fn build_model<B: Backend>(&self, device: &B::Device) -> Net<B> {
         Net {
             hidden: LinearConfig::new(FEATURES, self.hidden_units).init(device),
-            dropout: DropoutConfig::new(0.2).init(),
+            dropout: DropoutConfig::new(self.dropout).init(),
             output: LinearConfig::new(self.hidden_units, CLASSES).init(device),
         }
     }

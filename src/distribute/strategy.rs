@@ -1,0 +1,272 @@
+//! Which distribution strategy a run uses, chosen once from the run configuration and the
+//! cluster (TF's `tf.distribute.Strategy`).
+
+use serde::{Deserialize, Serialize};
+
+use super::Transport;
+use crate::cluster::{cluster_from_env, ClusterConfig, TaskType};
+use crate::error::{Error, Result};
+use crate::estimator::RunConfig;
+
+/// What the user asks for in [`RunConfig`](crate::RunConfig) (TF's `train_distribute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Distribution {
+    /// One replica when TF_CONFIG names no cluster, MultiWorkerMirrored when it does.
+    #[default]
+    Auto,
+    /// Always one replica on the configured device.
+    OneDevice,
+    /// `replicas` replicas in this process (TF's `MirroredStrategy`).
+    Mirrored {
+        /// Number of replicas, each training on its own batch.
+        replicas: usize,
+    },
+}
+
+/// The strategy a run uses, resolved from a [`Distribution`] and the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StrategyPlan {
+    /// One replica on the configured device.
+    OneDevice,
+    /// Replicas in threads of this process, gradients averaged over an in-memory ring.
+    Mirrored {
+        /// Number of replicas.
+        replicas: usize,
+    },
+    /// This process is one replica of a cluster; gradients are averaged over the network.
+    MultiWorkerMirrored {
+        /// Training tasks' addresses in rank order (chief first).
+        addresses: Vec<String>,
+        /// Training tasks' names in rank order ("chief:0", "worker:0", …).
+        names: Vec<String>,
+        /// This task's rank.
+        rank: usize,
+    },
+}
+
+impl StrategyPlan {
+    /// The strategy for `distribution` in `cluster`; a cluster this strategy cannot train
+    /// in is a configuration error naming the TF_CONFIG field at fault.
+    pub fn choose(distribution: Distribution, cluster: &ClusterConfig) -> Result<Self> {
+        let (spec, task) = match cluster {
+            ClusterConfig::Local => {
+                return Ok(match distribution {
+                    Distribution::Auto | Distribution::OneDevice => StrategyPlan::OneDevice,
+                    Distribution::Mirrored { replicas: 0 } => {
+                        return Err(Error::Config(
+                            "Mirrored strategy needs at least one replica".into(),
+                        ))
+                    }
+                    Distribution::Mirrored { replicas: 1 } => StrategyPlan::OneDevice,
+                    Distribution::Mirrored { replicas } => StrategyPlan::Mirrored { replicas },
+                })
+            }
+            ClusterConfig::Distributed { cluster, task } => (cluster, *task),
+        };
+        if distribution != Distribution::Auto {
+            return Err(Error::Config(format!(
+                "TF_CONFIG describes a cluster, but the run configuration asks for the \
+                 {distribution:?} strategy, which runs in one process"
+            )));
+        }
+        if !spec.ps.is_empty() {
+            return Err(Error::Config(format!(
+                "TF_CONFIG.cluster.ps lists {} parameter server(s), but this build trains \
+                 synchronously (MultiWorkerMirrored): remove the ps tasks",
+                spec.ps.len()
+            )));
+        }
+        let Some(rank) = spec.global_rank(task) else {
+            return Err(Error::Config(format!(
+                "TF_CONFIG.task.type = {}: this task does not train; run it with \
+                 train_and_evaluate",
+                task.kind
+            )));
+        };
+        debug_assert_ne!(task.kind, TaskType::Ps);
+        let tasks = spec.training_tasks();
+        let addresses = tasks
+            .iter()
+            .map(|t| spec.address(*t).unwrap_or_default().to_string())
+            .collect();
+        let names = tasks.iter().map(ToString::to_string).collect();
+        Ok(StrategyPlan::MultiWorkerMirrored {
+            addresses,
+            names,
+            rank,
+        })
+    }
+
+    /// How many replicas train together.
+    pub fn num_replicas(&self) -> usize {
+        match self {
+            StrategyPlan::OneDevice => 1,
+            StrategyPlan::Mirrored { replicas } => *replicas,
+            StrategyPlan::MultiWorkerMirrored { addresses, .. } => addresses.len(),
+        }
+    }
+}
+
+/// How a run trains: the resolved [`StrategyPlan`], connected.
+#[derive(Debug)]
+pub enum Strategy {
+    /// One replica on the configured device.
+    OneDevice,
+    /// `replicas` replicas in threads of this process.
+    Mirrored {
+        /// Number of replicas.
+        replicas: usize,
+    },
+    /// This process is one replica of a cluster, connected to the others.
+    MultiWorkerMirrored(Replica),
+}
+
+impl Strategy {
+    /// The strategy `config` and TF_CONFIG call for; in a cluster, this connects to every
+    /// other training task (waiting up to `config.startup_timeout_secs` for them).
+    pub fn from_run_config(config: &RunConfig) -> Result<Self> {
+        let cluster = cluster_from_env().map_err(|e| Error::Config(e.to_string()))?;
+        Self::connect(
+            StrategyPlan::choose(config.train_distribute, &cluster)?,
+            config,
+        )
+    }
+
+    /// Connects `plan`'s replicas.
+    pub fn connect(plan: StrategyPlan, config: &RunConfig) -> Result<Self> {
+        Ok(match plan {
+            StrategyPlan::OneDevice => Strategy::OneDevice,
+            StrategyPlan::Mirrored { replicas } => Strategy::Mirrored { replicas },
+            StrategyPlan::MultiWorkerMirrored {
+                addresses,
+                names,
+                rank,
+            } => {
+                let _ = (addresses, names, rank, config);
+                return Err(Error::Config("network transport not built yet".into()));
+            }
+        })
+    }
+}
+
+/// This process's seat among synchronous replicas: the transport to the others and every
+/// replica's name (for errors that say which task went missing).
+pub struct Replica {
+    transport: Box<dyn Transport>,
+    names: Vec<String>,
+}
+
+impl std::fmt::Debug for Replica {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replica")
+            .field("rank", &self.rank())
+            .field("names", &self.names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Replica {
+    /// A replica talking over `transport`; `names[r]` names rank `r` in errors (missing
+    /// names read "rank r").
+    pub fn new(transport: Box<dyn Transport>, names: Vec<String>) -> Self {
+        Self { transport, names }
+    }
+
+    /// This replica's rank; rank 0 is the chief.
+    pub fn rank(&self) -> usize {
+        self.transport.rank()
+    }
+
+    /// Number of replicas.
+    pub fn world_size(&self) -> usize {
+        self.transport.world_size()
+    }
+
+    /// Whether this replica writes checkpoints, summaries and exports.
+    pub fn is_chief(&self) -> bool {
+        self.rank() == 0
+    }
+
+    /// The name of rank `rank`.
+    pub fn name(&self, rank: usize) -> String {
+        self.names
+            .get(rank)
+            .cloned()
+            .unwrap_or_else(|| format!("rank {rank}"))
+    }
+
+    /// The transport.
+    pub fn transport(&mut self) -> &mut dyn Transport {
+        self.transport.as_mut()
+    }
+
+    /// A collective's failure as a run error naming the task at fault.
+    pub fn error(&self, error: super::DistributeError) -> Error {
+        match error {
+            super::DistributeError::Peer { rank, message } => Error::PeerLost {
+                task: self.name(rank),
+                message,
+            },
+            other => Error::Distribute(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(json: &str) -> ClusterConfig {
+        ClusterConfig::parse(json).unwrap()
+    }
+
+    #[test]
+    fn local_runs_pick_one_device_or_mirrored() {
+        let local = ClusterConfig::Local;
+        assert_eq!(
+            StrategyPlan::choose(Distribution::Auto, &local).unwrap(),
+            StrategyPlan::OneDevice
+        );
+        assert_eq!(
+            StrategyPlan::choose(Distribution::Mirrored { replicas: 1 }, &local).unwrap(),
+            StrategyPlan::OneDevice
+        );
+        let plan = StrategyPlan::choose(Distribution::Mirrored { replicas: 4 }, &local).unwrap();
+        assert_eq!(plan, StrategyPlan::Mirrored { replicas: 4 });
+        assert_eq!(plan.num_replicas(), 4);
+        assert!(StrategyPlan::choose(Distribution::Mirrored { replicas: 0 }, &local).is_err());
+    }
+
+    #[test]
+    fn a_cluster_gives_multi_worker_mirrored_with_the_chief_first() {
+        let tf_config = r#"{"cluster": {"chief": ["c:1"], "worker": ["w0:2", "w1:3"]},
+                            "task": {"type": "worker", "index": 1}, "environment": "cloud"}"#;
+        let plan = StrategyPlan::choose(Distribution::Auto, &cluster(tf_config)).unwrap();
+        assert_eq!(
+            plan,
+            StrategyPlan::MultiWorkerMirrored {
+                addresses: vec!["c:1".into(), "w0:2".into(), "w1:3".into()],
+                names: vec!["chief:0".into(), "worker:0".into(), "worker:1".into()],
+                rank: 2,
+            }
+        );
+        assert_eq!(plan.num_replicas(), 3);
+    }
+
+    #[test]
+    fn clusters_this_strategy_cannot_train_in_are_named() {
+        let with_ps = r#"{"cluster": {"chief": ["c:1"], "worker": ["w:2"], "ps": ["p:3"]},
+                          "task": {"type": "chief", "index": 0}}"#;
+        let err = StrategyPlan::choose(Distribution::Auto, &cluster(with_ps)).unwrap_err();
+        assert!(err.to_string().contains("TF_CONFIG.cluster.ps"), "{err}");
+        let evaluator = r#"{"cluster": {"chief": ["c:1"]},
+                            "task": {"type": "evaluator", "index": 0}}"#;
+        let err = StrategyPlan::choose(Distribution::Auto, &cluster(evaluator)).unwrap_err();
+        assert!(err.to_string().contains("task.type = evaluator"), "{err}");
+        let chief = r#"{"cluster": {"chief": ["c:1"]}, "task": {"type": "chief", "index": 0}}"#;
+        let err = StrategyPlan::choose(Distribution::Mirrored { replicas: 2 }, &cluster(chief))
+            .unwrap_err();
+        assert!(err.to_string().contains("describes a cluster"), "{err}");
+    }
+}

@@ -1,0 +1,252 @@
+//! Synchronous data-parallel training: N replicas with batch b end where one process with
+//! batch N·b ends, and every replica ends with the same weights.
+
+use std::path::Path;
+use std::time::Duration;
+
+use estimator::checkpoint::CheckpointManager;
+use estimator::datasets::{from_vec, Dataset, DatasetExt, Example};
+use estimator::distribute::{
+    DistributeError, InMemoryTransport, Replica, Result as DistributeResult, Strategy, Transport,
+};
+use estimator::{Error, Estimator, OptimizerSpec, TrainOutcome, TrainSpec};
+use safetensors::SafeTensors;
+
+use crate::support::{examples, TinyClassifier};
+
+const STEPS: u64 = 100;
+const BATCH: usize = 8;
+
+fn classifier(model_dir: &Path, optimizer: OptimizerSpec) -> TinyClassifier {
+    let mut c = TinyClassifier::new(model_dir);
+    c.dropout = 0.0;
+    c.optimizer = optimizer;
+    c.run_config = c.run_config.with_peer_timeout_secs(20);
+    c
+}
+
+/// The same rows in the same order, in batches of `batch`.
+fn input(batch: usize) -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
+    Ok(from_vec(examples())
+        .shuffle(64, 3)
+        .repeat(None)
+        .batch(batch, false))
+}
+
+/// Every tensor of the latest checkpoint in `model_dir`, by name.
+fn weights(model_dir: &Path) -> Vec<(String, Vec<f32>)> {
+    let (_, checkpoint) = CheckpointManager::new(model_dir, None)
+        .latest()
+        .unwrap()
+        .expect("a checkpoint");
+    let bytes = checkpoint.section("model").unwrap();
+    let tensors = SafeTensors::deserialize(bytes).unwrap();
+    let mut out: Vec<(String, Vec<f32>)> = tensors
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| {
+            let values = view
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            (name, values)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn max_abs_diff(a: &[(String, Vec<f32>)], b: &[(String, Vec<f32>)]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .flat_map(|((na, va), (nb, vb))| {
+            assert_eq!(na, nb);
+            va.iter().zip(vb).map(|(x, y)| (x - y).abs())
+        })
+        .fold(0.0, f32::max)
+}
+
+/// One process, batch `batch`.
+fn single(model_dir: &Path, optimizer: OptimizerSpec, batch: usize) -> TrainOutcome {
+    classifier(model_dir, optimizer)
+        .train(|| input(batch), TrainSpec::max_steps(STEPS))
+        .unwrap()
+}
+
+/// `n` replicas in threads over the in-memory transport, as separate processes would run.
+fn multi_worker(model_dir: &Path, optimizer: OptimizerSpec, n: usize) -> Vec<TrainOutcome> {
+    let names: Vec<String> = (0..n).map(|r| format!("worker:{r}")).collect();
+    let handles: Vec<_> = InMemoryTransport::cluster_with_timeout(n, Duration::from_secs(20))
+        .into_iter()
+        .map(|transport| {
+            let estimator = classifier(model_dir, optimizer.clone());
+            let replica = Replica::new(Box::new(transport), names.clone());
+            std::thread::spawn(move || {
+                estimator.train_with(
+                    || input(BATCH),
+                    TrainSpec::max_steps(STEPS),
+                    Strategy::MultiWorkerMirrored(replica),
+                )
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap())
+        .collect()
+}
+
+fn assert_equivalent(replicated: &Path, single_dir: &Path) {
+    let diff = max_abs_diff(&weights(replicated), &weights(single_dir));
+    assert!(diff <= 1e-5, "max |replicas - single| = {diff}");
+}
+
+#[test]
+fn multi_worker_mirrored_equals_one_process_with_the_combined_batch() {
+    for n in [2, 4] {
+        for optimizer in [OptimizerSpec::adam(0.01), OptimizerSpec::sgd(0.1)] {
+            let dir = tempfile::tempdir().unwrap();
+            let outcomes = multi_worker(&dir.path().join("mwm"), optimizer.clone(), n);
+            let reference = single(&dir.path().join("single"), optimizer.clone(), n * BATCH);
+            for outcome in &outcomes {
+                assert_eq!(outcome.global_step, STEPS);
+                assert_eq!(outcome.weights_crc32c, outcomes[0].weights_crc32c);
+                assert!(outcome.weights_crc32c.is_some());
+            }
+            assert!(outcomes[0].checkpoint.is_some(), "the chief saved");
+            assert!(outcomes[1..].iter().all(|o| o.checkpoint.is_none()));
+            let loss_gap = (outcomes[0].last_loss.unwrap() - reference.last_loss.unwrap()).abs();
+            assert!(
+                loss_gap < 1e-4,
+                "{n} replicas, {optimizer:?}: loss gap {loss_gap}"
+            );
+            assert_equivalent(&dir.path().join("mwm"), &dir.path().join("single"));
+        }
+    }
+}
+
+#[test]
+fn mirrored_equals_one_process_with_the_combined_batch() {
+    for n in [2, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let optimizer = OptimizerSpec::adam(0.01);
+        let outcome = classifier(&dir.path().join("mirrored"), optimizer.clone())
+            .train_with(
+                || input(BATCH),
+                TrainSpec::max_steps(STEPS),
+                Strategy::Mirrored { replicas: n },
+            )
+            .unwrap();
+        assert_eq!(outcome.global_step, STEPS);
+        single(&dir.path().join("single"), optimizer, n * BATCH);
+        assert_equivalent(&dir.path().join("mirrored"), &dir.path().join("single"));
+    }
+}
+
+#[test]
+fn uneven_input_stops_every_replica_at_the_same_step() {
+    // 240 rows in batches of 8 is 30 batches: 3 replicas get 10 each, but replica 2's
+    // tenth batch is missing when the input has 29 batches, so all stop after 9 steps.
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..3).map(|r| format!("worker:{r}")).collect();
+    let handles: Vec<_> = InMemoryTransport::cluster_with_timeout(3, Duration::from_secs(20))
+        .into_iter()
+        .map(|transport| {
+            let estimator = classifier(dir.path(), OptimizerSpec::adam(0.01));
+            let replica = Replica::new(Box::new(transport), names.clone());
+            std::thread::spawn(move || {
+                estimator.train_with(
+                    || Ok(from_vec(examples()).batch(BATCH, false).take(29)),
+                    TrainSpec::until_input_ends(),
+                    Strategy::MultiWorkerMirrored(replica),
+                )
+            })
+        })
+        .collect();
+    let steps: Vec<u64> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap().global_step)
+        .collect();
+    assert_eq!(steps, vec![9, 9, 9]);
+}
+
+/// A transport whose process "dies" after `sends_left` messages: it drops its end, as a
+/// killed process's connections close.
+struct Dying {
+    inner: Option<InMemoryTransport>,
+    rank: usize,
+    world_size: usize,
+    sends_left: usize,
+}
+
+impl Transport for Dying {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> DistributeResult<()> {
+        if self.sends_left == 0 {
+            self.inner = None;
+        }
+        self.sends_left = self.sends_left.saturating_sub(1);
+        match self.inner.as_mut() {
+            Some(inner) => inner.send(to, tag, payload),
+            None => Err(DistributeError::invalid("this process was killed")),
+        }
+    }
+
+    fn recv(&mut self, from: usize, tag: u64) -> DistributeResult<Vec<u8>> {
+        match self.inner.as_mut() {
+            Some(inner) => inner.recv(from, tag),
+            None => Err(DistributeError::invalid("this process was killed")),
+        }
+    }
+}
+
+#[test]
+fn a_replica_that_vanishes_is_named_by_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = vec!["chief:0".into(), "worker:0".into()];
+    let mut transports = InMemoryTransport::cluster_with_timeout(2, Duration::from_secs(20));
+    let worker = Dying {
+        inner: transports.pop(),
+        rank: 1,
+        world_size: 2,
+        sends_left: 20,
+    };
+    let chief = transports.pop().unwrap();
+    let worker_thread = {
+        let estimator = classifier(&dir.path().join("worker"), OptimizerSpec::adam(0.01));
+        let replica = Replica::new(Box::new(worker), names.clone());
+        std::thread::spawn(move || {
+            estimator.train_with(
+                || input(BATCH),
+                TrainSpec::max_steps(STEPS),
+                Strategy::MultiWorkerMirrored(replica),
+            )
+        })
+    };
+    let estimator = classifier(&dir.path().join("chief"), OptimizerSpec::adam(0.01));
+    let started = std::time::Instant::now();
+    let err = estimator
+        .train_with(
+            || input(BATCH),
+            TrainSpec::max_steps(STEPS),
+            Strategy::MultiWorkerMirrored(Replica::new(Box::new(chief), names)),
+        )
+        .unwrap_err();
+    assert!(worker_thread.join().unwrap().is_err());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "noticed at once, not after the timeout"
+    );
+    assert!(matches!(err, Error::PeerLost { .. }), "{err:?}");
+    assert!(err.to_string().starts_with("lost worker:0: "), "{err}");
+    assert!(err.exit_code() >= 128);
+}
