@@ -219,14 +219,36 @@ fn user_errors_are_one_line_messages_naming_what_is_wrong() {
 }
 
 #[test]
-fn a_cluster_in_tf_config_is_refused_clearly() {
-    let output = run(bin()
-        .env(
-            "TF_CONFIG",
-            r#"{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}"#,
-        )
-        .args(["export", "--model-dir", "x", "--export-dir-base", "y"]));
-    assert_user_error(output, "distributed mode is not yet supported");
+fn a_cluster_this_build_cannot_train_in_is_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("m");
+    let train = |tf_config: &str| {
+        run(bin().env("TF_CONFIG", tf_config).args([
+            "train",
+            "--train",
+            &iris("iris_train.csv"),
+            "--label-column",
+            "label",
+            "--max-steps",
+            "5",
+            "--model-dir",
+            model_dir.to_str().unwrap(),
+        ]))
+    };
+    assert_user_error(
+        train(
+            r#"{"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]},
+                "task": {"type": "chief", "index": 0}}"#,
+        ),
+        "TF_CONFIG.cluster.ps lists 1 parameter server(s)",
+    );
+    assert_user_error(
+        train(
+            r#"{"cluster": {"chief": ["127.0.0.1:1"]},
+                "task": {"type": "evaluator", "index": 0}}"#,
+        ),
+        "TF_CONFIG.task.type = evaluator",
+    );
 }
 
 #[test]

@@ -3,4 +3,5 @@
 
 mod canned;
 mod cli;
+mod cluster;
 mod launch;

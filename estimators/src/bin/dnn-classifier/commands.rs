@@ -26,7 +26,6 @@ const MODEL_FILE: &str = "dnn_classifier.json";
 
 /// Runs one subcommand.
 pub fn run(command: Command) -> Result<()> {
-    refuse_clusters()?;
     match command {
         Command::Train(args) => train(args, false),
         Command::TrainAndEvaluate(args) => train(args, true),
@@ -36,13 +35,19 @@ pub fn run(command: Command) -> Result<()> {
     }
 }
 
-fn refuse_clusters() -> Result<()> {
-    match cluster_from_env()? {
-        ClusterConfig::Local => Ok(()),
-        ClusterConfig::Distributed { task, .. } => bail!(
-            "TF_CONFIG names a cluster (this task is {task}): distributed mode is not yet \
-             supported by dnn-classifier; unset TF_CONFIG to train in one process"
-        ),
+/// This task's share of the training rows: (number of training replicas, this replica's
+/// rank); (1, 0) outside a cluster.
+fn input_share(cluster: &ClusterConfig) -> Result<(usize, usize)> {
+    match cluster {
+        ClusterConfig::Local => Ok((1, 0)),
+        ClusterConfig::Distributed { cluster, task } => match cluster.global_rank(*task) {
+            Some(rank) => Ok((cluster.training_tasks().len(), rank)),
+            None => bail!(
+                "TF_CONFIG.task.type = {}: dnn-classifier trains with chief and worker tasks \
+                 only",
+                task.kind
+            ),
+        },
     }
 }
 
@@ -163,36 +168,61 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
     if let Some(steps) = args.save_checkpoints_steps {
         run_config = run_config.with_save_checkpoints_steps(steps);
     }
+    let cluster = cluster_from_env()?;
+    let chief = cluster.is_chief();
+    let (replicas, rank) = input_share(&cluster)?;
     let saved = args.model_dir.join(MODEL_FILE);
     let classifier = if saved.exists() {
         tracing::info!("resuming the model saved in {}", args.model_dir.display());
         load_classifier(&args.model_dir, run_config.device)?
     } else {
+        // Every task derives the same configuration from the same training file; only the
+        // chief writes it.
         let (classifier, _) = build_classifier(&args, run_config)?;
-        std::fs::create_dir_all(&args.model_dir)
-            .with_context(|| format!("cannot create {}", args.model_dir.display()))?;
-        write_json_atomic(&saved, &classifier)?;
+        if chief {
+            std::fs::create_dir_all(&args.model_dir)
+                .with_context(|| format!("cannot create {}", args.model_dir.display()))?;
+            write_json_atomic(&saved, &classifier)?;
+        }
         classifier
     };
     let schema = classifier.schema().clone();
     let (train_file, batch_size, seed) = (args.train.clone(), args.batch_size, args.seed);
     let buffer = args.shuffle_buffer.max(1);
+    // Each replica reads its own rows (sharded before shuffling, as TF's auto-sharding by
+    // data) and keeps them in memory after the first epoch.
     let input = || {
         Ok(CsvDataset::open(&train_file, schema.clone())?
+            .shard(replicas, rank)
+            .cache()
             .shuffle(buffer, seed)
             .repeat(None)
             .batch(batch_size, false)
             .prefetch(4))
     };
+    let spec = TrainSpec::max_steps(args.max_steps).with_auto_shard(false);
     let start = Instant::now();
-    let outcome = classifier.train(input, TrainSpec::max_steps(args.max_steps))?;
+    let outcome = classifier.train(input, spec)?;
     let seconds = start.elapsed().as_secs_f64();
-    let examples_per_sec = (outcome.steps_run * batch_size as u64) as f64 / seconds.max(1e-9);
+    let examples = outcome.steps_run * (batch_size * replicas) as u64;
+    let examples_per_sec = examples as f64 / seconds.max(1e-9);
     tracing::info!(
-        "trained to global_step {} ({} steps, {examples_per_sec:.0} examples/s)",
+        "trained to global_step {} ({} steps, {examples_per_sec:.0} examples/s over {replicas} \
+         replica(s))",
         outcome.global_step,
         outcome.steps_run
     );
+    if !chief {
+        // Evaluation and exports are the chief's.
+        if args.json {
+            let fields = [("examples_per_sec", examples_per_sec)];
+            println!(
+                "{}",
+                metrics_json(outcome.global_step, &fields, &Default::default())
+            );
+        }
+        return Ok(());
+    }
     let metrics = match &args.eval {
         Some(eval) if evaluate_after || args.eval.is_some() => {
             let eval_schema = schema_for(eval, &schema)?;

@@ -26,9 +26,18 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("dnn-classifier: error: {}", one_line(&error));
-            ExitCode::FAILURE
+            exit_code(&error)
         }
     }
+}
+
+/// 128 and above when a restart of the cluster can help (a lost peer), 1 otherwise.
+fn exit_code(error: &anyhow::Error) -> ExitCode {
+    let code = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<estimator::Error>())
+        .map_or(1, estimator::Error::exit_code);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 /// The error and its causes on one line, leaving out causes the message already quotes.

@@ -1,0 +1,263 @@
+//! `dnn-classifier` trained by a real multi-process cluster on loopback: launched by
+//! `estimator-launch`, and by hand for the fault test (SIGKILL a worker, relaunch, resume).
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use estimator::checkpoint::CheckpointManager;
+
+/// Longest any cluster in these tests may run before it is killed and the test fails.
+const LIMIT: Duration = Duration::from_secs(240);
+
+fn iris(file: &str) -> String {
+    format!("{}/../datasets/data/{file}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn dnn_classifier() -> &'static str {
+    env!("CARGO_BIN_EXE_dnn-classifier")
+}
+
+/// Child processes killed (and reaped) when the test ends, however it ends.
+struct Reaper(Vec<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Waits for `child` at most until `deadline`.
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn train_args(model_dir: &str, max_steps: u64) -> Vec<String> {
+    [
+        "train-and-evaluate",
+        "--train",
+        &iris("iris_train.csv"),
+        "--eval",
+        &iris("iris_test.csv"),
+        "--label-column",
+        "label",
+        "--hidden-units",
+        "128,64",
+        "--learning-rate",
+        "0.001",
+        "--batch-size",
+        "64",
+        "--max-steps",
+        &max_steps.to_string(),
+        "--save-checkpoints-steps",
+        "100",
+        "--model-dir",
+        model_dir,
+        "--json",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect()
+}
+
+#[test]
+fn a_launched_cluster_trains_dnn_classifier_to_the_single_process_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every task gets its own model_dir (named after its task) so that what each wrote can
+    // be checked: only the chief's may hold checkpoints and events.
+    let base = dir.path().display().to_string();
+    let model_dir = r#""$BASE/$(printf %s "$TF_CONFIG" | sed -E 's/.*"type":"([a-z]+)","index":([0-9]+).*/\1-\2/')""#;
+    let args = train_args("MODEL_DIR", 1000).join(" ");
+    let script = format!("exec \"$DNN\" {}", args.replace("MODEL_DIR", model_dir));
+    let mut launcher = Command::new(env!("CARGO_BIN_EXE_estimator-launch"))
+        .args([
+            "--workers",
+            "2",
+            "--grace-secs",
+            "60",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("BASE", &base)
+        .env("DNN", dnn_classifier())
+        .env_remove("TF_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(File::create(dir.path().join("stdout")).unwrap())
+        .stderr(File::create(dir.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let status = wait_until(&mut launcher, Instant::now() + LIMIT);
+    let _reaper = Reaper(vec![launcher]);
+    let stdout = std::fs::read_to_string(dir.path().join("stdout")).unwrap();
+    let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    let status = status.unwrap_or_else(|| panic!("cluster still running; stderr:\n{stderr}"));
+    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    assert!(
+        !stderr.contains("exited with code"),
+        "a task failed:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("killing"),
+        "a task had to be killed:\n{stderr}"
+    );
+
+    let chief_line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("[chief:0] "))
+        .unwrap_or_else(|| panic!("no chief output; stderr:\n{stderr}"));
+    let metrics: serde_json::Value = serde_json::from_str(chief_line).unwrap();
+    assert_eq!(metrics["global_step"], 1000);
+    let accuracy = metrics["accuracy"].as_f64().unwrap();
+    assert!(accuracy >= 0.90, "accuracy {accuracy}");
+    for worker in ["worker:0", "worker:1"] {
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("[{worker}] ")))
+            .unwrap_or_else(|| panic!("no output from {worker}; stderr:\n{stderr}"));
+        let json: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(json["global_step"], 1000, "{worker} ran in step");
+    }
+
+    let chief_dir = dir.path().join("chief-0");
+    assert_eq!(
+        CheckpointManager::new(&chief_dir, None)
+            .latest_step()
+            .unwrap(),
+        Some(1000)
+    );
+    assert!(has_events(&chief_dir));
+    for worker in ["worker-0", "worker-1"] {
+        let worker_dir = dir.path().join(worker);
+        assert!(
+            !worker_dir.exists() || std::fs::read_dir(&worker_dir).unwrap().next().is_none(),
+            "{worker} wrote to its model_dir"
+        );
+    }
+}
+
+fn has_events(model_dir: &Path) -> bool {
+    std::fs::read_dir(model_dir).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("tfevents")
+    })
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A chief and one worker started by hand, sharing `model_dir` as a cluster volume would.
+struct Cluster {
+    reaper: Reaper,
+    logs: PathBuf,
+}
+
+impl Cluster {
+    fn start(model_dir: &Path, logs: &Path, max_steps: u64, round: usize) -> Cluster {
+        let (chief, worker) = (free_port(), free_port());
+        let cluster = format!(
+            r#""cluster": {{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{worker}"]}}"#
+        );
+        let children = ["chief", "worker"]
+            .iter()
+            .map(|kind| {
+                let tf_config =
+                    format!(r#"{{{cluster}, "task": {{"type": "{kind}", "index": 0}}}}"#);
+                let log = |stream: &str| {
+                    File::create(logs.join(format!("{kind}-{round}.{stream}"))).unwrap()
+                };
+                Command::new(dnn_classifier())
+                    .args(train_args(model_dir.to_str().unwrap(), max_steps))
+                    .env("TF_CONFIG", tf_config)
+                    .stdin(Stdio::null())
+                    .stdout(log("out"))
+                    .stderr(log("err"))
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        Cluster {
+            reaper: Reaper(children),
+            logs: logs.to_path_buf(),
+        }
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.logs.join(name)).unwrap_or_default()
+    }
+}
+
+#[test]
+fn a_killed_worker_stops_the_chief_with_a_retryable_code_and_a_relaunch_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let manager = CheckpointManager::new(&model_dir, None);
+
+    let mut cluster = Cluster::start(&model_dir, dir.path(), 1_000_000, 1);
+    let deadline = Instant::now() + LIMIT;
+    while manager.latest_step().unwrap_or(None).unwrap_or(0) < 200 {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint; chief:\n{}",
+            cluster.log("chief-1.err")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cluster.reaper.0[1].kill().unwrap();
+    let killed_at = Instant::now();
+    let status = wait_until(
+        &mut cluster.reaper.0[0],
+        killed_at + Duration::from_secs(60),
+    )
+    .expect("the chief exits within the peer timeout");
+    let chief_err = cluster.log("chief-1.err");
+    let code = status.code().expect("the chief exited by itself");
+    assert!(code >= 128, "exit code {code}:\n{chief_err}");
+    let error_line = chief_err
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or_else(|| panic!("no error line:\n{chief_err}"));
+    assert!(error_line.contains("worker:0"), "{error_line}");
+    drop(cluster);
+
+    let saved = manager.latest_step().unwrap().expect("a checkpoint");
+    let target = saved + 100;
+    let mut cluster = Cluster::start(&model_dir, dir.path(), target, 2);
+    let deadline = Instant::now() + LIMIT;
+    for (index, task) in ["chief", "worker"].iter().enumerate() {
+        let status = wait_until(&mut cluster.reaper.0[index], deadline)
+            .unwrap_or_else(|| panic!("{task} still running"));
+        assert!(
+            status.success(),
+            "{task}: {status}\n{}",
+            cluster.log(&format!("{task}-2.err"))
+        );
+    }
+    let chief_err = cluster.log("chief-2.err");
+    assert!(
+        chief_err.contains(&format!("(global_step {saved})")),
+        "resumed from {saved}:\n{chief_err}"
+    );
+    assert_eq!(manager.latest_step().unwrap(), Some(target));
+}
