@@ -19,4 +19,6 @@ pub use collective::{
 };
 pub use error::{DistributeError, Result};
 pub use gradient_sync::GradientAverager;
-pub use transport::{InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT};
+pub use transport::{
+    GrpcConfig, GrpcTransport, InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT,
+};
