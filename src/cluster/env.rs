@@ -1,14 +1,110 @@
 //! The one place that reads the environment.
 
+use std::ffi::OsString;
+use std::path::Path;
+
 use super::{ClusterConfig, TfConfigError};
 
 /// Name of the environment variable TensorFlow and Kubeflow write the cluster to.
 pub const TF_CONFIG: &str = "TF_CONFIG";
+
+/// Name of the environment variable holding the cluster's shared token.
+pub const CLUSTER_TOKEN: &str = "ESTIMATOR_CLUSTER_TOKEN";
+
+/// Name of the environment variable naming a file that holds the cluster's shared token (a
+/// mounted Kubernetes secret, say).
+pub const CLUSTER_TOKEN_FILE: &str = "ESTIMATOR_CLUSTER_TOKEN_FILE";
 
 /// The cluster this process belongs to, from `$TF_CONFIG` (unset = local).
 pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
     match std::env::var(TF_CONFIG) {
         Ok(text) => ClusterConfig::parse(&text),
         Err(_) => Ok(ClusterConfig::Local),
+    }
+}
+
+/// The token every rank of the cluster must present (see
+/// [`GrpcConfig::token`](crate::distribute::GrpcConfig::token)): `$ESTIMATOR_CLUSTER_TOKEN`,
+/// or the content of the file `$ESTIMATOR_CLUSTER_TOKEN_FILE` names, trimmed. `None` when
+/// neither is set. Setting both, an empty token or an unreadable file is an error.
+pub fn cluster_token_from_env() -> Result<Option<String>, String> {
+    token_from(
+        std::env::var_os(CLUSTER_TOKEN),
+        std::env::var_os(CLUSTER_TOKEN_FILE),
+    )
+}
+
+fn token_from(token: Option<OsString>, file: Option<OsString>) -> Result<Option<String>, String> {
+    let token = match (token, file) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "both {CLUSTER_TOKEN} and {CLUSTER_TOKEN_FILE} are set; set one"
+            ))
+        }
+        (Some(token), None) => token
+            .into_string()
+            .map_err(|_| format!("{CLUSTER_TOKEN} is not valid UTF-8"))?,
+        (None, Some(path)) => {
+            let path = Path::new(&path);
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                format!(
+                    "cannot read the cluster token from {} ({CLUSTER_TOKEN_FILE}): {e}",
+                    path.display()
+                )
+            })?;
+            text.trim().to_string()
+        }
+    };
+    if token.is_empty() {
+        return Err(format!(
+            "the cluster token ({CLUSTER_TOKEN} or {CLUSTER_TOKEN_FILE}) is empty"
+        ));
+    }
+    Ok(Some(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_comes_from_the_variable_or_the_file() {
+        assert_eq!(token_from(None, None), Ok(None));
+        assert_eq!(
+            token_from(Some("s3cret".into()), None),
+            Ok(Some("s3cret".into()))
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "  s3cret\n").unwrap();
+        assert_eq!(
+            token_from(None, Some(file.clone().into())),
+            Ok(Some("s3cret".into()))
+        );
+        let both = token_from(Some("x".into()), Some(file.into())).unwrap_err();
+        assert!(
+            both.starts_with("both ESTIMATOR_CLUSTER_TOKEN and"),
+            "{both}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_file_or_an_empty_token_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let err = token_from(None, Some(missing.clone().into())).unwrap_err();
+        assert!(
+            err.starts_with(&format!(
+                "cannot read the cluster token from {}",
+                missing.display()
+            )),
+            "{err}"
+        );
+        let blank = dir.path().join("blank");
+        std::fs::write(&blank, "\n").unwrap();
+        let err = token_from(None, Some(blank.into())).unwrap_err();
+        assert!(err.contains("is empty"), "{err}");
+        assert!(token_from(Some("".into()), None).is_err());
     }
 }

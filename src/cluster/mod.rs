@@ -1,12 +1,14 @@
-//! Cluster membership from TF_CONFIG, parsed by a pure function into typed values; the only
-//! module that reads the environment.
+//! Cluster membership from TF_CONFIG, parsed by a pure function into typed values, and the
+//! cluster's shared token; the only module that reads the environment.
 
 mod env;
 mod spec;
 mod task;
 mod tf_config;
 
-pub use env::{cluster_from_env, TF_CONFIG};
+pub use env::{
+    cluster_from_env, cluster_token_from_env, CLUSTER_TOKEN, CLUSTER_TOKEN_FILE, TF_CONFIG,
+};
 pub use spec::ClusterSpec;
 pub use task::{Task, TaskType};
 pub use tf_config::{ClusterConfig, TfConfigError};

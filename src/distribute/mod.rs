@@ -21,4 +21,6 @@ pub use collective::{
 pub use error::{DistributeError, Result};
 pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
 pub use strategy::{Distribution, Replica, Strategy, StrategyPlan};
-pub use transport::{InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT};
+pub use transport::{
+    GrpcConfig, GrpcTransport, InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT,
+};

@@ -3,8 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Transport;
-use crate::cluster::{cluster_from_env, ClusterConfig, TaskType};
+use std::time::Duration;
+
+use super::{DistributeError, GrpcConfig, GrpcTransport, Transport};
+use crate::cluster::{cluster_from_env, cluster_token_from_env, ClusterConfig, TaskType};
 use crate::error::{Error, Result};
 use crate::estimator::RunConfig;
 
@@ -143,8 +145,23 @@ impl Strategy {
                 names,
                 rank,
             } => {
-                let _ = (addresses, names, rank, config);
-                return Err(Error::Config("network transport not built yet".into()));
+                let token = cluster_token_from_env().map_err(Error::Config)?;
+                let grpc = GrpcConfig {
+                    peer_timeout: Duration::from_secs(config.peer_timeout_secs),
+                    connect_timeout: Duration::from_secs(config.startup_timeout_secs),
+                    token,
+                };
+                tracing::info!(
+                    "{} (rank {rank} of {}): connecting to {}",
+                    names[rank],
+                    names.len(),
+                    addresses.join(", ")
+                );
+                let replica = match GrpcTransport::connect(rank, &addresses, grpc) {
+                    Ok(transport) => Replica::new(Box::new(transport), names),
+                    Err(error) => return Err(Replica::naming(&names, error)),
+                };
+                Strategy::MultiWorkerMirrored(replica)
             }
         })
     }
@@ -190,10 +207,7 @@ impl Replica {
 
     /// The name of rank `rank`.
     pub fn name(&self, rank: usize) -> String {
-        self.names
-            .get(rank)
-            .cloned()
-            .unwrap_or_else(|| format!("rank {rank}"))
+        task_name(&self.names, rank)
     }
 
     /// The transport.
@@ -202,15 +216,27 @@ impl Replica {
     }
 
     /// A collective's failure as a run error naming the task at fault.
-    pub fn error(&self, error: super::DistributeError) -> Error {
+    pub fn error(&self, error: DistributeError) -> Error {
+        Self::naming(&self.names, error)
+    }
+
+    fn naming(names: &[String], error: DistributeError) -> Error {
         match error {
-            super::DistributeError::Peer { rank, message } => Error::PeerLost {
-                task: self.name(rank),
+            DistributeError::Peer { rank, message } => Error::PeerLost {
+                task: task_name(names, rank),
                 message,
             },
             other => Error::Distribute(other),
         }
     }
+}
+
+/// `names[rank]`, or "rank N" when the name is missing.
+fn task_name(names: &[String], rank: usize) -> String {
+    names
+        .get(rank)
+        .cloned()
+        .unwrap_or_else(|| format!("rank {rank}"))
 }
 
 #[cfg(test)]

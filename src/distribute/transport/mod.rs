@@ -1,7 +1,9 @@
 //! Point-to-point messaging between the ranks of a training cluster.
 
+mod grpc;
 mod in_memory;
 mod point_to_point;
 
+pub use grpc::{GrpcConfig, GrpcTransport};
 pub use in_memory::{InMemoryTransport, DEFAULT_RECV_TIMEOUT};
 pub use point_to_point::Transport;

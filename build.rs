@@ -1,0 +1,12 @@
+//! Generates the gRPC code of the collectives' transport from `proto/collective.proto`, with
+//! the protoc binary vendored by `protoc-bin-vendored`: no system protoc is needed.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut config = tonic_prost_build::Config::new();
+    config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
+    tonic_prost_build::configure()
+        // Payloads stay `bytes::Bytes`: a `Vec<u8>` handed to `send` becomes one without a copy.
+        .bytes(".estimator.collective.Envelope.payload")
+        .compile_with_config(config, &["proto/collective.proto"], &["proto"])?;
+    Ok(())
+}

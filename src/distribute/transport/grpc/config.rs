@@ -1,0 +1,97 @@
+//! What a [`GrpcTransport`](super::GrpcTransport) can be told, and the HTTP/2 settings it
+//! always uses.
+
+use std::time::Duration;
+
+use tonic::transport::{Endpoint, Server};
+
+/// How long `recv` waits for a peer unless told otherwise.
+pub(super) const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long `connect` waits for the other ranks unless told otherwise.
+pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Settings of a [`GrpcTransport`](super::GrpcTransport).
+#[derive(Clone, PartialEq, Eq)]
+pub struct GrpcConfig {
+    /// How long `recv` waits for a message before reporting the peer (default 60 s); also
+    /// bounds each wait of [`shutdown`](super::GrpcTransport::shutdown).
+    pub peer_timeout: Duration,
+    /// How long `connect` keeps trying to reach every peer, and waits for every peer to
+    /// connect back (default 120 s): the ranks of a cluster rarely start at the same moment.
+    pub connect_timeout: Duration,
+    /// A shared secret: when set, every call this rank makes carries it and its server refuses
+    /// any call without it. Every rank of a cluster must be given the same one (see
+    /// [`cluster_token_from_env`](crate::cluster::cluster_token_from_env)).
+    pub token: Option<String>,
+}
+
+impl Default for GrpcConfig {
+    fn default() -> Self {
+        Self {
+            peer_timeout: DEFAULT_PEER_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            token: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for GrpcConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcConfig")
+            .field("peer_timeout", &self.peer_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+// Flow control. HTTP/2's defaults (64 KiB windows, 16 KiB frames) let a stream carry one
+// window per round trip and cut every 1 MiB collective segment into 64 frames; on loopback
+// that caps tonic far below raw TCP. With a 16 MiB stream window (several segments in
+// flight), a 32 MiB connection window and 1 MiB frames, tonic moves data at raw-TCP
+// loopback speed (~1.8 GB/s measured on a 2-vCPU machine).
+
+/// Initial HTTP/2 window of one stream, in bytes.
+pub(super) const STREAM_WINDOW_BYTES: u32 = 16 << 20;
+/// Initial HTTP/2 window of one connection, in bytes.
+pub(super) const CONNECTION_WINDOW_BYTES: u32 = 32 << 20;
+/// Largest HTTP/2 frame accepted, in bytes (the protocol allows 16 KiB to 16 MiB).
+pub(super) const MAX_FRAME_BYTES: u32 = 1 << 20;
+/// Largest message sent or accepted, in bytes. tonic's default (4 MiB) would refuse a
+/// message of 4 MiB; collectives send 1 MiB segments, callers may send more.
+pub(super) const MAX_MESSAGE_BYTES: usize = 1 << 30;
+
+// Liveness: an HTTP/2 PING every 10 s, the connection dropped if it is not answered within
+// 20 s, so a peer whose host vanished (no FIN, no RST) is detected instead of waited for.
+
+/// Interval between HTTP/2 keepalive pings.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a keepalive ping may go unanswered.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The client side of a connection to a peer at `uri`, dialled within `connect_timeout`.
+pub(super) fn endpoint(uri: String, connect_timeout: Duration) -> Result<Endpoint, String> {
+    let endpoint = Endpoint::from_shared(uri.clone())
+        .map_err(|e| format!("'{uri}' is not a valid address: {e}"))?;
+    Ok(endpoint
+        .connect_timeout(connect_timeout)
+        // Small messages (barrier tokens, last segments) must not wait for Nagle's timer.
+        .tcp_nodelay(true)
+        .initial_stream_window_size(STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+        .max_frame_size(MAX_FRAME_BYTES)
+        .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+        .keep_alive_while_idle(true))
+}
+
+/// The server every rank runs (TCP_NODELAY is set on the listener, see `GrpcTransport`).
+pub(super) fn server() -> Server {
+    Server::builder()
+        .initial_stream_window_size(STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+        .max_frame_size(MAX_FRAME_BYTES)
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+}

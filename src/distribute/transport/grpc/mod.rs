@@ -1,0 +1,407 @@
+//! A transport between processes over gRPC (tonic on HTTP/2).
+//!
+//! Every rank runs a `Collective` server (`proto/collective.proto`) and holds one long-lived
+//! client stream (`Deliver`) to every other rank's server, so messages to a peer arrive in the
+//! order they were sent. `send` queues onto that stream and returns; the server hands what it
+//! receives to the peer's inbox, where `recv` matches tags.
+
+mod config;
+mod inbound;
+mod inbox;
+mod metadata;
+mod outbound;
+mod proto;
+#[cfg(test)]
+mod tests;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
+
+pub use config::GrpcConfig;
+use config::MAX_MESSAGE_BYTES;
+
+use super::Transport;
+use crate::distribute::error::{DistributeError, Result};
+use inbound::{CollectiveService, Inbound};
+use inbox::Inbox;
+use metadata::{check_token, token_value};
+use outbound::{dial, Caller, Outbound};
+use proto::collective_server::CollectiveServer;
+
+/// Worker threads of each transport's tokio runtime: one drives the server, one the streams
+/// to peers; more would only compete with training for the cores.
+const RUNTIME_THREADS: usize = 2;
+
+/// How long dropping the runtime waits for its tasks once every message is delivered.
+const RUNTIME_GRACE: Duration = Duration::from_millis(500);
+
+/// One rank's end of a cluster connected over gRPC; see the [module docs](self).
+///
+/// Owns a tokio runtime: create, use and drop it from ordinary threads, not from async code.
+///
+/// Dropping it shuts down as [`shutdown`](GrpcTransport::shutdown) does, logging instead of
+/// returning errors (and without waiting for peers while the thread panics).
+pub struct GrpcTransport {
+    rank: usize,
+    world_size: usize,
+    peer_timeout: Duration,
+    local_addr: SocketAddr,
+    /// The stream to each peer (`None` at this rank's own index).
+    outbound: Vec<Option<Outbound>>,
+    /// The messages from each peer (`None` at this rank's own index).
+    inboxes: Vec<Option<Inbox>>,
+    /// The state of every peer's stream to this rank's server.
+    inbound: Arc<Inbound>,
+    /// Stops the server gracefully: it finishes the calls under way (sends their answers).
+    stop_server: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<()>>,
+    /// `None` once shut down.
+    runtime: Option<Runtime>,
+}
+
+impl std::fmt::Debug for GrpcTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcTransport")
+            .field("rank", &self.rank)
+            .field("world_size", &self.world_size)
+            .field("local_addr", &self.local_addr)
+            .field("peer_timeout", &self.peer_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GrpcTransport {
+    /// Joins the cluster whose ranks listen at `addresses` ("host:port", index = rank) as
+    /// `rank`: serves on the port of `addresses[rank]`, connects to every other rank
+    /// (retrying until `config.connect_timeout` while they start) and returns once every rank
+    /// has connected to this one too.
+    ///
+    /// The server listens on that address itself when it is a loopback IP (a cluster on one
+    /// machine), otherwise on every interface: a Kubernetes service name resolves to an
+    /// address the pod cannot bind.
+    ///
+    /// Errors name the rank at fault: a peer not reachable in time (with its address), a peer
+    /// started with another world size, a wrong token.
+    pub fn connect(rank: usize, addresses: &[String], config: GrpcConfig) -> Result<Self> {
+        let own = addresses
+            .get(rank)
+            .ok_or_else(|| out_of_range(rank, addresses))?;
+        let listen = listen_address(own)
+            .map_err(|message| DistributeError::invalid(format!("rank {rank}: {message}")))?;
+        let listener = TcpListener::bind(listen).map_err(|e| {
+            DistributeError::invalid(format!("rank {rank} cannot listen on {listen}: {e}"))
+        })?;
+        Self::connect_with_listener(rank, addresses, listener, config)
+    }
+
+    /// [`connect`](GrpcTransport::connect) serving on `listener`, bound beforehand (to port 0
+    /// for a free port, for instance); `addresses[rank]` must reach it.
+    pub fn connect_with_listener(
+        rank: usize,
+        addresses: &[String],
+        listener: TcpListener,
+        config: GrpcConfig,
+    ) -> Result<Self> {
+        if rank >= addresses.len() {
+            return Err(out_of_range(rank, addresses));
+        }
+        let world_size = addresses.len();
+        let token = config
+            .token
+            .as_deref()
+            .map(token_value)
+            .transpose()
+            .map_err(DistributeError::invalid)?;
+        let io = |what: &str, e: std::io::Error| {
+            DistributeError::invalid(format!("rank {rank} cannot {what}: {e}"))
+        };
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| io("read its listener's address", e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| io("use its listener", e))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_THREADS)
+            .thread_name(format!("estimator-grpc-{rank}"))
+            .enable_all()
+            .build()
+            .map_err(|e| io("start its tokio runtime", e))?;
+
+        let (inbound, receivers) = Inbound::new(rank, world_size);
+        let (stop_server, stopped) = oneshot::channel::<()>();
+        let server;
+        {
+            let _context = runtime.enter();
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .map_err(|e| io("use its listener", e))?;
+            // Set here: the server's own `tcp_nodelay` does not apply to a given listener.
+            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            let service = CollectiveServer::new(CollectiveService::new(Arc::clone(&inbound)))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES);
+            let expected = config.token.as_deref().map(|t| Arc::from(t.as_bytes()));
+            let service = InterceptedService::new(service, check_token(expected));
+            server = runtime.spawn(async move {
+                let stop = async {
+                    let _ = stopped.await;
+                };
+                let served = config::server()
+                    .serve_with_incoming_shutdown(service, incoming, stop)
+                    .await;
+                if let Err(e) = served {
+                    tracing::warn!("the gRPC server of rank {rank} stopped: {e}");
+                }
+            });
+        }
+
+        let inboxes = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(peer, events)| events.map(|events| Inbox::new(peer, events)))
+            .collect();
+        let mut transport = GrpcTransport {
+            rank,
+            world_size,
+            peer_timeout: config.peer_timeout,
+            local_addr,
+            outbound: (0..world_size).map(|_| None).collect(),
+            inboxes,
+            inbound,
+            stop_server: Some(stop_server),
+            server: Some(server),
+            runtime: Some(runtime),
+        };
+        let caller = Caller {
+            rank,
+            world_size,
+            token,
+        };
+        match transport.join(addresses, &caller, config.connect_timeout) {
+            Ok(()) => Ok(transport),
+            Err(e) => {
+                // Answers already decided (a refused handshake) still reach the peers, which
+                // can then report why instead of finding this rank gone.
+                if let Some(runtime) = transport.runtime.take() {
+                    transport.stop_server(&runtime, RUNTIME_GRACE);
+                    runtime.shutdown_timeout(RUNTIME_GRACE);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Opens a stream to every peer, then waits for every peer's stream to this rank. A peer
+    /// this rank's server refused (another world size, say) ends the wait at once.
+    fn join(&mut self, addresses: &[String], caller: &Caller, timeout: Duration) -> Result<()> {
+        let runtime = self
+            .runtime
+            .as_ref()
+            .expect("a transport being joined runs");
+        let deadline = tokio::time::Instant::now() + timeout;
+        let dials: Vec<_> = (0..self.world_size)
+            .filter(|&peer| peer != self.rank)
+            .map(|peer| {
+                let caller = caller.clone();
+                let address = addresses[peer].clone();
+                let dialling =
+                    async move { dial(&caller, peer, &address, deadline, timeout).await };
+                (peer, runtime.spawn(dialling))
+            })
+            .collect();
+        let inbound = Arc::clone(&self.inbound);
+        let clients = runtime.block_on(async move {
+            let all = async {
+                let mut clients = Vec::with_capacity(dials.len());
+                for (peer, dialling) in dials {
+                    let client = dialling.await.map_err(|e| {
+                        DistributeError::peer(peer, format!("dialling it failed: {e}"))
+                    })??;
+                    clients.push((peer, client));
+                }
+                Ok(clients)
+            };
+            tokio::select! {
+                clients = all => clients,
+                refused = inbound.refused() => Err(refused),
+            }
+        })?;
+        let _context = runtime.enter();
+        for (peer, client) in clients {
+            self.outbound[peer] = Some(Outbound::open(caller, peer, client));
+        }
+        self.inbound.wait_opened(deadline.into_std(), timeout)
+    }
+
+    /// The address this rank's server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// How long `recv` waits for a peer.
+    pub fn peer_timeout(&self) -> Duration {
+        self.peer_timeout
+    }
+
+    /// Changes how long `recv` waits for a peer.
+    pub fn set_peer_timeout(&mut self, timeout: Duration) {
+        self.peer_timeout = timeout;
+    }
+
+    /// Leaves the cluster without losing a message: closes the stream to every peer and waits
+    /// until each has acknowledged everything sent to it, then waits until every peer has
+    /// closed its stream to this rank (it has shut down too, or is gone), then stops the
+    /// server. Each wait is bounded by the peer timeout. Every rank may call it at the same
+    /// time; a process can exit right after it returns, even after its last `send`.
+    ///
+    /// The error names the first peer that did not acknowledge or did not close in time.
+    pub fn shutdown(mut self) -> Result<()> {
+        self.close()
+    }
+
+    fn close(&mut self) -> Result<()> {
+        let Some(runtime) = self.runtime.take() else {
+            return Ok(());
+        };
+        let (me, timeout) = (self.rank, self.peer_timeout);
+        let mut outbound: Vec<Outbound> =
+            self.outbound.iter_mut().filter_map(Option::take).collect();
+        // Close every stream first, so that the peers acknowledge concurrently.
+        outbound.iter_mut().for_each(Outbound::close);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let acknowledged = runtime.block_on(async {
+            let mut first = Ok(());
+            for stream in &mut outbound {
+                let acknowledged = stream.acknowledged(me, deadline, timeout).await;
+                first = first.and(acknowledged);
+            }
+            first
+        });
+        // The server keeps running meanwhile: peers still sending to this rank get their
+        // acknowledgements, so ranks shutting down together do not wait on one another.
+        let closed = self.inbound.wait_ended(Instant::now() + timeout, timeout);
+        // A stream is over once its handler returned: the server may not have written the
+        // acknowledgement yet. A graceful stop writes it before closing the connections.
+        self.stop_server(&runtime, timeout);
+        runtime.shutdown_timeout(RUNTIME_GRACE);
+        acknowledged.and(closed)
+    }
+
+    /// Stops the server gracefully: it sends the answers of the calls that have one and
+    /// closes its connections, waiting at most `timeout` for that.
+    fn stop_server(&mut self, runtime: &Runtime, timeout: Duration) {
+        if let (Some(stop), Some(server)) = (self.stop_server.take(), self.server.take()) {
+            let _ = stop.send(());
+            let stopped = runtime.block_on(async { tokio::time::timeout(timeout, server).await });
+            if stopped.is_err() {
+                let rank = self.rank;
+                tracing::warn!("the gRPC server of rank {rank} did not stop within {timeout:?}");
+            }
+        }
+    }
+
+    /// Drops every connection at once, as a crash would: peers see the connection lost.
+    fn abandon(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(RUNTIME_GRACE);
+        }
+    }
+
+    /// Simulates a crash of this rank.
+    #[cfg(test)]
+    fn crash(mut self) {
+        self.abandon();
+    }
+
+    fn check_peer(&self, peer: usize, verb: &str) -> Result<()> {
+        if peer == self.rank || peer >= self.world_size {
+            return Err(DistributeError::invalid(format!(
+                "rank {} cannot {verb} rank {peer} (world size {})",
+                self.rank, self.world_size
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for GrpcTransport {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.abandon();
+        } else if let Err(e) = self.close() {
+            tracing::warn!(
+                "rank {} shut its gRPC transport down uncleanly: {e}",
+                self.rank
+            );
+        }
+    }
+}
+
+impl Transport for GrpcTransport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
+        self.check_peer(to, "send to")?;
+        let me = self.rank;
+        match &mut self.outbound[to] {
+            Some(stream) => stream.send(me, tag, payload),
+            None => Err(DistributeError::peer(
+                to,
+                format!("no stream from rank {me}"),
+            )),
+        }
+    }
+
+    fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>> {
+        self.check_peer(from, "receive from")?;
+        let (me, timeout) = (self.rank, self.peer_timeout);
+        match &mut self.inboxes[from] {
+            Some(inbox) => inbox.recv(me, tag, timeout),
+            None => Err(DistributeError::peer(
+                from,
+                format!("no stream to rank {me}"),
+            )),
+        }
+    }
+}
+
+fn out_of_range(rank: usize, addresses: &[String]) -> DistributeError {
+    DistributeError::invalid(format!(
+        "rank {rank} is outside the {} addresses given",
+        addresses.len()
+    ))
+}
+
+/// Where a rank whose peers reach it at `address` ("host:port") listens: the address itself
+/// for a loopback IP, otherwise every interface, on its port.
+fn listen_address(address: &str) -> Result<SocketAddr, String> {
+    let authority = address
+        .split_once("://")
+        .map_or(address, |(_, rest)| rest)
+        .trim_end_matches('/');
+    let (host, port) = authority
+        .rsplit_once(':')
+        .ok_or_else(|| format!("address '{address}' is not host:port"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("address '{address}' has no valid port"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok(match host.parse::<IpAddr>() {
+        Ok(ip) if ip.is_loopback() => SocketAddr::new(ip, port),
+        Ok(IpAddr::V6(_)) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port),
+        _ => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port),
+    })
+}
