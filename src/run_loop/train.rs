@@ -200,15 +200,15 @@ where
         } else {
             None
         };
-        let (source, checkpoint) = if self.sync.is_some() {
+        // A chief without a checkpoint offers its freshly initialised model.
+        let fresh = if self.sync.is_some() && self.is_chief() && latest.is_none() {
+            Some(self.snapshot()?)
+        } else {
+            None
+        };
+        let (source, checkpoint) = if let Some(sync) = self.sync.as_mut() {
             let source = latest.as_ref().map(|(path, _)| path.clone());
-            // The chief offers its latest checkpoint, or its fresh model.
-            let offer = match latest {
-                Some((_, checkpoint)) => Some(checkpoint),
-                None if self.is_chief() => Some(self.snapshot()?),
-                None => None,
-            };
-            let sync = self.sync.as_mut().expect("checked above");
+            let offer = latest.map(|(_, checkpoint)| checkpoint).or(fresh);
             let checkpoint = sync.share_state(offer)?;
             let source = source.unwrap_or_else(|| "the chief's broadcast".into());
             (source, checkpoint)
