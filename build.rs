@@ -7,6 +7,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         // Payloads stay `bytes::Bytes`: a `Vec<u8>` handed to `send` becomes one without a copy.
         .bytes(".estimator.collective.Envelope.payload")
+        // The server implements `Hello` alone; `Deliver` is served by hand-written framing.
+        .generate_default_stubs(true)
         .compile_with_config(config, &["proto/collective.proto"], &["proto"])?;
     Ok(())
 }

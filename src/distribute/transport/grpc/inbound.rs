@@ -1,17 +1,13 @@
-//! The server side: the `Collective` service that takes each peer's stream of messages and
-//! feeds them to that peer's inbox, and the state of those streams.
+//! What the server shares with the transport: the sending half of each peer's inbox, and
+//! where each peer's stream to this rank stands.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::sync::watch;
-use tonic::{Request, Response, Status, Streaming};
 
-use super::metadata::caller_rank;
-use super::proto::collective_server::Collective;
-use super::proto::{Ack, Envelope, HelloReply, HelloRequest};
+use super::wire::Payload;
 use crate::distribute::error::{DistributeError, Result};
 
 /// What a peer's stream delivers to its inbox.
@@ -21,7 +17,7 @@ pub(super) enum Event {
         /// Its tag.
         tag: u64,
         /// Its payload.
-        payload: Bytes,
+        payload: Payload,
     },
     /// The stream is over: why (the peer shut down, or the connection broke). Nothing follows.
     Ended(String),
@@ -45,8 +41,8 @@ struct State {
 
 /// The streams from every peer to this rank, shared by the service and the transport.
 pub(super) struct Inbound {
-    rank: usize,
-    world_size: usize,
+    pub(super) rank: usize,
+    pub(super) world_size: usize,
     /// The sending half of each peer's inbox, taken by the peer's stream when it opens.
     senders: Vec<Mutex<Option<Sender<Event>>>>,
     state: Mutex<State>,
@@ -99,7 +95,25 @@ impl Inbound {
         self.changed.notify_all();
     }
 
-    fn refuse(&self, peer: usize, message: String) -> String {
+    /// The sending half of `peer`'s inbox, for its stream; `None` if a stream took it already.
+    pub(super) fn take_inbox(&self, peer: usize) -> Option<Sender<Event>> {
+        self.senders[peer]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// Marks `peer`'s stream open until the guard returned is dropped.
+    pub(super) fn open(&self, peer: usize) -> OpenStream<'_> {
+        self.set(peer, Stream::Open);
+        OpenStream {
+            inbound: self,
+            peer,
+        }
+    }
+
+    /// Records that this server refused `peer` (the first refusal is kept); `message` back.
+    pub(super) fn refuse(&self, peer: usize, message: String) -> String {
         self.refusal.send_if_modified(|refusal| {
             let first = refusal.is_none();
             if first {
@@ -194,20 +208,9 @@ impl Inbound {
     }
 }
 
-/// The `Collective` service of one rank.
-pub(super) struct CollectiveService {
-    inbound: Arc<Inbound>,
-}
-
-impl CollectiveService {
-    pub(super) fn new(inbound: Arc<Inbound>) -> Self {
-        Self { inbound }
-    }
-}
-
-/// Marks a peer's stream over when its handler ends, however it ends: the server may drop a
+/// Marks a peer's stream over when dropped, however its handler ends: the server may drop a
 /// handler without running it to completion.
-struct OpenStream<'a> {
+pub(super) struct OpenStream<'a> {
     inbound: &'a Inbound,
     peer: usize,
 }
@@ -215,92 +218,5 @@ struct OpenStream<'a> {
 impl Drop for OpenStream<'_> {
     fn drop(&mut self) {
         self.inbound.set(self.peer, Stream::Ended);
-    }
-}
-
-#[tonic::async_trait]
-impl Collective for CollectiveService {
-    async fn hello(
-        &self,
-        request: Request<HelloRequest>,
-    ) -> std::result::Result<Response<HelloReply>, Status> {
-        let inbound = &*self.inbound;
-        let HelloRequest { rank, world_size } = request.into_inner();
-        let (peer, peer_world) = (rank as usize, world_size as usize);
-        if peer_world != inbound.world_size {
-            let message = inbound.refuse(
-                peer,
-                format!(
-                    "was started with a world size of {peer_world}, rank {} with {}",
-                    inbound.rank, inbound.world_size
-                ),
-            );
-            return Err(Status::failed_precondition(format!(
-                "rank {peer} {message}"
-            )));
-        }
-        if peer >= inbound.world_size || peer == inbound.rank {
-            let message = inbound.refuse(
-                peer,
-                format!(
-                    "claims rank {peer}, which is rank {}'s own or outside 0..{}: are the \
-                     ranks and addresses the same on every process?",
-                    inbound.rank, inbound.world_size
-                ),
-            );
-            return Err(Status::invalid_argument(format!("a caller {message}")));
-        }
-        Ok(Response::new(HelloReply {
-            rank: inbound.rank as u32,
-            world_size: inbound.world_size as u32,
-        }))
-    }
-
-    async fn deliver(
-        &self,
-        request: Request<Streaming<Envelope>>,
-    ) -> std::result::Result<Response<Ack>, Status> {
-        let inbound = &*self.inbound;
-        let peer = caller_rank(request.metadata())?;
-        if peer >= inbound.world_size || peer == inbound.rank {
-            return Err(Status::invalid_argument(format!(
-                "rank {peer} cannot stream to rank {} (world size {})",
-                inbound.rank, inbound.world_size
-            )));
-        }
-        let taken = inbound.senders[peer]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        let Some(inbox) = taken else {
-            let message = inbound.refuse(
-                peer,
-                format!("opened a second stream to rank {}", inbound.rank),
-            );
-            return Err(Status::already_exists(format!("rank {peer} {message}")));
-        };
-        inbound.set(peer, Stream::Open);
-        let _open = OpenStream { inbound, peer };
-        let mut stream = request.into_inner();
-        let mut received = 0u64;
-        // The inbox may be gone (the transport dropped); the stream is still read to its end
-        // so the peer's shutdown gets its acknowledgement.
-        loop {
-            match stream.message().await {
-                Ok(Some(Envelope { tag, payload })) => {
-                    received += 1;
-                    let _ = inbox.send(Event::Message { tag, payload });
-                }
-                Ok(None) => {
-                    let _ = inbox.send(Event::Ended("it shut down".into()));
-                    return Ok(Response::new(Ack { received }));
-                }
-                Err(status) => {
-                    let reason = format!("its stream broke: {}", status.message());
-                    let _ = inbox.send(Event::Ended(reason));
-                    return Err(status);
-                }
-            }
-        }
     }
 }

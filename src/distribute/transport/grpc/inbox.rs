@@ -5,9 +5,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use super::inbound::Event;
+use super::wire::Payload;
 use crate::distribute::error::{DistributeError, Result};
 
 /// Messages from one peer to this rank.
@@ -15,7 +14,7 @@ pub(super) struct Inbox {
     peer: usize,
     events: Receiver<Event>,
     /// Messages that arrived before they were asked for, by tag, oldest first.
-    early: HashMap<u64, VecDeque<Bytes>>,
+    early: HashMap<u64, VecDeque<Payload>>,
     /// Why the peer's stream ended, once it has.
     ended: Option<String>,
 }
@@ -35,13 +34,13 @@ impl Inbox {
     /// reported at once.
     pub(super) fn recv(&mut self, me: usize, tag: u64, timeout: Duration) -> Result<Vec<u8>> {
         if let Some(payload) = self.early.get_mut(&tag).and_then(VecDeque::pop_front) {
-            return Ok(payload.into());
+            return Ok(payload.into_vec());
         }
         let deadline = Instant::now() + timeout;
         while self.ended.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {
-                Ok(Event::Message { tag: t, payload }) if t == tag => return Ok(payload.into()),
+                Ok(Event::Message { tag: t, payload }) if t == tag => return Ok(payload.into_vec()),
                 Ok(Event::Message { tag: t, payload }) => {
                     self.early.entry(t).or_default().push_back(payload)
                 }
@@ -77,7 +76,7 @@ mod tests {
     fn message(tag: u64, byte: u8) -> Event {
         Event::Message {
             tag,
-            payload: Bytes::from(vec![byte]),
+            payload: vec![byte].into(),
         }
     }
 

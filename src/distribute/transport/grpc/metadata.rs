@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use tonic::metadata::{AsciiMetadataValue, MetadataMap};
+use tonic::codegen::http::HeaderMap;
+use tonic::metadata::AsciiMetadataValue;
 use tonic::{Request, Status};
 
 /// Metadata key of the caller's rank (on `Deliver`).
@@ -40,9 +41,15 @@ pub(super) fn outgoing<T>(
     request
 }
 
-/// The caller's rank from a request's metadata.
-pub(super) fn caller_rank(metadata: &MetadataMap) -> Result<usize, Status> {
-    metadata
+/// The metadata of [`outgoing`] as HTTP headers, for a call made without the generated client.
+pub(super) fn outgoing_headers(rank: usize, token: Option<&AsciiMetadataValue>) -> HeaderMap {
+    let (metadata, _, ()) = outgoing((), rank, token).into_parts();
+    metadata.into_headers()
+}
+
+/// The caller's rank from a request's headers.
+pub(super) fn caller_rank(headers: &HeaderMap) -> Result<usize, Status> {
+    headers
         .get(RANK_KEY)
         .and_then(|value| value.to_str().ok())
         .and_then(|text| text.parse().ok())
@@ -118,9 +125,11 @@ mod tests {
 
     #[test]
     fn the_rank_travels_in_the_metadata() {
-        let request = outgoing((), 3, None);
-        assert_eq!(caller_rank(request.metadata()).unwrap(), 3);
-        let status = caller_rank(&MetadataMap::new()).unwrap_err();
+        let token = token_value("s3cret").unwrap();
+        let headers = outgoing_headers(3, Some(&token));
+        assert_eq!(caller_rank(&headers).unwrap(), 3);
+        assert_eq!(headers.get(TOKEN_KEY).unwrap(), "s3cret");
+        let status = caller_rank(&HeaderMap::new()).unwrap_err();
         assert_eq!(status.code(), tonic::Code::InvalidArgument);
     }
 }

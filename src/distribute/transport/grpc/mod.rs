@@ -3,16 +3,21 @@
 //! Every rank runs a `Collective` server (`proto/collective.proto`) and holds one long-lived
 //! client stream (`Deliver`) to every other rank's server, so messages to a peer arrive in the
 //! order they were sent. `send` queues onto that stream and returns; the server hands what it
-//! receives to the peer's inbox, where `recv` matches tags.
+//! receives to the peer's inbox, where `recv` matches tags. `Hello` (the handshake) goes
+//! through the code tonic generates; `Deliver` carries the same protobuf messages framed by
+//! hand ([`wire`]) so that payloads are not copied on the way.
 
 mod config;
+mod dial;
 mod inbound;
 mod inbox;
 mod metadata;
 mod outbound;
 mod proto;
+mod service;
 #[cfg(test)]
 mod tests;
+mod wire;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -29,14 +34,15 @@ use config::MAX_MESSAGE_BYTES;
 
 use super::Transport;
 use crate::distribute::error::{DistributeError, Result};
-use inbound::{CollectiveService, Inbound};
+use dial::{dial, Caller};
+use inbound::Inbound;
 use inbox::Inbox;
 use metadata::{check_token, token_value};
-use outbound::{dial, Caller, Outbound};
-use proto::collective_server::CollectiveServer;
+use outbound::Outbound;
+use service::Routes;
 
-/// Worker threads of each transport's tokio runtime: one drives the server, one the streams
-/// to peers; more would only compete with training for the cores.
+/// Worker threads of each transport's tokio runtime: enough for the server and the streams to
+/// peers to progress side by side; more would only compete with training for the cores.
 const RUNTIME_THREADS: usize = 2;
 
 /// How long dropping the runtime waits for its tasks once every message is delivered.
@@ -45,6 +51,7 @@ const RUNTIME_GRACE: Duration = Duration::from_millis(500);
 /// One rank's end of a cluster connected over gRPC; see the [module docs](self).
 ///
 /// Owns a tokio runtime: create, use and drop it from ordinary threads, not from async code.
+/// A message may hold up to 1 GiB.
 ///
 /// Dropping it shuts down as [`shutdown`](GrpcTransport::shutdown) does, logging instead of
 /// returning errors (and without waiting for peers while the thread panics).
@@ -144,9 +151,7 @@ impl GrpcTransport {
                 .map_err(|e| io("use its listener", e))?;
             // Set here: the server's own `tcp_nodelay` does not apply to a given listener.
             let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-            let service = CollectiveServer::new(CollectiveService::new(Arc::clone(&inbound)))
-                .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES);
+            let service = Routes::new(Arc::clone(&inbound), MAX_MESSAGE_BYTES);
             let expected = config.token.as_deref().map(|t| Arc::from(t.as_bytes()));
             let service = InterceptedService::new(service, check_token(expected));
             server = runtime.spawn(async move {

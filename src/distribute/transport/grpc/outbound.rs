@@ -1,133 +1,29 @@
-//! The client side: reaching a peer (retrying until it is up), the handshake, and the one
-//! long-lived stream that carries every message to it in order.
+//! The one long-lived `Deliver` stream that carries every message to a peer, in order.
 
-use std::error::Error as StdError;
+use std::future::poll_fn;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::metadata::AsciiMetadataValue;
+use tonic::body::Body;
+use tonic::codegen::http::{header, HeaderMap, HeaderValue, Method, Request, Uri};
+use tonic::codegen::Service;
 use tonic::transport::Channel;
-use tonic::{Code, Status};
+use tonic::Status;
 
-use super::config::{endpoint, MAX_MESSAGE_BYTES};
-use super::metadata::outgoing;
-use super::proto::collective_client::CollectiveClient;
-use super::proto::{Envelope, HelloRequest};
+use super::config::MAX_MESSAGE_BYTES;
+use super::dial::{chain, Caller};
+use super::metadata::outgoing_headers;
+use super::wire::{read_ack, EnvelopeBody, Outgoing, DELIVER_PATH};
 use crate::distribute::error::{DistributeError, Result};
-
-/// Who is calling, and with which token.
-#[derive(Clone)]
-pub(super) struct Caller {
-    pub(super) rank: usize,
-    pub(super) world_size: usize,
-    pub(super) token: Option<AsciiMetadataValue>,
-}
-
-/// Why an attempt to reach a peer failed.
-enum Failure {
-    /// The peer answered and refused: trying again cannot help.
-    Refused(String),
-    /// The peer is not up (yet), or the connection failed: worth another try.
-    Transient(String),
-}
-
-/// Connects to `peer` at `address` and shakes hands, retrying with backoff until `deadline`
-/// while the peer is not up yet. A refused handshake is not retried.
-pub(super) async fn dial(
-    caller: &Caller,
-    peer: usize,
-    address: &str,
-    deadline: Instant,
-    connect_timeout: Duration,
-) -> Result<CollectiveClient<Channel>> {
-    let uri = if address.contains("://") {
-        address.to_string()
-    } else {
-        format!("http://{address}")
-    };
-    let left = deadline.saturating_duration_since(Instant::now());
-    let endpoint = endpoint(uri, left.max(Duration::from_millis(1)))
-        .map_err(|message| DistributeError::invalid(format!("rank {peer}: {message}")))?;
-    let mut backoff = Duration::from_millis(20);
-    loop {
-        let attempt = async {
-            let channel = endpoint
-                .connect()
-                .await
-                .map_err(|e| Failure::Transient(chain(&e)))?;
-            let mut client = CollectiveClient::new(channel)
-                .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES);
-            let hello = HelloRequest {
-                rank: caller.rank as u32,
-                world_size: caller.world_size as u32,
-            };
-            let reply = client
-                .hello(outgoing(hello, caller.rank, caller.token.as_ref()))
-                .await
-                .map_err(|status| match status.code() {
-                    Code::FailedPrecondition
-                    | Code::InvalidArgument
-                    | Code::Unauthenticated
-                    | Code::PermissionDenied
-                    | Code::Unimplemented => Failure::Refused(format!(
-                        "refused the handshake of rank {}: {}",
-                        caller.rank,
-                        status.message()
-                    )),
-                    _ => Failure::Transient(format!("handshake failed: {}", status.message())),
-                })?
-                .into_inner();
-            if reply.rank as usize != peer || reply.world_size as usize != caller.world_size {
-                return Err(Failure::Refused(format!(
-                    "the server at {address} is rank {} of {}, where rank {} expects rank \
-                     {peer} of {}: are the addresses the same, in rank order, on every process?",
-                    reply.rank, reply.world_size, caller.rank, caller.world_size
-                )));
-            }
-            Ok(client)
-        };
-        let last_error = match tokio::time::timeout_at(deadline, attempt).await {
-            Ok(Ok(client)) => return Ok(client),
-            Ok(Err(Failure::Refused(refusal))) => return Err(DistributeError::peer(peer, refusal)),
-            Ok(Err(Failure::Transient(error))) => error,
-            Err(_) => "no answer".to_string(),
-        };
-        if Instant::now() + backoff >= deadline {
-            return Err(DistributeError::peer(
-                peer,
-                format!(
-                    "could not be reached at {address} within {connect_timeout:?} (last \
-                     error: {last_error})"
-                ),
-            ));
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
-    }
-}
-
-/// An error with its sources: tonic's transport errors say little at the top level.
-fn chain(error: &dyn StdError) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
 
 /// The stream of messages to one peer.
 pub(super) struct Outbound {
     peer: usize,
     /// Feeds the stream; dropped to close it.
-    messages: Option<UnboundedSender<Envelope>>,
+    messages: Option<UnboundedSender<Outgoing>>,
     /// Messages queued so far.
     sent: u64,
     /// The call: its answer is how many messages the peer received.
@@ -137,27 +33,19 @@ pub(super) struct Outbound {
 }
 
 impl Outbound {
-    /// Opens the stream to `peer` over `client`, on the current tokio runtime.
-    pub(super) fn open(
-        caller: &Caller,
-        peer: usize,
-        mut client: CollectiveClient<Channel>,
-    ) -> Self {
+    /// Opens the stream to `peer` over `channel`, on the current tokio runtime.
+    pub(super) fn open(caller: &Caller, peer: usize, channel: Channel) -> Self {
         let (tx, rx) = unbounded_channel();
-        let request = outgoing(
-            UnboundedReceiverStream::new(rx),
-            caller.rank,
-            caller.token.as_ref(),
-        );
+        let headers = outgoing_headers(caller.rank, caller.token.as_ref());
         let failure = Arc::new(Mutex::new(None));
         let failed = Arc::clone(&failure);
         let call = tokio::spawn(async move {
-            let answer = client.deliver(request).await;
+            let answer = deliver(channel, headers, rx).await;
             if let Err(status) = &answer {
                 *failed.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some(format!("{:?}: {}", status.code(), status.message()));
             }
-            answer.map(|ack| ack.into_inner().received)
+            answer
         });
         Self {
             peer,
@@ -178,15 +66,11 @@ impl Outbound {
                 MAX_MESSAGE_BYTES
             )));
         }
-        let envelope = Envelope {
-            tag,
-            // Takes over the vector's buffer: no copy.
-            payload: payload.into(),
-        };
+        // `Bytes` takes over the vector's buffer: no copy.
         let queued = self
             .messages
             .as_ref()
-            .is_some_and(|tx| tx.send(envelope).is_ok());
+            .is_some_and(|tx| tx.send((tag, payload.into())).is_ok());
         if !queued {
             return Err(self.lost(me, tag));
         }
@@ -256,4 +140,28 @@ impl Outbound {
         }
         Ok(())
     }
+}
+
+/// The `Deliver` call: streams `messages` until the sender closes them, then returns how many
+/// the peer acknowledged.
+async fn deliver(
+    mut channel: Channel,
+    headers: HeaderMap,
+    messages: UnboundedReceiver<Outgoing>,
+) -> std::result::Result<u64, Status> {
+    let mut request = Request::new(Body::new(EnvelopeBody::new(messages)));
+    *request.method_mut() = Method::POST;
+    *request.uri_mut() = Uri::from_static(DELIVER_PATH);
+    *request.headers_mut() = headers;
+    let grpc = HeaderValue::from_static("application/grpc");
+    request.headers_mut().insert(header::CONTENT_TYPE, grpc);
+    let trailers = HeaderValue::from_static("trailers");
+    request.headers_mut().insert(header::TE, trailers);
+    let unavailable = |e: tonic::transport::Error| Status::unavailable(chain(&e));
+    poll_fn(|cx| channel.poll_ready(cx))
+        .await
+        .map_err(unavailable)?;
+    let response = channel.call(request).await.map_err(unavailable)?;
+    let (head, body) = response.into_parts();
+    read_ack(&head.headers, body).await
 }

@@ -180,8 +180,9 @@ fn a_five_mib_message_passes_both_ways() {
     assert!(out[0] == message && out[1] == message);
 }
 
-/// Calls `address`'s server as a client outside the cluster would, with `token` if any.
-fn raw_calls(address: SocketAddr, token: Option<&str>) -> (Code, Code) {
+/// Calls `address`'s server with the generated client, claiming rank `rank` of 2 and
+/// presenting `token` if any: the codes of `Hello` and of `Deliver`.
+fn raw_calls(address: SocketAddr, rank: usize, token: Option<&str>) -> (Code, Code) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -192,11 +193,11 @@ fn raw_calls(address: SocketAddr, token: Option<&str>) -> (Code, Code) {
             .unwrap();
         let token = token.map(|t| token_value(t).unwrap());
         let hello = HelloRequest {
-            rank: 1,
+            rank: rank as u32,
             world_size: 2,
         };
         let hello = client
-            .hello(metadata::outgoing(hello, 1, token.as_ref()))
+            .hello(metadata::outgoing(hello, rank, token.as_ref()))
             .await
             .map_or_else(|status| status.code(), |_| Code::Ok);
         let stream = tokio_stream::iter(vec![Envelope {
@@ -204,7 +205,7 @@ fn raw_calls(address: SocketAddr, token: Option<&str>) -> (Code, Code) {
             payload: vec![1].into(),
         }]);
         let deliver = client
-            .deliver(metadata::outgoing(stream, 1, token.as_ref()))
+            .deliver(metadata::outgoing(stream, rank, token.as_ref()))
             .await
             .map_or_else(|status| status.code(), |_| Code::Ok);
         (hello, deliver)
@@ -220,16 +221,18 @@ fn a_cluster_with_a_token_works_and_refuses_calls_without_it() {
     let out = on_threads(connect(2, with_token), |mut t| {
         let mut values = input(t.rank(), 10);
         all_reduce_sum(&mut t, &mut values).unwrap();
-        let refused = [None, Some("wrong-token")].map(|token| raw_calls(t.local_addr(), token));
+        let other = 1 - t.rank();
+        let calls = [None, Some("wrong-token"), Some("s3cret-token")]
+            .map(|token| raw_calls(t.local_addr(), other, token));
         t.shutdown().unwrap();
-        (values, refused)
+        (values, calls)
     });
     assert_eq!(out[0].0, out[1].0);
-    for (_, refused) in out {
-        for (hello, deliver) in refused {
-            assert_eq!(hello, Code::Unauthenticated);
-            assert_eq!(deliver, Code::Unauthenticated);
-        }
+    for (_, [missing, wrong, right]) in out {
+        assert_eq!(missing, (Code::Unauthenticated, Code::Unauthenticated));
+        assert_eq!(wrong, (Code::Unauthenticated, Code::Unauthenticated));
+        // With the token the calls get through: the stream of that rank is already open.
+        assert_eq!(right, (Code::Ok, Code::AlreadyExists));
     }
 }
 

@@ -1,0 +1,356 @@
+//! Ring all-reduce over the gRPC transport against the same ring over raw TCP, on loopback.
+//!
+//! Run: `cargo bench --bench allreduce` (add `-- --sizes 1,16 --ranks 2 --rounds 3` for a
+//! quick run, `--segment-kib 4096` to cut messages other than the default 1 MiB). Every rank is a thread of this process with its own `GrpcTransport` (own
+//! tokio runtime, own server on a free 127.0.0.1 port) and its own `TcpTransport`: a minimal
+//! transport of this file, one plain `TcpStream` per pair of ranks, a writer and a reader
+//! thread per peer, length-prefixed messages. Both run the crate's ring all-reduce, so the
+//! comparison is like for like. Each round times gRPC, then raw TCP, then a plain stream of
+//! the same bytes between two sockets (A B C, A B C, …) because this machine's speed drifts;
+//! the report gives medians and the median of the per-round gRPC / TCP ratios.
+//!
+//! algbw = buffer bytes / time; busbw = algbw · 2(n−1)/n, the bytes each rank moves per
+//! second in a ring all-reduce (NCCL's convention), comparable across rank counts.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use estimator::distribute::{
+    all_reduce_sum_with, CollectiveConfig, DistributeError, GrpcConfig, GrpcTransport, Result,
+    Transport,
+};
+
+const MIB: usize = 1 << 20;
+
+struct Args {
+    sizes_mib: Vec<usize>,
+    ranks: Vec<usize>,
+    rounds: usize,
+    collective: CollectiveConfig,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        sizes_mib: vec![1, 16, 64, 256],
+        ranks: vec![2, 4],
+        rounds: 5,
+        collective: CollectiveConfig::default(),
+    };
+    let list = |v: &str| -> Vec<usize> {
+        v.split(',')
+            .map(|x| x.trim().parse().expect("a list of integers"))
+            .collect()
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        match flag.as_str() {
+            "--sizes" => args.sizes_mib = list(&it.next().expect("--sizes 1,16,…")),
+            "--ranks" => args.ranks = list(&it.next().expect("--ranks 2,4")),
+            "--rounds" => args.rounds = it.next().expect("--rounds N").parse().unwrap(),
+            "--segment-kib" => {
+                let kib: usize = it.next().expect("--segment-kib N").parse().unwrap();
+                args.collective.segment_bytes = kib << 10;
+            }
+            // `cargo bench` passes --bench; ignore it and anything unknown.
+            _ => {}
+        }
+    }
+    assert!(args.ranks.iter().all(|&n| n >= 2), "ranks must be >= 2");
+    args
+}
+
+fn main() {
+    let args = parse_args();
+    println!(
+        "ring all-reduce (f32 sum), {} KiB segments, median of {} rounds, loopback, {} vCPU",
+        args.collective.segment_bytes >> 10,
+        args.rounds,
+        thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "{:>5} {:>8} | {:>9} {:>7} {:>7} | {:>9} {:>7} {:>7} | {:>8} | {:>10}",
+        "ranks",
+        "MiB",
+        "gRPC ms",
+        "algbw",
+        "busbw",
+        "TCP ms",
+        "algbw",
+        "busbw",
+        "gRPC/TCP",
+        "pair GB/s"
+    );
+    for &n in &args.ranks {
+        run_ranks(n, &args);
+    }
+}
+
+/// What one rank measured, per (size, round): gRPC all-reduce, TCP all-reduce, TCP pair.
+type Timings = Vec<[Duration; 3]>;
+
+fn run_ranks(n: usize, args: &Args) {
+    let (listeners, addresses): (Vec<_>, Vec<_>) = (0..n)
+        .map(|_| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let a = l.local_addr().unwrap().to_string();
+            (l, a)
+        })
+        .unzip();
+    let tcp = TcpTransport::cluster(n);
+    let (pair_tx, pair_rx) = stream_pair();
+    let mut pair_ends = vec![Some(pair_tx), Some(pair_rx)];
+    pair_ends.resize_with(n, || None);
+    let barrier = Barrier::new(n);
+    let per_rank: Vec<Timings> = thread::scope(|scope| {
+        let handles: Vec<_> = listeners
+            .into_iter()
+            .zip(tcp)
+            .zip(pair_ends)
+            .enumerate()
+            .map(|(rank, ((listener, tcp), pair))| {
+                let (addresses, barrier) = (&addresses, &barrier);
+                scope.spawn(move || {
+                    let config = GrpcConfig {
+                        peer_timeout: Duration::from_secs(120),
+                        ..GrpcConfig::default()
+                    };
+                    let grpc =
+                        GrpcTransport::connect_with_listener(rank, addresses, listener, config)
+                            .expect("gRPC cluster");
+                    rank_loop(grpc, tcp, pair, barrier, args)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // A round lasts as long as its slowest rank.
+    let mut i = 0;
+    for &size in &args.sizes_mib {
+        let bytes = (size * MIB) as f64;
+        let rounds: Vec<[Duration; 3]> = (0..args.rounds)
+            .map(|_| {
+                let round = [0, 1, 2].map(|k| per_rank.iter().map(|t| t[i][k]).max().unwrap());
+                i += 1;
+                round
+            })
+            .collect();
+        let median_of = |k: usize| median(rounds.iter().map(|r| r[k].as_secs_f64()).collect());
+        let (grpc, tcp, pair) = (median_of(0), median_of(1), median_of(2));
+        let ratio = median(
+            rounds
+                .iter()
+                .map(|r| r[1].as_secs_f64() / r[0].as_secs_f64())
+                .collect(),
+        );
+        let bus = 2.0 * (n - 1) as f64 / n as f64;
+        let gb = |seconds: f64| bytes / seconds / 1e9;
+        println!(
+            "{n:>5} {size:>8} | {:>9.1} {:>7.2} {:>7.2} | {:>9.1} {:>7.2} {:>7.2} | {:>7.0}% | {:>10.2}",
+            grpc * 1e3,
+            gb(grpc),
+            gb(grpc) * bus,
+            tcp * 1e3,
+            gb(tcp),
+            gb(tcp) * bus,
+            ratio * 100.0,
+            gb(pair),
+        );
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// One rank: for every size, a warm-up of both transports, then the interleaved rounds.
+fn rank_loop(
+    mut grpc: GrpcTransport,
+    mut tcp: TcpTransport,
+    mut pair: Option<TcpStream>,
+    barrier: &Barrier,
+    args: &Args,
+) -> Timings {
+    let rank = grpc.rank();
+    let mut timings = Vec::new();
+    let expected: f32 = (1..=grpc.world_size()).map(|r| r as f32).sum();
+    for &size in &args.sizes_mib {
+        let mut values = vec![0.0f32; size * MIB / 4];
+        let timed = |values: &mut [f32], op: &mut dyn FnMut(&mut [f32])| {
+            values.fill(rank as f32 + 1.0);
+            barrier.wait();
+            let start = Instant::now();
+            op(values);
+            let elapsed = start.elapsed();
+            barrier.wait();
+            elapsed
+        };
+        let config = &args.collective;
+        let mut grpc_op =
+            |v: &mut [f32]| all_reduce_sum_with(&mut grpc, v, config).expect("gRPC all-reduce");
+        let mut tcp_op =
+            |v: &mut [f32]| all_reduce_sum_with(&mut tcp, v, config).expect("TCP all-reduce");
+        let mut pair_op = |_: &mut [f32]| {
+            if let Some(stream) = pair.as_mut() {
+                stream_bytes(stream, rank, size * MIB)
+            }
+        };
+        // Warm-up, checking both transports sum right.
+        timed(&mut values, &mut grpc_op);
+        assert!(values.iter().all(|&v| v == expected), "wrong gRPC sum");
+        timed(&mut values, &mut tcp_op);
+        assert!(values.iter().all(|&v| v == expected), "wrong TCP sum");
+        timed(&mut values, &mut pair_op);
+        for _ in 0..args.rounds {
+            let a = timed(&mut values, &mut grpc_op);
+            let b = timed(&mut values, &mut tcp_op);
+            let c = timed(&mut values, &mut pair_op);
+            timings.push([a, b, c]);
+        }
+    }
+    grpc.shutdown().expect("gRPC shutdown");
+    timings
+}
+
+/// A connected pair of sockets: (the writing end, the reading end).
+fn stream_pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let writer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (reader, _) = listener.accept().unwrap();
+    writer.set_nodelay(true).unwrap();
+    (writer, reader)
+}
+
+/// Rank 0 writes `len` bytes in 1 MiB writes, rank 1 reads them: raw loopback throughput.
+fn stream_bytes(stream: &mut TcpStream, rank: usize, len: usize) {
+    let mut chunk = vec![1u8; MIB];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(MIB);
+        if rank == 0 {
+            stream.write_all(&chunk[..n]).unwrap();
+        } else {
+            stream.read_exact(&mut chunk[..n]).unwrap();
+        }
+        left -= n;
+    }
+}
+
+/// A message between the threads of a `TcpTransport`.
+type Message = (u64, Vec<u8>);
+
+/// The raw-TCP baseline: one socket per pair of ranks; per peer a writer thread (so `send`
+/// never blocks) and a reader thread feeding an inbox; messages are a 16-byte header (tag,
+/// length) and the payload, read straight into its own vector.
+struct TcpTransport {
+    rank: usize,
+    world_size: usize,
+    outboxes: Vec<Option<Sender<Message>>>,
+    inboxes: Vec<Option<Receiver<Message>>>,
+    early: Vec<HashMap<u64, VecDeque<Vec<u8>>>>,
+}
+
+impl TcpTransport {
+    fn cluster(n: usize) -> Vec<TcpTransport> {
+        let mut ranks: Vec<TcpTransport> = (0..n)
+            .map(|rank| TcpTransport {
+                rank,
+                world_size: n,
+                outboxes: (0..n).map(|_| None).collect(),
+                inboxes: (0..n).map(|_| None).collect(),
+                early: (0..n).map(|_| HashMap::new()).collect(),
+            })
+            .collect();
+        for a in 0..n {
+            for b in a + 1..n {
+                let (sa, sb) = stream_pair();
+                sb.set_nodelay(true).unwrap();
+                ranks[a].attach(b, sa);
+                ranks[b].attach(a, sb);
+            }
+        }
+        ranks
+    }
+
+    fn attach(&mut self, peer: usize, stream: TcpStream) {
+        let (out_tx, out_rx) = channel::<Message>();
+        let (in_tx, in_rx) = channel::<Message>();
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = stream;
+        thread::spawn(move || {
+            for (tag, payload) in out_rx {
+                let mut header = [0u8; 16];
+                header[..8].copy_from_slice(&tag.to_le_bytes());
+                header[8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+                if writer.write_all(&header).is_err() || writer.write_all(&payload).is_err() {
+                    return;
+                }
+            }
+            // The transport is gone: end the peer's reader.
+            let _ = writer.shutdown(Shutdown::Write);
+        });
+        thread::spawn(move || loop {
+            let mut header = [0u8; 16];
+            if reader.read_exact(&mut header).is_err() {
+                return;
+            }
+            let tag = u64::from_le_bytes(header[..8].try_into().unwrap());
+            let len = u64::from_le_bytes(header[8..].try_into().unwrap()) as usize;
+            // Read into spare capacity: no zeroing, no copy.
+            let mut payload = Vec::with_capacity(len);
+            if (&mut reader)
+                .take(len as u64)
+                .read_to_end(&mut payload)
+                .is_err()
+                || payload.len() != len
+                || in_tx.send((tag, payload)).is_err()
+            {
+                return;
+            }
+        });
+        self.outboxes[peer] = Some(out_tx);
+        self.inboxes[peer] = Some(in_rx);
+    }
+}
+
+impl Transport for TcpTransport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
+        self.outboxes[to]
+            .as_ref()
+            .unwrap()
+            .send((tag, payload))
+            .map_err(|_| DistributeError::peer(to, "writer gone"))
+    }
+
+    fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>> {
+        if let Some(payload) = self.early[from].get_mut(&tag).and_then(VecDeque::pop_front) {
+            return Ok(payload);
+        }
+        let inbox = self.inboxes[from].as_ref().unwrap();
+        loop {
+            match inbox.recv_timeout(Duration::from_secs(120)) {
+                Ok((t, payload)) if t == tag => return Ok(payload),
+                Ok((t, payload)) => self.early[from].entry(t).or_default().push_back(payload),
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(DistributeError::peer(from, "timeout"))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(DistributeError::peer(from, "reader gone"))
+                }
+            }
+        }
+    }
+}

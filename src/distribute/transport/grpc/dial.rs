@@ -1,0 +1,119 @@
+//! Reaching a peer: connecting (retrying while it is not up yet) and the handshake.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tonic::metadata::AsciiMetadataValue;
+use tonic::transport::Channel;
+use tonic::Code;
+
+use super::config::{endpoint, MAX_MESSAGE_BYTES};
+use super::metadata::outgoing;
+use super::proto::collective_client::CollectiveClient;
+use super::proto::HelloRequest;
+use crate::distribute::error::{DistributeError, Result};
+
+/// Who is calling, and with which token.
+#[derive(Clone)]
+pub(super) struct Caller {
+    pub(super) rank: usize,
+    pub(super) world_size: usize,
+    pub(super) token: Option<AsciiMetadataValue>,
+}
+
+/// Why an attempt to reach a peer failed.
+enum Failure {
+    /// The peer answered and refused: trying again cannot help.
+    Refused(String),
+    /// The peer is not up (yet), or the connection failed: worth another try.
+    Transient(String),
+}
+
+/// Connects to `peer` at `address` and shakes hands, retrying with backoff until `deadline`
+/// while the peer is not up yet. A refused handshake is not retried.
+pub(super) async fn dial(
+    caller: &Caller,
+    peer: usize,
+    address: &str,
+    deadline: Instant,
+    connect_timeout: Duration,
+) -> Result<Channel> {
+    let uri = if address.contains("://") {
+        address.to_string()
+    } else {
+        format!("http://{address}")
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    let endpoint = endpoint(uri, left.max(Duration::from_millis(1)))
+        .map_err(|message| DistributeError::invalid(format!("rank {peer}: {message}")))?;
+    let mut backoff = Duration::from_millis(20);
+    loop {
+        let attempt = async {
+            let channel = endpoint
+                .connect()
+                .await
+                .map_err(|e| Failure::Transient(chain(&e)))?;
+            let mut client = CollectiveClient::new(channel.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES);
+            let hello = HelloRequest {
+                rank: caller.rank as u32,
+                world_size: caller.world_size as u32,
+            };
+            let reply = client
+                .hello(outgoing(hello, caller.rank, caller.token.as_ref()))
+                .await
+                .map_err(|status| match status.code() {
+                    Code::FailedPrecondition
+                    | Code::InvalidArgument
+                    | Code::Unauthenticated
+                    | Code::PermissionDenied
+                    | Code::Unimplemented => Failure::Refused(format!(
+                        "refused the handshake of rank {}: {}",
+                        caller.rank,
+                        status.message()
+                    )),
+                    _ => Failure::Transient(format!("handshake failed: {}", status.message())),
+                })?
+                .into_inner();
+            if reply.rank as usize != peer || reply.world_size as usize != caller.world_size {
+                return Err(Failure::Refused(format!(
+                    "the server at {address} is rank {} of {}, where rank {} expects rank \
+                     {peer} of {}: are the addresses the same, in rank order, on every process?",
+                    reply.rank, reply.world_size, caller.rank, caller.world_size
+                )));
+            }
+            Ok(channel)
+        };
+        let last_error = match tokio::time::timeout_at(deadline, attempt).await {
+            Ok(Ok(channel)) => return Ok(channel),
+            Ok(Err(Failure::Refused(refusal))) => return Err(DistributeError::peer(peer, refusal)),
+            Ok(Err(Failure::Transient(error))) => error,
+            Err(_) => "no answer".to_string(),
+        };
+        if Instant::now() + backoff >= deadline {
+            return Err(DistributeError::peer(
+                peer,
+                format!(
+                    "could not be reached at {address} within {connect_timeout:?} (last \
+                     error: {last_error})"
+                ),
+            ));
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// An error with its sources: tonic's transport errors say little at the top level.
+pub(super) fn chain(error: &dyn StdError) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
