@@ -58,8 +58,9 @@ pub(super) const STREAM_WINDOW_BYTES: u32 = 16 << 20;
 pub(super) const CONNECTION_WINDOW_BYTES: u32 = 32 << 20;
 /// Largest HTTP/2 frame accepted, in bytes (the protocol allows 16 KiB to 16 MiB).
 pub(super) const MAX_FRAME_BYTES: u32 = 1 << 20;
-/// Largest message sent or accepted, in bytes. tonic's default (4 MiB) would refuse a
-/// message of 4 MiB; collectives send 1 MiB segments, callers may send more.
+/// Largest message sent or accepted, in bytes: `send` and the `Deliver` reader check it,
+/// the generated server and client are given it (tonic's default, 4 MiB, would refuse a
+/// 4 MiB payload). Collectives send 1 MiB segments; callers may send more.
 pub(super) const MAX_MESSAGE_BYTES: usize = 1 << 30;
 
 // Liveness: an HTTP/2 PING every 10 s, the connection dropped if it is not answered within

@@ -425,3 +425,14 @@ fn listen_addresses_bind_loopback_or_every_interface() {
     assert!(listen_address("worker-0").is_err());
     assert!(listen_address("worker-0:http").is_err());
 }
+
+#[test]
+fn a_single_rank_needs_no_peer() {
+    let mut ranks = connect(1, config());
+    let mut t = ranks.pop().unwrap();
+    assert_eq!((t.rank(), t.world_size()), (0, 1));
+    let mut values = vec![1.5, -2.0];
+    all_reduce_sum(&mut t, &mut values).unwrap();
+    assert_eq!(values, vec![1.5, -2.0]);
+    t.shutdown().unwrap();
+}
