@@ -8,7 +8,7 @@ use datasets::Dataset;
 
 use super::restore::restore_for_inference;
 use crate::device::{CpuBackend, ResolvedDevice};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::estimator::Estimator;
 
 /// Predictions of `estimator` for every example of `dataset`, on the configured device.
@@ -29,7 +29,9 @@ pub fn predict<'a, E: Estimator, D: Dataset<Item = E::Batch> + 'a>(
             checkpoint,
         ),
         #[cfg(not(feature = "cuda"))]
-        ResolvedDevice::Cuda(_) => Err(Error::Config("built without the `cuda` feature".into())),
+        ResolvedDevice::Cuda(_) => Err(crate::error::Error::Config(
+            "built without the `cuda` feature".into(),
+        )),
     }
 }
 
