@@ -114,7 +114,7 @@ impl GradientAverager {
             self.plan = Some((layout.clone(), BucketPlan::new(&layout, self.bucket_bytes)?));
         }
         let (_, plan) = self.plan.as_ref().expect("plan set above");
-        let mut buffers: Vec<Vec<f32>> = flat.values().cloned().collect();
+        let (paths, mut buffers): (Vec<String>, Vec<Vec<f32>>) = flat.into_iter().unzip();
         let started = Instant::now();
         for bucket in 0..plan.buckets().len() {
             let mut packed = plan.pack(bucket, &buffers)?;
@@ -130,14 +130,12 @@ impl GradientAverager {
             return Ok(None);
         }
         let mean_loss = f64::from(control[1]);
-        for (slot, averaged) in flat.values_mut().zip(buffers) {
-            *slot = averaged;
-        }
-        flat.remove(STEP_ENTRY);
+        // `buffers` lost the step entry, so the zip leaves its path out too.
+        let averaged: BTreeMap<String, Vec<f32>> = paths.into_iter().zip(buffers).collect();
         let mut rebuild = Rebuild::<B> {
             grads,
             stack: Vec::new(),
-            averaged: flat,
+            averaged,
             error: None,
             _b: Default::default(),
         };
