@@ -1,5 +1,6 @@
-//! Generates the gRPC code of the collectives' transport from `proto/collective.proto`, with
-//! the protoc binary vendored by `protoc-bin-vendored`: no system protoc is needed.
+//! Generates the gRPC code of the collectives' transport (`proto/collective.proto`) and of
+//! the parameter servers (`proto/parameter_server.proto`), with the protoc binary vendored by
+//! `protoc-bin-vendored`: no system protoc is needed.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = tonic_prost_build::Config::new();
@@ -9,6 +10,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .bytes(".estimator.collective.Envelope.payload")
         // The server implements `Hello` alone; `Deliver` is served by hand-written framing.
         .generate_default_stubs(true)
-        .compile_with_config(config, &["proto/collective.proto"], &["proto"])?;
+        .bytes(".estimator.ps.Variable.values")
+        .compile_with_config(
+            config,
+            &["proto/collective.proto", "proto/parameter_server.proto"],
+            &["proto"],
+        )?;
     Ok(())
 }

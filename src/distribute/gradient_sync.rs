@@ -10,6 +10,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 
 use super::{all_reduce_mean, BucketPlan, DistributeError, Result, Transport};
+use crate::optimizer::gradient_values;
 
 /// The extra entry riding in the last bucket: [1 if this rank took the step, its loss].
 /// Its name sorts after every parameter path.
@@ -94,14 +95,9 @@ impl GradientAverager {
             Some(step) => (step.grads, step.loss),
             None => (GradientsParams::new(), 0.0),
         };
-        let mut collect = Collect::<B> {
-            grads: &grads,
-            stack: Vec::new(),
-            out: BTreeMap::new(),
-            _b: Default::default(),
-        };
-        model.visit(&mut collect);
-        let mut flat = collect.out;
+        // Every parameter takes part, with zeros where this rank has no gradient, so that
+        // all ranks pack the same layout whether or not they had a batch.
+        let mut flat = gradient_values(model, &grads, true);
         flat.insert(
             STEP_ENTRY.to_string(),
             vec![if present { 1.0 } else { 0.0 }, loss as f32],
@@ -147,37 +143,6 @@ impl GradientAverager {
                 loss: mean_loss,
             })),
         }
-    }
-}
-
-struct Collect<'a, B> {
-    grads: &'a GradientsParams,
-    stack: Vec<String>,
-    out: BTreeMap<String, Vec<f32>>,
-    _b: std::marker::PhantomData<B>,
-}
-
-impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<'_, B> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.stack.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.stack.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        // Every parameter takes part, with zeros where this rank has no gradient, so that
-        // all ranks pack the same layout whether or not they had a batch.
-        let values = match self.grads.get::<B::InnerBackend, D>(param.id) {
-            Some(grad) => grad
-                .into_data()
-                .convert::<f32>()
-                .to_vec::<f32>()
-                .unwrap_or_default(),
-            None => vec![0.0; param.lazy_shape().num_elements()],
-        };
-        self.out.insert(self.stack.join("."), values);
     }
 }
 

@@ -7,6 +7,7 @@ mod bucket;
 mod collective;
 mod error;
 mod gradient_sync;
+pub mod ps;
 mod strategy;
 #[cfg(test)]
 mod testing;
@@ -21,6 +22,7 @@ pub use collective::{
 pub use error::{DistributeError, Result};
 pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
 pub use strategy::{Distribution, Replica, Strategy, StrategyPlan};
+pub(crate) use transport::listen_address;
 pub use transport::{
     GrpcConfig, GrpcTransport, InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT,
 };

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use std::time::Duration;
 
+use super::ps::{PsClientConfig, PsReplica};
 use super::{DistributeError, GrpcConfig, GrpcTransport, Transport};
 use crate::cluster::{cluster_from_env, cluster_token_from_env, ClusterConfig, TaskType};
 use crate::error::{Error, Result};
@@ -45,6 +46,16 @@ pub enum StrategyPlan {
         /// This task's rank.
         rank: usize,
     },
+    /// This process is one training task of a cluster with ps tasks: it pulls variables from
+    /// them and pushes gradients to them.
+    ParameterServer {
+        /// The ps tasks' addresses, by index.
+        ps_addresses: Vec<String>,
+        /// Training tasks' names in rank order ("chief:0", "worker:0", …).
+        names: Vec<String>,
+        /// This task's rank.
+        rank: usize,
+    },
 }
 
 impl StrategyPlan {
@@ -72,13 +83,6 @@ impl StrategyPlan {
                  {distribution:?} strategy, which runs in one process"
             )));
         }
-        if !spec.ps.is_empty() {
-            return Err(Error::Config(format!(
-                "TF_CONFIG.cluster.ps lists {} parameter server(s), but this build trains \
-                 synchronously (MultiWorkerMirrored): remove the ps tasks",
-                spec.ps.len()
-            )));
-        }
         let Some(rank) = spec.global_rank(task) else {
             return Err(Error::Config(format!(
                 "TF_CONFIG.task.type = {}: this task does not train; run it with \
@@ -88,11 +92,18 @@ impl StrategyPlan {
         };
         debug_assert_ne!(task.kind, TaskType::Ps);
         let tasks = spec.training_tasks();
+        let names = tasks.iter().map(ToString::to_string).collect();
+        if !spec.ps.is_empty() {
+            return Ok(StrategyPlan::ParameterServer {
+                ps_addresses: spec.ps.clone(),
+                names,
+                rank,
+            });
+        }
         let addresses = tasks
             .iter()
             .map(|t| spec.address(*t).unwrap_or_default().to_string())
             .collect();
-        let names = tasks.iter().map(ToString::to_string).collect();
         Ok(StrategyPlan::MultiWorkerMirrored {
             addresses,
             names,
@@ -106,6 +117,7 @@ impl StrategyPlan {
             StrategyPlan::OneDevice => 1,
             StrategyPlan::Mirrored { replicas } => *replicas,
             StrategyPlan::MultiWorkerMirrored { addresses, .. } => addresses.len(),
+            StrategyPlan::ParameterServer { names, .. } => names.len(),
         }
     }
 }
@@ -122,6 +134,8 @@ pub enum Strategy {
     },
     /// This process is one replica of a cluster, connected to the others.
     MultiWorkerMirrored(Replica),
+    /// This process is one training task of a cluster with ps tasks, connected to them.
+    ParameterServer(PsReplica),
 }
 
 impl Strategy {
@@ -162,6 +176,24 @@ impl Strategy {
                     Err(error) => return Err(Replica::naming(&names, error)),
                 };
                 Strategy::MultiWorkerMirrored(replica)
+            }
+            StrategyPlan::ParameterServer {
+                ps_addresses,
+                names,
+                rank,
+            } => {
+                let config = PsClientConfig {
+                    peer_timeout: Duration::from_secs(config.peer_timeout_secs),
+                    startup_timeout: Duration::from_secs(config.startup_timeout_secs),
+                    token: cluster_token_from_env().map_err(Error::Config)?,
+                };
+                tracing::info!(
+                    "{} (rank {rank} of {} training tasks): variables on {}",
+                    names[rank],
+                    names.len(),
+                    ps_addresses.join(", ")
+                );
+                Strategy::ParameterServer(PsReplica::connect(&ps_addresses, rank, names, config)?)
             }
         })
     }
@@ -281,11 +313,26 @@ mod tests {
     }
 
     #[test]
+    fn ps_tasks_make_a_parameter_server_cluster() {
+        let with_ps = r#"{"cluster": {"chief": ["c:1"], "worker": ["w:2"], "ps": ["p:3", "p:4"]},
+                          "task": {"type": "worker", "index": 0}}"#;
+        let plan = StrategyPlan::choose(Distribution::Auto, &cluster(with_ps)).unwrap();
+        assert_eq!(
+            plan,
+            StrategyPlan::ParameterServer {
+                ps_addresses: vec!["p:3".into(), "p:4".into()],
+                names: vec!["chief:0".into(), "worker:0".into()],
+                rank: 1,
+            }
+        );
+        let ps = r#"{"cluster": {"chief": ["c:1"], "ps": ["p:3"]},
+                     "task": {"type": "ps", "index": 0}}"#;
+        let err = StrategyPlan::choose(Distribution::Auto, &cluster(ps)).unwrap_err();
+        assert!(err.to_string().contains("task.type = ps"), "{err}");
+    }
+
+    #[test]
     fn clusters_this_strategy_cannot_train_in_are_named() {
-        let with_ps = r#"{"cluster": {"chief": ["c:1"], "worker": ["w:2"], "ps": ["p:3"]},
-                          "task": {"type": "chief", "index": 0}}"#;
-        let err = StrategyPlan::choose(Distribution::Auto, &cluster(with_ps)).unwrap_err();
-        assert!(err.to_string().contains("TF_CONFIG.cluster.ps"), "{err}");
         let evaluator = r#"{"cluster": {"chief": ["c:1"]},
                             "task": {"type": "evaluator", "index": 0}}"#;
         let err = StrategyPlan::choose(Distribution::Auto, &cluster(evaluator)).unwrap_err();

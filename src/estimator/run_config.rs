@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::device::DeviceSpec;
+use crate::distribute::ps::PsMode;
 use crate::distribute::Distribution;
 use crate::error::{Error, Result};
 use crate::io::write_json_atomic;
@@ -41,6 +42,9 @@ pub struct RunConfig {
     /// How training is spread over replicas (default: by TF_CONFIG).
     #[serde(default)]
     pub train_distribute: Distribution,
+    /// How ps tasks apply gradients in a cluster with ps tasks (asynchronously by default).
+    #[serde(default)]
+    pub ps_mode: PsMode,
     /// Seconds a replica waits for a silent peer before giving up on it (default 60).
     #[serde(default = "default_peer_timeout_secs")]
     pub peer_timeout_secs: u64,
@@ -70,9 +74,16 @@ impl RunConfig {
             device: DeviceSpec::Cpu,
             progress: true,
             train_distribute: Distribution::Auto,
+            ps_mode: PsMode::default(),
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
         }
+    }
+
+    /// Apply gradients on ps tasks as `mode` says (asynchronous or synchronous).
+    pub fn with_ps_mode(mut self, mode: PsMode) -> Self {
+        self.ps_mode = mode;
+        self
     }
 
     /// Spread training as `distribution` says (TF's `train_distribute`).

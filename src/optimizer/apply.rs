@@ -34,8 +34,7 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
     /// are left as they are.
     pub fn step<M: Module<B>>(&mut self, lr: f64, model: M, mut grads: GradientsParams) -> M {
         let mut mapper = StepMapper::<B, O> {
-            optim: &self.optim,
-            states: &mut self.states,
+            optimizer: self,
             grads: &mut grads,
             lr,
             stack: Vec::new(),
@@ -55,24 +54,63 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
 
     /// Replaces the state with one produced by [`Optimizer::state_bytes`].
     pub fn load_state_bytes(&mut self, bytes: &[u8], device: &B::Device) -> Result<(), String> {
-        let items: BTreeMap<String, StateItem<O, B>> =
-            rmp_serde::from_slice(bytes).map_err(|e| e.to_string())?;
-        self.states = items
-            .into_iter()
-            .map(|(path, item)| (path, AdaptorRecord::<O, B>::from_item(item, device)))
-            .collect();
-        Ok(())
+        self.states.clear();
+        self.merge_state_bytes(bytes, device)
     }
 
     /// Number of parameters that have optimizer state.
     pub fn state_len(&self) -> usize {
         self.states.len()
     }
+
+    /// Applies `grad` to the parameter at `path` — what [`Optimizer::step`] does for each
+    /// parameter of a module (a parameter server holds variables, not modules).
+    pub fn step_tensor<const D: usize>(
+        &mut self,
+        lr: f64,
+        path: &str,
+        tensor: Tensor<B::InnerBackend, D>,
+        grad: Tensor<B::InnerBackend, D>,
+    ) -> Tensor<B::InnerBackend, D> {
+        let state = self
+            .states
+            .remove(path)
+            .map(|record| record.into_state::<D>());
+        let (updated, state) = self.optim.step(lr, tensor, grad, state);
+        if let Some(state) = state {
+            self.states
+                .insert(path.to_string(), AdaptorRecord::from_state(state));
+        }
+        updated
+    }
+
+    /// The state of the parameters `keep` accepts, serialised as [`Optimizer::state_bytes`].
+    pub fn state_bytes_of(&self, keep: impl Fn(&str) -> bool) -> Result<Vec<u8>, String> {
+        let items: BTreeMap<&String, StateItem<O, B>> = self
+            .states
+            .iter()
+            .filter(|(path, _)| keep(path))
+            .map(|(path, record)| (path, record.clone().into_item::<FullPrecisionSettings>()))
+            .collect();
+        rmp_serde::to_vec(&items).map_err(|e| e.to_string())
+    }
+
+    /// Adds the state of [`Optimizer::state_bytes`] to this one (a path in both takes the
+    /// added state).
+    pub fn merge_state_bytes(&mut self, bytes: &[u8], device: &B::Device) -> Result<(), String> {
+        let items: BTreeMap<String, StateItem<O, B>> =
+            rmp_serde::from_slice(bytes).map_err(|e| e.to_string())?;
+        self.states.extend(
+            items
+                .into_iter()
+                .map(|(path, item)| (path, AdaptorRecord::<O, B>::from_item(item, device))),
+        );
+        Ok(())
+    }
 }
 
 struct StepMapper<'a, B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> {
-    optim: &'a O,
-    states: &'a mut BTreeMap<String, AdaptorRecord<O, B>>,
+    optimizer: &'a mut Optimizer<B, O>,
     grads: &'a mut GradientsParams,
     lr: f64,
     stack: Vec<String>,
@@ -96,14 +134,9 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> ModuleMapper<B>
         };
         let path = self.stack.join(".");
         let require_grad = tensor.is_require_grad();
-        let state = self
-            .states
-            .remove(&path)
-            .map(|record| record.into_state::<D>());
-        let (updated, state) = self.optim.step(self.lr, tensor.inner(), grad, state);
-        if let Some(state) = state {
-            self.states.insert(path, AdaptorRecord::from_state(state));
-        }
+        let updated = self
+            .optimizer
+            .step_tensor(self.lr, &path, tensor.inner(), grad);
         let mut updated = Tensor::from_inner(updated);
         if require_grad {
             updated = updated.require_grad();

@@ -64,3 +64,53 @@ impl<B: Backend> ModuleVisitor<B> for PathCollector {
         self.paths.insert(param.id, self.stack.join("."));
     }
 }
+
+/// Each parameter's gradient as `f32` values by dotted path. A parameter without a gradient
+/// gets zeros when `zeros_for_missing` (every rank of a collective packs the same layout),
+/// and is left out otherwise.
+pub fn gradient_values<B: AutodiffBackend, M: Module<B>>(
+    model: &M,
+    grads: &GradientsParams,
+    zeros_for_missing: bool,
+) -> BTreeMap<String, Vec<f32>> {
+    let mut collect = Collect::<B> {
+        grads,
+        zeros_for_missing,
+        stack: Vec::new(),
+        out: BTreeMap::new(),
+        _b: Default::default(),
+    };
+    model.visit(&mut collect);
+    collect.out
+}
+
+struct Collect<'a, B> {
+    grads: &'a GradientsParams,
+    zeros_for_missing: bool,
+    stack: Vec<String>,
+    out: BTreeMap<String, Vec<f32>>,
+    _b: std::marker::PhantomData<B>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<'_, B> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let values = match self.grads.get::<B::InnerBackend, D>(param.id) {
+            Some(grad) => grad
+                .into_data()
+                .convert::<f32>()
+                .into_vec::<f32>()
+                .unwrap_or_default(),
+            None if self.zeros_for_missing => vec![0.0; param.lazy_shape().num_elements()],
+            None => return,
+        };
+        self.out.insert(self.stack.join("."), values);
+    }
+}

@@ -2,9 +2,11 @@
 //! survives checkpoints, restarts and (later) moves between processes.
 
 mod apply;
+mod build;
 mod gradients;
 mod spec;
 
 pub use apply::Optimizer;
-pub use gradients::{extract_gradients, param_paths};
+pub use build::{build_optimizer, WithOptimizer};
+pub use gradients::{extract_gradients, gradient_values, param_paths};
 pub use spec::OptimizerSpec;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use datasets::{Dataset, Position};
 
 use super::checkpointing;
-use super::train::train_replica;
+use super::train::{train_replica, Peers};
 use crate::checkpoint::CheckpointManager;
 use crate::distribute::{InMemoryTransport, Replica};
 use crate::error::{Error, Result};
@@ -67,7 +67,13 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
                 }
                 let replica = Replica::new(Box::new(transport), names.clone());
                 scope.spawn(move || {
-                    train_replica(estimator, input, replica_spec, Some(replica), rank)
+                    train_replica(
+                        estimator,
+                        input,
+                        replica_spec,
+                        Peers::Replicas(replica),
+                        rank,
+                    )
                 })
             })
             .collect();

@@ -2,8 +2,7 @@
 
 use std::time::Instant;
 
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdaGradConfig, AdamConfig, SgdConfig, SimpleOptimizer};
+use burn::optim::SimpleOptimizer;
 use burn::store::ModuleSnapshot;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ElementConversion;
@@ -12,18 +11,22 @@ use datasets::{Dataset, DatasetExt};
 use super::checkpointing::{self, CheckpointSchedule};
 use super::input::ReplicaInput;
 use super::progress::Progress;
+use super::ps_session::{recorded_placement, PsSession, Pulled, Pushed};
 use super::replica_sync::ReplicaSync;
 use super::seeding::{build_seeded, replica_seed, step_seed, with_seed};
 use super::Verdict;
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::device::{CpuTrainBackend, ResolvedDevice};
+use crate::distribute::ps::{Placement, PsReplica};
 use crate::distribute::{LocalStep, Replica, Strategy};
 use crate::error::{Error, Result};
-use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
+use crate::estimator::{Estimator, StepLimit, TrainOutcome, TrainSpec};
 use crate::hooks::{
     Emit, Hook, LoggingHook, NanGuardHook, RunEnd, RunStart, StepCounterHook, StepInfo,
 };
-use crate::optimizer::{extract_gradients, Optimizer, OptimizerSpec};
+use crate::optimizer::{
+    build_optimizer, extract_gradients, Optimizer, OptimizerSpec, WithOptimizer,
+};
 use crate::state::weights_to_safetensors;
 use crate::summary::SummaryWriter;
 
@@ -46,9 +49,13 @@ pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
     strategy: Strategy,
 ) -> Result<TrainOutcome> {
     match strategy {
-        Strategy::OneDevice => {
-            train_replica(estimator, ReplicaInput::Whole(dataset), spec, None, 0)
-        }
+        Strategy::OneDevice => train_replica(
+            estimator,
+            ReplicaInput::Whole(dataset),
+            spec,
+            Peers::Alone,
+            0,
+        ),
         Strategy::Mirrored { replicas } => {
             super::mirrored::train(estimator, dataset, spec, replicas)
         }
@@ -58,9 +65,27 @@ pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
             } else {
                 ReplicaInput::Whole(dataset)
             };
-            train_replica(estimator, input, spec, Some(replica), 0)
+            train_replica(estimator, input, spec, Peers::Replicas(replica), 0)
+        }
+        Strategy::ParameterServer(replica) => {
+            let input = if spec.auto_shard {
+                ReplicaInput::Sharded(dataset.shard(replica.world_size(), replica.rank()))
+            } else {
+                ReplicaInput::Whole(dataset)
+            };
+            train_replica(estimator, input, spec, Peers::ParameterServers(replica), 0)
         }
     }
+}
+
+/// Whom a replica trains with.
+pub(super) enum Peers {
+    /// Nobody: one process, one replica.
+    Alone,
+    /// Synchronous replicas averaging gradients (Mirrored, MultiWorkerMirrored).
+    Replicas(Replica),
+    /// Parameter servers holding the variables.
+    ParameterServers(PsReplica),
 }
 
 /// One replica's training on the configured device, shifted by `device_offset` (in-process
@@ -69,19 +94,29 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch>>(
     estimator: &E,
     dataset: D,
     spec: TrainSpec,
-    replica: Option<Replica>,
+    peers: Peers,
     device_offset: usize,
 ) -> Result<TrainOutcome> {
-    let sync = replica.map(ReplicaSync::new);
+    let mode = estimator.run_config().ps_mode;
+    let (sync, ps) = match peers {
+        Peers::Alone => (None, None),
+        Peers::Replicas(replica) => (Some(ReplicaSync::new(replica)), None),
+        Peers::ParameterServers(replica) => (None, Some(PsSession::new(replica, mode))),
+    };
     match estimator.run_config().device.resolve()? {
-        ResolvedDevice::Cpu => {
-            train_on::<CpuTrainBackend, E, D>(estimator, &Default::default(), dataset, spec, sync)
-        }
+        ResolvedDevice::Cpu => train_on::<CpuTrainBackend, E, D>(
+            estimator,
+            &Default::default(),
+            dataset,
+            spec,
+            sync,
+            ps,
+        ),
         #[cfg(feature = "cuda")]
         ResolvedDevice::Cuda(index) => {
             let device = burn::backend::cuda::CudaDevice::new(index + device_offset);
             train_on::<burn::backend::Autodiff<crate::device::CudaBackend>, E, D>(
-                estimator, &device, dataset, spec, sync,
+                estimator, &device, dataset, spec, sync, ps,
             )
         }
         #[cfg(not(feature = "cuda"))]
@@ -98,33 +133,48 @@ fn train_on<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>>(
     dataset: D,
     spec: TrainSpec,
     sync: Option<ReplicaSync>,
+    ps: Option<PsSession>,
 ) -> Result<TrainOutcome> {
     let kind = estimator.optimizer();
-    match kind {
-        OptimizerSpec::Adam {
-            beta_1,
-            beta_2,
-            epsilon,
-            ..
-        } => {
-            let optim = AdamConfig::new()
-                .with_beta_1(beta_1)
-                .with_beta_2(beta_2)
-                .with_epsilon(epsilon)
-                .build();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
-        }
-        OptimizerSpec::Adagrad { epsilon, .. } => {
-            let optim = AdaGradConfig::new().with_epsilon(epsilon).build();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
-        }
-        OptimizerSpec::Sgd { momentum, .. } => {
-            let momentum = (momentum != 0.0).then(|| MomentumConfig::new().with_momentum(momentum));
-            let optim = SgdConfig::new()
-                .with_momentum(momentum)
-                .build::<B::InnerBackend>();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
-        }
+    let run = Run {
+        estimator,
+        device,
+        dataset,
+        spec,
+        sync,
+        ps,
+        kind: &kind,
+    };
+    build_optimizer::<B, _>(&kind, run)
+}
+
+/// A training run waiting for its Burn optimizer.
+struct Run<'a, B: AutodiffBackend, E, D> {
+    estimator: &'a E,
+    device: &'a B::Device,
+    dataset: D,
+    spec: TrainSpec,
+    sync: Option<ReplicaSync>,
+    ps: Option<PsSession>,
+    kind: &'a OptimizerSpec,
+}
+
+impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>> WithOptimizer<B>
+    for Run<'_, B, E, D>
+{
+    type Output = Result<TrainOutcome>;
+
+    fn run<O: SimpleOptimizer<B::InnerBackend> + 'static>(self, optim: O) -> Self::Output {
+        TrainLoop::<B, E, D, O>::new(
+            self.estimator,
+            self.device,
+            self.dataset,
+            optim,
+            self.kind,
+            self.sync,
+            self.ps,
+        )?
+        .run(self.spec)
     }
 }
 
@@ -145,8 +195,10 @@ where
     manager: CheckpointManager,
     global_step: u64,
     restored_step: Option<u64>,
-    /// The other replicas, when training is distributed.
+    /// The other replicas, when training is distributed synchronously.
     sync: Option<ReplicaSync>,
+    /// The parameter servers, when they hold the variables.
+    ps: Option<PsSession>,
 }
 
 impl<'a, B, E, D, O> TrainLoop<'a, B, E, D, O>
@@ -163,9 +215,12 @@ where
         optim: O,
         kind: &OptimizerSpec,
         sync: Option<ReplicaSync>,
+        ps: Option<PsSession>,
     ) -> Result<Self> {
         let config = estimator.run_config();
-        if sync.as_ref().is_none_or(ReplicaSync::is_chief) {
+        if sync.as_ref().is_none_or(ReplicaSync::is_chief)
+            && ps.as_ref().is_none_or(PsSession::is_chief)
+        {
             std::fs::create_dir_all(&config.model_dir)
                 .map_err(|e| Error::io(&config.model_dir, e))?;
             config.save()?;
@@ -185,16 +240,44 @@ where
             global_step: 0,
             restored_step: None,
             sync,
+            ps,
         })
     }
 
     /// Whether this replica writes checkpoints and summaries.
     fn is_chief(&self) -> bool {
         self.sync.as_ref().is_none_or(ReplicaSync::is_chief)
+            && self.ps.as_ref().is_none_or(PsSession::is_chief)
     }
 
-    /// Starts from the latest checkpoint; replicas all start from the chief's state.
-    fn restore(&mut self, resume_input: bool) -> Result<()> {
+    /// Starts from the latest checkpoint; replicas all start from the chief's state, and
+    /// with parameter servers the chief puts that state on them.
+    fn restore(&mut self, limit: StepLimit, resume_input: bool) -> Result<()> {
+        let recorded = self.restore_checkpoint(resume_input)?;
+        if self.ps.as_ref().is_some_and(PsSession::is_chief) {
+            let last_step = limit.last_step(self.global_step);
+            self.initialise_ps(recorded, last_step)?;
+        }
+        Ok(())
+    }
+
+    /// Chief: puts the model and optimizer state on the ps tasks.
+    fn initialise_ps(&mut self, recorded: Option<Placement>, last_step: u64) -> Result<()> {
+        let ps = self.ps.as_mut().expect("parameter-server training");
+        let model = self.model.as_ref().expect("model present outside a step");
+        ps.initialise(
+            model,
+            &self.optimizer,
+            self.optimizer_kind,
+            self.learning_rate,
+            recorded,
+            self.global_step,
+            last_step,
+        )
+    }
+
+    /// Restores the latest checkpoint (the chief's, for replicas); the placement it records.
+    fn restore_checkpoint(&mut self, resume_input: bool) -> Result<Option<Placement>> {
         let latest = if self.is_chief() {
             self.manager.latest()?
         } else {
@@ -215,7 +298,7 @@ where
         } else {
             match latest {
                 Some(latest) => latest,
-                None => return Ok(()),
+                None => return Ok(None),
             }
         };
         let model = self.model.take().expect("model present outside a step");
@@ -239,26 +322,42 @@ where
                 self.global_step
             );
         }
-        Ok(())
+        Ok(recorded_placement(&checkpoint))
     }
 
-    fn snapshot(&self) -> Result<Checkpoint> {
+    /// The training state as a checkpoint: this replica's, or with parameter servers every
+    /// ps's variables and optimizer state (and the chief's model then holds them).
+    fn snapshot(&mut self) -> Result<Checkpoint> {
+        let position = Some(self.dataset.position());
+        if let Some(ps) = self.ps.as_mut() {
+            let model = self.model.take().expect("model present outside a step");
+            let (checkpoint, model) = ps.checkpoint(
+                model,
+                &mut self.optimizer,
+                self.optimizer_kind,
+                position,
+                self.device,
+            )?;
+            self.model = Some(model);
+            return Ok(checkpoint);
+        }
         let model = self.model.as_ref().expect("model present outside a step");
         checkpointing::snapshot(
             model,
             &self.optimizer,
             self.optimizer_kind,
             self.global_step,
-            Some(self.dataset.position()),
+            position,
         )
     }
 
-    fn save(&self) -> Result<std::path::PathBuf> {
-        self.manager.save(&self.snapshot()?)
+    fn save(&mut self) -> Result<std::path::PathBuf> {
+        let checkpoint = self.snapshot()?;
+        self.manager.save(&checkpoint)
     }
 
     fn run(mut self, spec: TrainSpec) -> Result<TrainOutcome> {
-        self.restore(spec.resume_input)?;
+        self.restore(spec.limit, spec.resume_input)?;
         let config = self.estimator.run_config().clone();
         let chief = self.is_chief();
         let start_step = self.global_step;
@@ -272,6 +371,7 @@ where
             } else {
                 None
             };
+            self.end_ps_job()?;
             return Ok(TrainOutcome {
                 global_step: start_step,
                 steps_run: 0,
@@ -319,7 +419,13 @@ where
             begun += 1;
         }
         if result.is_ok() {
-            result = self.steps(
+            let steps = if self.ps.is_some() {
+                Self::ps_steps
+            } else {
+                Self::steps
+            };
+            result = steps(
+                &mut self,
                 &mut hooks,
                 writer.as_mut(),
                 &progress,
@@ -333,7 +439,14 @@ where
         // A run that ended cleanly leaves a checkpoint of its last step, written by the chief.
         let mut checkpoint = None;
         if result.is_ok() && chief {
-            if schedule_needs_final_save(&self.manager, self.global_step)? {
+            if let Some(ps) = &self.ps {
+                // Updates under way are applied before the ps tasks answer: the final
+                // checkpoint below holds every acknowledged push.
+                result = ps.finish();
+            }
+        }
+        if result.is_ok() && chief {
+            if self.ps.is_some() || schedule_needs_final_save(&self.manager, self.global_step)? {
                 match self.save() {
                     Ok(path) => checkpoint = Some(path),
                     Err(e) => result = Err(e),
@@ -347,6 +460,11 @@ where
         }
         if let Some(writer) = writer.as_mut() {
             writer.flush();
+        }
+        if result.is_ok() {
+            result = self.end_ps_job();
+        } else if let Some(ps) = self.ps.as_ref().filter(|ps| !ps.is_chief()) {
+            ps.leave();
         }
         let mut weights_crc32c = None;
         if result.is_ok() {
@@ -378,6 +496,20 @@ where
             checkpoint,
             weights_crc32c,
         })
+    }
+
+    /// With parameter servers: the chief lets them exit, a worker leaves them.
+    fn end_ps_job(&mut self) -> Result<()> {
+        let Some(ps) = self.ps.as_ref() else {
+            return Ok(());
+        };
+        if ps.is_chief() {
+            ps.finish()?;
+            ps.shut_down()
+        } else {
+            ps.leave();
+            Ok(())
+        }
     }
 
     /// The CRC-32C of the final weights, compared with the chief's on every replica: a
@@ -463,56 +595,213 @@ where
             };
             let loss_value = step.loss;
             self.model = Some(self.optimizer.step(self.learning_rate, model, step.grads));
+            let previous_step = self.global_step;
             self.global_step += 1;
             *last_loss = Some(loss_value);
-
-            let now = Instant::now();
-            let info = StepInfo {
-                global_step: self.global_step,
+            let ended = AfterStep {
+                previous_step,
+                start_step,
+                last_step,
                 loss: loss_value,
-                now,
-                duration: now - step_start,
+                started: step_start,
             };
-            let mut emit = Emit::default();
-            let mut verdict = Verdict::default();
-            for hook in hooks.iter_mut() {
-                verdict.add(hook.after_step(&info, &mut emit)?);
-            }
-            for line in &emit.logs {
-                progress.log(line);
-            }
-            if let Some(writer) = writer.as_deref_mut() {
-                for (tag, value) in &emit.scalars {
-                    writer.scalar(tag, *value, self.global_step);
-                }
-                if self.global_step.is_multiple_of(config.save_summary_steps)
-                    || self.global_step == start_step + 1
-                {
-                    writer.scalar("loss", loss_value, self.global_step);
-                    writer.scalar("learning_rate", self.learning_rate, self.global_step);
-                    self.write_comm_summaries(writer);
-                    self.write_histograms(writer);
-                }
-                if verdict.save || schedule.due(self.global_step, now) {
-                    self.save()?;
-                    schedule.saved(self.global_step, now);
-                }
-            }
-            progress.update(
-                self.global_step - start_step,
-                format!("loss {loss_value:.4}"),
-            );
-            if verdict.stop {
-                if self.global_step < last_step {
-                    if let Some(sync) = self.sync.as_mut() {
-                        let model = self.model.as_ref().expect("model present outside a step");
-                        sync.leave(model)?;
-                    }
-                }
+            if self.after_step(hooks, writer.as_deref_mut(), progress, schedule, &ended)? {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// Training with parameter servers: pull the variables, compute the gradients of a
+    /// batch, push them; the ps tasks apply them and count the global step.
+    fn ps_steps(
+        &mut self,
+        hooks: &mut [Box<dyn Hook>],
+        mut writer: Option<&mut SummaryWriter>,
+        progress: &Progress,
+        schedule: &mut CheckpointSchedule,
+        last_step: u64,
+        last_loss: &mut Option<f64>,
+    ) -> Result<()> {
+        let config = self.estimator.run_config();
+        let start_step = self.global_step;
+        let rank = self.ps.as_ref().map_or(0, PsSession::rank);
+        let seed = replica_seed(config.tf_random_seed, rank);
+        while self.global_step < last_step {
+            for hook in hooks.iter_mut() {
+                hook.before_step(self.global_step)?;
+            }
+            let Some(batch) = self.dataset.next_item().transpose()? else {
+                tracing::info!("input exhausted at global_step {}", self.global_step);
+                break;
+            };
+            let step_start = Instant::now();
+            let ps = self.ps.as_mut().expect("parameter-server training");
+            let model = self.model.take().expect("model present outside a step");
+            let (model, pulled_step) = match ps.pull(model)? {
+                Pulled::Model(model, step) => (model, step),
+                Pulled::Done(model) => {
+                    self.model = Some(model);
+                    break;
+                }
+                Pulled::NotInitialised(model, which) => {
+                    self.model = Some(model);
+                    self.ps_lost_variables(which, last_step)?;
+                    continue;
+                }
+            };
+            let loss = with_seed::<B, _>(self.device, step_seed(seed, pulled_step), || {
+                self.estimator.loss::<B>(&model, &batch, self.device)
+            });
+            let loss = match loss {
+                Ok(loss) => loss,
+                Err(e) => {
+                    self.model = Some(model);
+                    return Err(e);
+                }
+            };
+            let loss_value: f64 = loss.clone().into_scalar().elem();
+            let grads = extract_gradients(&model, &mut loss.backward());
+            let pushed = self
+                .ps
+                .as_mut()
+                .expect("parameter-server training")
+                .push(&model, &grads);
+            self.model = Some(model);
+            let previous_step = self.global_step;
+            match pushed? {
+                Pushed::Applied(step) => self.global_step = step,
+                Pushed::Dropped(step) => {
+                    self.global_step = step;
+                    continue;
+                }
+                Pushed::Done(step) => {
+                    self.global_step = step;
+                    break;
+                }
+                Pushed::NotInitialised(which) => {
+                    self.ps_lost_variables(which, last_step)?;
+                    continue;
+                }
+            }
+            *last_loss = Some(loss_value);
+            let ended = AfterStep {
+                previous_step,
+                start_step,
+                last_step,
+                loss: loss_value,
+                started: step_start,
+            };
+            if self.after_step(hooks, writer.as_deref_mut(), progress, schedule, &ended)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A ps lost its variables (it restarted). The chief puts the latest checkpoint back on
+    /// every ps — the others have moved on since, and all must agree — as TF's chief does
+    /// when it recreates its session; other tasks wait for that in their next pull.
+    fn ps_lost_variables(&mut self, which: usize, last_step: u64) -> Result<()> {
+        let chief = self.ps.as_ref().is_some_and(PsSession::is_chief);
+        if !chief {
+            return Ok(());
+        }
+        tracing::warn!(
+            "ps:{which} lost its variables (restarted?): putting the latest checkpoint back on \
+             every ps task"
+        );
+        let recorded = match self.manager.latest()? {
+            Some((path, checkpoint)) => {
+                let model = self.model.take().expect("model present outside a step");
+                self.model = Some(checkpointing::restore_model(model, &checkpoint, &path)?);
+                checkpointing::restore_optimizer(
+                    &mut self.optimizer,
+                    self.optimizer_kind,
+                    &checkpoint,
+                    &path,
+                    self.device,
+                )?;
+                self.global_step = checkpoint.global_step;
+                tracing::info!(
+                    "restored {} (global_step {}) onto the ps tasks",
+                    path.display(),
+                    self.global_step
+                );
+                recorded_placement(&checkpoint)
+            }
+            None => {
+                tracing::warn!(
+                    "no checkpoint yet: the ps tasks restart from the chief's last pulled \
+                     values with fresh optimizer state"
+                );
+                self.ps.as_ref().and_then(|ps| ps.placement().cloned())
+            }
+        };
+        self.initialise_ps(recorded, last_step)
+    }
+
+    /// Hooks, summaries, checkpoints and progress after an applied step; whether to stop.
+    fn after_step(
+        &mut self,
+        hooks: &mut [Box<dyn Hook>],
+        writer: Option<&mut SummaryWriter>,
+        progress: &Progress,
+        schedule: &mut CheckpointSchedule,
+        ended: &AfterStep,
+    ) -> Result<bool> {
+        let config = self.estimator.run_config();
+        let loss_value = ended.loss;
+        let now = Instant::now();
+        let info = StepInfo {
+            global_step: self.global_step,
+            loss: loss_value,
+            now,
+            duration: now - ended.started,
+        };
+        let mut emit = Emit::default();
+        let mut verdict = Verdict::default();
+        for hook in hooks.iter_mut() {
+            verdict.add(hook.after_step(&info, &mut emit)?);
+        }
+        for line in &emit.logs {
+            progress.log(line);
+        }
+        if let Some(writer) = writer {
+            for (tag, value) in &emit.scalars {
+                writer.scalar(tag, *value, self.global_step);
+            }
+            let every = config.save_summary_steps.max(1);
+            if self.global_step / every > ended.previous_step / every
+                || ended.previous_step == ended.start_step
+            {
+                writer.scalar("loss", loss_value, self.global_step);
+                writer.scalar("learning_rate", self.learning_rate, self.global_step);
+                self.write_comm_summaries(writer);
+                if let Some(ps) = self.ps.as_mut() {
+                    ps.write_summaries(writer, self.global_step);
+                }
+                self.write_histograms(writer);
+            }
+            if verdict.save || schedule.due(self.global_step, now) {
+                self.save()?;
+                schedule.saved(self.global_step, now);
+            }
+        }
+        progress.update(
+            self.global_step.saturating_sub(ended.start_step),
+            format!("loss {loss_value:.4}"),
+        );
+        if verdict.stop {
+            if self.global_step < ended.last_step {
+                if let Some(sync) = self.sync.as_mut() {
+                    let model = self.model.as_ref().expect("model present outside a step");
+                    sync.leave(model)?;
+                }
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Per-step all-reduce volume, time and bus bandwidth since the last summary.
@@ -557,6 +846,17 @@ where
             writer.histogram(&snapshot.full_path(), &values, self.global_step);
         }
     }
+}
+
+/// How a step ended, for [`TrainLoop::after_step`].
+struct AfterStep {
+    /// The global step before it.
+    previous_step: u64,
+    /// The global step training started from.
+    start_step: u64,
+    last_step: u64,
+    loss: f64,
+    started: Instant,
 }
 
 /// Whether the last step still lacks a checkpoint.

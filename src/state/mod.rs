@@ -1,5 +1,8 @@
-//! A model's weights as safetensors bytes: what checkpoints and exports store.
+//! A model's weights as safetensors bytes (what checkpoints and exports store) and as plain
+//! values by path (what parameter servers hold).
 
+mod values;
 mod weights;
 
+pub use values::{load_values, parameter_values};
 pub use weights::{load_weights, weights_to_safetensors};

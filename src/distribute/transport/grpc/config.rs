@@ -61,7 +61,7 @@ pub(super) const MAX_FRAME_BYTES: u32 = 1 << 20;
 /// Largest message sent or accepted, in bytes: `send` and the `Deliver` reader check it,
 /// the generated server and client are given it (tonic's default, 4 MiB, would refuse a
 /// 4 MiB payload). Collectives send 1 MiB segments; callers may send more.
-pub(super) const MAX_MESSAGE_BYTES: usize = 1 << 30;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1 << 30;
 
 // Liveness: an HTTP/2 PING every 10 s, the connection dropped if it is not answered within
 // 20 s, so a peer whose host vanished (no FIN, no RST) is detected instead of waited for.
@@ -72,7 +72,7 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The client side of a connection to a peer at `uri`, dialled within `connect_timeout`.
-pub(super) fn endpoint(uri: String, connect_timeout: Duration) -> Result<Endpoint, String> {
+pub(crate) fn endpoint(uri: String, connect_timeout: Duration) -> Result<Endpoint, String> {
     let endpoint = Endpoint::from_shared(uri.clone())
         .map_err(|e| format!("'{uri}' is not a valid address: {e}"))?;
     Ok(endpoint
@@ -88,7 +88,7 @@ pub(super) fn endpoint(uri: String, connect_timeout: Duration) -> Result<Endpoin
 }
 
 /// The server every rank runs (TCP_NODELAY is set on the listener, see `GrpcTransport`).
-pub(super) fn server() -> Server {
+pub(crate) fn server() -> Server {
     Server::builder()
         .initial_stream_window_size(STREAM_WINDOW_BYTES)
         .initial_connection_window_size(CONNECTION_WINDOW_BYTES)

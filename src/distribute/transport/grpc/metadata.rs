@@ -11,11 +11,11 @@ use tonic::{Request, Status};
 pub(super) const RANK_KEY: &str = "x-estimator-rank";
 
 /// Metadata key of the cluster token.
-pub(super) const TOKEN_KEY: &str = "x-estimator-cluster-token";
+pub(crate) const TOKEN_KEY: &str = "x-estimator-cluster-token";
 
 /// The token as it goes on the wire: refuses an empty one (it would check nothing) and one
 /// that is not printable ASCII (HTTP/2 header values cannot hold it).
-pub(super) fn token_value(token: &str) -> Result<AsciiMetadataValue, String> {
+pub(crate) fn token_value(token: &str) -> Result<AsciiMetadataValue, String> {
     if token.is_empty() {
         return Err("the cluster token is empty".into());
     }
@@ -58,7 +58,7 @@ pub(super) fn caller_rank(headers: &HeaderMap) -> Result<usize, Status> {
 
 /// The server's interceptor: with an `expected` token, refuses every call that does not carry
 /// it as [`tonic::Code::Unauthenticated`]; without one, lets everything through.
-pub(super) fn check_token(
+pub(crate) fn check_token(
     expected: Option<Arc<[u8]>>,
 ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + Sync + 'static {
     move |request: Request<()>| {

@@ -30,14 +30,16 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 
 pub use config::GrpcConfig;
-use config::MAX_MESSAGE_BYTES;
+pub(crate) use config::MAX_MESSAGE_BYTES;
+pub(crate) use config::{endpoint, server};
+pub(crate) use metadata::TOKEN_KEY;
 
 use super::Transport;
 use crate::distribute::error::{DistributeError, Result};
 use dial::{dial, Caller};
 use inbound::Inbound;
 use inbox::Inbox;
-use metadata::{check_token, token_value};
+pub(crate) use metadata::{check_token, token_value};
 use outbound::Outbound;
 use service::Routes;
 
@@ -392,7 +394,7 @@ fn out_of_range(rank: usize, addresses: &[String]) -> DistributeError {
 
 /// Where a rank whose peers reach it at `address` ("host:port") listens: the address itself
 /// for a loopback IP, otherwise every interface, on its port.
-fn listen_address(address: &str) -> Result<SocketAddr, String> {
+pub(crate) fn listen_address(address: &str) -> Result<SocketAddr, String> {
     let authority = address
         .split_once("://")
         .map_or(address, |(_, rest)| rest)

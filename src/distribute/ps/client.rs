@@ -1,0 +1,337 @@
+//! A training task's connection to every ps task: concurrent calls, retries with backoff
+//! while a ps restarts, and errors that name the task at fault.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tonic::metadata::AsciiMetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::service::Interceptor;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+
+use super::proto::parameter_server_client::ParameterServerClient;
+use super::proto::{
+    Command, ControlReply, ControlRequest, InitRequest, PullReply, PullRequest, PushReply,
+    PushRequest, SnapshotReply, SnapshotRequest,
+};
+use crate::distribute::transport::{endpoint, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY};
+use crate::error::Error;
+
+/// First wait between two tries of a call to a ps that cannot be reached; doubled up to
+/// [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+/// Longest wait between two tries.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Settings of [`ParameterServers`].
+#[derive(Debug, Clone)]
+pub struct PsClientConfig {
+    /// How long a ps may stay unreachable (restarting) before it is reported lost.
+    pub peer_timeout: Duration,
+    /// How long to wait for the ps tasks (and the chief's initialisation) at start.
+    pub startup_timeout: Duration,
+    /// The cluster token every call carries, when set.
+    pub token: Option<String>,
+}
+
+/// Why a call to the ps tasks failed.
+#[derive(Debug)]
+pub enum PsError {
+    /// A ps has no variables: it started after the chief initialised the others, or
+    /// restarted. The chief re-initialises; other tasks wait for it.
+    NotInitialised {
+        /// The ps at fault.
+        ps: usize,
+    },
+    /// Anything else, as the run's error (a lost ps or chief names it).
+    Failed(Error),
+}
+
+impl From<PsError> for Error {
+    fn from(error: PsError) -> Self {
+        match error {
+            PsError::NotInitialised { ps } => Error::PeerLost {
+                task: format!("ps:{ps}"),
+                message: "it lost its variables (restarted?) and no chief re-initialised it".into(),
+            },
+            PsError::Failed(error) => error,
+        }
+    }
+}
+
+type Client = ParameterServerClient<InterceptedService<Channel, AddToken>>;
+
+/// Adds the cluster token to every call.
+#[derive(Clone)]
+struct AddToken(Option<AsciiMetadataValue>);
+
+impl Interceptor for AddToken {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(token) = &self.0 {
+            request.metadata_mut().insert(TOKEN_KEY, token.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// Every ps task of the cluster, seen from training task `worker`; see the
+/// [module docs](self). Owns a tokio runtime: use it from ordinary threads.
+pub struct ParameterServers {
+    clients: Vec<Client>,
+    names: Vec<String>,
+    chief_name: String,
+    worker: u32,
+    config: PsClientConfig,
+    heartbeat: Option<JoinHandle<()>>,
+    runtime: Runtime,
+}
+
+impl std::fmt::Debug for ParameterServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParameterServers")
+            .field("names", &self.names)
+            .field("worker", &self.worker)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ParameterServers {
+    /// Connections (made lazily, remade after a ps restarts) to the ps tasks at `addresses`,
+    /// for training task `worker` (rank 0 is the chief, named `chief_name` in errors).
+    pub fn connect(
+        addresses: &[String],
+        worker: usize,
+        chief_name: &str,
+        config: PsClientConfig,
+    ) -> Result<Self, Error> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("estimator-ps-client")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config(format!("cannot start a tokio runtime: {e}")))?;
+        let token = config
+            .token
+            .as_deref()
+            .map(token_value)
+            .transpose()
+            .map_err(Error::Config)?;
+        let mut clients = Vec::with_capacity(addresses.len());
+        {
+            let _context = runtime.enter();
+            for (i, address) in addresses.iter().enumerate() {
+                let uri = if address.contains("://") {
+                    address.clone()
+                } else {
+                    format!("http://{address}")
+                };
+                let channel = endpoint(uri, config.peer_timeout)
+                    .map_err(|e| Error::Config(format!("ps:{i}: {e}")))?
+                    .connect_lazy();
+                clients.push(
+                    ParameterServerClient::with_interceptor(channel, AddToken(token.clone()))
+                        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                        .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                );
+            }
+        }
+        Ok(Self {
+            clients,
+            names: (0..addresses.len()).map(|i| format!("ps:{i}")).collect(),
+            chief_name: chief_name.to_string(),
+            worker: worker as u32,
+            config,
+            heartbeat: None,
+            runtime,
+        })
+    }
+
+    /// Number of ps tasks.
+    pub fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Whether there are no ps tasks.
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+    }
+
+    /// This training task's rank.
+    pub fn worker(&self) -> u32 {
+        self.worker
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PsClientConfig {
+        &self.config
+    }
+
+    /// Runs `call` on every ps at once — with `patience`, trying again while a ps cannot be
+    /// reached, until that long has passed; the replies in ps order, or the first failure.
+    fn on_all<T, F, Fut>(&self, patience: Option<Duration>, call: F) -> Result<Vec<T>, PsError>
+    where
+        T: Send + 'static,
+        F: Fn(usize, Client) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, Status>> + Send + 'static,
+    {
+        let deadline = patience.map(|patience| Instant::now() + patience);
+        let calls: Vec<JoinHandle<Result<T, Status>>> = self
+            .clients
+            .iter()
+            .enumerate()
+            .map(|(i, client)| {
+                let (client, call) = (client.clone(), call.clone());
+                self.runtime.spawn(async move {
+                    match deadline {
+                        Some(deadline) => with_backoff(deadline, || call(i, client.clone())).await,
+                        None => call(i, client).await,
+                    }
+                })
+            })
+            .collect();
+        self.runtime.block_on(async {
+            let mut out = Vec::with_capacity(calls.len());
+            for (i, handle) in calls.into_iter().enumerate() {
+                let reply = handle.await.map_err(|e| {
+                    PsError::Failed(Error::PeerLost {
+                        task: self.names[i].clone(),
+                        message: format!("the call failed: {e}"),
+                    })
+                })?;
+                out.push(reply.map_err(|status| self.error(i, status))?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Initialises ps `i` with `requests[i]`.
+    pub(crate) fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError> {
+        let requests = std::sync::Arc::new(requests);
+        self.on_all(Some(self.config.peer_timeout), move |i, mut client| {
+            let request = requests[i].clone();
+            async move { client.init(request).await.map(|_| ()) }
+        })?;
+        Ok(())
+    }
+
+    /// Every ps's values; a ps not initialised yet is waited for, up to `wait`.
+    pub(crate) fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
+        let request = PullRequest {
+            worker: self.worker,
+            wait_ms: wait.as_millis() as u64,
+        };
+        self.on_all(
+            Some(self.config.peer_timeout.max(wait)),
+            move |_, mut client| async move { client.pull(request).await.map(|r| r.into_inner()) },
+        )
+    }
+
+    /// Pushes `requests[i]` to ps `i`. Not retried: a push that may have reached its ps is
+    /// never sent twice (a lost one costs a step's gradient, a doubled one would corrupt).
+    pub(crate) fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
+        let requests = std::sync::Arc::new(requests);
+        self.on_all(None, move |i, mut client| {
+            let request = requests[i].clone();
+            async move { client.push(request).await.map(|r| r.into_inner()) }
+        })
+    }
+
+    /// Every ps's values and optimizer state.
+    pub(crate) fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
+        self.on_all(Some(self.config.peer_timeout), |_, mut client| async move {
+            client
+                .snapshot(SnapshotRequest {})
+                .await
+                .map(|r| r.into_inner())
+        })
+    }
+
+    /// Sends `command` to every ps; their counters.
+    pub(crate) fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError> {
+        let request = ControlRequest {
+            worker: self.worker,
+            command: command as i32,
+        };
+        self.on_all(Some(self.config.peer_timeout), move |_, mut client| {
+            async move { client.control(request).await.map(|r| r.into_inner()) }
+        })
+    }
+
+    /// Tells every ps, every `every`, that this (chief) task is alive — also while it
+    /// writes a checkpoint or evaluates, when it makes no other call.
+    pub fn start_heartbeat(&mut self, every: Duration) {
+        let clients = self.clients.clone();
+        let request = ControlRequest {
+            worker: self.worker,
+            command: Command::Heartbeat as i32,
+        };
+        self.heartbeat = Some(self.runtime.spawn(async move {
+            loop {
+                for client in &clients {
+                    let mut client = client.clone();
+                    // A ps that cannot be reached is the training loop's to report.
+                    let _ = tokio::time::timeout(every, client.control(request)).await;
+                }
+                tokio::time::sleep(every).await;
+            }
+        }));
+    }
+
+    /// A refused call as the error that names the task at fault.
+    fn error(&self, ps: usize, status: Status) -> PsError {
+        let name = &self.names[ps];
+        match status.code() {
+            Code::FailedPrecondition => PsError::NotInitialised { ps },
+            Code::Aborted => PsError::Failed(Error::PeerLost {
+                task: self.chief_name.clone(),
+                message: format!("{} ({name} says)", status.message()),
+            }),
+            Code::Unavailable | Code::Unknown | Code::Cancelled => {
+                PsError::Failed(Error::PeerLost {
+                    task: name.clone(),
+                    message: format!("cannot reach it: {}", status.message()),
+                })
+            }
+            _ => PsError::Failed(Error::Config(format!("{name}: {}", status.message()))),
+        }
+    }
+}
+
+/// Whether a call failed before the ps could act on it (worth trying again).
+fn unreachable_status(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::Unknown | Code::Cancelled
+    )
+}
+
+/// `call` until it succeeds, fails for another reason than an unreachable ps, or `deadline`
+/// passes; waits grow from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`].
+async fn with_backoff<T, F, Fut>(deadline: Instant, mut call: F) -> Result<T, Status>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Status>>,
+{
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        match call().await {
+            Err(status) if unreachable_status(&status) && Instant::now() + backoff < deadline => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            other => return other,
+        }
+    }
+}
+
+impl Drop for ParameterServers {
+    fn drop(&mut self) {
+        if let Some(heartbeat) = self.heartbeat.take() {
+            heartbeat.abort();
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The parameter-server strategy (TF's `ParameterServerStrategy` of the Estimator era):
+//! ps tasks hold the variables and run the optimizer; training tasks pull values, compute
+//! gradients and push them; the chief initialises the ps tasks, checkpoints them and ends
+//! the job.
+//!
+//! - [`Placement`]: which ps holds which variable (greedy, size-balanced; recorded in
+//!   checkpoints, re-placed when the number of ps tasks changes);
+//! - `shard`: one ps's variables and update rules (async with an optional staleness
+//!   bound, or sync with `replicas_to_aggregate` and backup workers);
+//! - [`serve`]: a ps task's gRPC server and lifecycle (exit 0 when the chief shuts the job
+//!   down, a retryable failure when the chief vanishes);
+//! - [`ParameterServers`]: a training task's client (concurrent calls, retries with backoff
+//!   while a ps restarts).
+
+mod client;
+mod mode;
+mod placement;
+mod proto;
+mod replica;
+mod server;
+mod shard;
+mod variable_optimizer;
+mod wire;
+
+pub use client::{ParameterServers, PsClientConfig, PsError};
+pub use mode::PsMode;
+pub use placement::Placement;
+pub(crate) use proto::{Command, ControlReply, InitRequest, PushOutcome, PushReply, PushRequest};
+pub use replica::PsReplica;
+pub use server::{serve, PsFailure, PsServerConfig};
+pub use shard::CHIEF_RANK;
+pub use variable_optimizer::{variable_optimizer, VariableOptimizer};
+pub(crate) use wire::{f32_values, shape, variable};

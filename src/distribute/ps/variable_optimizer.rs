@@ -1,0 +1,127 @@
+//! The optimizer a parameter server runs over its variables: the same Burn optimizer, state
+//! and arithmetic as a single process's, applied to one variable at a time.
+
+use burn::optim::SimpleOptimizer;
+use burn::tensor::{Tensor, TensorData};
+
+use crate::device::CpuTrainBackend;
+use crate::optimizer::{build_optimizer, Optimizer, OptimizerSpec, WithOptimizer};
+
+type Inner = <CpuTrainBackend as burn::tensor::backend::AutodiffBackend>::InnerBackend;
+
+/// Applies gradients to variables held as flat `f32` values, keeping optimizer state by
+/// variable path (the checkpoint's format, so a ps checkpoint restores in one process and
+/// back).
+pub trait VariableOptimizer: Send {
+    /// The optimizer kind ("adam", "adagrad", "sgd").
+    fn kind(&self) -> &'static str;
+    /// One update of the variable `path` of `shape`.
+    fn apply(
+        &mut self,
+        learning_rate: f64,
+        path: &str,
+        shape: &[usize],
+        values: &mut Vec<f32>,
+        grad: Vec<f32>,
+    ) -> Result<(), String>;
+    /// The state of every variable, serialised.
+    fn state_bytes(&self) -> Result<Vec<u8>, String>;
+    /// Replaces the state with serialised state.
+    fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), String>;
+}
+
+/// The optimizer `spec` names, for variables on the CPU.
+pub fn variable_optimizer(spec: &OptimizerSpec) -> Box<dyn VariableOptimizer> {
+    build_optimizer::<CpuTrainBackend, _>(spec, Build { kind: spec.kind() })
+}
+
+struct Build {
+    kind: &'static str,
+}
+
+impl WithOptimizer<CpuTrainBackend> for Build {
+    type Output = Box<dyn VariableOptimizer>;
+
+    fn run<O: SimpleOptimizer<Inner> + 'static>(self, optim: O) -> Self::Output {
+        Box::new(OnCpu {
+            optimizer: Optimizer::<CpuTrainBackend, O>::new(optim),
+            kind: self.kind,
+        })
+    }
+}
+
+struct OnCpu<O: SimpleOptimizer<Inner>> {
+    optimizer: Optimizer<CpuTrainBackend, O>,
+    kind: &'static str,
+}
+
+impl<O: SimpleOptimizer<Inner>> OnCpu<O> {
+    fn apply_rank<const D: usize>(
+        &mut self,
+        learning_rate: f64,
+        path: &str,
+        shape: &[usize],
+        values: &mut Vec<f32>,
+        grad: Vec<f32>,
+    ) -> Result<(), String> {
+        let device = Default::default();
+        let shape: [usize; D] = shape
+            .try_into()
+            .map_err(|_| format!("{path}: shape {shape:?} is not of rank {D}"))?;
+        let tensor =
+            Tensor::<Inner, D>::from_data(TensorData::new(std::mem::take(values), shape), &device);
+        let grad = Tensor::<Inner, D>::from_data(TensorData::new(grad, shape), &device);
+        let updated = self
+            .optimizer
+            .step_tensor(learning_rate, path, tensor, grad);
+        *values = updated
+            .into_data()
+            .convert::<f32>()
+            .into_vec::<f32>()
+            .map_err(|e| format!("{path}: {e:?}"))?;
+        Ok(())
+    }
+}
+
+impl<O: SimpleOptimizer<Inner>> VariableOptimizer for OnCpu<O> {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    fn apply(
+        &mut self,
+        learning_rate: f64,
+        path: &str,
+        shape: &[usize],
+        values: &mut Vec<f32>,
+        grad: Vec<f32>,
+    ) -> Result<(), String> {
+        let elements: usize = shape.iter().product();
+        if values.len() != elements || grad.len() != elements {
+            return Err(format!(
+                "{path}: shape {shape:?} holds {elements} values, got {} values and a \
+                 gradient of {}",
+                values.len(),
+                grad.len()
+            ));
+        }
+        match shape.len() {
+            1 => self.apply_rank::<1>(learning_rate, path, shape, values, grad),
+            2 => self.apply_rank::<2>(learning_rate, path, shape, values, grad),
+            3 => self.apply_rank::<3>(learning_rate, path, shape, values, grad),
+            4 => self.apply_rank::<4>(learning_rate, path, shape, values, grad),
+            rank => Err(format!(
+                "{path}: variables of rank {rank} are not supported on parameter servers \
+                 (ranks 1 to 4 are)"
+            )),
+        }
+    }
+
+    fn state_bytes(&self) -> Result<Vec<u8>, String> {
+        self.optimizer.state_bytes()
+    }
+
+    fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.optimizer.load_state_bytes(bytes, &Default::default())
+    }
+}

@@ -1,0 +1,48 @@
+//! Turning an [`OptimizerSpec`] into the Burn optimizer it names.
+
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{AdaGradConfig, AdamConfig, SgdConfig, SimpleOptimizer};
+use burn::tensor::backend::AutodiffBackend;
+
+use super::OptimizerSpec;
+
+/// Code generic over the Burn optimizer type, run by [`build_optimizer`] with the one an
+/// [`OptimizerSpec`] names.
+pub trait WithOptimizer<B: AutodiffBackend> {
+    /// What the code returns.
+    type Output;
+    /// Runs with `optim`.
+    fn run<O: SimpleOptimizer<B::InnerBackend> + 'static>(self, optim: O) -> Self::Output;
+}
+
+/// Builds the Burn optimizer `spec` names and hands it to `code`.
+pub fn build_optimizer<B: AutodiffBackend, W: WithOptimizer<B>>(
+    spec: &OptimizerSpec,
+    code: W,
+) -> W::Output {
+    match *spec {
+        OptimizerSpec::Adam {
+            beta_1,
+            beta_2,
+            epsilon,
+            ..
+        } => code.run(
+            AdamConfig::new()
+                .with_beta_1(beta_1)
+                .with_beta_2(beta_2)
+                .with_epsilon(epsilon)
+                .build(),
+        ),
+        OptimizerSpec::Adagrad { epsilon, .. } => {
+            code.run(AdaGradConfig::new().with_epsilon(epsilon).build())
+        }
+        OptimizerSpec::Sgd { momentum, .. } => {
+            let momentum = (momentum != 0.0).then(|| MomentumConfig::new().with_momentum(momentum));
+            code.run(
+                SgdConfig::new()
+                    .with_momentum(momentum)
+                    .build::<B::InnerBackend>(),
+            )
+        }
+    }
+}

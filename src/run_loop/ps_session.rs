@@ -1,0 +1,374 @@
+//! A training task's side of the parameter-server strategy: the chief initialises the ps
+//! tasks and checkpoints them; every task pulls values before a step and pushes gradients
+//! after it.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use burn::module::Module;
+use burn::optim::{GradientsParams, SimpleOptimizer};
+use burn::tensor::backend::AutodiffBackend;
+
+use crate::checkpoint::Checkpoint;
+use crate::distribute::ps::{
+    f32_values, shape, variable, Command, ControlReply, InitRequest, Placement, PsError, PsMode,
+    PsReplica, PushOutcome, PushRequest,
+};
+use crate::error::{Error, Result};
+use crate::optimizer::{gradient_values, Optimizer};
+use crate::state::{load_values, parameter_values};
+use crate::summary::SummaryWriter;
+
+/// Checkpoint metadata key of the placement.
+pub const PLACEMENT_KEY: &str = "placement";
+
+/// What a pull gave.
+pub(super) enum Pulled<M> {
+    /// The model with the ps tasks' values, at this global step.
+    Model(M, u64),
+    /// The job is over.
+    Done(M),
+    /// A ps lost its variables (restarted): the chief must re-initialise.
+    NotInitialised(M, usize),
+}
+
+/// What a push did.
+pub(super) enum Pushed {
+    /// Applied (or aggregated into a synchronous update); the global step after it.
+    Applied(u64),
+    /// Not applied (stale, re-initialised meanwhile, or a ps unreachable); pull again.
+    Dropped(u64),
+    /// The job reached its last step or finished.
+    Done(u64),
+    /// A ps lost its variables.
+    NotInitialised(usize),
+}
+
+/// One training task's session with the ps tasks.
+pub(super) struct PsSession {
+    replica: PsReplica,
+    mode: PsMode,
+    placement: Option<Placement>,
+    /// The ps of every variable, as pulls show it.
+    owners: BTreeMap<String, usize>,
+    /// Each ps's step and initialisation at the last pull.
+    pulled_steps: Vec<u64>,
+    pulled_generations: Vec<u64>,
+    /// How long a pull waits for the chief's initialisation.
+    init_wait: Duration,
+    pull_seconds: f64,
+    pulls: u64,
+    last_counters: Option<(Instant, Vec<ControlReply>)>,
+}
+
+impl PsSession {
+    pub(super) fn new(mut replica: PsReplica, mode: PsMode) -> Self {
+        let config = replica.servers.config().clone();
+        if replica.is_chief() {
+            // Ps tasks fail the job when the chief is silent for the peer timeout.
+            let every =
+                (config.peer_timeout / 5).clamp(Duration::from_millis(100), Duration::from_secs(5));
+            replica.servers.start_heartbeat(every);
+        }
+        let num_ps = replica.num_ps();
+        Self {
+            replica,
+            mode,
+            placement: None,
+            owners: BTreeMap::new(),
+            pulled_steps: vec![0; num_ps],
+            pulled_generations: vec![0; num_ps],
+            init_wait: config.startup_timeout,
+            pull_seconds: 0.0,
+            pulls: 0,
+            last_counters: None,
+        }
+    }
+
+    pub(super) fn is_chief(&self) -> bool {
+        self.replica.is_chief()
+    }
+
+    pub(super) fn rank(&self) -> usize {
+        self.replica.rank()
+    }
+
+    /// Chief: puts `model`'s values and `optimizer`'s state on the ps tasks, placed as
+    /// `recorded` says when it fits, anew otherwise; training continues from `global_step`
+    /// and stops at `last_step`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn initialise<
+        B: AutodiffBackend,
+        M: Module<B>,
+        O: SimpleOptimizer<B::InnerBackend>,
+    >(
+        &mut self,
+        model: &M,
+        optimizer: &Optimizer<B, O>,
+        optimizer_kind: &str,
+        learning_rate: f64,
+        recorded: Option<Placement>,
+        global_step: u64,
+        last_step: u64,
+    ) -> Result<()> {
+        let values = parameter_values(model);
+        let sizes: Vec<(String, usize)> = values
+            .iter()
+            .map(|(path, (_, v))| (path.clone(), v.len()))
+            .collect();
+        let num_ps = self.replica.num_ps();
+        let recorded_num = recorded.as_ref().map(|p| p.num_ps);
+        let placement = Placement::keep_or_place(recorded, &sizes, num_ps);
+        if let Some(before) = recorded_num.filter(|&n| n != num_ps) {
+            tracing::info!(
+                "re-sharding {} variables from {before} to {num_ps} ps task(s)",
+                sizes.len()
+            );
+        }
+        let loads = placement.loads(&sizes);
+        tracing::info!("variables per ps (elements): {loads:?}");
+        // Unique per initialisation, also across chief restarts.
+        let generation = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+            .max(1);
+        let workers = self.replica.world_size();
+        let mut requests: Vec<InitRequest> = (0..num_ps)
+            .map(|i| {
+                let optimizer_state = optimizer
+                    .state_bytes_of(|path| placement.ps_of(path) == Some(i))
+                    .map_err(|e| Error::Config(format!("cannot serialise optimizer state: {e}")))?;
+                Ok(InitRequest {
+                    variables: Vec::new(),
+                    optimizer_state,
+                    optimizer: optimizer_kind.to_string(),
+                    learning_rate,
+                    global_step,
+                    last_step,
+                    workers: workers as u32,
+                    replicas_to_aggregate: self.mode.replicas_to_aggregate(workers) as u32,
+                    max_staleness: self.mode.max_staleness(),
+                    generation,
+                })
+            })
+            .collect::<Result<_>>()?;
+        for (path, (shape, values)) in &values {
+            let ps = placement
+                .ps_of(path)
+                .expect("placement covers every variable");
+            requests[ps].variables.push(variable(path, shape, values));
+        }
+        self.replica.servers.init(requests)?;
+        self.placement = Some(placement);
+        Ok(())
+    }
+
+    /// The ps tasks' values loaded into `model`.
+    pub(super) fn pull<B: AutodiffBackend, M: Module<B>>(&mut self, model: M) -> Result<Pulled<M>> {
+        let started = Instant::now();
+        let replies = match self.replica.servers.pull(self.init_wait) {
+            Ok(replies) => replies,
+            Err(PsError::NotInitialised { ps }) => return Ok(Pulled::NotInitialised(model, ps)),
+            Err(PsError::Failed(error)) => return Err(error),
+        };
+        if replies.iter().any(|r| r.done) {
+            return Ok(Pulled::Done(model));
+        }
+        let mut values = BTreeMap::new();
+        for (ps, reply) in replies.iter().enumerate() {
+            self.pulled_steps[ps] = reply.step;
+            self.pulled_generations[ps] = reply.generation;
+            for v in &reply.variables {
+                let decoded = f32_values(v).map_err(|e| Error::Config(format!("ps:{ps}: {e}")))?;
+                self.owners.insert(v.path.clone(), ps);
+                values.insert(v.path.clone(), decoded);
+            }
+        }
+        let model = load_values(model, &mut values)?;
+        self.pull_seconds += started.elapsed().as_secs_f64();
+        self.pulls += 1;
+        // Once training runs, a restarting ps is waited for as long as a silent peer.
+        self.init_wait = self.replica.servers.config().peer_timeout;
+        Ok(Pulled::Model(model, replies[0].step))
+    }
+
+    /// Pushes `grads` (of `model`'s parameters) to the ps tasks holding them.
+    pub(super) fn push<B: AutodiffBackend, M: Module<B>>(
+        &mut self,
+        model: &M,
+        grads: &GradientsParams,
+    ) -> Result<Pushed> {
+        let num_ps = self.replica.num_ps();
+        let mut requests: Vec<PushRequest> = (0..num_ps)
+            .map(|ps| PushRequest {
+                worker: self.replica.servers.worker(),
+                step: self.pulled_steps[ps],
+                generation: self.pulled_generations[ps],
+                gradients: Vec::new(),
+                wait_ms: self.replica.servers.config().peer_timeout.as_millis() as u64,
+            })
+            .collect();
+        for (path, grad) in gradient_values(model, grads, false) {
+            let ps = *self.owners.get(&path).ok_or_else(|| {
+                Error::Config(format!(
+                    "parameter '{path}' is on no ps task (another model?)"
+                ))
+            })?;
+            requests[ps].gradients.push(variable(&path, &[], &grad));
+        }
+        let replies = match self.replica.servers.push(requests) {
+            Ok(replies) => replies,
+            Err(PsError::NotInitialised { ps }) => return Ok(Pushed::NotInitialised(ps)),
+            Err(PsError::Failed(Error::PeerLost { task, message })) if task.starts_with("ps:") => {
+                // The next pull retries with backoff and reports the ps if it stays away.
+                tracing::warn!("push to {task} failed ({message}); pulling again");
+                return Ok(Pushed::Dropped(self.pulled_steps[0]));
+            }
+            Err(PsError::Failed(error)) => return Err(error),
+        };
+        let step = replies[0].step;
+        let outcome = |r: &crate::distribute::ps::PushReply| {
+            PushOutcome::try_from(r.outcome).unwrap_or(PushOutcome::Stale)
+        };
+        Ok(if replies.iter().any(|r| outcome(r) == PushOutcome::Done) {
+            Pushed::Done(step)
+        } else if outcome(&replies[0]) == PushOutcome::Applied {
+            Pushed::Applied(step)
+        } else {
+            Pushed::Dropped(step)
+        })
+    }
+
+    /// Chief: every ps's values and optimizer state as a checkpoint, with `model` as the
+    /// template the values load into; also returns the model holding them.
+    pub(super) fn checkpoint<
+        B: AutodiffBackend,
+        M: Module<B>,
+        O: SimpleOptimizer<B::InnerBackend>,
+    >(
+        &mut self,
+        model: M,
+        optimizer: &mut Optimizer<B, O>,
+        optimizer_kind: &str,
+        input_position: Option<datasets::Position>,
+        device: &B::Device,
+    ) -> Result<(Checkpoint, M)> {
+        let snapshots = self.replica.servers.snapshot()?;
+        let mut values = BTreeMap::new();
+        let mut placement = Placement {
+            num_ps: snapshots.len(),
+            variables: BTreeMap::new(),
+        };
+        let state_error = |e: String| Error::Config(format!("ps optimizer state: {e}"));
+        for (ps, snapshot) in snapshots.iter().enumerate() {
+            for v in &snapshot.variables {
+                let decoded = f32_values(v).map_err(|e| Error::Config(format!("ps:{ps}: {e}")))?;
+                debug_assert_eq!(shape(v).iter().product::<usize>(), decoded.len());
+                placement.variables.insert(v.path.clone(), ps);
+                values.insert(v.path.clone(), decoded);
+            }
+            let state = &snapshot.optimizer_state;
+            if ps == 0 {
+                optimizer.load_state_bytes(state, device)
+            } else {
+                optimizer.merge_state_bytes(state, device)
+            }
+            .map_err(state_error)?;
+        }
+        let model = load_values(model, &mut values)?;
+        let step = snapshots.first().map_or(0, |s| s.step);
+        let mut checkpoint = super::checkpointing::snapshot(
+            &model,
+            optimizer,
+            optimizer_kind,
+            step,
+            input_position,
+        )?;
+        checkpoint.meta[PLACEMENT_KEY] = serde_json::to_value(&placement)
+            .map_err(|e| Error::Config(format!("cannot record the placement: {e}")))?;
+        self.placement = Some(placement);
+        Ok((checkpoint, model))
+    }
+
+    /// Chief: stop every ps applying updates (those under way finish first) and tell the
+    /// training tasks to stop.
+    pub(super) fn finish(&self) -> Result<()> {
+        self.replica.servers.control(Command::Finish)?;
+        Ok(())
+    }
+
+    /// Chief: the ps tasks may exit once the training tasks have left.
+    pub(super) fn shut_down(&self) -> Result<()> {
+        self.replica.servers.control(Command::Shutdown)?;
+        Ok(())
+    }
+
+    /// A training task stops: the ps tasks stop waiting for its gradients (best effort — a
+    /// ps already gone has nothing left to wait for).
+    pub(super) fn leave(&self) {
+        if let Err(e) = self.replica.servers.control(Command::Leave) {
+            tracing::debug!("leaving the ps tasks: {}", Error::from(e));
+        }
+    }
+
+    /// Chief: `ps/push_per_sec`, `ps/staleness`, `ps/dropped`, `ps/pull_seconds` and each
+    /// ps's `ps/<i>/bytes_served` per second since the last call.
+    pub(super) fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {
+        if self.pulls > 0 {
+            writer.scalar(
+                "ps/pull_seconds",
+                self.pull_seconds / self.pulls as f64,
+                step,
+            );
+            self.pull_seconds = 0.0;
+            self.pulls = 0;
+        }
+        let Ok(counters) = self.replica.servers.control(Command::Heartbeat) else {
+            return;
+        };
+        let now = Instant::now();
+        if let Some((then, before)) = &self.last_counters {
+            let seconds = (now - *then).as_secs_f64().max(1e-9);
+            let (first, first_before) = (&counters[0], &before[0]);
+            let applied = first
+                .pushes_applied
+                .saturating_sub(first_before.pushes_applied);
+            writer.scalar("ps/push_per_sec", applied as f64 / seconds, step);
+            writer.scalar(
+                "ps/dropped",
+                first
+                    .pushes_dropped
+                    .saturating_sub(first_before.pushes_dropped) as f64,
+                step,
+            );
+            if applied > 0 {
+                let staleness = first
+                    .staleness_sum
+                    .saturating_sub(first_before.staleness_sum);
+                writer.scalar("ps/staleness", staleness as f64 / applied as f64, step);
+            }
+            for (i, (c, b)) in counters.iter().zip(before).enumerate() {
+                let served = c.bytes_served.saturating_sub(b.bytes_served);
+                writer.scalar(
+                    &format!("ps/{i}/bytes_served"),
+                    served as f64 / seconds,
+                    step,
+                );
+            }
+        }
+        self.last_counters = Some((now, counters));
+    }
+
+    /// The placement the chief initialised or last checkpointed.
+    pub(super) fn placement(&self) -> Option<&Placement> {
+        self.placement.as_ref()
+    }
+}
+
+/// The placement a checkpoint recorded, if any.
+pub(super) fn recorded_placement(checkpoint: &Checkpoint) -> Option<Placement> {
+    checkpoint
+        .meta
+        .get(PLACEMENT_KEY)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+}

@@ -1,0 +1,65 @@
+//! Running this process as a ps task of a TF_CONFIG cluster.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use crate::cluster::{cluster_from_env, cluster_token_from_env, ClusterConfig, TaskType};
+use crate::distribute::listen_address;
+use crate::distribute::ps::{serve, variable_optimizer, PsFailure, PsServerConfig};
+use crate::error::{Error, Result};
+use crate::estimator::Estimator;
+
+/// Longest wait for training tasks to leave after the chief's shutdown (or to hear that the
+/// chief was lost) before a ps task exits anyway.
+const MAX_GRACE: Duration = Duration::from_secs(30);
+
+/// Serves this ps task's shard of `estimator`'s variables (TF_CONFIG `task.type = ps`) until
+/// the chief says the job is done — `Ok`, exit 0 — or vanishes for longer than
+/// `peer_timeout_secs` — [`Error::PeerLost`] naming the chief, a retryable exit code.
+///
+/// Unlike TF's `server.join()`, the task ends by itself. A restarted ps task comes up empty;
+/// the chief notices and puts its latest checkpoint back on every ps.
+pub fn serve_parameters<E: Estimator>(estimator: &E) -> Result<()> {
+    let cluster = cluster_from_env().map_err(|e| Error::Config(e.to_string()))?;
+    let (spec, task) = match cluster {
+        ClusterConfig::Distributed { cluster, task } if task.kind == TaskType::Ps => {
+            (cluster, task)
+        }
+        _ => {
+            return Err(Error::Config(
+                "serving variables needs TF_CONFIG with task.type = ps".into(),
+            ))
+        }
+    };
+    let address = spec.address(task).ok_or_else(|| {
+        Error::Config(format!(
+            "TF_CONFIG.task.index = {} but TF_CONFIG.cluster.ps lists {} task(s)",
+            task.index,
+            spec.ps.len()
+        ))
+    })?;
+    let listen = listen_address(address)
+        .map_err(|e| Error::Config(format!("TF_CONFIG.cluster.ps[{}]: {e}", task.index)))?;
+    let listener = TcpListener::bind(listen)
+        .map_err(|e| Error::Config(format!("{task} cannot listen on {listen}: {e}")))?;
+    let config = estimator.run_config();
+    let peer_timeout = Duration::from_secs(config.peer_timeout_secs);
+    let chief_name = spec.chief_task().to_string();
+    let server_config = PsServerConfig {
+        chief_name: chief_name.clone(),
+        chief_timeout: peer_timeout,
+        startup_timeout: Duration::from_secs(config.startup_timeout_secs),
+        grace: peer_timeout.min(MAX_GRACE),
+        token: cluster_token_from_env().map_err(Error::Config)?,
+    };
+    tracing::info!("{task} serving variables on {listen}");
+    serve(
+        listener,
+        variable_optimizer(&estimator.optimizer()),
+        server_config,
+    )
+    .map_err(|PsFailure(message)| Error::PeerLost {
+        task: chief_name,
+        message,
+    })
+}

@@ -1,0 +1,105 @@
+//! A module's parameters as plain `f32` values by dotted path, and back: what parameter
+//! servers hold and training tasks pull.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorData};
+
+use crate::error::{Error, Result};
+
+/// Every float parameter's shape and values, by dotted path (the optimizer's keys).
+pub fn parameter_values<B: Backend, M: Module<B>>(
+    model: &M,
+) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
+    let mut reader = Reader {
+        stack: Vec::new(),
+        out: BTreeMap::new(),
+    };
+    model.visit(&mut reader);
+    reader.out
+}
+
+/// `model` with the parameters named in `values` replaced by them (shapes kept); a value
+/// count that does not fit its parameter is an error naming it.
+pub fn load_values<B: Backend, M: Module<B>>(
+    model: M,
+    values: &mut BTreeMap<String, Vec<f32>>,
+) -> Result<M> {
+    let mut writer = Writer {
+        stack: Vec::new(),
+        values,
+        error: None,
+    };
+    let model = model.map(&mut writer);
+    match writer.error {
+        Some(error) => Err(error),
+        None => Ok(model),
+    }
+}
+
+struct Reader {
+    stack: Vec<String>,
+    out: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
+}
+
+impl<B: Backend> ModuleVisitor<B> for Reader {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let tensor = param.val();
+        let shape = tensor.shape().dims::<D>().to_vec();
+        let values = tensor
+            .into_data()
+            .convert::<f32>()
+            .into_vec::<f32>()
+            .unwrap_or_default();
+        self.out.insert(self.stack.join("."), (shape, values));
+    }
+}
+
+struct Writer<'a> {
+    stack: Vec<String>,
+    values: &'a mut BTreeMap<String, Vec<f32>>,
+    error: Option<Error>,
+}
+
+impl<B: Backend> ModuleMapper<B> for Writer<'_> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let path = self.stack.join(".");
+        let Some(values) = self.values.remove(&path) else {
+            return param;
+        };
+        let (id, tensor, mapper) = param.consume();
+        let shape = tensor.shape();
+        if shape.num_elements() != values.len() {
+            self.error.get_or_insert(Error::Config(format!(
+                "parameter '{path}' of shape {:?} cannot take {} values",
+                shape.dims::<D>(),
+                values.len()
+            )));
+            return Param::from_mapped_value(id, tensor, mapper);
+        }
+        let require_grad = tensor.is_require_grad();
+        let mut loaded = Tensor::from_data(TensorData::new(values, shape), &tensor.device());
+        if require_grad {
+            loaded = loaded.require_grad();
+        }
+        Param::from_mapped_value(id, loaded, mapper)
+    }
+}
