@@ -31,3 +31,5 @@ pub use server::{serve, PsFailure, PsServerConfig};
 pub use shard::CHIEF_RANK;
 pub use variable_optimizer::{variable_optimizer, VariableOptimizer};
 pub(crate) use wire::{f32_values, shape, variable};
+#[cfg(test)]
+mod tests;

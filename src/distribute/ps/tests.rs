@@ -1,0 +1,315 @@
+//! Ps tasks and training-task clients over loopback gRPC, in one process.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::*;
+use crate::error::Error;
+use crate::optimizer::OptimizerSpec;
+
+const WORKERS: usize = 8;
+const PUSHES: u64 = 1000;
+
+fn server_config(chief_timeout: Duration) -> PsServerConfig {
+    PsServerConfig {
+        chief_name: "chief:0".into(),
+        chief_timeout,
+        startup_timeout: Duration::from_secs(20),
+        grace: Duration::from_secs(5),
+        token: None,
+    }
+}
+
+fn client_config() -> PsClientConfig {
+    PsClientConfig {
+        peer_timeout: Duration::from_secs(20),
+        startup_timeout: Duration::from_secs(20),
+        token: None,
+    }
+}
+
+/// `n` ps tasks updating with SGD(1.0), each in a thread; their addresses.
+fn start(
+    n: usize,
+    chief_timeout: Duration,
+) -> (Vec<String>, Vec<JoinHandle<Result<(), PsFailure>>>) {
+    (0..n)
+        .map(|_| {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let address = listener.local_addr().unwrap().to_string();
+            let optimizer = variable_optimizer(&OptimizerSpec::sgd(1.0));
+            let config = server_config(chief_timeout);
+            (
+                address,
+                std::thread::spawn(move || serve(listener, optimizer, config)),
+            )
+        })
+        .unzip()
+}
+
+/// Variables `a` (4 values) and `b` (2×3), zero, placed greedily: `b` on ps 0, `a` on ps 1.
+fn init_requests(num_ps: usize, replicas_to_aggregate: usize) -> Vec<InitRequest> {
+    let sizes = [("a".to_string(), 4), ("b".to_string(), 6)];
+    let placement = Placement::greedy(&sizes, num_ps);
+    let empty_state = variable_optimizer(&OptimizerSpec::sgd(1.0))
+        .state_bytes()
+        .unwrap();
+    let mut requests: Vec<InitRequest> = (0..num_ps)
+        .map(|_| InitRequest {
+            variables: Vec::new(),
+            optimizer_state: empty_state.clone(),
+            optimizer: "sgd".into(),
+            learning_rate: 1.0,
+            global_step: 0,
+            last_step: u64::MAX,
+            workers: WORKERS as u32,
+            replicas_to_aggregate: replicas_to_aggregate as u32,
+            max_staleness: None,
+            generation: 7,
+        })
+        .collect();
+    requests[placement.ps_of("a").unwrap()]
+        .variables
+        .push(variable("a", &[4], &[0.0; 4]));
+    requests[placement.ps_of("b").unwrap()]
+        .variables
+        .push(variable("b", &[2, 3], &[0.0; 6]));
+    requests
+}
+
+/// Worker `w` pulls then pushes a gradient of all `w + 1` to every variable, `PUSHES` times;
+/// returns how many pushes were applied.
+fn work(client: &ParameterServers, w: usize) -> u64 {
+    let mut applied = 0;
+    for _ in 0..PUSHES {
+        let pulled = client.pull(Duration::from_secs(20)).unwrap();
+        let requests = pulled
+            .iter()
+            .map(|reply| PushRequest {
+                worker: w as u32,
+                step: reply.step,
+                generation: reply.generation,
+                gradients: reply
+                    .variables
+                    .iter()
+                    .map(|v| {
+                        let n = f32_values(v).unwrap().len();
+                        variable(&v.path, &[], &vec![(w + 1) as f32; n])
+                    })
+                    .collect(),
+                wait_ms: 20_000,
+            })
+            .collect();
+        let replies = client.push(requests).unwrap();
+        if replies
+            .iter()
+            .all(|r| r.outcome == PushOutcome::Applied as i32)
+        {
+            applied += 1;
+        }
+    }
+    applied
+}
+
+/// The variables after the run, by path.
+fn values(client: &ParameterServers) -> (Vec<u64>, BTreeMap<String, Vec<f32>>) {
+    let snapshots = client.snapshot().unwrap();
+    let steps = snapshots.iter().map(|s| s.step).collect();
+    let values = snapshots
+        .iter()
+        .flat_map(|s| &s.variables)
+        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
+        .collect();
+    (steps, values)
+}
+
+/// 8 workers × 1000 pushes against 2 ps tasks; the step and the values after it.
+fn load_test(
+    replicas_to_aggregate: usize,
+) -> (Vec<u64>, BTreeMap<String, Vec<f32>>, Vec<ControlReply>) {
+    let (addresses, servers) = start(2, Duration::from_secs(30));
+    let clients: Vec<ParameterServers> = (0..WORKERS)
+        .map(|w| ParameterServers::connect(&addresses, w, "chief:0", client_config()).unwrap())
+        .collect();
+    clients[0]
+        .init(init_requests(2, replicas_to_aggregate))
+        .unwrap();
+    let applied: u64 = std::thread::scope(|scope| {
+        let handles: Vec<_> = clients
+            .iter()
+            .enumerate()
+            .map(|(w, client)| scope.spawn(move || work(client, w)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(applied, WORKERS as u64 * PUSHES, "every push was applied");
+    let (steps, values) = values(&clients[0]);
+    let counters = clients[0].control(Command::Finish).unwrap();
+    clients[0].control(Command::Shutdown).unwrap();
+    for client in &clients[1..] {
+        client.control(Command::Leave).unwrap();
+    }
+    for server in servers {
+        assert_eq!(
+            server.join().unwrap(),
+            Ok(()),
+            "a ps exits cleanly when shut down"
+        );
+    }
+    (steps, values, counters)
+}
+
+#[test]
+fn synchronous_updates_lose_and_double_nothing() {
+    let (steps, values, counters) = load_test(WORKERS);
+    // Each update averages the 8 workers' gradients: (1 + 2 + … + 8) / 8 = 4.5.
+    assert_eq!(steps, vec![PUSHES, PUSHES]);
+    for (path, v) in &values {
+        assert!(
+            v.iter().all(|&x| x == -4.5 * PUSHES as f32),
+            "{path}: {v:?}"
+        );
+    }
+    for c in &counters {
+        assert_eq!(c.pushes_applied, WORKERS as u64 * PUSHES);
+        assert_eq!(c.pushes_dropped, 0);
+    }
+}
+
+#[test]
+fn asynchronous_updates_lose_and_double_nothing() {
+    let (steps, values, counters) = load_test(0);
+    // Every push is its own update: the sum of 1 + 2 + … + 8, 1000 times.
+    let total = WORKERS as u64 * PUSHES;
+    assert_eq!(steps, vec![total, total]);
+    for (path, v) in &values {
+        assert!(
+            v.iter().all(|&x| x == -36.0 * PUSHES as f32),
+            "{path}: {v:?}"
+        );
+    }
+    assert!(counters.iter().all(|c| c.pushes_applied == total));
+}
+
+#[test]
+fn backup_workers_and_stale_pushes_are_dropped_and_counted() {
+    let (addresses, servers) = start(1, Duration::from_secs(30));
+    let clients: Vec<ParameterServers> = (0..3)
+        .map(|w| ParameterServers::connect(&addresses, w, "chief:0", client_config()).unwrap())
+        .collect();
+    let mut init = init_requests(1, 2);
+    init[0].workers = 3;
+    clients[0].init(init).unwrap();
+    let push = |w: usize, step: u64| PushRequest {
+        worker: w as u32,
+        step,
+        generation: 7,
+        gradients: vec![variable("a", &[], &[1.0; 4])],
+        wait_ms: 20_000,
+    };
+    // Workers 0 and 1 make step 0's update; worker 2, a backup, comes too late.
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| clients[0].push(vec![push(0, 0)]).unwrap());
+        let second = scope.spawn(|| clients[1].push(vec![push(1, 0)]).unwrap());
+        for reply in [first.join().unwrap(), second.join().unwrap()] {
+            assert_eq!(reply[0].outcome, PushOutcome::Applied as i32);
+            assert_eq!(reply[0].step, 1);
+        }
+    });
+    let late = clients[2].push(vec![push(2, 0)]).unwrap();
+    assert_eq!(late[0].outcome, PushOutcome::Stale as i32);
+    let gone = clients[2].push(vec![PushRequest {
+        generation: 6,
+        ..push(2, 1)
+    }]);
+    assert_eq!(gone.unwrap()[0].outcome, PushOutcome::Reinitialised as i32);
+    let counters = clients[0].control(Command::Finish).unwrap();
+    assert_eq!(counters[0].pushes_applied, 2);
+    assert_eq!(counters[0].pushes_dropped, 1);
+    let done = clients[1].push(vec![push(1, 1)]).unwrap();
+    assert_eq!(done[0].outcome, PushOutcome::Done as i32);
+    clients[0].control(Command::Shutdown).unwrap();
+    clients[1].control(Command::Leave).unwrap();
+    clients[2].control(Command::Leave).unwrap();
+    assert_eq!(servers.into_iter().next().unwrap().join().unwrap(), Ok(()));
+}
+
+#[test]
+fn an_asynchronous_staleness_bound_drops_old_gradients() {
+    let (addresses, servers) = start(1, Duration::from_secs(30));
+    let client = ParameterServers::connect(&addresses, 0, "chief:0", client_config()).unwrap();
+    let mut init = init_requests(1, 0);
+    init[0].max_staleness = Some(1);
+    client.init(init).unwrap();
+    let push = |step: u64| PushRequest {
+        worker: 0,
+        step,
+        generation: 7,
+        gradients: vec![variable("a", &[], &[1.0; 4])],
+        wait_ms: 1000,
+    };
+    let outcomes: Vec<i32> = [0, 0, 0, 3]
+        .into_iter()
+        .map(|step| client.push(vec![push(step)]).unwrap()[0].outcome)
+        .collect();
+    // Pulled at 0: applied at 0 (staleness 0) and 1 (staleness 1); at 2 it is 2 steps old.
+    let (applied, stale) = (PushOutcome::Applied as i32, PushOutcome::Stale as i32);
+    assert_eq!(outcomes, vec![applied, applied, stale, applied]);
+    let counters = client.control(Command::Finish).unwrap();
+    assert_eq!(
+        (counters[0].pushes_dropped, counters[0].staleness_sum),
+        (1, 1)
+    );
+    client.control(Command::Shutdown).unwrap();
+    assert_eq!(servers.into_iter().next().unwrap().join().unwrap(), Ok(()));
+}
+
+#[test]
+fn a_silent_chief_fails_the_ps_and_the_workers_hear_who() {
+    let (addresses, servers) = start(1, Duration::from_millis(600));
+    let chief = ParameterServers::connect(&addresses, 0, "chief:0", client_config()).unwrap();
+    let worker = ParameterServers::connect(&addresses, 1, "chief:0", client_config()).unwrap();
+    let mut init = init_requests(1, 0);
+    init[0].workers = 2;
+    chief.init(init).unwrap();
+    drop(chief);
+    std::thread::sleep(Duration::from_millis(900));
+    let error = Error::from(worker.pull(Duration::from_secs(1)).unwrap_err());
+    assert!(
+        matches!(&error, Error::PeerLost { task, .. } if task == "chief:0"),
+        "{error}"
+    );
+    assert_eq!(error.exit_code(), crate::error::RETRYABLE_EXIT_CODE);
+    let failure = servers
+        .into_iter()
+        .next()
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap_err();
+    assert!(failure.0.contains("no call from it"), "{failure:?}");
+}
+
+#[test]
+fn an_unreachable_ps_is_named_after_the_retries() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    drop(listener);
+    let config = PsClientConfig {
+        peer_timeout: Duration::from_millis(400),
+        ..client_config()
+    };
+    let client = ParameterServers::connect(&[address], 1, "chief:0", config).unwrap();
+    let started = std::time::Instant::now();
+    let error = Error::from(client.pull(Duration::from_millis(100)).unwrap_err());
+    assert!(
+        matches!(&error, Error::PeerLost { task, .. } if task == "ps:0"),
+        "{error}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "it retried"
+    );
+}
