@@ -14,10 +14,10 @@ use safetensors::SafeTensors;
 
 use crate::support::{examples, TinyClassifier};
 
-const STEPS: u64 = 100;
-const BATCH: usize = 8;
+pub const STEPS: u64 = 100;
+pub const BATCH: usize = 8;
 
-fn classifier(model_dir: &Path, optimizer: OptimizerSpec) -> TinyClassifier {
+pub fn classifier(model_dir: &Path, optimizer: OptimizerSpec) -> TinyClassifier {
     let mut c = TinyClassifier::new(model_dir);
     c.dropout = 0.0;
     c.optimizer = optimizer;
@@ -26,7 +26,7 @@ fn classifier(model_dir: &Path, optimizer: OptimizerSpec) -> TinyClassifier {
 }
 
 /// The same rows in the same order, in batches of `batch`.
-fn input(batch: usize) -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
+pub fn input(batch: usize) -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
     Ok(from_vec(examples())
         .shuffle(64, 3)
         .repeat(None)
@@ -34,7 +34,7 @@ fn input(batch: usize) -> Result<impl Dataset<Item = Vec<Example>>, estimator::d
 }
 
 /// Every tensor of the latest checkpoint in `model_dir`, by name.
-fn weights(model_dir: &Path) -> Vec<(String, Vec<f32>)> {
+pub fn weights(model_dir: &Path) -> Vec<(String, Vec<f32>)> {
     let (_, checkpoint) = CheckpointManager::new(model_dir, None)
         .latest()
         .unwrap()
@@ -57,7 +57,7 @@ fn weights(model_dir: &Path) -> Vec<(String, Vec<f32>)> {
     out
 }
 
-fn max_abs_diff(a: &[(String, Vec<f32>)], b: &[(String, Vec<f32>)]) -> f32 {
+pub fn max_abs_diff(a: &[(String, Vec<f32>)], b: &[(String, Vec<f32>)]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter()
         .zip(b)
@@ -69,7 +69,7 @@ fn max_abs_diff(a: &[(String, Vec<f32>)], b: &[(String, Vec<f32>)]) -> f32 {
 }
 
 /// One process, batch `batch`.
-fn single(model_dir: &Path, optimizer: OptimizerSpec, batch: usize) -> TrainOutcome {
+pub fn single(model_dir: &Path, optimizer: OptimizerSpec, batch: usize) -> TrainOutcome {
     classifier(model_dir, optimizer)
         .train(|| input(batch), TrainSpec::max_steps(STEPS))
         .unwrap()

@@ -2,6 +2,7 @@
 
 mod checkpoints;
 mod distributed;
+mod parameter_server;
 mod resume;
 mod summary_support;
 mod support;

@@ -1,0 +1,191 @@
+//! Training with parameter servers: ps tasks in threads of this process over loopback gRPC,
+//! training tasks in threads, exactly as separate processes would run.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use estimator::checkpoint::CheckpointManager;
+use estimator::distribute::ps::{
+    serve, variable_optimizer, Placement, PsClientConfig, PsFailure, PsMode, PsReplica,
+    PsServerConfig,
+};
+use estimator::distribute::Strategy;
+use estimator::{Estimator, OptimizerSpec, TrainOutcome, TrainSpec};
+
+use crate::distributed::{classifier, input, max_abs_diff, single, weights, BATCH, STEPS};
+
+/// Ps tasks serving in threads.
+struct PsTasks {
+    addresses: Vec<String>,
+    handles: Vec<JoinHandle<Result<(), PsFailure>>>,
+}
+
+impl PsTasks {
+    fn start(n: usize, optimizer: &OptimizerSpec) -> Self {
+        let (addresses, handles) = (0..n)
+            .map(|_| {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let address = listener.local_addr().unwrap().to_string();
+                let optimizer = variable_optimizer(optimizer);
+                let config = PsServerConfig {
+                    chief_name: "chief:0".into(),
+                    chief_timeout: Duration::from_secs(20),
+                    startup_timeout: Duration::from_secs(20),
+                    grace: Duration::from_secs(5),
+                    token: None,
+                };
+                let handle = std::thread::spawn(move || serve(listener, optimizer, config));
+                (address, handle)
+            })
+            .unzip();
+        Self { addresses, handles }
+    }
+
+    /// Every ps task ended by itself, cleanly.
+    fn join(self) {
+        for handle in self.handles {
+            assert_eq!(handle.join().unwrap(), Ok(()));
+        }
+    }
+}
+
+/// `workers` training tasks (the chief first) against `ps`, until `max_steps`.
+fn train(
+    model_dir: &Path,
+    optimizer: &OptimizerSpec,
+    ps: &PsTasks,
+    workers: usize,
+    mode: PsMode,
+    max_steps: u64,
+) -> Vec<TrainOutcome> {
+    let names: Vec<String> = std::iter::once("chief:0".to_string())
+        .chain((1..workers).map(|w| format!("worker:{}", w - 1)))
+        .collect();
+    let handles: Vec<_> = (0..workers)
+        .map(|rank| {
+            let mut estimator = classifier(model_dir, optimizer.clone());
+            estimator.run_config = estimator.run_config.clone().with_ps_mode(mode);
+            let config = PsClientConfig {
+                peer_timeout: Duration::from_secs(20),
+                startup_timeout: Duration::from_secs(20),
+                token: None,
+            };
+            let replica = PsReplica::connect(&ps.addresses, rank, names.clone(), config).unwrap();
+            std::thread::spawn(move || {
+                estimator.train_with(
+                    || input(BATCH),
+                    TrainSpec::max_steps(max_steps),
+                    Strategy::ParameterServer(replica),
+                )
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap())
+        .collect()
+}
+
+fn placement(model_dir: &Path) -> Placement {
+    let (_, checkpoint) = CheckpointManager::new(model_dir, None)
+        .latest()
+        .unwrap()
+        .unwrap();
+    serde_json::from_value(checkpoint.meta["placement"].clone()).unwrap()
+}
+
+#[test]
+fn sync_ps_with_one_worker_equals_one_process() {
+    for optimizer in [
+        OptimizerSpec::adam(0.01),
+        OptimizerSpec::adagrad(0.1),
+        OptimizerSpec::sgd(0.1),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ps = PsTasks::start(2, &optimizer);
+        let outcomes = train(
+            &dir.path().join("ps"),
+            &optimizer,
+            &ps,
+            1,
+            PsMode::sync(),
+            STEPS,
+        );
+        ps.join();
+        single(&dir.path().join("single"), optimizer.clone(), BATCH);
+        assert_eq!(outcomes[0].global_step, STEPS);
+        let diff = max_abs_diff(
+            &weights(&dir.path().join("ps")),
+            &weights(&dir.path().join("single")),
+        );
+        assert!(diff <= 1e-6, "{optimizer:?}: max |ps - single| = {diff}");
+        assert_eq!(placement(&dir.path().join("ps")).num_ps, 2);
+    }
+}
+
+#[test]
+fn sync_ps_with_two_workers_equals_one_process_with_the_doubled_batch() {
+    let optimizer = OptimizerSpec::adam(0.01);
+    let dir = tempfile::tempdir().unwrap();
+    let ps = PsTasks::start(2, &optimizer);
+    let outcomes = train(
+        &dir.path().join("ps"),
+        &optimizer,
+        &ps,
+        2,
+        PsMode::sync(),
+        STEPS,
+    );
+    ps.join();
+    single(&dir.path().join("single"), optimizer, 2 * BATCH);
+    assert!(outcomes.iter().all(|o| o.global_step == STEPS), "{outcomes:?}");
+    assert!(outcomes[0].checkpoint.is_some() && outcomes[1].checkpoint.is_none());
+    let diff = max_abs_diff(
+        &weights(&dir.path().join("ps")),
+        &weights(&dir.path().join("single")),
+    );
+    assert!(diff <= 1e-5, "max |ps - single| = {diff}");
+}
+
+#[test]
+fn async_ps_stops_at_max_steps_and_every_task_ends_by_itself() {
+    let optimizer = OptimizerSpec::adagrad(0.1);
+    let dir = tempfile::tempdir().unwrap();
+    let ps = PsTasks::start(2, &optimizer);
+    let outcomes = train(
+        &dir.path().join("ps"),
+        &optimizer,
+        &ps,
+        3,
+        PsMode::default(),
+        60,
+    );
+    ps.join();
+    // The ps tasks apply no update past the last step: the chief's final checkpoint is at 60.
+    assert_eq!(outcomes[0].global_step, 60);
+    let manager = CheckpointManager::new(dir.path().join("ps"), None);
+    assert_eq!(manager.latest_step().unwrap(), Some(60));
+    let loss = outcomes[0].last_loss.unwrap();
+    assert!(loss.is_finite() && loss < 1.0, "loss {loss}");
+}
+
+#[test]
+fn resuming_with_another_number_of_ps_tasks_re_shards_and_continues_exactly() {
+    let optimizer = OptimizerSpec::adam(0.01);
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("ps");
+    let mut steps_run = Vec::new();
+    for (num_ps, max_steps) in [(2, 40), (1, 70), (3, STEPS)] {
+        let ps = PsTasks::start(num_ps, &optimizer);
+        let outcome = train(&model_dir, &optimizer, &ps, 1, PsMode::sync(), max_steps);
+        ps.join();
+        steps_run.push(outcome[0].steps_run);
+        assert_eq!(placement(&model_dir).num_ps, num_ps);
+    }
+    assert_eq!(steps_run, vec![40, 30, 30], "each run continued where the last stopped");
+    single(&dir.path().join("single"), optimizer, BATCH);
+    let diff = max_abs_diff(&weights(&model_dir), &weights(&dir.path().join("single")));
+    assert!(diff <= 1e-6, "max |re-sharded - single| = {diff}");
+}
