@@ -26,7 +26,9 @@ pub fn classifier(model_dir: &Path, optimizer: OptimizerSpec) -> TinyClassifier 
 }
 
 /// The same rows in the same order, in batches of `batch`.
-pub fn input(batch: usize) -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
+pub fn input(
+    batch: usize,
+) -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
     Ok(from_vec(examples())
         .shuffle(64, 3)
         .repeat(None)

@@ -140,7 +140,10 @@ fn sync_ps_with_two_workers_equals_one_process_with_the_doubled_batch() {
     );
     ps.join();
     single(&dir.path().join("single"), optimizer, 2 * BATCH);
-    assert!(outcomes.iter().all(|o| o.global_step == STEPS), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| o.global_step == STEPS),
+        "{outcomes:?}"
+    );
     assert!(outcomes[0].checkpoint.is_some() && outcomes[1].checkpoint.is_none());
     let diff = max_abs_diff(
         &weights(&dir.path().join("ps")),
@@ -184,7 +187,11 @@ fn resuming_with_another_number_of_ps_tasks_re_shards_and_continues_exactly() {
         steps_run.push(outcome[0].steps_run);
         assert_eq!(placement(&model_dir).num_ps, num_ps);
     }
-    assert_eq!(steps_run, vec![40, 30, 30], "each run continued where the last stopped");
+    assert_eq!(
+        steps_run,
+        vec![40, 30, 30],
+        "each run continued where the last stopped"
+    );
     single(&dir.path().join("single"), optimizer, BATCH);
     let diff = max_abs_diff(&weights(&model_dir), &weights(&dir.path().join("single")));
     assert!(diff <= 1e-6, "max |re-sharded - single| = {diff}");

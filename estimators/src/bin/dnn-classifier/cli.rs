@@ -139,6 +139,46 @@ pub struct TrainArgs {
     /// Print the final metrics as one JSON line on stdout.
     #[arg(long)]
     pub json: bool,
+    /// With ps tasks in TF_CONFIG: apply each worker's gradients on arrival (async) or
+    /// average them into one update per step (sync).
+    #[arg(long, value_enum, default_value = "async")]
+    pub ps_mode: PsModeName,
+    /// Sync mode: gradients averaged per update (default: every training task); extra
+    /// workers are backups whose late gradients are dropped.
+    #[arg(long, value_name = "N")]
+    pub replicas_to_aggregate: Option<usize>,
+    /// Async mode: drop gradients computed from variables more than K steps old.
+    #[arg(long, value_name = "K")]
+    pub max_staleness: Option<u64>,
+    /// train-and-evaluate: exporters run after evaluations, into MODEL_DIR/export/<name>
+    /// (latest: every evaluation; best: when the loss improves; final: at the end).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "latest,final"
+    )]
+    pub exporters: Vec<ExporterName>,
+}
+
+/// How ps tasks apply gradients.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PsModeName {
+    /// On arrival (TF's default).
+    Async,
+    /// Averaged per step (TF's SyncReplicasOptimizer).
+    Sync,
+}
+
+/// Exporters of train-and-evaluate.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExporterName {
+    /// After every evaluation (keeps 5).
+    Latest,
+    /// When the evaluation loss is the lowest so far.
+    Best,
+    /// Once, after the last evaluation.
+    Final,
 }
 
 /// Flags of `evaluate`.

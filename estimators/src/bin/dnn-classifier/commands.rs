@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use estimator::cluster::{cluster_from_env, ClusterConfig};
+use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
 use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
+use estimator::distribute::ps::PsMode;
 use estimator::io::write_json_atomic;
+use estimator::run_loop::serve_parameters;
 use estimator::{DeviceSpec, Estimator, OptimizerSpec, Predictor, RunConfig, TrainSpec};
 use estimators::feature_column::{
     categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
@@ -16,7 +18,8 @@ use estimators::feature_column::{
 use estimators::DnnClassifier;
 
 use crate::cli::{
-    Command, DeviceName, EvaluateArgs, ExportArgs, OptimizerName, PredictArgs, TrainArgs,
+    Command, DeviceName, EvaluateArgs, ExportArgs, OptimizerName, PredictArgs, PsModeName,
+    TrainArgs,
 };
 use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
 use crate::output::{metrics_json, PredictionWriter};
@@ -47,6 +50,32 @@ fn input_share(cluster: &ClusterConfig) -> Result<(usize, usize)> {
                  only",
                 task.kind
             ),
+        },
+    }
+}
+
+/// Batches one global step trains on: one per replica when replicas average gradients, one
+/// per push when ps tasks apply pushes asynchronously, `replicas_to_aggregate` when they
+/// average them.
+fn batches_per_step(cluster: &ClusterConfig, args: &TrainArgs, replicas: usize) -> usize {
+    let with_ps =
+        matches!(cluster, ClusterConfig::Distributed { cluster, .. } if !cluster.ps.is_empty());
+    match ps_mode(args) {
+        _ if !with_ps => replicas,
+        PsMode::Async { .. } => 1,
+        PsMode::Sync {
+            replicas_to_aggregate,
+        } => replicas_to_aggregate.unwrap_or(replicas).clamp(1, replicas),
+    }
+}
+
+fn ps_mode(args: &TrainArgs) -> PsMode {
+    match args.ps_mode {
+        PsModeName::Async => PsMode::Async {
+            max_staleness: args.max_staleness,
+        },
+        PsModeName::Sync => PsMode::Sync {
+            replicas_to_aggregate: args.replicas_to_aggregate,
         },
     }
 }
@@ -170,7 +199,10 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
     }
     let cluster = cluster_from_env()?;
     let chief = cluster.is_chief();
-    let (replicas, rank) = input_share(&cluster)?;
+    let serves_variables = matches!(
+        &cluster,
+        ClusterConfig::Distributed { task, .. } if task.kind == TaskType::Ps
+    );
     let saved = args.model_dir.join(MODEL_FILE);
     let classifier = if saved.exists() {
         tracing::info!("resuming the model saved in {}", args.model_dir.display());
@@ -186,6 +218,13 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
         }
         classifier
     };
+    // The mode is the command line's, also for a model resumed from its saved configuration.
+    let run_config = classifier.run_config().clone().with_ps_mode(ps_mode(&args));
+    let classifier = classifier.with_run_config(run_config);
+    if serves_variables {
+        return Ok(serve_parameters(&classifier)?);
+    }
+    let (replicas, rank) = input_share(&cluster)?;
     let schema = classifier.schema().clone();
     let (train_file, batch_size, seed) = (args.train.clone(), args.batch_size, args.seed);
     let buffer = args.shuffle_buffer.max(1);
@@ -204,7 +243,8 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
     let start = Instant::now();
     let outcome = classifier.train(input, spec)?;
     let seconds = start.elapsed().as_secs_f64();
-    let examples = outcome.steps_run * (batch_size * replicas) as u64;
+    let examples =
+        outcome.steps_run * (batch_size * batches_per_step(&cluster, &args, replicas)) as u64;
     let examples_per_sec = examples as f64 / seconds.max(1e-9);
     tracing::info!(
         "trained to global_step {} ({} steps, {examples_per_sec:.0} examples/s over {replicas} \
