@@ -71,6 +71,12 @@ impl PsSession {
             replica.servers.start_heartbeat(every);
         }
         let num_ps = replica.num_ps();
+        // The chief initialises the ps tasks itself: waiting for that would wait for nobody.
+        let init_wait = if replica.is_chief() {
+            Duration::ZERO
+        } else {
+            config.startup_timeout
+        };
         Self {
             replica,
             mode,
@@ -78,7 +84,7 @@ impl PsSession {
             owners: BTreeMap::new(),
             pulled_steps: vec![0; num_ps],
             pulled_generations: vec![0; num_ps],
-            init_wait: config.startup_timeout,
+            init_wait,
             pull_seconds: 0.0,
             pulls: 0,
             last_counters: None,
@@ -187,8 +193,10 @@ impl PsSession {
         let model = load_values(model, &mut values)?;
         self.pull_seconds += started.elapsed().as_secs_f64();
         self.pulls += 1;
-        // Once training runs, a restarting ps is waited for as long as a silent peer.
-        self.init_wait = self.replica.servers.config().peer_timeout;
+        if !self.is_chief() {
+            // Once training runs, a restarting ps is waited for as long as a silent peer.
+            self.init_wait = self.replica.servers.config().peer_timeout;
+        }
         Ok(Pulled::Model(model, replies[0].step))
     }
 

@@ -150,6 +150,10 @@ pub struct TrainArgs {
     /// Async mode: drop gradients computed from variables more than K steps old.
     #[arg(long, value_name = "K")]
     pub max_staleness: Option<u64>,
+    /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
+    /// before it exits with a retryable code naming it (default 60).
+    #[arg(long, value_name = "SECS")]
+    pub peer_timeout_secs: Option<u64>,
     /// train-and-evaluate: exporters run after evaluations, into MODEL_DIR/export/<name>
     /// (latest: every evaluation; best: when the loss improves; final: at the end).
     #[arg(

@@ -218,8 +218,12 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
         }
         classifier
     };
-    // The mode is the command line's, also for a model resumed from its saved configuration.
-    let run_config = classifier.run_config().clone().with_ps_mode(ps_mode(&args));
+    // Cluster settings are the command line's, also for a model resumed from its saved
+    // configuration.
+    let mut run_config = classifier.run_config().clone().with_ps_mode(ps_mode(&args));
+    if let Some(secs) = args.peer_timeout_secs {
+        run_config = run_config.with_peer_timeout_secs(secs);
+    }
     let classifier = classifier.with_run_config(run_config);
     if serves_variables {
         return Ok(serve_parameters(&classifier)?);

@@ -79,6 +79,11 @@ pub struct LaunchArgs {
     /// Seconds the other tasks get to exit after the chief has; then they are killed.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub grace_secs: u64,
+    /// Start a task again when it exits with a retryable code (128 and above: it lost a
+    /// peer, or a signal killed it), at most N times per task — Kubeflow's
+    /// `restartPolicy: ExitCode`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_restarts: u32,
     /// The command every task runs, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,

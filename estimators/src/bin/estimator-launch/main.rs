@@ -84,7 +84,7 @@ fn launch(args: &LaunchArgs) -> i32 {
 
 #[cfg(unix)]
 fn run(layout: &Layout, command: &[std::ffi::OsString], args: &LaunchArgs) -> i32 {
-    match supervise::launch(layout, command, args.grace()) {
+    match supervise::launch(layout, command, args.grace(), args.max_restarts) {
         Ok(code) => code,
         Err(failure) => {
             error(&failure.message);

@@ -22,6 +22,9 @@ use estimator::cluster::{Task, TF_CONFIG};
 use crate::layout::Layout;
 use crate::relay;
 
+/// Exit codes from this one up are worth a restart (Kubeflow's `ExitCode` policy).
+const RETRYABLE: i32 = 128;
+
 /// How often the tasks are polled for their exit.
 const POLL: Duration = Duration::from_millis(20);
 /// How long a killed process may take to be reaped, and the output relays to finish.
@@ -38,7 +41,12 @@ pub struct Failure {
 
 /// Starts every task of `layout` running `command` with its TF_CONFIG, relays their output,
 /// and returns the chief's exit code once every task has exited or been killed.
-pub fn launch(layout: &Layout, command: &[OsString], grace: Duration) -> Result<i32, Failure> {
+pub fn launch(
+    layout: &Layout,
+    command: &[OsString],
+    grace: Duration,
+    max_restarts: u32,
+) -> Result<i32, Failure> {
     let sentinel = match Sentinel::start() {
         Ok(sentinel) => Some(sentinel),
         Err(e) => {
@@ -50,37 +58,41 @@ pub fn launch(layout: &Layout, command: &[OsString], grace: Duration) -> Result<
         }
     };
     let (relays_alive, relays_done) = mpsc::channel::<()>();
-    let mut tasks: Vec<Running> = Vec::with_capacity(layout.tasks.len());
-    for &task in &layout.tasks {
+    let group = sentinel.as_ref().map(Sentinel::group);
+    let mut spawn = |task: Task| -> io::Result<Child> {
         let mut cmd = Command::new(&command[0]);
         cmd.args(&command[1..])
             .env(TF_CONFIG, layout.tf_config(task))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(sentinel) = &sentinel {
-            cmd.process_group(sentinel.group());
+        if let Some(group) = group {
+            cmd.process_group(group);
         }
-        match cmd.spawn() {
-            Ok(mut child) => {
-                note(&format!(
-                    "started {task} (pid {}) on {}",
-                    child.id(),
-                    layout.address(task)
-                ));
-                let prefix = format!("[{task}] ");
-                if let Some(out) = child.stdout.take() {
-                    spawn_relay(out, prefix.clone(), relay::to_stdout, relays_alive.clone());
-                }
-                if let Some(err) = child.stderr.take() {
-                    spawn_relay(err, prefix, relay::to_stderr, relays_alive.clone());
-                }
-                tasks.push(Running {
-                    task,
-                    child,
-                    exit: None,
-                });
-            }
+        let mut child = cmd.spawn()?;
+        note(&format!(
+            "started {task} (pid {}) on {}",
+            child.id(),
+            layout.address(task)
+        ));
+        let prefix = format!("[{task}] ");
+        if let Some(out) = child.stdout.take() {
+            spawn_relay(out, prefix.clone(), relay::to_stdout, relays_alive.clone());
+        }
+        if let Some(err) = child.stderr.take() {
+            spawn_relay(err, prefix, relay::to_stderr, relays_alive.clone());
+        }
+        Ok(child)
+    };
+    let mut tasks: Vec<Running> = Vec::with_capacity(layout.tasks.len());
+    for &task in &layout.tasks {
+        match spawn(task) {
+            Ok(child) => tasks.push(Running {
+                task,
+                child,
+                exit: None,
+                restarts: 0,
+            }),
             Err(e) => {
                 for running in tasks.iter_mut() {
                     running.kill();
@@ -90,7 +102,11 @@ pub fn launch(layout: &Layout, command: &[OsString], grace: Duration) -> Result<
             }
         }
     }
-    let code = supervise(&mut tasks, layout.chief(), grace);
+    let restart = Restart {
+        max: max_restarts,
+        spawn: &mut spawn,
+    };
+    let code = supervise(&mut tasks, layout.chief(), grace, restart);
     finish(sentinel, relays_alive, relays_done);
     Ok(code)
 }
@@ -110,6 +126,15 @@ struct Running {
     task: Task,
     child: Child,
     exit: Option<i32>,
+    /// Times it was started again.
+    restarts: u32,
+}
+
+/// Kubeflow's `restartPolicy: ExitCode`: a task that exits with a retryable code (128 and
+/// above: a lost peer, or killed by a signal) is started again, up to `max` times.
+struct Restart<'a> {
+    max: u32,
+    spawn: &'a mut dyn FnMut(Task) -> io::Result<Child>,
 }
 
 impl Running {
@@ -127,7 +152,7 @@ impl Running {
 
 /// Waits for the chief, gives the others `grace` to exit, kills those still running; returns
 /// the chief's exit code.
-fn supervise(tasks: &mut [Running], chief: Task, grace: Duration) -> i32 {
+fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, restart: Restart) -> i32 {
     let mut chief_code = None;
     let mut deadline = None;
     loop {
@@ -140,7 +165,25 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration) -> i32 {
                     ExitStatus::from_raw(1 << 8)
                 }
             };
-            running.exit = Some(exit_code(status));
+            let code = exit_code(status);
+            if code >= RETRYABLE && running.restarts < restart.max && chief_code.is_none() {
+                running.restarts += 1;
+                note(&format!(
+                    "{} {}: restarting it ({} of {})",
+                    running.task,
+                    describe(status),
+                    running.restarts,
+                    restart.max
+                ));
+                match (restart.spawn)(running.task) {
+                    Ok(child) => {
+                        running.child = child;
+                        continue;
+                    }
+                    Err(e) => note(&format!("cannot restart {}: {e}", running.task)),
+                }
+            }
+            running.exit = Some(code);
             if running.task == chief {
                 chief_code = running.exit;
                 note(&format!("{} {}", running.task, describe(status)));
