@@ -10,18 +10,18 @@ use std::time::{Duration, Instant};
 use estimator::checkpoint::CheckpointManager;
 
 /// Longest any cluster in these tests may run before it is killed and the test fails.
-const LIMIT: Duration = Duration::from_secs(240);
+pub const LIMIT: Duration = Duration::from_secs(240);
 
-fn iris(file: &str) -> String {
+pub fn iris(file: &str) -> String {
     format!("{}/../datasets/data/{file}", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn dnn_classifier() -> &'static str {
+pub fn dnn_classifier() -> &'static str {
     env!("CARGO_BIN_EXE_dnn-classifier")
 }
 
 /// Child processes killed (and reaped) when the test ends, however it ends.
-struct Reaper(Vec<Child>);
+pub struct Reaper(pub Vec<Child>);
 
 impl Drop for Reaper {
     fn drop(&mut self) {
@@ -33,7 +33,7 @@ impl Drop for Reaper {
 }
 
 /// Waits for `child` at most until `deadline`.
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             return Some(status);

@@ -5,3 +5,4 @@ mod canned;
 mod cli;
 mod cluster;
 mod launch;
+mod ps_cluster;

@@ -1,0 +1,194 @@
+//! `dnn-classifier` with parameter servers, as real processes started by `estimator-launch`:
+//! a ps killed and restarted mid-run, a chief killed.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use estimator::checkpoint::CheckpointManager;
+
+use crate::cluster::{dnn_classifier, iris, wait_until, Reaper, LIMIT};
+
+/// A launched cluster whose launcher output goes to files in `dir`.
+struct Launched {
+    reaper: Reaper,
+    dir: std::path::PathBuf,
+}
+
+impl Launched {
+    fn start(dir: &Path, launcher: &[&str], train: &[&str]) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_estimator-launch"))
+            .args(launcher)
+            .arg("--")
+            .arg(dnn_classifier())
+            .args(train)
+            .env_remove("TF_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(File::create(dir.join("stdout")).unwrap())
+            .stderr(File::create(dir.join("stderr")).unwrap())
+            .spawn()
+            .unwrap();
+        Self {
+            reaper: Reaper(vec![child]),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stderr")).unwrap()
+    }
+
+    fn stdout(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stdout")).unwrap()
+    }
+
+    /// The pid the launcher reported for `task`'s first start.
+    fn pid(&self, task: &str) -> u32 {
+        let stderr = self.stderr();
+        let needle = format!("started {task} (pid ");
+        let start = stderr
+            .find(&needle)
+            .unwrap_or_else(|| panic!("{task} not started:\n{stderr}"))
+            + needle.len();
+        let digits: String = stderr[start..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().unwrap()
+    }
+
+    /// Waits for a checkpoint at or past `step` in `model_dir`.
+    fn wait_for_checkpoint(&self, model_dir: &Path, step: u64) {
+        let manager = CheckpointManager::new(model_dir, None);
+        let deadline = Instant::now() + LIMIT;
+        while manager.latest_step().unwrap_or(None).unwrap_or(0) < step {
+            assert!(
+                Instant::now() < deadline,
+                "no checkpoint:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The launcher's exit code, within `limit`.
+    fn wait(&mut self, limit: Duration) -> i32 {
+        let status = wait_until(&mut self.reaper.0[0], Instant::now() + limit)
+            .unwrap_or_else(|| panic!("cluster still running:\n{}", self.stderr()));
+        status.code().expect("the launcher exited by itself")
+    }
+}
+
+fn sigkill(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn train_args<'a>(model_dir: &'a str, max_steps: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "train",
+        "--label-column",
+        "label",
+        "--optimizer",
+        "adam",
+        "--learning-rate",
+        "0.001",
+        "--batch-size",
+        "64",
+        "--max-steps",
+        max_steps,
+        "--save-checkpoints-steps",
+        "200",
+        "--model-dir",
+        model_dir,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn a_killed_ps_is_restarted_and_training_completes_at_the_single_process_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let (train, eval) = (iris("iris_train.csv"), iris("iris_test.csv"));
+    let args = train_args(
+        model_dir.to_str().unwrap(),
+        "3000",
+        &["--train", &train, "--eval", &eval],
+    );
+    let mut cluster = Launched::start(
+        dir.path(),
+        &["--workers", "1", "--ps", "2", "--max-restarts", "1"],
+        &args,
+    );
+    cluster.wait_for_checkpoint(&model_dir, 200);
+    sigkill(cluster.pid("ps:1"));
+    let code = cluster.wait(LIMIT);
+    let stderr = cluster.stderr();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("ps:1 exited with code 137"), "{stderr}");
+    assert!(stderr.contains("restarting it (1 of 1)"), "{stderr}");
+    assert!(
+        stderr.contains("putting the latest checkpoint back on every ps task"),
+        "{stderr}"
+    );
+    for line in stderr.lines().filter(|l| l.contains("exited with code")) {
+        assert!(
+            line.ends_with("exited with code 0") || line.contains("ps:1 exited with code 137"),
+            "{line}\n{stderr}"
+        );
+    }
+    let stdout = cluster.stdout();
+    let chief = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("[chief:0] "))
+        .unwrap_or_else(|| panic!("no chief output:\n{stderr}"));
+    let metrics: serde_json::Value = serde_json::from_str(chief).unwrap();
+    assert_eq!(metrics["global_step"], 3000);
+    let accuracy = metrics["accuracy"].as_f64().unwrap();
+    assert!(accuracy >= 0.90, "accuracy {accuracy}");
+}
+
+#[test]
+fn a_killed_chief_stops_the_ps_and_the_workers_with_a_retryable_code_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let train = iris("iris_train.csv");
+    let args = train_args(
+        model_dir.to_str().unwrap(),
+        "100000000",
+        &["--train", &train, "--peer-timeout-secs", "3"],
+    );
+    let mut cluster = Launched::start(
+        dir.path(),
+        &["--workers", "1", "--ps", "1", "--grace-secs", "60"],
+        &args,
+    );
+    cluster.wait_for_checkpoint(&model_dir, 200);
+    sigkill(cluster.pid("chief:0"));
+    let killed = Instant::now();
+    let code = cluster.wait(Duration::from_secs(60));
+    let stderr = cluster.stderr();
+    assert_eq!(code, 137, "the launcher reports the chief's code\n{stderr}");
+    assert!(
+        killed.elapsed() < Duration::from_secs(30),
+        "the others exited within the timeout, not the launcher's grace\n{stderr}"
+    );
+    for task in ["worker:0", "ps:0"] {
+        assert!(
+            stderr.contains(&format!("{task} exited with code 128")),
+            "{task}\n{stderr}"
+        );
+        let error = stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("[{task}] dnn-classifier: error:")))
+            .unwrap_or_else(|| panic!("no error from {task}:\n{stderr}"));
+        assert!(error.contains("lost chief:0"), "{error}");
+    }
+    assert!(!stderr.contains("killing"), "{stderr}");
+}
