@@ -12,7 +12,7 @@ use burn::tensor::backend::AutodiffBackend;
 use crate::checkpoint::Checkpoint;
 use crate::distribute::ps::{
     f32_values, shape, variable, Command, ControlReply, InitRequest, Placement, PsError, PsMode,
-    PsReplica, PushOutcome, PushRequest,
+    PsReplica, PullReply, PushOutcome, PushReply, PushRequest,
 };
 use crate::error::{Error, Result};
 use crate::optimizer::{gradient_values, Optimizer};
@@ -56,6 +56,8 @@ pub(super) struct PsSession {
     pulled_generations: Vec<u64>,
     /// How long a pull waits for the chief's initialisation.
     init_wait: Duration,
+    /// The values the last push brought back, for the next step.
+    prefetched: Option<Vec<PullReply>>,
     pull_seconds: f64,
     pulls: u64,
     last_counters: Option<(Instant, Vec<ControlReply>)>,
@@ -85,6 +87,7 @@ impl PsSession {
             pulled_steps: vec![0; num_ps],
             pulled_generations: vec![0; num_ps],
             init_wait,
+            prefetched: None,
             pull_seconds: 0.0,
             pulls: 0,
             last_counters: None,
@@ -165,6 +168,7 @@ impl PsSession {
             requests[ps].variables.push(variable(path, shape, values));
         }
         self.replica.servers.init(requests)?;
+        self.prefetched = None;
         self.placement = Some(placement);
         Ok(())
     }
@@ -172,10 +176,15 @@ impl PsSession {
     /// The ps tasks' values loaded into `model`.
     pub(super) fn pull<B: AutodiffBackend, M: Module<B>>(&mut self, model: M) -> Result<Pulled<M>> {
         let started = Instant::now();
-        let replies = match self.replica.servers.pull(self.init_wait) {
-            Ok(replies) => replies,
-            Err(PsError::NotInitialised { ps }) => return Ok(Pulled::NotInitialised(model, ps)),
-            Err(PsError::Failed(error)) => return Err(error),
+        let replies = match self.prefetched.take() {
+            Some(replies) => replies,
+            None => match self.replica.servers.pull(self.init_wait) {
+                Ok(replies) => replies,
+                Err(PsError::NotInitialised { ps }) => {
+                    return Ok(Pulled::NotInitialised(model, ps))
+                }
+                Err(PsError::Failed(error)) => return Err(error),
+            },
         };
         if replies.iter().any(|r| r.done) {
             return Ok(Pulled::Done(model));
@@ -214,6 +223,7 @@ impl PsSession {
                 generation: self.pulled_generations[ps],
                 gradients: Vec::new(),
                 wait_ms: self.replica.servers.config().peer_timeout.as_millis() as u64,
+                pull: true,
             })
             .collect();
         for (path, grad) in gradient_values(model, grads, false) {
@@ -235,12 +245,25 @@ impl PsSession {
             Err(PsError::Failed(error)) => return Err(error),
         };
         let step = replies[0].step;
-        let outcome = |r: &crate::distribute::ps::PushReply| {
-            PushOutcome::try_from(r.outcome).unwrap_or(PushOutcome::Stale)
-        };
-        Ok(if replies.iter().any(|r| outcome(r) == PushOutcome::Done) {
-            Pushed::Done(step)
-        } else if outcome(&replies[0]) == PushOutcome::Applied {
+        let outcome =
+            |r: &PushReply| PushOutcome::try_from(r.outcome).unwrap_or(PushOutcome::Stale);
+        if replies.iter().any(|r| outcome(r) == PushOutcome::Done) {
+            return Ok(Pushed::Done(step));
+        }
+        let applied = outcome(&replies[0]) == PushOutcome::Applied;
+        // Every ps answered with its values after the update: the next step's pull.
+        self.prefetched = Some(
+            replies
+                .into_iter()
+                .map(|r| PullReply {
+                    step: r.step,
+                    generation: r.generation,
+                    done: false,
+                    variables: r.variables,
+                })
+                .collect(),
+        );
+        Ok(if applied {
             Pushed::Applied(step)
         } else {
             Pushed::Dropped(step)

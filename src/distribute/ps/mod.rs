@@ -25,7 +25,9 @@ mod wire;
 pub use client::{ParameterServers, PsClientConfig, PsError};
 pub use mode::PsMode;
 pub use placement::Placement;
-pub(crate) use proto::{Command, ControlReply, InitRequest, PushOutcome, PushReply, PushRequest};
+pub(crate) use proto::{
+    Command, ControlReply, InitRequest, PullReply, PushOutcome, PushReply, PushRequest,
+};
 pub use replica::PsReplica;
 pub use server::{serve, PsFailure, PsServerConfig};
 pub use shard::CHIEF_RANK;

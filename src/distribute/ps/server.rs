@@ -202,12 +202,16 @@ impl ParameterServer for Service {
         let r = request.into_inner();
         let gradients = decode(r.gradients)?;
         let wait = Duration::from_millis(r.wait_ms);
-        let (outcome, step) = self
-            .blocking(move |shard| shard.push(r.worker, r.step, r.generation, gradients, wait))
+        let pushed = self
+            .blocking(move |shard| {
+                shard.push(r.worker, r.step, r.generation, gradients, wait, r.pull)
+            })
             .await?;
         Ok(Response::new(PushReply {
-            outcome: outcome as i32,
-            step,
+            outcome: pushed.outcome as i32,
+            step: pushed.step,
+            generation: pushed.generation,
+            variables: pushed.variables,
         }))
     }
 

@@ -64,6 +64,18 @@ pub enum Pulled {
     },
 }
 
+/// What a push did.
+pub struct Pushed {
+    /// Applied, dropped, or the job is done.
+    pub outcome: PushOutcome,
+    /// The step after it.
+    pub step: u64,
+    /// The initialisation the values come from.
+    pub generation: u64,
+    /// The values at `step`, when asked for.
+    pub variables: Vec<proto::Variable>,
+}
+
 /// The shard's variables, optimizer state and step for a checkpoint.
 pub struct Snapshot {
     /// Updates applied so far.
@@ -234,12 +246,7 @@ impl Shard {
                 }
             }
         }
-        let variables: Vec<proto::Variable> = state
-            .variables
-            .iter()
-            .map(|(path, (_, values))| wire::variable(path, &[], values))
-            .collect();
-        state.counters.bytes_served += variables.iter().map(|v| v.values.len() as u64).sum::<u64>();
+        let variables = Self::values(&mut state);
         Ok(Pulled::Values {
             step: state.step,
             generation: state.generation,
@@ -249,8 +256,8 @@ impl Shard {
 
     /// Applies (asynchronous) or contributes (synchronous) the gradients `worker` computed
     /// from the values of `step` of initialisation `generation`; returns the outcome and the
-    /// step after it. A synchronous push returns once its step's update was applied, or
-    /// after `wait`.
+    /// step after it, and with `pull` the values then (unless the job is done). A
+    /// synchronous push returns once its step's update was applied, or after `wait`.
     pub fn push(
         &self,
         worker: u32,
@@ -258,19 +265,53 @@ impl Shard {
         generation: u64,
         gradients: Vec<(String, Vec<f32>)>,
         wait: Duration,
-    ) -> Result<(PushOutcome, u64), ShardError> {
+        pull: bool,
+    ) -> Result<Pushed, ShardError> {
+        let (outcome, mut state) = self.push_locked(worker, step, generation, gradients, wait)?;
+        let variables = if pull && outcome != PushOutcome::Done {
+            Self::values(&mut state)
+        } else {
+            Vec::new()
+        };
+        Ok(Pushed {
+            outcome,
+            step: state.step,
+            generation: state.generation,
+            variables,
+        })
+    }
+
+    /// The values as pulls send them, counted as served.
+    fn values(state: &mut State) -> Vec<proto::Variable> {
+        let variables: Vec<proto::Variable> = state
+            .variables
+            .iter()
+            .map(|(path, (_, values))| wire::variable(path, &[], values))
+            .collect();
+        state.counters.bytes_served += variables.iter().map(|v| v.values.len() as u64).sum::<u64>();
+        variables
+    }
+
+    fn push_locked(
+        &self,
+        worker: u32,
+        step: u64,
+        generation: u64,
+        gradients: Vec<(String, Vec<f32>)>,
+        wait: Duration,
+    ) -> Result<(PushOutcome, MutexGuard<'_, State>), ShardError> {
         let mut state = self.lock();
         Self::called_by(&mut state, worker)?;
         match state.phase {
             Phase::Uninitialised => return Err(ShardError::NotInitialised),
-            Phase::Finished => return Ok((PushOutcome::Done, state.step)),
+            Phase::Finished => return Ok((PushOutcome::Done, state)),
             Phase::Serving | Phase::Failed { .. } => {}
         }
         if generation != state.generation {
-            return Ok((PushOutcome::Reinitialised, state.step));
+            return Ok((PushOutcome::Reinitialised, state));
         }
         if state.step >= state.last_step {
-            return Ok((PushOutcome::Done, state.step));
+            return Ok((PushOutcome::Done, state));
         }
         check_gradients(&state.variables, &gradients)?;
         state.counters.bytes_received += gradients
@@ -281,18 +322,18 @@ impl Shard {
             let staleness = state.step.saturating_sub(step);
             if state.max_staleness.is_some_and(|bound| staleness > bound) {
                 state.counters.dropped += 1;
-                return Ok((PushOutcome::Stale, state.step));
+                return Ok((PushOutcome::Stale, state));
             }
             apply(&mut state, gradients, 1)?;
             state.counters.applied += 1;
             state.counters.staleness_sum += staleness;
             state.step += 1;
-            return Ok((PushOutcome::Applied, state.step));
+            return Ok((PushOutcome::Applied, state));
         }
         if step < state.step {
             // A backup worker's gradient for a step already applied.
             state.counters.dropped += 1;
-            return Ok((PushOutcome::Stale, state.step));
+            return Ok((PushOutcome::Stale, state));
         }
         if step > state.step {
             return Err(ShardError::Invalid(format!(
@@ -306,7 +347,7 @@ impl Shard {
         let deadline = Instant::now() + wait;
         loop {
             if state.generation != generation {
-                return Ok((PushOutcome::Reinitialised, state.step));
+                return Ok((PushOutcome::Reinitialised, state));
             }
             match &state.phase {
                 Phase::Failed { message, .. } => {
@@ -314,8 +355,8 @@ impl Shard {
                     state.told.insert(worker);
                     return Err(ShardError::Aborted(message));
                 }
-                Phase::Finished => return Ok((PushOutcome::Done, state.step)),
-                _ if state.step > step => return Ok((PushOutcome::Applied, state.step)),
+                Phase::Finished => return Ok((PushOutcome::Done, state)),
+                _ if state.step > step => return Ok((PushOutcome::Applied, state)),
                 _ => {}
             }
             let now = Instant::now();

@@ -100,6 +100,7 @@ fn work(client: &ParameterServers, w: usize) -> u64 {
                     })
                     .collect(),
                 wait_ms: 20_000,
+                pull: false,
             })
             .collect();
         let replies = client.push(requests).unwrap();
@@ -208,6 +209,7 @@ fn backup_workers_and_stale_pushes_are_dropped_and_counted() {
         generation: 7,
         gradients: vec![variable("a", &[], &[1.0; 4])],
         wait_ms: 20_000,
+        pull: false,
     };
     // Workers 0 and 1 make step 0's update; worker 2, a backup, comes too late.
     std::thread::scope(|scope| {
@@ -249,6 +251,7 @@ fn an_asynchronous_staleness_bound_drops_old_gradients() {
         generation: 7,
         gradients: vec![variable("a", &[], &[1.0; 4])],
         wait_ms: 1000,
+        pull: true,
     };
     let outcomes: Vec<i32> = [0, 0, 0, 3]
         .into_iter()
