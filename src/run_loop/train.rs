@@ -11,6 +11,7 @@ use datasets::{Dataset, DatasetExt};
 
 use super::checkpointing::{self, CheckpointSchedule};
 use super::input::ReplicaInput;
+use super::listener::CheckpointListener;
 use super::progress::Progress;
 use super::replica_sync::ReplicaSync;
 use super::seeding::{build_seeded, replica_seed, step_seed, with_seed};
@@ -45,12 +46,28 @@ pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
     spec: TrainSpec,
     strategy: Strategy,
 ) -> Result<TrainOutcome> {
+    train_with_listener(estimator, dataset, spec, strategy, None)
+}
+
+/// [`train_with`], calling `listener` after every checkpoint the chief saves.
+pub(super) fn train_with_listener<E: Estimator, D: Dataset<Item = E::Batch>>(
+    estimator: &E,
+    dataset: D,
+    spec: TrainSpec,
+    strategy: Strategy,
+    listener: Option<&mut CheckpointListener<'_>>,
+) -> Result<TrainOutcome> {
     match strategy {
-        Strategy::OneDevice => {
-            train_replica(estimator, ReplicaInput::Whole(dataset), spec, None, 0)
-        }
+        Strategy::OneDevice => train_replica(
+            estimator,
+            ReplicaInput::Whole(dataset),
+            spec,
+            None,
+            0,
+            listener,
+        ),
         Strategy::Mirrored { replicas } => {
-            super::mirrored::train(estimator, dataset, spec, replicas)
+            super::mirrored::train(estimator, dataset, spec, replicas, listener)
         }
         Strategy::MultiWorkerMirrored(replica) => {
             let input = if spec.auto_shard {
@@ -58,7 +75,7 @@ pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
             } else {
                 ReplicaInput::Whole(dataset)
             };
-            train_replica(estimator, input, spec, Some(replica), 0)
+            train_replica(estimator, input, spec, Some(replica), 0, listener)
         }
     }
 }
@@ -71,22 +88,28 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch>>(
     spec: TrainSpec,
     replica: Option<Replica>,
     device_offset: usize,
+    listener: Option<&mut CheckpointListener<'_>>,
 ) -> Result<TrainOutcome> {
     let sync = replica.map(ReplicaSync::new);
     match estimator.run_config().device.resolve()? {
-        ResolvedDevice::Cpu => {
-            train_on::<CpuTrainBackend, E, D>(estimator, &Default::default(), dataset, spec, sync)
-        }
+        ResolvedDevice::Cpu => train_on::<CpuTrainBackend, E, D>(
+            estimator,
+            &Default::default(),
+            dataset,
+            spec,
+            sync,
+            listener,
+        ),
         #[cfg(feature = "cuda")]
         ResolvedDevice::Cuda(index) => {
             let device = burn::backend::cuda::CudaDevice::new(index + device_offset);
             train_on::<burn::backend::Autodiff<crate::device::CudaBackend>, E, D>(
-                estimator, &device, dataset, spec, sync,
+                estimator, &device, dataset, spec, sync, listener,
             )
         }
         #[cfg(not(feature = "cuda"))]
         ResolvedDevice::Cuda(_) => {
-            let _ = device_offset;
+            let _ = (device_offset, listener);
             Err(Error::Config("built without the `cuda` feature".into()))
         }
     }
@@ -98,7 +121,10 @@ fn train_on<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>>(
     dataset: D,
     spec: TrainSpec,
     sync: Option<ReplicaSync>,
+    listener: Option<&mut CheckpointListener<'_>>,
 ) -> Result<TrainOutcome> {
+    // Shortens the listener's lifetime to the loop's.
+    let listener = listener.map(|l| l as &mut CheckpointListener<'_>);
     let kind = estimator.optimizer();
     match kind {
         OptimizerSpec::Adam {
@@ -112,18 +138,21 @@ fn train_on<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>>(
                 .with_beta_2(beta_2)
                 .with_epsilon(epsilon)
                 .build();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
+            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync, listener)?
+                .run(spec)
         }
         OptimizerSpec::Adagrad { epsilon, .. } => {
             let optim = AdaGradConfig::new().with_epsilon(epsilon).build();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
+            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync, listener)?
+                .run(spec)
         }
         OptimizerSpec::Sgd { momentum, .. } => {
             let momentum = (momentum != 0.0).then(|| MomentumConfig::new().with_momentum(momentum));
             let optim = SgdConfig::new()
                 .with_momentum(momentum)
                 .build::<B::InnerBackend>();
-            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync)?.run(spec)
+            TrainLoop::<B, E, D, _>::new(estimator, device, dataset, optim, &kind, sync, listener)?
+                .run(spec)
         }
     }
 }
@@ -147,6 +176,8 @@ where
     restored_step: Option<u64>,
     /// The other replicas, when training is distributed.
     sync: Option<ReplicaSync>,
+    /// Called after every checkpoint this replica saves.
+    listener: Option<&'a mut CheckpointListener<'a>>,
 }
 
 impl<'a, B, E, D, O> TrainLoop<'a, B, E, D, O>
@@ -163,6 +194,7 @@ where
         optim: O,
         kind: &OptimizerSpec,
         sync: Option<ReplicaSync>,
+        listener: Option<&'a mut CheckpointListener<'a>>,
     ) -> Result<Self> {
         let config = estimator.run_config();
         if sync.as_ref().is_none_or(ReplicaSync::is_chief) {
@@ -185,6 +217,7 @@ where
             global_step: 0,
             restored_step: None,
             sync,
+            listener,
         })
     }
 
@@ -253,8 +286,12 @@ where
         )
     }
 
-    fn save(&self) -> Result<std::path::PathBuf> {
-        self.manager.save(&self.snapshot()?)
+    fn save(&mut self) -> Result<std::path::PathBuf> {
+        let path = self.manager.save(&self.snapshot()?)?;
+        if let Some(listener) = self.listener.as_mut() {
+            listener(&path, self.global_step)?;
+        }
+        Ok(path)
     }
 
     fn run(mut self, spec: TrainSpec) -> Result<TrainOutcome> {
