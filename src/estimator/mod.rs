@@ -1,9 +1,11 @@
-//! The Estimator trait, its run configuration and training specification.
+//! The Estimator trait, its run configuration, training and evaluation specifications.
 
 mod base;
+mod eval_spec;
 mod run_config;
 mod train_spec;
 
 pub use base::Estimator;
+pub use eval_spec::EvalSpec;
 pub use run_config::{CheckpointEvery, RunConfig};
 pub use train_spec::{StepLimit, TrainOutcome, TrainSpec};
