@@ -5,4 +5,5 @@ mod distributed;
 mod resume;
 mod summary_support;
 mod support;
+mod train_and_evaluate;
 mod training;
