@@ -447,3 +447,37 @@ fn a_best_exporter_on_a_missing_metric_names_it_and_the_metrics_there_are() {
         Some(10)
     );
 }
+
+#[test]
+fn an_unreadable_checkpoint_is_skipped_and_the_evaluator_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = classifier(dir.path(), 10);
+    est.train(train_input, TrainSpec::max_steps(10)).unwrap();
+    let garbage = dir.path().join("ckpt-20.ckpt");
+    std::fs::write(&garbage, b"not a checkpoint").unwrap();
+
+    // The final checkpoint is the corrupt one, and nothing was evaluated before it.
+    let err = run_evaluator(&est, eval_input, &EvalSpec::new(), 20)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ckpt-20.ckpt"), "{err}");
+    assert!(err.contains("could not be evaluated"), "{err}");
+
+    // An evaluator that meets it before the end skips it and evaluates what comes next.
+    let (tx, rx) = mpsc::channel();
+    let evaluator_est = est.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(run_evaluator(
+            &evaluator_est,
+            eval_input,
+            &EvalSpec::new(),
+            30,
+        ));
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    est.train(train_input, TrainSpec::max_steps(30)).unwrap();
+    let metrics = rx.recv_timeout(Duration::from_secs(60)).unwrap().unwrap();
+    assert_eq!(metrics["global_step"], 30.0);
+    assert_eq!(history_steps(&dir.path().join("eval")).last(), Some(&30));
+    assert!(pins_left(&dir.path().join("eval")).is_empty());
+}
