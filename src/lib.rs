@@ -28,7 +28,9 @@ pub use datasets;
 pub struct ReadmeDoctests;
 pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};
 pub use error::{Error, Result};
-pub use estimator::{Estimator, RunConfig, StepLimit, TrainOutcome, TrainSpec};
-pub use export::{Predictor, Signature};
+pub use estimator::{
+    train_and_evaluate, Estimator, EvalSpec, RunConfig, StepLimit, TrainOutcome, TrainSpec,
+};
+pub use export::{Exporter, Predictor, Signature};
 pub use metrics::{Metric, Metrics};
 pub use optimizer::OptimizerSpec;

@@ -40,13 +40,31 @@ pub struct ExportInfo {
 /// The directory is assembled under a temporary name and renamed into place, so a reader
 /// never sees a partial export.
 pub fn export<E: Estimator>(estimator: &E, export_dir_base: &Path) -> Result<PathBuf> {
+    export_checkpoint(estimator, None, export_dir_base)
+}
+
+/// Exports `checkpoint` (or, with `None`, the latest checkpoint) of `estimator` to
+/// `export_dir_base/<unix-timestamp>/`, as [`export`] does.
+///
+/// The timestamp is the current time, or one more than the newest export already in
+/// `export_dir_base` when several exports fall in one second, so the newest export always
+/// has the largest number (what serving systems load, and what garbage collection keeps).
+pub fn export_checkpoint<E: Estimator>(
+    estimator: &E,
+    checkpoint: Option<&Path>,
+    export_dir_base: &Path,
+) -> Result<PathBuf> {
     let device = Default::default();
-    let restored = restore_for_inference::<CpuBackend, E>(estimator, &device, None)?;
+    let restored = restore_for_inference::<CpuBackend, E>(estimator, &device, checkpoint)?;
     std::fs::create_dir_all(export_dir_base).map_err(|e| Error::io(export_dir_base, e))?;
-    let mut stamp = SystemTime::now()
+    let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    let next = export_stamps(export_dir_base)?
+        .last()
+        .map_or(0, |newest| newest + 1);
+    let mut stamp = now.max(next);
     while export_dir_base.join(stamp.to_string()).exists() {
         stamp += 1;
     }
@@ -77,4 +95,27 @@ pub fn export<E: Estimator>(estimator: &E, export_dir_base: &Path) -> Result<Pat
     write_json_atomic(&tmp_dir.join(EXPORT_FILE), &info)?;
     std::fs::rename(&tmp_dir, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
     Ok(final_dir)
+}
+
+/// The timestamps of the exports in `export_dir_base` (its directories named by a number),
+/// oldest first; a missing directory holds none.
+pub fn export_stamps(export_dir_base: &Path) -> Result<Vec<u64>> {
+    let entries = match std::fs::read_dir(export_dir_base) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(export_dir_base, e)),
+    };
+    let mut stamps = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(export_dir_base, e))?;
+        let name = entry.file_name();
+        let Some(stamp) = name.to_str().and_then(|n| n.parse::<u64>().ok()) else {
+            continue;
+        };
+        if entry.path().is_dir() && name.to_str() == Some(&stamp.to_string()) {
+            stamps.push(stamp);
+        }
+    }
+    stamps.sort_unstable();
+    Ok(stamps)
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use datasets::{Dataset, Position};
 
 use super::checkpointing;
+use super::listener::CheckpointListener;
 use super::train::{train_replica, Peers};
 use crate::checkpoint::CheckpointManager;
 use crate::distribute::{InMemoryTransport, Replica};
@@ -21,12 +22,14 @@ use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 /// Rounds the reader may run ahead of the replicas.
 const ROUNDS_AHEAD: usize = 2;
 
-/// Trains `replicas` replicas on `dataset`; replica 0 is the chief and runs `spec`'s hooks.
+/// Trains `replicas` replicas on `dataset`; replica 0 is the chief and runs `spec`'s hooks
+/// and `listener`.
 pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
     estimator: &E,
     mut dataset: D,
     mut spec: TrainSpec,
     replicas: usize,
+    mut listener: Option<&mut CheckpointListener<'_>>,
 ) -> Result<TrainOutcome> {
     let config = estimator.run_config();
     if spec.resume_input {
@@ -62,8 +65,10 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
                     resume_input: true,
                     auto_shard: false,
                 };
+                let mut replica_listener = None;
                 if rank == 0 {
                     replica_spec.hooks = std::mem::take(&mut chief_hooks);
+                    replica_listener = listener.take();
                 }
                 let replica = Replica::new(Box::new(transport), names.clone());
                 scope.spawn(move || {
@@ -73,6 +78,7 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
                         replica_spec,
                         Peers::Replicas(replica),
                         rank,
+                        replica_listener,
                     )
                 })
             })

@@ -21,9 +21,14 @@ const MAX_GRACE: Duration = Duration::from_secs(30);
 /// the chief notices and puts its latest checkpoint back on every ps.
 pub fn serve_parameters<E: Estimator>(estimator: &E) -> Result<()> {
     let cluster = cluster_from_env().map_err(|e| Error::Config(e.to_string()))?;
+    serve_parameters_in(&cluster, estimator)
+}
+
+/// [`serve_parameters`] as the ps task `cluster` describes.
+pub fn serve_parameters_in<E: Estimator>(cluster: &ClusterConfig, estimator: &E) -> Result<()> {
     let (spec, task) = match cluster {
         ClusterConfig::Distributed { cluster, task } if task.kind == TaskType::Ps => {
-            (cluster, task)
+            (cluster, *task)
         }
         _ => {
             return Err(Error::Config(

@@ -10,6 +10,7 @@ use datasets::{Dataset, DatasetExt};
 
 use super::checkpointing::{self, CheckpointSchedule};
 use super::input::ReplicaInput;
+use super::listener::CheckpointListener;
 use super::progress::Progress;
 use super::ps_session::{recorded_placement, PsSession, Pulled, Pushed};
 use super::replica_sync::ReplicaSync;
@@ -48,6 +49,17 @@ pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
     spec: TrainSpec,
     strategy: Strategy,
 ) -> Result<TrainOutcome> {
+    train_with_listener(estimator, dataset, spec, strategy, None)
+}
+
+/// [`train_with`], calling `listener` after every checkpoint the chief saves.
+pub(super) fn train_with_listener<E: Estimator, D: Dataset<Item = E::Batch>>(
+    estimator: &E,
+    dataset: D,
+    spec: TrainSpec,
+    strategy: Strategy,
+    listener: Option<&mut CheckpointListener<'_>>,
+) -> Result<TrainOutcome> {
     match strategy {
         Strategy::OneDevice => train_replica(
             estimator,
@@ -55,9 +67,10 @@ pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
             spec,
             Peers::Alone,
             0,
+            listener,
         ),
         Strategy::Mirrored { replicas } => {
-            super::mirrored::train(estimator, dataset, spec, replicas)
+            super::mirrored::train(estimator, dataset, spec, replicas, listener)
         }
         Strategy::MultiWorkerMirrored(replica) => {
             let input = if spec.auto_shard {
@@ -65,7 +78,14 @@ pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
             } else {
                 ReplicaInput::Whole(dataset)
             };
-            train_replica(estimator, input, spec, Peers::Replicas(replica), 0)
+            train_replica(
+                estimator,
+                input,
+                spec,
+                Peers::Replicas(replica),
+                0,
+                listener,
+            )
         }
         Strategy::ParameterServer(replica) => {
             let input = if spec.auto_shard {
@@ -73,7 +93,8 @@ pub fn train_with<E: Estimator, D: Dataset<Item = E::Batch>>(
             } else {
                 ReplicaInput::Whole(dataset)
             };
-            train_replica(estimator, input, spec, Peers::ParameterServers(replica), 0)
+            let peers = Peers::ParameterServers(replica);
+            train_replica(estimator, input, spec, peers, 0, listener)
         }
     }
 }
@@ -96,6 +117,7 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch>>(
     spec: TrainSpec,
     peers: Peers,
     device_offset: usize,
+    listener: Option<&mut CheckpointListener<'_>>,
 ) -> Result<TrainOutcome> {
     let mode = estimator.run_config().ps_mode;
     let (sync, ps) = match peers {
@@ -111,17 +133,18 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch>>(
             spec,
             sync,
             ps,
+            listener,
         ),
         #[cfg(feature = "cuda")]
         ResolvedDevice::Cuda(index) => {
             let device = burn::backend::cuda::CudaDevice::new(index + device_offset);
             train_on::<burn::backend::Autodiff<crate::device::CudaBackend>, E, D>(
-                estimator, &device, dataset, spec, sync, ps,
+                estimator, &device, dataset, spec, sync, ps, listener,
             )
         }
         #[cfg(not(feature = "cuda"))]
         ResolvedDevice::Cuda(_) => {
-            let _ = device_offset;
+            let _ = (device_offset, listener);
             Err(Error::Config("built without the `cuda` feature".into()))
         }
     }
@@ -134,7 +157,10 @@ fn train_on<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>>(
     spec: TrainSpec,
     sync: Option<ReplicaSync>,
     ps: Option<PsSession>,
+    listener: Option<&mut CheckpointListener<'_>>,
 ) -> Result<TrainOutcome> {
+    // Shortens the listener's lifetime to the loop's.
+    let listener = listener.map(|l| l as &mut CheckpointListener<'_>);
     let kind = estimator.optimizer();
     let run = Run {
         estimator,
@@ -143,6 +169,7 @@ fn train_on<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>>(
         spec,
         sync,
         ps,
+        listener,
         kind: &kind,
     };
     build_optimizer::<B, _>(&kind, run)
@@ -156,6 +183,7 @@ struct Run<'a, B: AutodiffBackend, E, D> {
     spec: TrainSpec,
     sync: Option<ReplicaSync>,
     ps: Option<PsSession>,
+    listener: Option<&'a mut CheckpointListener<'a>>,
     kind: &'a OptimizerSpec,
 }
 
@@ -173,6 +201,7 @@ impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>> WithOptimize
             self.kind,
             self.sync,
             self.ps,
+            self.listener,
         )?
         .run(self.spec)
     }
@@ -199,6 +228,8 @@ where
     sync: Option<ReplicaSync>,
     /// The parameter servers, when they hold the variables.
     ps: Option<PsSession>,
+    /// Called after every checkpoint this replica saves.
+    listener: Option<&'a mut CheckpointListener<'a>>,
 }
 
 impl<'a, B, E, D, O> TrainLoop<'a, B, E, D, O>
@@ -216,6 +247,7 @@ where
         kind: &OptimizerSpec,
         sync: Option<ReplicaSync>,
         ps: Option<PsSession>,
+        listener: Option<&'a mut CheckpointListener<'a>>,
     ) -> Result<Self> {
         let config = estimator.run_config();
         if sync.as_ref().is_none_or(ReplicaSync::is_chief)
@@ -241,6 +273,7 @@ where
             restored_step: None,
             sync,
             ps,
+            listener,
         })
     }
 
@@ -353,7 +386,11 @@ where
 
     fn save(&mut self) -> Result<std::path::PathBuf> {
         let checkpoint = self.snapshot()?;
-        self.manager.save(&checkpoint)
+        let path = self.manager.save(&checkpoint)?;
+        if let Some(listener) = self.listener.as_mut() {
+            listener(&path, checkpoint.global_step)?;
+        }
+        Ok(path)
     }
 
     fn run(mut self, spec: TrainSpec) -> Result<TrainOutcome> {

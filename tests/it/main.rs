@@ -6,4 +6,5 @@ mod parameter_server;
 mod resume;
 mod summary_support;
 mod support;
+mod train_and_evaluate;
 mod training;

@@ -1,0 +1,171 @@
+//! `train_and_evaluate`: one entry point every task of a cluster runs, each doing its part
+//! (TF's `tf.estimator.train_and_evaluate`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use datasets::Dataset;
+
+use super::{Estimator, EvalSpec, StepLimit, TrainSpec};
+use crate::checkpoint::{parse_checkpoint_file_name, CheckpointManager};
+use crate::cluster::{cluster_from_env, ClusterConfig, TaskType};
+use crate::distribute::{Strategy, StrategyPlan};
+use crate::error::{Error, Result};
+use crate::run_loop::{self, Evaluations, TrainFinished};
+
+/// Trains `estimator` and evaluates its checkpoints, each task of a cluster doing its part
+/// as TF_CONFIG assigns it; returns the final evaluation's metrics where this process
+/// evaluated, `None` elsewhere.
+///
+/// | TF_CONFIG | this process |
+/// | --- | --- |
+/// | none (local) | trains, evaluating each checkpoint right after it is saved (and the final one), running `eval_spec`'s exporters; returns the final metrics |
+/// | chief (or worker 0 without a chief) | trains, then leaves the [`TrainFinished`] marker for the evaluator; `None` |
+/// | worker | trains; `None` |
+/// | ps | serves parameters ([`run_loop::serve_parameters`]); `None` |
+/// | evaluator | [`run_loop::run_evaluator`] until the checkpoint of `max_steps` (or the marker's); its metrics |
+///
+/// In a cluster, `train_spec` must be [`TrainSpec::max_steps`]: it is how the evaluator knows
+/// which checkpoint is the last. A cluster without an evaluator task evaluates nothing.
+pub fn train_and_evaluate<E, TD, TF, ED, EF>(
+    estimator: &E,
+    train_input_fn: TF,
+    train_spec: TrainSpec,
+    eval_input_fn: EF,
+    eval_spec: EvalSpec,
+) -> Result<Option<BTreeMap<String, f64>>>
+where
+    E: Estimator,
+    TD: Dataset<Item = E::Batch>,
+    TF: Fn() -> std::result::Result<TD, datasets::Error>,
+    ED: Dataset<Item = E::Batch>,
+    EF: Fn() -> std::result::Result<ED, datasets::Error> + Sync,
+{
+    let cluster = cluster_from_env().map_err(|e| Error::Config(e.to_string()))?;
+    train_and_evaluate_in(
+        &cluster,
+        estimator,
+        train_input_fn,
+        train_spec,
+        eval_input_fn,
+        eval_spec,
+    )
+}
+
+/// [`train_and_evaluate`] as the task `cluster` describes instead of TF_CONFIG's (the
+/// training tasks connect to the peers it lists).
+pub fn train_and_evaluate_in<E, TD, TF, ED, EF>(
+    cluster: &ClusterConfig,
+    estimator: &E,
+    train_input_fn: TF,
+    train_spec: TrainSpec,
+    eval_input_fn: EF,
+    eval_spec: EvalSpec,
+) -> Result<Option<BTreeMap<String, f64>>>
+where
+    E: Estimator,
+    TD: Dataset<Item = E::Batch>,
+    TF: Fn() -> std::result::Result<TD, datasets::Error>,
+    ED: Dataset<Item = E::Batch>,
+    EF: Fn() -> std::result::Result<ED, datasets::Error> + Sync,
+{
+    let (spec, task) = match cluster {
+        ClusterConfig::Local => {
+            return local(
+                estimator,
+                train_input_fn,
+                train_spec,
+                &eval_input_fn,
+                &eval_spec,
+            )
+            .map(Some)
+        }
+        ClusterConfig::Distributed { cluster, task } => (cluster, *task),
+    };
+    let StepLimit::MaxSteps(max_steps) = train_spec.limit else {
+        return Err(Error::Config(format!(
+            "a distributed train_and_evaluate needs TrainSpec::max_steps (got {:?}): the \
+             evaluator stops at the checkpoint of max_steps",
+            train_spec.limit
+        )));
+    };
+    let config = estimator.run_config();
+    let model_dir = &config.model_dir;
+    let chief = spec.chief_task() == task;
+    let strategy = || {
+        Strategy::connect(
+            StrategyPlan::choose(config.train_distribute, cluster)?,
+            config,
+        )
+    };
+    match task.kind {
+        TaskType::Chief | TaskType::Worker if chief => {
+            TrainFinished::remove(model_dir)?;
+            let outcome =
+                run_loop::train_with(estimator, train_input_fn()?, train_spec, strategy()?)?;
+            TrainFinished {
+                global_step: outcome.global_step,
+                max_steps,
+            }
+            .write(model_dir)?;
+            Ok(None)
+        }
+        TaskType::Chief | TaskType::Worker => {
+            run_loop::train_with(estimator, train_input_fn()?, train_spec, strategy()?)?;
+            Ok(None)
+        }
+        TaskType::Ps => {
+            run_loop::serve_parameters_in(cluster, estimator)?;
+            Ok(None)
+        }
+        TaskType::Evaluator => {
+            run_loop::run_evaluator(estimator, eval_input_fn, &eval_spec, max_steps).map(Some)
+        }
+    }
+}
+
+/// Trains in this process, evaluating from the checkpoint listener: each checkpoint right
+/// after it is saved (at most one per `throttle_secs`), then the final one if the throttle
+/// skipped it, with the final exporters.
+fn local<E, TD, TF, ED, EF>(
+    estimator: &E,
+    train_input_fn: TF,
+    train_spec: TrainSpec,
+    eval_input_fn: &EF,
+    eval_spec: &EvalSpec,
+) -> Result<BTreeMap<String, f64>>
+where
+    E: Estimator,
+    TD: Dataset<Item = E::Batch>,
+    TF: Fn() -> std::result::Result<TD, datasets::Error>,
+    ED: Dataset<Item = E::Batch>,
+    EF: Fn() -> std::result::Result<ED, datasets::Error> + Sync,
+{
+    let mut evaluations = Evaluations::new(estimator, eval_input_fn, eval_spec)?;
+    let throttle = Duration::from_secs(eval_spec.throttle_secs);
+    let mut last_start: Option<Instant> = None;
+    let mut listener = |checkpoint: &Path, step: u64| -> Result<()> {
+        if evaluations.is_done(step) || last_start.is_some_and(|t| t.elapsed() < throttle) {
+            return Ok(());
+        }
+        last_start = Some(Instant::now());
+        evaluations.evaluate(checkpoint, step, false).map(drop)
+    };
+    let outcome =
+        run_loop::train_listening(estimator, train_input_fn()?, train_spec, &mut listener)?;
+    let model_dir = &estimator.run_config().model_dir;
+    let checkpoint = match outcome.checkpoint {
+        Some(checkpoint) => checkpoint,
+        None => CheckpointManager::new(model_dir, None)
+            .list()?
+            .pop()
+            .ok_or_else(|| Error::checkpoint(model_dir, "no checkpoint to evaluate"))?,
+    };
+    let step = checkpoint
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(parse_checkpoint_file_name)
+        .unwrap_or(outcome.global_step);
+    evaluations.finish(&checkpoint, step)
+}
