@@ -29,7 +29,8 @@ pub struct ReadmeDoctests;
 pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};
 pub use error::{Error, Result};
 pub use estimator::{
-    train_and_evaluate, Estimator, EvalSpec, RunConfig, StepLimit, TrainOutcome, TrainSpec,
+    train_and_evaluate, Estimator, EvalSpec, RunConfig, StepLimit, TrainAndEvaluateOutcome,
+    TrainOutcome, TrainSpec,
 };
 pub use export::{Exporter, Predictor, Signature};
 pub use metrics::{Metric, Metrics};

@@ -10,5 +10,5 @@ mod train_spec;
 pub use base::Estimator;
 pub use eval_spec::EvalSpec;
 pub use run_config::{CheckpointEvery, RunConfig};
-pub use train_and_evaluate::{train_and_evaluate, train_and_evaluate_in};
+pub use train_and_evaluate::{train_and_evaluate, train_and_evaluate_in, TrainAndEvaluateOutcome};
 pub use train_spec::{StepLimit, TrainOutcome, TrainSpec};

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use datasets::Dataset;
 
-use super::{Estimator, EvalSpec, StepLimit, TrainSpec};
+use super::{Estimator, EvalSpec, StepLimit, TrainOutcome, TrainSpec};
 use crate::checkpoint::{parse_checkpoint_file_name, CheckpointManager};
 use crate::cluster::{cluster_from_env, ClusterConfig, TaskType};
 use crate::distribute::{Strategy, StrategyPlan};
@@ -34,7 +34,7 @@ pub fn train_and_evaluate<E, TD, TF, ED, EF>(
     train_spec: TrainSpec,
     eval_input_fn: EF,
     eval_spec: EvalSpec,
-) -> Result<Option<BTreeMap<String, f64>>>
+) -> Result<TrainAndEvaluateOutcome>
 where
     E: Estimator,
     TD: Dataset<Item = E::Batch>,
@@ -62,7 +62,7 @@ pub fn train_and_evaluate_in<E, TD, TF, ED, EF>(
     train_spec: TrainSpec,
     eval_input_fn: EF,
     eval_spec: EvalSpec,
-) -> Result<Option<BTreeMap<String, f64>>>
+) -> Result<TrainAndEvaluateOutcome>
 where
     E: Estimator,
     TD: Dataset<Item = E::Batch>,
@@ -72,14 +72,17 @@ where
 {
     let (spec, task) = match cluster {
         ClusterConfig::Local => {
-            return local(
+            let (trained, metrics) = local(
                 estimator,
                 train_input_fn,
                 train_spec,
                 &eval_input_fn,
                 &eval_spec,
-            )
-            .map(Some)
+            )?;
+            return Ok(TrainAndEvaluateOutcome {
+                trained: Some(trained),
+                metrics: Some(metrics),
+            });
         }
         ClusterConfig::Distributed { cluster, task } => (cluster, *task),
     };
@@ -109,18 +112,23 @@ where
                 max_steps,
             }
             .write(model_dir)?;
-            Ok(None)
+            Ok(TrainAndEvaluateOutcome::trained(outcome))
         }
         TaskType::Chief | TaskType::Worker => {
-            run_loop::train_with(estimator, train_input_fn()?, train_spec, strategy()?)?;
-            Ok(None)
+            let outcome =
+                run_loop::train_with(estimator, train_input_fn()?, train_spec, strategy()?)?;
+            Ok(TrainAndEvaluateOutcome::trained(outcome))
         }
         TaskType::Ps => {
             run_loop::serve_parameters_in(cluster, estimator)?;
-            Ok(None)
+            Ok(TrainAndEvaluateOutcome::default())
         }
         TaskType::Evaluator => {
-            run_loop::run_evaluator(estimator, eval_input_fn, &eval_spec, max_steps).map(Some)
+            let metrics = run_loop::run_evaluator(estimator, eval_input_fn, &eval_spec, max_steps)?;
+            Ok(TrainAndEvaluateOutcome {
+                trained: None,
+                metrics: Some(metrics),
+            })
         }
     }
 }
@@ -134,7 +142,7 @@ fn local<E, TD, TF, ED, EF>(
     train_spec: TrainSpec,
     eval_input_fn: &EF,
     eval_spec: &EvalSpec,
-) -> Result<BTreeMap<String, f64>>
+) -> Result<(TrainOutcome, BTreeMap<String, f64>)>
 where
     E: Estimator,
     TD: Dataset<Item = E::Batch>,
@@ -155,7 +163,7 @@ where
     let outcome =
         run_loop::train_listening(estimator, train_input_fn()?, train_spec, &mut listener)?;
     let model_dir = &estimator.run_config().model_dir;
-    let checkpoint = match outcome.checkpoint {
+    let checkpoint = match outcome.checkpoint.clone() {
         Some(checkpoint) => checkpoint,
         None => CheckpointManager::new(model_dir, None)
             .list()?
@@ -167,5 +175,25 @@ where
         .and_then(|n| n.to_str())
         .and_then(parse_checkpoint_file_name)
         .unwrap_or(outcome.global_step);
-    evaluations.finish(&checkpoint, step)
+    let metrics = evaluations.finish(&checkpoint, step)?;
+    Ok((outcome, metrics))
+}
+
+/// What this task's part of [`train_and_evaluate`] produced.
+#[derive(Debug, Default)]
+pub struct TrainAndEvaluateOutcome {
+    /// The training this task did (local, chief and worker tasks).
+    pub trained: Option<TrainOutcome>,
+    /// The metrics of the last evaluation (local runs and the evaluator task; the chief of
+    /// a cluster leaves evaluation to the evaluator, as in TF).
+    pub metrics: Option<BTreeMap<String, f64>>,
+}
+
+impl TrainAndEvaluateOutcome {
+    fn trained(outcome: TrainOutcome) -> Self {
+        Self {
+            trained: Some(outcome),
+            metrics: None,
+        }
+    }
 }

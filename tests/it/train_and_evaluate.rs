@@ -101,6 +101,7 @@ fn local_train_and_evaluate_evaluates_every_checkpoint_once_and_exports() {
         spec,
     )
     .unwrap()
+    .metrics
     .expect("a local run evaluates");
     assert_eq!(metrics["global_step"], 30.0);
 
@@ -143,6 +144,7 @@ fn local_train_and_evaluate_evaluates_every_checkpoint_once_and_exports() {
         EvalSpec::new().with_exporter(Exporter::final_exporter("final")),
     )
     .unwrap()
+    .metrics
     .unwrap();
     assert_eq!(metrics["global_step"], 40.0);
     assert_eq!(history_steps(&eval_dir), [10, 20, 30, 40]);
@@ -167,6 +169,7 @@ fn local_train_and_evaluate_under_mirrored_evaluates_from_the_chief_replica() {
         spec,
     )
     .unwrap()
+    .metrics
     .unwrap();
     assert_eq!(metrics["global_step"], 20.0);
     assert_eq!(history_steps(&dir.path().join("eval_mirrored")), [10, 20]);
@@ -366,7 +369,8 @@ fn a_chief_and_an_evaluator_task_split_the_work() {
         EvalSpec::new(),
     )
     .unwrap();
-    assert_eq!(trained, None, "the chief does not evaluate");
+    assert_eq!(trained.metrics, None, "the chief does not evaluate");
+    assert_eq!(trained.trained.map(|t| t.global_step), Some(15));
     assert_eq!(
         TrainFinished::read(dir.path()).unwrap(),
         Some(TrainFinished {
@@ -378,6 +382,7 @@ fn a_chief_and_an_evaluator_task_split_the_work() {
         .recv_timeout(Duration::from_secs(60))
         .expect("the evaluator returns by itself")
         .unwrap()
+        .metrics
         .unwrap();
     assert_eq!(metrics["global_step"], 15.0);
     assert_eq!(history_steps(&dir.path().join("eval")), [15]);
