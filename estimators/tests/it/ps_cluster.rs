@@ -192,3 +192,95 @@ fn a_killed_chief_stops_the_ps_and_the_workers_with_a_retryable_code_naming_it()
     }
     assert!(!stderr.contains("killing"), "{stderr}");
 }
+
+#[test]
+fn workers_ps_and_an_evaluator_all_end_by_themselves_after_evaluating_every_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let (train, eval) = (iris("iris_train.csv"), iris("iris_test.csv"));
+    let mut args = train_args(
+        model_dir.to_str().unwrap(),
+        "1000",
+        &[
+            "--train",
+            &train,
+            "--eval",
+            &eval,
+            "--exporters",
+            "latest,best,final",
+        ],
+    );
+    args[0] = "train-and-evaluate";
+    let mut cluster = Launched::start(
+        dir.path(),
+        &[
+            "--workers",
+            "2",
+            "--ps",
+            "2",
+            "--evaluator",
+            "--grace-secs",
+            "60",
+        ],
+        &args,
+    );
+    let code = cluster.wait(LIMIT);
+    let stderr = cluster.stderr();
+    assert_eq!(code, 0, "{stderr}");
+    // The launcher names every task that did not exit 0, and every task it had to kill.
+    assert_eq!(
+        stderr.matches("exited with code").count(),
+        1,
+        "only the chief's exit is reported:\n{stderr}"
+    );
+    assert!(stderr.contains("chief:0 exited with code 0"), "{stderr}");
+    assert!(!stderr.contains("killing"), "{stderr}");
+
+    let stdout = cluster.stdout();
+    let evaluator = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("[evaluator:0] "))
+        .unwrap_or_else(|| panic!("no evaluator output:\n{stderr}"));
+    let metrics: serde_json::Value = serde_json::from_str(evaluator).unwrap();
+    assert_eq!(metrics["global_step"], 1000);
+    assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
+
+    let checkpoints: Vec<u64> = CheckpointManager::new(&model_dir, None)
+        .list()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str().and_then(checkpoint_step))
+        .collect();
+    let history = std::fs::read_to_string(model_dir.join("eval/history.jsonl")).unwrap();
+    let evaluated: Vec<u64> = history
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["global_step"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(evaluated, checkpoints, "each checkpoint evaluated once");
+    assert!(std::fs::read_dir(model_dir.join("eval")).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .contains("tfevents")));
+    for exporter in ["latest", "best", "final"] {
+        let exports = std::fs::read_dir(model_dir.join("export").join(exporter))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .join("model.safetensors")
+                    .exists()
+            })
+            .count();
+        assert!(exports >= 1, "no {exporter} export");
+    }
+}
+
+fn checkpoint_step(name: &str) -> Option<u64> {
+    estimator::checkpoint::parse_checkpoint_file_name(name)
+}

@@ -11,15 +11,18 @@ use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
 use estimator::distribute::ps::PsMode;
 use estimator::io::write_json_atomic;
 use estimator::run_loop::serve_parameters;
-use estimator::{DeviceSpec, Estimator, OptimizerSpec, Predictor, RunConfig, TrainSpec};
+use estimator::{
+    train_and_evaluate, DeviceSpec, Estimator, EvalSpec, Exporter, OptimizerSpec, Predictor,
+    RunConfig, TrainSpec,
+};
 use estimators::feature_column::{
     categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
 };
 use estimators::DnnClassifier;
 
 use crate::cli::{
-    Command, DeviceName, EvaluateArgs, ExportArgs, OptimizerName, PredictArgs, PsModeName,
-    TrainArgs,
+    Command, DeviceName, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs,
+    PsModeName, TrainArgs,
 };
 use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
 use crate::output::{metrics_json, PredictionWriter};
@@ -67,6 +70,24 @@ fn batches_per_step(cluster: &ClusterConfig, args: &TrainArgs, replicas: usize) 
             replicas_to_aggregate,
         } => replicas_to_aggregate.unwrap_or(replicas).clamp(1, replicas),
     }
+}
+
+/// Whether the cluster has an evaluator task.
+fn cluster_has_evaluator(cluster: &ClusterConfig) -> bool {
+    matches!(cluster, ClusterConfig::Distributed { cluster, .. } if cluster.evaluator.is_some())
+}
+
+/// Evaluation of train-and-evaluate: the whole eval file, with the exporters asked for.
+fn eval_spec(args: &TrainArgs) -> EvalSpec {
+    args.exporters
+        .iter()
+        .fold(EvalSpec::new(), |spec, exporter| {
+            spec.with_exporter(match exporter {
+                ExporterName::Latest => Exporter::latest("latest"),
+                ExporterName::Best => Exporter::best("best", "loss", false),
+                ExporterName::Final => Exporter::final_exporter("final"),
+            })
+        })
 }
 
 fn ps_mode(args: &TrainArgs) -> PsMode {
@@ -228,7 +249,15 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
     if serves_variables {
         return Ok(serve_parameters(&classifier)?);
     }
-    let (replicas, rank) = input_share(&cluster)?;
+    let evaluator_task = matches!(
+        &cluster,
+        ClusterConfig::Distributed { task, .. } if task.kind == TaskType::Evaluator
+    );
+    let (replicas, rank) = if evaluator_task {
+        (1, 0)
+    } else {
+        input_share(&cluster)?
+    };
     let schema = classifier.schema().clone();
     let (train_file, batch_size, seed) = (args.train.clone(), args.batch_size, args.seed);
     let buffer = args.shuffle_buffer.max(1);
@@ -245,7 +274,42 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
     };
     let spec = TrainSpec::max_steps(args.max_steps).with_auto_shard(false);
     let start = Instant::now();
-    let outcome = classifier.train(input, spec)?;
+    let evaluate_final = |eval: &Path| -> Result<_> {
+        let eval_schema = schema_for(eval, &schema)?;
+        Ok(classifier.evaluate(|| batches(eval, &eval_schema, batch_size), None, None, None)?)
+    };
+    let (outcome, metrics) = match (&args.eval, evaluate_after) {
+        (Some(eval), true) => {
+            let eval_schema = schema_for(eval, &schema)?;
+            let eval_input = || batches(eval, &eval_schema, batch_size);
+            let done = train_and_evaluate(&classifier, input, spec, eval_input, eval_spec(&args))?;
+            let Some(outcome) = done.trained else {
+                // The evaluator task: it evaluated every checkpoint, the last one at the end.
+                let metrics = done.metrics.unwrap_or_default();
+                if args.json {
+                    let step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
+                    println!("{}", metrics_json(step, &[], &metrics));
+                }
+                return Ok(());
+            };
+            // The chief of a cluster without an evaluator task evaluates the final model
+            // itself (TF would not evaluate at all).
+            let metrics = match done.metrics {
+                Some(metrics) => metrics,
+                None if chief && !cluster_has_evaluator(&cluster) => evaluate_final(eval)?,
+                None => Default::default(),
+            };
+            (outcome, metrics)
+        }
+        (eval, _) => {
+            let outcome = classifier.train(input, spec)?;
+            let metrics = match eval {
+                Some(eval) if chief => evaluate_final(eval)?,
+                _ => Default::default(),
+            };
+            (outcome, metrics)
+        }
+    };
     let seconds = start.elapsed().as_secs_f64();
     let examples =
         outcome.steps_run * (batch_size * batches_per_step(&cluster, &args, replicas)) as u64;
@@ -256,24 +320,6 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
         outcome.global_step,
         outcome.steps_run
     );
-    if !chief {
-        // Evaluation and exports are the chief's.
-        if args.json {
-            let fields = [("examples_per_sec", examples_per_sec)];
-            println!(
-                "{}",
-                metrics_json(outcome.global_step, &fields, &Default::default())
-            );
-        }
-        return Ok(());
-    }
-    let metrics = match &args.eval {
-        Some(eval) if evaluate_after || args.eval.is_some() => {
-            let eval_schema = schema_for(eval, &schema)?;
-            classifier.evaluate(|| batches(eval, &eval_schema, batch_size), None, None, None)?
-        }
-        _ => Default::default(),
-    };
     if args.json {
         println!(
             "{}",
