@@ -239,6 +239,8 @@ where
     D: Dataset<Item = E::Batch>,
     O: SimpleOptimizer<B::InnerBackend>,
 {
+    // One argument per part of the loop's state: a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         estimator: &'a E,
         device: &'a B::Device,

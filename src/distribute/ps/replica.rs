@@ -8,7 +8,7 @@ use crate::error::Result;
 /// rank 0), connected to every ps task.
 #[derive(Debug)]
 pub struct PsReplica {
-    pub(crate) servers: ParameterServers,
+    pub(crate) servers: Box<ParameterServers>,
     names: Vec<String>,
     rank: usize,
 }
@@ -23,7 +23,12 @@ impl PsReplica {
         config: PsClientConfig,
     ) -> Result<Self> {
         let chief = names.first().cloned().unwrap_or_else(|| "chief:0".into());
-        let servers = ParameterServers::connect(ps_addresses, rank, &chief, config)?;
+        let servers = Box::new(ParameterServers::connect(
+            ps_addresses,
+            rank,
+            &chief,
+            config,
+        )?);
         Ok(Self {
             servers,
             names,
