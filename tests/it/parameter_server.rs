@@ -12,6 +12,7 @@ use estimator::distribute::ps::{
     PsServerConfig,
 };
 use estimator::distribute::Strategy;
+use estimator::summary::{event_files, read_event_file};
 use estimator::{Estimator, OptimizerSpec, TrainOutcome, TrainSpec};
 
 use crate::distributed::{classifier, input, max_abs_diff, single, weights, BATCH, STEPS};
@@ -60,13 +61,30 @@ fn train(
     mode: PsMode,
     max_steps: u64,
 ) -> Vec<TrainOutcome> {
+    train_summarising(model_dir, optimizer, ps, workers, mode, max_steps, 100)
+}
+
+/// [`train`] with a summary every `summary_steps` steps.
+fn train_summarising(
+    model_dir: &Path,
+    optimizer: &OptimizerSpec,
+    ps: &PsTasks,
+    workers: usize,
+    mode: PsMode,
+    max_steps: u64,
+    summary_steps: u64,
+) -> Vec<TrainOutcome> {
     let names: Vec<String> = std::iter::once("chief:0".to_string())
         .chain((1..workers).map(|w| format!("worker:{}", w - 1)))
         .collect();
     let handles: Vec<_> = (0..workers)
         .map(|rank| {
             let mut estimator = classifier(model_dir, optimizer.clone());
-            estimator.run_config = estimator.run_config.clone().with_ps_mode(mode);
+            estimator.run_config = estimator
+                .run_config
+                .clone()
+                .with_ps_mode(mode)
+                .with_save_summary_steps(summary_steps);
             let config = PsClientConfig {
                 peer_timeout: Duration::from_secs(20),
                 startup_timeout: Duration::from_secs(20),
@@ -157,13 +175,14 @@ fn async_ps_stops_at_max_steps_and_every_task_ends_by_itself() {
     let optimizer = OptimizerSpec::adagrad(0.1);
     let dir = tempfile::tempdir().unwrap();
     let ps = PsTasks::start(2, &optimizer);
-    let outcomes = train(
+    let outcomes = train_summarising(
         &dir.path().join("ps"),
         &optimizer,
         &ps,
         3,
         PsMode::default(),
         60,
+        10,
     );
     ps.join();
     // The ps tasks apply no update past the last step: the chief's final checkpoint is at 60.
@@ -172,6 +191,30 @@ fn async_ps_stops_at_max_steps_and_every_task_ends_by_itself() {
     assert_eq!(manager.latest_step().unwrap(), Some(60));
     let loss = outcomes[0].last_loss.unwrap();
     assert!(loss.is_finite() && loss < 1.0, "loss {loss}");
+
+    // The chief's summaries show the ps tasks' load.
+    let scalars: Vec<(String, u64, f64)> = event_files(&dir.path().join("ps"))
+        .unwrap()
+        .iter()
+        .flat_map(|f| crate::summary_support::scalars(&read_event_file(f).unwrap()))
+        .collect();
+    let values = |tag: &str| -> Vec<f64> {
+        scalars
+            .iter()
+            .filter(|(t, _, _)| t == tag)
+            .map(|(_, _, v)| *v)
+            .collect()
+    };
+    for tag in ["ps/push_per_sec", "ps/0/bytes_served", "ps/1/bytes_served"] {
+        assert!(
+            values(tag).iter().any(|&v| v > 0.0),
+            "{tag}: {:?}",
+            values(tag)
+        );
+    }
+    assert!(!values("ps/pull_seconds").is_empty());
+    assert!(values("ps/staleness").iter().all(|&s| s >= 0.0));
+    assert!(!values("ps/staleness").is_empty());
 }
 
 #[test]
