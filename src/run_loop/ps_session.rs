@@ -16,7 +16,7 @@ use crate::distribute::ps::{
 };
 use crate::error::{Error, Result};
 use crate::optimizer::{gradient_values, Optimizer};
-use crate::state::{load_values, parameter_values};
+use crate::state::{load_values, parameter_values, untrained_values};
 use crate::summary::SummaryWriter;
 
 /// Checkpoint metadata key of the placement.
@@ -224,8 +224,15 @@ impl PsSession {
                 gradients: Vec::new(),
                 wait_ms: self.replica.servers.config().peer_timeout.as_millis() as u64,
                 pull: true,
+                assign: Vec::new(),
             })
             .collect();
+        // Running statistics the forward pass updated here: the ps keeps the latest.
+        for (path, values) in untrained_values(model) {
+            if let Some(&ps) = self.owners.get(&path) {
+                requests[ps].assign.push(variable(&path, &[], &values));
+            }
+        }
         for (path, grad) in gradient_values(model, grads, false) {
             let ps = *self.owners.get(&path).ok_or_else(|| {
                 Error::Config(format!(

@@ -21,6 +21,47 @@ pub fn parameter_values<B: Backend, M: Module<B>>(
     reader.out
 }
 
+/// The values of the float tensors no gradient trains (batch normalisation's running
+/// statistics), by dotted path.
+pub fn untrained_values<B: Backend, M: Module<B>>(model: &M) -> BTreeMap<String, Vec<f32>> {
+    let trained = trained_paths(model);
+    parameter_values(model)
+        .into_iter()
+        .filter(|(path, _)| !trained.contains(path))
+        .map(|(path, (_, values))| (path, values))
+        .collect()
+}
+
+fn trained_paths<B: Backend, M: Module<B>>(model: &M) -> std::collections::BTreeSet<String> {
+    let mut reader = Trained {
+        stack: Vec::new(),
+        out: Default::default(),
+    };
+    model.visit(&mut reader);
+    reader.out
+}
+
+struct Trained {
+    stack: Vec<String>,
+    out: std::collections::BTreeSet<String>,
+}
+
+impl<B: Backend> ModuleVisitor<B> for Trained {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        if param.val().is_require_grad() {
+            self.out.insert(self.stack.join("."));
+        }
+    }
+}
+
 /// `model` with the parameters named in `values` replaced by them (shapes kept); a value
 /// count that does not fit its parameter is an error naming it.
 pub fn load_values<B: Backend, M: Module<B>>(

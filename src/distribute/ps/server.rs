@@ -201,10 +201,19 @@ impl ParameterServer for Service {
     async fn push(&self, request: Request<PushRequest>) -> Result<Response<PushReply>, Status> {
         let r = request.into_inner();
         let gradients = decode(r.gradients)?;
+        let assign = decode(r.assign)?;
         let wait = Duration::from_millis(r.wait_ms);
         let pushed = self
             .blocking(move |shard| {
-                shard.push(r.worker, r.step, r.generation, gradients, wait, r.pull)
+                shard.push(
+                    r.worker,
+                    r.step,
+                    r.generation,
+                    gradients,
+                    assign,
+                    wait,
+                    r.pull,
+                )
             })
             .await?;
         Ok(Response::new(PushReply {

@@ -258,16 +258,19 @@ impl Shard {
     /// from the values of `step` of initialisation `generation`; returns the outcome and the
     /// step after it, and with `pull` the values then (unless the job is done). A
     /// synchronous push returns once its step's update was applied, or after `wait`.
+    #[allow(clippy::too_many_arguments)]
     pub fn push(
         &self,
         worker: u32,
         step: u64,
         generation: u64,
         gradients: Vec<(String, Vec<f32>)>,
+        assign: Vec<(String, Vec<f32>)>,
         wait: Duration,
         pull: bool,
     ) -> Result<Pushed, ShardError> {
-        let (outcome, mut state) = self.push_locked(worker, step, generation, gradients, wait)?;
+        let (outcome, mut state) =
+            self.push_locked(worker, step, generation, gradients, assign, wait)?;
         let variables = if pull && outcome != PushOutcome::Done {
             Self::values(&mut state)
         } else {
@@ -298,6 +301,7 @@ impl Shard {
         step: u64,
         generation: u64,
         gradients: Vec<(String, Vec<f32>)>,
+        assign: Vec<(String, Vec<f32>)>,
         wait: Duration,
     ) -> Result<(PushOutcome, MutexGuard<'_, State>), ShardError> {
         let mut state = self.lock();
@@ -314,6 +318,12 @@ impl Shard {
             return Ok((PushOutcome::Done, state));
         }
         check_gradients(&state.variables, &gradients)?;
+        check_gradients(&state.variables, &assign)?;
+        for (path, values) in assign {
+            if let Some((_, current)) = state.variables.get_mut(&path) {
+                *current = values;
+            }
+        }
         state.counters.bytes_received += gradients
             .iter()
             .map(|(_, g)| g.len() as u64 * 4)

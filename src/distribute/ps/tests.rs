@@ -101,6 +101,7 @@ fn work(client: &ParameterServers, w: usize) -> u64 {
                     .collect(),
                 wait_ms: 20_000,
                 pull: false,
+                assign: Vec::new(),
             })
             .collect();
         let replies = client.push(requests).unwrap();
@@ -210,6 +211,7 @@ fn backup_workers_and_stale_pushes_are_dropped_and_counted() {
         gradients: vec![variable("a", &[], &[1.0; 4])],
         wait_ms: 20_000,
         pull: false,
+        assign: Vec::new(),
     };
     // Workers 0 and 1 make step 0's update; worker 2, a backup, comes too late.
     std::thread::scope(|scope| {
@@ -244,6 +246,7 @@ fn an_asynchronous_staleness_bound_drops_old_gradients() {
     let client = ParameterServers::connect(&addresses, 0, "chief:0", client_config()).unwrap();
     let mut init = init_requests(1, 0);
     init[0].max_staleness = Some(1);
+    init[0].workers = 1;
     client.init(init).unwrap();
     let push = |step: u64| PushRequest {
         worker: 0,
@@ -252,6 +255,7 @@ fn an_asynchronous_staleness_bound_drops_old_gradients() {
         gradients: vec![variable("a", &[], &[1.0; 4])],
         wait_ms: 1000,
         pull: true,
+        assign: Vec::new(),
     };
     let outcomes: Vec<i32> = [0, 0, 0, 3]
         .into_iter()
@@ -315,4 +319,34 @@ fn an_unreachable_ps_is_named_after_the_retries() {
         started.elapsed() >= Duration::from_millis(300),
         "it retried"
     );
+}
+
+#[test]
+fn assigned_values_replace_the_variables_as_they_are() {
+    let (addresses, servers) = start(1, Duration::from_secs(30));
+    let client = ParameterServers::connect(&addresses, 0, "chief:0", client_config()).unwrap();
+    let mut init = init_requests(1, 0);
+    init[0].workers = 1;
+    client.init(init).unwrap();
+    let reply = client
+        .push(vec![PushRequest {
+            worker: 0,
+            step: 0,
+            generation: 7,
+            gradients: vec![variable("a", &[], &[1.0; 4])],
+            wait_ms: 1000,
+            pull: true,
+            assign: vec![variable("b", &[], &[0.5, 1.5, 2.5, 3.5, 4.5, 5.5])],
+        }])
+        .unwrap();
+    let pulled: BTreeMap<String, Vec<f32>> = reply[0]
+        .variables
+        .iter()
+        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
+        .collect();
+    // `a` took an SGD step; `b` (running statistics, say) was set.
+    assert_eq!(pulled["a"], vec![-1.0; 4]);
+    assert_eq!(pulled["b"], vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
+    client.control(Command::Shutdown).unwrap();
+    assert_eq!(servers.into_iter().next().unwrap().join().unwrap(), Ok(()));
 }
