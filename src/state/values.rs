@@ -22,31 +22,22 @@ pub fn parameter_values<B: Backend, M: Module<B>>(
 }
 
 /// The values of the float tensors no gradient trains (batch normalisation's running
-/// statistics), by dotted path.
+/// statistics), by dotted path; trained parameters are not read.
 pub fn untrained_values<B: Backend, M: Module<B>>(model: &M) -> BTreeMap<String, Vec<f32>> {
-    let trained = trained_paths(model);
-    parameter_values(model)
-        .into_iter()
-        .filter(|(path, _)| !trained.contains(path))
-        .map(|(path, (_, values))| (path, values))
-        .collect()
-}
-
-fn trained_paths<B: Backend, M: Module<B>>(model: &M) -> std::collections::BTreeSet<String> {
-    let mut reader = Trained {
+    let mut reader = Untrained {
         stack: Vec::new(),
-        out: Default::default(),
+        out: BTreeMap::new(),
     };
     model.visit(&mut reader);
     reader.out
 }
 
-struct Trained {
+struct Untrained {
     stack: Vec<String>,
-    out: std::collections::BTreeSet<String>,
+    out: BTreeMap<String, Vec<f32>>,
 }
 
-impl<B: Backend> ModuleVisitor<B> for Trained {
+impl<B: Backend> ModuleVisitor<B> for Untrained {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.stack.push(name.to_string());
     }
@@ -56,9 +47,16 @@ impl<B: Backend> ModuleVisitor<B> for Trained {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        if param.val().is_require_grad() {
-            self.out.insert(self.stack.join("."));
+        let tensor = param.val();
+        if tensor.is_require_grad() {
+            return;
         }
+        let values = tensor
+            .into_data()
+            .convert::<f32>()
+            .into_vec::<f32>()
+            .unwrap_or_default();
+        self.out.insert(self.stack.join("."), values);
     }
 }
 
