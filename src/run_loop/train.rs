@@ -590,24 +590,13 @@ where
             let model = self.model.take().expect("model present outside a step");
             let local = match batch {
                 Some(batch) => {
-                    let step_seed = step_seed(seed, self.global_step);
-                    let loss = with_seed::<B, _>(self.device, step_seed, || {
-                        self.estimator.loss::<B>(&model, &batch, self.device)
-                    });
-                    let loss = match loss {
-                        Ok(loss) => loss,
+                    match self.gradients(&model, &batch, step_seed(seed, self.global_step)) {
+                        Ok(local) => Some(local),
                         Err(e) => {
                             self.model = Some(model);
                             return Err(e);
                         }
-                    };
-                    let loss_value: f64 = loss.clone().into_scalar().elem();
-                    let mut grads = loss.backward();
-                    let grads = extract_gradients(&model, &mut grads);
-                    Some(LocalStep {
-                        grads,
-                        loss: loss_value,
-                    })
+                    }
                 }
                 None => None,
             };
@@ -689,18 +678,16 @@ where
                     continue;
                 }
             };
-            let loss = with_seed::<B, _>(self.device, step_seed(seed, pulled_step), || {
-                self.estimator.loss::<B>(&model, &batch, self.device)
-            });
-            let loss = match loss {
-                Ok(loss) => loss,
+            let LocalStep {
+                grads,
+                loss: loss_value,
+            } = match self.gradients(&model, &batch, step_seed(seed, pulled_step)) {
+                Ok(local) => local,
                 Err(e) => {
                     self.model = Some(model);
                     return Err(e);
                 }
             };
-            let loss_value: f64 = loss.clone().into_scalar().elem();
-            let grads = extract_gradients(&model, &mut loss.backward());
             let pushed = self
                 .ps
                 .as_mut()
@@ -736,6 +723,24 @@ where
             }
         }
         Ok(())
+    }
+
+    /// The loss of `batch` and its gradients, with randomness seeded by `step_seed`.
+    fn gradients(
+        &self,
+        model: &E::Model<B>,
+        batch: &E::Batch,
+        step_seed: u64,
+    ) -> Result<LocalStep> {
+        let loss = with_seed::<B, _>(self.device, step_seed, || {
+            self.estimator.loss::<B>(model, batch, self.device)
+        })?;
+        let loss_value: f64 = loss.clone().into_scalar().elem();
+        let grads = extract_gradients(model, &mut loss.backward());
+        Ok(LocalStep {
+            grads,
+            loss: loss_value,
+        })
     }
 
     /// A ps lost its variables (it restarted). The chief puts the latest checkpoint back on
