@@ -16,7 +16,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor, TensorData};
 use estimator::datasets::{from_vec, DatasetExt};
-use estimator::{Estimator, OptimizerSpec, Result, RunConfig, Signature, TrainSpec};
+use estimator::{Estimator, EstimatorExt, OptimizerSpec, Result, RunConfig, Signature, TrainSpec};
 use serde::{Deserialize, Serialize};
 
 const BATCH: usize = 128;

@@ -5,7 +5,7 @@
 //! Run: `cargo run --release --example iris_dnn_classifier [-- MODEL_DIR]`
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
-use estimator::{Estimator, OptimizerSpec, RunConfig, TrainSpec};
+use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainSpec};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use estimator::datasets::{bundled, DatasetExt, FeatureStats, IdxDataset, Schema};
-use estimator::{Estimator, OptimizerSpec, RunConfig, TrainSpec};
+use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainSpec};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 

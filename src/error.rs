@@ -66,6 +66,12 @@ pub enum Error {
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A thread of this process panicked (its message went to standard error).
+    #[error("{thread} panicked")]
+    Panicked {
+        /// The thread, e.g. `Mirrored replica:1`.
+        thread: String,
+    },
     /// A hook failed.
     #[error("hook {hook}: {message}")]
     Hook {

@@ -1,8 +1,9 @@
 //! # estimator
 //!
-//! Estimator-style training on [Burn](https://burn.dev): implement the model function once,
-//! then `train`, `evaluate`, `predict` and `export` come for free, with checkpoints, resume,
-//! TensorBoard summaries, hooks and progress bars.
+//! Estimator-style training on [Burn](https://burn.dev): implement the model function once
+//! (the [`Estimator`] trait), then `train`, `evaluate`, `predict` and `export` come for free
+//! ([`EstimatorExt`]), with checkpoints, resume, TensorBoard summaries, hooks, progress bars
+//! and distribution over a cluster described by TF_CONFIG.
 
 pub mod checkpoint;
 pub mod cluster;
@@ -10,15 +11,18 @@ pub mod device;
 pub mod distribute;
 pub mod error;
 pub mod estimator;
+pub mod evaluator;
 pub mod export;
 pub mod head;
 pub mod hooks;
-pub mod io;
+mod io;
 pub mod metrics;
 pub mod optimizer;
-pub mod run_loop;
-pub mod state;
+mod run_loop;
+mod seed;
+mod state;
 pub mod summary;
+mod tasks;
 
 pub use datasets;
 
@@ -26,12 +30,21 @@ pub use datasets;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+pub use cluster::ClusterConfig;
 pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};
-pub use error::{Error, Result};
+pub use distribute::ps::PsMode;
+pub use distribute::{Distribution, Strategy};
+pub use error::{Error, Result, RETRYABLE_EXIT_CODE};
 pub use estimator::{
-    train_and_evaluate, Estimator, EvalSpec, RunConfig, StepLimit, TrainAndEvaluateOutcome,
-    TrainOutcome, TrainSpec,
+    CheckpointEvery, Estimator, EvalSpec, RunConfig, StepLimit, TrainOutcome, TrainSpec,
 };
 pub use export::{Exporter, Predictor, Signature};
-pub use metrics::{Metric, Metrics};
+pub use hooks::{Control, Hook};
+pub use io::write_json_atomic;
+pub use metrics::{EvalHistory, EvalRecord, Metric, Metrics};
 pub use optimizer::OptimizerSpec;
+pub use state::weights_to_safetensors;
+pub use tasks::{
+    serve_parameters, serve_parameters_in, train_and_evaluate, train_and_evaluate_in, EstimatorExt,
+    TrainAndEvaluateOutcome,
+};

@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
-//! use estimator::{Estimator, OptimizerSpec, Predictor, RunConfig, TrainSpec};
+//! use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
 //! use estimators::feature_column::standardized_numeric_columns;
 //! use estimators::DnnClassifier;
 //!

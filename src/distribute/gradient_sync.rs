@@ -202,7 +202,7 @@ mod tests {
     use burn::nn::{Linear, LinearConfig};
 
     fn model() -> Linear<B> {
-        crate::run_loop::build_seeded::<B, _>(&Default::default(), 5, || {
+        crate::seed::build_seeded::<B, _>(&Default::default(), 5, || {
             LinearConfig::new(3, 2).init(&Default::default())
         })
     }

@@ -21,7 +21,7 @@ pub use collective::{
 };
 pub use error::{DistributeError, Result};
 pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
-pub use strategy::{Distribution, Replica, Strategy, StrategyPlan};
+pub use strategy::{ConnectConfig, Distribution, Replica, Strategy, StrategyPlan};
 pub(crate) use transport::listen_address;
 pub use transport::{
     GrpcConfig, GrpcTransport, InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT,

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use super::ps::{PsClientConfig, PsReplica};
 use super::{DistributeError, GrpcConfig, GrpcTransport, Transport};
-use crate::cluster::{cluster_from_env, cluster_token_from_env, ClusterConfig, TaskType};
+use crate::cluster::{ClusterConfig, TaskType};
 use crate::error::{Error, Result};
-use crate::estimator::RunConfig;
 
 /// What the user asks for in [`RunConfig`](crate::RunConfig) (TF's `train_distribute`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -138,19 +137,21 @@ pub enum Strategy {
     ParameterServer(PsReplica),
 }
 
-impl Strategy {
-    /// The strategy `config` and TF_CONFIG call for; in a cluster, this connects to every
-    /// other training task (waiting up to `config.startup_timeout_secs` for them).
-    pub fn from_run_config(config: &RunConfig) -> Result<Self> {
-        let cluster = cluster_from_env().map_err(|e| Error::Config(e.to_string()))?;
-        Self::connect(
-            StrategyPlan::choose(config.train_distribute, &cluster)?,
-            config,
-        )
-    }
+/// What connecting to the peers takes: how long to wait, and the cluster's token.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectConfig {
+    /// How long a silent peer is waited for before it counts as lost.
+    pub peer_timeout: Duration,
+    /// How long to wait at start for every peer to come up.
+    pub startup_timeout: Duration,
+    /// The token every task of the cluster presents, if the cluster has one.
+    pub token: Option<String>,
+}
 
-    /// Connects `plan`'s replicas.
-    pub fn connect(plan: StrategyPlan, config: &RunConfig) -> Result<Self> {
+impl Strategy {
+    /// Connects `plan`'s replicas; in a cluster this waits up to `config.startup_timeout`
+    /// for every peer.
+    pub fn connect(plan: StrategyPlan, config: &ConnectConfig) -> Result<Self> {
         Ok(match plan {
             StrategyPlan::OneDevice => Strategy::OneDevice,
             StrategyPlan::Mirrored { replicas } => Strategy::Mirrored { replicas },
@@ -159,11 +160,10 @@ impl Strategy {
                 names,
                 rank,
             } => {
-                let token = cluster_token_from_env().map_err(Error::Config)?;
                 let grpc = GrpcConfig {
-                    peer_timeout: Duration::from_secs(config.peer_timeout_secs),
-                    connect_timeout: Duration::from_secs(config.startup_timeout_secs),
-                    token,
+                    peer_timeout: config.peer_timeout,
+                    connect_timeout: config.startup_timeout,
+                    token: config.token.clone(),
                 };
                 tracing::info!(
                     "{} (rank {rank} of {}): connecting to {}",
@@ -182,10 +182,10 @@ impl Strategy {
                 names,
                 rank,
             } => {
-                let config = PsClientConfig {
-                    peer_timeout: Duration::from_secs(config.peer_timeout_secs),
-                    startup_timeout: Duration::from_secs(config.startup_timeout_secs),
-                    token: cluster_token_from_env().map_err(Error::Config)?,
+                let ps_config = PsClientConfig {
+                    peer_timeout: config.peer_timeout,
+                    startup_timeout: config.startup_timeout,
+                    token: config.token.clone(),
                 };
                 tracing::info!(
                     "{} (rank {rank} of {} training tasks): variables on {}",
@@ -193,7 +193,12 @@ impl Strategy {
                     names.len(),
                     ps_addresses.join(", ")
                 );
-                Strategy::ParameterServer(PsReplica::connect(&ps_addresses, rank, names, config)?)
+                Strategy::ParameterServer(PsReplica::connect(
+                    &ps_addresses,
+                    rank,
+                    names,
+                    ps_config,
+                )?)
             }
         })
     }

@@ -1,28 +1,23 @@
-//! The `Estimator` trait: the model function a user writes, and the methods they get.
-
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+//! The `Estimator` trait: the model function a user writes.
 
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Dataset;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{RunConfig, TrainOutcome, TrainSpec};
-use crate::distribute::Strategy;
+use super::RunConfig;
 use crate::error::Result;
 use crate::export::Signature;
 use crate::metrics::Metrics;
 use crate::optimizer::OptimizerSpec;
-use crate::run_loop;
 
 /// A model function, split by mode, plus everything tf.estimator gives for free.
 ///
 /// Implement the required methods (build the model, the loss, eval metrics, predictions,
-/// the serving signature); `train`, `evaluate`, `predict` and `export` are provided, with
-/// checkpoints, resume, summaries, hooks and progress bars.
+/// the serving signature); [`EstimatorExt`](crate::EstimatorExt) then gives `train`,
+/// `evaluate`, `predict` and `export`, with checkpoints, resume, summaries, hooks and
+/// progress bars.
 ///
 /// The implementing type is the estimator's *configuration*: it is saved as JSON with every
 /// export, and [`crate::export::Predictor`] deserialises it to rebuild the model, so keep
@@ -79,67 +74,4 @@ pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
 
     /// The serving signature written with exports.
     fn serving_signature(&self) -> Signature;
-
-    /// Trains on the batches of `input_fn`'s dataset, resuming from the latest checkpoint
-    /// in `model_dir`, until `spec`'s limit, a hook's stop, or the end of the input.
-    fn train<D, F>(&self, input_fn: F, spec: TrainSpec) -> Result<TrainOutcome>
-    where
-        F: FnOnce() -> std::result::Result<D, datasets::Error>,
-        D: Dataset<Item = Self::Batch>,
-    {
-        run_loop::train(self, input_fn()?, spec)
-    }
-
-    /// [`Estimator::train`] with an explicit distribution strategy instead of the one the
-    /// run configuration and TF_CONFIG call for (e.g. replicas over a transport of one's
-    /// own, as tests do).
-    fn train_with<D, F>(
-        &self,
-        input_fn: F,
-        spec: TrainSpec,
-        strategy: Strategy,
-    ) -> Result<TrainOutcome>
-    where
-        F: FnOnce() -> std::result::Result<D, datasets::Error>,
-        D: Dataset<Item = Self::Batch>,
-    {
-        run_loop::train_with(self, input_fn()?, spec, strategy)
-    }
-
-    /// Evaluates the latest checkpoint (or `checkpoint`) on at most `steps` batches; returns
-    /// the metrics with `loss` and `global_step`, also written as summaries to
-    /// `model_dir/eval` (or `model_dir/eval_<name>`).
-    fn evaluate<D, F>(
-        &self,
-        input_fn: F,
-        steps: Option<u64>,
-        checkpoint: Option<&Path>,
-        name: Option<&str>,
-    ) -> Result<BTreeMap<String, f64>>
-    where
-        F: FnOnce() -> std::result::Result<D, datasets::Error>,
-        D: Dataset<Item = Self::Batch>,
-    {
-        run_loop::evaluate(self, input_fn()?, steps, checkpoint, name)
-    }
-
-    /// Predictions for every example of `input_fn`'s dataset, from the latest checkpoint
-    /// (or `checkpoint`), yielded lazily batch by batch.
-    fn predict<'a, D, F>(
-        &'a self,
-        input_fn: F,
-        checkpoint: Option<&Path>,
-    ) -> Result<Box<dyn Iterator<Item = Result<Self::Prediction>> + 'a>>
-    where
-        F: FnOnce() -> std::result::Result<D, datasets::Error>,
-        D: Dataset<Item = Self::Batch> + 'a,
-    {
-        run_loop::predict(self, input_fn()?, checkpoint)
-    }
-
-    /// Exports the latest checkpoint to `export_dir_base/<unix-timestamp>/`: weights
-    /// (safetensors), signature and configuration; returns the directory.
-    fn export(&self, export_dir_base: &Path) -> Result<PathBuf> {
-        crate::export::export(self, export_dir_base)
-    }
 }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::export::Exporter;
-use crate::run_loop::eval_dir;
+use crate::metrics::eval_dir;
 
 /// What the evaluation of `train_and_evaluate` does (TF's `tf.estimator.EvalSpec`).
 ///

@@ -4,21 +4,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::checkpoint::CheckpointEvery;
+use crate::cluster::{cluster_from_env, ClusterConfig};
 use crate::device::DeviceSpec;
 use crate::distribute::ps::PsMode;
 use crate::distribute::Distribution;
 use crate::error::{Error, Result};
 use crate::io::write_json_atomic;
-
-/// How often to write checkpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CheckpointEvery {
-    /// Every N global steps.
-    Steps(u64),
-    /// Whenever N seconds have passed since the last save.
-    Secs(u64),
-}
 
 /// Run-time settings of an estimator, as TF's `tf.estimator.RunConfig`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +43,10 @@ pub struct RunConfig {
     /// Seconds a task waits at start for every peer to come up (default 300).
     #[serde(default = "default_startup_timeout_secs")]
     pub startup_timeout_secs: u64,
+    /// The cluster this process belongs to, when the caller already knows it (a program
+    /// that parsed TF_CONFIG itself); `None` reads TF_CONFIG once, when a run starts.
+    #[serde(skip)]
+    pub cluster: Option<ClusterConfig>,
 }
 
 fn default_peer_timeout_secs() -> u64 {
@@ -77,6 +73,21 @@ impl RunConfig {
             ps_mode: PsMode::default(),
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
+            cluster: None,
+        }
+    }
+
+    /// Run as the task `cluster` describes instead of TF_CONFIG's.
+    pub fn with_cluster(mut self, cluster: ClusterConfig) -> Self {
+        self.cluster = Some(cluster);
+        self
+    }
+
+    /// The cluster this process belongs to: [`RunConfig::cluster`], or TF_CONFIG's.
+    pub fn resolve_cluster(&self) -> Result<ClusterConfig> {
+        match &self.cluster {
+            Some(cluster) => Ok(cluster.clone()),
+            None => cluster_from_env().map_err(|e| Error::Config(e.to_string())),
         }
     }
 

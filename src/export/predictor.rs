@@ -10,7 +10,7 @@ use super::Signature;
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
-use crate::run_loop::build_seeded;
+use crate::seed::build_seeded;
 use crate::state::load_weights;
 
 /// A model loaded from an export directory, ready to predict (TF's `SavedModel` predictor).

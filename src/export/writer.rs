@@ -5,11 +5,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::restore_for_inference;
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
 use crate::io::{write_atomic, write_json_atomic};
-use crate::run_loop::restore_for_inference;
 use crate::state::weights_to_safetensors;
 
 /// Weights file of an export (safetensors, readable by Python's `safetensors`).
@@ -55,7 +55,14 @@ pub fn export_checkpoint<E: Estimator>(
     export_dir_base: &Path,
 ) -> Result<PathBuf> {
     let device = Default::default();
-    let restored = restore_for_inference::<CpuBackend, E>(estimator, &device, checkpoint)?;
+    let config = estimator.run_config();
+    let restored = restore_for_inference::<CpuBackend, _>(
+        &config.model_dir,
+        config.tf_random_seed,
+        &device,
+        checkpoint,
+        || estimator.build_model::<CpuBackend>(&device),
+    )?;
     std::fs::create_dir_all(export_dir_base).map_err(|e| Error::io(export_dir_base, e))?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)

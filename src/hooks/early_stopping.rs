@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 
 use super::hook::{Emit, Hook, StepInfo};
+use super::Control;
 use crate::error::Result;
-use crate::run_loop::{Control, EvalHistory, EvalRecord};
+use crate::metrics::{EvalHistory, EvalRecord};
 
 /// Whether smaller or larger values of the watched metric are better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::Control;
 use crate::error::Result;
-use crate::run_loop::Control;
 
 /// What a hook is told when training begins.
 #[derive(Debug, Clone)]

@@ -3,8 +3,8 @@
 use std::time::Instant;
 
 use super::hook::{Emit, Hook, RunStart, StepInfo};
+use super::Control;
 use crate::error::Result;
-use crate::run_loop::Control;
 
 /// Logs the loss every `every_n_steps` steps with the time since the previous log line.
 #[derive(Debug)]

@@ -1,5 +1,6 @@
 //! Training hooks: logging, stop-at-step, NaN guard, step counter, early stopping.
 
+mod control;
 mod early_stopping;
 mod hook;
 mod logging;
@@ -7,6 +8,7 @@ mod nan_guard;
 mod step_counter;
 mod stop_at_step;
 
+pub use control::{Control, Verdict};
 pub use early_stopping::{should_stop, EarlyStoppingHook, Improvement};
 pub use hook::{Emit, Hook, RunEnd, RunStart, StepInfo};
 pub use logging::LoggingHook;

@@ -1,8 +1,8 @@
 //! Stops training with an error when the loss is NaN or infinite (TF's NanTensorHook).
 
 use super::hook::{Emit, Hook, StepInfo};
+use super::Control;
 use crate::error::{Error, Result};
-use crate::run_loop::Control;
 
 /// Fails the run at the first step whose loss is not finite.
 #[derive(Debug, Default)]

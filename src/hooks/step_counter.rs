@@ -3,8 +3,8 @@
 use std::time::Instant;
 
 use super::hook::{Emit, Hook, RunStart, StepInfo};
+use super::Control;
 use crate::error::Result;
-use crate::run_loop::Control;
 
 /// Emits the `global_step/sec` scalar (and a log line) every `every_n_steps` steps.
 #[derive(Debug)]

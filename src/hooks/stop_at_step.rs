@@ -1,8 +1,8 @@
 //! Stops training at a given global step, as TF's StopAtStepHook.
 
 use super::hook::{Emit, Hook, StepInfo};
+use super::Control;
 use crate::error::Result;
-use crate::run_loop::Control;
 
 /// Stops once the global step reaches `last_step`.
 #[derive(Debug)]

@@ -1,28 +1,20 @@
 //! The evaluation loop: streaming metrics over a dataset, written as eval summaries.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::ElementConversion;
 use datasets::Dataset;
 
 use super::progress::Progress;
-use super::restore::restore_for_inference;
-use super::{EvalHistory, EvalRecord};
+use crate::checkpoint::restore_for_inference;
 use crate::device::{CpuBackend, ResolvedDevice};
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
+use crate::metrics::{eval_dir, EvalHistory, EvalRecord};
 use crate::metrics::{Metric, Metrics};
 use crate::summary::SummaryWriter;
-
-/// The eval directory of an evaluation named `name` (TF: `eval` or `eval_<name>`).
-pub fn eval_dir(model_dir: &Path, name: Option<&str>) -> PathBuf {
-    match name {
-        Some(name) => model_dir.join(format!("eval_{name}")),
-        None => model_dir.join("eval"),
-    }
-}
 
 /// Evaluates `estimator` on `dataset` on the configured device.
 pub fn evaluate<E: Estimator, D: Dataset<Item = E::Batch>>(
@@ -64,7 +56,13 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch>>(
     name: Option<&str>,
 ) -> Result<BTreeMap<String, f64>> {
     let config = estimator.run_config();
-    let restored = restore_for_inference::<B, E>(estimator, device, checkpoint)?;
+    let restored = restore_for_inference::<B, _>(
+        &config.model_dir,
+        config.tf_random_seed,
+        device,
+        checkpoint,
+        || estimator.build_model::<B>(device),
+    )?;
     let progress = Progress::new(steps, config.progress, "eval");
     let mut metrics = Metrics::new();
     let mut batches = 0u64;

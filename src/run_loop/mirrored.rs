@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use datasets::{Dataset, Position};
 
-use super::checkpointing;
-use super::listener::CheckpointListener;
-use super::train::{train_replica, Peers};
-use crate::checkpoint::CheckpointManager;
+use super::replica::train_replica;
+use super::step_sync::Peers;
+use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
 use crate::distribute::{InMemoryTransport, Replica};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
@@ -36,7 +35,7 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
         // Replicas only see dealt batches: the reader is what resumes.
         let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
         if let Some((path, checkpoint)) = manager.latest()? {
-            checkpointing::restore_input(&mut dataset, &checkpoint, &path);
+            contents::restore_input(&mut dataset, &checkpoint, &path);
         }
     }
     let timeout = Duration::from_secs(config.peer_timeout_secs);
@@ -76,7 +75,7 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
                         estimator,
                         input,
                         replica_spec,
-                        Peers::Replicas(replica),
+                        Peers::Ring(replica),
                         rank,
                         replica_listener,
                     )
@@ -86,14 +85,17 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
         deal(&mut dataset, senders);
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(replica_panicked())))
+            .enumerate()
+            .map(|(rank, h)| h.join().unwrap_or_else(|_| Err(replica_panicked(rank))))
             .collect()
     });
     first_cause(results)
 }
 
-fn replica_panicked() -> Error {
-    Error::Config("a Mirrored replica thread panicked".into())
+fn replica_panicked(rank: usize) -> Error {
+    Error::Panicked {
+        thread: format!("Mirrored replica:{rank}"),
+    }
 }
 
 /// Reads whole rounds from `dataset` and hands batch `r` of each round to replica `r`,
@@ -182,6 +184,6 @@ fn first_cause(results: Vec<Result<TrainOutcome>>) -> Result<TrainOutcome> {
     match (cause.or(consequence), chief) {
         (Some(error), _) => Err(error),
         (None, Some(outcome)) => Ok(outcome),
-        (None, None) => Err(replica_panicked()),
+        (None, None) => Err(replica_panicked(0)),
     }
 }

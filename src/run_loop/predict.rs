@@ -6,7 +6,7 @@ use std::path::Path;
 use burn::tensor::backend::Backend;
 use datasets::Dataset;
 
-use super::restore::restore_for_inference;
+use crate::checkpoint::restore_for_inference;
 use crate::device::{CpuBackend, ResolvedDevice};
 use crate::error::Result;
 use crate::estimator::Estimator;
@@ -41,7 +41,14 @@ fn predict_on<'a, B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + 'a>(
     dataset: D,
     checkpoint: Option<&Path>,
 ) -> Result<Box<dyn Iterator<Item = Result<E::Prediction>> + 'a>> {
-    let restored = restore_for_inference::<B, E>(estimator, &device, checkpoint)?;
+    let config = estimator.run_config();
+    let restored = restore_for_inference::<B, _>(
+        &config.model_dir,
+        config.tf_random_seed,
+        &device,
+        checkpoint,
+        || estimator.build_model::<B>(&device),
+    )?;
     Ok(Box::new(Predictions::<B, E, D> {
         estimator,
         model: restored.model,

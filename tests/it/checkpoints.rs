@@ -1,7 +1,7 @@
 //! Corrupt checkpoints, shape mismatches and explicit checkpoint selection.
 
 use estimator::checkpoint::checkpoint_path;
-use estimator::{Error, Estimator, TrainSpec};
+use estimator::{Error, EstimatorExt, TrainSpec};
 
 use crate::support::{eval_input, train_input, TinyClassifier};
 

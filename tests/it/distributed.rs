@@ -9,7 +9,7 @@ use estimator::datasets::{from_vec, Dataset, DatasetExt, Example};
 use estimator::distribute::{
     DistributeError, InMemoryTransport, Replica, Result as DistributeResult, Strategy, Transport,
 };
-use estimator::{Error, Estimator, OptimizerSpec, TrainOutcome, TrainSpec};
+use estimator::{Error, EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec};
 use safetensors::SafeTensors;
 
 use crate::support::{examples, TinyClassifier};

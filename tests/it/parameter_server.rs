@@ -13,7 +13,7 @@ use estimator::distribute::ps::{
 };
 use estimator::distribute::Strategy;
 use estimator::summary::{event_files, read_event_file};
-use estimator::{Estimator, OptimizerSpec, TrainOutcome, TrainSpec};
+use estimator::{EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec};
 
 use crate::distributed::{classifier, input, max_abs_diff, single, weights, BATCH, STEPS};
 

@@ -5,9 +5,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use estimator::checkpoint::{checkpoint_path, CheckpointIndex};
+use estimator::hooks::Control;
 use estimator::hooks::{Emit, Hook, StepInfo};
-use estimator::run_loop::Control;
-use estimator::{Estimator, TrainSpec};
+use estimator::{EstimatorExt, TrainSpec};
 
 use crate::support::{train_input, TinyClassifier};
 

@@ -9,14 +9,14 @@ use std::time::Duration;
 use estimator::cluster::ClusterConfig;
 use estimator::datasets::{from_vec, Dataset, DatasetExt, Example};
 use estimator::distribute::Distribution;
-use estimator::estimator::train_and_evaluate_in;
+use estimator::evaluator::{run_evaluator, PinnedCheckpoint, TrainFinished};
 use estimator::export::{export_stamps, ExportInfo, EXPORT_FILE};
+use estimator::hooks::Control;
 use estimator::hooks::{Emit, Hook, StepInfo};
-use estimator::run_loop::{
-    run_evaluator, Control, EvalHistory, PinnedCheckpoint, TrainFinished, PINNED_DIR,
-};
+use estimator::metrics::EvalHistory;
 use estimator::summary::{event_files, read_event_file};
-use estimator::{train_and_evaluate, Estimator, EvalSpec, Exporter, TrainSpec};
+use estimator::train_and_evaluate_in;
+use estimator::{train_and_evaluate, EstimatorExt, EvalSpec, Exporter, TrainSpec};
 
 use crate::support::{eval_input, examples, train_input, TinyClassifier};
 
@@ -78,7 +78,7 @@ fn improving_steps(history: &[(u64, BTreeMap<String, f64>)], higher_is_better: b
 }
 
 fn pins_left(eval_dir: &Path) -> Vec<PathBuf> {
-    match std::fs::read_dir(eval_dir.join(PINNED_DIR)) {
+    match std::fs::read_dir(eval_dir.join(".pinned")) {
         Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
         Err(_) => Vec::new(),
     }

@@ -1,10 +1,10 @@
 //! Train / evaluate / predict / export through the provided methods.
 
 use estimator::checkpoint::CheckpointIndex;
+use estimator::hooks::Control;
 use estimator::hooks::{Emit, Hook, RunEnd, StepInfo};
-use estimator::run_loop::Control;
 use estimator::summary::{event_files, read_event_file};
-use estimator::{Error, Estimator, Predictor, TrainSpec};
+use estimator::{Error, EstimatorExt, Predictor, TrainSpec};
 
 use crate::support::{eval_input, train_input, TinyClassifier};
 
@@ -198,7 +198,7 @@ fn a_hook_can_stop_training_and_request_a_checkpoint() {
 #[test]
 fn early_stopping_stops_when_the_eval_loss_has_not_decreased() {
     use estimator::hooks::{EarlyStoppingHook, Improvement};
-    use estimator::run_loop::{EvalHistory, EvalRecord};
+    use estimator::metrics::{EvalHistory, EvalRecord};
     let dir = tempfile::tempdir().unwrap();
     let eval_dir = dir.path().join("eval");
     std::fs::create_dir_all(&eval_dir).unwrap();

@@ -179,7 +179,7 @@ impl Network for DnnNetwork {
 mod tests {
     use super::*;
     use datasets::Schema;
-    use estimator::state::weights_to_safetensors;
+    use estimator::weights_to_safetensors;
     use estimator::{CpuBackend, CpuTrainBackend};
 
     use crate::feature_column::numeric_column;

@@ -9,7 +9,7 @@ use estimator::datasets::{
     bundled, from_vec, CsvDataset, DatasetExt, Example, FeatureStats, Label, Schema,
 };
 use estimator::head::HeadPrediction;
-use estimator::{Estimator, OptimizerSpec, Predictor, RunConfig, TrainSpec};
+use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
 use estimators::feature_column::{
     bucketized_column, categorical_column_with_hash_bucket,
     categorical_column_with_vocabulary_list, crossed_column, embedding_column, indicator_column,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use custom_estimator::IrisClassifier;
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
-use estimator::{Estimator, Predictor, RunConfig, TrainSpec};
+use estimator::{EstimatorExt, Predictor, RunConfig, TrainSpec};
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()

@@ -9,11 +9,11 @@ use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
 use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
 use estimator::distribute::ps::PsMode;
-use estimator::io::write_json_atomic;
-use estimator::run_loop::serve_parameters;
+use estimator::serve_parameters;
+use estimator::write_json_atomic;
 use estimator::{
-    train_and_evaluate, DeviceSpec, Estimator, EvalSpec, Exporter, OptimizerSpec, Predictor,
-    RunConfig, TrainSpec,
+    train_and_evaluate, DeviceSpec, Estimator, EstimatorExt, EvalSpec, Exporter, OptimizerSpec,
+    Predictor, RunConfig, TrainSpec,
 };
 use estimators::feature_column::{
     categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
@@ -241,7 +241,11 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
     };
     // Cluster settings are the command line's, also for a model resumed from its saved
     // configuration.
-    let mut run_config = classifier.run_config().clone().with_ps_mode(ps_mode(&args));
+    let mut run_config = classifier
+        .run_config()
+        .clone()
+        .with_ps_mode(ps_mode(&args))
+        .with_cluster(cluster.clone());
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
     }

@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use datasets::Dataset;
 
 use super::pin::PinnedCheckpoint;
-use super::{evaluate, EvalHistory};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, EvalSpec};
 use crate::export::Exporter;
+use crate::metrics::EvalHistory;
+use crate::run_loop::evaluate;
 
 /// What became of a checkpoint handed to [`Evaluations::evaluate`].
 #[derive(Debug, Clone, PartialEq)]

@@ -9,15 +9,15 @@ use burn::module::Module;
 use burn::optim::{GradientsParams, SimpleOptimizer};
 use burn::tensor::backend::AutodiffBackend;
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{contents, Checkpoint};
 use crate::distribute::ps::{
     f32_values, shape, variable, Command, ControlReply, InitRequest, Placement, PsError, PsMode,
     PsReplica, PullReply, PushOutcome, PushReply, PushRequest,
 };
 use crate::error::{Error, Result};
-use crate::optimizer::{gradient_values, Optimizer};
+use crate::optimizer::gradient_values;
+use crate::run_loop::train_state::TrainState;
 use crate::state::{load_values, parameter_values, untrained_values};
-use crate::summary::SummaryWriter;
 
 /// Checkpoint metadata key of the placement.
 pub const PLACEMENT_KEY: &str = "placement";
@@ -46,7 +46,7 @@ pub(super) enum Pushed {
 
 /// One training task's session with the ps tasks.
 pub(super) struct PsSession {
-    replica: PsReplica,
+    pub(super) replica: PsReplica,
     mode: PsMode,
     placement: Option<Placement>,
     /// The ps of every variable, as pulls show it.
@@ -58,9 +58,9 @@ pub(super) struct PsSession {
     init_wait: Duration,
     /// The values the last push brought back, for the next step.
     prefetched: Option<Vec<PullReply>>,
-    pull_seconds: f64,
-    pulls: u64,
-    last_counters: Option<(Instant, Vec<ControlReply>)>,
+    pub(super) pull_seconds: f64,
+    pub(super) pulls: u64,
+    pub(super) last_counters: Option<(Instant, Vec<ControlReply>)>,
 }
 
 impl PsSession {
@@ -102,25 +102,23 @@ impl PsSession {
         self.replica.rank()
     }
 
-    /// Chief: puts `model`'s values and `optimizer`'s state on the ps tasks, placed as
-    /// `recorded` says when it fits, anew otherwise; training continues from `global_step`
-    /// and stops at `last_step`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn initialise<
+    /// Chief: puts the state's values and optimizer state on the ps tasks, placed as
+    /// `recorded` says when it fits, anew otherwise; training continues from the state's
+    /// global step and stops at `last_step`.
+    pub(super) fn initialise<B, M, O>(
+        &mut self,
+        state: &TrainState<B, M, O>,
+        recorded: Option<Placement>,
+        last_step: u64,
+    ) -> Result<()>
+    where
         B: AutodiffBackend,
         M: Module<B>,
         O: SimpleOptimizer<B::InnerBackend>,
-    >(
-        &mut self,
-        model: &M,
-        optimizer: &Optimizer<B, O>,
-        optimizer_kind: &str,
-        learning_rate: f64,
-        recorded: Option<Placement>,
-        global_step: u64,
-        last_step: u64,
-    ) -> Result<()> {
-        let values = parameter_values(model);
+    {
+        let (optimizer, optimizer_kind) = (&state.optimizer, state.optimizer_kind);
+        let (learning_rate, global_step) = (state.learning_rate, state.global_step);
+        let values = parameter_values(&state.model);
         let sizes: Vec<(String, usize)> = values
             .iter()
             .map(|(path, (_, v))| (path.clone(), v.len()))
@@ -277,20 +275,18 @@ impl PsSession {
         })
     }
 
-    /// Chief: every ps's values and optimizer state as a checkpoint, with `model` as the
-    /// template the values load into; also returns the model holding them.
-    pub(super) fn checkpoint<
+    /// Chief: every ps's values and optimizer state as a checkpoint, with the input at
+    /// `input_position`; the state then holds them too.
+    pub(super) fn checkpoint<B, M, O>(
+        &mut self,
+        mut state: TrainState<B, M, O>,
+        input_position: Option<datasets::Position>,
+    ) -> Result<(TrainState<B, M, O>, Checkpoint)>
+    where
         B: AutodiffBackend,
         M: Module<B>,
         O: SimpleOptimizer<B::InnerBackend>,
-    >(
-        &mut self,
-        model: M,
-        optimizer: &mut Optimizer<B, O>,
-        optimizer_kind: &str,
-        input_position: Option<datasets::Position>,
-        device: &B::Device,
-    ) -> Result<(Checkpoint, M)> {
+    {
         let snapshots = self.replica.servers.snapshot()?;
         let mut values = BTreeMap::new();
         let mut placement = Placement {
@@ -305,27 +301,28 @@ impl PsSession {
                 placement.variables.insert(v.path.clone(), ps);
                 values.insert(v.path.clone(), decoded);
             }
-            let state = &snapshot.optimizer_state;
+            let bytes = &snapshot.optimizer_state;
             if ps == 0 {
-                optimizer.load_state_bytes(state, device)
+                state.optimizer.load_state_bytes(bytes, &state.device)
             } else {
-                optimizer.merge_state_bytes(state, device)
+                state.optimizer.merge_state_bytes(bytes, &state.device)
             }
             .map_err(state_error)?;
         }
-        let model = load_values(model, &mut values)?;
+        state.model = load_values(state.model, &mut values)?;
+        // The ps tasks' step, which other workers' pushes may have moved past this task's.
         let step = snapshots.first().map_or(0, |s| s.step);
-        let mut checkpoint = super::checkpointing::snapshot(
-            &model,
-            optimizer,
-            optimizer_kind,
+        let mut checkpoint = contents::snapshot(
+            &state.model,
+            &state.optimizer,
+            state.optimizer_kind,
             step,
             input_position,
         )?;
         checkpoint.meta[PLACEMENT_KEY] = serde_json::to_value(&placement)
             .map_err(|e| Error::Config(format!("cannot record the placement: {e}")))?;
         self.placement = Some(placement);
-        Ok((checkpoint, model))
+        Ok((state, checkpoint))
     }
 
     /// Chief: stop every ps applying updates (those under way finish first) and tell the
@@ -347,54 +344,6 @@ impl PsSession {
         if let Err(e) = self.replica.servers.control(Command::Leave) {
             tracing::debug!("leaving the ps tasks: {}", Error::from(e));
         }
-    }
-
-    /// Chief: `ps/push_per_sec`, `ps/staleness`, `ps/dropped`, `ps/pull_seconds` and each
-    /// ps's `ps/<i>/bytes_served` per second since the last call.
-    pub(super) fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {
-        if self.pulls > 0 {
-            writer.scalar(
-                "ps/pull_seconds",
-                self.pull_seconds / self.pulls as f64,
-                step,
-            );
-            self.pull_seconds = 0.0;
-            self.pulls = 0;
-        }
-        let Ok(counters) = self.replica.servers.control(Command::Heartbeat) else {
-            return;
-        };
-        let now = Instant::now();
-        if let Some((then, before)) = &self.last_counters {
-            let seconds = (now - *then).as_secs_f64().max(1e-9);
-            let (first, first_before) = (&counters[0], &before[0]);
-            let applied = first
-                .pushes_applied
-                .saturating_sub(first_before.pushes_applied);
-            writer.scalar("ps/push_per_sec", applied as f64 / seconds, step);
-            writer.scalar(
-                "ps/dropped",
-                first
-                    .pushes_dropped
-                    .saturating_sub(first_before.pushes_dropped) as f64,
-                step,
-            );
-            if applied > 0 {
-                let staleness = first
-                    .staleness_sum
-                    .saturating_sub(first_before.staleness_sum);
-                writer.scalar("ps/staleness", staleness as f64 / applied as f64, step);
-            }
-            for (i, (c, b)) in counters.iter().zip(before).enumerate() {
-                let served = c.bytes_served.saturating_sub(b.bytes_served);
-                writer.scalar(
-                    &format!("ps/{i}/bytes_served"),
-                    served as f64 / seconds,
-                    step,
-                );
-            }
-        }
-        self.last_counters = Some((now, counters));
     }
 
     /// The placement the chief initialised or last checkpointed.

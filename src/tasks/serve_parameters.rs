@@ -3,7 +3,7 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use crate::cluster::{cluster_from_env, cluster_token_from_env, ClusterConfig, TaskType};
+use crate::cluster::{cluster_token_from_env, ClusterConfig, TaskType};
 use crate::distribute::listen_address;
 use crate::distribute::ps::{serve, variable_optimizer, PsFailure, PsServerConfig};
 use crate::error::{Error, Result};
@@ -13,15 +13,15 @@ use crate::estimator::Estimator;
 /// chief was lost) before a ps task exits anyway.
 const MAX_GRACE: Duration = Duration::from_secs(30);
 
-/// Serves this ps task's shard of `estimator`'s variables (TF_CONFIG `task.type = ps`) until
+/// Serves this ps task's shard of `estimator`'s variables (`task.type = ps` in its run
+/// configuration's cluster, or TF_CONFIG's) until
 /// the chief says the job is done — `Ok`, exit 0 — or vanishes for longer than
 /// `peer_timeout_secs` — [`Error::PeerLost`] naming the chief, a retryable exit code.
 ///
 /// Unlike TF's `server.join()`, the task ends by itself. A restarted ps task comes up empty;
 /// the chief notices and puts its latest checkpoint back on every ps.
 pub fn serve_parameters<E: Estimator>(estimator: &E) -> Result<()> {
-    let cluster = cluster_from_env().map_err(|e| Error::Config(e.to_string()))?;
-    serve_parameters_in(&cluster, estimator)
+    serve_parameters_in(&estimator.run_config().resolve_cluster()?, estimator)
 }
 
 /// [`serve_parameters`] as the ps task `cluster` describes.

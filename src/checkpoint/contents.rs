@@ -1,7 +1,7 @@
-//! Turning training state into a checkpoint and back, and when to write one.
+//! What a training checkpoint holds: the model's weights, the optimizer state, the global
+//! step and the input position; written from training state and read back into it.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use burn::module::Module;
 use burn::optim::SimpleOptimizer;
@@ -9,9 +9,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use datasets::{Dataset, Position};
 use serde_json::json;
 
-use crate::checkpoint::Checkpoint;
+use super::Checkpoint;
 use crate::error::{Error, Result};
-use crate::estimator::CheckpointEvery;
 use crate::optimizer::Optimizer;
 use crate::state::{load_weights, weights_to_safetensors};
 
@@ -99,58 +98,5 @@ pub fn restore_input<D: Dataset>(dataset: &mut D, checkpoint: &Checkpoint, path:
              reading the input from its beginning",
             path.display()
         );
-    }
-}
-
-/// When the next checkpoint is due: a pure policy over steps and a clock reading.
-#[derive(Debug, Clone)]
-pub struct CheckpointSchedule {
-    every: CheckpointEvery,
-    last_step: u64,
-    last_time: Instant,
-}
-
-impl CheckpointSchedule {
-    /// A schedule whose last save was at `step`, `now`.
-    pub fn new(every: CheckpointEvery, step: u64, now: Instant) -> Self {
-        Self {
-            every,
-            last_step: step,
-            last_time: now,
-        }
-    }
-
-    /// Whether a checkpoint is due at `step`, `now`.
-    pub fn due(&self, step: u64, now: Instant) -> bool {
-        match self.every {
-            CheckpointEvery::Steps(n) => step >= self.last_step + n,
-            CheckpointEvery::Secs(s) => {
-                now.duration_since(self.last_time) >= Duration::from_secs(s)
-            }
-        }
-    }
-
-    /// Records a save at `step`, `now`.
-    pub fn saved(&mut self, step: u64, now: Instant) {
-        self.last_step = step;
-        self.last_time = now;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn schedule_by_steps_and_by_seconds() {
-        let t0 = Instant::now();
-        let mut by_steps = CheckpointSchedule::new(CheckpointEvery::Steps(10), 0, t0);
-        assert!(!by_steps.due(9, t0));
-        assert!(by_steps.due(10, t0));
-        by_steps.saved(10, t0);
-        assert!(!by_steps.due(19, t0));
-        let by_secs = CheckpointSchedule::new(CheckpointEvery::Secs(5), 0, t0);
-        assert!(!by_secs.due(1000, t0 + Duration::from_secs(4)));
-        assert!(by_secs.due(1, t0 + Duration::from_secs(5)));
     }
 }

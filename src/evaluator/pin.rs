@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// The directory of an eval directory holding the pinned checkpoints.
-pub const PINNED_DIR: &str = ".pinned";
+pub(crate) const PINNED_DIR: &str = ".pinned";
 
 /// A checkpoint file linked (or copied) into `eval_dir/.pinned/`; the pin is removed when
 /// this value is dropped.

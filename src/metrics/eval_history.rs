@@ -9,6 +9,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+/// The eval directory of an evaluation named `name` (TF: `eval` or `eval_<name>`).
+pub fn eval_dir(model_dir: &Path, name: Option<&str>) -> PathBuf {
+    match name {
+        Some(name) => model_dir.join(format!("eval_{name}")),
+        None => model_dir.join("eval"),
+    }
+}
+
 /// One evaluation: the checkpoint's global step and the metric values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalRecord {

@@ -12,7 +12,11 @@ static BACKEND_RNG: Mutex<()> = Mutex::new(());
 
 /// Seeds `B`'s RNG with `seed` and runs `draw` (model initialisation, a forward pass with
 /// dropout) before anyone else can draw from it.
-pub fn with_seed<B: Backend, T>(device: &B::Device, seed: u64, draw: impl FnOnce() -> T) -> T {
+pub(crate) fn with_seed<B: Backend, T>(
+    device: &B::Device,
+    seed: u64,
+    draw: impl FnOnce() -> T,
+) -> T {
     let _guard = BACKEND_RNG
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -22,7 +26,7 @@ pub fn with_seed<B: Backend, T>(device: &B::Device, seed: u64, draw: impl FnOnce
 
 /// The seed of step `step`: randomness depends only on (seed, step), so a resumed run draws
 /// exactly what the uninterrupted run would have.
-pub fn step_seed(seed: u64, step: u64) -> u64 {
+pub(crate) fn step_seed(seed: u64, step: u64) -> u64 {
     let mut z = seed ^ step.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -31,7 +35,7 @@ pub fn step_seed(seed: u64, step: u64) -> u64 {
 
 /// The seed replica `rank` draws its dropout masks from: rank 0 keeps `seed`, so one
 /// replica draws exactly what single-process training draws.
-pub fn replica_seed(seed: u64, rank: usize) -> u64 {
+pub(crate) fn replica_seed(seed: u64, rank: usize) -> u64 {
     if rank == 0 {
         seed
     } else {
@@ -43,7 +47,7 @@ pub fn replica_seed(seed: u64, rank: usize) -> u64 {
 ///
 /// Burn initialises parameters lazily, on first use; without this the draws would happen
 /// later, outside the lock, in whatever order other threads touch the RNG.
-pub fn build_seeded<B: Backend, M: Module<B>>(
+pub(crate) fn build_seeded<B: Backend, M: Module<B>>(
     device: &B::Device,
     seed: u64,
     build: impl FnOnce() -> M,

@@ -7,24 +7,26 @@ use std::time::{Duration, Instant};
 
 use datasets::Dataset;
 
-use super::{Estimator, EvalSpec, StepLimit, TrainOutcome, TrainSpec};
+use super::connect::strategy_for;
+use super::serve_parameters::serve_parameters_in;
 use crate::checkpoint::{parse_checkpoint_file_name, CheckpointManager};
-use crate::cluster::{cluster_from_env, ClusterConfig, TaskType};
-use crate::distribute::{Strategy, StrategyPlan};
+use crate::cluster::{ClusterConfig, TaskType};
 use crate::error::{Error, Result};
-use crate::run_loop::{self, Evaluations, TrainFinished};
+use crate::estimator::{Estimator, EvalSpec, StepLimit, TrainOutcome, TrainSpec};
+use crate::evaluator::{run_evaluator, Evaluations, TrainFinished};
+use crate::run_loop;
 
 /// Trains `estimator` and evaluates its checkpoints, each task of a cluster doing its part
 /// as TF_CONFIG assigns it; returns the final evaluation's metrics where this process
 /// evaluated, `None` elsewhere.
 ///
-/// | TF_CONFIG | this process |
+/// | the cluster (the run configuration's, or TF_CONFIG's) | this process |
 /// | --- | --- |
 /// | none (local) | trains, evaluating each checkpoint right after it is saved (and the final one), running `eval_spec`'s exporters; returns the final metrics |
 /// | chief (or worker 0 without a chief) | trains, then leaves the [`TrainFinished`] marker for the evaluator; `None` |
 /// | worker | trains; `None` |
-/// | ps | serves parameters ([`run_loop::serve_parameters`]); `None` |
-/// | evaluator | [`run_loop::run_evaluator`] until the checkpoint of `max_steps` (or the marker's); its metrics |
+/// | ps | serves parameters ([`serve_parameters`](super::serve_parameters)); `None` |
+/// | evaluator | [`run_evaluator`] until the checkpoint of `max_steps` (or the marker's); its metrics |
 ///
 /// In a cluster, `train_spec` must be [`TrainSpec::max_steps`]: it is how the evaluator knows
 /// which checkpoint is the last. A cluster without an evaluator task evaluates nothing.
@@ -42,7 +44,7 @@ where
     ED: Dataset<Item = E::Batch>,
     EF: Fn() -> std::result::Result<ED, datasets::Error> + Sync,
 {
-    let cluster = cluster_from_env().map_err(|e| Error::Config(e.to_string()))?;
+    let cluster = estimator.run_config().resolve_cluster()?;
     train_and_evaluate_in(
         &cluster,
         estimator,
@@ -70,6 +72,7 @@ where
     ED: Dataset<Item = E::Batch>,
     EF: Fn() -> std::result::Result<ED, datasets::Error> + Sync,
 {
+    let whole = cluster;
     let (spec, task) = match cluster {
         ClusterConfig::Local => {
             let (trained, metrics) = local(
@@ -96,17 +99,12 @@ where
     let config = estimator.run_config();
     let model_dir = &config.model_dir;
     let chief = spec.chief_task() == task;
-    let strategy = || {
-        Strategy::connect(
-            StrategyPlan::choose(config.train_distribute, cluster)?,
-            config,
-        )
-    };
+    let strategy = || strategy_for(config, whole);
     match task.kind {
         TaskType::Chief | TaskType::Worker if chief => {
             TrainFinished::remove(model_dir)?;
             let outcome =
-                run_loop::train_with(estimator, train_input_fn()?, train_spec, strategy()?)?;
+                run_loop::train(estimator, train_input_fn()?, train_spec, strategy()?, None)?;
             TrainFinished {
                 global_step: outcome.global_step,
                 max_steps,
@@ -116,15 +114,15 @@ where
         }
         TaskType::Chief | TaskType::Worker => {
             let outcome =
-                run_loop::train_with(estimator, train_input_fn()?, train_spec, strategy()?)?;
+                run_loop::train(estimator, train_input_fn()?, train_spec, strategy()?, None)?;
             Ok(TrainAndEvaluateOutcome::trained(outcome))
         }
         TaskType::Ps => {
-            run_loop::serve_parameters_in(cluster, estimator)?;
+            serve_parameters_in(whole, estimator)?;
             Ok(TrainAndEvaluateOutcome::default())
         }
         TaskType::Evaluator => {
-            let metrics = run_loop::run_evaluator(estimator, eval_input_fn, &eval_spec, max_steps)?;
+            let metrics = run_evaluator(estimator, eval_input_fn, &eval_spec, max_steps)?;
             Ok(TrainAndEvaluateOutcome {
                 trained: None,
                 metrics: Some(metrics),
@@ -160,8 +158,14 @@ where
         last_start = Some(Instant::now());
         evaluations.evaluate(checkpoint, step, false).map(drop)
     };
-    let outcome =
-        run_loop::train_listening(estimator, train_input_fn()?, train_spec, &mut listener)?;
+    let strategy = strategy_for(estimator.run_config(), &ClusterConfig::Local)?;
+    let outcome = run_loop::train(
+        estimator,
+        train_input_fn()?,
+        train_spec,
+        strategy,
+        Some(&mut listener),
+    )?;
     let model_dir = &estimator.run_config().model_dir;
     let checkpoint = match outcome.checkpoint.clone() {
         Some(checkpoint) => checkpoint,

@@ -1,0 +1,159 @@
+//! What only the chief does after a step: summaries (loss, learning rate, the strategy's
+//! own, weight histograms) and checkpoints on schedule, each followed by the listener.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::optim::SimpleOptimizer;
+use burn::store::ModuleSnapshot;
+use burn::tensor::backend::AutodiffBackend;
+use datasets::Position;
+
+use super::step_sync::StepSync;
+use super::train_state::TrainState;
+use crate::checkpoint::{CheckpointListener, CheckpointManager, CheckpointSchedule};
+use crate::error::Result;
+use crate::estimator::RunConfig;
+use crate::hooks::Emit;
+use crate::summary::SummaryWriter;
+
+/// The chief's writer, checkpoint schedule and listener.
+pub(super) struct Chief<'l> {
+    writer: SummaryWriter,
+    schedule: CheckpointSchedule,
+    manager: CheckpointManager,
+    model_dir: PathBuf,
+    listener: Option<&'l mut CheckpointListener<'l>>,
+    save_summary_steps: u64,
+    /// The global step training started from: its first step is always summarised.
+    start_step: u64,
+}
+
+/// One step as the chief sees it.
+pub(super) struct StepDone<'e> {
+    /// The global step before it.
+    pub previous_step: u64,
+    pub loss: f64,
+    /// What the hooks emitted.
+    pub emit: &'e Emit,
+    /// Some hook asked for a checkpoint now.
+    pub save_now: bool,
+    pub now: Instant,
+}
+
+impl<'l> Chief<'l> {
+    /// Starts the chief's summaries in `config.model_dir` — after `restored_step`, when
+    /// training resumed — and its checkpoint schedule from `start_step`.
+    pub fn new(
+        config: &RunConfig,
+        restored_step: Option<u64>,
+        start_step: u64,
+        now: Instant,
+        listener: Option<&'l mut CheckpointListener<'l>>,
+    ) -> Result<Self> {
+        let mut writer = SummaryWriter::create(&config.model_dir)?;
+        if let Some(step) = restored_step {
+            // TensorBoard then hides what a crashed run logged after the restored checkpoint.
+            writer.session_start(step + 1);
+        }
+        Ok(Self {
+            writer,
+            schedule: CheckpointSchedule::new(config.save_checkpoints, start_step, now),
+            manager: CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max),
+            model_dir: config.model_dir.clone(),
+            listener,
+            save_summary_steps: config.save_summary_steps.max(1),
+            start_step,
+        })
+    }
+
+    /// Summaries every `save_summary_steps` and a checkpoint when due or asked for.
+    pub fn after_step<B, M, O>(
+        &mut self,
+        mut state: TrainState<B, M, O>,
+        sync: &mut dyn StepSync<B, M, O>,
+        position: &dyn Fn() -> Position,
+        done: &StepDone<'_>,
+    ) -> Result<TrainState<B, M, O>>
+    where
+        B: AutodiffBackend,
+        M: Module<B>,
+        O: SimpleOptimizer<B::InnerBackend>,
+    {
+        let step = state.global_step;
+        for (tag, value) in &done.emit.scalars {
+            self.writer.scalar(tag, *value, step);
+        }
+        let every = self.save_summary_steps;
+        if step / every > done.previous_step / every || done.previous_step == self.start_step {
+            self.writer.scalar("loss", done.loss, step);
+            self.writer
+                .scalar("learning_rate", state.learning_rate, step);
+            sync.write_summaries(&mut self.writer, step);
+            self.write_histograms(&state.model, step);
+        }
+        if done.save_now || self.schedule.due(step, done.now) {
+            state = self.save(state, sync, position)?.0;
+            self.schedule.saved(step, done.now);
+        }
+        Ok(state)
+    }
+
+    /// The final checkpoint: written unless the last step already has one (or the strategy
+    /// asks for it anyway); its file.
+    pub fn final_checkpoint<B, M, O>(
+        &mut self,
+        state: TrainState<B, M, O>,
+        sync: &mut dyn StepSync<B, M, O>,
+        position: &dyn Fn() -> Position,
+    ) -> Result<(TrainState<B, M, O>, PathBuf)>
+    where
+        B: AutodiffBackend,
+        M: Module<B>,
+        O: SimpleOptimizer<B::InnerBackend>,
+    {
+        let always = sync.before_final_checkpoint()?;
+        if always || self.manager.latest_step()? != Some(state.global_step) {
+            return self.save(state, sync, position);
+        }
+        let path = crate::checkpoint::checkpoint_path(&self.model_dir, state.global_step);
+        Ok((state, path))
+    }
+
+    /// Writes what the summaries hold so far.
+    pub fn flush(&mut self) {
+        self.writer.flush();
+    }
+
+    fn save<B, M, O>(
+        &mut self,
+        state: TrainState<B, M, O>,
+        sync: &mut dyn StepSync<B, M, O>,
+        position: &dyn Fn() -> Position,
+    ) -> Result<(TrainState<B, M, O>, PathBuf)>
+    where
+        B: AutodiffBackend,
+        M: Module<B>,
+        O: SimpleOptimizer<B::InnerBackend>,
+    {
+        let (state, checkpoint) = sync.snapshot(state, Some(position()))?;
+        let path = self.manager.save(&checkpoint)?;
+        if let Some(listener) = self.listener.as_mut() {
+            listener(&path, checkpoint.global_step)?;
+        }
+        Ok((state, path))
+    }
+
+    fn write_histograms<B: AutodiffBackend, M: Module<B>>(&mut self, model: &M, step: u64) {
+        for snapshot in model.collect(None, None, false) {
+            let Ok(data) = snapshot.to_data() else {
+                continue;
+            };
+            let Ok(values) = data.convert::<f32>().to_vec::<f32>() else {
+                continue;
+            };
+            self.writer.histogram(&snapshot.full_path(), &values, step);
+        }
+    }
+}

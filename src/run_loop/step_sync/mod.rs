@@ -1,0 +1,153 @@
+//! The seam between the one training loop and the distribution strategy: what a replica
+//! does besides computing its gradients — where its state comes from, how a step's
+//! gradients become an update, how it leaves and ends.
+//!
+//! One implementation per strategy: [`OneDevice`] (nothing to exchange), [`RingSync`]
+//! (Mirrored and MultiWorkerMirrored: gradients averaged by ring all-reduce over any
+//! transport) and [`PsSync`] (parameter servers: pull values, push gradients).
+
+mod one_device;
+mod parameter_servers;
+mod ring;
+
+use std::path::PathBuf;
+
+use burn::module::Module;
+use burn::optim::SimpleOptimizer;
+use burn::tensor::backend::AutodiffBackend;
+use datasets::Position;
+
+use super::train_state::TrainState;
+use crate::checkpoint::{Checkpoint, CheckpointManager};
+use crate::distribute::ps::{PsMode, PsReplica};
+use crate::distribute::{LocalStep, Replica};
+use crate::error::Result;
+use crate::summary::SummaryWriter;
+
+pub(crate) use one_device::OneDevice;
+pub(crate) use parameter_servers::PsSync;
+pub(crate) use ring::RingSync;
+
+/// Whom one replica trains with, connected: what picks its [`StepSync`].
+pub(crate) enum Peers {
+    /// Nobody: one process, one replica.
+    Alone,
+    /// Synchronous replicas averaging gradients over a ring (Mirrored, MultiWorkerMirrored).
+    Ring(Replica),
+    /// Parameter servers holding the variables.
+    ParameterServers(PsReplica, PsMode),
+}
+
+/// The [`StepSync`] of a replica training with `peers`; `manager` is the chief's
+/// checkpoint directory.
+pub(crate) fn step_sync<B, M, O>(
+    peers: Peers,
+    manager: CheckpointManager,
+) -> Box<dyn StepSync<B, M, O>>
+where
+    B: AutodiffBackend,
+    M: Module<B>,
+    O: SimpleOptimizer<B::InnerBackend>,
+{
+    match peers {
+        Peers::Alone => Box::new(OneDevice::new(manager)),
+        Peers::Ring(replica) => Box::new(RingSync::new(replica, manager)),
+        Peers::ParameterServers(replica, mode) => Box::new(PsSync::new(replica, mode, manager)),
+    }
+}
+
+/// The state a replica starts from, and the checkpoint it came from (when there was one).
+pub(crate) type Started<B, M, O> = (TrainState<B, M, O>, Option<Restored>);
+
+/// A checkpoint training resumed from.
+pub(crate) struct Restored {
+    /// Where it came from: a file, or the chief's broadcast.
+    pub source: PathBuf,
+    pub checkpoint: Checkpoint,
+}
+
+/// Whether a replica computes this step, and with which step's randomness.
+pub(crate) enum Ready {
+    /// Compute the gradients of the next batch, seeded for this global step.
+    Compute { seed_step: u64 },
+    /// Training ends here for this replica.
+    Stop,
+}
+
+/// What became of a step's local gradients.
+pub(crate) enum Synced {
+    /// Apply these gradients here (averaged over the replicas, or this replica's own): the
+    /// global step advances by one.
+    Apply(LocalStep),
+    /// The update was applied elsewhere (a parameter server); the state's global step is
+    /// the one after it.
+    Applied { loss: f64 },
+    /// Nothing was applied (a stale gradient); go on with the next batch.
+    Skipped,
+    /// Every replica stops here.
+    Stop,
+}
+
+/// What a strategy does around the one training step. Methods that may replace the model
+/// take the state by value and give it back (see [`TrainState`]).
+pub(crate) trait StepSync<B, M, O>
+where
+    B: AutodiffBackend,
+    O: SimpleOptimizer<B::InnerBackend>,
+{
+    /// Whether this replica writes checkpoints, summaries and exports.
+    fn is_chief(&self) -> bool;
+
+    /// This replica's rank; its randomness derives from it.
+    fn rank(&self) -> usize;
+
+    /// Brings a freshly built state to where training starts — the latest checkpoint, the
+    /// chief's state, the parameter servers initialised — training to `last_step` (a
+    /// function of the global step training resumes from).
+    fn prepare(
+        &mut self,
+        state: TrainState<B, M, O>,
+        last_step: &dyn Fn(u64) -> u64,
+    ) -> Result<Started<B, M, O>>;
+
+    /// Before a step: whether to compute it, given whether this replica has a batch.
+    fn ready(
+        &mut self,
+        state: TrainState<B, M, O>,
+        has_batch: bool,
+    ) -> Result<(TrainState<B, M, O>, Ready)>;
+
+    /// Turns this replica's gradients (`None`: no batch) into what to do with the step.
+    fn exchange(
+        &mut self,
+        state: TrainState<B, M, O>,
+        local: Option<LocalStep>,
+    ) -> Result<(TrainState<B, M, O>, Synced)>;
+
+    /// Stops before the others would (a hook's request), so that they stop with it instead
+    /// of waiting for it.
+    fn leave(&mut self, state: &TrainState<B, M, O>) -> Result<()>;
+
+    /// The training state as a checkpoint, with the input at `position`.
+    fn snapshot(
+        &mut self,
+        state: TrainState<B, M, O>,
+        position: Option<Position>,
+    ) -> Result<(TrainState<B, M, O>, Checkpoint)>;
+
+    /// Chief: what has to happen before the final checkpoint (updates still under way on
+    /// the parameter servers are applied); whether that checkpoint must be written even if
+    /// the last step already has one.
+    fn before_final_checkpoint(&mut self) -> Result<bool>;
+
+    /// After training: ends the job on the peers and checks that the replicas agree; the
+    /// CRC-32C of the final weights.
+    fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32>;
+
+    /// Training failed: lets the peers stop waiting for this replica, as far as they can
+    /// be told.
+    fn abandon(&mut self);
+
+    /// Chief: the strategy's own summaries (all-reduce volume, parameter-server rates).
+    fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64);
+}

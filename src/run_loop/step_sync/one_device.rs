@@ -1,0 +1,105 @@
+//! One replica alone: its own checkpoints, its own gradients.
+
+use burn::module::Module;
+use burn::optim::SimpleOptimizer;
+use burn::tensor::backend::AutodiffBackend;
+use datasets::Position;
+
+use super::{Ready, Restored, Started, StepSync, Synced};
+use crate::checkpoint::{Checkpoint, CheckpointManager};
+use crate::distribute::LocalStep;
+use crate::error::Result;
+use crate::run_loop::train_state::TrainState;
+use crate::summary::SummaryWriter;
+
+/// The strategy of one replica on one device.
+pub(crate) struct OneDevice {
+    manager: CheckpointManager,
+}
+
+impl OneDevice {
+    /// Resumes from the latest checkpoint of `manager`'s directory.
+    pub fn new(manager: CheckpointManager) -> Self {
+        Self { manager }
+    }
+}
+
+impl<B, M, O> StepSync<B, M, O> for OneDevice
+where
+    B: AutodiffBackend,
+    M: Module<B>,
+    O: SimpleOptimizer<B::InnerBackend>,
+{
+    fn is_chief(&self) -> bool {
+        true
+    }
+
+    fn rank(&self) -> usize {
+        0
+    }
+
+    fn prepare(
+        &mut self,
+        state: TrainState<B, M, O>,
+        _last_step: &dyn Fn(u64) -> u64,
+    ) -> Result<Started<B, M, O>> {
+        let Some((source, checkpoint)) = self.manager.latest()? else {
+            return Ok((state, None));
+        };
+        let state = state.restore(&checkpoint, &source)?;
+        Ok((state, Some(Restored { source, checkpoint })))
+    }
+
+    fn ready(
+        &mut self,
+        state: TrainState<B, M, O>,
+        has_batch: bool,
+    ) -> Result<(TrainState<B, M, O>, Ready)> {
+        let ready = if has_batch {
+            Ready::Compute {
+                seed_step: state.global_step,
+            }
+        } else {
+            tracing::info!("input exhausted at global_step {}", state.global_step);
+            Ready::Stop
+        };
+        Ok((state, ready))
+    }
+
+    fn exchange(
+        &mut self,
+        state: TrainState<B, M, O>,
+        local: Option<LocalStep>,
+    ) -> Result<(TrainState<B, M, O>, Synced)> {
+        let synced = match local {
+            Some(local) => Synced::Apply(local),
+            None => Synced::Stop,
+        };
+        Ok((state, synced))
+    }
+
+    fn leave(&mut self, _state: &TrainState<B, M, O>) -> Result<()> {
+        Ok(())
+    }
+
+    fn snapshot(
+        &mut self,
+        state: TrainState<B, M, O>,
+        position: Option<Position>,
+    ) -> Result<(TrainState<B, M, O>, Checkpoint)> {
+        let checkpoint = state.snapshot(position)?;
+        Ok((state, checkpoint))
+    }
+
+    fn before_final_checkpoint(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32> {
+        state.weights_crc32c()
+    }
+
+    fn abandon(&mut self) {}
+
+    fn write_summaries(&mut self, _writer: &mut SummaryWriter, _step: u64) {}
+}

@@ -1,0 +1,221 @@
+//! Training with parameter servers: the chief puts the state on the ps tasks; every task
+//! pulls the values before a step and pushes its gradients after it; the ps tasks apply
+//! them and count the global step.
+
+mod session;
+mod summaries;
+
+use burn::module::Module;
+use burn::optim::SimpleOptimizer;
+use burn::tensor::backend::AutodiffBackend;
+use datasets::Position;
+
+use super::{Ready, Restored, Started, StepSync, Synced};
+use crate::checkpoint::{Checkpoint, CheckpointManager};
+use crate::distribute::ps::{PsMode, PsReplica};
+use crate::distribute::LocalStep;
+use crate::error::Result;
+use crate::run_loop::train_state::TrainState;
+use crate::summary::SummaryWriter;
+use session::{recorded_placement, PsSession, Pulled, Pushed};
+
+/// A training task's side of the parameter-server strategy.
+pub(crate) struct PsSync {
+    session: PsSession,
+    /// The chief's checkpoint directory, restored onto the ps tasks when one restarts.
+    manager: CheckpointManager,
+    /// The global step the ps tasks stop applying at.
+    last_step: u64,
+}
+
+impl PsSync {
+    /// Trains against the ps tasks of `replica`, updating in `mode`.
+    pub fn new(replica: PsReplica, mode: PsMode, manager: CheckpointManager) -> Self {
+        Self {
+            session: PsSession::new(replica, mode),
+            manager,
+            last_step: u64::MAX,
+        }
+    }
+
+    /// A ps lost its variables (it restarted). The chief puts the latest checkpoint back on
+    /// every ps — the others have moved on since, and all must agree — as TF's chief does
+    /// when it recreates its session; other tasks wait for that in their next pull.
+    fn lost_variables<B, M, O>(
+        &mut self,
+        mut state: TrainState<B, M, O>,
+        which: usize,
+    ) -> Result<TrainState<B, M, O>>
+    where
+        B: AutodiffBackend,
+        M: Module<B>,
+        O: SimpleOptimizer<B::InnerBackend>,
+    {
+        if !self.session.is_chief() {
+            return Ok(state);
+        }
+        tracing::warn!(
+            "ps:{which} lost its variables (restarted?): putting the latest checkpoint back on \
+             every ps task"
+        );
+        let recorded = match self.manager.latest()? {
+            Some((path, checkpoint)) => {
+                state = state.restore(&checkpoint, &path)?;
+                tracing::info!(
+                    "restored {} (global_step {}) onto the ps tasks",
+                    path.display(),
+                    state.global_step
+                );
+                recorded_placement(&checkpoint)
+            }
+            None => {
+                tracing::warn!(
+                    "no checkpoint yet: the ps tasks restart from the chief's last pulled \
+                     values with fresh optimizer state"
+                );
+                self.session.placement().cloned()
+            }
+        };
+        self.session.initialise(&state, recorded, self.last_step)?;
+        Ok(state)
+    }
+}
+
+impl<B, M, O> StepSync<B, M, O> for PsSync
+where
+    B: AutodiffBackend,
+    M: Module<B>,
+    O: SimpleOptimizer<B::InnerBackend>,
+{
+    fn is_chief(&self) -> bool {
+        self.session.is_chief()
+    }
+
+    fn rank(&self) -> usize {
+        self.session.rank()
+    }
+
+    /// The chief restores its latest checkpoint and puts it (or its fresh model) on the ps
+    /// tasks; the other tasks take the values from their first pull.
+    fn prepare(
+        &mut self,
+        mut state: TrainState<B, M, O>,
+        last_step: &dyn Fn(u64) -> u64,
+    ) -> Result<Started<B, M, O>> {
+        let mut restored = None;
+        if self.session.is_chief() {
+            if let Some((source, checkpoint)) = self.manager.latest()? {
+                state = state.restore(&checkpoint, &source)?;
+                restored = Some(Restored { source, checkpoint });
+            }
+        }
+        self.last_step = last_step(state.global_step);
+        if self.session.is_chief() {
+            let recorded = restored
+                .as_ref()
+                .and_then(|r| recorded_placement(&r.checkpoint));
+            self.session.initialise(&state, recorded, self.last_step)?;
+        }
+        Ok((state, restored))
+    }
+
+    fn ready(
+        &mut self,
+        mut state: TrainState<B, M, O>,
+        has_batch: bool,
+    ) -> Result<(TrainState<B, M, O>, Ready)> {
+        if !has_batch {
+            tracing::info!("input exhausted at global_step {}", state.global_step);
+            return Ok((state, Ready::Stop));
+        }
+        loop {
+            match self.session.pull(state.model)? {
+                Pulled::Model(model, step) => {
+                    state.model = model;
+                    return Ok((state, Ready::Compute { seed_step: step }));
+                }
+                Pulled::Done(model) => {
+                    state.model = model;
+                    return Ok((state, Ready::Stop));
+                }
+                Pulled::NotInitialised(model, which) => {
+                    state.model = model;
+                    state = self.lost_variables(state, which)?;
+                }
+            }
+        }
+    }
+
+    fn exchange(
+        &mut self,
+        mut state: TrainState<B, M, O>,
+        local: Option<LocalStep>,
+    ) -> Result<(TrainState<B, M, O>, Synced)> {
+        let Some(local) = local else {
+            return Ok((state, Synced::Stop));
+        };
+        let synced = match self.session.push(&state.model, &local.grads)? {
+            Pushed::Applied(step) => {
+                state.global_step = step;
+                Synced::Applied { loss: local.loss }
+            }
+            Pushed::Dropped(step) => {
+                state.global_step = step;
+                Synced::Skipped
+            }
+            Pushed::Done(step) => {
+                state.global_step = step;
+                Synced::Stop
+            }
+            Pushed::NotInitialised(which) => {
+                state = self.lost_variables(state, which)?;
+                Synced::Skipped
+            }
+        };
+        Ok((state, synced))
+    }
+
+    /// Leaving is part of [`StepSync::finish`]: the ps tasks then stop counting on this task.
+    fn leave(&mut self, _state: &TrainState<B, M, O>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Every ps's variables and optimizer state (the chief's model then holds them).
+    fn snapshot(
+        &mut self,
+        state: TrainState<B, M, O>,
+        position: Option<Position>,
+    ) -> Result<(TrainState<B, M, O>, Checkpoint)> {
+        self.session.checkpoint(state, position)
+    }
+
+    /// Updates under way are applied before the ps tasks answer: the final checkpoint then
+    /// holds every acknowledged push.
+    fn before_final_checkpoint(&mut self) -> Result<bool> {
+        self.session.finish()?;
+        Ok(true)
+    }
+
+    /// The chief lets the ps tasks exit; a worker leaves them.
+    fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32> {
+        if self.session.is_chief() {
+            self.session.finish()?;
+            self.session.shut_down()?;
+        } else {
+            self.session.leave();
+        }
+        state.weights_crc32c()
+    }
+
+    /// A failed worker leaves; a failed chief stays silent, so that the ps tasks fail the
+    /// job after the peer timeout.
+    fn abandon(&mut self) {
+        if !self.session.is_chief() {
+            self.session.leave();
+        }
+    }
+
+    fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {
+        self.session.write_summaries(writer, step);
+    }
+}

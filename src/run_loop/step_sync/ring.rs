@@ -1,0 +1,185 @@
+//! Synchronous data-parallel replicas (Mirrored, MultiWorkerMirrored): every replica starts
+//! from the chief's state, every step's gradients are averaged by ring all-reduce, and
+//! every replica applies the same update — so they stay identical without exchanging
+//! weights.
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::optim::SimpleOptimizer;
+use burn::tensor::backend::AutodiffBackend;
+use datasets::Position;
+
+use super::{Ready, Restored, Started, StepSync, Synced};
+use crate::checkpoint::{Checkpoint, CheckpointManager};
+use crate::distribute::{
+    broadcast, DistributeError, GradientAverager, LocalStep, Replica, DEFAULT_BUCKET_BYTES,
+};
+use crate::error::{Error, Result};
+use crate::run_loop::train_state::TrainState;
+use crate::summary::SummaryWriter;
+
+/// One replica's link to the others.
+pub(crate) struct RingSync {
+    replica: Replica,
+    averager: GradientAverager,
+    /// The chief's checkpoint directory (only the chief reads it).
+    manager: CheckpointManager,
+}
+
+impl RingSync {
+    /// Synchronises over `replica`, with fusion buckets of the default size.
+    pub fn new(replica: Replica, manager: CheckpointManager) -> Self {
+        Self {
+            replica,
+            averager: GradientAverager::new(DEFAULT_BUCKET_BYTES),
+            manager,
+        }
+    }
+
+    /// The chief's training state, on every replica: the chief offers its latest
+    /// checkpoint or its freshly initialised model and broadcasts it, so that all replicas
+    /// start identical whatever their own initialisation did. Others offer `None`.
+    fn share_state(&mut self, offer: Option<Checkpoint>) -> Result<Checkpoint> {
+        let mut bytes = offer.map(|c| c.encode()).unwrap_or_default();
+        broadcast(self.replica.transport(), 0, &mut bytes).map_err(|e| self.replica.error(e))?;
+        let from = format!("training state broadcast by {}", self.replica.name(0));
+        Checkpoint::decode(Path::new(&from), &bytes)
+    }
+
+    /// This step's gradients and loss averaged over the replicas, or `None` when some
+    /// replica had no batch (or is leaving): then no replica takes the step.
+    fn average<B: AutodiffBackend, M: Module<B>>(
+        &mut self,
+        model: &M,
+        local: Option<LocalStep>,
+    ) -> Result<Option<LocalStep>> {
+        self.averager
+            .average(model, local, self.replica.transport())
+            .map_err(|e| self.replica.error(e))
+    }
+
+    /// Compares this replica's weight digest with the chief's (broadcast); the replica
+    /// whose weights differ fails, naming itself and the chief.
+    fn check_same_as_chief(&mut self, crc: u32) -> Result<()> {
+        let mut chief = crc.to_le_bytes().to_vec();
+        broadcast(self.replica.transport(), 0, &mut chief).map_err(|e| self.replica.error(e))?;
+        let chief = u32::from_le_bytes(chief.as_slice().try_into().unwrap_or_default());
+        if chief == crc {
+            return Ok(());
+        }
+        Err(Error::Distribute(DistributeError::invalid(format!(
+            "the weights of {} differ from {}'s after training (crc32c {crc:08x} vs \
+             {chief:08x}): something in the model is not deterministic across replicas",
+            self.replica.name(self.replica.rank()),
+            self.replica.name(0),
+        ))))
+    }
+}
+
+impl<B, M, O> StepSync<B, M, O> for RingSync
+where
+    B: AutodiffBackend,
+    M: Module<B>,
+    O: SimpleOptimizer<B::InnerBackend>,
+{
+    fn is_chief(&self) -> bool {
+        self.replica.is_chief()
+    }
+
+    fn rank(&self) -> usize {
+        self.replica.rank()
+    }
+
+    fn prepare(
+        &mut self,
+        state: TrainState<B, M, O>,
+        _last_step: &dyn Fn(u64) -> u64,
+    ) -> Result<Started<B, M, O>> {
+        let latest = if self.replica.is_chief() {
+            self.manager.latest()?
+        } else {
+            None
+        };
+        let source = latest.as_ref().map(|(path, _)| path.clone());
+        let offer = match latest {
+            Some((_, checkpoint)) => Some(checkpoint),
+            // A chief without a checkpoint offers its freshly initialised model.
+            None if self.replica.is_chief() => Some(state.snapshot(None)?),
+            None => None,
+        };
+        let checkpoint = self.share_state(offer)?;
+        let source = source.unwrap_or_else(|| "the chief's broadcast".into());
+        let state = state.restore(&checkpoint, &source)?;
+        Ok((state, Some(Restored { source, checkpoint })))
+    }
+
+    fn ready(
+        &mut self,
+        state: TrainState<B, M, O>,
+        _has_batch: bool,
+    ) -> Result<(TrainState<B, M, O>, Ready)> {
+        // A replica without a batch still takes part, so that the others learn it ends.
+        let seed_step = state.global_step;
+        Ok((state, Ready::Compute { seed_step }))
+    }
+
+    fn exchange(
+        &mut self,
+        state: TrainState<B, M, O>,
+        local: Option<LocalStep>,
+    ) -> Result<(TrainState<B, M, O>, Synced)> {
+        let synced = match self.average(&state.model, local)? {
+            Some(averaged) => Synced::Apply(averaged),
+            None => {
+                tracing::info!(
+                    "input exhausted on a replica at global_step {}: all replicas stop",
+                    state.global_step
+                );
+                Synced::Stop
+            }
+        };
+        Ok((state, synced))
+    }
+
+    fn leave(&mut self, state: &TrainState<B, M, O>) -> Result<()> {
+        self.average(&state.model, None).map(drop)
+    }
+
+    fn snapshot(
+        &mut self,
+        state: TrainState<B, M, O>,
+        position: Option<Position>,
+    ) -> Result<(TrainState<B, M, O>, Checkpoint)> {
+        let checkpoint = state.snapshot(position)?;
+        Ok((state, checkpoint))
+    }
+
+    fn before_final_checkpoint(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Replicas compare a CRC-32C of their final weights with the chief's: a mismatch
+    /// means some non-determinism made them drift apart.
+    fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32> {
+        let crc = state.weights_crc32c()?;
+        self.check_same_as_chief(crc)?;
+        Ok(crc)
+    }
+
+    /// The others notice a failed replica by its silence (or its closed connection).
+    fn abandon(&mut self) {}
+
+    /// Per-step all-reduce volume, time and bus bandwidth since the last summary.
+    fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {
+        let stats = self.averager.take_stats();
+        if stats.steps == 0 {
+            return;
+        }
+        let steps = stats.steps as f64;
+        writer.scalar("comm/allreduce_bytes", stats.bytes as f64 / steps, step);
+        writer.scalar("comm/allreduce_seconds", stats.seconds / steps, step);
+        let busbw = stats.busbw_gbps(self.replica.world_size());
+        writer.scalar("comm/busbw_gbps", busbw, step);
+    }
+}

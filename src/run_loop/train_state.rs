@@ -1,0 +1,74 @@
+//! What every replica trains: the model, its optimizer and the global step.
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::optim::{GradientsParams, SimpleOptimizer};
+use burn::tensor::backend::AutodiffBackend;
+use datasets::Position;
+
+use crate::checkpoint::{contents, Checkpoint};
+use crate::error::Result;
+use crate::optimizer::Optimizer;
+use crate::state::weights_to_safetensors;
+
+/// The training state of one replica. Operations that replace the model take the state by
+/// value and give it back: Burn modules are replaced, not mutated, and holding a second
+/// handle to the weights would stop the optimizer from updating them in place.
+pub(crate) struct TrainState<B, M, O>
+where
+    B: AutodiffBackend,
+    O: SimpleOptimizer<B::InnerBackend>,
+{
+    pub model: M,
+    pub optimizer: Optimizer<B, O>,
+    /// The optimizer's name, recorded in checkpoints.
+    pub optimizer_kind: &'static str,
+    pub learning_rate: f64,
+    pub global_step: u64,
+    pub device: B::Device,
+}
+
+impl<B, M, O> TrainState<B, M, O>
+where
+    B: AutodiffBackend,
+    M: Module<B>,
+    O: SimpleOptimizer<B::InnerBackend>,
+{
+    /// Applies `grads` with the optimizer: one more global step.
+    pub fn apply(mut self, grads: GradientsParams) -> Self {
+        self.model = self.optimizer.step(self.learning_rate, self.model, grads);
+        self.global_step += 1;
+        self
+    }
+
+    /// This state as a checkpoint, with the input's `position`.
+    pub fn snapshot(&self, position: Option<Position>) -> Result<Checkpoint> {
+        contents::snapshot(
+            &self.model,
+            &self.optimizer,
+            self.optimizer_kind,
+            self.global_step,
+            position,
+        )
+    }
+
+    /// The state `checkpoint` (read from `path`) holds: weights, optimizer state, step.
+    pub fn restore(mut self, checkpoint: &Checkpoint, path: &Path) -> Result<Self> {
+        self.model = contents::restore_model(self.model, checkpoint, path)?;
+        contents::restore_optimizer(
+            &mut self.optimizer,
+            self.optimizer_kind,
+            checkpoint,
+            path,
+            &self.device,
+        )?;
+        self.global_step = checkpoint.global_step;
+        Ok(self)
+    }
+
+    /// The CRC-32C of the weights (as safetensors bytes): equal on replicas that agree.
+    pub fn weights_crc32c(&self) -> Result<u32> {
+        Ok(crc32c::crc32c(&weights_to_safetensors(&self.model, &[])?))
+    }
+}

@@ -1,0 +1,25 @@
+//! The strategy a run trains with: chosen from the run configuration and the cluster,
+//! then connected to the peers.
+
+use std::time::Duration;
+
+use crate::cluster::{cluster_token_from_env, ClusterConfig};
+use crate::distribute::{ConnectConfig, Strategy, StrategyPlan};
+use crate::error::{Error, Result};
+use crate::estimator::RunConfig;
+
+/// The strategy `config` asks for in `cluster`, connected (in a cluster this waits up to
+/// `config.startup_timeout_secs` for every peer).
+pub(crate) fn strategy_for(config: &RunConfig, cluster: &ClusterConfig) -> Result<Strategy> {
+    let plan = StrategyPlan::choose(config.train_distribute, cluster)?;
+    let token = match plan {
+        StrategyPlan::OneDevice | StrategyPlan::Mirrored { .. } => None,
+        _ => cluster_token_from_env().map_err(Error::Config)?,
+    };
+    let connect = ConnectConfig {
+        peer_timeout: Duration::from_secs(config.peer_timeout_secs),
+        startup_timeout: Duration::from_secs(config.startup_timeout_secs),
+        token,
+    };
+    Strategy::connect(plan, &connect)
+}

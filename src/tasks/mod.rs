@@ -1,0 +1,12 @@
+//! What a process runs, for its role in the cluster: training, evaluation, prediction and
+//! export of an estimator ([`EstimatorExt`]), `train_and_evaluate` (each task its part), and
+//! serving variables as a ps task.
+
+mod connect;
+mod estimator_ext;
+mod serve_parameters;
+mod train_and_evaluate;
+
+pub use estimator_ext::EstimatorExt;
+pub use serve_parameters::{serve_parameters, serve_parameters_in};
+pub use train_and_evaluate::{train_and_evaluate, train_and_evaluate_in, TrainAndEvaluateOutcome};
