@@ -66,6 +66,9 @@ pub enum Error {
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// An events file cannot be read back.
+    #[error(transparent)]
+    Summary(#[from] crate::summary::SummaryError),
     /// A hook failed.
     #[error("hook {hook}: {message}")]
     Hook {
