@@ -66,6 +66,14 @@ pub enum Error {
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The checkpoint index file is corrupt.
+    #[error("{path}: corrupt checkpoint index: {source}")]
+    CheckpointIndex {
+        /// The index file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: crate::checkpoint::IndexError,
+    },
     /// An events file cannot be read back.
     #[error(transparent)]
     Summary(#[from] crate::summary::SummaryError),

@@ -12,7 +12,7 @@ mod naming;
 mod retention;
 
 pub use file::{Checkpoint, FORMAT_VERSION, MAGIC};
-pub use index::{CheckpointIndex, INDEX_FILE_NAME};
+pub use index::{CheckpointIndex, IndexError, INDEX_FILE_NAME};
 pub use manager::CheckpointManager;
 pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};
 pub use retention::checkpoints_to_delete;
