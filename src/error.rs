@@ -66,6 +66,9 @@ pub enum Error {
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The cluster description (TF_CONFIG) cannot be used.
+    #[error("invalid configuration: {0}")]
+    Cluster(#[from] crate::cluster::TfConfigError),
     /// The checkpoint index file is corrupt.
     #[error("{path}: corrupt checkpoint index: {source}")]
     CheckpointIndex {
