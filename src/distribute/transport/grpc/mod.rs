@@ -35,7 +35,7 @@ pub(crate) use config::{endpoint, server};
 pub(crate) use metadata::TOKEN_KEY;
 
 use super::Transport;
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::error::{AddressError, DistributeError, Result};
 use dial::{dial, Caller};
 use inbound::Inbound;
 use inbox::Inbox;
@@ -102,8 +102,8 @@ impl GrpcTransport {
         let own = addresses
             .get(rank)
             .ok_or_else(|| out_of_range(rank, addresses))?;
-        let listen = listen_address(own)
-            .map_err(|message| DistributeError::invalid(format!("rank {rank}: {message}")))?;
+        let listen =
+            listen_address(own).map_err(|source| DistributeError::Address { rank, source })?;
         let listener = TcpListener::bind(listen).map_err(|e| {
             DistributeError::invalid(format!("rank {rank} cannot listen on {listen}: {e}"))
         })?;
@@ -394,17 +394,19 @@ fn out_of_range(rank: usize, addresses: &[String]) -> DistributeError {
 
 /// Where a rank whose peers reach it at `address` ("host:port") listens: the address itself
 /// for a loopback IP, otherwise every interface, on its port.
-pub(crate) fn listen_address(address: &str) -> Result<SocketAddr, String> {
+pub(crate) fn listen_address(address: &str) -> Result<SocketAddr, AddressError> {
     let authority = address
         .split_once("://")
         .map_or(address, |(_, rest)| rest)
         .trim_end_matches('/');
     let (host, port) = authority
         .rsplit_once(':')
-        .ok_or_else(|| format!("address '{address}' is not host:port"))?;
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("address '{address}' has no valid port"))?;
+        .ok_or_else(|| AddressError::NotHostPort {
+            address: address.to_string(),
+        })?;
+    let port: u16 = port.parse().map_err(|_| AddressError::Port {
+        address: address.to_string(),
+    })?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     Ok(match host.parse::<IpAddr>() {
         Ok(ip) if ip.is_loopback() => SocketAddr::new(ip, port),
