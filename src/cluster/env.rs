@@ -23,6 +23,22 @@ pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
     }
 }
 
+/// This machine's host name, trimmed: the kernel's, else `$HOSTNAME`, else `$COMPUTERNAME`
+/// (Windows); `localhost` when none is known.
+pub fn hostname() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|name| name.trim().to_string())
+        .unwrap_or_default();
+    if name.is_empty() {
+        "localhost".to_string()
+    } else {
+        name
+    }
+}
+
 /// The token every rank of the cluster must present (see
 /// [`GrpcConfig::token`](crate::distribute::GrpcConfig::token)): `$ESTIMATOR_CLUSTER_TOKEN`,
 /// or the content of the file `$ESTIMATOR_CLUSTER_TOKEN_FILE` names, trimmed. `None` when
@@ -67,6 +83,13 @@ fn token_from(token: Option<OsString>, file: Option<OsString>) -> Result<Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_name_is_never_empty() {
+        let host = hostname();
+        assert!(!host.is_empty());
+        assert_eq!(host, host.trim());
+    }
 
     #[test]
     fn the_token_comes_from_the_variable_or_the_file() {
