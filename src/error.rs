@@ -72,6 +72,23 @@ pub enum Error {
         /// The thread, e.g. `Mirrored replica:1`.
         thread: String,
     },
+    /// The cluster description (TF_CONFIG) cannot be used.
+    #[error("invalid configuration: {0}")]
+    Cluster(#[from] crate::cluster::TfConfigError),
+    /// The cluster token cannot be read.
+    #[error("invalid configuration: {0}")]
+    ClusterToken(#[from] crate::cluster::TokenError),
+    /// The checkpoint index file is corrupt.
+    #[error("{path}: corrupt checkpoint index: {source}")]
+    CheckpointIndex {
+        /// The index file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: crate::checkpoint::IndexError,
+    },
+    /// An events file cannot be read back.
+    #[error(transparent)]
+    Summary(#[from] crate::summary::SummaryError),
     /// A hook failed.
     #[error("hook {hook}: {message}")]
     Hook {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::index_error::IndexError;
 use super::naming::parse_checkpoint_file_name;
 use crate::error::{Error, Result};
 use crate::io::write_json_atomic;
@@ -43,16 +44,13 @@ impl CheckpointIndex {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(path, e)),
         };
-        let json_err = |message: String| Error::Json {
-            path: path.clone(),
-            message,
-        };
-        let index: CheckpointIndex = serde_json::from_slice(&bytes)
-            .map_err(|e| json_err(format!("corrupt checkpoint index: {e}")))?;
-        index
-            .validate()
-            .map_err(|m| json_err(format!("corrupt checkpoint index: {m}")))?;
-        Ok(Some(index))
+        let parsed = serde_json::from_slice::<CheckpointIndex>(&bytes)
+            .map_err(IndexError::from)
+            .and_then(|index| index.validate().map(|()| index));
+        match parsed {
+            Ok(index) => Ok(Some(index)),
+            Err(source) => Err(Error::CheckpointIndex { path, source }),
+        }
     }
 
     /// Writes the index of `model_dir` atomically (readers see the old or the new one).
@@ -87,31 +85,27 @@ impl CheckpointIndex {
     }
 
     /// Checks the invariants the manager relies on; `Err` says which one is broken.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> std::result::Result<(), IndexError> {
         let mut seen = BTreeSet::new();
         for name in &self.all {
             if parse_checkpoint_file_name(name).is_none() {
-                return Err(format!(
-                    "'{name}' is not a checkpoint file name (ckpt-<step>.ckpt)"
-                ));
+                return Err(IndexError::NotACheckpoint { name: name.clone() });
             }
             if !seen.insert(name) {
-                return Err(format!("'{name}' is listed twice"));
+                return Err(IndexError::ListedTwice { name: name.clone() });
             }
         }
         if self.timestamps.len() != self.all.len() {
-            return Err(format!(
-                "{} timestamps for {} checkpoints",
-                self.timestamps.len(),
-                self.all.len()
-            ));
+            return Err(IndexError::Timestamps {
+                timestamps: self.timestamps.len(),
+                checkpoints: self.all.len(),
+            });
         }
         if self.latest.as_ref() != self.all.last() {
-            return Err(format!(
-                "latest {:?} is not the last of all ({:?})",
-                self.latest,
-                self.all.last()
-            ));
+            return Err(IndexError::LatestNotLast {
+                latest: self.latest.clone(),
+                last: self.all.last().cloned(),
+            });
         }
         Ok(())
     }

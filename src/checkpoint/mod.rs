@@ -11,6 +11,7 @@
 pub(crate) mod contents;
 mod file;
 mod index;
+mod index_error;
 mod listener;
 mod manager;
 mod naming;
@@ -21,6 +22,7 @@ mod schedule;
 pub use contents::{MODEL_SECTION, OPTIMIZER_SECTION};
 pub use file::{Checkpoint, FORMAT_VERSION, MAGIC};
 pub use index::{CheckpointIndex, INDEX_FILE_NAME};
+pub use index_error::IndexError;
 pub use listener::CheckpointListener;
 pub use manager::CheckpointManager;
 pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};

@@ -1,7 +1,7 @@
 //! The one place that reads the environment.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::PathBuf;
 
 use super::{ClusterConfig, TfConfigError};
 
@@ -23,43 +23,72 @@ pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
     }
 }
 
+/// This machine's host name, trimmed: the kernel's, else `$HOSTNAME`, else `$COMPUTERNAME`
+/// (Windows); `localhost` when none is known.
+pub fn hostname() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|name| name.trim().to_string())
+        .unwrap_or_default();
+    if name.is_empty() {
+        "localhost".to_string()
+    } else {
+        name
+    }
+}
+
 /// The token every rank of the cluster must present (see
 /// [`GrpcConfig::token`](crate::distribute::GrpcConfig::token)): `$ESTIMATOR_CLUSTER_TOKEN`,
 /// or the content of the file `$ESTIMATOR_CLUSTER_TOKEN_FILE` names, trimmed. `None` when
 /// neither is set. Setting both, an empty token or an unreadable file is an error.
-pub fn cluster_token_from_env() -> Result<Option<String>, String> {
+pub fn cluster_token_from_env() -> Result<Option<String>, TokenError> {
     token_from(
         std::env::var_os(CLUSTER_TOKEN),
         std::env::var_os(CLUSTER_TOKEN_FILE),
     )
 }
 
-fn token_from(token: Option<OsString>, file: Option<OsString>) -> Result<Option<String>, String> {
+/// Why the cluster token cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Both ways of giving the token are used.
+    #[error("both {CLUSTER_TOKEN} and {CLUSTER_TOKEN_FILE} are set; set one")]
+    BothSet,
+    /// The variable holds bytes that are not text.
+    #[error("{CLUSTER_TOKEN} is not valid UTF-8")]
+    NotUtf8,
+    /// The file the variable names cannot be read.
+    #[error("cannot read the cluster token from {} ({CLUSTER_TOKEN_FILE}): {source}", path.display())]
+    Unreadable {
+        /// The token file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        source: std::io::Error,
+    },
+    /// The token is empty (or only white space, in the file).
+    #[error("the cluster token ({CLUSTER_TOKEN} or {CLUSTER_TOKEN_FILE}) is empty")]
+    Empty,
+}
+
+fn token_from(
+    token: Option<OsString>,
+    file: Option<OsString>,
+) -> Result<Option<String>, TokenError> {
     let token = match (token, file) {
         (None, None) => return Ok(None),
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "both {CLUSTER_TOKEN} and {CLUSTER_TOKEN_FILE} are set; set one"
-            ))
-        }
-        (Some(token), None) => token
-            .into_string()
-            .map_err(|_| format!("{CLUSTER_TOKEN} is not valid UTF-8"))?,
+        (Some(_), Some(_)) => return Err(TokenError::BothSet),
+        (Some(token), None) => token.into_string().map_err(|_| TokenError::NotUtf8)?,
         (None, Some(path)) => {
-            let path = Path::new(&path);
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                format!(
-                    "cannot read the cluster token from {} ({CLUSTER_TOKEN_FILE}): {e}",
-                    path.display()
-                )
-            })?;
+            let path = PathBuf::from(path);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|source| TokenError::Unreadable { path, source })?;
             text.trim().to_string()
         }
     };
     if token.is_empty() {
-        return Err(format!(
-            "the cluster token ({CLUSTER_TOKEN} or {CLUSTER_TOKEN_FILE}) is empty"
-        ));
+        return Err(TokenError::Empty);
     }
     Ok(Some(token))
 }
@@ -69,20 +98,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_host_name_is_never_empty() {
+        let host = hostname();
+        assert!(!host.is_empty());
+        assert_eq!(host, host.trim());
+    }
+
+    #[test]
     fn the_token_comes_from_the_variable_or_the_file() {
-        assert_eq!(token_from(None, None), Ok(None));
+        assert_eq!(token_from(None, None).unwrap(), None);
         assert_eq!(
-            token_from(Some("s3cret".into()), None),
-            Ok(Some("s3cret".into()))
+            token_from(Some("s3cret".into()), None).unwrap(),
+            Some("s3cret".into())
         );
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("token");
         std::fs::write(&file, "  s3cret\n").unwrap();
         assert_eq!(
-            token_from(None, Some(file.clone().into())),
-            Ok(Some("s3cret".into()))
+            token_from(None, Some(file.clone().into())).unwrap(),
+            Some("s3cret".into())
         );
-        let both = token_from(Some("x".into()), Some(file.into())).unwrap_err();
+        let both = token_from(Some("x".into()), Some(file.into()))
+            .unwrap_err()
+            .to_string();
         assert!(
             both.starts_with("both ESTIMATOR_CLUSTER_TOKEN and"),
             "{both}"
@@ -93,7 +131,9 @@ mod tests {
     fn an_unreadable_file_or_an_empty_token_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing");
-        let err = token_from(None, Some(missing.clone().into())).unwrap_err();
+        let err = token_from(None, Some(missing.clone().into()))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with(&format!(
                 "cannot read the cluster token from {}",
@@ -103,7 +143,9 @@ mod tests {
         );
         let blank = dir.path().join("blank");
         std::fs::write(&blank, "\n").unwrap();
-        let err = token_from(None, Some(blank.into())).unwrap_err();
+        let err = token_from(None, Some(blank.into()))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is empty"), "{err}");
         assert!(token_from(Some("".into()), None).is_err());
     }

@@ -1,5 +1,6 @@
 //! Cluster membership from TF_CONFIG, parsed by a pure function into typed values, and the
-//! cluster's shared token; the only module that reads the environment.
+//! cluster's shared token and this machine's host name; the only module that reads the
+//! environment.
 
 mod env;
 mod spec;
@@ -7,7 +8,8 @@ mod task;
 mod tf_config;
 
 pub use env::{
-    cluster_from_env, cluster_token_from_env, CLUSTER_TOKEN, CLUSTER_TOKEN_FILE, TF_CONFIG,
+    cluster_from_env, cluster_token_from_env, hostname, TokenError, CLUSTER_TOKEN,
+    CLUSTER_TOKEN_FILE, TF_CONFIG,
 };
 pub use spec::ClusterSpec;
 pub use task::{Task, TaskType};

@@ -17,6 +17,39 @@ pub enum DistributeError {
     /// range, a buffer that does not fit a bucket plan).
     #[error("distribute: {0}")]
     Invalid(String),
+    /// A rank's address cannot be listened on or dialled.
+    #[error("distribute: rank {rank}: {source}")]
+    Address {
+        /// The rank the address belongs to.
+        rank: usize,
+        /// What is wrong with the address.
+        source: AddressError,
+    },
+}
+
+/// An address ("host:port", or a URI) that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// No `:port` after the host.
+    #[error("address '{address}' is not host:port")]
+    NotHostPort {
+        /// The address at fault.
+        address: String,
+    },
+    /// The port is not a number from 0 to 65535.
+    #[error("address '{address}' has no valid port")]
+    Port {
+        /// The address at fault.
+        address: String,
+    },
+    /// The URI built from the address is refused by the HTTP/2 client.
+    #[error("'{uri}' is not a valid address: {reason}")]
+    Uri {
+        /// The URI at fault.
+        uri: String,
+        /// What the client said.
+        reason: String,
+    },
 }
 
 /// Result with [`DistributeError`].
@@ -40,11 +73,12 @@ impl DistributeError {
     pub fn rank(&self) -> Option<usize> {
         match self {
             DistributeError::Peer { rank, .. } => Some(*rank),
-            DistributeError::Invalid(_) => None,
+            DistributeError::Invalid(_) | DistributeError::Address { .. } => None,
         }
     }
 
-    /// The same error with `what` (e.g. the collective step) appended to its message.
+    /// The same error with `what` (e.g. the collective step) appended to its message; an
+    /// [`Address`](DistributeError::Address) error, which no step causes, is returned as is.
     pub fn during(self, what: impl Display) -> Self {
         match self {
             DistributeError::Peer { rank, message } => DistributeError::Peer {
@@ -54,6 +88,7 @@ impl DistributeError {
             DistributeError::Invalid(message) => {
                 DistributeError::Invalid(format!("{message} (during {what})"))
             }
+            address @ DistributeError::Address { .. } => address,
         }
     }
 }

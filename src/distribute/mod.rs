@@ -19,7 +19,7 @@ pub use collective::{
     broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig, Combine, Phase,
     RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
 };
-pub use error::{DistributeError, Result};
+pub use error::{AddressError, DistributeError, Result};
 pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
 pub use strategy::{ConnectConfig, Distribution, Replica, Strategy, StrategyPlan};
 pub(crate) use transport::listen_address;

@@ -87,7 +87,7 @@ impl RunConfig {
     pub fn resolve_cluster(&self) -> Result<ClusterConfig> {
         match &self.cluster {
             Some(cluster) => Ok(cluster.clone()),
-            None => cluster_from_env().map_err(|e| Error::Config(e.to_string())),
+            None => Ok(cluster_from_env()?),
         }
     }
 

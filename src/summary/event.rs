@@ -6,6 +6,7 @@
 //! `Value { tag = 1; simple_value = 2; histo = 5 }`, `HistogramProto { min = 1 … bucket = 7 }`,
 //! `SessionLog { status = 1 }`.
 
+use super::error::DecodeError;
 use super::histogram::Histogram;
 use super::wire::{push_doubles, Decoder, Encoder, Field};
 
@@ -116,7 +117,7 @@ impl Event {
     }
 
     /// Parses a protobuf `Event` message, or says why it is not one.
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut event = Event {
             wall_time: 0.0,
             step: 0,
@@ -125,13 +126,13 @@ impl Event {
         let mut d = Decoder::new(bytes);
         while let Some((number, field)) = d.next_field()? {
             match (number, field) {
-                (1, f) => event.wall_time = f.as_f64().ok_or("Event.wall_time is not a double")?,
+                (1, f) => event.wall_time = f.as_f64().ok_or(not_a_double("Event", "wall_time"))?,
                 (2, Field::Varint(v)) => event.step = v as i64,
                 (3, Field::Len(s)) => event.what = EventKind::FileVersion(utf8(s)?),
                 (5, Field::Len(m)) => event.what = EventKind::Summary(decode_summary(m)?),
                 (7, Field::Len(m)) => event.what = EventKind::SessionLog(decode_session_log(m)?),
                 (4 | 6 | 8 | 9, _) => event.what = EventKind::Other,
-                (2 | 3 | 5 | 7, f) => return Err(format!("Event field {number} malformed: {f:?}")),
+                (2 | 3 | 5 | 7, f) => return Err(malformed("Event", number, f)),
                 _ => {}
             }
         }
@@ -160,11 +161,23 @@ fn encode_value(value: &SummaryValue) -> Vec<u8> {
     e.finish()
 }
 
-fn utf8(bytes: &[u8]) -> Result<String, String> {
-    String::from_utf8(bytes.to_vec()).map_err(|e| format!("invalid UTF-8: {e}"))
+fn utf8(bytes: &[u8]) -> Result<String, DecodeError> {
+    Ok(String::from_utf8(bytes.to_vec())?)
 }
 
-fn decode_summary(bytes: &[u8]) -> Result<Vec<SummaryValue>, String> {
+fn not_a_double(message: &'static str, field: &'static str) -> DecodeError {
+    DecodeError::NotADouble { message, field }
+}
+
+fn malformed(message: &'static str, field: u32, found: Field<'_>) -> DecodeError {
+    DecodeError::Malformed {
+        message,
+        field,
+        found: format!("{found:?}"),
+    }
+}
+
+fn decode_summary(bytes: &[u8]) -> Result<Vec<SummaryValue>, DecodeError> {
     let mut values = Vec::new();
     let mut d = Decoder::new(bytes);
     while let Some((number, field)) = d.next_field()? {
@@ -175,7 +188,7 @@ fn decode_summary(bytes: &[u8]) -> Result<Vec<SummaryValue>, String> {
     Ok(values)
 }
 
-fn decode_value(bytes: &[u8]) -> Result<SummaryValue, String> {
+fn decode_value(bytes: &[u8]) -> Result<SummaryValue, DecodeError> {
     let mut value = SummaryValue {
         tag: String::new(),
         value: Value::Other,
@@ -187,14 +200,14 @@ fn decode_value(bytes: &[u8]) -> Result<SummaryValue, String> {
             (2, Field::Fixed32(b)) => value.value = Value::Simple(f32::from_le_bytes(b)),
             (5, Field::Len(m)) => value.value = Value::Histogram(decode_histogram(m)?),
             (3 | 4 | 6 | 8, _) => value.value = Value::Other,
-            (1 | 2 | 5, f) => return Err(format!("Summary.Value field {number} malformed: {f:?}")),
+            (1 | 2 | 5, f) => return Err(malformed("Summary.Value", number, f)),
             _ => {}
         }
     }
     Ok(value)
 }
 
-fn decode_histogram(bytes: &[u8]) -> Result<Histogram, String> {
+fn decode_histogram(bytes: &[u8]) -> Result<Histogram, DecodeError> {
     let mut h = Histogram {
         min: 0.0,
         max: 0.0,
@@ -206,12 +219,12 @@ fn decode_histogram(bytes: &[u8]) -> Result<Histogram, String> {
     };
     let mut d = Decoder::new(bytes);
     while let Some((number, field)) = d.next_field()? {
-        let scalar = match number {
-            1 => &mut h.min,
-            2 => &mut h.max,
-            3 => &mut h.num,
-            4 => &mut h.sum,
-            5 => &mut h.sum_squares,
+        let (scalar, name) = match number {
+            1 => (&mut h.min, "min"),
+            2 => (&mut h.max, "max"),
+            3 => (&mut h.num, "num"),
+            4 => (&mut h.sum, "sum"),
+            5 => (&mut h.sum_squares, "sum_squares"),
             6 => {
                 push_doubles(field, &mut h.bucket_limits)?;
                 continue;
@@ -222,14 +235,12 @@ fn decode_histogram(bytes: &[u8]) -> Result<Histogram, String> {
             }
             _ => continue,
         };
-        *scalar = field
-            .as_f64()
-            .ok_or(format!("HistogramProto field {number} not a double"))?;
+        *scalar = field.as_f64().ok_or(not_a_double("HistogramProto", name))?;
     }
     Ok(h)
 }
 
-fn decode_session_log(bytes: &[u8]) -> Result<SessionStatus, String> {
+fn decode_session_log(bytes: &[u8]) -> Result<SessionStatus, DecodeError> {
     let mut status = SessionStatus::Unspecified;
     let mut d = Decoder::new(bytes);
     while let Some((number, field)) = d.next_field()? {

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::{RecordError, SummaryError};
 use super::event::Event;
 use super::file_name::is_events_file;
 use crate::error::{Error, Result};
@@ -21,9 +22,19 @@ pub fn masked_crc32c(data: &[u8]) -> u32 {
 /// Every event of the events file at `path`, in order; fails on a bad CRC or a truncated record.
 pub fn read_event_file(path: &Path) -> Result<Vec<Event>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    parse_records(&bytes)
-        .and_then(|records| records.into_iter().map(Event::decode).collect())
-        .map_err(|message| invalid(path, message))
+    let records = parse_records(&bytes).map_err(|source| SummaryError::Record {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let events = records
+        .into_iter()
+        .map(Event::decode)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|source| SummaryError::Decode {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(events)
 }
 
 /// The events files directly in `dir`, sorted by name (the order TensorBoard reads them in).
@@ -39,36 +50,27 @@ pub fn event_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn invalid(path: &Path, message: String) -> Error {
-    Error::io(
-        path,
-        std::io::Error::new(std::io::ErrorKind::InvalidData, message),
-    )
-}
-
-fn parse_records(mut bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
+fn parse_records(mut bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, RecordError> {
     let mut records = Vec::new();
     while !bytes.is_empty() {
-        let at = records.len();
+        let record = records.len();
         let header = bytes
             .get(..12)
-            .ok_or(format!("record {at}: truncated header"))?;
+            .ok_or(RecordError::TruncatedHeader { record })?;
         let (len_bytes, len_crc) = header.split_at(8);
         if masked_crc32c(len_bytes) != u32::from_le_bytes(len_crc.try_into().expect("4 bytes")) {
-            return Err(format!("record {at}: length CRC mismatch"));
+            return Err(RecordError::LengthCrc { record });
         }
         let len = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes"));
-        let len = usize::try_from(len).map_err(|_| format!("record {at}: length {len}"))?;
+        let len = usize::try_from(len).map_err(|_| RecordError::Length { record, len })?;
         let rest = &bytes[12..];
         if rest.len() < len.saturating_add(4) {
-            return Err(format!(
-                "record {at}: truncated data ({len} bytes announced)"
-            ));
+            return Err(RecordError::TruncatedData { record, len });
         }
         let (data, rest) = rest.split_at(len);
         let (data_crc, rest) = rest.split_at(4);
         if masked_crc32c(data) != u32::from_le_bytes(data_crc.try_into().expect("4 bytes")) {
-            return Err(format!("record {at}: data CRC mismatch"));
+            return Err(RecordError::DataCrc { record });
         }
         records.push(data);
         bytes = rest;
@@ -110,15 +112,12 @@ mod tests {
 
         let mut corrupt = bytes.clone();
         corrupt[13] ^= 1;
-        assert!(parse_records(&corrupt).unwrap_err().contains("data CRC"));
+        let message = |bytes: &[u8]| parse_records(bytes).unwrap_err().to_string();
+        assert!(message(&corrupt).contains("data CRC"));
         let mut corrupt = bytes.clone();
         corrupt[0] ^= 1;
-        assert!(parse_records(&corrupt).unwrap_err().contains("length CRC"));
-        assert!(parse_records(&bytes[..bytes.len() - 1])
-            .unwrap_err()
-            .contains("truncated"));
-        assert!(parse_records(&bytes[..5])
-            .unwrap_err()
-            .contains("truncated header"));
+        assert!(message(&corrupt).contains("length CRC"));
+        assert!(message(&bytes[..bytes.len() - 1]).contains("truncated"));
+        assert!(message(&bytes[..5]).contains("truncated header"));
     }
 }

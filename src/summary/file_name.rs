@@ -4,10 +4,17 @@
 //! so the zero-padded timestamp keeps runs in chronological order; `n` is the smallest number
 //! that makes the name new in its directory.
 
-use std::path::Path;
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
 
 /// The substring TensorBoard looks for in event file names.
 pub const EVENTS_FILE_MARKER: &str = "tfevents";
+
+/// How many names differing only in their last number are tried before giving up.
+const MAX_NAME_ATTEMPTS: u32 = 10_000;
 
 /// The name of an events file opened at `unix_secs` by process `pid` on `hostname`, `n`-th of
 /// that second.
@@ -22,14 +29,9 @@ pub fn is_events_file(path: &Path) -> bool {
         .is_some_and(|name| name.contains(EVENTS_FILE_MARKER))
 }
 
-/// This machine's host name, reduced to characters safe in a file name; `localhost` if unknown.
-pub fn hostname() -> String {
-    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .unwrap_or_default();
-    let safe: String = raw
+/// `host` reduced to characters safe in a file name; `localhost` if nothing is left.
+pub fn file_name_safe_host(host: &str) -> String {
+    let safe: String = host
         .trim()
         .chars()
         .map(|c| {
@@ -45,6 +47,27 @@ pub fn hostname() -> String {
     } else {
         safe
     }
+}
+
+/// Opens `events.out.tfevents.{unix_secs}.{host}.{pid}.{n}` in `dir` (`host` made file-name
+/// safe) with the smallest `n` whose file does not exist yet; `create_new` makes the check and
+/// the creation one atomic step.
+pub fn create_new_events_file(dir: &Path, unix_secs: u64, host: &str) -> Result<(PathBuf, File)> {
+    let host = file_name_safe_host(host);
+    let pid = std::process::id();
+    for n in 0..MAX_NAME_ATTEMPTS {
+        let path = dir.join(events_file_name(unix_secs, &host, pid, n));
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    let message = format!("{MAX_NAME_ATTEMPTS} events files already opened this second");
+    Err(Error::io(
+        dir,
+        std::io::Error::new(ErrorKind::AlreadyExists, message),
+    ))
 }
 
 #[cfg(test)]
@@ -69,10 +92,12 @@ mod tests {
 
     #[test]
     fn hostname_is_file_name_safe() {
-        let host = hostname();
+        let host = file_name_safe_host(&crate::cluster::hostname());
         assert!(!host.is_empty());
         assert!(host
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.'));
+        assert_eq!(file_name_safe_host(" a/b c\n"), "a_b_c");
+        assert_eq!(file_name_safe_host(""), "localhost");
     }
 }

@@ -4,6 +4,7 @@
 //! an existing one, so a restarted run keeps the previous file), and [`read_event_file`] reads
 //! such files back, checking every record's CRC.
 
+mod error;
 mod event;
 mod event_file;
 mod file_name;
@@ -11,6 +12,7 @@ mod histogram;
 mod wire;
 mod writer;
 
+pub use error::{DecodeError, RecordError, SummaryError};
 pub use event::{Event, EventKind, SessionStatus, SummaryValue, Value, FILE_VERSION};
 pub use event_file::{event_files, read_event_file};
 pub use file_name::is_events_file;

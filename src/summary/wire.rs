@@ -1,5 +1,7 @@
 //! The few protobuf wire-format primitives the event messages need, encoding and decoding.
 
+use super::error::DecodeError;
+
 /// Wire type of varint fields (int64, enums).
 const VARINT: u8 = 0;
 /// Wire type of 8-byte fields (double).
@@ -102,22 +104,28 @@ impl<'a> Decoder<'a> {
         Decoder { data }
     }
 
-    fn varint(&mut self) -> Result<u64, String> {
+    fn varint(&mut self) -> Result<u64, DecodeError> {
         let mut value = 0_u64;
         for shift in (0..64).step_by(7) {
-            let (&byte, rest) = self.data.split_first().ok_or("truncated varint")?;
+            let (&byte, rest) = self
+                .data
+                .split_first()
+                .ok_or(DecodeError::TruncatedVarint)?;
             self.data = rest;
             value |= u64::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
                 return Ok(value);
             }
         }
-        Err("varint longer than 10 bytes".into())
+        Err(DecodeError::VarintTooLong)
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if self.data.len() < n {
-            return Err(format!("field needs {n} bytes, {} left", self.data.len()));
+            return Err(DecodeError::Truncated {
+                needed: n,
+                left: self.data.len(),
+            });
         }
         let (head, rest) = self.data.split_at(n);
         self.data = rest;
@@ -125,28 +133,30 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next field, `None` at the end, or why the bytes are not a valid message.
-    pub(crate) fn next_field(&mut self) -> Result<Option<(u32, Field<'a>)>, String> {
+    pub(crate) fn next_field(&mut self) -> Result<Option<(u32, Field<'a>)>, DecodeError> {
         if self.data.is_empty() {
             return Ok(None);
         }
         let key = self.varint()?;
-        let field = u32::try_from(key >> 3).map_err(|_| format!("field number {}", key >> 3))?;
+        let field =
+            u32::try_from(key >> 3).map_err(|_| DecodeError::FieldNumber { number: key >> 3 })?;
         let value = match (key & 7) as u8 {
             VARINT => Field::Varint(self.varint()?),
             FIXED64 => Field::Fixed64(self.take(8)?.try_into().expect("8 bytes")),
             LEN => {
-                let len = usize::try_from(self.varint()?).map_err(|e| e.to_string())?;
+                let len = self.varint()?;
+                let len = usize::try_from(len).map_err(|_| DecodeError::Length { len })?;
                 Field::Len(self.take(len)?)
             }
             FIXED32 => Field::Fixed32(self.take(4)?.try_into().expect("4 bytes")),
-            other => return Err(format!("unsupported wire type {other} for field {field}")),
+            wire_type => return Err(DecodeError::WireType { wire_type, field }),
         };
         Ok(Some((field, value)))
     }
 }
 
 /// Decodes a packed (or a single unpacked) repeated double field into `out`.
-pub(crate) fn push_doubles(field: Field<'_>, out: &mut Vec<f64>) -> Result<(), String> {
+pub(crate) fn push_doubles(field: Field<'_>, out: &mut Vec<f64>) -> Result<(), DecodeError> {
     match field {
         Field::Fixed64(b) => out.push(f64::from_le_bytes(b)),
         Field::Len(bytes) if bytes.len() % 8 == 0 => out.extend(
@@ -154,7 +164,11 @@ pub(crate) fn push_doubles(field: Field<'_>, out: &mut Vec<f64>) -> Result<(), S
                 .chunks_exact(8)
                 .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))),
         ),
-        other => return Err(format!("expected doubles, found {other:?}")),
+        other => {
+            return Err(DecodeError::NotDoubles {
+                found: format!("{other:?}"),
+            })
+        }
     }
     Ok(())
 }

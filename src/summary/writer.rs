@@ -7,15 +7,15 @@
 //! thread. Write errors here never stop training: the first one is logged and disables the
 //! writer, and [`SummaryWriter::try_flush`] reports it.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, ErrorKind};
+use std::fs::File;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tensorboard_rs::record_writer::RecordWriter;
 
 use super::event::{Event, EventKind, SessionStatus, SummaryValue, Value, FILE_VERSION};
-use super::file_name::{events_file_name, hostname};
+use super::file_name::create_new_events_file;
 use super::histogram::histogram_buckets;
 use crate::error::{Error, Result};
 
@@ -24,8 +24,6 @@ const MAX_PENDING_EVENTS: usize = 10;
 /// Time since the last flush that triggers a flush on the next write (TensorFlow's
 /// `flush_secs`).
 const FLUSH_INTERVAL: Duration = Duration::from_secs(120);
-/// How many names differing only in their last number are tried before giving up.
-const MAX_NAME_ATTEMPTS: u32 = 10_000;
 
 /// One TensorBoard event writer per directory.
 pub struct SummaryWriter {
@@ -47,13 +45,19 @@ impl std::fmt::Debug for SummaryWriter {
 }
 
 impl SummaryWriter {
-    /// Creates `dir` if needed and a new events file in it, without touching existing ones.
+    /// Creates `dir` if needed and a new events file in it, without touching existing ones;
+    /// the file is named after this machine ([`crate::cluster::hostname`]).
     pub fn create(dir: &Path) -> Result<Self> {
+        Self::create_on_host(dir, &crate::cluster::hostname())
+    }
+
+    /// [`create`](Self::create) with the file named after `host` (made file-name safe).
+    pub fn create_on_host(dir: &Path, host: &str) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
-        let (path, file) = create_new_events_file(dir, now.as_secs())?;
+        let (path, file) = create_new_events_file(dir, now.as_secs(), host)?;
         let mut writer = SummaryWriter {
             path,
             records: RecordWriter::new(BufWriter::new(file)),
@@ -167,30 +171,11 @@ impl Drop for SummaryWriter {
     }
 }
 
-/// Opens `events.out.tfevents.{unix_secs}.{host}.{pid}.{n}` in `dir` with the smallest `n`
-/// whose file does not exist yet; `create_new` makes the check and the creation one atomic step.
-fn create_new_events_file(dir: &Path, unix_secs: u64) -> Result<(PathBuf, File)> {
-    let host = hostname();
-    let pid = std::process::id();
-    for n in 0..MAX_NAME_ATTEMPTS {
-        let path = dir.join(events_file_name(unix_secs, &host, pid, n));
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(file) => return Ok((path, file)),
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(Error::io(path, e)),
-        }
-    }
-    let message = format!("{MAX_NAME_ATTEMPTS} events files already opened this second");
-    Err(Error::io(
-        dir,
-        std::io::Error::new(ErrorKind::AlreadyExists, message),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::summary::event_file::{event_files, read_event_file};
+    use crate::summary::file_name::events_file_name;
     use crate::summary::histogram::Histogram;
 
     /// The summary values of `events` as `(step, tag, value)`.
@@ -311,11 +296,11 @@ mod tests {
         for s in [secs, secs + 1] {
             let path = dir
                 .path()
-                .join(events_file_name(s, &hostname(), std::process::id(), 0));
+                .join(events_file_name(s, "host", std::process::id(), 0));
             std::fs::write(&path, b"previous run").unwrap();
             planted.push(path);
         }
-        let mut writer = SummaryWriter::create(dir.path()).unwrap();
+        let mut writer = SummaryWriter::create_on_host(dir.path(), "host").unwrap();
         writer.scalar("loss", 3.0, 7);
         let path = writer.path().to_path_buf();
         drop(writer);
@@ -359,49 +344,5 @@ mod tests {
             read_event_file(&path).unwrap().len(),
             2 + MAX_PENDING_EVENTS
         );
-    }
-
-    /// Writes a sample run for `scripts/check_tensorboard.py` into `$ESTIMATOR_SUMMARY_SAMPLE_DIR`:
-    /// train events in it, eval events in `eval/`, and the matching log in `train.log`; with
-    /// `ESTIMATOR_SUMMARY_SAMPLE_WRONG=1` the log's values disagree with the events.
-    #[test]
-    #[ignore = "writes to $ESTIMATOR_SUMMARY_SAMPLE_DIR for the Python TensorBoard check"]
-    fn write_sample_run_for_python_check() {
-        let model_dir = PathBuf::from(
-            std::env::var("ESTIMATOR_SUMMARY_SAMPLE_DIR").expect("ESTIMATOR_SUMMARY_SAMPLE_DIR"),
-        );
-        let wrong = std::env::var("ESTIMATOR_SUMMARY_SAMPLE_WRONG").is_ok_and(|v| v == "1");
-        let mut log = String::new();
-        let mut train = SummaryWriter::create(&model_dir).unwrap();
-        for step in (1..=300_u64).step_by(100) {
-            let loss = 1.0 / (step as f64 + 0.37);
-            train.scalar("loss", loss, step);
-            train.scalar("global_step/sec", 250.0 + step as f64, step);
-            train.scalar("learning_rate", 0.01, step);
-            let weights: Vec<f32> = (0..1000)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
-                .collect();
-            train.histogram("dense/weight", &weights, step);
-            let logged = if wrong && step == 201 {
-                loss * 1.01
-            } else {
-                loss
-            };
-            log += &format!("INFO estimator: loss = {logged}, step = {step} (0.4 sec)\n");
-        }
-        drop(train);
-        let mut eval = SummaryWriter::create(&model_dir.join("eval")).unwrap();
-        let (accuracy, average_loss) = (0.8765_f64, 0.123_f64);
-        eval.scalar("accuracy", accuracy, 300);
-        eval.scalar("average_loss", average_loss, 300);
-        eval.scalar("loss", average_loss * 32.0, 300);
-        drop(eval);
-        let accuracy = if wrong { accuracy + 0.01 } else { accuracy };
-        log += &format!(
-            "INFO estimator: eval metrics: {{\"accuracy\": {accuracy}, \"average_loss\": \
-             {average_loss}, \"global_step\": 300, \"loss\": {}}}\n",
-            average_loss * 32.0
-        );
-        std::fs::write(model_dir.join("train.log"), log).unwrap();
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cluster::{cluster_token_from_env, ClusterConfig};
 use crate::distribute::{ConnectConfig, Strategy, StrategyPlan};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::estimator::RunConfig;
 
 /// The strategy `config` asks for in `cluster`, connected (in a cluster this waits up to
@@ -14,7 +14,7 @@ pub(crate) fn strategy_for(config: &RunConfig, cluster: &ClusterConfig) -> Resul
     let plan = StrategyPlan::choose(config.train_distribute, cluster)?;
     let token = match plan {
         StrategyPlan::OneDevice | StrategyPlan::Mirrored { .. } => None,
-        _ => cluster_token_from_env().map_err(Error::Config)?,
+        _ => cluster_token_from_env()?,
     };
     let connect = ConnectConfig {
         peer_timeout: Duration::from_secs(config.peer_timeout_secs),

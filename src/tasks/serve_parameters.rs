@@ -55,7 +55,7 @@ pub fn serve_parameters_in<E: Estimator>(cluster: &ClusterConfig, estimator: &E)
         chief_timeout: peer_timeout,
         startup_timeout: Duration::from_secs(config.startup_timeout_secs),
         grace: peer_timeout.min(MAX_GRACE),
-        token: cluster_token_from_env().map_err(Error::Config)?,
+        token: cluster_token_from_env()?,
     };
     tracing::info!("{task} serving variables on {listen}");
     serve(

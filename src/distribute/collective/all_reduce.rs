@@ -38,7 +38,7 @@ pub fn all_reduce_sum_with<T: Transport + ?Sized>(
                     .recv(from, tag.encode())
                     .map_err(|e| e.during(tag))?;
                 combine_into(&mut values[range], &payload, combine)
-                    .map_err(|message| DistributeError::peer(from, message).during(tag))?;
+                    .map_err(|e| DistributeError::peer(from, e.to_string()).during(tag))?;
             }
         }
     }

@@ -7,16 +7,31 @@ pub(super) fn encode(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
+/// A payload whose size does not fit the buffer it is folded into.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "sent {received_bytes} bytes where {} ({expected_values} f32) were expected; do all ranks \
+     pass buffers of the same length?",
+    .expected_values * 4
+)]
+pub(super) struct PayloadSizeError {
+    /// The size of the payload received.
+    pub(super) received_bytes: usize,
+    /// The length of the buffer, in f32 values.
+    pub(super) expected_values: usize,
+}
+
 /// Folds the f32s in `bytes` into `dst` by `combine`; the error says how the sizes differ.
-pub(super) fn combine_into(dst: &mut [f32], bytes: &[u8], combine: Combine) -> Result<(), String> {
+pub(super) fn combine_into(
+    dst: &mut [f32],
+    bytes: &[u8],
+    combine: Combine,
+) -> Result<(), PayloadSizeError> {
     if bytes.len() != dst.len() * 4 {
-        return Err(format!(
-            "sent {} bytes where {} ({} f32) were expected; do all ranks pass buffers of the \
-             same length?",
-            bytes.len(),
-            dst.len() * 4,
-            dst.len()
-        ));
+        return Err(PayloadSizeError {
+            received_bytes: bytes.len(),
+            expected_values: dst.len(),
+        });
     }
     let incoming = bytes
         .chunks_exact(4)
@@ -52,7 +67,9 @@ mod tests {
         let mut acc = [1.0f32, 2.0];
         combine_into(&mut acc, &encode(&[0.5, 0.25]), Combine::Add).unwrap();
         assert_eq!(acc, [1.5, 2.25]);
-        let err = combine_into(&mut acc, &encode(&[1.0]), Combine::Add).unwrap_err();
+        let err = combine_into(&mut acc, &encode(&[1.0]), Combine::Add)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("sent 4 bytes where 8 (2 f32) were expected"),
             "{err}"

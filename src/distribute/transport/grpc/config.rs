@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use tonic::transport::{Endpoint, Server};
 
+use crate::distribute::error::AddressError;
+
 /// How long `recv` waits for a peer unless told otherwise.
 pub(super) const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -72,9 +74,11 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The client side of a connection to a peer at `uri`, dialled within `connect_timeout`.
-pub(crate) fn endpoint(uri: String, connect_timeout: Duration) -> Result<Endpoint, String> {
-    let endpoint = Endpoint::from_shared(uri.clone())
-        .map_err(|e| format!("'{uri}' is not a valid address: {e}"))?;
+pub(crate) fn endpoint(uri: String, connect_timeout: Duration) -> Result<Endpoint, AddressError> {
+    let endpoint = Endpoint::from_shared(uri.clone()).map_err(|e| AddressError::Uri {
+        uri,
+        reason: e.to_string(),
+    })?;
     Ok(endpoint
         .connect_timeout(connect_timeout)
         // Small messages (barrier tokens, last segments) must not wait for Nagle's timer.

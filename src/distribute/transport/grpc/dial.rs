@@ -46,7 +46,7 @@ pub(super) async fn dial(
     };
     let left = deadline.saturating_duration_since(Instant::now());
     let endpoint = endpoint(uri, left.max(Duration::from_millis(1)))
-        .map_err(|message| DistributeError::invalid(format!("rank {peer}: {message}")))?;
+        .map_err(|source| DistributeError::Address { rank: peer, source })?;
     let mut backoff = Duration::from_millis(20);
     loop {
         let attempt = async {

@@ -7,6 +7,7 @@
 //! through the code tonic generates; `Deliver` carries the same protobuf messages framed by
 //! hand ([`wire`]) so that payloads are not copied on the way.
 
+mod address;
 mod config;
 mod dial;
 mod inbound;
@@ -19,7 +20,7 @@ mod service;
 mod tests;
 mod wire;
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,7 @@ use tokio::task::JoinHandle;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 
+pub(crate) use address::listen_address;
 pub use config::GrpcConfig;
 pub(crate) use config::MAX_MESSAGE_BYTES;
 pub(crate) use config::{endpoint, server};
@@ -102,8 +104,8 @@ impl GrpcTransport {
         let own = addresses
             .get(rank)
             .ok_or_else(|| out_of_range(rank, addresses))?;
-        let listen = listen_address(own)
-            .map_err(|message| DistributeError::invalid(format!("rank {rank}: {message}")))?;
+        let listen =
+            listen_address(own).map_err(|source| DistributeError::Address { rank, source })?;
         let listener = TcpListener::bind(listen).map_err(|e| {
             DistributeError::invalid(format!("rank {rank} cannot listen on {listen}: {e}"))
         })?;
@@ -390,25 +392,4 @@ fn out_of_range(rank: usize, addresses: &[String]) -> DistributeError {
         "rank {rank} is outside the {} addresses given",
         addresses.len()
     ))
-}
-
-/// Where a rank whose peers reach it at `address` ("host:port") listens: the address itself
-/// for a loopback IP, otherwise every interface, on its port.
-pub(crate) fn listen_address(address: &str) -> Result<SocketAddr, String> {
-    let authority = address
-        .split_once("://")
-        .map_or(address, |(_, rest)| rest)
-        .trim_end_matches('/');
-    let (host, port) = authority
-        .rsplit_once(':')
-        .ok_or_else(|| format!("address '{address}' is not host:port"))?;
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("address '{address}' has no valid port"))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    Ok(match host.parse::<IpAddr>() {
-        Ok(ip) if ip.is_loopback() => SocketAddr::new(ip, port),
-        Ok(IpAddr::V6(_)) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port),
-        _ => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port),
-    })
 }

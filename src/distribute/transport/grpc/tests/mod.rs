@@ -1,0 +1,81 @@
+//! Clusters of real gRPC transports on loopback, one thread per rank.
+
+mod exchange;
+mod failures;
+mod token;
+
+use std::net::TcpListener;
+use std::thread;
+use std::time::Duration;
+
+use crate::distribute::error::Result;
+use crate::distribute::{GrpcConfig, GrpcTransport};
+
+/// Generous bounds: every wait in these tests ends well before them unless something is wrong.
+fn config() -> GrpcConfig {
+    GrpcConfig {
+        peer_timeout: Duration::from_secs(20),
+        connect_timeout: Duration::from_secs(20),
+        token: None,
+    }
+}
+
+/// `n` listeners on free loopback ports, and the addresses that reach them.
+fn listeners(n: usize) -> (Vec<TcpListener>, Vec<String>) {
+    let listeners: Vec<_> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let addresses = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    (listeners, addresses)
+}
+
+/// Connects rank `r` with `configs[r]` for every rank at once, each in its own thread.
+fn try_connect(configs: Vec<GrpcConfig>) -> Vec<Result<GrpcTransport>> {
+    let (listeners, addresses) = listeners(configs.len());
+    thread::scope(|scope| {
+        let handles: Vec<_> = listeners
+            .into_iter()
+            .zip(configs)
+            .enumerate()
+            .map(|(rank, (listener, config))| {
+                let addresses = &addresses;
+                scope.spawn(move || {
+                    GrpcTransport::connect_with_listener(rank, addresses, listener, config)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn connect(n: usize, config: GrpcConfig) -> Vec<GrpcTransport> {
+    try_connect(vec![config; n])
+        .into_iter()
+        .map(|t| t.expect("connect"))
+        .collect()
+}
+
+/// Runs `f` on every rank in its own thread; the results in rank order.
+fn on_threads<R: Send>(ranks: Vec<GrpcTransport>, f: impl Fn(GrpcTransport) -> R + Sync) -> Vec<R> {
+    thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = ranks
+            .into_iter()
+            .map(|t| scope.spawn(move || f(t)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("rank thread panicked"))
+            .collect()
+    })
+}
+
+/// Integer-valued inputs: their sums are exact in f32 whatever the order of additions.
+fn input(rank: usize, len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| ((i * 7 + rank * 13) % 1000) as f32)
+        .collect()
+}

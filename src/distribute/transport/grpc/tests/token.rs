@@ -1,0 +1,97 @@
+//! The cluster token: calls without it are refused, a rank with another one cannot join.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tonic::Code;
+
+use super::super::metadata;
+use super::super::proto::collective_client::CollectiveClient;
+use super::super::proto::{Envelope, HelloRequest};
+use super::super::token_value;
+use super::{config, connect, input, on_threads, try_connect};
+use crate::distribute::{all_reduce_sum, GrpcConfig, Transport};
+
+/// Calls `address`'s server with the generated client, claiming rank `rank` of 2 and
+/// presenting `token` if any: the codes of `Hello` and of `Deliver`.
+fn raw_calls(address: SocketAddr, rank: usize, token: Option<&str>) -> (Code, Code) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut client = CollectiveClient::connect(format!("http://{address}"))
+            .await
+            .unwrap();
+        let token = token.map(|t| token_value(t).unwrap());
+        let hello = HelloRequest {
+            rank: rank as u32,
+            world_size: 2,
+        };
+        let hello = client
+            .hello(metadata::outgoing(hello, rank, token.as_ref()))
+            .await
+            .map_or_else(|status| status.code(), |_| Code::Ok);
+        let stream = tokio_stream::iter(vec![Envelope {
+            tag: 1,
+            payload: vec![1].into(),
+        }]);
+        let deliver = client
+            .deliver(metadata::outgoing(stream, rank, token.as_ref()))
+            .await
+            .map_or_else(|status| status.code(), |_| Code::Ok);
+        (hello, deliver)
+    })
+}
+
+#[test]
+fn a_cluster_with_a_token_works_and_refuses_calls_without_it() {
+    let with_token = GrpcConfig {
+        token: Some("s3cret-token".into()),
+        ..config()
+    };
+    let out = on_threads(connect(2, with_token), |mut t| {
+        let mut values = input(t.rank(), 10);
+        all_reduce_sum(&mut t, &mut values).unwrap();
+        let other = 1 - t.rank();
+        let calls = [None, Some("wrong-token"), Some("s3cret-token")]
+            .map(|token| raw_calls(t.local_addr(), other, token));
+        t.shutdown().unwrap();
+        (values, calls)
+    });
+    assert_eq!(out[0].0, out[1].0);
+    for (_, [missing, wrong, right]) in out {
+        assert_eq!(missing, (Code::Unauthenticated, Code::Unauthenticated));
+        assert_eq!(wrong, (Code::Unauthenticated, Code::Unauthenticated));
+        // With the token the calls get through: the stream of that rank is already open.
+        assert_eq!(right, (Code::Ok, Code::AlreadyExists));
+    }
+}
+
+#[test]
+fn a_rank_with_another_token_cannot_join() {
+    let configs = ["s3cret", "other"]
+        .map(|token| GrpcConfig {
+            token: Some(token.into()),
+            connect_timeout: Duration::from_secs(3),
+            ..config()
+        })
+        .to_vec();
+    let start = Instant::now();
+    let out = try_connect(configs);
+    assert!(start.elapsed() < Duration::from_secs(10));
+    // A rank whose handshake was refused leaves; the other may then find it gone rather
+    // than be refused itself.
+    let mut refused = 0;
+    for (rank, result) in out.into_iter().enumerate() {
+        let err = result.unwrap_err();
+        assert_eq!(err.rank(), Some(1 - rank), "{err}");
+        let message = err.to_string();
+        if message.contains("missing or wrong cluster token") {
+            refused += 1;
+        } else {
+            assert!(message.contains("could not be reached"), "{message}");
+        }
+    }
+    assert!(refused >= 1);
+}
