@@ -75,6 +75,9 @@ pub enum Error {
     /// The cluster description (TF_CONFIG) cannot be used.
     #[error("invalid configuration: {0}")]
     Cluster(#[from] crate::cluster::TfConfigError),
+    /// Optimizer state cannot be written or read back.
+    #[error(transparent)]
+    OptimizerState(#[from] crate::optimizer::OptimizerStateError),
     /// The cluster token cannot be read.
     #[error("invalid configuration: {0}")]
     ClusterToken(#[from] crate::cluster::TokenError),

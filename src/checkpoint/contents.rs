@@ -28,9 +28,7 @@ pub fn snapshot<B: AutodiffBackend, M: Module<B>, O: SimpleOptimizer<B::InnerBac
     input_position: Option<Position>,
 ) -> Result<Checkpoint> {
     let weights = weights_to_safetensors(model, &[])?;
-    let optimizer_state = optimizer
-        .state_bytes()
-        .map_err(|e| Error::Config(format!("cannot serialise optimizer state: {e}")))?;
+    let optimizer_state = optimizer.state_bytes()?;
     let meta = json!({
         "optimizer": optimizer_kind,
         "input_position": input_position,

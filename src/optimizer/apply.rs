@@ -1,5 +1,6 @@
 //! Applies gradients to a module with a Burn `SimpleOptimizer`, one parameter at a time.
 
+use super::OptimizerStateError;
 use std::collections::BTreeMap;
 
 use burn::module::{Module, ModuleMapper, Param};
@@ -43,17 +44,21 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
     }
 
     /// The state serialised deterministically (MessagePack, sorted by path).
-    pub fn state_bytes(&self) -> Result<Vec<u8>, String> {
+    pub fn state_bytes(&self) -> Result<Vec<u8>, OptimizerStateError> {
         let items: BTreeMap<&String, StateItem<O, B>> = self
             .states
             .iter()
             .map(|(path, record)| (path, record.clone().into_item::<FullPrecisionSettings>()))
             .collect();
-        rmp_serde::to_vec(&items).map_err(|e| e.to_string())
+        Ok(rmp_serde::to_vec(&items)?)
     }
 
     /// Replaces the state with one produced by [`Optimizer::state_bytes`].
-    pub fn load_state_bytes(&mut self, bytes: &[u8], device: &B::Device) -> Result<(), String> {
+    pub fn load_state_bytes(
+        &mut self,
+        bytes: &[u8],
+        device: &B::Device,
+    ) -> Result<(), OptimizerStateError> {
         self.states.clear();
         self.merge_state_bytes(bytes, device)
     }
@@ -85,21 +90,27 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
     }
 
     /// The state of the parameters `keep` accepts, serialised as [`Optimizer::state_bytes`].
-    pub fn state_bytes_of(&self, keep: impl Fn(&str) -> bool) -> Result<Vec<u8>, String> {
+    pub fn state_bytes_of(
+        &self,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<u8>, OptimizerStateError> {
         let items: BTreeMap<&String, StateItem<O, B>> = self
             .states
             .iter()
             .filter(|(path, _)| keep(path))
             .map(|(path, record)| (path, record.clone().into_item::<FullPrecisionSettings>()))
             .collect();
-        rmp_serde::to_vec(&items).map_err(|e| e.to_string())
+        Ok(rmp_serde::to_vec(&items)?)
     }
 
     /// Adds the state of [`Optimizer::state_bytes`] to this one (a path in both takes the
     /// added state).
-    pub fn merge_state_bytes(&mut self, bytes: &[u8], device: &B::Device) -> Result<(), String> {
-        let items: BTreeMap<String, StateItem<O, B>> =
-            rmp_serde::from_slice(bytes).map_err(|e| e.to_string())?;
+    pub fn merge_state_bytes(
+        &mut self,
+        bytes: &[u8],
+        device: &B::Device,
+    ) -> Result<(), OptimizerStateError> {
+        let items: BTreeMap<String, StateItem<O, B>> = rmp_serde::from_slice(bytes)?;
         self.states.extend(
             items
                 .into_iter()

@@ -5,8 +5,10 @@ mod apply;
 mod build;
 mod gradients;
 mod spec;
+mod state_error;
 
 pub use apply::Optimizer;
 pub use build::{build_optimizer, WithOptimizer};
 pub use gradients::{extract_gradients, gradient_values, param_paths};
 pub use spec::OptimizerSpec;
+pub use state_error::OptimizerStateError;

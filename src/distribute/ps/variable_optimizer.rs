@@ -118,10 +118,12 @@ impl<O: SimpleOptimizer<Inner>> VariableOptimizer for OnCpu<O> {
     }
 
     fn state_bytes(&self) -> Result<Vec<u8>, String> {
-        self.optimizer.state_bytes()
+        self.optimizer.state_bytes().map_err(|e| e.to_string())
     }
 
     fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.optimizer.load_state_bytes(bytes, &Default::default())
+        self.optimizer
+            .load_state_bytes(bytes, &Default::default())
+            .map_err(|e| e.to_string())
     }
 }

@@ -142,9 +142,8 @@ impl PsSession {
         let workers = self.replica.world_size();
         let mut requests: Vec<InitRequest> = (0..num_ps)
             .map(|i| {
-                let optimizer_state = optimizer
-                    .state_bytes_of(|path| placement.ps_of(path) == Some(i))
-                    .map_err(|e| Error::Config(format!("cannot serialise optimizer state: {e}")))?;
+                let optimizer_state =
+                    optimizer.state_bytes_of(|path| placement.ps_of(path) == Some(i))?;
                 Ok(InitRequest {
                     variables: Vec::new(),
                     optimizer_state,
@@ -293,7 +292,6 @@ impl PsSession {
             num_ps: snapshots.len(),
             variables: BTreeMap::new(),
         };
-        let state_error = |e: String| Error::Config(format!("ps optimizer state: {e}"));
         for (ps, snapshot) in snapshots.iter().enumerate() {
             for v in &snapshot.variables {
                 let decoded = f32_values(v).map_err(|e| Error::Config(format!("ps:{ps}: {e}")))?;
@@ -306,8 +304,7 @@ impl PsSession {
                 state.optimizer.load_state_bytes(bytes, &state.device)
             } else {
                 state.optimizer.merge_state_bytes(bytes, &state.device)
-            }
-            .map_err(state_error)?;
+            }?;
         }
         state.model = load_values(state.model, &mut values)?;
         // The ps tasks' step, which other workers' pushes may have moved past this task's.
