@@ -67,6 +67,9 @@ pub enum TokenError {
         /// Why it cannot be read.
         source: std::io::Error,
     },
+    /// The token holds characters a gRPC header cannot carry.
+    #[error("the cluster token must be printable ASCII")]
+    NotPrintable,
     /// The token is empty (or only white space, in the file).
     #[error("the cluster token ({CLUSTER_TOKEN} or {CLUSTER_TOKEN_FILE}) is empty")]
     Empty,

@@ -114,12 +114,7 @@ impl ParameterServers {
             .enable_all()
             .build()
             .map_err(|e| Error::Config(format!("cannot start a tokio runtime: {e}")))?;
-        let token = config
-            .token
-            .as_deref()
-            .map(token_value)
-            .transpose()
-            .map_err(Error::Config)?;
+        let token = config.token.as_deref().map(token_value).transpose()?;
         let mut clients = Vec::with_capacity(addresses.len());
         {
             let _context = runtime.enter();

@@ -1,6 +1,7 @@
 //! What travels in the metadata of every call: the caller's rank and the cluster token, and
 //! the server's check of the token.
 
+use crate::cluster::TokenError;
 use std::sync::Arc;
 
 use tonic::codegen::http::HeaderMap;
@@ -15,14 +16,14 @@ pub(crate) const TOKEN_KEY: &str = "x-estimator-cluster-token";
 
 /// The token as it goes on the wire: refuses an empty one (it would check nothing) and one
 /// that is not printable ASCII (HTTP/2 header values cannot hold it).
-pub(crate) fn token_value(token: &str) -> Result<AsciiMetadataValue, String> {
+pub(crate) fn token_value(token: &str) -> Result<AsciiMetadataValue, TokenError> {
     if token.is_empty() {
-        return Err("the cluster token is empty".into());
+        return Err(TokenError::Empty);
     }
     let printable = token.bytes().all(|b| (0x20..0x7f).contains(&b));
     match AsciiMetadataValue::try_from(token) {
         Ok(value) if printable => Ok(value),
-        _ => Err("the cluster token must be printable ASCII".into()),
+        _ => Err(TokenError::NotPrintable),
     }
 }
 
@@ -104,7 +105,7 @@ mod tests {
 
     #[test]
     fn empty_and_non_ascii_tokens_are_refused() {
-        assert_eq!(token_value("").unwrap_err(), "the cluster token is empty");
+        assert!(matches!(token_value(""), Err(TokenError::Empty)));
         assert!(token_value("jeton-\u{e9}").is_err());
         assert!(token_value("a\tb").is_err());
         assert_eq!(token_value("s3cret").unwrap(), "s3cret");

@@ -129,7 +129,7 @@ impl GrpcTransport {
             .as_deref()
             .map(token_value)
             .transpose()
-            .map_err(DistributeError::invalid)?;
+            .map_err(|e| DistributeError::invalid(e.to_string()))?;
         let io = |what: &str, e: std::io::Error| {
             DistributeError::invalid(format!("rank {rank} cannot {what}: {e}"))
         };
