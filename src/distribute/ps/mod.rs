@@ -6,7 +6,8 @@
 //! - [`Placement`]: which ps holds which variable (greedy, size-balanced; recorded in
 //!   checkpoints, re-placed when the number of ps tasks changes);
 //! - `shard`: one ps's variables and update rules (async with an optional staleness
-//!   bound, or sync with `replicas_to_aggregate` and backup workers);
+//!   bound, or sync with `replicas_to_aggregate` and backup workers), as a state machine
+//!   without locks, clocks or I/O, and the driver that shares it between threads;
 //! - [`serve`]: a ps task's gRPC server and lifecycle (exit 0 when the chief shuts the job
 //!   down, a retryable failure when the chief vanishes);
 //! - [`ParameterServers`]: a training task's client (concurrent calls, retries with backoff
@@ -31,7 +32,8 @@ pub(crate) use proto::{
 pub use replica::PsReplica;
 pub use server::{serve, PsFailure, PsServerConfig};
 pub use shard::CHIEF_RANK;
-pub use variable_optimizer::{variable_optimizer, VariableOptimizer};
+pub use variable_optimizer::{variable_optimizer, VariableOptimizer, VariableOptimizerError};
+pub use wire::RaggedValues;
 pub(crate) use wire::{f32_values, shape, variable};
 #[cfg(test)]
 mod tests;
