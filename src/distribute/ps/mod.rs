@@ -10,8 +10,9 @@
 //!   without locks, clocks or I/O, and the driver that shares it between threads;
 //! - [`serve`]: a ps task's gRPC server and lifecycle (exit 0 when the chief shuts the job
 //!   down, a retryable failure when the chief vanishes);
-//! - [`ParameterServers`]: a training task's client (concurrent calls, retries with backoff
-//!   while a ps restarts).
+//! - `PsClient`: a training task's calls on every ps, made by [`ParameterServers`] over gRPC
+//!   (concurrent calls, retries with backoff while a ps restarts) or by
+//!   [`InMemoryParameterServers`] on the shards of an [`InMemoryPs`] in this process.
 
 mod client;
 mod mode;
@@ -23,7 +24,8 @@ mod shard;
 mod variable_optimizer;
 mod wire;
 
-pub use client::{ParameterServers, PsClientConfig, PsError};
+pub(crate) use client::PsClient;
+pub use client::{InMemoryParameterServers, InMemoryPs, ParameterServers, PsClientConfig, PsError};
 pub use mode::PsMode;
 pub use placement::Placement;
 pub(crate) use proto::{
