@@ -223,3 +223,17 @@ fn the_heartbeat_keeps_the_chief_alive_until_the_client_is_dropped() {
         "the heartbeat stops at once"
     );
 }
+
+#[test]
+fn a_replica_in_memory_calls_the_shards_of_this_process() {
+    let ps = start(2);
+    let names = vec!["chief:0".to_string(), "worker:0".to_string()];
+    let chief = super::super::PsReplica::in_memory(&ps, 0, names.clone(), config());
+    let worker = super::super::PsReplica::in_memory(&ps, 1, names, config());
+    assert_eq!((chief.num_ps(), chief.world_size()), (2, 2));
+    assert!(chief.is_chief() && !worker.is_chief());
+    assert_eq!(worker.servers.worker(), 1);
+    chief.servers.init(init_requests(2, 0)).unwrap();
+    let pulled = worker.servers.pull(Duration::ZERO).unwrap();
+    assert!(pulled.iter().all(|reply| reply.generation == 7));
+}
