@@ -66,6 +66,14 @@ pub enum Error {
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A ps task cannot set up its server.
+    #[error("ps task cannot {what}: {source}")]
+    PsTask {
+        /// What it was doing.
+        what: &'static str,
+        /// The failure.
+        source: std::io::Error,
+    },
     /// A thread of this process panicked (its message went to standard error).
     #[error("{thread} panicked")]
     Panicked {

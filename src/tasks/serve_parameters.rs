@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cluster::{cluster_token_from_env, ClusterConfig, TaskType};
 use crate::distribute::listen_address;
-use crate::distribute::ps::{serve, variable_optimizer, PsFailure, PsServerConfig};
+use crate::distribute::ps::{serve, variable_optimizer, PsServerConfig};
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
 
@@ -63,8 +63,4 @@ pub fn serve_parameters_in<E: Estimator>(cluster: &ClusterConfig, estimator: &E)
         variable_optimizer(&estimator.optimizer()),
         server_config,
     )
-    .map_err(|PsFailure(message)| Error::PeerLost {
-        task: chief_name,
-        message,
-    })
 }

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use estimator::checkpoint::CheckpointManager;
 use estimator::distribute::ps::{
-    serve, variable_optimizer, Placement, PsClientConfig, PsFailure, PsMode, PsReplica,
-    PsServerConfig,
+    serve, variable_optimizer, Placement, PsClientConfig, PsMode, PsReplica, PsServerConfig,
 };
 use estimator::distribute::Strategy;
 use estimator::summary::{event_files, read_event_file};
@@ -20,7 +19,7 @@ use crate::distributed::{classifier, input, max_abs_diff, single, weights, BATCH
 /// Ps tasks serving in threads.
 struct PsTasks {
     addresses: Vec<String>,
-    handles: Vec<JoinHandle<Result<(), PsFailure>>>,
+    handles: Vec<JoinHandle<estimator::Result<()>>>,
 }
 
 impl PsTasks {
@@ -47,7 +46,7 @@ impl PsTasks {
     /// Every ps task ended by itself, cleanly.
     fn join(self) {
         for handle in self.handles {
-            assert_eq!(handle.join().unwrap(), Ok(()));
+            handle.join().unwrap().unwrap();
         }
     }
 }

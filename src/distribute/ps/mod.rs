@@ -6,11 +6,13 @@
 //! - [`Placement`]: which ps holds which variable (greedy, size-balanced; recorded in
 //!   checkpoints, re-placed when the number of ps tasks changes);
 //! - `shard`: one ps's variables and update rules (async with an optional staleness
-//!   bound, or sync with `replicas_to_aggregate` and backup workers);
+//!   bound, or sync with `replicas_to_aggregate` and backup workers), as a state machine
+//!   without locks, clocks or I/O, and the driver that shares it between threads;
 //! - [`serve`]: a ps task's gRPC server and lifecycle (exit 0 when the chief shuts the job
 //!   down, a retryable failure when the chief vanishes);
-//! - [`ParameterServers`]: a training task's client (concurrent calls, retries with backoff
-//!   while a ps restarts).
+//! - `PsClient`: a training task's calls on every ps, made by [`ParameterServers`] over gRPC
+//!   (concurrent calls, retries with backoff while a ps restarts) or by
+//!   [`InMemoryParameterServers`] on the shards of an [`InMemoryPs`] in this process.
 
 mod client;
 mod mode;
@@ -22,16 +24,18 @@ mod shard;
 mod variable_optimizer;
 mod wire;
 
-pub use client::{ParameterServers, PsClientConfig, PsError};
+pub(crate) use client::PsClient;
+pub use client::{InMemoryParameterServers, InMemoryPs, ParameterServers, PsClientConfig, PsError};
 pub use mode::PsMode;
 pub use placement::Placement;
 pub(crate) use proto::{
     Command, ControlReply, InitRequest, PullReply, PushOutcome, PushReply, PushRequest,
 };
 pub use replica::PsReplica;
-pub use server::{serve, PsFailure, PsServerConfig};
+pub use server::{serve, PsServerConfig};
 pub use shard::CHIEF_RANK;
-pub use variable_optimizer::{variable_optimizer, VariableOptimizer};
+pub use variable_optimizer::{variable_optimizer, VariableOptimizer, VariableOptimizerError};
+pub use wire::RaggedValues;
 pub(crate) use wire::{f32_values, shape, variable};
 #[cfg(test)]
 mod tests;

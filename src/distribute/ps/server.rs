@@ -1,5 +1,5 @@
-//! A ps task: the gRPC service over a [`Shard`], and the loop that ends the task when the
-//! chief says the job is done (exit 0) or vanishes (a retryable failure).
+//! A ps task: the gRPC service over a [`Shard`] driver, and the loop that ends the task when
+//! the chief says the job is done (exit 0) or vanishes (a retryable failure).
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -14,10 +14,10 @@ use super::proto::{
     self, ControlReply, ControlRequest, InitReply, InitRequest, PullReply, PullRequest, PushReply,
     PushRequest, SnapshotReply, SnapshotRequest,
 };
-use super::shard::{Pulled, Shard, ShardError, ShardInit, Verdict};
+use super::shard::{Patience, Shard, ShardError, ShardInit, ShardPush, Verdict};
 use super::variable_optimizer::VariableOptimizer;
-use super::wire;
 use crate::distribute::transport::{check_token, server, MAX_MESSAGE_BYTES};
+use crate::error::{Error, Result};
 
 /// How often the supervising loop checks on the chief.
 const SUPERVISE_EVERY: Duration = Duration::from_millis(100);
@@ -38,18 +38,15 @@ pub struct PsServerConfig {
     pub token: Option<String>,
 }
 
-/// How a ps task ended when it did not end cleanly.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PsFailure(pub String);
-
 /// Serves a shard updated by `optimizer` on `listener` until the chief shuts the job down
-/// (`Ok`) or is lost (`Err`, saying so). Blocks; runs its own tokio runtime.
+/// (`Ok`) or is lost ([`Error::PeerLost`] naming the chief: a retryable failure). Blocks;
+/// runs its own tokio runtime.
 pub fn serve(
     listener: TcpListener,
     optimizer: Box<dyn VariableOptimizer>,
     config: PsServerConfig,
-) -> Result<(), PsFailure> {
-    let io = |what: &str, e: std::io::Error| PsFailure(format!("ps cannot {what}: {e}"));
+) -> Result<()> {
+    let io = |what: &'static str, source: std::io::Error| Error::PsTask { what, source };
     let address: SocketAddr = listener
         .local_addr()
         .map_err(|e| io("read its address", e))?;
@@ -89,8 +86,13 @@ pub fn serve(
         })
     };
     tracing::info!("ps serving on {address}; waiting for {}", config.chief_name);
+    let patience = Patience {
+        chief_timeout: config.chief_timeout,
+        startup_timeout: config.startup_timeout,
+        grace: config.grace,
+    };
     let verdict = loop {
-        match shard.supervise(config.chief_timeout, config.startup_timeout, config.grace) {
+        match shard.supervise(patience) {
             Verdict::Serve => shard.wait_for_change(SUPERVISE_EVERY),
             verdict => break verdict,
         }
@@ -104,7 +106,10 @@ pub fn serve(
             tracing::info!("ps on {address}: the job is done");
             Ok(())
         }
-        Verdict::Failed(message) => Err(PsFailure(message)),
+        Verdict::Failed(error) => Err(Error::PeerLost {
+            task: config.chief_name,
+            message: error.to_string(),
+        }),
         Verdict::Serve => unreachable!("the loop ends on another verdict"),
     }
 }
@@ -127,49 +132,28 @@ impl Service {
     }
 }
 
+/// A refused call as the status the client turns back into the error naming who is at
+/// fault (see `client::grpc`).
 fn status(error: ShardError) -> Status {
+    let message = error.to_string();
     match error {
-        ShardError::NotInitialised => {
-            Status::failed_precondition("the variables are not initialised yet")
-        }
-        ShardError::Aborted(message) => Status::aborted(message),
-        ShardError::Invalid(message) => Status::invalid_argument(message),
-        ShardError::Timeout(message) => Status::deadline_exceeded(message),
+        ShardError::NotInitialised => Status::failed_precondition(message),
+        ShardError::ChiefLost { .. } => Status::aborted(message),
+        ShardError::SyncTimeout { .. } => Status::deadline_exceeded(message),
+        ShardError::OptimizerMismatch { .. }
+        | ShardError::Optimizer(_)
+        | ShardError::Ragged(_)
+        | ShardError::UnknownVariable { .. }
+        | ShardError::WrongSize { .. }
+        | ShardError::StepAhead { .. } => Status::invalid_argument(message),
     }
-}
-
-fn decode(variables: Vec<proto::Variable>) -> Result<Vec<(String, Vec<f32>)>, Status> {
-    variables
-        .into_iter()
-        .map(|v| {
-            let values = wire::f32_values(&v).map_err(Status::invalid_argument)?;
-            Ok((v.path, values))
-        })
-        .collect()
 }
 
 #[tonic::async_trait]
 impl ParameterServer for Service {
     async fn init(&self, request: Request<InitRequest>) -> Result<Response<InitReply>, Status> {
-        let r = request.into_inner();
-        let mut variables = std::collections::BTreeMap::new();
-        for v in r.variables {
-            let shape = wire::shape(&v);
-            let values = wire::f32_values(&v).map_err(Status::invalid_argument)?;
-            variables.insert(v.path, (shape, values));
-        }
-        let init = ShardInit {
-            variables,
-            optimizer_state: r.optimizer_state,
-            optimizer: r.optimizer,
-            learning_rate: r.learning_rate,
-            global_step: r.global_step,
-            last_step: r.last_step,
-            workers: r.workers as usize,
-            replicas_to_aggregate: r.replicas_to_aggregate as usize,
-            max_staleness: r.max_staleness,
-            generation: r.generation,
-        };
+        let init = ShardInit::try_from(request.into_inner())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         self.blocking(move |shard| shard.init(init)).await?;
         Ok(Response::new(InitReply {}))
     }
@@ -180,48 +164,14 @@ impl ParameterServer for Service {
         let pulled = self
             .blocking(move |shard| shard.pull(r.worker, wait))
             .await?;
-        Ok(Response::new(match pulled {
-            Pulled::Done => PullReply {
-                done: true,
-                ..Default::default()
-            },
-            Pulled::Values {
-                step,
-                generation,
-                variables,
-            } => PullReply {
-                step,
-                generation,
-                done: false,
-                variables,
-            },
-        }))
+        Ok(Response::new(pulled.into()))
     }
 
     async fn push(&self, request: Request<PushRequest>) -> Result<Response<PushReply>, Status> {
-        let r = request.into_inner();
-        let gradients = decode(r.gradients)?;
-        let assign = decode(r.assign)?;
-        let wait = Duration::from_millis(r.wait_ms);
-        let pushed = self
-            .blocking(move |shard| {
-                shard.push(
-                    r.worker,
-                    r.step,
-                    r.generation,
-                    gradients,
-                    assign,
-                    wait,
-                    r.pull,
-                )
-            })
-            .await?;
-        Ok(Response::new(PushReply {
-            outcome: pushed.outcome as i32,
-            step: pushed.step,
-            generation: pushed.generation,
-            variables: pushed.variables,
-        }))
+        let push = ShardPush::try_from(request.into_inner())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let pushed = self.blocking(move |shard| shard.push(push)).await?;
+        Ok(Response::new(pushed.into()))
     }
 
     async fn snapshot(
@@ -229,11 +179,7 @@ impl ParameterServer for Service {
         _request: Request<SnapshotRequest>,
     ) -> Result<Response<SnapshotReply>, Status> {
         let snapshot = self.blocking(|shard| shard.snapshot()).await?;
-        Ok(Response::new(SnapshotReply {
-            step: snapshot.step,
-            variables: snapshot.variables,
-            optimizer_state: snapshot.optimizer_state,
-        }))
+        Ok(Response::new(snapshot.into()))
     }
 
     async fn control(

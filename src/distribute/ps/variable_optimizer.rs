@@ -9,6 +9,51 @@ use crate::optimizer::{build_optimizer, Optimizer, OptimizerSpec, WithOptimizer}
 
 type Inner = <CpuTrainBackend as burn::tensor::backend::AutodiffBackend>::InnerBackend;
 
+/// Why a ps could not update a variable or (de)serialise its optimizer state; each names
+/// the variable at fault.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VariableOptimizerError {
+    /// The values or the gradient do not fill the variable's shape.
+    #[error(
+        "{path}: shape {shape:?} holds {elements} values, got {values} values and a gradient \
+         of {gradient}"
+    )]
+    SizeMismatch {
+        /// The variable.
+        path: String,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// Elements the shape holds.
+        elements: usize,
+        /// Values held.
+        values: usize,
+        /// Gradient values received.
+        gradient: usize,
+    },
+    /// Only ranks 1 to 4 are updated on parameter servers.
+    #[error(
+        "{path}: variables of rank {rank} are not supported on parameter servers (ranks 1 to \
+         4 are)"
+    )]
+    UnsupportedRank {
+        /// The variable.
+        path: String,
+        /// Its rank.
+        rank: usize,
+    },
+    /// The backend could not read the updated values back.
+    #[error("{path}: {message}")]
+    Backend {
+        /// The variable.
+        path: String,
+        /// What the backend said.
+        message: String,
+    },
+    /// The serialised optimizer state could not be written or read.
+    #[error("optimizer state: {0}")]
+    State(String),
+}
+
 /// Applies gradients to variables held as flat `f32` values, keeping optimizer state by
 /// variable path (the checkpoint's format, so a ps checkpoint restores in one process and
 /// back).
@@ -23,11 +68,11 @@ pub trait VariableOptimizer: Send {
         shape: &[usize],
         values: &mut Vec<f32>,
         grad: Vec<f32>,
-    ) -> Result<(), String>;
+    ) -> Result<(), VariableOptimizerError>;
     /// The state of every variable, serialised.
-    fn state_bytes(&self) -> Result<Vec<u8>, String>;
+    fn state_bytes(&self) -> Result<Vec<u8>, VariableOptimizerError>;
     /// Replaces the state with serialised state.
-    fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), String>;
+    fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), VariableOptimizerError>;
 }
 
 /// The optimizer `spec` names, for variables on the CPU.
@@ -63,11 +108,15 @@ impl<O: SimpleOptimizer<Inner>> OnCpu<O> {
         shape: &[usize],
         values: &mut Vec<f32>,
         grad: Vec<f32>,
-    ) -> Result<(), String> {
+    ) -> Result<(), VariableOptimizerError> {
         let device = Default::default();
-        let shape: [usize; D] = shape
-            .try_into()
-            .map_err(|_| format!("{path}: shape {shape:?} is not of rank {D}"))?;
+        let shape: [usize; D] =
+            shape
+                .try_into()
+                .map_err(|_| VariableOptimizerError::UnsupportedRank {
+                    path: path.to_string(),
+                    rank: shape.len(),
+                })?;
         let tensor =
             Tensor::<Inner, D>::from_data(TensorData::new(std::mem::take(values), shape), &device);
         let grad = Tensor::<Inner, D>::from_data(TensorData::new(grad, shape), &device);
@@ -78,7 +127,10 @@ impl<O: SimpleOptimizer<Inner>> OnCpu<O> {
             .into_data()
             .convert::<f32>()
             .into_vec::<f32>()
-            .map_err(|e| format!("{path}: {e:?}"))?;
+            .map_err(|e| VariableOptimizerError::Backend {
+                path: path.to_string(),
+                message: format!("{e:?}"),
+            })?;
         Ok(())
     }
 }
@@ -95,35 +147,38 @@ impl<O: SimpleOptimizer<Inner>> VariableOptimizer for OnCpu<O> {
         shape: &[usize],
         values: &mut Vec<f32>,
         grad: Vec<f32>,
-    ) -> Result<(), String> {
+    ) -> Result<(), VariableOptimizerError> {
         let elements: usize = shape.iter().product();
         if values.len() != elements || grad.len() != elements {
-            return Err(format!(
-                "{path}: shape {shape:?} holds {elements} values, got {} values and a \
-                 gradient of {}",
-                values.len(),
-                grad.len()
-            ));
+            return Err(VariableOptimizerError::SizeMismatch {
+                path: path.to_string(),
+                shape: shape.to_vec(),
+                elements,
+                values: values.len(),
+                gradient: grad.len(),
+            });
         }
         match shape.len() {
             1 => self.apply_rank::<1>(learning_rate, path, shape, values, grad),
             2 => self.apply_rank::<2>(learning_rate, path, shape, values, grad),
             3 => self.apply_rank::<3>(learning_rate, path, shape, values, grad),
             4 => self.apply_rank::<4>(learning_rate, path, shape, values, grad),
-            rank => Err(format!(
-                "{path}: variables of rank {rank} are not supported on parameter servers \
-                 (ranks 1 to 4 are)"
-            )),
+            rank => Err(VariableOptimizerError::UnsupportedRank {
+                path: path.to_string(),
+                rank,
+            }),
         }
     }
 
-    fn state_bytes(&self) -> Result<Vec<u8>, String> {
-        self.optimizer.state_bytes().map_err(|e| e.to_string())
+    fn state_bytes(&self) -> Result<Vec<u8>, VariableOptimizerError> {
+        self.optimizer
+            .state_bytes()
+            .map_err(|e| VariableOptimizerError::State(e.to_string()))
     }
 
-    fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), String> {
+    fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), VariableOptimizerError> {
         self.optimizer
             .load_state_bytes(bytes, &Default::default())
-            .map_err(|e| e.to_string())
+            .map_err(|e| VariableOptimizerError::State(e.to_string()))
     }
 }

@@ -13,16 +13,25 @@ pub fn f32_bytes(values: &[f32]) -> Bytes {
     Bytes::from(out)
 }
 
+/// A variable whose bytes are not a whole number of `f32` values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("variable {path}: {bytes} bytes is not a whole number of f32 values")]
+pub struct RaggedValues {
+    /// The variable.
+    pub path: String,
+    /// Its byte count.
+    pub bytes: usize,
+}
+
 /// The values of a [`proto::Variable`]; an error names the variable when the byte count is
 /// not a multiple of 4.
-pub fn f32_values(variable: &proto::Variable) -> Result<Vec<f32>, String> {
+pub fn f32_values(variable: &proto::Variable) -> Result<Vec<f32>, RaggedValues> {
     let bytes = &variable.values;
     if !bytes.len().is_multiple_of(4) {
-        return Err(format!(
-            "variable {}: {} bytes is not a whole number of f32 values",
-            variable.path,
-            bytes.len()
-        ));
+        return Err(RaggedValues {
+            path: variable.path.clone(),
+            bytes: bytes.len(),
+        });
     }
     Ok(bytes
         .chunks_exact(4)
@@ -64,6 +73,9 @@ mod tests {
             shape: vec![],
             values: Bytes::from_static(&[1, 2, 3]),
         };
-        assert!(f32_values(&broken).unwrap_err().contains("variable w"));
+        assert!(f32_values(&broken)
+            .unwrap_err()
+            .to_string()
+            .contains("variable w"));
     }
 }

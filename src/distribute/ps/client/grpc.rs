@@ -1,5 +1,5 @@
-//! A training task's connection to every ps task: concurrent calls, retries with backoff
-//! while a ps restarts, and errors that name the task at fault.
+//! A training task's connection to every ps task over gRPC: concurrent calls, retries with
+//! backoff while a ps restarts, and errors that name the task at fault.
 
 use std::future::Future;
 use std::time::Duration;
@@ -13,11 +13,12 @@ use tonic::service::Interceptor;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 
-use super::proto::parameter_server_client::ParameterServerClient;
-use super::proto::{
+use super::super::proto::parameter_server_client::ParameterServerClient;
+use super::super::proto::{
     Command, ControlReply, ControlRequest, InitRequest, PullReply, PullRequest, PushReply,
     PushRequest, SnapshotReply, SnapshotRequest,
 };
+use super::{PsClient, PsClientConfig, PsError};
 use crate::distribute::transport::{endpoint, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY};
 use crate::error::Error;
 
@@ -26,42 +27,6 @@ use crate::error::Error;
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest wait between two tries.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
-
-/// Settings of [`ParameterServers`].
-#[derive(Debug, Clone)]
-pub struct PsClientConfig {
-    /// How long a ps may stay unreachable (restarting) before it is reported lost.
-    pub peer_timeout: Duration,
-    /// How long to wait for the ps tasks (and the chief's initialisation) at start.
-    pub startup_timeout: Duration,
-    /// The cluster token every call carries, when set.
-    pub token: Option<String>,
-}
-
-/// Why a call to the ps tasks failed.
-#[derive(Debug)]
-pub enum PsError {
-    /// A ps has no variables: it started after the chief initialised the others, or
-    /// restarted. The chief re-initialises; other tasks wait for it.
-    NotInitialised {
-        /// The ps at fault.
-        ps: usize,
-    },
-    /// Anything else, as the run's error (a lost ps or chief names it).
-    Failed(Error),
-}
-
-impl From<PsError> for Error {
-    fn from(error: PsError) -> Self {
-        match error {
-            PsError::NotInitialised { ps } => Error::PeerLost {
-                task: format!("ps:{ps}"),
-                message: "it lost its variables (restarted?) and no chief re-initialised it".into(),
-            },
-            PsError::Failed(error) => error,
-        }
-    }
-}
 
 type Client = ParameterServerClient<InterceptedService<Channel, AddToken>>;
 
@@ -145,26 +110,6 @@ impl ParameterServers {
         })
     }
 
-    /// Number of ps tasks.
-    pub fn len(&self) -> usize {
-        self.clients.len()
-    }
-
-    /// Whether there are no ps tasks.
-    pub fn is_empty(&self) -> bool {
-        self.clients.is_empty()
-    }
-
-    /// This training task's rank.
-    pub fn worker(&self) -> u32 {
-        self.worker
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &PsClientConfig {
-        &self.config
-    }
-
     /// Runs `call` on every ps at once — with `patience`, trying again while a ps cannot be
     /// reached, until that long has passed; the replies in ps order, or the first failure.
     fn on_all<T, F, Fut>(&self, patience: Option<Duration>, call: F) -> Result<Vec<T>, PsError>
@@ -203,79 +148,6 @@ impl ParameterServers {
         })
     }
 
-    /// Initialises ps `i` with `requests[i]`.
-    pub(crate) fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError> {
-        let requests = std::sync::Arc::new(requests);
-        self.on_all(Some(self.config.peer_timeout), move |i, mut client| {
-            let request = requests[i].clone();
-            async move { client.init(request).await.map(|_| ()) }
-        })?;
-        Ok(())
-    }
-
-    /// Every ps's values; a ps not initialised yet is waited for, up to `wait`.
-    pub(crate) fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
-        let request = PullRequest {
-            worker: self.worker,
-            wait_ms: wait.as_millis() as u64,
-        };
-        self.on_all(
-            Some(self.config.peer_timeout.max(wait)),
-            move |_, mut client| async move { client.pull(request).await.map(|r| r.into_inner()) },
-        )
-    }
-
-    /// Pushes `requests[i]` to ps `i`. Not retried: a push that may have reached its ps is
-    /// never sent twice (a lost one costs a step's gradient, a doubled one would corrupt).
-    pub(crate) fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
-        let requests = std::sync::Arc::new(requests);
-        self.on_all(None, move |i, mut client| {
-            let request = requests[i].clone();
-            async move { client.push(request).await.map(|r| r.into_inner()) }
-        })
-    }
-
-    /// Every ps's values and optimizer state.
-    pub(crate) fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
-        self.on_all(Some(self.config.peer_timeout), |_, mut client| async move {
-            client
-                .snapshot(SnapshotRequest {})
-                .await
-                .map(|r| r.into_inner())
-        })
-    }
-
-    /// Sends `command` to every ps; their counters.
-    pub(crate) fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError> {
-        let request = ControlRequest {
-            worker: self.worker,
-            command: command as i32,
-        };
-        self.on_all(Some(self.config.peer_timeout), move |_, mut client| {
-            async move { client.control(request).await.map(|r| r.into_inner()) }
-        })
-    }
-
-    /// Tells every ps, every `every`, that this (chief) task is alive — also while it
-    /// writes a checkpoint or evaluates, when it makes no other call.
-    pub fn start_heartbeat(&mut self, every: Duration) {
-        let clients = self.clients.clone();
-        let request = ControlRequest {
-            worker: self.worker,
-            command: Command::Heartbeat as i32,
-        };
-        self.heartbeat = Some(self.runtime.spawn(async move {
-            loop {
-                for client in &clients {
-                    let mut client = client.clone();
-                    // A ps that cannot be reached is the training loop's to report.
-                    let _ = tokio::time::timeout(every, client.control(request)).await;
-                }
-                tokio::time::sleep(every).await;
-            }
-        }));
-    }
-
     /// A refused call as the error that names the task at fault.
     fn error(&self, ps: usize, status: Status) -> PsError {
         let name = &self.names[ps];
@@ -293,6 +165,87 @@ impl ParameterServers {
             }
             _ => PsError::Failed(Error::Config(format!("{name}: {}", status.message()))),
         }
+    }
+}
+
+impl PsClient for ParameterServers {
+    fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError> {
+        let requests = std::sync::Arc::new(requests);
+        self.on_all(Some(self.config.peer_timeout), move |i, mut client| {
+            let request = requests[i].clone();
+            async move { client.init(request).await.map(|_| ()) }
+        })?;
+        Ok(())
+    }
+
+    fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
+        let request = PullRequest {
+            worker: self.worker,
+            wait_ms: wait.as_millis() as u64,
+        };
+        self.on_all(
+            Some(self.config.peer_timeout.max(wait)),
+            move |_, mut client| async move { client.pull(request).await.map(|r| r.into_inner()) },
+        )
+    }
+
+    /// Not retried: a push that may have reached its ps is never sent twice (a lost one
+    /// costs a step's gradient, a doubled one would corrupt).
+    fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
+        let requests = std::sync::Arc::new(requests);
+        self.on_all(None, move |i, mut client| {
+            let request = requests[i].clone();
+            async move { client.push(request).await.map(|r| r.into_inner()) }
+        })
+    }
+
+    fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
+        self.on_all(Some(self.config.peer_timeout), |_, mut client| async move {
+            client
+                .snapshot(SnapshotRequest {})
+                .await
+                .map(|r| r.into_inner())
+        })
+    }
+
+    fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError> {
+        let request = ControlRequest {
+            worker: self.worker,
+            command: command as i32,
+        };
+        self.on_all(Some(self.config.peer_timeout), move |_, mut client| {
+            async move { client.control(request).await.map(|r| r.into_inner()) }
+        })
+    }
+
+    fn start_heartbeat(&mut self, every: Duration) {
+        let clients = self.clients.clone();
+        let request = ControlRequest {
+            worker: self.worker,
+            command: Command::Heartbeat as i32,
+        };
+        self.heartbeat = Some(self.runtime.spawn(async move {
+            loop {
+                for client in &clients {
+                    let mut client = client.clone();
+                    // A ps that cannot be reached is the training loop's to report.
+                    let _ = tokio::time::timeout(every, client.control(request)).await;
+                }
+                tokio::time::sleep(every).await;
+            }
+        }));
+    }
+
+    fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    fn worker(&self) -> u32 {
+        self.worker
+    }
+
+    fn config(&self) -> &PsClientConfig {
+        &self.config
     }
 }
 

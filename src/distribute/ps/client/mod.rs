@@ -1,0 +1,89 @@
+//! A training task's view of the ps tasks: the calls it makes on all of them at once
+//! ([`PsClient`]), over gRPC ([`ParameterServers`]) or to shards of this process
+//! ([`InMemoryParameterServers`]).
+
+use std::time::Duration;
+
+use super::proto::{
+    Command, ControlReply, InitRequest, PullReply, PushReply, PushRequest, SnapshotReply,
+};
+use crate::error::Error;
+
+mod grpc;
+mod in_memory;
+#[cfg(test)]
+mod tests;
+
+pub use grpc::ParameterServers;
+pub use in_memory::{InMemoryParameterServers, InMemoryPs};
+
+/// Settings of a [`PsClient`].
+#[derive(Debug, Clone)]
+pub struct PsClientConfig {
+    /// How long a ps may stay unreachable (restarting) before it is reported lost.
+    pub peer_timeout: Duration,
+    /// How long to wait for the ps tasks (and the chief's initialisation) at start.
+    pub startup_timeout: Duration,
+    /// The cluster token every call carries, when set.
+    pub token: Option<String>,
+}
+
+/// How a call to the ps tasks ended when it brought no replies: the training loop acts on
+/// the first kind (the chief re-initialises, the others wait) and reports the second.
+#[derive(Debug)]
+pub enum PsError {
+    /// A ps has no variables: it started after the chief initialised the others, or
+    /// restarted. The chief re-initialises; other tasks wait for it.
+    NotInitialised {
+        /// The ps at fault.
+        ps: usize,
+    },
+    /// Anything else, as the run's error (a lost ps or chief names it).
+    Failed(Error),
+}
+
+impl From<PsError> for Error {
+    fn from(error: PsError) -> Self {
+        match error {
+            PsError::NotInitialised { ps } => Error::PeerLost {
+                task: format!("ps:{ps}"),
+                message: "it lost its variables (restarted?) and no chief re-initialised it".into(),
+            },
+            PsError::Failed(error) => error,
+        }
+    }
+}
+
+/// Every ps task of a cluster, seen from one training task: each call goes to all of them
+/// at once (request `i` to ps `i`) and returns their replies in ps order, or the first
+/// failure in ps order.
+pub(crate) trait PsClient: Send + Sync + std::fmt::Debug {
+    /// Initialises ps `i` with `requests[i]` (the chief).
+    fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError>;
+
+    /// Every ps's values; a ps not initialised yet is waited for, up to `wait`.
+    fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError>;
+
+    /// Pushes `requests[i]` to ps `i`; a synchronous push returns once its step's update
+    /// was applied.
+    fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError>;
+
+    /// Every ps's values and optimizer state (the chief, for checkpoints).
+    fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError>;
+
+    /// Sends `command` to every ps; their counters.
+    fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError>;
+
+    /// Tells every ps, every `every`, that this (chief) task is alive — also while it
+    /// writes a checkpoint or evaluates, when it makes no other call; until dropped.
+    fn start_heartbeat(&mut self, every: Duration);
+
+    /// Number of ps tasks.
+    fn len(&self) -> usize;
+
+    /// This training task's rank.
+    fn worker(&self) -> u32;
+
+    /// The settings.
+    fn config(&self) -> &PsClientConfig;
+}

@@ -1,0 +1,239 @@
+//! Training tasks in threads against ps tasks of this process, through the in-memory
+//! client: the shard driver's locking and waking under load, and the errors a training
+//! task sees.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::super::placement::Placement;
+use super::super::proto::PushOutcome;
+use super::super::shard::{Patience, Verdict};
+use super::super::variable_optimizer::variable_optimizer;
+use super::super::wire::{f32_values, variable};
+use super::*;
+use crate::optimizer::OptimizerSpec;
+
+const WORKERS: usize = 4;
+const PUSHES: u64 = 100;
+
+fn config() -> PsClientConfig {
+    PsClientConfig {
+        peer_timeout: Duration::from_secs(20),
+        startup_timeout: Duration::from_secs(20),
+        token: None,
+    }
+}
+
+fn start(num_ps: usize) -> InMemoryPs {
+    InMemoryPs::start(
+        num_ps,
+        || variable_optimizer(&OptimizerSpec::sgd(1.0)),
+        "chief:0",
+    )
+}
+
+/// Variables `a` (4 values) and `b` (2×3), zero, placed greedily over `num_ps`.
+fn init_requests(num_ps: usize, replicas_to_aggregate: usize) -> Vec<InitRequest> {
+    let sizes = [("a".to_string(), 4), ("b".to_string(), 6)];
+    let placement = Placement::greedy(&sizes, num_ps);
+    let empty_state = variable_optimizer(&OptimizerSpec::sgd(1.0))
+        .state_bytes()
+        .unwrap();
+    let mut requests: Vec<InitRequest> = (0..num_ps)
+        .map(|_| InitRequest {
+            variables: Vec::new(),
+            optimizer_state: empty_state.clone(),
+            optimizer: "sgd".into(),
+            learning_rate: 1.0,
+            global_step: 0,
+            last_step: u64::MAX,
+            workers: WORKERS as u32,
+            replicas_to_aggregate: replicas_to_aggregate as u32,
+            max_staleness: None,
+            generation: 7,
+        })
+        .collect();
+    requests[placement.ps_of("a").unwrap()]
+        .variables
+        .push(variable("a", &[4], &[0.0; 4]));
+    requests[placement.ps_of("b").unwrap()]
+        .variables
+        .push(variable("b", &[2, 3], &[0.0; 6]));
+    requests
+}
+
+/// Worker `w` pulls then pushes a gradient of all `w + 1` to every variable, `PUSHES` times;
+/// how many pushes were applied.
+fn work(client: &InMemoryParameterServers, w: usize) -> u64 {
+    let mut applied = 0;
+    for _ in 0..PUSHES {
+        let pulled = client.pull(Duration::from_secs(20)).unwrap();
+        let requests = pulled
+            .iter()
+            .map(|reply| PushRequest {
+                worker: w as u32,
+                step: reply.step,
+                generation: reply.generation,
+                gradients: reply
+                    .variables
+                    .iter()
+                    .map(|v| {
+                        let n = f32_values(v).unwrap().len();
+                        variable(&v.path, &[], &vec![(w + 1) as f32; n])
+                    })
+                    .collect(),
+                wait_ms: 20_000,
+                pull: false,
+                assign: Vec::new(),
+            })
+            .collect();
+        let replies = client.push(requests).unwrap();
+        if replies
+            .iter()
+            .all(|r| r.outcome == PushOutcome::Applied as i32)
+        {
+            applied += 1;
+        }
+    }
+    applied
+}
+
+/// `WORKERS` threads × `PUSHES` pushes against 2 in-memory ps tasks; each ps's step, the
+/// values after the run, and the chief's counters.
+fn load_test(
+    replicas_to_aggregate: usize,
+) -> (Vec<u64>, BTreeMap<String, Vec<f32>>, Vec<ControlReply>) {
+    let started = Instant::now();
+    let ps = start(2);
+    let clients: Vec<InMemoryParameterServers> =
+        (0..WORKERS).map(|w| ps.client(w, config())).collect();
+    clients[0]
+        .init(init_requests(2, replicas_to_aggregate))
+        .unwrap();
+    let applied: u64 = std::thread::scope(|scope| {
+        let handles: Vec<_> = clients
+            .iter()
+            .enumerate()
+            .map(|(w, client)| scope.spawn(move || work(client, w)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(applied, WORKERS as u64 * PUSHES, "every push was applied");
+    let snapshots = clients[0].snapshot().unwrap();
+    let steps = snapshots.iter().map(|s| s.step).collect();
+    let values = snapshots
+        .iter()
+        .flat_map(|s| &s.variables)
+        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
+        .collect();
+    let counters = clients[0].control(Command::Finish).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    (steps, values, counters)
+}
+
+#[test]
+fn synchronous_updates_in_memory_lose_and_double_nothing() {
+    let (steps, values, counters) = load_test(WORKERS);
+    // Each update averages the 4 workers' gradients: (1 + 2 + 3 + 4) / 4 = 2.5.
+    assert_eq!(steps, vec![PUSHES, PUSHES]);
+    for (path, v) in &values {
+        assert!(
+            v.iter().all(|&x| x == -2.5 * PUSHES as f32),
+            "{path}: {v:?}"
+        );
+    }
+    for c in &counters {
+        assert_eq!(c.pushes_applied, WORKERS as u64 * PUSHES);
+        assert_eq!(c.pushes_dropped, 0);
+    }
+}
+
+#[test]
+fn asynchronous_updates_in_memory_lose_and_double_nothing() {
+    let (steps, values, counters) = load_test(0);
+    // Every push is its own update: the sum of 1 + 2 + 3 + 4, 100 times.
+    let total = WORKERS as u64 * PUSHES;
+    assert_eq!(steps, vec![total, total]);
+    for (path, v) in &values {
+        assert!(
+            v.iter().all(|&x| x == -10.0 * PUSHES as f32),
+            "{path}: {v:?}"
+        );
+    }
+    assert!(counters.iter().all(|c| c.pushes_applied == total));
+}
+
+#[test]
+fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
+    let ps = start(2);
+    let chief = ps.client(0, config());
+    let worker = ps.client(1, config());
+    assert!(matches!(
+        worker.pull(Duration::ZERO),
+        Err(PsError::NotInitialised { ps: 0 })
+    ));
+    chief.init(init_requests(2, 0)).unwrap();
+    let mut wrong = init_requests(2, 0);
+    wrong[1].optimizer = "adam".into();
+    let error = Error::from(chief.init(wrong).unwrap_err());
+    assert!(
+        matches!(&error, Error::Config(m) if m.starts_with("ps:1: ") && m.contains("'adam'")),
+        "{error}"
+    );
+    let patience = Patience {
+        chief_timeout: Duration::ZERO,
+        startup_timeout: Duration::ZERO,
+        grace: Duration::from_secs(5),
+    };
+    assert_eq!(ps.shards()[1].supervise(patience), Verdict::Serve);
+    let error = Error::from(worker.pull(Duration::ZERO).unwrap_err());
+    assert!(
+        matches!(&error, Error::PeerLost { task, message }
+            if task == "chief:0" && message.ends_with("(ps:1 says)")),
+        "{error}"
+    );
+    assert_eq!(error.exit_code(), crate::error::RETRYABLE_EXIT_CODE);
+}
+
+#[test]
+fn the_heartbeat_keeps_the_chief_alive_until_the_client_is_dropped() {
+    let ps = start(1);
+    let mut chief = ps.client(0, config());
+    chief.init(init_requests(1, 0)).unwrap();
+    chief.start_heartbeat(Duration::from_millis(10));
+    let patience = Patience {
+        chief_timeout: Duration::from_secs(1),
+        startup_timeout: Duration::from_secs(1),
+        grace: Duration::ZERO,
+    };
+    let shard = &ps.shards()[0];
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(1200) {
+        assert_eq!(shard.supervise(patience), Verdict::Serve);
+        shard.wait_for_change(Duration::from_millis(50));
+    }
+    let dropped = Instant::now();
+    drop(chief);
+    assert!(
+        dropped.elapsed() < Duration::from_millis(500),
+        "the heartbeat stops at once"
+    );
+}
+
+#[test]
+fn a_replica_in_memory_calls_the_shards_of_this_process() {
+    let ps = start(2);
+    let names = vec!["chief:0".to_string(), "worker:0".to_string()];
+    let chief = super::super::PsReplica::in_memory(&ps, 0, names.clone(), config());
+    let worker = super::super::PsReplica::in_memory(&ps, 1, names, config());
+    assert_eq!((chief.num_ps(), chief.world_size()), (2, 2));
+    assert!(chief.is_chief() && !worker.is_chief());
+    assert_eq!(worker.servers.worker(), 1);
+    chief.servers.init(init_requests(2, 0)).unwrap();
+    let pulled = worker.servers.pull(Duration::ZERO).unwrap();
+    assert!(pulled.iter().all(|reply| reply.generation == 7));
+}

@@ -1,0 +1,291 @@
+//! One ps task's variables and the rules for updating them, as a state machine: every call
+//! takes the time it is made at and returns at once. A call that must wait (a pull before
+//! the chief's initialisation, a synchronous push before the other gradients of its step)
+//! returns [`Progress::Waiting`] with what to poll again once the state changed
+//! ([`ShardMachine::changes`]) or its deadline passed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use super::super::proto::{self, ControlReply};
+use super::super::variable_optimizer::VariableOptimizer;
+use super::super::wire;
+use super::{Pulled, ShardError, ShardInit, Snapshot};
+
+/// Rank of the chief among training tasks: its calls keep the ps alive.
+pub const CHIEF_RANK: u32 = 0;
+
+/// Where a call stands.
+#[derive(Debug)]
+pub enum Progress<T, W> {
+    /// The call's answer.
+    Answered(Result<T, ShardError>),
+    /// Not yet: poll `W` again once the state changed, or at its deadline.
+    Waiting(W),
+}
+
+/// A pull waiting for the chief's initialisation.
+#[derive(Debug, Clone, Copy)]
+pub struct PendingPull {
+    pub(super) worker: u32,
+    pub(super) deadline: Instant,
+}
+
+impl PendingPull {
+    /// When the pull gives up.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+pub(super) enum Phase {
+    Uninitialised,
+    Serving,
+    Finished,
+    Failed {
+        silent_for: Duration,
+        since: Instant,
+    },
+}
+
+#[derive(Default, Clone, Copy)]
+pub(super) struct Counters {
+    pub(super) applied: u64,
+    pub(super) dropped: u64,
+    pub(super) bytes_served: u64,
+    pub(super) bytes_received: u64,
+    pub(super) staleness_sum: u64,
+}
+
+/// One ps task's shard; see the [module docs](self).
+pub struct ShardMachine {
+    pub(super) chief_name: String,
+    pub(super) phase: Phase,
+    pub(super) generation: u64,
+    pub(super) variables: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
+    pub(super) optimizer: Box<dyn VariableOptimizer>,
+    pub(super) learning_rate: f64,
+    pub(super) step: u64,
+    pub(super) last_step: u64,
+    pub(super) workers: usize,
+    pub(super) replicas_to_aggregate: usize,
+    pub(super) max_staleness: Option<u64>,
+    /// Synchronous mode: gradients for `step`, by worker.
+    pub(super) pending: BTreeMap<u32, Vec<(String, Vec<f32>)>>,
+    /// Training tasks that said they stop (the chief, once it finished).
+    pub(super) left: BTreeSet<u32>,
+    /// Training tasks told that the job failed.
+    pub(super) told: BTreeSet<u32>,
+    pub(super) counters: Counters,
+    pub(super) shutdown_since: Option<Instant>,
+    pub(super) last_chief_call: Instant,
+    pub(super) chief_seen: bool,
+    /// Bumped whenever a waiting call or the supervisor may see something new.
+    pub(super) changes: u64,
+}
+
+impl ShardMachine {
+    /// An uninitialised shard updating with `optimizer`, started at `now`; `chief_name`
+    /// ("chief:0") names the chief in the errors training tasks get when it vanishes.
+    pub fn new(optimizer: Box<dyn VariableOptimizer>, chief_name: String, now: Instant) -> Self {
+        Self {
+            chief_name,
+            phase: Phase::Uninitialised,
+            generation: 0,
+            variables: BTreeMap::new(),
+            optimizer,
+            learning_rate: 0.0,
+            step: 0,
+            last_step: u64::MAX,
+            workers: 1,
+            replicas_to_aggregate: 0,
+            max_staleness: None,
+            pending: BTreeMap::new(),
+            left: BTreeSet::new(),
+            told: BTreeSet::new(),
+            counters: Counters::default(),
+            shutdown_since: None,
+            last_chief_call: now,
+            chief_seen: false,
+            changes: 0,
+        }
+    }
+
+    /// Counts the changes waiting calls may be answered by: poll them again when it moved.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Why the job failed, once it did.
+    pub fn failure(&self) -> Option<ShardError> {
+        match self.phase {
+            Phase::Failed { silent_for, .. } => Some(self.chief_lost(silent_for)),
+            _ => None,
+        }
+    }
+
+    pub(super) fn chief_lost(&self, silent_for: Duration) -> ShardError {
+        ShardError::ChiefLost {
+            chief: self.chief_name.clone(),
+            silent_for,
+        }
+    }
+
+    /// Notes a call from `worker` at `now`: the chief's calls prove it alive; a training
+    /// task calling a failed shard is told why.
+    pub(super) fn called_by(&mut self, worker: u32, now: Instant) -> Result<(), ShardError> {
+        if worker == CHIEF_RANK {
+            self.last_chief_call = now;
+            self.chief_seen = true;
+        }
+        if let Some(failure) = self.failure() {
+            self.told.insert(worker);
+            return Err(failure);
+        }
+        Ok(())
+    }
+
+    /// (Re)initialises the variables; waiting pulls can then be answered, and waiting
+    /// pushes of an older initialisation are answered `REINITIALISED`.
+    pub fn init(&mut self, init: ShardInit, now: Instant) -> Result<(), ShardError> {
+        self.called_by(CHIEF_RANK, now)?;
+        if init.optimizer != self.optimizer.kind() {
+            return Err(ShardError::OptimizerMismatch {
+                chief: init.optimizer,
+                ps: self.optimizer.kind(),
+            });
+        }
+        self.optimizer.load_state_bytes(&init.optimizer_state)?;
+        self.variables = init.variables;
+        self.learning_rate = init.learning_rate;
+        self.step = init.global_step;
+        self.last_step = init.last_step;
+        self.workers = init.workers.max(1);
+        self.replicas_to_aggregate = init.replicas_to_aggregate;
+        self.max_staleness = init.max_staleness;
+        self.generation = init.generation;
+        self.pending.clear();
+        self.left.clear();
+        self.shutdown_since = None;
+        self.phase = Phase::Serving;
+        self.changes += 1;
+        Ok(())
+    }
+
+    /// The current values, waiting up to `wait` for a chief to initialise them.
+    pub fn pull(
+        &mut self,
+        worker: u32,
+        wait: Duration,
+        now: Instant,
+    ) -> Progress<Pulled, PendingPull> {
+        let deadline = deadline(now, wait);
+        self.poll_pull(PendingPull { worker, deadline }, now)
+    }
+
+    /// A waiting pull again, at `now`.
+    pub fn poll_pull(&mut self, pull: PendingPull, now: Instant) -> Progress<Pulled, PendingPull> {
+        if let Err(error) = self.called_by(pull.worker, now) {
+            return Progress::Answered(Err(error));
+        }
+        match self.phase {
+            Phase::Serving => {}
+            Phase::Finished => return Progress::Answered(Ok(Pulled::Done)),
+            Phase::Uninitialised if now >= pull.deadline => {
+                return Progress::Answered(Err(ShardError::NotInitialised))
+            }
+            Phase::Uninitialised => return Progress::Waiting(pull),
+            Phase::Failed { .. } => unreachable!("called_by refuses calls to a failed shard"),
+        }
+        let variables = self.values();
+        Progress::Answered(Ok(Pulled::Values {
+            step: self.step,
+            generation: self.generation,
+            variables,
+        }))
+    }
+
+    /// The values as pulls send them, counted as served.
+    pub(super) fn values(&mut self) -> Vec<proto::Variable> {
+        let variables: Vec<proto::Variable> = self
+            .variables
+            .iter()
+            .map(|(path, (_, values))| wire::variable(path, &[], values))
+            .collect();
+        self.counters.bytes_served += served(&variables);
+        variables
+    }
+
+    /// Values, optimizer state and step, between two updates (a call of the chief's).
+    pub fn snapshot(&mut self, now: Instant) -> Result<Snapshot, ShardError> {
+        self.called_by(CHIEF_RANK, now)?;
+        if let Phase::Uninitialised = self.phase {
+            return Err(ShardError::NotInitialised);
+        }
+        let variables: Vec<proto::Variable> = self
+            .variables
+            .iter()
+            .map(|(path, (shape, values))| wire::variable(path, shape, values))
+            .collect();
+        let optimizer_state = self.optimizer.state_bytes()?;
+        self.counters.bytes_served += served(&variables);
+        Ok(Snapshot {
+            step: self.step,
+            variables,
+            optimizer_state,
+        })
+    }
+
+    /// Heartbeat, finish, shutdown or leave; returns the counters.
+    pub fn control(
+        &mut self,
+        worker: u32,
+        command: proto::Command,
+        now: Instant,
+    ) -> Result<ControlReply, ShardError> {
+        self.called_by(worker, now)?;
+        self.changes += 1;
+        match command {
+            proto::Command::Heartbeat => {}
+            proto::Command::Finish => {
+                if let Phase::Serving | Phase::Uninitialised = self.phase {
+                    self.phase = Phase::Finished;
+                }
+            }
+            proto::Command::Shutdown => {
+                self.left.insert(worker);
+                self.shutdown_since.get_or_insert(now);
+            }
+            proto::Command::Leave => {
+                self.left.insert(worker);
+                if let Phase::Serving = self.phase {
+                    self.aggregate_if_complete()?;
+                }
+            }
+        }
+        Ok(self.counters())
+    }
+
+    /// The step and counters since the ps started.
+    pub fn counters(&self) -> ControlReply {
+        let c = self.counters;
+        ControlReply {
+            step: self.step,
+            pushes_applied: c.applied,
+            pushes_dropped: c.dropped,
+            bytes_served: c.bytes_served,
+            bytes_received: c.bytes_received,
+            staleness_sum: c.staleness_sum,
+        }
+    }
+}
+
+/// `wait` after `now`; a wait too long to represent waits as long as can be.
+pub(super) fn deadline(now: Instant, wait: Duration) -> Instant {
+    now.checked_add(wait)
+        .unwrap_or_else(|| now + Duration::from_secs(u32::MAX.into()))
+}
+
+fn served(variables: &[proto::Variable]) -> u64 {
+    variables.iter().map(|v| v.values.len() as u64).sum()
+}

@@ -1,0 +1,103 @@
+//! The shard's rules, driven call by call with a clock the tests advance: no threads, no
+//! sockets, no sleeps.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::super::proto::{Command, PushOutcome};
+use super::super::variable_optimizer::variable_optimizer;
+use super::super::wire::f32_values;
+use super::machine::PendingPull;
+use super::push::PendingPush;
+use super::*;
+use crate::optimizer::OptimizerSpec;
+
+mod asynchronous;
+mod lifecycle;
+mod synchronous;
+
+/// Generation of the chief's first initialisation in these tests.
+const GENERATION: u64 = 7;
+
+/// A shard updating with SGD(1.0), started at `t0`.
+fn shard(t0: Instant) -> ShardMachine {
+    ShardMachine::new(
+        variable_optimizer(&OptimizerSpec::sgd(1.0)),
+        "chief:0".into(),
+        t0,
+    )
+}
+
+/// Variables `a` (4 values) and `b` (2×3), zero, for `workers` training tasks aggregating
+/// `replicas_to_aggregate` gradients per update (0: asynchronous).
+fn init(workers: usize, replicas_to_aggregate: usize) -> ShardInit {
+    let empty_state = variable_optimizer(&OptimizerSpec::sgd(1.0))
+        .state_bytes()
+        .unwrap();
+    ShardInit {
+        variables: BTreeMap::from([
+            ("a".to_string(), (vec![4], vec![0.0; 4])),
+            ("b".to_string(), (vec![2, 3], vec![0.0; 6])),
+        ]),
+        optimizer_state: empty_state,
+        optimizer: "sgd".into(),
+        learning_rate: 1.0,
+        global_step: 0,
+        last_step: u64::MAX,
+        workers,
+        replicas_to_aggregate,
+        max_staleness: None,
+        generation: GENERATION,
+    }
+}
+
+/// `worker`'s gradient of all `gradient` for `a`, computed at `step`; it waits up to 10s.
+fn push(worker: u32, step: u64, gradient: f32) -> ShardPush {
+    ShardPush {
+        worker,
+        step,
+        generation: GENERATION,
+        gradients: vec![("a".into(), vec![gradient; 4])],
+        assign: Vec::new(),
+        wait: Duration::from_secs(10),
+        pull: false,
+    }
+}
+
+/// The answer of a call that must not wait.
+fn answered<T, W: std::fmt::Debug>(progress: Progress<T, W>) -> Result<T, ShardError> {
+    match progress {
+        Progress::Answered(answer) => answer,
+        Progress::Waiting(waiting) => panic!("the call waits ({waiting:?})"),
+    }
+}
+
+/// What a call that must wait left to poll.
+fn waiting<T, W>(progress: Progress<T, W>) -> W {
+    match progress {
+        Progress::Answered(Ok(_)) => panic!("the call was answered"),
+        Progress::Answered(Err(error)) => panic!("the call was refused: {error}"),
+        Progress::Waiting(waiting) => waiting,
+    }
+}
+
+/// The outcome and step of a push that must not wait.
+fn outcome(progress: Progress<Pushed, PendingPush>) -> (PushOutcome, u64) {
+    let pushed = answered(progress).unwrap();
+    (pushed.outcome, pushed.step)
+}
+
+/// The variables, by path, at `now`.
+fn values(shard: &mut ShardMachine, now: Instant) -> BTreeMap<String, Vec<f32>> {
+    shard
+        .snapshot(now)
+        .unwrap()
+        .variables
+        .iter()
+        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
+        .collect()
+}
+
+fn seconds(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
