@@ -68,7 +68,7 @@ mod schema;
 mod sources;
 mod stats;
 
-pub use combinators::interleave;
+pub use combinators::{interleave, ParallelCalls};
 pub use dataset::Dataset;
 pub use error::Error;
 pub use example::{Example, Label};
