@@ -37,6 +37,21 @@ pub trait DatasetExt: Dataset + Sized {
     /// [`deterministic(false)`](ParallelMap::deterministic) is set, and positions are
     /// those `map` would report, so checkpoints resume exactly; see [`ParallelMap`]. A
     /// panic in `f` is yielded as [`Error::MapPanicked`] in the item's place.
+    ///
+    /// ```
+    /// use datasets::{from_vec, Dataset, DatasetExt, ParallelCalls};
+    ///
+    /// let rows = vec!["1.5,2".to_string(), "3,4.25".to_string()];
+    /// let parse = |row: String| -> Vec<f32> {
+    ///     row.split(',').map(|c| c.parse().unwrap()).collect()
+    /// };
+    /// let mut ds = from_vec(rows).map_parallel(parse, ParallelCalls::Fixed(2));
+    /// assert_eq!(ds.next_item().unwrap().unwrap(), vec![1.5, 2.0]);
+    /// let saved = ds.position(); // as `map` would report: one row read
+    /// assert_eq!(ds.next_item().unwrap().unwrap(), vec![3.0, 4.25]);
+    /// ds.restore(&saved).unwrap();
+    /// assert_eq!(ds.next_item().unwrap().unwrap(), vec![3.0, 4.25]);
+    /// ```
     fn map_parallel<U, F>(self, f: F, calls: ParallelCalls) -> ParallelMap<Self, U>
     where
         Self::Item: 'static,
