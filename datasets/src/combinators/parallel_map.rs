@@ -43,9 +43,11 @@ struct Slot<U> {
 /// [`DatasetExt::try_map_parallel`](crate::DatasetExt::try_map_parallel); the equivalent
 /// of `tf.data`'s `map(f, num_parallel_calls=..., deterministic=...)`.
 ///
-/// The upstream is read on the caller's thread; its items are handed to `N` workers
-/// (see [`ParallelCalls`]), and at most `2 × N` items are read but not yet yielded, so
-/// memory stays flat however slow the consumer is. The threads start on the first pull
+/// The upstream is read on the caller's thread; its items are handed to `N` worker
+/// threads (see [`ParallelCalls`]), and at most `2 × N` items are read but not yet
+/// yielded, so memory stays flat however slow the consumer is. In order, a caller
+/// waiting for the oldest item runs queued items itself meanwhile, so `f` may also run
+/// on the caller's thread. The threads start on the first pull
 /// and are stopped and joined when the stage is dropped or restored mid-stream (after
 /// the items they are working on).
 ///
@@ -178,7 +180,14 @@ where
         let Some(pool) = &self.pool else {
             return Err(Error::MapPanicked("the worker threads have stopped".into()));
         };
-        let (seq, result) = pool.recv()?;
+        // In order, the caller would only sleep until the oldest item is done, so it
+        // works on a queued one meanwhile: fewer thread wake-ups per item, which on a
+        // busy machine cost as much as a small item. Out of order it must stay free to
+        // yield whatever finishes first, so it only waits.
+        let (seq, result) = match pool.try_next(self.ordered) {
+            Some(done) => done,
+            None => pool.recv()?,
+        };
         self.pending -= 1;
         if let Some(slot) = self.slots.get_mut((seq - self.base) as usize) {
             slot.result = Some(result);

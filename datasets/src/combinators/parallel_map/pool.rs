@@ -21,6 +21,8 @@ pub(super) type Done<U> = (u64, Result<U, Error>);
 /// items they are working on; queued items are not processed.
 pub(super) struct Pool<T, U> {
     jobs: Option<Sender<(u64, T)>>,
+    queue: Arc<Mutex<Receiver<(u64, T)>>>,
+    f: Arc<MapFn<T, U>>,
     results: Receiver<Done<U>>,
     stop: Arc<AtomicBool>,
     handles: Vec<JoinHandle<()>>,
@@ -43,6 +45,8 @@ impl<T: Send + 'static, U: Send + 'static> Pool<T, U> {
         let queue = Arc::new(Mutex::new(queue));
         let mut pool = Pool {
             jobs: Some(jobs),
+            queue: queue.clone(),
+            f: f.clone(),
             results,
             stop: Arc::new(AtomicBool::new(false)),
             handles: Vec::with_capacity(threads),
@@ -75,12 +79,33 @@ impl<T: Send + 'static, U: Send + 'static> Pool<T, U> {
         }
     }
 
+    /// A finished item if one is waiting, else (with `help`) a queued item run on this
+    /// thread, else `None`.
+    pub(super) fn try_next(&self, help: bool) -> Option<Done<U>> {
+        if let Ok(done) = self.results.try_recv() {
+            return Some(done);
+        }
+        if !help {
+            return None;
+        }
+        // A worker holding the lock is waiting for work, so the queue is empty anyway.
+        let (seq, item) = self.queue.try_lock().ok()?.try_recv().ok()?;
+        Some((seq, apply(&*self.f, item)))
+    }
+
     /// The next finished item; an error instead of a hang if every worker has gone.
     pub(super) fn recv(&self) -> Result<Done<U>, Error> {
         self.results
             .recv()
             .map_err(|_| Error::MapPanicked("the worker threads have stopped".into()))
     }
+}
+
+/// `f(item)`, with a panic turned into the item's error: the thread lives on, so the
+/// stage never waits for a result that cannot come.
+fn apply<T, U>(f: &MapFn<T, U>, item: T) -> Result<U, Error> {
+    catch_unwind(AssertUnwindSafe(|| f(item)))
+        .unwrap_or_else(|p| Err(Error::MapPanicked(panic_message(&*p))))
 }
 
 fn work<T, U>(
@@ -97,11 +122,7 @@ fn work<T, U>(
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        // Unwinding stays inside the item: the panic becomes that item's error and the
-        // worker lives on, so the stage never waits for a result that cannot come.
-        let result = catch_unwind(AssertUnwindSafe(|| f(item)))
-            .unwrap_or_else(|p| Err(Error::MapPanicked(panic_message(&*p))));
-        if done.send((seq, result)).is_err() {
+        if done.send((seq, apply(f, item))).is_err() {
             return;
         }
     }
