@@ -5,7 +5,13 @@
 //! shuffle + batch(128) + prefetch, and MNIST IDX loading when the files are found
 //! (`$MNIST_DIR` or `../shared/data/mnist`). If a Python with pandas is found
 //! (`$BENCH_PYTHON`, `/tmp/venv-bench/bin/python`, or `python3`), `pandas.read_csv` is
-//! timed on the same file for comparison.
+//! timed on the same file for comparison. The `map_parallel` case
+//! (`pipeline/map_parallel.rs`) parses text rows of 784 floats with `map` and with
+//! `map_parallel` on 2 threads, in alternating rounds.
+//!
+//! A name after `--` runs only the cases whose name contains it: `csv`, `mnist`,
+//! `pandas`, `map_parallel` (e.g. `cargo bench -p datasets --bench pipeline --
+//! map_parallel`).
 
 use std::hint::black_box;
 use std::io::{BufWriter, Write};
@@ -16,6 +22,9 @@ use std::time::{Duration, Instant};
 use datasets::{
     bundled, CsvDataset, Dataset, DatasetExt, Example, IdxDataset, Position, Schema, SplitMix64,
 };
+
+#[path = "pipeline/map_parallel.rs"]
+mod map_parallel;
 
 const ROWS: usize = 200_000;
 const COLS: usize = 64;
@@ -265,7 +274,18 @@ print(min(times), sorted(times)[1], pd.__version__)
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; a filter argument is not supported.
+    // `cargo bench` passes `--bench`; any other argument picks cases by name.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    if wanted("map_parallel") {
+        map_parallel::bench();
+    }
+    if wanted("mnist") {
+        bench_mnist();
+    }
+    if !wanted("csv") && !wanted("pandas") {
+        return;
+    }
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("bench.csv");
     let start = Instant::now();
@@ -275,9 +295,12 @@ fn main() {
         bytes as f64 / 1e6,
         secs(start.elapsed())
     );
-    bench_csv_parse(&path, bytes);
-    bench_csv_gz(&path, dir.path());
-    bench_cached_epochs(&path);
-    bench_mnist();
-    bench_pandas(&path, bytes);
+    if wanted("csv") {
+        bench_csv_parse(&path, bytes);
+        bench_csv_gz(&path, dir.path());
+        bench_cached_epochs(&path);
+    }
+    if wanted("pandas") {
+        bench_pandas(&path, bytes);
+    }
 }

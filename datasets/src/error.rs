@@ -94,6 +94,10 @@ pub enum Error {
     #[error("prefetch worker thread panicked: {0}")]
     WorkerPanicked(String),
 
+    /// The function of a `map_parallel` stage panicked on an item.
+    #[error("map_parallel function panicked: {0}")]
+    MapPanicked(String),
+
     /// An error raised by user code, e.g. in a `try_map` closure.
     #[error("{0}")]
     Custom(String),

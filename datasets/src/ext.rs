@@ -1,7 +1,8 @@
 //! [`DatasetExt`]: the combinator methods every [`Dataset`] gets.
 
 use crate::combinators::{
-    Batch, Cache, Filter, Map, Prefetch, Repeat, Shard, Shuffle, Skip, Take, TryMap, Zip,
+    Batch, Cache, Filter, Map, ParallelCalls, ParallelMap, Prefetch, Repeat, Shard, Shuffle, Skip,
+    Take, TryMap, Zip,
 };
 use crate::{BoxDataset, Dataset, Error};
 
@@ -27,6 +28,48 @@ pub trait DatasetExt: Dataset + Sized {
         F: FnMut(Self::Item) -> Result<U, Error> + Send,
     {
         TryMap::new(self, f)
+    }
+
+    /// Applies `f` to every item on `calls` worker threads, as `tf.data`'s
+    /// `map(f, num_parallel_calls=...)`.
+    ///
+    /// Items come out in input order unless
+    /// [`deterministic(false)`](ParallelMap::deterministic) is set, and positions are
+    /// those `map` would report, so checkpoints resume exactly; see [`ParallelMap`]. A
+    /// panic in `f` is yielded as [`Error::MapPanicked`] in the item's place.
+    ///
+    /// ```
+    /// use datasets::{from_vec, Dataset, DatasetExt, ParallelCalls};
+    ///
+    /// let rows = vec!["1.5,2".to_string(), "3,4.25".to_string()];
+    /// let parse = |row: String| -> Vec<f32> {
+    ///     row.split(',').map(|c| c.parse().unwrap()).collect()
+    /// };
+    /// let mut ds = from_vec(rows).map_parallel(parse, ParallelCalls::Fixed(2));
+    /// assert_eq!(ds.next_item().unwrap().unwrap(), vec![1.5, 2.0]);
+    /// let saved = ds.position(); // as `map` would report: one row read
+    /// assert_eq!(ds.next_item().unwrap().unwrap(), vec![3.0, 4.25]);
+    /// ds.restore(&saved).unwrap();
+    /// assert_eq!(ds.next_item().unwrap().unwrap(), vec![3.0, 4.25]);
+    /// ```
+    fn map_parallel<U, F>(self, f: F, calls: ParallelCalls) -> ParallelMap<Self, U>
+    where
+        Self::Item: 'static,
+        U: Send + 'static,
+        F: Fn(Self::Item) -> U + Send + Sync + 'static,
+    {
+        ParallelMap::new(self, move |item| Ok(f(item)), calls)
+    }
+
+    /// [`map_parallel`](DatasetExt::map_parallel) with a fallible `f`, whose errors are
+    /// yielded in the item's place, as with [`try_map`](DatasetExt::try_map).
+    fn try_map_parallel<U, F>(self, f: F, calls: ParallelCalls) -> ParallelMap<Self, U>
+    where
+        Self::Item: 'static,
+        U: Send + 'static,
+        F: Fn(Self::Item) -> Result<U, Error> + Send + Sync + 'static,
+    {
+        ParallelMap::new(self, f, calls)
     }
 
     /// Keeps the items for which `predicate` is true.

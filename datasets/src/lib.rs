@@ -3,8 +3,8 @@
 //!
 //! A pipeline is a chain of [`Dataset`]s. A source ([`CsvDataset`], [`IdxDataset`],
 //! [`from_vec`], [`from_fn`]) yields items; the combinators of [`DatasetExt`] (`map`,
-//! `filter`, `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`, `prefetch`, `cache`,
-//! `zip`, and [`interleave`]) transform them. Everything is lazy and deterministic given
+//! `map_parallel`, `filter`, `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`,
+//! `prefetch`, `cache`, `zip`, and [`interleave`]) transform them. Everything is lazy and deterministic given
 //! its seeds. At any moment [`Dataset::position`] says where the pipeline stands, as a
 //! [`Position`] that serialises to JSON; a pipeline rebuilt the same way and given that
 //! position with [`Dataset::restore`] yields exactly the items that would have followed.
@@ -50,6 +50,12 @@
 //! # }
 //! ```
 //!
+//! Costly per-item work (parsing, decoding, augmentation) can run on several threads
+//! with [`DatasetExt::map_parallel`], as `tf.data`'s `map(num_parallel_calls=AUTOTUNE)`:
+//! items keep their order and positions stay exact, so the pipeline above could read
+//! `.map_parallel(f, ParallelCalls::Autotune)` in place of `.map(f)` and still resume
+//! from a checkpoint mid-epoch. See [`combinators::ParallelMap`].
+//!
 //! Errors are values, never panics: bad cells, ragged rows, truncated files and bad
 //! arguments (`shard(0, 0)`) come back as [`Error`]s whose messages name the file, line
 //! and column, e.g. `iris.csv:17: column petal_width: cannot parse 'abc' as float`.
@@ -68,7 +74,7 @@ mod schema;
 mod sources;
 mod stats;
 
-pub use combinators::interleave;
+pub use combinators::{interleave, ParallelCalls};
 pub use dataset::Dataset;
 pub use error::Error;
 pub use example::{Example, Label};

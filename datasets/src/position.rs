@@ -6,10 +6,11 @@ use crate::rng::mix;
 
 /// Where a pipeline stands, one node per stateful stage.
 ///
-/// Stateless stages (`map`, `filter`, `batch`, `prefetch`) report their upstream's
-/// position unchanged, so the tree mirrors only the stages that keep state. Positions
-/// serialise to JSON (the core stores them in checkpoints) and are restored into a
-/// pipeline built the same way with [`Dataset::restore`](crate::Dataset::restore).
+/// Stateless stages (`map`, `filter`, `batch`, `prefetch`, ordered `map_parallel`)
+/// report their upstream's position unchanged, so the tree mirrors only the stages that
+/// keep state. Positions serialise to JSON (the core stores them in checkpoints) and
+/// are restored into a pipeline built the same way with
+/// [`Dataset::restore`](crate::Dataset::restore).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Position {
@@ -90,6 +91,14 @@ pub enum Position {
         /// Every input's position.
         inputs: Vec<Position>,
     },
+    /// `map_parallel(..).deterministic(false)`: items may have been yielded out of order.
+    UnorderedMap {
+        /// Upstream position before the oldest item not yet yielded.
+        inner: Box<Position>,
+        /// Offsets past `inner` of the items already yielded, ascending; restoring skips
+        /// them so that every item is yielded exactly once.
+        yielded: Vec<u64>,
+    },
 }
 
 impl Position {
@@ -106,6 +115,7 @@ impl Position {
             Position::Cache { .. } => "cache",
             Position::Zip { .. } => "zip",
             Position::Interleave { .. } => "interleave",
+            Position::UnorderedMap { .. } => "unordered_map",
         }
     }
 
@@ -160,6 +170,10 @@ impl Position {
                 in_block: *in_block,
                 done: done.clone(),
                 inputs: inputs.iter().map(|p| p.reseeded(epoch)).collect(),
+            },
+            Position::UnorderedMap { inner, yielded } => Position::UnorderedMap {
+                inner: re(inner),
+                yielded: yielded.clone(),
             },
         }
     }
