@@ -38,4 +38,6 @@ pub use variable_optimizer::{variable_optimizer, VariableOptimizer, VariableOpti
 pub use wire::RaggedValues;
 pub(crate) use wire::{f32_values, shape, variable};
 #[cfg(test)]
+mod load_test_support;
+#[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@ use std::net::TcpListener;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::load_test_support::{init_requests, work};
 use super::*;
 use crate::error::Error;
 use crate::optimizer::OptimizerSpec;
@@ -49,72 +50,6 @@ fn start(
         .unzip()
 }
 
-/// Variables `a` (4 values) and `b` (2×3), zero, placed greedily: `b` on ps 0, `a` on ps 1.
-fn init_requests(num_ps: usize, replicas_to_aggregate: usize) -> Vec<InitRequest> {
-    let sizes = [("a".to_string(), 4), ("b".to_string(), 6)];
-    let placement = Placement::greedy(&sizes, num_ps);
-    let empty_state = variable_optimizer(&OptimizerSpec::sgd(1.0))
-        .state_bytes()
-        .unwrap();
-    let mut requests: Vec<InitRequest> = (0..num_ps)
-        .map(|_| InitRequest {
-            variables: Vec::new(),
-            optimizer_state: empty_state.clone(),
-            optimizer: "sgd".into(),
-            learning_rate: 1.0,
-            global_step: 0,
-            last_step: u64::MAX,
-            workers: WORKERS as u32,
-            replicas_to_aggregate: replicas_to_aggregate as u32,
-            max_staleness: None,
-            generation: 7,
-        })
-        .collect();
-    requests[placement.ps_of("a").unwrap()]
-        .variables
-        .push(variable("a", &[4], &[0.0; 4]));
-    requests[placement.ps_of("b").unwrap()]
-        .variables
-        .push(variable("b", &[2, 3], &[0.0; 6]));
-    requests
-}
-
-/// Worker `w` pulls then pushes a gradient of all `w + 1` to every variable, `PUSHES` times;
-/// returns how many pushes were applied.
-fn work(client: &ParameterServers, w: usize) -> u64 {
-    let mut applied = 0;
-    for _ in 0..PUSHES {
-        let pulled = client.pull(Duration::from_secs(20)).unwrap();
-        let requests = pulled
-            .iter()
-            .map(|reply| PushRequest {
-                worker: w as u32,
-                step: reply.step,
-                generation: reply.generation,
-                gradients: reply
-                    .variables
-                    .iter()
-                    .map(|v| {
-                        let n = f32_values(v).unwrap().len();
-                        variable(&v.path, &[], &vec![(w + 1) as f32; n])
-                    })
-                    .collect(),
-                wait_ms: 20_000,
-                pull: false,
-                assign: Vec::new(),
-            })
-            .collect();
-        let replies = client.push(requests).unwrap();
-        if replies
-            .iter()
-            .all(|r| r.outcome == PushOutcome::Applied as i32)
-        {
-            applied += 1;
-        }
-    }
-    applied
-}
-
 /// The variables after the run, by path.
 fn values(client: &ParameterServers) -> (Vec<u64>, BTreeMap<String, Vec<f32>>) {
     let snapshots = client.snapshot().unwrap();
@@ -136,13 +71,13 @@ fn load_test(
         .map(|w| ParameterServers::connect(&addresses, w, "chief:0", client_config()).unwrap())
         .collect();
     clients[0]
-        .init(init_requests(2, replicas_to_aggregate))
+        .init(init_requests(2, WORKERS, replicas_to_aggregate))
         .unwrap();
     let applied: u64 = std::thread::scope(|scope| {
         let handles: Vec<_> = clients
             .iter()
             .enumerate()
-            .map(|(w, client)| scope.spawn(move || work(client, w)))
+            .map(|(w, client)| scope.spawn(move || work(client, w, PUSHES)))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
     });
@@ -198,7 +133,7 @@ fn backup_workers_and_stale_pushes_are_dropped_and_counted() {
     let clients: Vec<ParameterServers> = (0..3)
         .map(|w| ParameterServers::connect(&addresses, w, "chief:0", client_config()).unwrap())
         .collect();
-    let mut init = init_requests(1, 2);
+    let mut init = init_requests(1, WORKERS, 2);
     init[0].workers = 3;
     clients[0].init(init).unwrap();
     let push = |w: usize, step: u64| PushRequest {
@@ -241,7 +176,7 @@ fn backup_workers_and_stale_pushes_are_dropped_and_counted() {
 fn an_asynchronous_staleness_bound_drops_old_gradients() {
     let (addresses, servers) = start(1, Duration::from_secs(30));
     let client = ParameterServers::connect(&addresses, 0, "chief:0", client_config()).unwrap();
-    let mut init = init_requests(1, 0);
+    let mut init = init_requests(1, WORKERS, 0);
     init[0].max_staleness = Some(1);
     init[0].workers = 1;
     client.init(init).unwrap();
@@ -275,7 +210,7 @@ fn a_silent_chief_fails_the_ps_and_the_workers_hear_who() {
     let (addresses, servers) = start(1, Duration::from_millis(600));
     let chief = ParameterServers::connect(&addresses, 0, "chief:0", client_config()).unwrap();
     let worker = ParameterServers::connect(&addresses, 1, "chief:0", client_config()).unwrap();
-    let mut init = init_requests(1, 0);
+    let mut init = init_requests(1, WORKERS, 0);
     init[0].workers = 2;
     chief.init(init).unwrap();
     drop(chief);
@@ -326,7 +261,7 @@ fn an_unreachable_ps_is_named_after_the_retries() {
 fn assigned_values_replace_the_variables_as_they_are() {
     let (addresses, servers) = start(1, Duration::from_secs(30));
     let client = ParameterServers::connect(&addresses, 0, "chief:0", client_config()).unwrap();
-    let mut init = init_requests(1, 0);
+    let mut init = init_requests(1, WORKERS, 0);
     init[0].workers = 1;
     client.init(init).unwrap();
     let reply = client

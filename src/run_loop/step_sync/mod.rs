@@ -125,29 +125,41 @@ where
     ) -> Result<(TrainState<B, M, O>, Synced)>;
 
     /// Stops before the others would (a hook's request), so that they stop with it instead
-    /// of waiting for it.
-    fn leave(&mut self, state: &TrainState<B, M, O>) -> Result<()>;
+    /// of waiting for it. Nothing to do where nobody waits for this replica's gradients.
+    fn leave(&mut self, _state: &TrainState<B, M, O>) -> Result<()> {
+        Ok(())
+    }
 
-    /// The training state as a checkpoint, with the input at `position`.
+    /// The training state as a checkpoint, with the input at `position`: this replica's
+    /// own, unless the variables live elsewhere.
     fn snapshot(
         &mut self,
         state: TrainState<B, M, O>,
         position: Option<Position>,
-    ) -> Result<(TrainState<B, M, O>, Checkpoint)>;
+    ) -> Result<(TrainState<B, M, O>, Checkpoint)>
+    where
+        M: Module<B>,
+    {
+        let checkpoint = state.snapshot(position)?;
+        Ok((state, checkpoint))
+    }
 
     /// Chief: what has to happen before the final checkpoint (updates still under way on
     /// the parameter servers are applied); whether that checkpoint must be written even if
     /// the last step already has one.
-    fn before_final_checkpoint(&mut self) -> Result<bool>;
+    fn before_final_checkpoint(&mut self) -> Result<bool> {
+        Ok(false)
+    }
 
     /// After training: ends the job on the peers and checks that the replicas agree; the
     /// CRC-32C of the final weights.
     fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32>;
 
     /// Training failed: lets the peers stop waiting for this replica, as far as they can
-    /// be told.
-    fn abandon(&mut self);
+    /// be told (the others notice a failed ring replica by its silence or its closed
+    /// connection).
+    fn abandon(&mut self) {}
 
     /// Chief: the strategy's own summaries (all-reduce volume, parameter-server rates).
-    fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64);
+    fn write_summaries(&mut self, _writer: &mut SummaryWriter, _step: u64) {}
 }

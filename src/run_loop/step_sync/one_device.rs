@@ -3,14 +3,12 @@
 use burn::module::Module;
 use burn::optim::SimpleOptimizer;
 use burn::tensor::backend::AutodiffBackend;
-use datasets::Position;
 
 use super::{Ready, Restored, Started, StepSync, Synced};
-use crate::checkpoint::{Checkpoint, CheckpointManager};
+use crate::checkpoint::CheckpointManager;
 use crate::distribute::LocalStep;
 use crate::error::Result;
 use crate::run_loop::train_state::TrainState;
-use crate::summary::SummaryWriter;
 
 /// The strategy of one replica on one device.
 pub(crate) struct OneDevice {
@@ -78,28 +76,7 @@ where
         Ok((state, synced))
     }
 
-    fn leave(&mut self, _state: &TrainState<B, M, O>) -> Result<()> {
-        Ok(())
-    }
-
-    fn snapshot(
-        &mut self,
-        state: TrainState<B, M, O>,
-        position: Option<Position>,
-    ) -> Result<(TrainState<B, M, O>, Checkpoint)> {
-        let checkpoint = state.snapshot(position)?;
-        Ok((state, checkpoint))
-    }
-
-    fn before_final_checkpoint(&mut self) -> Result<bool> {
-        Ok(false)
-    }
-
     fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32> {
         state.weights_crc32c()
     }
-
-    fn abandon(&mut self) {}
-
-    fn write_summaries(&mut self, _writer: &mut SummaryWriter, _step: u64) {}
 }

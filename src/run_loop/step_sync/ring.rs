@@ -8,7 +8,6 @@ use std::path::Path;
 use burn::module::Module;
 use burn::optim::SimpleOptimizer;
 use burn::tensor::backend::AutodiffBackend;
-use datasets::Position;
 
 use super::{Ready, Restored, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
@@ -146,19 +145,6 @@ where
         self.average(&state.model, None).map(drop)
     }
 
-    fn snapshot(
-        &mut self,
-        state: TrainState<B, M, O>,
-        position: Option<Position>,
-    ) -> Result<(TrainState<B, M, O>, Checkpoint)> {
-        let checkpoint = state.snapshot(position)?;
-        Ok((state, checkpoint))
-    }
-
-    fn before_final_checkpoint(&mut self) -> Result<bool> {
-        Ok(false)
-    }
-
     /// Replicas compare a CRC-32C of their final weights with the chief's: a mismatch
     /// means some non-determinism made them drift apart.
     fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32> {
@@ -166,9 +152,6 @@ where
         self.check_same_as_chief(crc)?;
         Ok(crc)
     }
-
-    /// The others notice a failed replica by its silence (or its closed connection).
-    fn abandon(&mut self) {}
 
     /// Per-step all-reduce volume, time and bus bandwidth since the last summary.
     fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {

@@ -5,11 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::super::placement::Placement;
-use super::super::proto::PushOutcome;
+use super::super::load_test_support::{init_requests, work};
 use super::super::shard::{Patience, Verdict};
 use super::super::variable_optimizer::variable_optimizer;
-use super::super::wire::{f32_values, variable};
+use super::super::wire::f32_values;
 use super::*;
 use crate::optimizer::OptimizerSpec;
 
@@ -32,72 +31,6 @@ fn start(num_ps: usize) -> InMemoryPs {
     )
 }
 
-/// Variables `a` (4 values) and `b` (2×3), zero, placed greedily over `num_ps`.
-fn init_requests(num_ps: usize, replicas_to_aggregate: usize) -> Vec<InitRequest> {
-    let sizes = [("a".to_string(), 4), ("b".to_string(), 6)];
-    let placement = Placement::greedy(&sizes, num_ps);
-    let empty_state = variable_optimizer(&OptimizerSpec::sgd(1.0))
-        .state_bytes()
-        .unwrap();
-    let mut requests: Vec<InitRequest> = (0..num_ps)
-        .map(|_| InitRequest {
-            variables: Vec::new(),
-            optimizer_state: empty_state.clone(),
-            optimizer: "sgd".into(),
-            learning_rate: 1.0,
-            global_step: 0,
-            last_step: u64::MAX,
-            workers: WORKERS as u32,
-            replicas_to_aggregate: replicas_to_aggregate as u32,
-            max_staleness: None,
-            generation: 7,
-        })
-        .collect();
-    requests[placement.ps_of("a").unwrap()]
-        .variables
-        .push(variable("a", &[4], &[0.0; 4]));
-    requests[placement.ps_of("b").unwrap()]
-        .variables
-        .push(variable("b", &[2, 3], &[0.0; 6]));
-    requests
-}
-
-/// Worker `w` pulls then pushes a gradient of all `w + 1` to every variable, `PUSHES` times;
-/// how many pushes were applied.
-fn work(client: &InMemoryParameterServers, w: usize) -> u64 {
-    let mut applied = 0;
-    for _ in 0..PUSHES {
-        let pulled = client.pull(Duration::from_secs(20)).unwrap();
-        let requests = pulled
-            .iter()
-            .map(|reply| PushRequest {
-                worker: w as u32,
-                step: reply.step,
-                generation: reply.generation,
-                gradients: reply
-                    .variables
-                    .iter()
-                    .map(|v| {
-                        let n = f32_values(v).unwrap().len();
-                        variable(&v.path, &[], &vec![(w + 1) as f32; n])
-                    })
-                    .collect(),
-                wait_ms: 20_000,
-                pull: false,
-                assign: Vec::new(),
-            })
-            .collect();
-        let replies = client.push(requests).unwrap();
-        if replies
-            .iter()
-            .all(|r| r.outcome == PushOutcome::Applied as i32)
-        {
-            applied += 1;
-        }
-    }
-    applied
-}
-
 /// `WORKERS` threads × `PUSHES` pushes against 2 in-memory ps tasks; each ps's step, the
 /// values after the run, and the chief's counters.
 fn load_test(
@@ -108,13 +41,13 @@ fn load_test(
     let clients: Vec<InMemoryParameterServers> =
         (0..WORKERS).map(|w| ps.client(w, config())).collect();
     clients[0]
-        .init(init_requests(2, replicas_to_aggregate))
+        .init(init_requests(2, WORKERS, replicas_to_aggregate))
         .unwrap();
     let applied: u64 = std::thread::scope(|scope| {
         let handles: Vec<_> = clients
             .iter()
             .enumerate()
-            .map(|(w, client)| scope.spawn(move || work(client, w)))
+            .map(|(w, client)| scope.spawn(move || work(client, w, PUSHES)))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
     });
@@ -176,8 +109,8 @@ fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
         worker.pull(Duration::ZERO),
         Err(PsError::NotInitialised { ps: 0 })
     ));
-    chief.init(init_requests(2, 0)).unwrap();
-    let mut wrong = init_requests(2, 0);
+    chief.init(init_requests(2, WORKERS, 0)).unwrap();
+    let mut wrong = init_requests(2, WORKERS, 0);
     wrong[1].optimizer = "adam".into();
     let error = Error::from(chief.init(wrong).unwrap_err());
     assert!(
@@ -203,7 +136,7 @@ fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
 fn the_heartbeat_keeps_the_chief_alive_until_the_client_is_dropped() {
     let ps = start(1);
     let mut chief = ps.client(0, config());
-    chief.init(init_requests(1, 0)).unwrap();
+    chief.init(init_requests(1, WORKERS, 0)).unwrap();
     chief.start_heartbeat(Duration::from_millis(10));
     let patience = Patience {
         chief_timeout: Duration::from_secs(1),
@@ -233,7 +166,7 @@ fn a_replica_in_memory_calls_the_shards_of_this_process() {
     assert_eq!((chief.num_ps(), chief.world_size()), (2, 2));
     assert!(chief.is_chief() && !worker.is_chief());
     assert_eq!(worker.servers.worker(), 1);
-    chief.servers.init(init_requests(2, 0)).unwrap();
+    chief.servers.init(init_requests(2, WORKERS, 0)).unwrap();
     let pulled = worker.servers.pull(Duration::ZERO).unwrap();
     assert!(pulled.iter().all(|reply| reply.generation == 7));
 }

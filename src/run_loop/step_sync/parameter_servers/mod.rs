@@ -175,11 +175,6 @@ where
         Ok((state, synced))
     }
 
-    /// Leaving is part of [`StepSync::finish`]: the ps tasks then stop counting on this task.
-    fn leave(&mut self, _state: &TrainState<B, M, O>) -> Result<()> {
-        Ok(())
-    }
-
     /// Every ps's variables and optimizer state (the chief's model then holds them).
     fn snapshot(
         &mut self,

@@ -1,0 +1,82 @@
+//! What the ps load tests share, whatever the client: two variables to initialise and a
+//! worker that pulls and pushes.
+
+use std::time::Duration;
+
+use super::client::PsClient;
+use super::placement::Placement;
+use super::proto::{InitRequest, PushOutcome, PushRequest};
+use super::variable_optimizer::variable_optimizer;
+use super::wire::{f32_values, variable};
+use crate::optimizer::OptimizerSpec;
+
+/// Variables `a` (4 values) and `b` (2×3), zero, placed greedily over `num_ps` (`b` on ps 0,
+/// `a` on ps 1 with two), for `workers` training tasks.
+pub(super) fn init_requests(
+    num_ps: usize,
+    workers: usize,
+    replicas_to_aggregate: usize,
+) -> Vec<InitRequest> {
+    let sizes = [("a".to_string(), 4), ("b".to_string(), 6)];
+    let placement = Placement::greedy(&sizes, num_ps);
+    let empty_state = variable_optimizer(&OptimizerSpec::sgd(1.0))
+        .state_bytes()
+        .unwrap();
+    let mut requests: Vec<InitRequest> = (0..num_ps)
+        .map(|_| InitRequest {
+            variables: Vec::new(),
+            optimizer_state: empty_state.clone(),
+            optimizer: "sgd".into(),
+            learning_rate: 1.0,
+            global_step: 0,
+            last_step: u64::MAX,
+            workers: workers as u32,
+            replicas_to_aggregate: replicas_to_aggregate as u32,
+            max_staleness: None,
+            generation: 7,
+        })
+        .collect();
+    requests[placement.ps_of("a").unwrap()]
+        .variables
+        .push(variable("a", &[4], &[0.0; 4]));
+    requests[placement.ps_of("b").unwrap()]
+        .variables
+        .push(variable("b", &[2, 3], &[0.0; 6]));
+    requests
+}
+
+/// Worker `w` pulls then pushes a gradient of all `w + 1` to every variable, `pushes` times;
+/// how many pushes were applied.
+pub(super) fn work(client: &dyn PsClient, w: usize, pushes: u64) -> u64 {
+    let mut applied = 0;
+    for _ in 0..pushes {
+        let pulled = client.pull(Duration::from_secs(20)).unwrap();
+        let requests = pulled
+            .iter()
+            .map(|reply| PushRequest {
+                worker: w as u32,
+                step: reply.step,
+                generation: reply.generation,
+                gradients: reply
+                    .variables
+                    .iter()
+                    .map(|v| {
+                        let n = f32_values(v).unwrap().len();
+                        variable(&v.path, &[], &vec![(w + 1) as f32; n])
+                    })
+                    .collect(),
+                wait_ms: 20_000,
+                pull: false,
+                assign: Vec::new(),
+            })
+            .collect();
+        let replies = client.push(requests).unwrap();
+        if replies
+            .iter()
+            .all(|r| r.outcome == PushOutcome::Applied as i32)
+        {
+            applied += 1;
+        }
+    }
+    applied
+}
