@@ -12,7 +12,7 @@ use super::train_loop::TrainLoop;
 use super::train_state::TrainState;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
 use crate::device::{CpuTrainBackend, ResolvedDevice};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 use crate::optimizer::{build_optimizer, Optimizer, WithOptimizer};
 use crate::seed::build_seeded;
@@ -57,7 +57,9 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch>>(
         #[cfg(not(feature = "cuda"))]
         ResolvedDevice::Cuda(_) => {
             let _ = device_offset;
-            Err(Error::Config("built without the `cuda` feature".into()))
+            Err(crate::error::Error::Config(
+                "built without the `cuda` feature".into(),
+            ))
         }
     }
 }

@@ -1,11 +1,12 @@
 //! What the ps load tests share, whatever the client: two variables to initialise and a
 //! worker that pulls and pushes.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::client::PsClient;
 use super::placement::Placement;
-use super::proto::{InitRequest, PushOutcome, PushRequest};
+use super::proto::{ControlReply, InitRequest, PushOutcome, PushRequest};
 use super::variable_optimizer::variable_optimizer;
 use super::wire::{f32_values, variable};
 use crate::optimizer::OptimizerSpec;
@@ -79,4 +80,32 @@ pub(super) fn work(client: &dyn PsClient, w: usize, pushes: u64) -> u64 {
         }
     }
     applied
+}
+
+/// What a load test ends with: each ps's global step, every variable's values, each ps's
+/// counters.
+pub(super) type LoadTestEnd = (Vec<u64>, BTreeMap<String, Vec<f32>>, Vec<ControlReply>);
+
+/// Checks a load test of `workers` workers pushing `pushes` times each against 2 ps tasks,
+/// synchronous (every update averages one gradient of each worker) or not (every push is
+/// its own update): nothing lost, nothing applied twice.
+pub(super) fn assert_exact_totals(end: LoadTestEnd, workers: usize, pushes: u64, sync: bool) {
+    let (steps, values, counters) = end;
+    // Worker w pushes w + 1: their sum is n(n + 1)/2, their mean (n + 1)/2.
+    let sum = (workers * (workers + 1) / 2) as f32;
+    let (expected_steps, per_push) = match sync {
+        true => (pushes, sum / workers as f32),
+        false => (workers as u64 * pushes, sum),
+    };
+    assert_eq!(steps, vec![expected_steps; 2]);
+    for (path, v) in &values {
+        assert!(
+            v.iter().all(|&x| x == -per_push * pushes as f32),
+            "{path}: {v:?}"
+        );
+    }
+    for c in &counters {
+        assert_eq!(c.pushes_applied, workers as u64 * pushes);
+        assert_eq!(c.pushes_dropped, 0);
+    }
 }

@@ -5,7 +5,7 @@ use std::net::TcpListener;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::load_test_support::{init_requests, work};
+use super::load_test_support::{assert_exact_totals, init_requests, work, LoadTestEnd};
 use super::*;
 use crate::error::Error;
 use crate::optimizer::OptimizerSpec;
@@ -63,9 +63,7 @@ fn values(client: &ParameterServers) -> (Vec<u64>, BTreeMap<String, Vec<f32>>) {
 }
 
 /// 8 workers × 1000 pushes against 2 ps tasks; the step and the values after it.
-fn load_test(
-    replicas_to_aggregate: usize,
-) -> (Vec<u64>, BTreeMap<String, Vec<f32>>, Vec<ControlReply>) {
+fn load_test(replicas_to_aggregate: usize) -> LoadTestEnd {
     let (addresses, servers) = start(2, Duration::from_secs(30));
     let clients: Vec<ParameterServers> = (0..WORKERS)
         .map(|w| ParameterServers::connect(&addresses, w, "chief:0", client_config()).unwrap())
@@ -97,34 +95,12 @@ fn load_test(
 
 #[test]
 fn synchronous_updates_lose_and_double_nothing() {
-    let (steps, values, counters) = load_test(WORKERS);
-    // Each update averages the 8 workers' gradients: (1 + 2 + … + 8) / 8 = 4.5.
-    assert_eq!(steps, vec![PUSHES, PUSHES]);
-    for (path, v) in &values {
-        assert!(
-            v.iter().all(|&x| x == -4.5 * PUSHES as f32),
-            "{path}: {v:?}"
-        );
-    }
-    for c in &counters {
-        assert_eq!(c.pushes_applied, WORKERS as u64 * PUSHES);
-        assert_eq!(c.pushes_dropped, 0);
-    }
+    assert_exact_totals(load_test(WORKERS), WORKERS, PUSHES, true);
 }
 
 #[test]
 fn asynchronous_updates_lose_and_double_nothing() {
-    let (steps, values, counters) = load_test(0);
-    // Every push is its own update: the sum of 1 + 2 + … + 8, 1000 times.
-    let total = WORKERS as u64 * PUSHES;
-    assert_eq!(steps, vec![total, total]);
-    for (path, v) in &values {
-        assert!(
-            v.iter().all(|&x| x == -36.0 * PUSHES as f32),
-            "{path}: {v:?}"
-        );
-    }
-    assert!(counters.iter().all(|c| c.pushes_applied == total));
+    assert_exact_totals(load_test(0), WORKERS, PUSHES, false);
 }
 
 #[test]

@@ -2,10 +2,9 @@
 //! client: the shard driver's locking and waking under load, and the errors a training
 //! task sees.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::super::load_test_support::{init_requests, work};
+use super::super::load_test_support::{assert_exact_totals, init_requests, work, LoadTestEnd};
 use super::super::shard::{Patience, Verdict};
 use super::super::variable_optimizer::variable_optimizer;
 use super::super::wire::f32_values;
@@ -33,9 +32,7 @@ fn start(num_ps: usize) -> InMemoryPs {
 
 /// `WORKERS` threads × `PUSHES` pushes against 2 in-memory ps tasks; each ps's step, the
 /// values after the run, and the chief's counters.
-fn load_test(
-    replicas_to_aggregate: usize,
-) -> (Vec<u64>, BTreeMap<String, Vec<f32>>, Vec<ControlReply>) {
+fn load_test(replicas_to_aggregate: usize) -> LoadTestEnd {
     let started = Instant::now();
     let ps = start(2);
     let clients: Vec<InMemoryParameterServers> =
@@ -70,34 +67,12 @@ fn load_test(
 
 #[test]
 fn synchronous_updates_in_memory_lose_and_double_nothing() {
-    let (steps, values, counters) = load_test(WORKERS);
-    // Each update averages the 4 workers' gradients: (1 + 2 + 3 + 4) / 4 = 2.5.
-    assert_eq!(steps, vec![PUSHES, PUSHES]);
-    for (path, v) in &values {
-        assert!(
-            v.iter().all(|&x| x == -2.5 * PUSHES as f32),
-            "{path}: {v:?}"
-        );
-    }
-    for c in &counters {
-        assert_eq!(c.pushes_applied, WORKERS as u64 * PUSHES);
-        assert_eq!(c.pushes_dropped, 0);
-    }
+    assert_exact_totals(load_test(WORKERS), WORKERS, PUSHES, true);
 }
 
 #[test]
 fn asynchronous_updates_in_memory_lose_and_double_nothing() {
-    let (steps, values, counters) = load_test(0);
-    // Every push is its own update: the sum of 1 + 2 + 3 + 4, 100 times.
-    let total = WORKERS as u64 * PUSHES;
-    assert_eq!(steps, vec![total, total]);
-    for (path, v) in &values {
-        assert!(
-            v.iter().all(|&x| x == -10.0 * PUSHES as f32),
-            "{path}: {v:?}"
-        );
-    }
-    assert!(counters.iter().all(|c| c.pushes_applied == total));
+    assert_exact_totals(load_test(0), WORKERS, PUSHES, false);
 }
 
 #[test]
