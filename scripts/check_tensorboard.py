@@ -135,6 +135,27 @@ def check(args):
         require_scalar_tags(evaluation, eval_dir, eval_tags)
         tags_checked += len(eval_tags)
 
+    if args.eval_steps_in_order:
+        if evaluation is None:
+            raise CheckFailed(f"{eval_dir}: no eval run")
+        steps = [event.step for event in evaluation.Scalars("loss")]
+        if len(steps) < args.eval_steps_in_order:
+            raise CheckFailed(
+                f"{eval_dir}: {len(steps)} evaluations, expected at least "
+                f"{args.eval_steps_in_order}"
+            )
+        if any(later <= earlier for earlier, later in zip(steps, steps[1:])):
+            raise CheckFailed(f"{eval_dir}: TensorBoard reads the eval steps as {steps}")
+        history = os.path.join(eval_dir, "history.jsonl")
+        if os.path.exists(history):
+            with open(history) as lines:
+                evaluated = sorted(json.loads(line)["global_step"] for line in lines)
+            if steps != evaluated:
+                raise CheckFailed(
+                    f"{eval_dir}: TensorBoard shows steps {steps}, the history has {evaluated}"
+                )
+        values_verified += len(steps)
+
     if args.expect_log:
         losses, evals = parse_log(args.expect_log)
         if not losses:
@@ -184,6 +205,13 @@ def main(argv=None):
         "--histograms", action="store_true", help="require a histogram tag in the train run"
     )
     parser.add_argument("--rel-tol", type=float, default=1e-4, help="relative tolerance")
+    parser.add_argument(
+        "--eval-steps-in-order",
+        type=int,
+        default=0,
+        metavar="N",
+        help="require at least N eval points, read back in increasing step order",
+    )
     parser.add_argument(
         "--verbose", action="store_true", help="show TensorBoard's warnings (e.g. purges)"
     )

@@ -103,8 +103,11 @@ impl fmt::Debug for TrainSpec {
 pub struct TrainOutcome {
     /// The global step when training stopped.
     pub global_step: u64,
-    /// Steps run by this call.
+    /// Steps this task ran in this call (updates it computed that were applied).
     pub steps_run: u64,
+    /// How far the global step advanced during this call: `steps_run` for one process and
+    /// for synchronous replicas, more with parameter servers (other workers' pushes count).
+    pub global_steps_run: u64,
     /// Loss of the last step run by this call.
     pub last_loss: Option<f64>,
     /// The checkpoint holding the final state (on the chief).

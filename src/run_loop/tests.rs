@@ -297,6 +297,8 @@ fn skipped_steps_reach_no_hook_and_remote_updates_move_the_step() {
     let outcome = run.outcome.unwrap();
     // A: 0 -> 1; S: nothing; P: 1 -> 11 (past max_steps 8, which the ps enforces); X.
     assert_eq!(outcome.global_step, 11);
+    // Two updates of this task's were applied; the global step moved by 11.
+    assert_eq!((outcome.steps_run, outcome.global_steps_run), (2, 11));
     let afters: Vec<&String> = run
         .calls
         .iter()

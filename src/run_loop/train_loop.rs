@@ -46,6 +46,11 @@ struct Steps<'p> {
     progress: &'p Progress,
     /// The global step reached, kept when a failed step takes the state with it.
     global_step: u64,
+    /// Steps this replica computed whose update was applied.
+    steps_run: u64,
+    /// The global step of the first step computed (a parameter-server worker learns it from
+    /// its first pull).
+    first_step: Option<u64>,
     last_loss: Option<f64>,
 }
 
@@ -103,6 +108,7 @@ where
             return Ok(TrainOutcome {
                 global_step: start_step,
                 steps_run: 0,
+                global_steps_run: 0,
                 last_loss: None,
                 checkpoint,
                 weights_crc32c: None,
@@ -143,6 +149,8 @@ where
             seed: replica_seed(config.tf_random_seed, self.sync.rank()),
             progress: &progress,
             global_step: start_step,
+            steps_run: 0,
+            first_step: None,
             last_loss: None,
         };
 
@@ -184,7 +192,8 @@ where
         let (checkpoint, weights_crc32c) = result?;
         Ok(TrainOutcome {
             global_step: steps.global_step,
-            steps_run: steps.global_step - start_step,
+            steps_run: steps.steps_run,
+            global_steps_run: steps.global_step - steps.first_step.unwrap_or(start_step),
             last_loss: steps.last_loss,
             checkpoint,
             weights_crc32c: Some(weights_crc32c),
@@ -211,6 +220,7 @@ where
                 }
                 (ready, Ready::Stop) => return Ok(ready),
             };
+            steps.first_step.get_or_insert(state.global_step);
             let started = Instant::now();
             let local = match &batch {
                 Some(batch) => {
@@ -243,6 +253,7 @@ where
                 }
             };
             steps.global_step = state.global_step;
+            steps.steps_run += 1;
             steps.last_loss = Some(loss);
             let applied = Applied {
                 previous_step,

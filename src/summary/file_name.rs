@@ -1,8 +1,12 @@
-//! Events file names: `events.out.tfevents.{unix_secs:010}.{hostname}.{pid}.{n}`, as TensorFlow.
+//! Events file names: `events.out.tfevents.{unix_secs:010}.{hostname}.{pid}.{n:04}`, as
+//! TensorFlow's but for the padding.
 //!
 //! TensorBoard only requires `tfevents` in the name and reads a directory's files in name order,
 //! so the zero-padded timestamp keeps runs in chronological order; `n` is the smallest number
-//! that makes the name new in its directory.
+//! that makes the name new in its directory, zero-padded too, so that the files one process
+//! opens in the same second (a fast evaluator writes one per evaluation) also sort in the
+//! order they were written — unpadded, `.10` sorts before `.2` and TensorBoard shows the
+//! evaluations out of step order.
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
@@ -19,7 +23,7 @@ const MAX_NAME_ATTEMPTS: u32 = 10_000;
 /// The name of an events file opened at `unix_secs` by process `pid` on `hostname`, `n`-th of
 /// that second.
 pub fn events_file_name(unix_secs: u64, hostname: &str, pid: u32, n: u32) -> String {
-    format!("events.out.{EVENTS_FILE_MARKER}.{unix_secs:010}.{hostname}.{pid}.{n}")
+    format!("events.out.{EVENTS_FILE_MARKER}.{unix_secs:010}.{hostname}.{pid}.{n:04}")
 }
 
 /// Whether `path` names an events file (its file name contains `tfevents`).
@@ -78,16 +82,31 @@ mod tests {
     fn names_follow_tensorflow() {
         assert_eq!(
             events_file_name(1_700_000_000, "host", 42, 0),
-            "events.out.tfevents.1700000000.host.42.0"
+            "events.out.tfevents.1700000000.host.42.0000"
         );
         assert_eq!(
             events_file_name(5, "h", 1, 3),
-            "events.out.tfevents.0000000005.h.1.3"
+            "events.out.tfevents.0000000005.h.1.0003"
         );
         assert!(is_events_file(Path::new(
             "d/events.out.tfevents.0000000005.h.1.3"
         )));
         assert!(!is_events_file(Path::new("tfevents/ckpt-1.ckpt")));
+    }
+
+    #[test]
+    fn files_opened_in_one_second_sort_in_the_order_they_were_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let opened: Vec<PathBuf> = (0..25)
+            .map(|_| {
+                create_new_events_file(dir.path(), 1_700_000_000, "host")
+                    .unwrap()
+                    .0
+            })
+            .collect();
+        let mut by_name = opened.clone();
+        by_name.sort();
+        assert_eq!(by_name, opened);
     }
 
     #[test]

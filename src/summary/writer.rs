@@ -221,7 +221,7 @@ mod tests {
         let name = path.file_name().unwrap().to_str().unwrap();
         assert!(name.starts_with("events.out.tfevents."), "{name}");
         assert!(
-            name.ends_with(&format!(".{}.0", std::process::id())),
+            name.ends_with(&format!(".{}.0000", std::process::id())),
             "{name}"
         );
 
@@ -306,7 +306,7 @@ mod tests {
         drop(writer);
 
         assert!(!planted.contains(&path), "{path:?}");
-        assert!(path.to_str().unwrap().ends_with(".1"), "{path:?}");
+        assert!(path.to_str().unwrap().ends_with(".0001"), "{path:?}");
         for planted in planted {
             assert_eq!(std::fs::read(planted).unwrap(), b"previous run");
         }

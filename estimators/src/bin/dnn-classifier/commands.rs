@@ -315,14 +315,15 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
         }
     };
     let seconds = start.elapsed().as_secs_f64();
-    let examples =
-        outcome.steps_run * (batch_size * batches_per_step(&cluster, &args, replicas)) as u64;
+    let examples = outcome.global_steps_run
+        * (batch_size * batches_per_step(&cluster, &args, replicas)) as u64;
     let examples_per_sec = examples as f64 / seconds.max(1e-9);
     tracing::info!(
-        "trained to global_step {} ({} steps, {examples_per_sec:.0} examples/s over {replicas} \
-         replica(s))",
+        "trained to global_step {} ({} steps of this task's, {} global steps, \
+         {examples_per_sec:.0} examples/s over {replicas} replica(s))",
         outcome.global_step,
-        outcome.steps_run
+        outcome.steps_run,
+        outcome.global_steps_run
     );
     if args.json {
         println!(

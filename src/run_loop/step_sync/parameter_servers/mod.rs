@@ -131,7 +131,10 @@ where
         loop {
             match self.session.pull(state.model)? {
                 Pulled::Model(model, step) => {
+                    // The values are the ps tasks' at their global step, which other
+                    // workers' pushes may have moved.
                     state.model = model;
+                    state.global_step = step;
                     return Ok((state, Ready::Compute { seed_step: step }));
                 }
                 Pulled::Done(model) => {
