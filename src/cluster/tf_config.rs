@@ -65,7 +65,16 @@ impl ClusterConfig {
         Ok(ClusterConfig::Distributed { cluster, task })
     }
 
-    /// Whether this process writes checkpoints, summaries and exports.
+    /// This process's role in the cluster; `None` for a local process.
+    pub fn task_type(&self) -> Option<TaskType> {
+        match self {
+            ClusterConfig::Local => None,
+            ClusterConfig::Distributed { task, .. } => Some(task.kind),
+        }
+    }
+
+    /// Whether this process writes checkpoints, summaries and exports (a local process is its
+    /// own chief).
     pub fn is_chief(&self) -> bool {
         match self {
             ClusterConfig::Local => true,

@@ -98,8 +98,9 @@ impl fmt::Debug for TrainSpec {
     }
 }
 
-/// What a call to `train` did.
-#[derive(Debug, Clone, PartialEq)]
+/// What a call to `train` did (all zero for a task that does not train: a ps or an
+/// evaluator task).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TrainOutcome {
     /// The global step when training stopped.
     pub global_step: u64,

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use datasets::Dataset;
 
 use super::connect::strategy_for;
+use super::serve_parameters::serve_parameters_in;
+use crate::cluster::TaskType;
 use crate::distribute::Strategy;
 use crate::error::Result;
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
@@ -17,13 +19,33 @@ pub trait EstimatorExt: Estimator {
     /// Trains on the batches of `input_fn`'s dataset, resuming from the latest checkpoint
     /// in `model_dir`, until `spec`'s limit, a hook's stop, or the end of the input; with
     /// the strategy the run configuration and the cluster (TF_CONFIG) call for.
+    ///
+    /// Every task of a cluster may call it, as with TF: the chief and the workers train; a
+    /// ps task serves its variables until the chief ends the job (TF's `server.join()`, but
+    /// it returns); an evaluator task has nothing to train and no evaluation input here, so
+    /// it returns at once ([`train_and_evaluate`](crate::train_and_evaluate) is where an
+    /// evaluator evaluates). Those two return an all-zero outcome.
     fn train<D, F>(&self, input_fn: F, spec: TrainSpec) -> Result<TrainOutcome>
     where
         F: FnOnce() -> std::result::Result<D, datasets::Error>,
         D: Dataset<Item = Self::Batch>,
     {
         let config = self.run_config();
-        let strategy = strategy_for(config, &config.resolve_cluster()?)?;
+        let cluster = config.resolve_cluster()?;
+        match cluster.task_type() {
+            Some(TaskType::Ps) => {
+                serve_parameters_in(&cluster, self)?;
+                return Ok(TrainOutcome::default());
+            }
+            Some(TaskType::Evaluator) => {
+                tracing::info!(
+                    "evaluator task: nothing to train (train_and_evaluate evaluates checkpoints)"
+                );
+                return Ok(TrainOutcome::default());
+            }
+            _ => {}
+        }
+        let strategy = strategy_for(config, &cluster)?;
         run_loop::train(self, input_fn()?, spec, strategy, None)
     }
 

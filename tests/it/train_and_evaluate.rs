@@ -493,3 +493,59 @@ fn an_unreadable_checkpoint_is_skipped_and_the_evaluator_goes_on() {
     assert_eq!(history_steps(&dir.path().join("eval")).last(), Some(&30));
     assert!(pins_left(&dir.path().join("eval")).is_empty());
 }
+
+#[test]
+fn train_alone_runs_every_task_of_a_cluster_with_ps_and_an_evaluator() {
+    // A program that only calls `train`, run as each task of chief + worker + ps + evaluator:
+    // the training tasks train, the ps task serves until the chief ends the job, the
+    // evaluator has nothing to do — and every one returns Ok by itself.
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = format!(
+        r#"{{"chief": ["127.0.0.1:{}"], "worker": ["127.0.0.1:{}"], "ps": ["127.0.0.1:{}"]}}"#,
+        free_port(),
+        free_port(),
+        free_port()
+    );
+    let as_task = |kind: &str| {
+        let mut est = classifier(dir.path(), 10);
+        let config = task(&format!(
+            r#"{{"cluster": {cluster}, "task": {{"type": "{kind}", "index": 0}}}}"#
+        ));
+        est.run_config = est
+            .run_config
+            .clone()
+            .with_peer_timeout_secs(20)
+            .with_startup_timeout_secs(30)
+            .with_cluster(config);
+        est
+    };
+    let (tx, rx) = mpsc::channel();
+    for kind in ["ps", "worker", "evaluator"] {
+        let est = as_task(kind);
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send((kind, est.train(train_input, TrainSpec::max_steps(30))));
+        });
+    }
+    let chief = as_task("chief")
+        .train(train_input, TrainSpec::max_steps(30))
+        .unwrap();
+    assert_eq!(chief.global_step, 30);
+    assert!(chief.steps_run > 0 && chief.steps_run <= 30, "{chief:?}");
+    let mut others = BTreeMap::new();
+    for _ in 0..3 {
+        let (kind, outcome) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("every task returns by itself");
+        others.insert(kind, outcome.unwrap());
+    }
+    assert_eq!(others["ps"], estimator::TrainOutcome::default());
+    assert_eq!(others["evaluator"], estimator::TrainOutcome::default());
+    let worker = &others["worker"];
+    assert_eq!(
+        chief.steps_run + worker.steps_run,
+        30,
+        "the two training tasks' pushes make the 30 global steps"
+    );
+    assert!(worker.checkpoint.is_none(), "only the chief writes");
+}
