@@ -45,6 +45,6 @@ pub use metrics::{EvalHistory, EvalRecord, Metric, Metrics};
 pub use optimizer::OptimizerSpec;
 pub use state::weights_to_safetensors;
 pub use tasks::{
-    serve_parameters, serve_parameters_in, train_and_evaluate, train_and_evaluate_in, EstimatorExt,
-    TrainAndEvaluateOutcome,
+    main, serve_parameters, serve_parameters_in, train_and_evaluate, train_and_evaluate_in,
+    EstimatorExt, TrainAndEvaluateOutcome,
 };

@@ -65,6 +65,13 @@ pub trait EstimatorExt: Estimator {
         run_loop::train(self, input_fn()?, spec, strategy, None)
     }
 
+    /// Whether this process is the chief of its cluster (or runs alone): the one that
+    /// writes checkpoints, summaries and exports, and so the one that should evaluate,
+    /// predict and export after training.
+    fn is_chief(&self) -> Result<bool> {
+        Ok(self.run_config().resolve_cluster()?.is_chief())
+    }
+
     /// Evaluates the latest checkpoint (or `checkpoint`) on at most `steps` batches; returns
     /// the metrics with `loss` and `global_step`, also written as summaries to
     /// `model_dir/eval` (or `model_dir/eval_<name>`).

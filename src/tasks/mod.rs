@@ -1,12 +1,14 @@
 //! What a process runs, for its role in the cluster: training, evaluation, prediction and
-//! export of an estimator ([`EstimatorExt`]), `train_and_evaluate` (each task its part), and
-//! serving variables as a ps task.
+//! export of an estimator ([`EstimatorExt`]), `train_and_evaluate` (each task its part),
+//! serving variables as a ps task, and a program's `main` ([`main`]: logging, exit codes).
 
 mod connect;
 mod estimator_ext;
+mod program;
 mod serve_parameters;
 mod train_and_evaluate;
 
 pub use estimator_ext::EstimatorExt;
+pub use program::main;
 pub use serve_parameters::{serve_parameters, serve_parameters_in};
 pub use train_and_evaluate::{train_and_evaluate, train_and_evaluate_in, TrainAndEvaluateOutcome};

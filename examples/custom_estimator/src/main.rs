@@ -3,19 +3,24 @@
 //! Run: `cargo run --release --manifest-path examples/custom_estimator/Cargo.toml -- \
 //!       [--model-dir DIR] [--steps N]`
 //! It ends with one JSON line of test metrics on stdout.
+//!
+//! The same binary runs as every task of a cluster (`estimator-launch --workers 1 --ps 1
+//! --evaluator -- custom_estimator …`, or a TFJob): each trains, serves or waits as its role
+//! says, only the chief evaluates, predicts and exports, and a lost peer exits with 128.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use custom_estimator::IrisClassifier;
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, Predictor, RunConfig, TrainSpec};
 
-fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+fn main() -> ExitCode {
+    estimator::main(run)
+}
+
+fn run() -> anyhow::Result<()> {
     let mut model_dir = PathBuf::from("model_dir/iris");
     let mut steps = 1000u64;
     let mut args = std::env::args().skip(1);
@@ -57,6 +62,10 @@ fn main() -> anyhow::Result<()> {
         "trained to global_step {} (loss {:?})",
         outcome.global_step, outcome.last_loss
     );
+    if !estimator.is_chief()? {
+        // The chief evaluates, predicts and exports what the cluster trained.
+        return Ok(());
+    }
     let metrics = estimator.evaluate(test_input, None, None, None)?;
 
     let predictions: Vec<_> = estimator

@@ -1,0 +1,113 @@
+//! `estimator::main`: what every training program's `main` needs, so that the same binary
+//! runs as any task of a cluster — logging, the one-line error, the exit code a job
+//! controller acts on.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use tracing_subscriber::EnvFilter;
+
+use crate::error::Error;
+
+/// Runs `program` as a training program's `main`: starts logging to standard error
+/// (`RUST_LOG`-style filter, `info` by default; colours on a terminal), runs it, and turns
+/// its result into the process's exit code — 0, [`RETRYABLE_EXIT_CODE`] (128) when the
+/// error is a lost peer (Kubeflow's `ExitCode` restart policy then restarts the task), 1
+/// otherwise — after printing the error and its causes on one line.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     estimator::main(|| -> estimator::Result<()> {
+///         // build the estimator, then est.train(...)?;
+///         Ok(())
+///     })
+/// }
+/// ```
+///
+/// [`RETRYABLE_EXIT_CODE`]: crate::RETRYABLE_EXIT_CODE
+pub fn main<E>(program: impl FnOnce() -> Result<(), E>) -> ExitCode
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // A program that set up its own subscriber keeps it.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+    match program() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let error = error.into();
+            let name = std::env::args().next().unwrap_or_default();
+            let name = std::path::Path::new(&name)
+                .file_name()
+                .map_or("program".into(), |n| n.to_string_lossy().into_owned());
+            eprintln!("{name}: error: {}", one_line(error.as_ref()));
+            ExitCode::from(u8::try_from(exit_code(error.as_ref())).unwrap_or(1))
+        }
+    }
+}
+
+/// The exit code an error calls for: that of the first [`Error`] in its chain of causes.
+fn exit_code(error: &(dyn std::error::Error + 'static)) -> i32 {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if let Some(ours) = error.downcast_ref::<Error>() {
+            return ours.exit_code();
+        }
+        cause = error.source();
+    }
+    1
+}
+
+/// The error and its causes on one line, leaving out causes the message already quotes.
+fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = String::new();
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        let text = error.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+        cause = error.source();
+    }
+    line.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("training failed")]
+    struct Wrapper(#[source] Error);
+
+    #[test]
+    fn a_lost_peer_anywhere_in_the_chain_is_retryable() {
+        let lost = Error::PeerLost {
+            task: "worker:0".into(),
+            message: "connection lost".into(),
+        };
+        let wrapped: Box<dyn std::error::Error + Send + Sync> = Box::new(Wrapper(lost));
+        assert_eq!(exit_code(wrapped.as_ref()), crate::RETRYABLE_EXIT_CODE);
+        assert_eq!(
+            one_line(wrapped.as_ref()),
+            "training failed: lost worker:0: connection lost"
+        );
+        let config: Box<dyn std::error::Error + Send + Sync> =
+            Box::new(Error::Config("bad\nvalue".into()));
+        assert_eq!(exit_code(config.as_ref()), 1);
+        assert_eq!(
+            one_line(config.as_ref()),
+            "invalid configuration: bad value"
+        );
+        let other: Box<dyn std::error::Error + Send + Sync> = "not ours".into();
+        assert_eq!(exit_code(other.as_ref()), 1);
+    }
+}
