@@ -16,7 +16,6 @@ fault it must be rejected for in a `# expect-error: <text>` comment, so that it 
 by failing for another reason.
 """
 import argparse
-import copy
 import pathlib
 import re
 import sys
@@ -179,7 +178,9 @@ def check_tfjob(doc, claims_known):
     if not isinstance(name, str) or len(name) > 63 or not DNS1035.fullmatch(name):
         raise Fault(["metadata", "name"],
                     f"{name!r} is not a DNS-1035 label (lower case, digits, '-'; at most 63)")
-    spec = doc["spec"]
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        raise Fault(["spec"], "no spec")
     run_policy = spec.get("runPolicy", {})
     if run_policy.get("cleanPodPolicy", "None") not in CLEAN_POD_POLICIES:
         raise Fault(["spec", "runPolicy", "cleanPodPolicy"],
@@ -191,7 +192,7 @@ def check_tfjob(doc, claims_known):
         raise Fault(["spec", "successPolicy"],
                     f"{spec['successPolicy']!r} is not one of '', 'AllWorkers'")
 
-    replicas = spec["tfReplicaSpecs"]
+    replicas = spec.get("tfReplicaSpecs")
     if not replicas:
         raise Fault(["spec", "tfReplicaSpecs"], "no replica types")
     chiefs = [r for r in replicas if r in ("Chief", "Master")]
@@ -240,7 +241,7 @@ def check_pod(pod, at, claims_known):
         if claim is not None and claim not in claims_known:
             raise Fault(at + ["volumes", i, "persistentVolumeClaim", "claimName"],
                         f"claim {claim!r} is declared neither in this file nor in a manifest "
-                        "its comments name")
+                        "this file names")
 
 
 def is_extended_resource(name):
