@@ -178,6 +178,20 @@ fn user_errors_are_one_line_messages_naming_what_is_wrong() {
         train(&["--train", &iris("iris_train.csv"), "--device", "cuda"]),
         "cuda",
     );
+    assert_user_error(
+        train(&["--train", &iris("iris_train.csv"), "--device", "cuda:x"]),
+        "--device cuda:x: 'x' is not a CUDA device index",
+    );
+    assert_user_error(
+        train(&["--train", &iris("iris_train.csv"), "--device", "tpu"]),
+        "--device tpu: expected cpu, cuda, cuda:N or auto",
+    );
+    if !cfg!(feature = "cuda") {
+        assert_user_error(
+            train(&["--train", &iris("iris_train.csv"), "--device", "cuda:1"]),
+            "device cuda:1: this binary was built without the `cuda` feature",
+        );
+    }
 
     // A label the model never saw.
     let bad = dir.path().join("bad.csv");

@@ -21,7 +21,7 @@ use estimators::feature_column::{
 use estimators::DnnClassifier;
 
 use crate::cli::{
-    Command, DeviceName, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs,
+    parse_device, Command, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs,
     PsModeName, TrainArgs,
 };
 use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
@@ -101,12 +101,10 @@ fn ps_mode(args: &TrainArgs) -> PsMode {
     }
 }
 
-fn device(name: DeviceName) -> DeviceSpec {
-    match name {
-        DeviceName::Cpu => DeviceSpec::Cpu,
-        DeviceName::Cuda => DeviceSpec::Cuda(0),
-        DeviceName::Auto => DeviceSpec::Auto,
-    }
+/// The `--device` value as a [`DeviceSpec`]; whether this build and machine can use it is
+/// checked when the model first runs.
+fn device(text: &str) -> Result<DeviceSpec> {
+    parse_device(text).map_err(|reason| anyhow::anyhow!("--device {text}: {reason}"))
 }
 
 fn optimizer(name: OptimizerName, learning_rate: Option<f64>) -> OptimizerSpec {
@@ -214,7 +212,7 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
     }
     let mut run_config = RunConfig::new(&args.model_dir)
         .with_tf_random_seed(args.seed)
-        .with_device(device(args.device));
+        .with_device(device(&args.device)?);
     if let Some(steps) = args.save_checkpoints_steps {
         run_config = run_config.with_save_checkpoints_steps(steps);
     }
@@ -339,7 +337,7 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
 }
 
 fn evaluate(args: EvaluateArgs) -> Result<()> {
-    let classifier = load_classifier(&args.model_dir, device(args.device))?;
+    let classifier = load_classifier(&args.model_dir, device(&args.device)?)?;
     let schema = schema_for(&args.eval, classifier.schema())?;
     if schema.label.is_none() {
         bail!(
