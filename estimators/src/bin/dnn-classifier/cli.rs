@@ -149,7 +149,8 @@ pub struct TrainArgs {
     /// feature.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
-    /// Print the final metrics as one JSON line on stdout.
+    /// Print the final metrics as one JSON line on stdout (with examples_per_sec after
+    /// start-up, startup_secs and total_examples_per_sec when training).
     #[arg(long)]
     pub json: bool,
     /// With ps tasks in TF_CONFIG: apply each worker's gradients on arrival (async) or
