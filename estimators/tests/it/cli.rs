@@ -87,6 +87,38 @@ fn train_and_evaluate_iris_reaches_tf_accuracy_and_reports_json() {
 }
 
 #[test]
+fn train_json_reports_startup_apart_from_the_steady_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(bin().args([
+        "train",
+        "--train",
+        &iris("iris_train.csv"),
+        "--label-column",
+        "label",
+        "--max-steps",
+        "300",
+        "--batch-size",
+        "32",
+        "--device",
+        "auto",
+        "--model-dir",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let metrics = last_json(&output);
+    assert_eq!(metrics["global_step"], 300);
+    let key = |name: &str| {
+        metrics[name]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{name} missing: {metrics}"))
+    };
+    assert!(key("startup_secs") > 0.0, "{metrics}");
+    assert!(key("examples_per_sec") > 0.0, "{metrics}");
+    assert!(key("total_examples_per_sec") > 0.0, "{metrics}");
+}
+
+#[test]
 fn export_then_predict_from_the_export_equals_predict_from_the_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     assert!(train_iris(dir.path(), 50).status.success());
@@ -178,6 +210,20 @@ fn user_errors_are_one_line_messages_naming_what_is_wrong() {
         train(&["--train", &iris("iris_train.csv"), "--device", "cuda"]),
         "cuda",
     );
+    assert_user_error(
+        train(&["--train", &iris("iris_train.csv"), "--device", "cuda:x"]),
+        "--device cuda:x: 'x' is not a CUDA device index",
+    );
+    assert_user_error(
+        train(&["--train", &iris("iris_train.csv"), "--device", "tpu"]),
+        "--device tpu: expected cpu, cuda, cuda:N or auto",
+    );
+    if !cfg!(feature = "cuda") {
+        assert_user_error(
+            train(&["--train", &iris("iris_train.csv"), "--device", "cuda:1"]),
+            "device cuda:1: this binary was built without the `cuda` feature",
+        );
+    }
 
     // A label the model never saw.
     let bad = dir.path().join("bad.csv");

@@ -1,7 +1,7 @@
 //! The `estimator-launch` binary as a user runs it: real processes, every wait bounded, no
 //! process left behind.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -36,6 +36,15 @@ struct Finished {
 
 impl Launcher {
     fn start(args: &[&str], tf_config: Option<&str>) -> Launcher {
+        Launcher::start_seeing(args, tf_config, None)
+    }
+
+    /// Starts the launcher with `cuda_visible` as its own CUDA_VISIBLE_DEVICES (unset: none).
+    fn start_seeing(
+        args: &[&str],
+        tf_config: Option<&str>,
+        cuda_visible: Option<&str>,
+    ) -> Launcher {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_estimator-launch"));
         cmd.args(args)
             .stdin(Stdio::null())
@@ -44,6 +53,10 @@ impl Launcher {
         match tf_config {
             Some(text) => cmd.env("TF_CONFIG", text),
             None => cmd.env_remove("TF_CONFIG"),
+        };
+        match cuda_visible {
+            Some(ids) => cmd.env("CUDA_VISIBLE_DEVICES", ids),
+            None => cmd.env_remove("CUDA_VISIBLE_DEVICES"),
         };
         let mut child = cmd.spawn().expect("estimator-launch starts");
         let (send, lines) = mpsc::channel();
@@ -217,6 +230,103 @@ fn every_task_gets_its_tf_config_and_its_output_comes_back_prefixed() {
         .collect();
     assert_eq!(ports.len(), 3, "{cluster:?}");
     assert_eq!(started_pids(&done.stderr).len(), 3, "{:#?}", done.stderr);
+}
+
+/// Each task's stdout lines by task name (`chief:0`), without the prefix.
+fn lines_by_task(stdout: &[String]) -> HashMap<String, Vec<String>> {
+    let mut by_task: HashMap<String, Vec<String>> = HashMap::new();
+    for line in stdout {
+        let (prefix, rest) = line.split_once("] ").expect("a prefixed line");
+        let task = prefix.strip_prefix('[').unwrap().to_string();
+        by_task.entry(task).or_default().push(rest.to_string());
+    }
+    by_task
+}
+
+#[test]
+fn gpus_are_shared_out_one_per_task_and_ps_tasks_get_none() {
+    let done = run(&[
+        "--workers",
+        "3",
+        "--ps",
+        "1",
+        "--evaluator",
+        "--gpus",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "echo \"gpu=${CUDA_VISIBLE_DEVICES-unset}\"",
+    ]);
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    let seen = lines_by_task(&done.stdout);
+    // Round-robin in rank order (chief, workers), then the evaluator: slot 4 of 2 GPUs.
+    for (task, gpu) in [
+        ("chief:0", "gpu=0"),
+        ("worker:0", "gpu=1"),
+        ("worker:1", "gpu=0"),
+        ("worker:2", "gpu=1"),
+        ("evaluator:0", "gpu=0"),
+        ("ps:0", "gpu="),
+    ] {
+        assert_eq!(seen.get(task), Some(&vec![gpu.to_string()]), "{seen:#?}");
+    }
+    let stderr = done.stderr.join("\n");
+    assert!(
+        stderr.contains("with GPU 1 (CUDA_VISIBLE_DEVICES=1)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("with no GPU (CUDA_VISIBLE_DEVICES=\"\")"),
+        "{stderr}"
+    );
+    assert_eq!(started_pids(&done.stderr).len(), 6, "{stderr}");
+}
+
+#[test]
+fn gpus_come_from_the_launchers_own_visible_devices_and_explain_names_them() {
+    let launcher = env!("CARGO_BIN_EXE_estimator-launch");
+    let done = Launcher::start_seeing(
+        &["--workers", "1", "--gpus", "2", "--", launcher, "explain"],
+        None,
+        Some("4,6,7"),
+    )
+    .finish();
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    let seen = lines_by_task(&done.stdout);
+    let gpus = |task: &str| {
+        seen[task]
+            .iter()
+            .find(|l| l.starts_with("gpus:"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no gpus line for {task}: {seen:#?}"))
+    };
+    assert_eq!(
+        gpus("chief:0"),
+        "gpus:      cuda is GPU 4 (CUDA_VISIBLE_DEVICES=4)"
+    );
+    assert_eq!(
+        gpus("worker:0"),
+        "gpus:      cuda is GPU 6 (CUDA_VISIBLE_DEVICES=6)"
+    );
+
+    // Without --gpus every task sees what the launcher sees.
+    let done = Launcher::start_seeing(
+        &["--", "sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES\""],
+        None,
+        Some("4,6"),
+    )
+    .finish();
+    let mut stdout = done.stdout;
+    stdout.sort();
+    assert_eq!(stdout, ["[chief:0] 4,6", "[worker:0] 4,6"]);
+
+    let done = Launcher::start_seeing(&["--gpus", "3", "--", "true"], None, Some("4,6")).finish();
+    assert_eq!(done.code, Some(2));
+    assert_eq!(
+        done.stderr,
+        ["estimator-launch: error: --gpus 3: CUDA_VISIBLE_DEVICES=\"4,6\" lists only 2 GPUs"]
+    );
 }
 
 #[test]

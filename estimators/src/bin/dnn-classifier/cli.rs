@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use estimator::DeviceSpec;
 
 /// Train, evaluate, predict with and export a DNN classifier on CSV data.
 #[derive(Debug, Parser)]
@@ -55,15 +56,25 @@ pub enum OptimizerName {
     Sgd,
 }
 
-/// Devices selectable from the command line.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum DeviceName {
-    /// The CPU.
-    Cpu,
-    /// CUDA device 0 (needs a build with the `cuda` feature and a CUDA driver).
-    Cuda,
-    /// CUDA when usable, else the CPU.
-    Auto,
+/// The values `--device` accepts, for its help and its errors.
+const DEVICES: &str = "cpu, cuda, cuda:N or auto";
+
+/// Parses a `--device` value: `cpu`, `cuda` (device 0), `cuda:N` or `auto`.
+///
+/// The error names what was wrong with the value; the caller prefixes the flag.
+pub fn parse_device(text: &str) -> Result<DeviceSpec, String> {
+    match text {
+        "cpu" => Ok(DeviceSpec::Cpu),
+        "cuda" => Ok(DeviceSpec::Cuda(0)),
+        "auto" => Ok(DeviceSpec::Auto),
+        _ => match text.strip_prefix("cuda:") {
+            Some(index) => index
+                .parse()
+                .map(DeviceSpec::Cuda)
+                .map_err(|_| format!("'{index}' is not a CUDA device index (cuda:0, cuda:1, …)")),
+            None => Err(format!("expected {DEVICES}")),
+        },
+    }
 }
 
 /// Prediction output formats.
@@ -133,10 +144,13 @@ pub struct TrainArgs {
     /// Save a checkpoint every N steps (default: every 600 s, and at the end).
     #[arg(long)]
     pub save_checkpoints_steps: Option<u64>,
-    /// Compute device.
-    #[arg(long, value_enum, default_value = "cpu")]
-    pub device: DeviceName,
-    /// Print the final metrics as one JSON line on stdout.
+    /// Compute device: cpu, cuda (CUDA device 0), cuda:N, or auto (CUDA when this build
+    /// has it and a driver is installed, else the CPU). CUDA needs a build with the `cuda`
+    /// feature.
+    #[arg(long, value_name = "DEVICE", default_value = "cpu")]
+    pub device: String,
+    /// Print the final metrics as one JSON line on stdout (with examples_per_sec after
+    /// start-up, startup_secs and total_examples_per_sec when training).
     #[arg(long)]
     pub json: bool,
     /// With ps tasks in TF_CONFIG: apply each worker's gradients on arrival (async) or
@@ -194,9 +208,9 @@ pub struct EvaluateArgs {
     /// Directory the model was trained in.
     #[arg(long, value_name = "DIR")]
     pub model_dir: PathBuf,
-    /// Compute device.
-    #[arg(long, value_enum, default_value = "cpu")]
-    pub device: DeviceName,
+    /// Compute device: cpu, cuda, cuda:N or auto (as for train).
+    #[arg(long, value_name = "DEVICE", default_value = "cpu")]
+    pub device: String,
     /// Print the metrics as one JSON line on stdout.
     #[arg(long)]
     pub json: bool,
@@ -236,4 +250,27 @@ pub struct ExportArgs {
     /// Exports go to EXPORT_DIR_BASE/<unix-timestamp>/.
     #[arg(long, value_name = "DIR")]
     pub export_dir_base: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_values() {
+        assert_eq!(parse_device("cpu"), Ok(DeviceSpec::Cpu));
+        assert_eq!(parse_device("cuda"), Ok(DeviceSpec::Cuda(0)));
+        assert_eq!(parse_device("cuda:3"), Ok(DeviceSpec::Cuda(3)));
+        assert_eq!(parse_device("auto"), Ok(DeviceSpec::Auto));
+        for (bad, reason) in [
+            ("cuda:x", "'x' is not a CUDA device index"),
+            ("cuda:", "'' is not a CUDA device index"),
+            ("cuda:-1", "'-1' is not a CUDA device index"),
+            ("gpu", "expected cpu, cuda, cuda:N or auto"),
+            ("CUDA", "expected cpu, cuda, cuda:N or auto"),
+        ] {
+            let error = parse_device(bad).unwrap_err();
+            assert!(error.starts_with(reason), "{bad}: {error}");
+        }
+    }
 }

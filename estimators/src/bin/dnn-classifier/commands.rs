@@ -21,20 +21,22 @@ use estimators::feature_column::{
 use estimators::DnnClassifier;
 
 use crate::cli::{
-    Command, DeviceName, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs,
+    parse_device, Command, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs,
     PsModeName, TrainArgs,
 };
 use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
 use crate::output::{metrics_json, PredictionWriter};
+use crate::timing::Timing;
 
 /// File in the model directory holding the classifier's configuration.
 const MODEL_FILE: &str = "dnn_classifier.json";
 
-/// Runs one subcommand.
-pub fn run(command: Command) -> Result<()> {
+/// Runs one subcommand; `started` is when the process started, the origin of
+/// `startup_secs`.
+pub fn run(command: Command, started: Instant) -> Result<()> {
     match command {
-        Command::Train(args) => train(args, false),
-        Command::TrainAndEvaluate(args) => train(args, true),
+        Command::Train(args) => train(args, false, started),
+        Command::TrainAndEvaluate(args) => train(args, true, started),
         Command::Evaluate(args) => evaluate(args),
         Command::Predict(args) => predict(args),
         Command::Export(args) => export(args),
@@ -101,12 +103,10 @@ fn ps_mode(args: &TrainArgs) -> PsMode {
     }
 }
 
-fn device(name: DeviceName) -> DeviceSpec {
-    match name {
-        DeviceName::Cpu => DeviceSpec::Cpu,
-        DeviceName::Cuda => DeviceSpec::Cuda(0),
-        DeviceName::Auto => DeviceSpec::Auto,
-    }
+/// The `--device` value as a [`DeviceSpec`]; whether this build and machine can use it is
+/// checked when the model first runs.
+fn device(text: &str) -> Result<DeviceSpec> {
+    parse_device(text).map_err(|reason| anyhow::anyhow!("--device {text}: {reason}"))
 }
 
 fn optimizer(name: OptimizerName, learning_rate: Option<f64>) -> OptimizerSpec {
@@ -205,7 +205,7 @@ fn load_classifier(model_dir: &Path, device: DeviceSpec) -> Result<DnnClassifier
     Ok(classifier.with_run_config(run_config))
 }
 
-fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
+fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> {
     if evaluate_after && args.eval.is_none() {
         bail!("train-and-evaluate needs --eval FILE.csv");
     }
@@ -214,7 +214,7 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
     }
     let mut run_config = RunConfig::new(&args.model_dir)
         .with_tf_random_seed(args.seed)
-        .with_device(device(args.device));
+        .with_device(device(&args.device)?);
     if let Some(steps) = args.save_checkpoints_steps {
         run_config = run_config.with_save_checkpoints_steps(steps);
     }
@@ -276,8 +276,10 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
             .batch(batch_size, false)
             .prefetch(4))
     };
-    let spec = TrainSpec::max_steps(args.max_steps).with_auto_shard(false);
-    let start = Instant::now();
+    let timing = Timing::default();
+    let spec = TrainSpec::max_steps(args.max_steps)
+        .with_auto_shard(false)
+        .with_hook(timing.hook());
     let evaluate_final = |eval: &Path| -> Result<_> {
         let eval_schema = schema_for(eval, &schema)?;
         Ok(classifier.evaluate(|| batches(eval, &eval_schema, batch_size), None, None, None)?)
@@ -314,23 +316,34 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
             (outcome, metrics)
         }
     };
-    let seconds = start.elapsed().as_secs_f64();
-    let examples = outcome.global_steps_run
-        * (batch_size * batches_per_step(&cluster, &args, replicas)) as u64;
-    let examples_per_sec = examples as f64 / seconds.max(1e-9);
+    let examples_per_step = (batch_size * batches_per_step(&cluster, &args, replicas)) as u64;
+    let rates = timing.report(
+        started,
+        Instant::now(),
+        outcome.global_steps_run,
+        examples_per_step,
+    );
     tracing::info!(
-        "trained to global_step {} ({} steps of this task's, {} global steps, \
-         {examples_per_sec:.0} examples/s over {replicas} replica(s))",
+        "trained to global_step {} ({} steps of this task's, {} global steps over \
+         {replicas} replica(s)): {:.0} examples/s after {:.2} s of start-up, {:.0} examples/s \
+         overall",
         outcome.global_step,
         outcome.steps_run,
-        outcome.global_steps_run
+        outcome.global_steps_run,
+        rates.examples_per_sec,
+        rates.startup_secs,
+        rates.total_examples_per_sec
     );
     if args.json {
         println!(
             "{}",
             metrics_json(
                 outcome.global_step,
-                &[("examples_per_sec", examples_per_sec)],
+                &[
+                    ("examples_per_sec", rates.examples_per_sec),
+                    ("startup_secs", rates.startup_secs),
+                    ("total_examples_per_sec", rates.total_examples_per_sec),
+                ],
                 &metrics
             )
         );
@@ -339,7 +352,7 @@ fn train(args: TrainArgs, evaluate_after: bool) -> Result<()> {
 }
 
 fn evaluate(args: EvaluateArgs) -> Result<()> {
-    let classifier = load_classifier(&args.model_dir, device(args.device))?;
+    let classifier = load_classifier(&args.model_dir, device(&args.device)?)?;
     let schema = schema_for(&args.eval, classifier.schema())?;
     if schema.label.is_none() {
         bail!(

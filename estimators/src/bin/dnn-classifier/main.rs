@@ -8,13 +8,16 @@ mod cli;
 mod commands;
 mod input;
 mod output;
+mod timing;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
+    let started = Instant::now();
     let cli = cli::Cli::parse();
     let ansi = std::io::stderr().is_terminal();
     tracing_subscriber::fmt()
@@ -22,7 +25,7 @@ fn main() -> ExitCode {
         .with_ansi(ansi)
         .with_target(false)
         .init();
-    match commands::run(cli.command) {
+    match commands::run(cli.command, started) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("dnn-classifier: error: {}", one_line(&error));

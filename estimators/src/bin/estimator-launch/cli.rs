@@ -28,7 +28,9 @@ pub const USAGE: i32 = 2;
                   The launcher exits with the chief's exit code once the chief has exited and \
                   the other tasks have exited or been killed after --grace-secs.\n\n\
                   Example:\n  estimator-launch --workers 2 -- dnn-classifier train \
-                  --train iris_train.csv --label-column label --max-steps 1000 --model-dir /tmp/iris"
+                  --train iris_train.csv --label-column label --max-steps 1000 --model-dir /tmp/iris\n\n\
+                  On a machine with 4 GPUs, one per replica:\n  estimator-launch --workers 3 --gpus 4 \
+                  -- dnn-classifier train --device cuda …"
 )]
 pub struct Cli {
     /// `explain`, or none to launch a cluster.
@@ -84,6 +86,13 @@ pub struct LaunchArgs {
     /// `restartPolicy: ExitCode`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_restarts: u32,
+    /// Share N GPUs out, one per task: the chief and workers in rank order, then the
+    /// evaluator, round-robin, each with CUDA_VISIBLE_DEVICES naming its GPU (so its
+    /// `--device cuda` is that GPU); ps tasks get none (CUDA_VISIBLE_DEVICES=""), they hold
+    /// variables in host memory. The GPUs are the first N of the launcher's own
+    /// CUDA_VISIBLE_DEVICES when it is set. Without --gpus tasks inherit the launcher's.
+    #[arg(long, value_name = "N")]
+    pub gpus: Option<usize>,
     /// The command every task runs, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -206,6 +215,8 @@ mod tests {
         assert!(defaults.roles().chief);
         assert_eq!(defaults.host, "127.0.0.1");
         assert_eq!(defaults.grace_secs, 30);
+        assert_eq!(defaults.gpus, None);
+        assert_eq!(launch(&["--gpus", "4", "--", "true"]).gpus, Some(4));
     }
 
     #[test]
@@ -223,6 +234,7 @@ mod tests {
     fn usage_errors_are_one_line() {
         for args in [
             &["--workers", "two", "--", "true"][..],
+            &["--gpus", "-1", "--", "true"],
             &["--bogus"],
             &["sh", "-c", "true"],
             &["--workers", "1", "explain"],

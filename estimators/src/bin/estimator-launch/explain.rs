@@ -7,12 +7,16 @@ use std::path::Path;
 
 use estimator::cluster::{ClusterConfig, ClusterSpec, Task, TaskType};
 
+use crate::gpus;
+
 /// The description of `config` that `explain` prints: role, chief, rank and world size,
-/// model_dir, the strategy the cluster implies, and every task's address with what
-/// `resolve` makes of it.
+/// model_dir, the strategy the cluster implies, the GPUs `visible` (the process's
+/// `CUDA_VISIBLE_DEVICES`) lets it see, and every task's address with what `resolve` makes
+/// of it.
 pub fn render(
     config: &ClusterConfig,
     model_dir: Option<&Path>,
+    visible: Option<&str>,
     resolve: impl Fn(&str) -> Result<IpAddr, String>,
 ) -> String {
     let model_dir =
@@ -28,6 +32,7 @@ pub fn render(
             field("rank", "0 (world size 1)");
             field("model_dir", &model_dir);
             field("strategy", &strategy(config));
+            field("gpus", &gpus::describe(visible));
             field("peers", "none");
             return out;
         }
@@ -57,6 +62,7 @@ pub fn render(
     );
     field("model_dir", &model_dir);
     field("strategy", &strategy(config));
+    field("gpus", &gpus::describe(visible));
     out.push_str("peers:\n");
 
     let mut rows: Vec<(String, String, String)> = all_tasks(cluster)
@@ -159,13 +165,14 @@ mod tests {
                 "job-worker-1.invalid:2222"], "ps": ["job-ps-0:2222"]},
                 "task": {"type": "worker", "index": 1}, "environment": "cloud"}"#,
         );
-        let text = render(&config, Some(Path::new("/model/iris")), fake);
+        let text = render(&config, Some(Path::new("/model/iris")), Some("1"), fake);
         let expected = "\
 task:      worker:1
 chief:     no (the chief is chief:0 at job-chief-0:2222)
 rank:      2 (world size 3)
 model_dir: /model/iris
 strategy:  ParameterServer (1 ps)
+gpus:      cuda is GPU 1 (CUDA_VISIBLE_DEVICES=1)
 peers:
   chief:0               job-chief-0:2222           resolves to 10.0.0.7
   worker:0              job-worker-0:2222          resolves to 10.0.0.7
@@ -179,6 +186,7 @@ peers:
     fn chief_ps_and_evaluator_outside_the_cluster() {
         let chief = render(
             &parse(r#"{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker"}}"#),
+            None,
             None,
             fake,
         );
@@ -196,12 +204,14 @@ peers:
         let ps = render(
             &parse(r#"{"cluster": {"chief": ["c:1"], "ps": ["p:2"]}, "task": {"type": "ps"}}"#),
             None,
+            None,
             fake,
         );
         assert!(ps.contains("rank:      none: ps tasks"), "{ps}");
 
         let evaluator = render(
             &parse(r#"{"cluster": {"chief": ["c:1"]}, "task": {"type": "evaluator"}}"#),
+            None,
             None,
             fake,
         );
@@ -213,10 +223,14 @@ peers:
 
     #[test]
     fn local_is_one_device() {
-        let text = render(&ClusterConfig::Local, None, fake);
+        let text = render(&ClusterConfig::Local, None, None, fake);
         assert!(text.starts_with("task:      local"), "{text}");
         assert!(text.contains("strategy:  OneDevice (local)"), "{text}");
         assert!(text.contains("peers:     none"), "{text}");
+        assert!(
+            text.contains("gpus:      all (CUDA_VISIBLE_DEVICES not set)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod cli;
 mod explain;
+mod gpus;
 mod layout;
 mod ports;
 mod relay;
@@ -15,6 +16,7 @@ mod supervise;
 use estimator::cluster::cluster_from_env;
 
 use crate::cli::{Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
+use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;
 
 fn main() {
@@ -42,9 +44,15 @@ fn error(message: &str) {
 fn explain(args: &ExplainArgs) -> i32 {
     match cluster_from_env() {
         Ok(config) => {
+            let visible = std::env::var(CUDA_VISIBLE_DEVICES).ok();
             print!(
                 "{}",
-                explain::render(&config, args.model_dir.as_deref(), explain::resolve)
+                explain::render(
+                    &config,
+                    args.model_dir.as_deref(),
+                    visible.as_deref(),
+                    explain::resolve
+                )
             );
             0
         }
@@ -68,6 +76,18 @@ fn launch(args: &LaunchArgs) -> i32 {
         error(&message);
         return USAGE;
     }
+    let inherited = std::env::var(CUDA_VISIBLE_DEVICES).ok();
+    let gpus = match args
+        .gpus
+        .map(|count| GpuPlan::new(count, inherited.as_deref()))
+        .transpose()
+    {
+        Ok(gpus) => gpus,
+        Err(message) => {
+            error(&message);
+            return USAGE;
+        }
+    };
     let ports = match ports::free_ports(&args.host, roles.tasks().len()) {
         Ok(ports) => ports,
         Err(e) => {
@@ -79,12 +99,17 @@ fn launch(args: &LaunchArgs) -> i32 {
         }
     };
     let layout = Layout::new(roles, &args.host, &ports);
-    run(&layout, command, args)
+    run(&layout, command, args, gpus.as_ref())
 }
 
 #[cfg(unix)]
-fn run(layout: &Layout, command: &[std::ffi::OsString], args: &LaunchArgs) -> i32 {
-    match supervise::launch(layout, command, args.grace(), args.max_restarts) {
+fn run(
+    layout: &Layout,
+    command: &[std::ffi::OsString],
+    args: &LaunchArgs,
+    gpus: Option<&GpuPlan>,
+) -> i32 {
+    match supervise::launch(layout, command, args.grace(), args.max_restarts, gpus) {
         Ok(code) => code,
         Err(failure) => {
             error(&failure.message);
@@ -94,7 +119,7 @@ fn run(layout: &Layout, command: &[std::ffi::OsString], args: &LaunchArgs) -> i3
 }
 
 #[cfg(not(unix))]
-fn run(_: &Layout, _: &[std::ffi::OsString], _: &LaunchArgs) -> i32 {
+fn run(_: &Layout, _: &[std::ffi::OsString], _: &LaunchArgs, _: Option<&GpuPlan>) -> i32 {
     error("launching a cluster needs a Unix system (process groups); `explain` works anywhere");
     1
 }

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use estimator::cluster::{Task, TF_CONFIG};
 
+use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;
 use crate::relay;
 
@@ -39,13 +40,15 @@ pub struct Failure {
     pub code: i32,
 }
 
-/// Starts every task of `layout` running `command` with its TF_CONFIG, relays their output,
-/// and returns the chief's exit code once every task has exited or been killed.
+/// Starts every task of `layout` running `command` with its TF_CONFIG (and its GPU, with
+/// `gpus`), relays their output, and returns the chief's exit code once every task has
+/// exited or been killed.
 pub fn launch(
     layout: &Layout,
     command: &[OsString],
     grace: Duration,
     max_restarts: u32,
+    gpus: Option<&GpuPlan>,
 ) -> Result<i32, Failure> {
     let sentinel = match Sentinel::start() {
         Ok(sentinel) => Some(sentinel),
@@ -69,9 +72,18 @@ pub fn launch(
         if let Some(group) = group {
             cmd.process_group(group);
         }
+        let visible = gpus.map(|plan| plan.visible(&layout.cluster, task));
+        if let Some(visible) = &visible {
+            cmd.env(CUDA_VISIBLE_DEVICES, visible);
+        }
         let mut child = cmd.spawn()?;
+        let gpu = match visible.as_deref() {
+            None => String::new(),
+            Some("") => format!(" with no GPU ({CUDA_VISIBLE_DEVICES}=\"\")"),
+            Some(id) => format!(" with GPU {id} ({CUDA_VISIBLE_DEVICES}={id})"),
+        };
         note(&format!(
-            "started {task} (pid {}) on {}",
+            "started {task} (pid {}) on {}{gpu}",
             child.id(),
             layout.address(task)
         ));

@@ -1,0 +1,180 @@
+//! Sharing a machine's GPUs out among the tasks of a launch, one GPU per task, through
+//! `CUDA_VISIBLE_DEVICES`: each task's `--device cuda` (CUDA device 0 of what it sees) is then
+//! its own GPU, as with torchrun's or Horovod's one process per GPU.
+
+use estimator::cluster::{ClusterSpec, Task, TaskType};
+
+/// The variable the CUDA driver reads to decide which GPUs a process sees, and in which order.
+pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+
+/// The GPU ids a `CUDA_VISIBLE_DEVICES` value lists (indices or `GPU-…` UUIDs), in order.
+fn listed(value: &str) -> Vec<&str> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .collect()
+}
+
+/// The GPUs a launch shares out, and which task gets which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuPlan {
+    /// The GPU ids to hand out, as the tasks' `CUDA_VISIBLE_DEVICES` names them.
+    ids: Vec<String>,
+}
+
+impl GpuPlan {
+    /// `count` GPUs: the first `count` of those the launcher itself sees when its own
+    /// `CUDA_VISIBLE_DEVICES` (`inherited`) is set, else GPUs `0..count`.
+    ///
+    /// The error is one line naming `--gpus`.
+    pub fn new(count: usize, inherited: Option<&str>) -> Result<GpuPlan, String> {
+        let ids = match inherited {
+            None => (0..count).map(|i| i.to_string()).collect(),
+            Some(value) => {
+                let visible = listed(value);
+                if visible.len() < count {
+                    return Err(format!(
+                        "--gpus {count}: {CUDA_VISIBLE_DEVICES}=\"{value}\" lists only {} GPU{}",
+                        visible.len(),
+                        if visible.len() == 1 { "" } else { "s" }
+                    ));
+                }
+                visible[..count].iter().map(|id| id.to_string()).collect()
+            }
+        };
+        Ok(GpuPlan { ids })
+    }
+
+    /// The `CUDA_VISIBLE_DEVICES` of `task` in `cluster`: one GPU, round-robin over the
+    /// training tasks in rank order (chief, then workers), then the evaluator; none for ps
+    /// tasks, which hold variables in host memory.
+    pub fn visible(&self, cluster: &ClusterSpec, task: Task) -> String {
+        let slot = match task.kind {
+            TaskType::Ps => None,
+            TaskType::Evaluator => Some(cluster.training_tasks().len()),
+            TaskType::Chief | TaskType::Worker => cluster.global_rank(task),
+        };
+        match slot {
+            Some(slot) if !self.ids.is_empty() => self.ids[slot % self.ids.len()].clone(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// What a process with this `CUDA_VISIBLE_DEVICES` (`None`: unset) sees, for `explain`.
+pub fn describe(visible: Option<&str>) -> String {
+    let Some(value) = visible else {
+        return format!("all ({CUDA_VISIBLE_DEVICES} not set): cuda:N is GPU N");
+    };
+    let ids = listed(value);
+    if ids.is_empty() {
+        return format!("none ({CUDA_VISIBLE_DEVICES}=\"{value}\"): --device cuda fails");
+    }
+    let devices: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let name = if i == 0 {
+                "cuda".to_string()
+            } else {
+                format!("cuda:{i}")
+            };
+            format!("{name} is GPU {id}")
+        })
+        .collect();
+    format!("{} ({CUDA_VISIBLE_DEVICES}={value})", devices.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(chief: bool, workers: usize, ps: usize, evaluator: bool) -> ClusterSpec {
+        ClusterSpec {
+            chief: chief.then(|| "c:1".to_string()),
+            workers: (0..workers).map(|i| format!("w:{i}")).collect(),
+            ps: (0..ps).map(|i| format!("p:{i}")).collect(),
+            evaluator: evaluator.then(|| "e:1".to_string()),
+        }
+    }
+
+    fn task(kind: TaskType, index: usize) -> Task {
+        Task { kind, index }
+    }
+
+    #[test]
+    fn training_tasks_take_the_gpus_round_robin_then_the_evaluator_and_ps_get_none() {
+        let cluster = cluster(true, 4, 2, true);
+        let plan = GpuPlan::new(2, None).unwrap();
+        let seen = |kind, index| plan.visible(&cluster, task(kind, index));
+        assert_eq!(seen(TaskType::Chief, 0), "0");
+        assert_eq!(seen(TaskType::Worker, 0), "1");
+        assert_eq!(seen(TaskType::Worker, 1), "0");
+        assert_eq!(seen(TaskType::Worker, 3), "0");
+        // Five training tasks: the evaluator is the sixth slot.
+        assert_eq!(seen(TaskType::Evaluator, 0), "1");
+        assert_eq!(seen(TaskType::Ps, 0), "");
+        assert_eq!(seen(TaskType::Ps, 1), "");
+    }
+
+    #[test]
+    fn without_a_chief_worker_zero_takes_the_first_gpu() {
+        let cluster = cluster(false, 2, 0, true);
+        let plan = GpuPlan::new(4, None).unwrap();
+        assert_eq!(plan.visible(&cluster, task(TaskType::Worker, 0)), "0");
+        assert_eq!(plan.visible(&cluster, task(TaskType::Worker, 1)), "1");
+        assert_eq!(plan.visible(&cluster, task(TaskType::Evaluator, 0)), "2");
+    }
+
+    #[test]
+    fn the_launchers_own_visible_gpus_are_the_ones_shared_out() {
+        let cluster = cluster(true, 1, 0, false);
+        let plan = GpuPlan::new(2, Some("3, GPU-8f2e")).unwrap();
+        assert_eq!(plan.visible(&cluster, task(TaskType::Chief, 0)), "3");
+        assert_eq!(
+            plan.visible(&cluster, task(TaskType::Worker, 0)),
+            "GPU-8f2e"
+        );
+        assert_eq!(
+            GpuPlan::new(3, Some("3,5")).unwrap_err(),
+            "--gpus 3: CUDA_VISIBLE_DEVICES=\"3,5\" lists only 2 GPUs"
+        );
+        assert!(GpuPlan::new(1, Some(""))
+            .unwrap_err()
+            .contains("lists only 0 GPUs"));
+    }
+
+    #[test]
+    fn zero_gpus_hides_every_gpu() {
+        let cluster = cluster(true, 1, 0, true);
+        let plan = GpuPlan::new(0, None).unwrap();
+        for t in [
+            task(TaskType::Chief, 0),
+            task(TaskType::Worker, 0),
+            task(TaskType::Evaluator, 0),
+        ] {
+            assert_eq!(plan.visible(&cluster, t), "");
+        }
+    }
+
+    #[test]
+    fn describe_names_what_cuda_means_here() {
+        assert_eq!(
+            describe(None),
+            "all (CUDA_VISIBLE_DEVICES not set): cuda:N is GPU N"
+        );
+        assert_eq!(
+            describe(Some("")),
+            "none (CUDA_VISIBLE_DEVICES=\"\"): --device cuda fails"
+        );
+        assert_eq!(
+            describe(Some("2")),
+            "cuda is GPU 2 (CUDA_VISIBLE_DEVICES=2)"
+        );
+        assert_eq!(
+            describe(Some("2,0")),
+            "cuda is GPU 2, cuda:1 is GPU 0 (CUDA_VISIBLE_DEVICES=2,0)"
+        );
+    }
+}
