@@ -24,6 +24,7 @@ use crate::cli::{
     parse_device, Command, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs,
     PsModeName, TrainArgs,
 };
+use crate::cluster_share::{batches_per_step, cluster_has_evaluator, input_share};
 use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
 use crate::output::{metrics_json, PredictionWriter};
 use crate::timing::Timing;
@@ -43,42 +44,6 @@ pub fn run(command: Command, started: Instant) -> Result<()> {
     }
 }
 
-/// This task's share of the training rows: (number of training replicas, this replica's
-/// rank); (1, 0) outside a cluster.
-fn input_share(cluster: &ClusterConfig) -> Result<(usize, usize)> {
-    match cluster {
-        ClusterConfig::Local => Ok((1, 0)),
-        ClusterConfig::Distributed { cluster, task } => match cluster.global_rank(*task) {
-            Some(rank) => Ok((cluster.training_tasks().len(), rank)),
-            None => bail!(
-                "TF_CONFIG.task.type = {}: dnn-classifier trains with chief and worker tasks \
-                 only",
-                task.kind
-            ),
-        },
-    }
-}
-
-/// Batches one global step trains on: one per replica when replicas average gradients, one
-/// per push when ps tasks apply pushes asynchronously, `replicas_to_aggregate` when they
-/// average them.
-fn batches_per_step(cluster: &ClusterConfig, args: &TrainArgs, replicas: usize) -> usize {
-    let with_ps =
-        matches!(cluster, ClusterConfig::Distributed { cluster, .. } if !cluster.ps.is_empty());
-    match ps_mode(args) {
-        _ if !with_ps => replicas,
-        PsMode::Async { .. } => 1,
-        PsMode::Sync {
-            replicas_to_aggregate,
-        } => replicas_to_aggregate.unwrap_or(replicas).clamp(1, replicas),
-    }
-}
-
-/// Whether the cluster has an evaluator task.
-fn cluster_has_evaluator(cluster: &ClusterConfig) -> bool {
-    matches!(cluster, ClusterConfig::Distributed { cluster, .. } if cluster.evaluator.is_some())
-}
-
 /// Evaluation of train-and-evaluate: the whole eval file, with the exporters asked for.
 fn eval_spec(args: &TrainArgs) -> EvalSpec {
     args.exporters
@@ -92,7 +57,7 @@ fn eval_spec(args: &TrainArgs) -> EvalSpec {
         })
 }
 
-fn ps_mode(args: &TrainArgs) -> PsMode {
+pub(crate) fn ps_mode(args: &TrainArgs) -> PsMode {
     match args.ps_mode {
         PsModeName::Async => PsMode::Async {
             max_staleness: args.max_staleness,

@@ -5,6 +5,7 @@
 //! --help`) for the subcommands, each with an example.
 
 mod cli;
+mod cluster_share;
 mod commands;
 mod input;
 mod output;
