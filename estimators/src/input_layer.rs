@@ -4,11 +4,11 @@
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, Initializer};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
-use datasets::Example;
+use burn::tensor::Tensor;
 use estimator::{Error, Result};
 
-use crate::feature_column::{ResolvedColumns, TransformedBatch};
+use crate::feature_column::ResolvedColumns;
+use crate::input_tensors::InputTensors;
 
 /// Holds one embedding table per embedding column; its output is `[batch, input_width]`:
 /// the dense values, then each embedding column's vector, in column order.
@@ -37,39 +37,21 @@ impl<B: Backend> InputLayer<B> {
         Self { embeddings }
     }
 
-    /// Transforms `batch` with `columns` and returns the layer's output.
-    pub fn forward(
-        &self,
-        columns: &ResolvedColumns,
-        batch: &[Example],
-        device: &B::Device,
-    ) -> Result<Tensor<B, 2>> {
-        self.forward_transformed(&columns.transform(batch)?, device)
-    }
-
-    /// The layer's output for an already transformed batch.
-    pub fn forward_transformed(
-        &self,
-        batch: &TransformedBatch,
-        device: &B::Device,
-    ) -> Result<Tensor<B, 2>> {
-        if batch.embedding_ids.len() != self.embeddings.len() {
+    /// The layer's output for a batch's input tensors.
+    pub fn forward(&self, inputs: &InputTensors<B>) -> Result<Tensor<B, 2>> {
+        if inputs.embedding_ids.len() != self.embeddings.len() {
             return Err(Error::Config(format!(
                 "the input layer has {} embedding tables but the batch has {} embedding columns",
                 self.embeddings.len(),
-                batch.embedding_ids.len()
+                inputs.embedding_ids.len()
             )));
         }
-        let n = batch.batch_size;
+        let n = inputs.batch_size;
         let mut parts = Vec::with_capacity(1 + self.embeddings.len());
-        if batch.dense_width > 0 {
-            let data = TensorData::new(batch.dense.clone(), [n, batch.dense_width]);
-            parts.push(Tensor::<B, 2>::from_data(data, device));
-        }
-        for (table, ids) in self.embeddings.iter().zip(&batch.embedding_ids) {
-            let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(ids.clone(), [n, 1]), device);
+        parts.extend(inputs.dense.clone());
+        for (table, ids) in self.embeddings.iter().zip(&inputs.embedding_ids) {
             let [_, dimension] = table.weight.shape().dims();
-            parts.push(table.forward(ids).reshape([n, dimension]));
+            parts.push(table.forward(ids.clone()).reshape([n, dimension]));
         }
         if parts.is_empty() {
             return Err(Error::Config(
@@ -84,7 +66,8 @@ impl<B: Backend> InputLayer<B> {
 mod tests {
     use super::*;
     use burn::module::Param;
-    use datasets::Schema;
+    use burn::tensor::TensorData;
+    use datasets::{Example, Schema};
     use estimator::CpuBackend;
 
     use crate::feature_column::{
@@ -115,7 +98,8 @@ mod tests {
                 ..Example::default()
             },
         ];
-        let out = layer.forward(&columns, &batch, &device).unwrap();
+        let inputs = InputTensors::new(&columns, &batch, &device).unwrap();
+        let out = layer.forward(&inputs).unwrap();
         assert_eq!(out.dims(), [2, 3]);
         assert_eq!(
             out.into_data().to_vec::<f32>().unwrap(),

@@ -42,6 +42,7 @@
 pub mod canned;
 pub mod feature_column;
 pub mod input_layer;
+pub mod input_tensors;
 pub mod network;
 
 pub use canned::{
@@ -50,4 +51,5 @@ pub use canned::{
     LinearRegressor, WeightColumn,
 };
 pub use input_layer::InputLayer;
+pub use input_tensors::InputTensors;
 pub use network::{Activation, Network};

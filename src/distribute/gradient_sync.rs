@@ -9,7 +9,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 
-use super::{all_reduce_mean, BucketPlan, DistributeError, Result, Transport};
+use super::{all_reduce_mean, BucketPlan, DistributeError, Result, StepLoss, Transport};
 use crate::optimizer::gradient_values;
 
 /// The extra entry riding in the last bucket: [1 if this rank took the step, its loss].
@@ -21,8 +21,8 @@ const STEP_ENTRY: &str = "~step";
 pub struct LocalStep {
     /// Gradients of this rank's batch.
     pub grads: GradientsParams,
-    /// Loss of this rank's batch.
-    pub loss: f64,
+    /// Loss of this rank's batch (averaged over the ranks once exchanged).
+    pub loss: StepLoss,
 }
 
 /// Bytes and seconds spent in all-reduce since the counters were last taken.
@@ -92,7 +92,7 @@ impl GradientAverager {
         }
         let present = local.is_some();
         let (grads, loss) = match local {
-            Some(step) => (step.grads, step.loss),
+            Some(step) => (step.grads, step.loss.read()),
             None => (GradientsParams::new(), 0.0),
         };
         // Every parameter takes part, with zeros where this rank has no gradient, so that
@@ -140,7 +140,7 @@ impl GradientAverager {
             Some(error) => Err(error),
             None => Ok(Some(LocalStep {
                 grads: rebuild.grads,
-                loss: mean_loss,
+                loss: StepLoss::Known(mean_loss),
             })),
         }
     }
@@ -242,13 +242,13 @@ mod tests {
                     let rank = transport.rank();
                     let local = LocalStep {
                         grads: grads(&m, rows(rank * 4, 4)),
-                        loss: rank as f64,
+                        loss: StepLoss::Known(rank as f64),
                     };
                     let averaged = GradientAverager::new(64)
                         .average(&m, Some(local), &mut transport)
                         .unwrap()
                         .expect("every rank took the step");
-                    assert_eq!(averaged.loss, 1.0, "mean of the losses 0, 1, 2");
+                    assert_eq!(averaged.loss.read(), 1.0, "mean of the losses 0, 1, 2");
                     weight_grad(&m, &averaged.grads)
                 })
             })
@@ -276,7 +276,7 @@ mod tests {
                     for step in 0..5 {
                         let local = (rank != 2 || step < 2).then(|| LocalStep {
                             grads: grads(&m, rows(rank * 4, 4)),
-                            loss: 1.0,
+                            loss: StepLoss::Known(1.0),
                         });
                         match averager.average(&m, local, &mut transport).unwrap() {
                             Some(_) => taken += 1,

@@ -8,6 +8,7 @@ mod collective;
 mod error;
 mod gradient_sync;
 pub mod ps;
+mod step_loss;
 mod strategy;
 #[cfg(test)]
 mod testing;
@@ -21,6 +22,7 @@ pub use collective::{
 };
 pub use error::{AddressError, DistributeError, Result};
 pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
+pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Replica, Strategy, StrategyPlan};
 pub(crate) use transport::listen_address;
 pub use transport::{

@@ -25,11 +25,21 @@ use crate::optimizer::OptimizerSpec;
 ///
 /// Methods are generic over the Burn backend: the same code trains with autodiff on the
 /// CPU or on CUDA and evaluates without autodiff.
+///
+/// A batch reaches the model functions in two stages: the input pipeline yields a
+/// [`Batch`](Estimator::Batch) (host memory), [`to_device`](Estimator::to_device) turns it
+/// into a [`DeviceBatch`](Estimator::DeviceBatch) (the tensors the model reads), and `loss`,
+/// `eval_metrics` and `predictions` take that. Training and evaluation call `to_device` on a
+/// background thread, [`RunConfig::prefetch_to_device`] batches ahead of the step (TF's
+/// `prefetch_to_device`), so building and copying tensors overlaps the step.
 pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
     /// The network, for any backend (a `#[derive(Module)]` struct).
     type Model<B: Backend>: Module<B>;
     /// One batch, as the input pipeline yields it.
     type Batch: Send;
+    /// One batch as the model functions read it: its tensors on a device (and whatever
+    /// host values the predictions need).
+    type DeviceBatch<B: Backend>: Send;
     /// One example's prediction, as `predict` yields it.
     type Prediction: Serialize + Send;
 
@@ -44,13 +54,24 @@ pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
         OptimizerSpec::adam(0.001)
     }
 
+    /// The tensors of `batch` on `device`: what the model functions read.
+    ///
+    /// Called on the input's prefetch thread during training and evaluation, so it should
+    /// depend on nothing but the batch (no randomness: that belongs in the model functions,
+    /// which run seeded per step). Errors name the example or field at fault.
+    fn to_device<B: Backend>(
+        &self,
+        batch: &Self::Batch,
+        device: &B::Device,
+    ) -> Result<Self::DeviceBatch<B>>;
+
     /// The training loss of a batch: a one-element tensor (TF's `loss` in TRAIN mode).
     ///
     /// The same function gives the `loss` metric in evaluation.
     fn loss<B: Backend>(
         &self,
         model: &Self::Model<B>,
-        batch: &Self::Batch,
+        batch: &Self::DeviceBatch<B>,
         device: &B::Device,
     ) -> Result<Tensor<B, 1>>;
 
@@ -58,7 +79,7 @@ pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
     fn eval_metrics<B: Backend>(
         &self,
         _model: &Self::Model<B>,
-        _batch: &Self::Batch,
+        _batch: &Self::DeviceBatch<B>,
         _device: &B::Device,
     ) -> Result<Metrics> {
         Ok(Metrics::new())
@@ -68,7 +89,7 @@ pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
     fn predictions<B: Backend>(
         &self,
         model: &Self::Model<B>,
-        batch: &Self::Batch,
+        batch: &Self::DeviceBatch<B>,
         device: &B::Device,
     ) -> Result<Vec<Self::Prediction>>;
 

@@ -43,6 +43,11 @@ pub struct RunConfig {
     /// Seconds a task waits at start for every peer to come up (default 300).
     #[serde(default = "default_startup_timeout_secs")]
     pub startup_timeout_secs: u64,
+    /// Batches turned into device tensors ahead of the step, on a background thread (TF's
+    /// `prefetch_to_device`; default 2). 0 builds each batch's tensors on the training
+    /// thread, just before its step.
+    #[serde(default = "default_prefetch_to_device")]
+    pub prefetch_to_device: usize,
     /// The cluster this process belongs to, when the caller already knows it (a program
     /// that parsed TF_CONFIG itself); `None` reads TF_CONFIG once, when a run starts.
     #[serde(skip)]
@@ -55,6 +60,10 @@ fn default_peer_timeout_secs() -> u64 {
 
 fn default_startup_timeout_secs() -> u64 {
     300
+}
+
+fn default_prefetch_to_device() -> usize {
+    2
 }
 
 impl RunConfig {
@@ -73,6 +82,7 @@ impl RunConfig {
             ps_mode: PsMode::default(),
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
+            prefetch_to_device: default_prefetch_to_device(),
             cluster: None,
         }
     }
@@ -112,6 +122,13 @@ impl RunConfig {
     /// Wait at most `secs` seconds at start for every peer to come up.
     pub fn with_startup_timeout_secs(mut self, secs: u64) -> Self {
         self.startup_timeout_secs = secs.max(1);
+        self
+    }
+
+    /// Build the device tensors of `batches` batches ahead of the step on a background
+    /// thread; 0 builds them on the training thread.
+    pub fn with_prefetch_to_device(mut self, batches: usize) -> Self {
+        self.prefetch_to_device = batches;
         self
     }
 

@@ -40,7 +40,7 @@ pub(crate) struct Evaluations<'a, E, F> {
 impl<'a, E, D, F> Evaluations<'a, E, F>
 where
     E: Estimator,
-    D: Dataset<Item = E::Batch>,
+    D: Dataset<Item = E::Batch> + Send,
     F: Fn() -> std::result::Result<D, datasets::Error>,
 {
     /// Evaluations writing to `spec`'s eval directory; the steps its history holds count as

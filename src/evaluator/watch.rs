@@ -46,7 +46,7 @@ pub fn run_evaluator<E, D, F>(
 ) -> Result<BTreeMap<String, f64>>
 where
     E: Estimator,
-    D: Dataset<Item = E::Batch>,
+    D: Dataset<Item = E::Batch> + Send,
     F: Fn() -> std::result::Result<D, datasets::Error>,
 {
     std::thread::sleep(Duration::from_secs(eval_spec.start_delay_secs));

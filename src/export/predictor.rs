@@ -76,8 +76,9 @@ impl<E: Estimator, B: Backend> Predictor<E, B> {
 
     /// Predictions for one batch.
     pub fn predict(&self, batch: &E::Batch) -> Result<Vec<E::Prediction>> {
+        let batch = self.estimator.to_device::<B>(batch, &self.device)?;
         self.estimator
-            .predictions::<B>(&self.model, batch, &self.device)
+            .predictions::<B>(&self.model, &batch, &self.device)
     }
 
     /// The serving signature saved with the export.

@@ -24,8 +24,13 @@ pub struct RunStart<'a> {
 pub struct StepInfo {
     /// The global step just completed (1 after the first step).
     pub global_step: u64,
-    /// The step's training loss.
+    /// The latest training loss read back from the device: the loss of step `loss_step`.
     pub loss: f64,
+    /// The global step whose loss `loss` is: `global_step` on the first and last steps and
+    /// on steps where the loss is logged, summarised or checkpointed (and always on
+    /// strategies that exchange the loss); otherwise an earlier step, usually the one
+    /// before, because reading a step's loss at once would wait for the device.
+    pub loss_step: u64,
     /// When the step finished.
     pub now: Instant,
     /// How long the step took.

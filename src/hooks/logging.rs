@@ -71,6 +71,7 @@ mod tests {
         for s in 1..=4u64 {
             let info = StepInfo {
                 global_step: s,
+                loss_step: s,
                 loss: 0.5,
                 now: t0 + Duration::from_millis(250 * s),
                 duration: Duration::from_millis(250),

@@ -4,7 +4,8 @@ use super::hook::{Emit, Hook, StepInfo};
 use super::Control;
 use crate::error::{Error, Result};
 
-/// Fails the run at the first step whose loss is not finite.
+/// Fails the run at the first step whose loss is not finite (the step it is told about
+/// with the loss, [`StepInfo::loss_step`]).
 #[derive(Debug, Default)]
 pub struct NanGuardHook;
 
@@ -18,7 +19,7 @@ impl Hook for NanGuardHook {
             Ok(Control::Continue)
         } else {
             Err(Error::NonFiniteLoss {
-                step: step.global_step,
+                step: step.loss_step,
                 value: step.loss,
             })
         }
@@ -35,6 +36,7 @@ mod tests {
         let mut hook = NanGuardHook;
         let at = |s, loss| StepInfo {
             global_step: s,
+            loss_step: s,
             loss,
             now: Instant::now(),
             duration: Duration::ZERO,

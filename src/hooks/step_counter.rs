@@ -70,6 +70,7 @@ mod tests {
         let mut emit = Emit::default();
         let info = StepInfo {
             global_step: 110,
+            loss_step: 110,
             loss: 1.0,
             now: t0 + Duration::from_secs(2),
             duration: Duration::ZERO,

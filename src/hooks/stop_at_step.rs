@@ -41,6 +41,7 @@ mod tests {
         let mut hook = StopAtStepHook::new(3);
         let at = |s| StepInfo {
             global_step: s,
+            loss_step: s,
             loss: 0.0,
             now: Instant::now(),
             duration: Duration::ZERO,

@@ -68,6 +68,18 @@ impl<'l> Chief<'l> {
         })
     }
 
+    /// Whether the step from `previous_step` to `step` writes the loss summary or a
+    /// scheduled checkpoint: the loss must then be its own step's, and checked finite
+    /// before the weights it produced are saved.
+    pub fn wants_loss(&self, previous_step: u64, step: u64, now: Instant) -> bool {
+        self.summarises(previous_step, step) || self.schedule.due(step, now)
+    }
+
+    fn summarises(&self, previous_step: u64, step: u64) -> bool {
+        let every = self.save_summary_steps;
+        step / every > previous_step / every || previous_step == self.start_step
+    }
+
     /// Summaries every `save_summary_steps` and a checkpoint when due or asked for.
     pub fn after_step<B, M, O>(
         &mut self,
@@ -85,8 +97,7 @@ impl<'l> Chief<'l> {
         for (tag, value) in &done.emit.scalars {
             self.writer.scalar(tag, *value, step);
         }
-        let every = self.save_summary_steps;
-        if step / every > done.previous_step / every || done.previous_step == self.start_step {
+        if self.summarises(done.previous_step, step) {
             self.writer.scalar("loss", done.loss, step);
             self.writer
                 .scalar("learning_rate", state.learning_rate, step);

@@ -7,6 +7,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::ElementConversion;
 use datasets::Dataset;
 
+use super::device_input::with_device_input;
 use super::progress::Progress;
 use crate::checkpoint::restore_for_inference;
 use crate::device::{CpuBackend, ResolvedDevice};
@@ -17,7 +18,7 @@ use crate::metrics::{Metric, Metrics};
 use crate::summary::SummaryWriter;
 
 /// Evaluates `estimator` on `dataset` on the configured device.
-pub fn evaluate<E: Estimator, D: Dataset<Item = E::Batch>>(
+pub fn evaluate<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     estimator: &E,
     dataset: D,
     steps: Option<u64>,
@@ -47,7 +48,7 @@ pub fn evaluate<E: Estimator, D: Dataset<Item = E::Batch>>(
     }
 }
 
-fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch>>(
+fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     estimator: &E,
     device: &B::Device,
     mut dataset: D,
@@ -66,20 +67,24 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch>>(
     let progress = Progress::new(steps, config.progress, "eval");
     let mut metrics = Metrics::new();
     let mut batches = 0u64;
-    while steps.is_none_or(|s| batches < s) {
-        let batch = match dataset.next_item() {
-            None => break,
-            Some(batch) => batch?,
-        };
-        let loss: f64 = estimator
-            .loss::<B>(&restored.model, &batch, device)?
-            .into_scalar()
-            .elem();
-        metrics.add("loss", Metric::mean_of([loss]));
-        metrics.merge(&estimator.eval_metrics::<B>(&restored.model, &batch, device)?);
-        batches += 1;
-        progress.update(batches, "");
-    }
+    let to_device = |batch: &E::Batch| estimator.to_device::<B>(batch, device);
+    let ahead = config.prefetch_to_device;
+    with_device_input(&mut dataset, ahead, &to_device, |input| -> Result<()> {
+        while steps.is_none_or(|s| batches < s) {
+            let Some(batch) = input.next_batch().transpose()? else {
+                break;
+            };
+            let loss: f64 = estimator
+                .loss::<B>(&restored.model, &batch, device)?
+                .into_scalar()
+                .elem();
+            metrics.add("loss", Metric::mean_of([loss]));
+            metrics.merge(&estimator.eval_metrics::<B>(&restored.model, &batch, device)?);
+            batches += 1;
+            progress.update(batches, "");
+        }
+        Ok(())
+    })?;
     progress.finish();
     if batches == 0 {
         return Err(Error::Config("evaluation input yielded no batch".into()));

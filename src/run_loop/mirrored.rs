@@ -23,7 +23,7 @@ const ROUNDS_AHEAD: usize = 2;
 
 /// Trains `replicas` replicas on `dataset`; replica 0 is the chief and runs `spec`'s hooks
 /// and `listener`.
-pub fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
+pub fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     estimator: &E,
     mut dataset: D,
     mut spec: TrainSpec,

@@ -2,8 +2,10 @@
 //! `StepSync` — evaluation and prediction over a dataset.
 
 mod chief;
+mod device_input;
 mod evaluate;
 mod input;
+mod loss_readout;
 mod mirrored;
 mod predict;
 mod progress;

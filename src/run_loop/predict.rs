@@ -83,10 +83,14 @@ impl<B: Backend, E: Estimator, D: Dataset<Item = E::Batch>> Iterator for Predict
                     return Some(Err(e.into()));
                 }
             };
-            match self
+            let predictions = self
                 .estimator
-                .predictions::<B>(&self.model, &batch, &self.device)
-            {
+                .to_device::<B>(&batch, &self.device)
+                .and_then(|batch| {
+                    self.estimator
+                        .predictions::<B>(&self.model, &batch, &self.device)
+                });
+            match predictions {
                 Ok(predictions) => self.pending.extend(predictions),
                 Err(e) => {
                     self.failed = true;

@@ -19,7 +19,7 @@ use crate::seed::build_seeded;
 
 /// One replica's training on the configured device, shifted by `device_offset` (in-process
 /// replicas on CUDA take one device each).
-pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch>>(
+pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     estimator: &E,
     dataset: D,
     spec: TrainSpec,
@@ -74,7 +74,7 @@ struct Replica<'a, B: AutodiffBackend, E, D> {
     listener: Option<&'a mut CheckpointListener<'a>>,
 }
 
-impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>> WithOptimizer<B>
+impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + Send> WithOptimizer<B>
     for Replica<'_, B, E, D>
 {
     type Output = Result<TrainOutcome>;
@@ -98,10 +98,9 @@ impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch>> WithOptimize
         let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
         let train_loop = TrainLoop {
             estimator,
-            dataset: self.dataset,
             sync: step_sync(self.peers, manager),
             listener: self.listener,
         };
-        train_loop.run(state, self.spec)
+        train_loop.run(state, self.dataset, self.spec)
     }
 }

@@ -37,6 +37,8 @@ struct Line {
 impl Estimator for Line {
     type Model<Bk: Backend> = Linear<Bk>;
     type Batch = Vec<(f32, f32)>;
+    /// x and y, `[batch, 1]` each.
+    type DeviceBatch<Bk: Backend> = (Tensor<Bk, 2>, Tensor<Bk, 2>);
     type Prediction = f32;
 
     fn run_config(&self) -> &RunConfig {
@@ -47,27 +49,35 @@ impl Estimator for Line {
         LinearConfig::new(1, 1).init(device)
     }
 
-    fn loss<Bk: Backend>(
+    fn to_device<Bk: Backend>(
         &self,
-        model: &Linear<Bk>,
         batch: &Self::Batch,
         device: &Bk::Device,
-    ) -> Result<Tensor<Bk, 1>> {
+    ) -> Result<Self::DeviceBatch<Bk>> {
         let x: Vec<f32> = batch.iter().map(|(x, _)| *x).collect();
         let y: Vec<f32> = batch.iter().map(|(_, y)| *y).collect();
         let x = Tensor::<Bk, 2>::from_data(TensorData::new(x, [batch.len(), 1]), device);
         let y = Tensor::<Bk, 2>::from_data(TensorData::new(y, [batch.len(), 1]), device);
-        let error = model.forward(x) - y;
+        Ok((x, y))
+    }
+
+    fn loss<Bk: Backend>(
+        &self,
+        model: &Linear<Bk>,
+        (x, y): &Self::DeviceBatch<Bk>,
+        _device: &Bk::Device,
+    ) -> Result<Tensor<Bk, 1>> {
+        let error = model.forward(x.clone()) - y.clone();
         Ok((error.clone() * error).mean())
     }
 
     fn predictions<Bk: Backend>(
         &self,
         _model: &Linear<Bk>,
-        batch: &Self::Batch,
+        (x, _): &Self::DeviceBatch<Bk>,
         _device: &Bk::Device,
     ) -> Result<Vec<f32>> {
-        Ok(vec![0.0; batch.len()])
+        Ok(vec![0.0; x.dims()[0]])
     }
 
     fn serving_signature(&self) -> Signature {
@@ -146,7 +156,9 @@ where
             'A' => Synced::Apply(local),
             'P' => {
                 state.global_step += 10;
-                Synced::Applied { loss: local.loss }
+                Synced::Applied {
+                    loss: local.loss.read(),
+                }
             }
             'S' => Synced::Skipped,
             'X' => Synced::Stop,
@@ -254,11 +266,10 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
     });
     let train_loop = TrainLoop {
         estimator: &estimator,
-        dataset: from_vec(data),
         sync: Box::new(sync),
         listener: None,
     };
-    let outcome = train_loop.run(state, spec);
+    let outcome = train_loop.run(state, from_vec(data), spec);
     let calls = calls.lock().unwrap().clone();
     Run {
         outcome,

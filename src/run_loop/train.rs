@@ -13,7 +13,7 @@ use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 
 /// Trains `estimator` on `dataset` with `strategy`, calling `listener` after every
 /// checkpoint the chief saves.
-pub(crate) fn train<E: Estimator, D: Dataset<Item = E::Batch>>(
+pub(crate) fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     estimator: &E,
     dataset: D,
     spec: TrainSpec,

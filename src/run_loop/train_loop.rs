@@ -9,11 +9,13 @@ use burn::tensor::ElementConversion;
 use datasets::Dataset;
 
 use super::chief::{Chief, StepDone};
+use super::device_input::{with_device_input, DeviceInput};
+use super::loss_readout::LossReadout;
 use super::progress::Progress;
 use super::step_sync::{Ready, StepSync, Synced};
 use super::train_state::TrainState;
 use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
-use crate::distribute::LocalStep;
+use crate::distribute::{LocalStep, StepLoss};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 use crate::hooks::{
@@ -25,15 +27,17 @@ use crate::seed::{replica_seed, step_seed, with_seed};
 /// The training state of a replica of estimator `E`.
 type State<B, E, O> = TrainState<B, <E as Estimator>::Model<B>, O>;
 
+/// The input of a replica of estimator `E`, on its device.
+type Input<'i, B, E> = DeviceInput<'i, <E as Estimator>::DeviceBatch<B>>;
+
 /// One replica's training: `state` freshly built, `sync` for its strategy.
-pub(super) struct TrainLoop<'a, B, E, D, O>
+pub(super) struct TrainLoop<'a, B, E, O>
 where
     B: AutodiffBackend,
     E: Estimator,
     O: SimpleOptimizer<B::InnerBackend>,
 {
     pub estimator: &'a E,
-    pub dataset: D,
     pub sync: Box<dyn StepSync<B, E::Model<B>, O>>,
     pub listener: Option<&'a mut CheckpointListener<'a>>,
 }
@@ -51,26 +55,33 @@ struct Steps<'p> {
     /// The global step of the first step computed (a parameter-server worker learns it from
     /// its first pull).
     first_step: Option<u64>,
-    last_loss: Option<f64>,
+    losses: LossReadout,
 }
 
 /// A step whose update was applied.
 struct Applied {
     /// The global step before it.
     previous_step: u64,
-    loss: f64,
+    loss: StepLoss,
     started: Instant,
 }
 
-impl<'a, B, E, D, O> TrainLoop<'a, B, E, D, O>
+impl<'a, B, E, O> TrainLoop<'a, B, E, O>
 where
     B: AutodiffBackend,
     E: Estimator,
-    D: Dataset<Item = E::Batch>,
     O: SimpleOptimizer<B::InnerBackend>,
 {
-    /// Trains from `state` as `spec` says.
-    pub fn run(mut self, state: State<B, E, O>, spec: TrainSpec) -> Result<TrainOutcome> {
+    /// Trains from `state` on `dataset` as `spec` says.
+    pub fn run<D>(
+        mut self,
+        state: State<B, E, O>,
+        mut dataset: D,
+        spec: TrainSpec,
+    ) -> Result<TrainOutcome>
+    where
+        D: Dataset<Item = E::Batch> + Send,
+    {
         let config = self.estimator.run_config();
         let is_chief = self.sync.is_chief();
         if is_chief {
@@ -83,7 +94,7 @@ where
         let mut restored_step = None;
         if let Some(restored) = restored.filter(|r| r.checkpoint.global_step > 0) {
             if spec.resume_input {
-                contents::restore_input(&mut self.dataset, &restored.checkpoint, &restored.source);
+                contents::restore_input(&mut dataset, &restored.checkpoint, &restored.source);
             }
             restored_step = Some(restored.checkpoint.global_step);
             tracing::info!(
@@ -151,7 +162,7 @@ where
             global_step: start_step,
             steps_run: 0,
             first_step: None,
-            last_loss: None,
+            losses: LossReadout::default(),
         };
 
         let mut begun = 0;
@@ -163,10 +174,18 @@ where
             }
             begun += 1;
         }
-        let result =
-            result.and_then(|state| self.steps(state, &mut hooks, chief.as_mut(), &mut steps));
+        let result = result.and_then(|state| {
+            let estimator = self.estimator;
+            let device = state.device.clone();
+            let to_device = |batch: &E::Batch| estimator.to_device::<B>(batch, &device);
+            let ahead = config.prefetch_to_device;
+            with_device_input(&mut dataset, ahead, &to_device, |input| {
+                let state = self.steps(state, input, &mut hooks, chief.as_mut(), &mut steps);
+                progress.finish();
+                self.end(state?, input, chief.as_mut())
+            })
+        });
         progress.finish();
-        let result = result.and_then(|state| self.end(state, chief.as_mut()));
         if let Some(chief) = chief.as_mut() {
             chief.flush();
         }
@@ -194,7 +213,7 @@ where
             global_step: steps.global_step,
             steps_run: steps.steps_run,
             global_steps_run: steps.global_step - steps.first_step.unwrap_or(start_step),
-            last_loss: steps.last_loss,
+            last_loss: steps.losses.last(),
             checkpoint,
             weights_crc32c: Some(weights_crc32c),
         })
@@ -204,6 +223,7 @@ where
     fn steps(
         &mut self,
         mut state: State<B, E, O>,
+        input: &mut Input<'_, B, E>,
         hooks: &mut [Box<dyn Hook>],
         mut chief: Option<&mut Chief<'a>>,
         steps: &mut Steps<'_>,
@@ -212,7 +232,7 @@ where
             for hook in hooks.iter_mut() {
                 hook.before_step(state.global_step)?;
             }
-            let batch = self.dataset.next_item().transpose()?;
+            let batch = input.next_batch().transpose()?;
             let seed_step = match self.sync.ready(state, batch.is_some())? {
                 (ready, Ready::Compute { seed_step }) => {
                     state = ready;
@@ -240,7 +260,7 @@ where
                 }
                 Synced::Applied { loss } => {
                     state = synced;
-                    loss
+                    StepLoss::Known(loss)
                 }
                 Synced::Skipped => {
                     state = synced;
@@ -254,14 +274,14 @@ where
             };
             steps.global_step = state.global_step;
             steps.steps_run += 1;
-            steps.last_loss = Some(loss);
             let applied = Applied {
                 previous_step,
                 loss,
                 started,
             };
             let stop;
-            (state, stop) = self.after_step(state, hooks, chief.as_deref_mut(), steps, applied)?;
+            (state, stop) =
+                self.after_step(state, input, hooks, chief.as_deref_mut(), steps, applied)?;
             if stop {
                 if state.global_step < steps.last_step {
                     self.sync.leave(&state)?;
@@ -272,33 +292,36 @@ where
         Ok(state)
     }
 
-    /// The loss of `batch` and its gradients, with randomness seeded by `seed`.
+    /// The loss of `batch` and its gradients, with randomness seeded by `seed`. The loss
+    /// stays on the device: reading it here would wait for the step to finish.
     fn gradients(
         &self,
         model: &E::Model<B>,
-        batch: &E::Batch,
+        batch: &E::DeviceBatch<B>,
         device: &B::Device,
         seed: u64,
     ) -> Result<LocalStep> {
         let loss = with_seed::<B, _>(device, seed, || {
             self.estimator.loss::<B>(model, batch, device)
         })?;
-        let loss_value: f64 = loss.clone().into_scalar().elem();
+        let value = loss.clone().inner();
         let grads = extract_gradients(model, &mut loss.backward());
         Ok(LocalStep {
             grads,
-            loss: loss_value,
+            loss: StepLoss::OnDevice(Box::new(move || value.into_scalar().elem())),
         })
     }
 
     /// Hooks, the chief's summaries and checkpoints, and progress after an applied step;
     /// whether to stop.
+    #[allow(clippy::too_many_arguments)] // the step's parts: state, input, hooks, chief, counters
     fn after_step(
         &mut self,
         mut state: State<B, E, O>,
+        input: &Input<'_, B, E>,
         hooks: &mut [Box<dyn Hook>],
         chief: Option<&mut Chief<'a>>,
-        steps: &Steps<'_>,
+        steps: &mut Steps<'_>,
         applied: Applied,
     ) -> Result<(State<B, E, O>, bool)> {
         let Applied {
@@ -307,9 +330,17 @@ where
             started,
         } = applied;
         let now = Instant::now();
+        let step = state.global_step;
+        let wanted_now = step >= steps.last_step
+            || step.is_multiple_of(self.estimator.run_config().log_step_count_steps.max(1))
+            || chief
+                .as_ref()
+                .is_some_and(|c| c.wants_loss(previous_step, step, now));
+        let (loss_step, loss) = steps.losses.after_step(step, loss, wanted_now);
         let info = StepInfo {
-            global_step: state.global_step,
+            global_step: step,
             loss,
+            loss_step,
             now,
             duration: now - started,
         };
@@ -329,8 +360,7 @@ where
                 save_now: verdict.save,
                 now,
             };
-            let dataset = &self.dataset;
-            state = chief.after_step(state, self.sync.as_mut(), &|| dataset.position(), &done)?;
+            state = chief.after_step(state, self.sync.as_mut(), &|| input.position(), &done)?;
         }
         steps.progress.update(
             state.global_step.saturating_sub(steps.start_step),
@@ -344,12 +374,12 @@ where
     fn end(
         &mut self,
         state: State<B, E, O>,
+        input: &Input<'_, B, E>,
         chief: Option<&mut Chief<'a>>,
     ) -> Result<(Option<std::path::PathBuf>, u32)> {
         let (state, checkpoint) = match chief {
             Some(chief) => {
-                let dataset = &self.dataset;
-                let position = || dataset.position();
+                let position = || input.position();
                 let (state, path) = chief.final_checkpoint(state, self.sync.as_mut(), &position)?;
                 (state, Some(path))
             }

@@ -28,7 +28,7 @@ pub trait EstimatorExt: Estimator {
     fn train<D, F>(&self, input_fn: F, spec: TrainSpec) -> Result<TrainOutcome>
     where
         F: FnOnce() -> std::result::Result<D, datasets::Error>,
-        D: Dataset<Item = Self::Batch>,
+        D: Dataset<Item = Self::Batch> + Send,
     {
         let config = self.run_config();
         let cluster = config.resolve_cluster()?;
@@ -60,7 +60,7 @@ pub trait EstimatorExt: Estimator {
     ) -> Result<TrainOutcome>
     where
         F: FnOnce() -> std::result::Result<D, datasets::Error>,
-        D: Dataset<Item = Self::Batch>,
+        D: Dataset<Item = Self::Batch> + Send,
     {
         run_loop::train(self, input_fn()?, spec, strategy, None)
     }
@@ -84,7 +84,7 @@ pub trait EstimatorExt: Estimator {
     ) -> Result<BTreeMap<String, f64>>
     where
         F: FnOnce() -> std::result::Result<D, datasets::Error>,
-        D: Dataset<Item = Self::Batch>,
+        D: Dataset<Item = Self::Batch> + Send,
     {
         run_loop::evaluate(self, input_fn()?, steps, checkpoint, name)
     }

@@ -39,9 +39,9 @@ pub fn train_and_evaluate<E, TD, TF, ED, EF>(
 ) -> Result<TrainAndEvaluateOutcome>
 where
     E: Estimator,
-    TD: Dataset<Item = E::Batch>,
+    TD: Dataset<Item = E::Batch> + Send,
     TF: Fn() -> std::result::Result<TD, datasets::Error>,
-    ED: Dataset<Item = E::Batch>,
+    ED: Dataset<Item = E::Batch> + Send,
     EF: Fn() -> std::result::Result<ED, datasets::Error> + Sync,
 {
     let cluster = estimator.run_config().resolve_cluster()?;
@@ -67,9 +67,9 @@ pub fn train_and_evaluate_in<E, TD, TF, ED, EF>(
 ) -> Result<TrainAndEvaluateOutcome>
 where
     E: Estimator,
-    TD: Dataset<Item = E::Batch>,
+    TD: Dataset<Item = E::Batch> + Send,
     TF: Fn() -> std::result::Result<TD, datasets::Error>,
-    ED: Dataset<Item = E::Batch>,
+    ED: Dataset<Item = E::Batch> + Send,
     EF: Fn() -> std::result::Result<ED, datasets::Error> + Sync,
 {
     let whole = cluster;
@@ -143,9 +143,9 @@ fn local<E, TD, TF, ED, EF>(
 ) -> Result<(TrainOutcome, BTreeMap<String, f64>)>
 where
     E: Estimator,
-    TD: Dataset<Item = E::Batch>,
+    TD: Dataset<Item = E::Batch> + Send,
     TF: Fn() -> std::result::Result<TD, datasets::Error>,
-    ED: Dataset<Item = E::Batch>,
+    ED: Dataset<Item = E::Batch> + Send,
     EF: Fn() -> std::result::Result<ED, datasets::Error> + Sync,
 {
     let mut evaluations = Evaluations::new(estimator, eval_input_fn, eval_spec)?;

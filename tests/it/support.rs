@@ -74,6 +74,8 @@ impl<B: Backend> Net<B> {
 impl Estimator for TinyClassifier {
     type Model<B: Backend> = Net<B>;
     type Batch = Vec<Example>;
+    /// Features `[batch, FEATURES]` and class ids `[batch]`.
+    type DeviceBatch<B: Backend> = (Tensor<B, 2>, Tensor<B, 1, Int>);
     type Prediction = TinyPrediction;
 
     fn run_config(&self) -> &RunConfig {
@@ -92,45 +94,45 @@ impl Estimator for TinyClassifier {
         self.optimizer.clone()
     }
 
+    fn to_device<B: Backend>(
+        &self,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<Self::DeviceBatch<B>> {
+        Ok((Self::x(batch, device), Self::y(batch, device)))
+    }
+
     fn loss<B: Backend>(
         &self,
         model: &Net<B>,
-        batch: &Vec<Example>,
+        (x, y): &Self::DeviceBatch<B>,
         device: &B::Device,
     ) -> Result<Tensor<B, 1>> {
-        let logits = model.forward(Self::x(batch, device));
+        let logits = model.forward(x.clone());
         Ok(CrossEntropyLossConfig::new()
             .init(device)
-            .forward(logits, Self::y(batch, device)))
+            .forward(logits, y.clone()))
     }
 
     fn eval_metrics<B: Backend>(
         &self,
         model: &Net<B>,
-        batch: &Vec<Example>,
-        device: &B::Device,
+        (x, y): &Self::DeviceBatch<B>,
+        _device: &B::Device,
     ) -> Result<Metrics> {
-        let predicted = model
-            .forward(Self::x(batch, device))
-            .argmax(1)
-            .squeeze_dim::<1>(1);
-        let correct: i64 = predicted
-            .equal(Self::y(batch, device))
-            .int()
-            .sum()
-            .into_scalar()
-            .elem();
-        let n = batch.len() as f64;
+        let predicted = model.forward(x.clone()).argmax(1).squeeze_dim::<1>(1);
+        let correct: i64 = predicted.equal(y.clone()).int().sum().into_scalar().elem();
+        let n = y.dims()[0] as f64;
         Ok(Metrics::new().with("accuracy", Metric::weighted(correct as f64 / n, n)))
     }
 
     fn predictions<B: Backend>(
         &self,
         model: &Net<B>,
-        batch: &Vec<Example>,
-        device: &B::Device,
+        (x, _): &Self::DeviceBatch<B>,
+        _device: &B::Device,
     ) -> Result<Vec<TinyPrediction>> {
-        let probabilities = softmax(model.forward(Self::x(batch, device)), 1);
+        let probabilities = softmax(model.forward(x.clone()), 1);
         let values: Vec<f32> = probabilities.into_data().convert::<f32>().to_vec().unwrap();
         Ok(values
             .chunks(CLASSES)

@@ -100,33 +100,20 @@ impl<N: Network, K: Task> CannedEstimator<N, K> {
     pub fn weight_column(&self) -> Option<&WeightColumn> {
         self.weight_column.as_ref()
     }
+}
 
-    /// Logits and head labels of a non-empty batch.
-    fn logits_and_labels<B: Backend>(
-        &self,
-        model: &N::Model<B>,
-        batch: &[Example],
-        device: &B::Device,
-    ) -> Result<(Tensor<B, 2>, HeadLabels<B>)> {
-        if batch.is_empty() {
-            return Err(Error::Config(
-                "cannot compute a loss on an empty batch".into(),
-            ));
-        }
-        let logits = self.network.logits(model, batch, device)?;
-        let weights = match &self.weight_column {
-            Some(w) => Some(w.weights(batch)?),
-            None => None,
-        };
-        let labels: Vec<Label> = batch.iter().map(|e| e.label.clone()).collect();
-        let labels = self.head.labels(&labels, weights, device)?;
-        Ok((logits, labels))
-    }
+/// A canned estimator's batch on the device: the network's inputs and the head's labels.
+pub struct CannedBatch<B: Backend, I> {
+    /// The network's inputs; `None` for an empty batch.
+    pub inputs: Option<I>,
+    /// The labels and example weights; `None` when the batch has no label column.
+    pub labels: Option<HeadLabels<B>>,
 }
 
 impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
     type Model<B: Backend> = N::Model<B>;
     type Batch = Vec<Example>;
+    type DeviceBatch<B: Backend> = CannedBatch<B, N::Inputs<B>>;
     type Prediction = HeadPrediction;
 
     fn run_config(&self) -> &RunConfig {
@@ -141,37 +128,64 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
         self.optimizer.clone()
     }
 
+    fn to_device<B: Backend>(
+        &self,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<Self::DeviceBatch<B>> {
+        if batch.is_empty() {
+            return Ok(CannedBatch {
+                inputs: None,
+                labels: None,
+            });
+        }
+        let inputs = self.network.inputs(batch, device)?;
+        let labels = if batch.iter().all(|e| e.label == Label::None) {
+            None
+        } else {
+            let weights = match &self.weight_column {
+                Some(w) => Some(w.weights(batch)?),
+                None => None,
+            };
+            let labels: Vec<Label> = batch.iter().map(|e| e.label.clone()).collect();
+            Some(self.head.labels(&labels, weights, device)?)
+        };
+        Ok(CannedBatch {
+            inputs: Some(inputs),
+            labels,
+        })
+    }
+
     fn loss<B: Backend>(
         &self,
         model: &N::Model<B>,
-        batch: &Vec<Example>,
-        device: &B::Device,
+        batch: &Self::DeviceBatch<B>,
+        _device: &B::Device,
     ) -> Result<Tensor<B, 1>> {
-        let (logits, labels) = self.logits_and_labels(model, batch, device)?;
-        Ok(self.head.loss(logits, &labels))
+        let (logits, labels) = self.logits_and_labels(model, batch)?;
+        Ok(self.head.loss(logits, labels))
     }
 
     fn eval_metrics<B: Backend>(
         &self,
         model: &N::Model<B>,
-        batch: &Vec<Example>,
-        device: &B::Device,
+        batch: &Self::DeviceBatch<B>,
+        _device: &B::Device,
     ) -> Result<Metrics> {
-        let (logits, labels) = self.logits_and_labels(model, batch, device)?;
-        self.head.metrics(logits, &labels)
+        let (logits, labels) = self.logits_and_labels(model, batch)?;
+        self.head.metrics(logits, labels)
     }
 
     fn predictions<B: Backend>(
         &self,
         model: &N::Model<B>,
-        batch: &Vec<Example>,
-        device: &B::Device,
+        batch: &Self::DeviceBatch<B>,
+        _device: &B::Device,
     ) -> Result<Vec<HeadPrediction>> {
-        if batch.is_empty() {
-            return Ok(Vec::new());
+        match &batch.inputs {
+            None => Ok(Vec::new()),
+            Some(inputs) => self.head.predictions(self.network.logits(model, inputs)?),
         }
-        self.head
-            .predictions(self.network.logits(model, batch, device)?)
     }
 
     fn serving_signature(&self) -> Signature {
@@ -186,6 +200,27 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
             .output_keys()
             .into_iter()
             .fold(signature, Signature::with_output)
+    }
+}
+
+impl<N: Network, K: Task> CannedEstimator<N, K> {
+    /// Logits and head labels of a non-empty, labelled batch.
+    fn logits_and_labels<'b, B: Backend>(
+        &self,
+        model: &N::Model<B>,
+        batch: &'b CannedBatch<B, N::Inputs<B>>,
+    ) -> Result<(Tensor<B, 2>, &'b HeadLabels<B>)> {
+        let Some(inputs) = &batch.inputs else {
+            return Err(Error::Config(
+                "cannot compute a loss on an empty batch".into(),
+            ));
+        };
+        let Some(labels) = &batch.labels else {
+            return Err(Error::Config(
+                "the batch has no labels: the input has no label column".into(),
+            ));
+        };
+        Ok((self.network.logits(model, inputs)?, labels))
     }
 }
 
@@ -302,10 +337,8 @@ mod tests {
         .unwrap();
         let device = Default::default();
         let model = est.build_model::<estimator::CpuBackend>(&device);
-        assert!(est.loss(&model, &Vec::new(), &device).is_err());
-        assert!(est
-            .predictions(&model, &Vec::new(), &device)
-            .unwrap()
-            .is_empty());
+        let empty = est.to_device(&Vec::new(), &device).unwrap();
+        assert!(est.loss(&model, &empty, &device).is_err());
+        assert!(est.predictions(&model, &empty, &device).unwrap().is_empty());
     }
 }

@@ -11,7 +11,7 @@ mod weight_column;
 mod wide_deep;
 
 pub use baseline::{BaselineClassifier, BaselineRegressor};
-pub use canned_estimator::CannedEstimator;
+pub use canned_estimator::{CannedBatch, CannedEstimator};
 pub use dnn::{DnnClassifier, DnnRegressor};
 pub use dnn_options::HasDnn;
 pub use linear::{LinearClassifier, LinearRegressor};

@@ -20,13 +20,29 @@ pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Se
     /// A freshly initialised model producing `logits_dimension` logits per example.
     fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> Self::Model<B>;
 
-    /// The logits `[batch, logits_dimension]` of `batch`.
+    /// What the model reads of a batch, on the device: built ahead of the step, on the
+    /// input's prefetch thread.
+    type Inputs<B: Backend>: Send;
+
+    /// The inputs of the non-empty `batch` on `device` (feature columns transformed).
+    fn inputs<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Result<Self::Inputs<B>>;
+
+    /// The logits `[batch, logits_dimension]` of a batch's inputs.
     fn logits<B: Backend>(
+        &self,
+        model: &Self::Model<B>,
+        inputs: &Self::Inputs<B>,
+    ) -> Result<Tensor<B, 2>>;
+
+    /// The logits of `batch` (non-empty), its inputs built on the calling thread.
+    fn batch_logits<B: Backend>(
         &self,
         model: &Self::Model<B>,
         batch: &[Example],
         device: &B::Device,
-    ) -> Result<Tensor<B, 2>>;
+    ) -> Result<Tensor<B, 2>> {
+        self.logits(model, &self.inputs(batch, device)?)
+    }
 
     /// The input features the network reads, with their serving types.
     fn serving_inputs(&self) -> Vec<(String, DType)>;

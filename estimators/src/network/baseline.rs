@@ -32,14 +32,16 @@ impl Network for BaselineNetwork {
         }
     }
 
-    fn logits<B: Backend>(
-        &self,
-        model: &BaselineModel<B>,
-        batch: &[Example],
-        device: &B::Device,
-    ) -> Result<Tensor<B, 2>> {
+    /// The batch size: the features are not read.
+    type Inputs<B: Backend> = usize;
+
+    fn inputs<B: Backend>(&self, batch: &[Example], _device: &B::Device) -> Result<usize> {
+        Ok(batch.len())
+    }
+
+    fn logits<B: Backend>(&self, model: &BaselineModel<B>, inputs: &usize) -> Result<Tensor<B, 2>> {
         let [classes] = model.bias.shape().dims();
-        let zeros = Tensor::<B, 2>::zeros([batch.len(), classes], device);
+        let zeros = Tensor::<B, 2>::zeros([*inputs, classes], &model.bias.device());
         Ok(zeros + model.bias.val().reshape([1, classes]))
     }
 

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{Activation, Network};
 use crate::feature_column::{Layout, ResolvedColumns};
 use crate::input_layer::InputLayer;
+use crate::input_tensors::InputTensors;
 
 /// TF's batch-normalisation epsilon (Burn's default is 1e-5).
 const BATCH_NORM_EPSILON: f64 = 1e-3;
@@ -102,14 +103,10 @@ pub(crate) fn dense<B: Backend>(inputs: usize, outputs: usize, device: &B::Devic
 }
 
 impl<B: Backend> DnnModel<B> {
-    /// The logits of `batch`.
-    pub fn forward(
-        &self,
-        columns: &ResolvedColumns,
-        batch: &[Example],
-        device: &B::Device,
-    ) -> Result<Tensor<B, 2>> {
-        let mut x = self.input.forward(columns, batch, device)?;
+    /// The logits of a batch's inputs.
+    pub fn forward(&self, inputs: &InputTensors<B>) -> Result<Tensor<B, 2>> {
+        let mut x = self.input.forward(inputs)?;
+        let device = &x.device();
         for (i, layer) in self.hidden.iter().enumerate() {
             x = self.activation.apply(layer.forward(x));
             if let Some(dropout) = &self.dropout {
@@ -161,13 +158,18 @@ impl Network for DnnNetwork {
         }
     }
 
+    type Inputs<B: Backend> = InputTensors<B>;
+
+    fn inputs<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Result<InputTensors<B>> {
+        InputTensors::new(&self.columns, batch, device)
+    }
+
     fn logits<B: Backend>(
         &self,
         model: &DnnModel<B>,
-        batch: &[Example],
-        device: &B::Device,
+        inputs: &InputTensors<B>,
     ) -> Result<Tensor<B, 2>> {
-        model.forward(&self.columns, batch, device)
+        model.forward(inputs)
     }
 
     fn serving_inputs(&self) -> Vec<(String, DType)> {
@@ -207,7 +209,7 @@ mod tests {
         assert_eq!(model.hidden[0].weight.shape().dims(), [2, 8]);
         assert_eq!(model.hidden[1].weight.shape().dims(), [8, 4]);
         assert_eq!(model.logits.weight.shape().dims(), [4, 3]);
-        let logits = network().logits(&model, &batch(), &device).unwrap();
+        let logits = network().batch_logits(&model, &batch(), &device).unwrap();
         assert_eq!(logits.dims(), [6, 3]);
         assert!(DnnNetwork::new(network().columns, Vec::new()).is_err());
         assert!(DnnNetwork::new(network().columns, [4, 0]).is_err());
@@ -221,11 +223,11 @@ mod tests {
         config.dropout = Some(0.5);
         let model = config.build::<CpuBackend>(2, &device);
         let a = config
-            .logits(&model, &batch(), &device)
+            .batch_logits(&model, &batch(), &device)
             .unwrap()
             .into_data();
         let b = config
-            .logits(&model, &batch(), &device)
+            .batch_logits(&model, &batch(), &device)
             .unwrap()
             .into_data();
         assert_eq!(a, b, "inference is deterministic");
@@ -233,7 +235,7 @@ mod tests {
         let outs: Vec<_> = (0..4)
             .map(|_| {
                 config
-                    .logits(&train, &batch(), &device)
+                    .batch_logits(&train, &batch(), &device)
                     .unwrap()
                     .into_data()
             })
@@ -253,14 +255,14 @@ mod tests {
         // What a checkpoint stores: the weights as the core serialises them.
         let saved = |m: &DnnModel<CpuTrainBackend>| weights_to_safetensors(m, &[]).unwrap();
         let before = saved(&model);
-        config.logits(&model, &batch(), &device).unwrap();
+        config.batch_logits(&model, &batch(), &device).unwrap();
         assert!(
             saved(&model) != before,
             "one step's running statistics are in the weights"
         );
         let inference = config.build::<CpuBackend>(2, &device);
         let stats = inference.batch_norms[0].running_var.value().into_data();
-        config.logits(&inference, &batch(), &device).unwrap();
+        config.batch_logits(&inference, &batch(), &device).unwrap();
         assert_eq!(
             inference.batch_norms[0].running_var.value().into_data(),
             stats

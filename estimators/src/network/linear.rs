@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::Network;
 use crate::feature_column::{Layout, ResolvedColumns};
 use crate::input_layer::InputLayer;
+use crate::input_tensors::InputTensors;
 
 /// A linear model's configuration: its columns, resolved in the [`Layout::Linear`] layout.
 ///
@@ -52,44 +53,27 @@ pub struct LinearModel<B: Backend> {
 }
 
 impl<B: Backend> LinearModel<B> {
-    /// The logits of `batch`.
-    pub fn forward(
-        &self,
-        columns: &ResolvedColumns,
-        batch: &[Example],
-        device: &B::Device,
-    ) -> Result<Tensor<B, 2>> {
-        let batch = columns.transform(batch)?;
-        let n = batch.batch_size;
+    /// The logits of a batch's inputs.
+    pub fn forward(&self, inputs: &InputTensors<B>) -> Result<Tensor<B, 2>> {
+        let n = inputs.batch_size;
         let [classes] = self.bias.shape().dims();
+        let device = &self.bias.device();
         let mut logits =
             Tensor::<B, 2>::zeros([n, classes], device) + self.bias.val().reshape([1, classes]);
         if let Some(weights) = &self.weights {
-            logits = logits
-                + self
-                    .input
-                    .forward_transformed(&batch, device)?
-                    .matmul(weights.val());
+            logits = logits + self.input.forward(inputs)?.matmul(weights.val());
         }
         if let Some(table) = &self.sparse_weights {
             let k = self.offsets.len();
-            if batch.sparse_ids.len() != k {
+            let columns = inputs.sparse_ids.as_ref().map_or(0, |ids| ids.dims()[1]);
+            let Some(ids) = inputs.sparse_ids.as_ref().filter(|_| columns == k) else {
                 return Err(Error::Config(format!(
-                    "the linear model has {k} sparse columns but the batch has {}",
-                    batch.sparse_ids.len()
+                    "the linear model has {k} sparse columns but the batch has {columns}"
                 )));
-            }
-            let mut ids = Vec::with_capacity(n * k);
-            for i in 0..n {
-                ids.extend(
-                    batch
-                        .sparse_ids
-                        .iter()
-                        .zip(&self.offsets)
-                        .map(|(c, o)| o + c[i]),
-                );
-            }
-            let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [n, k]), device);
+            };
+            // Each column's ids index its own rows of the one table.
+            let offsets = TensorData::new(self.offsets.clone(), [1, k]);
+            let ids = ids.clone() + Tensor::<B, 2, Int>::from_data(offsets, device);
             logits = logits + table.forward(ids).sum_dim(1).reshape([n, classes]);
         }
         Ok(logits)
@@ -122,13 +106,18 @@ impl Network for LinearNetwork {
         }
     }
 
+    type Inputs<B: Backend> = InputTensors<B>;
+
+    fn inputs<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Result<InputTensors<B>> {
+        InputTensors::new(&self.columns, batch, device)
+    }
+
     fn logits<B: Backend>(
         &self,
         model: &LinearModel<B>,
-        batch: &[Example],
-        device: &B::Device,
+        inputs: &InputTensors<B>,
     ) -> Result<Tensor<B, 2>> {
-        model.forward(&self.columns, batch, device)
+        model.forward(inputs)
     }
 
     fn serving_inputs(&self) -> Vec<(String, DType)> {
@@ -156,7 +145,7 @@ mod tests {
         let device = Default::default();
         let mut model = network.build::<CpuBackend>(1, &device);
         let zeros = network
-            .logits(&model, &[Example::default()], &device)
+            .batch_logits(&model, &[Example::default()], &device)
             .map(|_| ());
         assert!(
             zeros.is_err(),
@@ -177,7 +166,7 @@ mod tests {
             ..Example::default()
         };
         let logits = network
-            .logits(&model, &[ex(1.0, "b"), ex(-1.0, "zzz")], &device)
+            .batch_logits(&model, &[ex(1.0, "b"), ex(-1.0, "zzz")], &device)
             .unwrap()
             .into_data()
             .to_vec::<f32>()

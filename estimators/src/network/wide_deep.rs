@@ -10,6 +10,7 @@ use estimator::Result;
 use serde::{Deserialize, Serialize};
 
 use super::{DnnModel, DnnNetwork, LinearModel, LinearNetwork, Network};
+use crate::input_tensors::InputTensors;
 
 /// Wide & deep: the "wide" linear part sees `linear` columns, the "deep" DNN sees `dnn`
 /// columns, and the logits are their sum. Both parts train with the one optimizer of the
@@ -41,14 +42,23 @@ impl Network for WideDeepNetwork {
         }
     }
 
+    /// The linear part's inputs, then the DNN's.
+    type Inputs<B: Backend> = (InputTensors<B>, InputTensors<B>);
+
+    fn inputs<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Result<Self::Inputs<B>> {
+        Ok((
+            self.linear.inputs(batch, device)?,
+            self.dnn.inputs(batch, device)?,
+        ))
+    }
+
     fn logits<B: Backend>(
         &self,
         model: &WideDeepModel<B>,
-        batch: &[Example],
-        device: &B::Device,
+        inputs: &Self::Inputs<B>,
     ) -> Result<Tensor<B, 2>> {
-        let wide = self.linear.logits(&model.linear, batch, device)?;
-        let deep = self.dnn.logits(&model.dnn, batch, device)?;
+        let wide = self.linear.logits(&model.linear, &inputs.0)?;
+        let deep = self.dnn.logits(&model.dnn, &inputs.1)?;
         Ok(wide + deep)
     }
 

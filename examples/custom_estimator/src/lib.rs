@@ -51,45 +51,47 @@ pub struct IrisPrediction {
 
 const N_CLASSES: usize = 3;
 
+/// A batch on the device: raw features `[batch, 4]`, and class ids `[batch]` when the
+/// input has labels.
+pub struct IrisBatch<B: Backend> {
+    features: Tensor<B, 2>,
+    labels: Option<Tensor<B, 1, Int>>,
+}
+
 impl IrisClassifier {
-    fn features<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Tensor<B, 2> {
+    /// The features standardised with the training set's statistics, as tensor ops on the
+    /// device (TF's `normalizer_fn`), so the input stage only copies raw values.
+    fn standardized<B: Backend>(&self, features: &Tensor<B, 2>) -> Tensor<B, 2> {
         let width = self.stats.len();
-        let mut values = Vec::with_capacity(batch.len() * width);
-        for example in batch {
-            let mut row = example.dense.clone();
-            self.stats.normalize(&mut row);
-            values.extend_from_slice(&row);
-        }
-        Tensor::from_data(TensorData::new(values, [batch.len(), width]), device)
+        let device = &features.device();
+        let std: Vec<f32> = self
+            .stats
+            .std
+            .iter()
+            .map(|&s| if s > 0.0 && s.is_finite() { s } else { 1.0 })
+            .collect();
+        let mean =
+            Tensor::<B, 2>::from_data(TensorData::new(self.stats.mean.clone(), [1, width]), device);
+        let std = Tensor::<B, 2>::from_data(TensorData::new(std, [1, width]), device);
+        (features.clone() - mean) / std
     }
 
-    fn labels<B: Backend>(
-        &self,
-        batch: &[Example],
-        device: &B::Device,
-    ) -> Result<Tensor<B, 1, Int>> {
-        let labels = batch
-            .iter()
-            .map(|e| {
-                e.label
-                    .class()
-                    .filter(|c| (*c as usize) < N_CLASSES)
-                    .map(|c| c as i64)
-                    .ok_or_else(|| {
-                        Error::Config(format!("label {:?} is not a class 0..3", e.label))
-                    })
-            })
-            .collect::<Result<Vec<i64>>>()?;
-        Ok(Tensor::from_data(
-            TensorData::new(labels, [batch.len()]),
-            device,
-        ))
+    fn logits<B: Backend>(&self, model: &Mlp<B>, batch: &IrisBatch<B>) -> Tensor<B, 2> {
+        model.forward(self.standardized(&batch.features))
+    }
+
+    fn labels<'b, B: Backend>(&self, batch: &'b IrisBatch<B>) -> Result<&'b Tensor<B, 1, Int>> {
+        batch
+            .labels
+            .as_ref()
+            .ok_or_else(|| Error::Config("the batch has no labels".into()))
     }
 }
 
 impl Estimator for IrisClassifier {
     type Model<B: Backend> = Mlp<B>;
     type Batch = Vec<Example>;
+    type DeviceBatch<B: Backend> = IrisBatch<B>;
     type Prediction = IrisPrediction;
 
     fn run_config(&self) -> &RunConfig {
@@ -107,47 +109,88 @@ impl Estimator for IrisClassifier {
         OptimizerSpec::adam(self.learning_rate)
     }
 
+    /// Runs on the input's prefetch thread, a couple of batches ahead of the step.
+    fn to_device<B: Backend>(
+        &self,
+        batch: &Vec<Example>,
+        device: &B::Device,
+    ) -> Result<IrisBatch<B>> {
+        let width = self.stats.len();
+        let mut values = Vec::with_capacity(batch.len() * width);
+        for (row, example) in batch.iter().enumerate() {
+            if example.dense.len() != width {
+                return Err(Error::Config(format!(
+                    "example {row} has {} features, not {width}",
+                    example.dense.len()
+                )));
+            }
+            values.extend_from_slice(&example.dense);
+        }
+        let features = Tensor::from_data(TensorData::new(values, [batch.len(), width]), device);
+        let labels = if batch.iter().all(|e| e.label.class().is_none()) {
+            None
+        } else {
+            let ids = batch
+                .iter()
+                .map(|e| {
+                    e.label
+                        .class()
+                        .filter(|c| (*c as usize) < N_CLASSES)
+                        .map(|c| c as i64)
+                        .ok_or_else(|| {
+                            Error::Config(format!("label {:?} is not a class 0..3", e.label))
+                        })
+                })
+                .collect::<Result<Vec<i64>>>()?;
+            Some(Tensor::from_data(
+                TensorData::new(ids, [batch.len()]),
+                device,
+            ))
+        };
+        Ok(IrisBatch { features, labels })
+    }
+
     fn loss<B: Backend>(
         &self,
         model: &Mlp<B>,
-        batch: &Vec<Example>,
+        batch: &IrisBatch<B>,
         device: &B::Device,
     ) -> Result<Tensor<B, 1>> {
-        let logits = model.forward(self.features(batch, device));
         let loss = CrossEntropyLossConfig::new()
             .init(device)
-            .forward(logits, self.labels(batch, device)?);
+            .forward(self.logits(model, batch), self.labels(batch)?.clone());
         Ok(loss)
     }
 
     fn eval_metrics<B: Backend>(
         &self,
         model: &Mlp<B>,
-        batch: &Vec<Example>,
-        device: &B::Device,
+        batch: &IrisBatch<B>,
+        _device: &B::Device,
     ) -> Result<Metrics> {
-        let logits = model.forward(self.features(batch, device));
-        let labels = self.labels::<B>(batch, device)?;
-        let correct = logits
+        let labels = self.labels(batch)?;
+        let n = labels.dims()[0];
+        let correct = self
+            .logits(model, batch)
             .argmax(1)
             .squeeze_dim::<1>(1)
-            .equal(labels)
+            .equal(labels.clone())
             .int()
             .sum();
         let correct: i64 = correct.into_scalar().elem();
         Ok(Metrics::new().with(
             "accuracy",
-            Metric::weighted(correct as f64 / batch.len() as f64, batch.len() as f64),
+            Metric::weighted(correct as f64 / n as f64, n as f64),
         ))
     }
 
     fn predictions<B: Backend>(
         &self,
         model: &Mlp<B>,
-        batch: &Vec<Example>,
-        device: &B::Device,
+        batch: &IrisBatch<B>,
+        _device: &B::Device,
     ) -> Result<Vec<IrisPrediction>> {
-        let probabilities = softmax(model.forward(self.features(batch, device)), 1);
+        let probabilities = softmax(self.logits(model, batch), 1);
         let values: Vec<f32> = probabilities
             .into_data()
             .convert::<f32>()

@@ -140,6 +140,7 @@ mod tests {
             let now = t0 + Duration::from_secs(10) + step_time * i as u32;
             let info = StepInfo {
                 global_step: first_step + i,
+                loss_step: first_step + i,
                 loss: 1.0,
                 now,
                 duration: step_time,

@@ -160,7 +160,9 @@ where
         let synced = match self.session.push(&state.model, &local.grads)? {
             Pushed::Applied(step) => {
                 state.global_step = step;
-                Synced::Applied { loss: local.loss }
+                Synced::Applied {
+                    loss: local.loss.read(),
+                }
             }
             Pushed::Dropped(step) => {
                 state.global_step = step;

@@ -1,0 +1,184 @@
+//! Batches turned into device tensors ahead of the step (TF's `prefetch_to_device`).
+//!
+//! A background thread pulls the next batches from the input and runs
+//! [`Estimator::to_device`](crate::Estimator::to_device) on them while the current step
+//! computes, so building and copying tensors leaves the training thread. The position a
+//! checkpoint records is the input's after the last batch *delivered* to the step, not the
+//! last one read ahead, so resume stays step-exact.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::thread::Scope;
+
+use datasets::{Dataset, Position};
+
+use crate::error::{Error, Result};
+
+/// One converted batch, with the input's position after it.
+struct Fetched<T> {
+    batch: Result<T>,
+    position: Position,
+}
+
+/// Converted batches, in input order, and the position after the last one delivered.
+pub(super) struct DeviceInput<'a, T> {
+    next: Box<dyn FnMut() -> Option<Fetched<T>> + 'a>,
+    delivered: Position,
+}
+
+impl<T> DeviceInput<'_, T> {
+    /// The next batch on the device; `None` when the input has ended.
+    pub fn next_batch(&mut self) -> Option<Result<T>> {
+        let fetched = (self.next)()?;
+        self.delivered = fetched.position;
+        Some(fetched.batch)
+    }
+
+    /// The input's position after the last batch delivered.
+    pub fn position(&self) -> Position {
+        self.delivered.clone()
+    }
+}
+
+/// Runs `body` over `dataset`'s batches converted by `convert`: `ahead` batches ahead on a
+/// thread of its own, or on the calling thread when `ahead` is 0. The thread ends when
+/// `body` returns (after the batch it is converting).
+pub(super) fn with_device_input<D, T, R>(
+    dataset: &mut D,
+    ahead: usize,
+    convert: &(dyn Fn(&D::Item) -> Result<T> + Sync),
+    body: impl FnOnce(&mut DeviceInput<'_, T>) -> R,
+) -> R
+where
+    D: Dataset + Send,
+    T: Send,
+{
+    let delivered = dataset.position();
+    if ahead == 0 {
+        let mut input = DeviceInput {
+            next: Box::new(|| fetch(dataset, convert)),
+            delivered,
+        };
+        return body(&mut input);
+    }
+    std::thread::scope(|scope| {
+        let rx = spawn_prefetch(scope, dataset, ahead, convert);
+        let mut input = DeviceInput {
+            next: Box::new(move || rx.recv().ok()),
+            delivered,
+        };
+        body(&mut input)
+    })
+}
+
+fn spawn_prefetch<'scope, D, T>(
+    scope: &'scope Scope<'scope, '_>,
+    dataset: &'scope mut D,
+    ahead: usize,
+    convert: &'scope (dyn Fn(&D::Item) -> Result<T> + Sync),
+) -> Receiver<Fetched<T>>
+where
+    D: Dataset + Send,
+    T: Send,
+{
+    // `ahead - 1` queued plus the one the thread holds while the channel is full.
+    let (tx, rx) = sync_channel(ahead - 1);
+    scope.spawn(move || loop {
+        let Some(fetched) = fetch(dataset, convert) else {
+            return;
+        };
+        let failed = fetched.batch.is_err();
+        // A send fails once the step loop has returned: nothing more is wanted.
+        if tx.send(fetched).is_err() || failed {
+            return;
+        }
+    });
+    rx
+}
+
+/// The next item of `dataset`, converted; a panic in the input or the conversion becomes
+/// an error, so the step loop ends with it rather than aborting.
+fn fetch<D: Dataset, T>(
+    dataset: &mut D,
+    convert: &(dyn Fn(&D::Item) -> Result<T> + Sync),
+) -> Option<Fetched<T>> {
+    let item = catch_unwind(AssertUnwindSafe(|| {
+        let item = dataset.next_item()?;
+        Some(item.map_err(Error::from).and_then(|item| convert(&item)))
+    }));
+    let batch = match item {
+        Ok(None) => return None,
+        Ok(Some(batch)) => batch,
+        Err(_) => Err(Error::Panicked {
+            thread: "device prefetch (input or to_device)".into(),
+        }),
+    };
+    Some(Fetched {
+        batch,
+        position: dataset.position(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use datasets::{from_vec, DatasetExt};
+
+    use super::*;
+
+    fn doubled(ahead: usize, take: usize) -> (Vec<Result<u32>>, Position) {
+        let mut dataset = from_vec((1..=5u32).collect());
+        let convert = |x: &u32| match x {
+            4 => Err(Error::Config("four".into())),
+            x => Ok(x * 2),
+        };
+        with_device_input(&mut dataset, ahead, &convert, |input| {
+            let batches = (0..take).map_while(|_| input.next_batch()).collect();
+            (batches, input.position())
+        })
+    }
+
+    #[test]
+    fn batches_arrive_converted_in_order_with_the_delivered_position() {
+        for ahead in [0, 1, 3] {
+            let (batches, position) = doubled(ahead, 2);
+            let values: Vec<u32> = batches.into_iter().map(|b| b.unwrap()).collect();
+            assert_eq!(values, [2, 4], "ahead {ahead}");
+            // Read ahead or not, the position is after the second item.
+            assert_eq!(position, Position::Index(2), "ahead {ahead}");
+        }
+    }
+
+    #[test]
+    fn a_conversion_error_is_delivered_in_its_place_and_ends_the_prefetch() {
+        let (batches, position) = doubled(2, 10);
+        assert_eq!(batches.len(), 4);
+        assert!(batches[2].is_ok());
+        let err = batches[3].as_ref().unwrap_err().to_string();
+        assert!(err.contains("four"), "{err}");
+        assert_eq!(position, Position::Index(4));
+    }
+
+    #[test]
+    fn a_panic_in_the_input_is_an_error_naming_the_stage() {
+        let mut dataset = from_vec(vec![1u32, 2]).map(|x| {
+            assert!(x < 2, "bad item");
+            x
+        });
+        let convert = |x: &u32| Ok(*x);
+        let errors: Vec<String> = with_device_input(&mut dataset, 2, &convert, |input| {
+            std::iter::from_fn(|| input.next_batch())
+                .filter_map(|b| b.err().map(|e| e.to_string()))
+                .collect()
+        });
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].contains("device prefetch"), "{}", errors[0]);
+    }
+
+    #[test]
+    fn the_thread_stops_when_the_body_returns_early_on_an_endless_input() {
+        let mut dataset = from_vec(vec![7u32]).repeat(None);
+        let convert = |x: &u32| Ok(*x);
+        let first = with_device_input(&mut dataset, 4, &convert, |input| input.next_batch());
+        assert_eq!(first.unwrap().unwrap(), 7);
+    }
+}
