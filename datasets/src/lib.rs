@@ -61,6 +61,7 @@
 //! and column, e.g. `iris.csv:17: column petal_width: cannot parse 'abc' as float`.
 
 pub mod bundled;
+mod columnar;
 pub mod combinators;
 mod dataset;
 mod error;
@@ -74,6 +75,7 @@ mod schema;
 mod sources;
 mod stats;
 
+pub use columnar::{ColumnarBatch, ColumnarRow, LabelRef, Labels, StringColumn, TableRow};
 pub use combinators::{interleave, ParallelCalls};
 pub use dataset::Dataset;
 pub use error::Error;
