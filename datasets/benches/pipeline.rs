@@ -7,11 +7,15 @@
 //! (`$BENCH_PYTHON`, `/tmp/venv-bench/bin/python`, or `python3`), `pandas.read_csv` is
 //! timed on the same file for comparison. The `map_parallel` case
 //! (`pipeline/map_parallel.rs`) parses text rows of 784 floats with `map` and with
-//! `map_parallel` on 2 threads, in alternating rounds.
+//! `map_parallel` on 2 threads, in alternating rounds. The `columnar` case
+//! (`pipeline/columnar.rs`) reads 60k MNIST-width rows epoch after epoch through
+//! `cache_table` + `batch_columnar` against `cache` + `batch`; the `csv_threads` case
+//! (`pipeline/csv_threads.rs`) parses the CSV on one thread and with
+//! `with_parse_threads`, both in alternating rounds.
 //!
-//! A name after `--` runs only the cases whose name contains it: `csv`, `mnist`,
-//! `pandas`, `map_parallel` (e.g. `cargo bench -p datasets --bench pipeline --
-//! map_parallel`).
+//! A name after `--` runs only the cases whose name contains it: `csv`, `csv_threads`,
+//! `mnist`, `pandas`, `map_parallel`, `columnar` (e.g. `cargo bench -p datasets --bench
+//! pipeline -- map_parallel`).
 
 use std::hint::black_box;
 use std::io::{BufWriter, Write};
@@ -23,6 +27,10 @@ use datasets::{
     bundled, CsvDataset, Dataset, DatasetExt, Example, IdxDataset, Position, Schema, SplitMix64,
 };
 
+#[path = "pipeline/columnar.rs"]
+mod columnar;
+#[path = "pipeline/csv_threads.rs"]
+mod csv_threads;
 #[path = "pipeline/map_parallel.rs"]
 mod map_parallel;
 
@@ -280,10 +288,13 @@ fn main() {
     if wanted("map_parallel") {
         map_parallel::bench();
     }
+    if wanted("columnar") {
+        columnar::bench();
+    }
     if wanted("mnist") {
         bench_mnist();
     }
-    if !wanted("csv") && !wanted("pandas") {
+    if !wanted("csv") && !wanted("pandas") && !wanted("csv_threads") {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -299,6 +310,9 @@ fn main() {
         bench_csv_parse(&path, bytes);
         bench_csv_gz(&path, dir.path());
         bench_cached_epochs(&path);
+    }
+    if wanted("csv_threads") {
+        csv_threads::bench(&path, bytes);
     }
     if wanted("pandas") {
         bench_pandas(&path, bytes);

@@ -82,6 +82,17 @@ pub enum Error {
     #[error("schema: {0}")]
     Schema(String),
 
+    /// Rows or columns that do not fit together: a row whose number of dense or
+    /// categorical values, or kind of label, differs from the rows batched or cached
+    /// before it; a columnar batch whose columns have different lengths.
+    #[error("{stage}: {message}")]
+    Layout {
+        /// Where: `batch_columnar`, `cache_table`, `ColumnarBatch::from_examples`, ...
+        stage: &'static str,
+        /// What does not fit, naming the row and the field.
+        message: String,
+    },
+
     /// A combinator built with arguments that cannot work (`shard(0, 0)`, `batch(0, _)`).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

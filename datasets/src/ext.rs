@@ -1,10 +1,10 @@
 //! [`DatasetExt`]: the combinator methods every [`Dataset`] gets.
 
 use crate::combinators::{
-    Batch, Cache, Filter, Map, ParallelCalls, ParallelMap, Prefetch, Repeat, Shard, Shuffle, Skip,
-    Take, TryMap, Zip,
+    Batch, BatchColumnar, Cache, CacheTable, Filter, Map, ParallelCalls, ParallelMap, Prefetch,
+    Repeat, Shard, Shuffle, Skip, Take, TryMap, Zip,
 };
-use crate::{BoxDataset, Dataset, Error};
+use crate::{BoxDataset, ColumnarRow, Dataset, Error, Example};
 
 /// Combinators, available on every [`Dataset`] (`use datasets::DatasetExt;`).
 ///
@@ -93,6 +93,36 @@ pub trait DatasetExt: Dataset + Sized {
         Batch::new(self, size, drop_remainder)
     }
 
+    /// Groups rows ([`Example`]s or [`TableRow`](crate::TableRow)s) into
+    /// [`ColumnarBatch`](crate::ColumnarBatch)es of `size` rows: dense values contiguous
+    /// and row-major, one string column per categorical feature, one label column. The
+    /// last batch is shorter unless `drop_remainder`.
+    ///
+    /// A dropped batch gives its buffers back to the stage (from any thread), so the
+    /// pipeline allocates nothing per batch once running. Positions are the upstream's,
+    /// as with [`batch`](DatasetExt::batch). A row whose number of values or kind of
+    /// label differs from its batch's first row is an [`Error::Layout`].
+    ///
+    /// ```
+    /// use datasets::{from_vec, Dataset, DatasetExt, Example, Label, Labels};
+    ///
+    /// let rows: Vec<Example> = (0..5)
+    ///     .map(|i| Example { dense: vec![i as f32, 0.5], label: Label::Class(i % 2), ..Example::default() })
+    ///     .collect();
+    /// let mut ds = from_vec(rows).batch_columnar(2, false);
+    /// let batch = ds.next_item().unwrap()?;
+    /// assert_eq!((batch.rows, batch.dense_width), (2, 2));
+    /// assert_eq!(batch.dense, [0.0, 0.5, 1.0, 0.5]);
+    /// assert_eq!(batch.labels, Labels::Class(vec![0, 1]));
+    /// # Ok::<(), datasets::Error>(())
+    /// ```
+    fn batch_columnar(self, size: usize, drop_remainder: bool) -> BatchColumnar<Self>
+    where
+        Self::Item: ColumnarRow,
+    {
+        BatchColumnar::new(self, size, drop_remainder)
+    }
+
     /// Passes over the data `count` times (`None`: forever). An empty upstream ends it.
     fn repeat(self, count: Option<usize>) -> Repeat<Self> {
         Repeat::new(self, count)
@@ -130,6 +160,36 @@ pub trait DatasetExt: Dataset + Sized {
         Self::Item: Clone,
     {
         Cache::new(self)
+    }
+
+    /// Like [`cache`](DatasetExt::cache) for [`Example`]s, but keeps them as one columnar
+    /// table and yields [`TableRow`](crate::TableRow)s: after the first pass a row is a
+    /// shared handle on the table and an index, so `shuffle`, `repeat`, `shard`, `take`
+    /// and `prefetch` move rows without allocating, and
+    /// [`batch_columnar`](DatasetExt::batch_columnar) copies their values straight from
+    /// the table. Positions are `cache`'s and resume exactly; see [`CacheTable`].
+    ///
+    /// ```
+    /// use datasets::{from_vec, Dataset, DatasetExt, Example, Label};
+    ///
+    /// let rows: Vec<Example> = (0..100)
+    ///     .map(|i| Example { dense: vec![i as f32; 4], label: Label::Float(i as f32), ..Example::default() })
+    ///     .collect();
+    /// let mut ds = from_vec(rows).cache_table().shuffle(100, 7).repeat(Some(3)).batch_columnar(32, false);
+    /// let mut seen = 0;
+    /// while let Some(batch) = ds.next_item() {
+    ///     let batch = batch?;
+    ///     assert_eq!(batch.dense_row(0)[0], batch.label(0).to_label().as_f32().unwrap());
+    ///     seen += batch.rows;
+    /// }
+    /// assert_eq!(seen, 300);
+    /// # Ok::<(), datasets::Error>(())
+    /// ```
+    fn cache_table(self) -> CacheTable<Self>
+    where
+        Self: Dataset<Item = Example>,
+    {
+        CacheTable::new(self)
     }
 
     /// Pairs items with those of `other`; ends with the shorter of the two.

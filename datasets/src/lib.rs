@@ -4,7 +4,8 @@
 //! A pipeline is a chain of [`Dataset`]s. A source ([`CsvDataset`], [`IdxDataset`],
 //! [`from_vec`], [`from_fn`]) yields items; the combinators of [`DatasetExt`] (`map`,
 //! `map_parallel`, `filter`, `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`,
-//! `prefetch`, `cache`, `zip`, and [`interleave`]) transform them. Everything is lazy and deterministic given
+//! `prefetch`, `cache`, `zip`, `cache_table`, `batch_columnar`, and [`interleave`])
+//! transform them. Everything is lazy and deterministic given
 //! its seeds. At any moment [`Dataset::position`] says where the pipeline stands, as a
 //! [`Position`] that serialises to JSON; a pipeline rebuilt the same way and given that
 //! position with [`Dataset::restore`] yields exactly the items that would have followed.
@@ -56,11 +57,50 @@
 //! `.map_parallel(f, ParallelCalls::Autotune)` in place of `.map(f)` and still resume
 //! from a checkpoint mid-epoch. See [`combinators::ParallelMap`].
 //!
+//! **Columnar batches.** For training on tabular data, [`DatasetExt::cache_table`] keeps
+//! the first pass of [`Example`]s as one columnar table and later epochs yield
+//! [`TableRow`]s (a shared handle on the table and an index, no allocation), and
+//! [`DatasetExt::batch_columnar`] gathers rows into [`ColumnarBatch`]es: dense values
+//! contiguous and row-major `[rows, dense_width]`, one [`StringColumn`] per categorical
+//! feature, the labels as one [`Labels`] column. Dropped batches hand their buffers back
+//! for the next ones, so in steady state a pipeline such as
+//! `cache_table().shuffle(n, seed).repeat(None).batch_columnar(128, false).prefetch(4)`
+//! allocates nothing per row or per batch. Positions are those of `cache` and `batch`,
+//! so resume is step-exact. [`CsvDataset::with_parse_threads`] parses a CSV file on
+//! several threads, with the same rows, errors and positions as on one.
+//!
+//! ```
+//! use datasets::{from_vec, Dataset, DatasetExt, Example, Label, Labels};
+//!
+//! # fn main() -> Result<(), datasets::Error> {
+//! let rows: Vec<Example> = (0..1000)
+//!     .map(|i| Example { dense: vec![i as f32; 8], label: Label::Class(i % 10), ..Example::default() })
+//!     .collect();
+//! let build = || from_vec(rows.clone()).cache_table().shuffle(256, 1).repeat(None).batch_columnar(128, false).prefetch(4);
+//! let mut pipeline = build();
+//! for _ in 0..10 {
+//!     pipeline.next_item().unwrap()?; // past the first epoch: rows now come from the table
+//! }
+//! let batch = pipeline.next_item().unwrap()?;
+//! assert_eq!((batch.rows, batch.dense_width, batch.dense.len()), (128, 8, 128 * 8));
+//! let Labels::Class(classes) = &batch.labels else { unreachable!() };
+//! assert_eq!(classes[5] as f32, batch.dense_row(5)[0] % 10.0);
+//!
+//! let saved = pipeline.position();
+//! let next = pipeline.next_item().unwrap()?;
+//! let mut resumed = build();
+//! resumed.restore(&saved)?;
+//! assert_eq!(resumed.next_item().unwrap()?, next);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Errors are values, never panics: bad cells, ragged rows, truncated files and bad
 //! arguments (`shard(0, 0)`) come back as [`Error`]s whose messages name the file, line
 //! and column, e.g. `iris.csv:17: column petal_width: cannot parse 'abc' as float`.
 
 pub mod bundled;
+mod columnar;
 pub mod combinators;
 mod dataset;
 mod error;
@@ -74,6 +114,7 @@ mod schema;
 mod sources;
 mod stats;
 
+pub use columnar::{ColumnarBatch, ColumnarRow, LabelRef, Labels, StringColumn, TableRow};
 pub use combinators::{interleave, ParallelCalls};
 pub use dataset::Dataset;
 pub use error::Error;

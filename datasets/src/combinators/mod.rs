@@ -1,7 +1,9 @@
 //! Combinators: the stages returned by [`DatasetExt`](crate::DatasetExt) methods.
 
 mod batch;
+mod batch_columnar;
 mod cache;
+mod cache_table;
 mod filter;
 mod interleave;
 mod map;
@@ -15,7 +17,9 @@ mod take;
 mod zip;
 
 pub use batch::Batch;
+pub use batch_columnar::BatchColumnar;
 pub use cache::Cache;
+pub use cache_table::CacheTable;
 pub use filter::Filter;
 pub use interleave::{interleave, Interleave};
 pub use map::{Map, TryMap};

@@ -132,6 +132,15 @@ where
         self
     }
 
+    /// Runs on `calls` threads from the next pull. The threads running now are stopped
+    /// and the items read ahead forgotten, so a stage that was pulled from must be
+    /// restored before the next pull.
+    pub(crate) fn set_calls(&mut self, calls: ParallelCalls) {
+        self.discard();
+        self.pool = None;
+        self.calls = calls;
+    }
+
     fn start(&mut self) -> Result<(), Error> {
         let threads = self.calls.threads();
         if threads == 0 {

@@ -1,15 +1,21 @@
 //! CSV source: [`CsvDataset`], reading [`Example`]s through a [`Schema`].
 
+mod chunks;
+mod file;
 mod options;
+mod parallel;
 mod row;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
-use super::cell;
 use super::reader::RecordReader;
-use crate::{ColumnType, Dataset, Error, Example, Position, Schema};
+use crate::{ColumnType, Dataset, Error, Example, ParallelCalls, Position, Schema};
+use file::CsvFile;
+use parallel::ParallelParse;
 use row::{RowParser, Slot, Target};
 
+pub(crate) use file::open_reader;
 pub use options::{BadRowPolicy, CsvOptions, RowCounter};
 
 /// Rows of a CSV file (plain or gzip) with a header, as [`Example`]s laid out by a
@@ -21,39 +27,33 @@ pub use options::{BadRowPolicy, CsvOptions, RowCounter};
 /// `iris.csv:17: column petal_width: cannot parse 'abc' as float`. The position is the
 /// number of records read plus the byte offset of the next one; restoring seeks a plain
 /// file and re-reads a gzip one up to that record.
+///
+/// Parsing runs on the caller's thread unless
+/// [`with_parse_threads`](CsvDataset::with_parse_threads) splits it across threads;
+/// rows, errors and positions are the same either way.
 pub struct CsvDataset {
-    path: PathBuf,
-    file: String,
-    schema: Schema,
+    origin: CsvFile,
+    parser: Arc<RowParser>,
     options: CsvOptions,
-    header: Vec<String>,
-    slots: Vec<Slot>,
-    /// For each field of the file, the slot reading it.
-    by_field: Vec<Option<usize>>,
-    num_dense: usize,
-    num_categorical: usize,
-    reader: RecordReader,
+    engine: Engine,
     records: u64,
     skipped: RowCounter,
     failed: bool,
 }
 
-/// Opens `path` and reads its header row (names trimmed).
-pub(crate) fn open_reader(
-    path: &Path,
-    delimiter: u8,
-) -> Result<(RecordReader, Vec<String>), Error> {
-    let mut reader = RecordReader::open(path, delimiter).map_err(|e| Error::io(path, e))?;
-    let header = match reader.next_record().map_err(|e| Error::io(path, e))? {
-        Some((_, record)) => record
-            .fields(delimiter)
-            .into_iter()
-            .map(cell::parse_category)
-            .collect(),
-        None => Vec::new(),
-    };
-    Ok((reader, header))
+/// Who turns records into examples.
+// One per dataset, so the size of the serial variant costs nothing; boxing it would add
+// an indirection per record.
+#[allow(clippy::large_enum_variant)]
+enum Engine {
+    /// The caller's thread, record by record.
+    Serial(RecordReader),
+    /// Worker threads, a chunk of records at a time.
+    Parallel(Box<ParallelParse>),
 }
+
+/// What the engine read next: a row (or the row's error), or an error that ends the file.
+type Next = Result<Result<Example, Error>, Error>;
 
 impl CsvDataset {
     /// Opens `path` (plain or gzip CSV with a header row) and checks the header against
@@ -105,36 +105,82 @@ impl CsvDataset {
                 default: c.default.as_ref().map(|d| d.as_bytes().into()),
             });
         }
-        Ok(CsvDataset {
-            num_dense: dense,
-            num_categorical: categorical,
-            path,
-            file,
+        let parser = RowParser {
+            file: file.clone(),
             schema,
-            options,
-            header,
             slots,
             by_field,
-            reader,
+            fields: header.len(),
+            num_dense: dense,
+            num_categorical: categorical,
+            delimiter: options.delimiter,
+        };
+        Ok(CsvDataset {
+            origin: CsvFile {
+                path,
+                file,
+                header,
+                delimiter: options.delimiter,
+            },
+            parser: Arc::new(parser),
+            options,
+            engine: Engine::Serial(reader),
             records: 0,
             skipped: RowCounter::default(),
             failed: false,
         })
     }
 
+    /// Splits parsing across `calls` worker threads ([`ParallelCalls::Autotune`]: one
+    /// per core), as `tf.data` parallelises `map`.
+    ///
+    /// The caller's thread still reads the file and finds where each record ends (quoted
+    /// fields may hold newlines), and hands records to the workers in chunks of about
+    /// 64 KiB; the workers convert the fields (number parsing is most of the cost). Rows
+    /// come out in file order with the same errors, bad-row handling and per-row
+    /// positions as single-threaded parsing, so a checkpoint taken either way resumes
+    /// either way. Threads start on the first pull; `Fixed(0)` is an error then.
+    ///
+    /// ```
+    /// use datasets::{bundled, CsvDataset, Dataset, DatasetExt, ParallelCalls};
+    ///
+    /// let path = bundled::iris_train_path();
+    /// let open = || CsvDataset::open(&path, bundled::iris_schema());
+    /// let serial: Vec<_> = open()?.iter().collect::<Result<_, _>>()?;
+    /// let mut threaded = open()?.with_parse_threads(ParallelCalls::Fixed(2));
+    /// let parallel: Vec<_> = threaded.iter().collect::<Result<_, _>>()?;
+    /// assert_eq!(parallel, serial);
+    /// # Ok::<(), datasets::Error>(())
+    /// ```
+    pub fn with_parse_threads(mut self, calls: ParallelCalls) -> Self {
+        self.engine = match self.engine {
+            Engine::Serial(reader) => Engine::Parallel(Box::new(ParallelParse::new(
+                reader,
+                self.records,
+                self.origin.clone(),
+                self.parser.clone(),
+                calls,
+            ))),
+            Engine::Parallel(engine) => {
+                Engine::Parallel(Box::new(engine.with_calls(calls, self.records)))
+            }
+        };
+        self
+    }
+
     /// The file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.origin.path
     }
 
     /// The schema the rows are read with.
     pub fn schema(&self) -> &Schema {
-        &self.schema
+        &self.parser.schema
     }
 
     /// The file's header (column names, in file order).
     pub fn header(&self) -> &[String] {
-        &self.header
+        &self.origin.header
     }
 
     /// Data records read so far, bad ones included.
@@ -152,36 +198,36 @@ impl CsvDataset {
     pub fn skipped_counter(&self) -> RowCounter {
         self.skipped.clone()
     }
+
+    fn next_record(&mut self) -> Option<Next> {
+        match &mut self.engine {
+            Engine::Serial(reader) => match reader.next_record() {
+                Ok(Some((line, record))) => Some(Ok(self.parser.parse(&record, line))),
+                Ok(None) => None,
+                Err(e) => Some(Err(Error::io(&self.origin.path, e))),
+            },
+            Engine::Parallel(engine) => engine.next_record(),
+        }
+    }
 }
 
 impl Dataset for CsvDataset {
     type Item = Example;
 
     fn next_item(&mut self) -> Option<Result<Example, Error>> {
-        let parser = RowParser {
-            file: &self.file,
-            schema: &self.schema,
-            slots: &self.slots,
-            by_field: &self.by_field,
-            fields: self.header.len(),
-            num_dense: self.num_dense,
-            num_categorical: self.num_categorical,
-            delimiter: self.options.delimiter,
-        };
         loop {
             if self.failed {
                 return None;
             }
-            let (line, record) = match self.reader.next_record() {
-                Ok(Some(next)) => next,
-                Ok(None) => return None,
+            let row = match self.next_record()? {
+                Ok(row) => row,
                 Err(e) => {
                     self.failed = true;
-                    return Some(Err(Error::io(&self.path, e)));
+                    return Some(Err(e));
                 }
             };
             self.records += 1;
-            match parser.parse(&record, line) {
+            match row {
                 Ok(example) => return Some(Ok(example)),
                 Err(e) if self.options.bad_rows == BadRowPolicy::Fail => return Some(Err(e)),
                 Err(_) => self.skipped.increment(),
@@ -194,7 +240,10 @@ impl Dataset for CsvDataset {
     }
 
     fn position(&self) -> Position {
-        let (byte, line) = self.reader.position();
+        let (byte, line) = match &self.engine {
+            Engine::Serial(reader) => reader.position(),
+            Engine::Parallel(engine) => engine.position(),
+        };
         Position::Csv {
             record: self.records,
             byte,
@@ -213,42 +262,9 @@ impl Dataset for CsvDataset {
         else {
             return Err(Error::position_mismatch("csv", position));
         };
-        let changed = |what: &str| {
-            Error::Position(format!(
-                "{}: {what}; has the file changed since the position was taken?",
-                self.file
-            ))
-        };
-        if !self.reader.is_gzip() {
-            let len = std::fs::metadata(&self.path)
-                .map_err(|e| Error::io(&self.path, e))?
-                .len();
-            if byte > len {
-                return Err(changed(&format!(
-                    "byte {byte} is past the end ({len} bytes)"
-                )));
-            }
-            self.reader
-                .seek(byte, line)
-                .map_err(|e| Error::io(&self.path, e))?;
-        } else {
-            let (mut reader, header) = open_reader(&self.path, self.options.delimiter)?;
-            if header != self.header {
-                return Err(changed("the header differs"));
-            }
-            for _ in 0..record {
-                match reader.next_record() {
-                    Ok(Some(_)) => {}
-                    Ok(None) => return Err(changed(&format!("fewer than {record} records"))),
-                    Err(e) => return Err(Error::io(&self.path, e)),
-                }
-            }
-            if reader.position().0 != byte {
-                return Err(changed(&format!(
-                    "record {record} does not start at byte {byte}"
-                )));
-            }
-            self.reader = reader;
+        match &mut self.engine {
+            Engine::Serial(reader) => self.origin.reposition(reader, record, byte, line)?,
+            Engine::Parallel(engine) => engine.restore(record, byte, line)?,
         }
         self.records = record;
         self.skipped.set(skipped);
@@ -257,5 +273,7 @@ impl Dataset for CsvDataset {
     }
 }
 
+#[cfg(test)]
+mod parallel_tests;
 #[cfg(test)]
 mod tests;

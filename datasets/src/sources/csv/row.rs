@@ -24,20 +24,22 @@ pub(super) struct Slot {
     pub(super) default: Option<Box<[u8]>>,
 }
 
-/// The per-row parsing state, borrowed from the dataset while a record is borrowed from
-/// its reader.
-pub(super) struct RowParser<'a> {
-    pub(super) file: &'a str,
-    pub(super) schema: &'a Schema,
-    pub(super) slots: &'a [Slot],
-    pub(super) by_field: &'a [Option<usize>],
+/// How the fields of a record become an [`Example`]: shared (in an `Arc`) by the
+/// dataset and, when parsing is split across threads, by the workers.
+pub(super) struct RowParser {
+    /// The file, as given when it was opened (for error messages).
+    pub(super) file: String,
+    pub(super) schema: Schema,
+    pub(super) slots: Vec<Slot>,
+    /// For each field of the file, the slot reading it.
+    pub(super) by_field: Vec<Option<usize>>,
     pub(super) fields: usize,
     pub(super) num_dense: usize,
     pub(super) num_categorical: usize,
     pub(super) delimiter: u8,
 }
 
-impl RowParser<'_> {
+impl RowParser {
     fn blank(&self) -> Example {
         Example {
             dense: vec![0.0; self.num_dense],
@@ -48,7 +50,7 @@ impl RowParser<'_> {
 
     fn ragged(&self, line: u64, found: usize) -> Error {
         Error::RaggedRow {
-            file: self.file.to_string(),
+            file: self.file.clone(),
             line,
             expected: self.fields,
             found,
@@ -121,7 +123,7 @@ impl RowParser<'_> {
                 (None, Target::Categorical) => raw,
                 (None, _) => {
                     return Err(Error::EmptyValue {
-                        file: self.file.to_string(),
+                        file: self.file.clone(),
                         line,
                         column: self.schema.columns[slot.column].name.clone(),
                     })
@@ -137,7 +139,7 @@ impl RowParser<'_> {
                 Target::LabelFloat | Target::LabelClass | Target::LabelName
             );
             Error::Parse {
-                file: self.file.to_string(),
+                file: self.file.clone(),
                 line,
                 column: c.name.clone(),
                 value: crate::error::excerpt(raw),

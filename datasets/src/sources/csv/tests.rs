@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::path::PathBuf;
 
 use super::*;
 use crate::{DatasetExt, Label};

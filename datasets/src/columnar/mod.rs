@@ -1,0 +1,17 @@
+//! Columnar batches: tabular rows as contiguous columns, gathered without allocating per
+//! row.
+//!
+//! [`ColumnarBatch`] is what [`batch_columnar`](crate::DatasetExt::batch_columnar)
+//! yields; [`TableRow`] is what [`cache_table`](crate::DatasetExt::cache_table) yields
+//! once its table is complete; [`ColumnarRow`] is what lets `batch_columnar` read both
+//! rows and [`Example`](crate::Example)s.
+
+mod batch;
+mod pool;
+mod row;
+mod strings;
+
+pub use batch::{ColumnarBatch, Labels};
+pub(crate) use pool::Recycler;
+pub use row::{ColumnarRow, LabelRef, TableRow};
+pub use strings::StringColumn;

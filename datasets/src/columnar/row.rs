@@ -1,0 +1,188 @@
+//! [`ColumnarRow`]: what a row must show to be gathered into a [`ColumnarBatch`], and
+//! [`TableRow`], a row of a cached table.
+
+use std::sync::Arc;
+
+use super::ColumnarBatch;
+use crate::{Example, Label};
+
+/// A borrowed [`Label`]: what a row's label is without owning a class name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LabelRef<'a> {
+    /// No label.
+    None,
+    /// A regression target.
+    Float(f32),
+    /// A class id.
+    Class(u32),
+    /// A class name.
+    Name(&'a str),
+}
+
+impl LabelRef<'_> {
+    /// The owned [`Label`].
+    pub fn to_label(self) -> Label {
+        match self {
+            LabelRef::None => Label::None,
+            LabelRef::Float(v) => Label::Float(v),
+            LabelRef::Class(c) => Label::Class(c),
+            LabelRef::Name(s) => Label::Name(s.to_owned()),
+        }
+    }
+
+    /// What kind of label this is, for error messages.
+    pub(crate) fn kind(self) -> &'static str {
+        match self {
+            LabelRef::None => "no label",
+            LabelRef::Float(_) => "a float label",
+            LabelRef::Class(_) => "a class id label",
+            LabelRef::Name(_) => "a class name label",
+        }
+    }
+}
+
+impl<'a> From<&'a Label> for LabelRef<'a> {
+    fn from(label: &'a Label) -> Self {
+        match label {
+            Label::None => LabelRef::None,
+            Label::Float(v) => LabelRef::Float(*v),
+            Label::Class(c) => LabelRef::Class(*c),
+            Label::Name(s) => LabelRef::Name(s),
+        }
+    }
+}
+
+/// A row of tabular data as [`batch_columnar`](crate::DatasetExt::batch_columnar) reads
+/// it: its dense values, its categorical values and its label, all borrowed, so that
+/// appending it to a batch copies the values and allocates nothing per row.
+///
+/// Implemented by [`Example`] and by [`TableRow`].
+pub trait ColumnarRow {
+    /// The numeric features, in schema order.
+    fn dense(&self) -> &[f32];
+    /// Number of categorical features.
+    fn categorical_len(&self) -> usize;
+    /// Categorical feature `column` (`column < categorical_len()`).
+    fn categorical(&self, column: usize) -> &str;
+    /// The label.
+    fn label(&self) -> LabelRef<'_>;
+}
+
+impl ColumnarRow for Example {
+    fn dense(&self) -> &[f32] {
+        &self.dense
+    }
+
+    fn categorical_len(&self) -> usize {
+        self.categorical.len()
+    }
+
+    fn categorical(&self, column: usize) -> &str {
+        self.categorical.get(column).map_or("", String::as_str)
+    }
+
+    fn label(&self) -> LabelRef<'_> {
+        LabelRef::from(&self.label)
+    }
+}
+
+/// One row of a table cached by [`cache_table`](crate::DatasetExt::cache_table).
+///
+/// Once the table is complete a row is a shared handle on it and an index: cloning,
+/// shuffling or dropping one allocates nothing. Rows yielded while the table is still
+/// being filled (the first pass) own their values instead.
+#[derive(Clone, Debug)]
+pub struct TableRow {
+    inner: Inner,
+}
+
+#[derive(Clone, Debug)]
+enum Inner {
+    Shared {
+        table: Arc<ColumnarBatch>,
+        index: usize,
+    },
+    /// Boxed so that the shared form, the common one, stays two words plus a tag.
+    Owned(Box<Example>),
+}
+
+impl TableRow {
+    /// Row `index` of a complete `table` (`index < table.rows`).
+    pub(crate) fn shared(table: Arc<ColumnarBatch>, index: usize) -> Self {
+        TableRow {
+            inner: Inner::Shared { table, index },
+        }
+    }
+
+    pub(crate) fn owned(example: Example) -> Self {
+        TableRow {
+            inner: Inner::Owned(Box::new(example)),
+        }
+    }
+
+    /// The numeric features, in schema order.
+    pub fn dense(&self) -> &[f32] {
+        match &self.inner {
+            Inner::Shared { table, index } => table.dense_row(*index),
+            Inner::Owned(example) => &example.dense,
+        }
+    }
+
+    /// Categorical feature `column`, `""` if there is no such column.
+    pub fn categorical(&self, column: usize) -> &str {
+        match &self.inner {
+            Inner::Shared { table, index } => table
+                .categorical
+                .get(column)
+                .map_or("", |values| values.get(*index)),
+            Inner::Owned(example) => ColumnarRow::categorical(&**example, column),
+        }
+    }
+
+    /// The label.
+    pub fn label(&self) -> LabelRef<'_> {
+        match &self.inner {
+            Inner::Shared { table, index } => table.label(*index),
+            Inner::Owned(example) => LabelRef::from(&example.label),
+        }
+    }
+
+    /// The row as an [`Example`] (allocates).
+    pub fn to_example(&self) -> Example {
+        match &self.inner {
+            Inner::Shared { table, index } => table.example(*index),
+            Inner::Owned(example) => (**example).clone(),
+        }
+    }
+}
+
+impl ColumnarRow for TableRow {
+    fn dense(&self) -> &[f32] {
+        TableRow::dense(self)
+    }
+
+    fn categorical_len(&self) -> usize {
+        match &self.inner {
+            Inner::Shared { table, .. } => table.categorical.len(),
+            Inner::Owned(example) => example.categorical.len(),
+        }
+    }
+
+    fn categorical(&self, column: usize) -> &str {
+        TableRow::categorical(self, column)
+    }
+
+    fn label(&self) -> LabelRef<'_> {
+        TableRow::label(self)
+    }
+}
+
+impl PartialEq for TableRow {
+    /// Rows are equal when their values are, wherever they are stored.
+    fn eq(&self, other: &Self) -> bool {
+        self.dense() == other.dense()
+            && self.categorical_len() == other.categorical_len()
+            && (0..self.categorical_len()).all(|c| self.categorical(c) == other.categorical(c))
+            && self.label() == other.label()
+    }
+}
