@@ -4,4 +4,5 @@
 mod canned;
 mod cli;
 mod cluster;
+mod derived_metrics;
 mod ps_cluster;
