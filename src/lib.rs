@@ -6,7 +6,8 @@
 //! and distribution over a cluster described by TF_CONFIG.
 
 pub mod checkpoint;
-pub mod cluster;
+/// Cluster membership from TF_CONFIG (the Burn-free `estimator-cluster` crate).
+pub use estimator_cluster as cluster;
 pub mod device;
 pub mod distribute;
 pub mod error;

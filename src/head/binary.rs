@@ -10,7 +10,7 @@ use super::host::to_host;
 use super::vocabulary::{class_id, class_names};
 use super::{HeadLabels, HeadPrediction};
 use crate::error::Result;
-use crate::metrics::{AucState, Curve, Metric, Metrics};
+use crate::metrics::{AucState, ConfusionCounts, Curve, Metric, Metrics, Ratio};
 
 /// One logit per example; labels are 0/1 or two vocabulary strings.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -79,8 +79,10 @@ impl BinaryClassHead {
     ) -> Result<Metrics> {
         let losses = to_host(self.unreduced_loss(logits.clone(), labels))?;
         let logits = to_host(logits)?;
-        let (mut acc, mut avg_loss, mut prec, mut rec, mut pred_mean, mut label_mean) =
-            ([0.0; 2], [0.0; 2], [0.0; 2], [0.0; 2], [0.0; 2], [0.0; 2]);
+        let (mut acc, mut avg_loss, mut pred_mean, mut label_mean) =
+            ([0.0; 2], [0.0; 2], [0.0; 2], [0.0; 2]);
+        // At TF's threshold 0.5: σ(x) > 0.5 exactly when x > 0.
+        let mut counts = ConfusionCounts::default();
         let add = |m: &mut [f64; 2], value: f64, weight: f64| {
             m[0] += value * weight;
             m[1] += weight;
@@ -95,12 +97,7 @@ impl BinaryClassHead {
             let predicted = if x > 0.0 { 1.0 } else { 0.0 };
             add(&mut acc, f64::from(u8::from(predicted == z)), w);
             add(&mut avg_loss, losses[i] as f64, w);
-            if predicted == 1.0 {
-                add(&mut prec, z, w);
-            }
-            if z == 1.0 {
-                add(&mut rec, predicted, w);
-            }
+            counts.add(predicted == 1.0, z == 1.0, w);
             add(&mut pred_mean, p as f64, w);
             add(&mut label_mean, z, w);
             observations.push((p, z as f32, w as f32));
@@ -112,8 +109,27 @@ impl BinaryClassHead {
         Ok(Metrics::new()
             .with("accuracy", mean(acc))
             .with("average_loss", mean(avg_loss))
-            .with("precision", mean(prec))
-            .with("recall", mean(rec))
+            .with(
+                "precision",
+                Metric::Confusion {
+                    counts,
+                    ratio: Ratio::Precision,
+                },
+            )
+            .with(
+                "recall",
+                Metric::Confusion {
+                    counts,
+                    ratio: Ratio::Recall,
+                },
+            )
+            .with(
+                "f1",
+                Metric::Confusion {
+                    counts,
+                    ratio: Ratio::F1,
+                },
+            )
             .with("prediction/mean", mean(pred_mean))
             .with("label/mean", mean(label_mean))
             .with(
@@ -193,7 +209,8 @@ mod tests {
         //   ln(1+e^-0.5) + 0.5 = 0.97407698, ln(1+e^-0.5) + 0 - (-0.5) = 0.97407698.
         // Mean = 2.38834366 / 4 = 0.59708592.
         // Predicted (x > 0): [0, 1, 1, 0] → accuracy 2/4; precision: of predicted positives
-        // (ex 2, 3) one is positive = 0.5; recall: of positives (ex 2, 4) one predicted = 0.5.
+        // (ex 2, 3) one is positive = 0.5; recall: of positives (ex 2, 4) one predicted = 0.5;
+        // F1 = 2 · 0.5 · 0.5 / (0.5 + 0.5) = 0.5.
         // AUC: positive scores {0.881, 0.378} vs negative {0.269, 0.622}: 3 of 4 pairs are
         // ordered correctly → 0.75. label/mean 0.5 → accuracy_baseline 0.5.
         // prediction/mean = (0.26894142 + 0.88079708 + 0.62245933 + 0.37754067) / 4 = 0.53743463.
@@ -220,6 +237,7 @@ mod tests {
             ("average_loss", 0.59708592),
             ("precision", 0.5),
             ("recall", 0.5),
+            ("f1", 0.5),
             ("auc", 0.75),
             ("label/mean", 0.5),
             ("accuracy_baseline", 0.5),

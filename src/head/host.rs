@@ -24,3 +24,25 @@ pub fn argmax(values: &[f32]) -> usize {
     }
     best
 }
+
+/// Whether class `target` is among the `k` largest of `values`: fewer than `k` values are
+/// strictly larger than its own. Classes tied with it at the boundary all count as in the
+/// top k, and a non-finite value of the target never does (TF's `in_top_k`).
+pub fn in_top_k(values: &[f32], target: usize, k: usize) -> bool {
+    let own = values[target];
+    own.is_finite() && values.iter().filter(|&&v| v > own).count() < k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_top_k_counts_ties_at_the_boundary_in() {
+        let values = [0.1, 0.4, 0.3, 0.4, 0.2];
+        assert!(in_top_k(&values, 1, 1) && in_top_k(&values, 3, 1));
+        assert!(!in_top_k(&values, 2, 2) && in_top_k(&values, 2, 3));
+        assert!(!in_top_k(&values, 0, 4) && in_top_k(&values, 0, 5));
+        assert!(!in_top_k(&[f32::NAN, 0.0], 0, 2));
+    }
+}

@@ -10,9 +10,12 @@ mod prediction;
 mod regression;
 mod vocabulary;
 
+#[cfg(test)]
+mod merge_tests;
+
 pub use base::Head;
 pub use binary::BinaryClassHead;
 pub use labels::HeadLabels;
-pub use multi_class::MultiClassHead;
+pub use multi_class::{MultiClassHead, TOP_K};
 pub use prediction::HeadPrediction;
 pub use regression::RegressionHead;

@@ -6,11 +6,16 @@ use burn::tensor::Tensor;
 use datasets::Label;
 use serde::{Deserialize, Serialize};
 
-use super::host::{argmax, to_host};
+use super::host::{argmax, in_top_k, to_host};
 use super::vocabulary::{class_id, class_names};
 use super::{HeadLabels, HeadPrediction};
 use crate::error::Result;
 use crate::metrics::{Metric, Metrics};
+
+/// How many of the highest-scoring classes `accuracy_top_5` accepts. The name is TF's, from
+/// its official ResNet estimator (`accuracy_top_5`, the mean of `tf.nn.in_top_k(k=5)`); it is
+/// reported only when there are more classes than that, where it differs from 1.
+pub const TOP_K: usize = 5;
 
 /// Softmax over `n_classes` logits; labels are class ids or vocabulary strings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +88,7 @@ impl MultiClassHead {
         let logits = to_host(logits)?;
         let mut accuracy = (0.0, 0.0);
         let mut average_loss = (0.0, 0.0);
+        let mut top_k = (0.0, 0.0);
         for (i, row) in logits.chunks(self.n_classes).enumerate() {
             let w = labels.host_weights[i] as f64;
             let correct = argmax(row) as f32 == labels.host_values[i];
@@ -90,8 +96,11 @@ impl MultiClassHead {
             accuracy.1 += w;
             average_loss.0 += w * losses[i] as f64;
             average_loss.1 += w;
+            let target = labels.host_values[i] as usize;
+            top_k.0 += w * f64::from(u8::from(in_top_k(row, target, TOP_K)));
+            top_k.1 += w;
         }
-        Ok(Metrics::new()
+        let metrics = Metrics::new()
             .with(
                 "accuracy",
                 Metric::Mean {
@@ -105,7 +114,18 @@ impl MultiClassHead {
                     sum: average_loss.0,
                     weight: average_loss.1,
                 },
-            ))
+            );
+        Ok(if self.n_classes > TOP_K {
+            metrics.with(
+                format!("accuracy_top_{TOP_K}"),
+                Metric::Mean {
+                    sum: top_k.0,
+                    weight: top_k.1,
+                },
+            )
+        } else {
+            metrics
+        })
     }
 
     pub(crate) fn predictions<B: Backend>(
@@ -186,6 +206,8 @@ mod tests {
             "{metrics:?}"
         );
         assert_eq!(metrics["accuracy"], 0.75);
+        // Three classes: every label is in the top 5, so the metric is not reported.
+        assert!(!metrics.contains_key("accuracy_top_5"), "{metrics:?}");
 
         let p = head.predictions(logits()).unwrap();
         assert_eq!(p[0].class_ids, Some(vec![0]));

@@ -77,7 +77,8 @@ impl RegressionHead {
         let losses = to_host(self.unreduced_loss(logits.clone(), labels))?;
         let predictions = to_host(logits)?;
         let d = self.label_dimension;
-        let (mut avg_loss, mut label_mean, mut pred_mean) = ([0.0; 2], [0.0; 2], [0.0; 2]);
+        let (mut avg_loss, mut label_mean, mut pred_mean, mut squared_error) =
+            ([0.0; 2], [0.0; 2], [0.0; 2], [0.0; 2]);
         for (i, loss) in losses.iter().enumerate() {
             let w = labels.host_weights[i] as f64;
             avg_loss[0] += w * *loss as f64;
@@ -87,6 +88,11 @@ impl RegressionHead {
                 label_mean[1] += w;
                 pred_mean[0] += w * predictions[i * d + j] as f64;
                 pred_mean[1] += w;
+                // Per target, as TF's metric over the [batch, d] tensors (the weight
+                // broadcast over the targets).
+                let error = predictions[i * d + j] as f64 - labels.host_values[i * d + j] as f64;
+                squared_error[0] += w * error * error;
+                squared_error[1] += w;
             }
         }
         let mean = |m: [f64; 2]| Metric::Mean {
@@ -96,7 +102,14 @@ impl RegressionHead {
         Ok(Metrics::new()
             .with("average_loss", mean(avg_loss))
             .with("label/mean", mean(label_mean))
-            .with("prediction/mean", mean(pred_mean)))
+            .with("prediction/mean", mean(pred_mean))
+            .with(
+                "root_mean_squared_error",
+                Metric::RootMean {
+                    sum: squared_error[0],
+                    weight: squared_error[1],
+                },
+            ))
     }
 
     pub(crate) fn predictions<B: Backend>(
@@ -129,6 +142,7 @@ mod tests {
         // predictions [1, 3], labels [2, 2.5], weights [1, 2]: squared errors [1, 0.25].
         // Training loss = (1·1 + 2·0.25) / 2 = 0.75; average_loss = 1.5 / 3 = 0.5.
         // label/mean = (2 + 2·2.5) / 3 = 7/3; prediction/mean = (1 + 2·3) / 3 = 7/3.
+        // root_mean_squared_error = sqrt(1.5 / 3) = sqrt(0.5).
         let device = Default::default();
         let logits = || {
             Tensor::<CpuBackend, 2>::from_data(TensorData::new(vec![1.0f32, 3.0], [2, 1]), &device)
@@ -147,6 +161,7 @@ mod tests {
         assert!((m["average_loss"] - 0.5).abs() < 1e-9);
         assert!((m["label/mean"] - 7.0 / 3.0).abs() < 1e-6);
         assert!((m["prediction/mean"] - 7.0 / 3.0).abs() < 1e-6);
+        assert!((m["root_mean_squared_error"] - 0.5f64.sqrt()).abs() < 1e-9);
         assert_eq!(
             head.predictions(logits()).unwrap()[1].predictions,
             Some(vec![3.0])

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::auc::AucState;
+use super::confusion::{ConfusionCounts, Ratio};
 
 /// A mergeable accumulator for one evaluation metric.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,6 +21,21 @@ pub enum Metric {
         sum: f64,
         /// Sum of weights.
         weight: f64,
+    },
+    /// `sqrt(sum / weight)`, the root of a weighted mean: TF's `root_mean_squared_error`
+    /// from the weighted sum of squared errors.
+    RootMean {
+        /// Sum of weighted values (squared errors).
+        sum: f64,
+        /// Sum of weights.
+        weight: f64,
+    },
+    /// A ratio of weighted confusion counts at one threshold (precision, recall, F1).
+    Confusion {
+        /// The counts so far.
+        counts: ConfusionCounts,
+        /// Which ratio of them is the metric's value.
+        ratio: Ratio,
     },
     /// Area under a curve, from confusion counts at fixed thresholds.
     Auc(AucState),
@@ -46,10 +62,18 @@ impl Metric {
     pub fn merge(&mut self, other: &Metric) {
         match (self, other) {
             (Metric::Mean { sum, weight }, Metric::Mean { sum: s, weight: w })
-            | (Metric::Baseline { sum, weight }, Metric::Baseline { sum: s, weight: w }) => {
+            | (Metric::Baseline { sum, weight }, Metric::Baseline { sum: s, weight: w })
+            | (Metric::RootMean { sum, weight }, Metric::RootMean { sum: s, weight: w }) => {
                 *sum += s;
                 *weight += w;
             }
+            (
+                Metric::Confusion { counts, ratio },
+                Metric::Confusion {
+                    counts: c,
+                    ratio: r,
+                },
+            ) if ratio == r => counts.merge(c),
             (Metric::Auc(a), Metric::Auc(b)) => a.merge(b),
             (this, other) => {
                 tracing::warn!("cannot merge metric {other:?} into {this:?}; kept the first")
@@ -66,6 +90,8 @@ impl Metric {
                 let m = mean(*sum, *weight);
                 m.max(1.0 - m)
             }
+            Metric::RootMean { sum, weight } => mean(*sum, *weight).sqrt(),
+            Metric::Confusion { counts, ratio } => counts.ratio(*ratio),
             Metric::Auc(state) => state.value(),
         }
     }
@@ -83,6 +109,16 @@ mod tests {
         m.merge(&Metric::mean_of([10.0]));
         assert_eq!(m.value(), 4.0);
         assert_eq!(Metric::mean_of([]).value(), 0.0);
+        // Squared errors [1, 4] then [16]: RMSE = sqrt(21 / 3), not the mean of 1.58 and 4.
+        let mut rmse = Metric::RootMean {
+            sum: 5.0,
+            weight: 2.0,
+        };
+        rmse.merge(&Metric::RootMean {
+            sum: 16.0,
+            weight: 1.0,
+        });
+        assert_eq!(rmse.value(), 7.0f64.sqrt());
         assert_eq!(
             Metric::weighted(0.5, 4.0),
             Metric::Mean {

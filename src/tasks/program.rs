@@ -2,6 +2,8 @@
 //! runs as any task of a cluster — logging, the one-line error, the exit code a job
 //! controller acts on.
 
+use std::any::Any;
+use std::error::Error as StdError;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -13,7 +15,8 @@ use crate::error::Error;
 /// (`RUST_LOG`-style filter, `info` by default; colours on a terminal), runs it, and turns
 /// its result into the process's exit code — 0, [`RETRYABLE_EXIT_CODE`] (128) when the
 /// error is a lost peer (Kubeflow's `ExitCode` restart policy then restarts the task), 1
-/// otherwise — after printing the error and its causes on one line.
+/// otherwise — after printing the error and its causes on one line. The lost peer is found
+/// anywhere in the chain of causes, also inside an `anyhow::Error`.
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
@@ -27,7 +30,7 @@ use crate::error::Error;
 /// [`RETRYABLE_EXIT_CODE`]: crate::RETRYABLE_EXIT_CODE
 pub fn main<E>(program: impl FnOnce() -> Result<(), E>) -> ExitCode
 where
-    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    E: Into<Box<dyn StdError + Send + Sync>> + 'static,
 {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     // A program that set up its own subscriber keeps it.
@@ -40,31 +43,40 @@ where
     match program() {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
+            // anyhow's conversion into a boxed error hides the error it holds from
+            // `downcast_ref` (the box is anyhow's own wrapper, whose `source` skips it), so an
+            // anyhow error's chain is read before the conversion.
+            let anyhow_code = (&error as &dyn Any)
+                .downcast_ref::<anyhow::Error>()
+                .map(|error| exit_code(error.chain()));
             let error = error.into();
             let name = std::env::args().next().unwrap_or_default();
             let name = std::path::Path::new(&name)
                 .file_name()
                 .map_or("program".into(), |n| n.to_string_lossy().into_owned());
             eprintln!("{name}: error: {}", one_line(error.as_ref()));
-            ExitCode::from(u8::try_from(exit_code(error.as_ref())).unwrap_or(1))
+            let code = anyhow_code.unwrap_or_else(|| exit_code(causes(error.as_ref())));
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
     }
 }
 
-/// The exit code an error calls for: that of the first [`Error`] in its chain of causes.
-fn exit_code(error: &(dyn std::error::Error + 'static)) -> i32 {
-    let mut cause = Some(error);
-    while let Some(error) = cause {
-        if let Some(ours) = error.downcast_ref::<Error>() {
-            return ours.exit_code();
-        }
-        cause = error.source();
-    }
-    1
+/// An error and its causes, outermost first.
+fn causes<'a>(
+    error: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(error), |&error| error.source())
+}
+
+/// The exit code an error calls for: that of the first [`Error`] among its causes.
+fn exit_code<'a>(mut causes: impl Iterator<Item = &'a (dyn StdError + 'static)>) -> i32 {
+    causes
+        .find_map(|cause| cause.downcast_ref::<Error>())
+        .map_or(1, Error::exit_code)
 }
 
 /// The error and its causes on one line, leaving out causes the message already quotes.
-fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
+fn one_line(error: &(dyn StdError + 'static)) -> String {
     let mut line = String::new();
     let mut cause = Some(error);
     while let Some(error) = cause {
@@ -95,19 +107,38 @@ mod tests {
             message: "connection lost".into(),
         };
         let wrapped: Box<dyn std::error::Error + Send + Sync> = Box::new(Wrapper(lost));
-        assert_eq!(exit_code(wrapped.as_ref()), crate::RETRYABLE_EXIT_CODE);
+        assert_eq!(
+            exit_code(causes(wrapped.as_ref())),
+            crate::RETRYABLE_EXIT_CODE
+        );
         assert_eq!(
             one_line(wrapped.as_ref()),
             "training failed: lost worker:0: connection lost"
         );
         let config: Box<dyn std::error::Error + Send + Sync> =
             Box::new(Error::Config("bad\nvalue".into()));
-        assert_eq!(exit_code(config.as_ref()), 1);
+        assert_eq!(exit_code(causes(config.as_ref())), 1);
         assert_eq!(
             one_line(config.as_ref()),
             "invalid configuration: bad value"
         );
         let other: Box<dyn std::error::Error + Send + Sync> = "not ours".into();
-        assert_eq!(exit_code(other.as_ref()), 1);
+        assert_eq!(exit_code(causes(other.as_ref())), 1);
+    }
+
+    #[test]
+    fn a_lost_peer_inside_anyhow_is_retryable() {
+        let lost = || Error::PeerLost {
+            task: "worker:0".into(),
+            message: "connection lost".into(),
+        };
+        let plain = anyhow::Error::from(lost());
+        assert_eq!(exit_code(plain.chain()), crate::RETRYABLE_EXIT_CODE);
+        let wrapped = anyhow::Error::from(lost()).context("training");
+        assert_eq!(exit_code(wrapped.chain()), crate::RETRYABLE_EXIT_CODE);
+        // What `main` would see after the conversion alone: the lost peer is hidden.
+        let boxed: Box<dyn StdError + Send + Sync> = anyhow::Error::from(lost()).into();
+        assert_eq!(exit_code(causes(boxed.as_ref())), 1);
+        assert_eq!(exit_code(anyhow::anyhow!("not ours").chain()), 1);
     }
 }

@@ -22,7 +22,7 @@ use estimators::{
 
 const COLOURS: [&str; 4] = ["red", "green", "blue", "mauve"];
 
-fn run_config(dir: &Path) -> RunConfig {
+pub(crate) fn run_config(dir: &Path) -> RunConfig {
     RunConfig::new(dir)
         .with_save_checkpoints_steps(20)
         .with_save_summary_steps(20)
@@ -32,7 +32,7 @@ fn run_config(dir: &Path) -> RunConfig {
 
 /// `n` examples with two numbers, a colour (one not in the vocabularies) and a weight,
 /// labelled by `label(x1, x2, colour index)`.
-fn examples(n: usize, label: impl Fn(f32, f32, usize) -> Label) -> Vec<Example> {
+pub(crate) fn examples(n: usize, label: impl Fn(f32, f32, usize) -> Label) -> Vec<Example> {
     let mut state = 2024u64;
     let mut next = move || {
         state = state
@@ -53,7 +53,7 @@ fn examples(n: usize, label: impl Fn(f32, f32, usize) -> Label) -> Vec<Example> 
         .collect()
 }
 
-fn schema(label_column: Schema) -> Schema {
+pub(crate) fn schema(label_column: Schema) -> Schema {
     let mut schema = Schema::new()
         .float("x1")
         .float("x2")
@@ -78,7 +78,7 @@ fn classes() -> (Schema, Vec<Example>) {
 }
 
 /// Two named classes: "yes" when x1 + x2 > 0.
-fn answers() -> (Schema, Vec<Example>) {
+pub(crate) fn answers() -> (Schema, Vec<Example>) {
     let data = examples(240, |x1, x2, _| {
         Label::Name(if x1 + x2 > 0.0 { "yes" } else { "no" }.into())
     });
@@ -89,7 +89,7 @@ fn answers() -> (Schema, Vec<Example>) {
 }
 
 /// A number: 2 x1 - x2, plus 1 for red.
-fn targets() -> (Schema, Vec<Example>) {
+pub(crate) fn targets() -> (Schema, Vec<Example>) {
     let data = examples(240, |x1, x2, colour| {
         Label::Float(2.0 * x1 - x2 + if colour == 0 { 1.0 } else { 0.0 })
     });
@@ -100,7 +100,7 @@ fn colour() -> estimators::feature_column::VocabularyListColumn {
     categorical_column_with_vocabulary_list("colour", ["red", "green", "blue"])
 }
 
-fn dnn_columns() -> Vec<FeatureColumn> {
+pub(crate) fn dnn_columns() -> Vec<FeatureColumn> {
     vec![
         numeric_column("x1").into(),
         numeric_column("x2").into(),

@@ -20,6 +20,19 @@ pub fn dnn_classifier() -> &'static str {
     env!("CARGO_BIN_EXE_dnn-classifier")
 }
 
+/// The `estimator-launch` binary of this build. It is another package's binary, which Cargo
+/// builds into the same directory as this package's binaries when the whole workspace is
+/// tested (`cargo test --workspace`).
+pub fn estimator_launch() -> PathBuf {
+    let launcher = Path::new(dnn_classifier()).with_file_name("estimator-launch");
+    assert!(
+        launcher.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace`",
+        launcher.display()
+    );
+    launcher
+}
+
 /// Child processes killed (and reaped) when the test ends, however it ends.
 pub struct Reaper(pub Vec<Child>);
 
@@ -82,7 +95,7 @@ fn a_launched_cluster_trains_dnn_classifier_to_the_single_process_bar() {
     let model_dir = r#""$BASE/$(printf %s "$TF_CONFIG" | sed -E 's/.*"type":"([a-z]+)","index":([0-9]+).*/\1-\2/')""#;
     let args = train_args("MODEL_DIR", 1000).join(" ");
     let script = format!("exec \"$DNN\" {}", args.replace("MODEL_DIR", model_dir));
-    let mut launcher = Command::new(env!("CARGO_BIN_EXE_estimator-launch"))
+    let mut launcher = Command::new(estimator_launch())
         .args([
             "--workers",
             "2",

@@ -1,8 +1,8 @@
-//! Integration tests of the canned estimators and of the `dnn-classifier` and
-//! `estimator-launch` binaries (one test binary for the crate).
+//! Integration tests of the canned estimators and of the `dnn-classifier` binary, alone and
+//! as every task of a cluster under `estimator-launch` (one test binary for the crate).
 
 mod canned;
 mod cli;
 mod cluster;
-mod launch;
+mod derived_metrics;
 mod ps_cluster;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
 
-use crate::cluster::{dnn_classifier, iris, wait_until, Reaper, LIMIT};
+use crate::cluster::{dnn_classifier, estimator_launch, iris, wait_until, Reaper, LIMIT};
 
 /// A launched cluster whose launcher output goes to files in `dir`.
 struct Launched {
@@ -18,7 +18,7 @@ struct Launched {
 
 impl Launched {
     fn start(dir: &Path, launcher: &[&str], train: &[&str]) -> Self {
-        let child = Command::new(env!("CARGO_BIN_EXE_estimator-launch"))
+        let child = Command::new(estimator_launch())
             .args(launcher)
             .arg("--")
             .arg(dnn_classifier())

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Task, TaskType};
+use crate::{Task, TaskType};
 
 /// Addresses of every task, by role.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

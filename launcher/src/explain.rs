@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::Path;
 
-use estimator::cluster::{ClusterConfig, ClusterSpec, Task, TaskType};
+use estimator_cluster::{ClusterConfig, ClusterSpec, Task, TaskType};
 
 use crate::gpus;
 

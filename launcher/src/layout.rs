@@ -1,7 +1,7 @@
 //! The cluster a launch starts: which tasks, their addresses, and each task's TF_CONFIG.
 //! Pure: the ports come in from outside.
 
-use estimator::cluster::{ClusterSpec, Task, TaskType};
+use estimator_cluster::{ClusterSpec, Task, TaskType};
 use serde::Serialize;
 
 /// How many tasks of each role to start.
@@ -145,7 +145,7 @@ struct TaskJson {
 mod tests {
     use std::collections::HashSet;
 
-    use estimator::cluster::ClusterConfig;
+    use estimator_cluster::ClusterConfig;
 
     use super::*;
 

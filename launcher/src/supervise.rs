@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use estimator::cluster::{Task, TF_CONFIG};
+use estimator_cluster::{Task, TF_CONFIG};
 
 use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;

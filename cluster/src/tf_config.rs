@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{ClusterSpec, Task, TaskType};
+use crate::{ClusterSpec, Task, TaskType};
 
 /// What TF_CONFIG says about this process.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::{ClusterConfig, TfConfigError};
+use crate::{ClusterConfig, TfConfigError};
 
 /// Name of the environment variable TensorFlow and Kubeflow write the cluster to.
 pub const TF_CONFIG: &str = "TF_CONFIG";
@@ -39,8 +39,8 @@ pub fn hostname() -> String {
     }
 }
 
-/// The token every rank of the cluster must present (see
-/// [`GrpcConfig::token`](crate::distribute::GrpcConfig::token)): `$ESTIMATOR_CLUSTER_TOKEN`,
+/// The token every rank of the cluster must present (`estimator`'s
+/// `distribute::GrpcConfig::token`): `$ESTIMATOR_CLUSTER_TOKEN`,
 /// or the content of the file `$ESTIMATOR_CLUSTER_TOKEN_FILE` names, trimmed. `None` when
 /// neither is set. Setting both, an empty token or an unreadable file is an error.
 pub fn cluster_token_from_env() -> Result<Option<String>, TokenError> {

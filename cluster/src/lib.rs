@@ -1,6 +1,10 @@
 //! Cluster membership from TF_CONFIG, parsed by a pure function into typed values, and the
-//! cluster's shared token and this machine's host name; the only module that reads the
-//! environment.
+//! cluster's shared token and this machine's host name; the only code of the training
+//! framework that reads the environment.
+//!
+//! A crate of its own, without Burn, so that tools which only need to read or write
+//! TF_CONFIG (the `estimator-launch` launcher) build in seconds; the `estimator` crate
+//! re-exports it as `estimator::cluster`.
 
 mod env;
 mod spec;

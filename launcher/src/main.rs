@@ -13,7 +13,7 @@ mod relay;
 #[cfg(unix)]
 mod supervise;
 
-use estimator::cluster::cluster_from_env;
+use estimator_cluster::cluster_from_env;
 
 use crate::cli::{Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
 use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};

@@ -2,7 +2,7 @@
 //! `CUDA_VISIBLE_DEVICES`: each task's `--device cuda` (CUDA device 0 of what it sees) is then
 //! its own GPU, as with torchrun's or Horovod's one process per GPU.
 
-use estimator::cluster::{ClusterSpec, Task, TaskType};
+use estimator_cluster::{ClusterSpec, Task, TaskType};
 
 /// The variable the CUDA driver reads to decide which GPUs a process sees, and in which order.
 pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
