@@ -28,6 +28,8 @@ pub(crate) use client::PsClient;
 pub use client::{InMemoryParameterServers, InMemoryPs, ParameterServers, PsClientConfig, PsError};
 pub use mode::PsMode;
 pub use placement::Placement;
+#[cfg(test)]
+pub(crate) use proto::SnapshotReply;
 pub(crate) use proto::{
     Command, ControlReply, InitRequest, PullReply, PushOutcome, PushReply, PushRequest,
 };

@@ -52,6 +52,11 @@ impl PsReplica {
         self.rank
     }
 
+    /// The chief's task name.
+    pub fn chief_name(&self) -> &str {
+        self.names.first().map_or("chief:0", String::as_str)
+    }
+
     /// Number of training tasks.
     pub fn world_size(&self) -> usize {
         self.names.len()

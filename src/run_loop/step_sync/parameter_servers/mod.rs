@@ -219,3 +219,6 @@ where
         self.session.write_summaries(writer, step);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -173,15 +173,37 @@ impl PsSession {
     /// The ps tasks' values loaded into `model`.
     pub(super) fn pull<B: AutodiffBackend, M: Module<B>>(&mut self, model: M) -> Result<Pulled<M>> {
         let started = Instant::now();
-        let replies = match self.prefetched.take() {
-            Some(replies) => replies,
-            None => match self.replica.servers.pull(self.init_wait) {
-                Ok(replies) => replies,
-                Err(PsError::NotInitialised { ps }) => {
-                    return Ok(Pulled::NotInitialised(model, ps))
-                }
-                Err(PsError::Failed(error)) => return Err(error),
-            },
+        let replies = loop {
+            let (replies, fresh) = match self.prefetched.take() {
+                Some(replies) => (replies, false),
+                None => match self.replica.servers.pull(self.init_wait) {
+                    Ok(replies) => (replies, true),
+                    Err(PsError::NotInitialised { ps }) => {
+                        return Ok(Pulled::NotInitialised(model, ps))
+                    }
+                    Err(PsError::Failed(error)) => return Err(error),
+                },
+            };
+            // The chief initialises every ps with one generation. Mixed generations mean its
+            // initialisation is under way: a push now would be applied by the ps tasks it
+            // already reached and refused by the others, and their global steps would part.
+            if replies.iter().any(|r| r.done) || same_generation(&replies) {
+                break replies;
+            }
+            let waited = started.elapsed();
+            if fresh && waited > self.replica.servers.config().peer_timeout {
+                return Err(Error::PeerLost {
+                    task: self.replica.chief_name().to_string(),
+                    message: format!(
+                        "the ps tasks still hold different initialisations after {waited:.0?} \
+                         (generations {:?}): the chief stopped while initialising them",
+                        replies.iter().map(|r| r.generation).collect::<Vec<_>>()
+                    ),
+                });
+            }
+            if fresh {
+                std::thread::sleep(Duration::from_millis(10));
+            }
         };
         if replies.iter().any(|r| r.done) {
             return Ok(Pulled::Done(model));
@@ -347,6 +369,13 @@ impl PsSession {
     pub(super) fn placement(&self) -> Option<&Placement> {
         self.placement.as_ref()
     }
+}
+
+/// Whether every ps holds the same initialisation.
+fn same_generation(replies: &[PullReply]) -> bool {
+    replies
+        .windows(2)
+        .all(|w| w[0].generation == w[1].generation)
 }
 
 /// The placement a checkpoint recorded, if any.

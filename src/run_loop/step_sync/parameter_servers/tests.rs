@@ -1,0 +1,167 @@
+//! A training task's session against in-memory ps tasks, with the chief's initialisation
+//! caught half-way.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use burn::nn::{Linear, LinearConfig};
+use burn::optim::{GradientsParams, SgdConfig};
+use burn::tensor::Tensor;
+
+use super::session::{PsSession, Pulled, Pushed};
+use crate::device::CpuTrainBackend as B;
+use crate::distribute::ps::{
+    variable_optimizer, Command, ControlReply, InMemoryParameterServers, InMemoryPs, InitRequest,
+    PsClient, PsClientConfig, PsError, PsMode, PsReplica, PullReply, PushReply, PushRequest,
+    SnapshotReply,
+};
+use crate::optimizer::{Optimizer, OptimizerSpec};
+use crate::run_loop::train_state::TrainState;
+
+fn config() -> PsClientConfig {
+    PsClientConfig {
+        peer_timeout: Duration::from_secs(20),
+        startup_timeout: Duration::from_secs(20),
+        token: None,
+    }
+}
+
+/// The chief's client, which initialises ps:1 at once but ps:0 (given its previous request
+/// again meanwhile) only when the test says: a chief caught between the two ps tasks.
+#[derive(Debug)]
+struct HalfwayInit {
+    inner: InMemoryParameterServers,
+    previous: Mutex<Option<Vec<InitRequest>>>,
+    held_back: Arc<Mutex<Option<Vec<InitRequest>>>>,
+}
+
+impl HalfwayInit {
+    /// Completes the held-back initialisation.
+    fn complete(inner: &InMemoryParameterServers, held_back: &Mutex<Option<Vec<InitRequest>>>) {
+        let requests = held_back
+            .lock()
+            .unwrap()
+            .take()
+            .expect("an initialisation held back");
+        inner.init(requests).unwrap();
+    }
+}
+
+impl PsClient for HalfwayInit {
+    fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError> {
+        let mut previous = self.previous.lock().unwrap();
+        match previous.replace(requests.clone()) {
+            None => self.inner.init(requests),
+            Some(mut before) => {
+                before[1] = requests[1].clone();
+                *self.held_back.lock().unwrap() = Some(requests);
+                self.inner.init(before)
+            }
+        }
+    }
+    fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
+        self.inner.pull(wait)
+    }
+    fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
+        self.inner.push(requests)
+    }
+    fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
+        self.inner.snapshot()
+    }
+    fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError> {
+        self.inner.control(command)
+    }
+    fn start_heartbeat(&mut self, every: Duration) {
+        self.inner.start_heartbeat(every)
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn worker(&self) -> u32 {
+        self.inner.worker()
+    }
+    fn config(&self) -> &PsClientConfig {
+        self.inner.config()
+    }
+}
+
+type State = TrainState<
+    B,
+    Linear<B>,
+    burn::optim::Sgd<<B as burn::tensor::backend::AutodiffBackend>::InnerBackend>,
+>;
+
+fn state(global_step: u64) -> State {
+    let device = Default::default();
+    TrainState {
+        model: LinearConfig::new(3, 1).init(&device),
+        optimizer: Optimizer::new(SgdConfig::new().build()),
+        optimizer_kind: "sgd",
+        learning_rate: 0.1,
+        global_step,
+        device,
+    }
+}
+
+fn gradients(model: &Linear<B>) -> GradientsParams {
+    let device = Default::default();
+    let x = Tensor::<B, 2>::ones([2, 3], &device);
+    let loss = model.forward(x).sum();
+    GradientsParams::from_grads(loss.backward(), model)
+}
+
+#[test]
+fn a_pull_during_the_chiefs_initialisation_waits_for_every_ps_so_their_steps_stay_equal() {
+    let names = vec!["chief:0".to_string(), "worker:0".to_string()];
+    let ps = InMemoryPs::start(
+        2,
+        || variable_optimizer(&OptimizerSpec::sgd(0.1)),
+        "chief:0",
+    );
+    let held_back = Arc::new(Mutex::new(None));
+    let chief_client = HalfwayInit {
+        inner: ps.client(0, config()),
+        previous: Mutex::new(None),
+        held_back: Arc::clone(&held_back),
+    };
+    let chief_replica = PsReplica::new(Box::new(chief_client), 0, names.clone());
+    let mut chief = PsSession::new(chief_replica, PsMode::default());
+    let worker_replica = PsReplica::in_memory(&ps, 1, names, config());
+    let mut worker = PsSession::new(worker_replica, PsMode::default());
+
+    let start = state(0);
+    chief.initialise(&start, None, 100).unwrap();
+    let Ok(Pulled::Model(model, 0)) = worker.pull(start.model.clone()) else {
+        panic!("the first pull gives the initial values");
+    };
+    // The chief puts a checkpoint at step 5 back on the ps tasks; only ps:1 has it so far.
+    chief.initialise(&state(5), None, 100).unwrap();
+    let completer = ps.client(0, config());
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            HalfwayInit::complete(&completer, &held_back);
+        });
+        let Ok(Pulled::Model(model, step)) = worker.pull(model) else {
+            panic!("a pull after the initialisation gives values");
+        };
+        assert_eq!(step, 5);
+        assert!(
+            held_back.lock().unwrap().is_none(),
+            "the pull returned before every ps was initialised"
+        );
+        let grads = gradients(&model);
+        assert!(matches!(
+            worker.push(&model, &grads),
+            Ok(Pushed::Applied(6))
+        ));
+    });
+    let steps: Vec<u64> = ps
+        .client(0, config())
+        .snapshot()
+        .unwrap()
+        .iter()
+        .map(|s| s.step)
+        .collect();
+    assert_eq!(steps, [6, 6]);
+}
