@@ -28,11 +28,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             CsvDataset::open(bundled::iris_train_path(), schema.clone())?
                 .shuffle(1000, 42)
                 .repeat(None)
-                .batch(128, false),
+                .batch_columnar(128, false),
         )
     };
-    let test =
-        || Ok(CsvDataset::open(bundled::iris_test_path(), schema.clone())?.batch(128, false));
+    let test = || {
+        Ok(CsvDataset::open(bundled::iris_test_path(), schema.clone())?.batch_columnar(128, false))
+    };
     classifier.train(train, TrainSpec::max_steps(1000))?;
     let metrics = classifier.evaluate(test, None, None, None)?;
     println!("test metrics: {metrics:?}");

@@ -36,10 +36,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .cache()
             .shuffle(10_000, 42)
             .repeat(None)
-            .batch(128, false)
+            .batch_columnar(128, false)
             .prefetch(4))
     };
-    let test = || Ok(IdxDataset::mnist(&files.test_images, &files.test_labels)?.batch(1000, false));
+    let test = || {
+        Ok(IdxDataset::mnist(&files.test_images, &files.test_labels)?.batch_columnar(1000, false))
+    };
     let start = Instant::now();
     let outcome = classifier.train(train, TrainSpec::max_steps(3000))?;
     let seconds = start.elapsed().as_secs_f64();

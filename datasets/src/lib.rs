@@ -114,7 +114,9 @@ mod schema;
 mod sources;
 mod stats;
 
-pub use columnar::{ColumnarBatch, ColumnarRow, LabelRef, Labels, StringColumn, TableRow};
+pub use columnar::{
+    BatchRow, ColumnarBatch, ColumnarRow, LabelRef, Labels, StringColumn, TableRow,
+};
 pub use combinators::{interleave, ParallelCalls};
 pub use dataset::Dataset;
 pub use error::Error;

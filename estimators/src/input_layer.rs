@@ -98,6 +98,7 @@ mod tests {
                 ..Example::default()
             },
         ];
+        let batch = datasets::ColumnarBatch::from_examples(&batch).unwrap();
         let inputs = InputTensors::new(&columns, &batch, &device).unwrap();
         let out = layer.forward(&inputs).unwrap();
         assert_eq!(out.dims(), [2, 3]);

@@ -1,12 +1,17 @@
-//! [`InputTensors`]: a batch's transformed feature columns as device tensors, built by
+//! [`InputTensors`]: a batch's feature columns as device tensors, built by
 //! [`Network::inputs`](crate::network::Network::inputs) ahead of the step.
+//!
+//! The batch's numeric values go to the device in one copy; normalisation, bucketizing and
+//! one-hot encoding are tensor ops there (as TF runs a `normalizer_fn` in the graph). Only
+//! what needs the strings — vocabulary and hash lookups, identity checks — runs on the
+//! host, once per row.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
-use datasets::Example;
+use datasets::ColumnarBatch;
 use estimator::Result;
 
-use crate::feature_column::ResolvedColumns;
+use crate::feature_column::{ColumnInput, IdRole, Normalizer, ResolvedColumns};
 
 /// What the input layer and the linear model read, already on the device.
 #[derive(Debug, Clone)]
@@ -24,33 +29,149 @@ pub struct InputTensors<B: Backend> {
 }
 
 impl<B: Backend> InputTensors<B> {
-    /// Transforms `batch` with `columns` (vocabulary and hash lookups, normalisation) and
-    /// copies the result to `device`.
-    pub fn new(columns: &ResolvedColumns, batch: &[Example], device: &B::Device) -> Result<Self> {
-        let transformed = columns.transform(batch)?;
-        let n = transformed.batch_size;
-        let dense = (transformed.dense_width > 0).then(|| {
-            let data = TensorData::new(transformed.dense, [n, transformed.dense_width]);
-            Tensor::from_data(data, device)
-        });
-        let embedding_ids = transformed
-            .embedding_ids
-            .into_iter()
-            .map(|ids| Tensor::from_data(TensorData::new(ids, [n, 1]), device))
-            .collect();
-        let k = transformed.sparse_ids.len();
-        let sparse_ids = (k > 0).then(|| {
-            let mut row_major = Vec::with_capacity(n * k);
-            for i in 0..n {
-                row_major.extend(transformed.sparse_ids.iter().map(|column| column[i]));
+    /// Transforms `batch` with `columns` on `device`.
+    ///
+    /// Errors name the column (an identity value out of range, an unknown value with no
+    /// OOV bucket) or the batch (a layout that is not the schema's).
+    pub fn new(
+        columns: &ResolvedColumns,
+        batch: &ColumnarBatch,
+        device: &B::Device,
+    ) -> Result<Self> {
+        columns.check_layout(batch)?;
+        let n = batch.rows;
+        let values = Values::new(batch, device);
+        let mut dense = Vec::new();
+        let mut embedding_ids = Vec::new();
+        let mut sparse_ids = Vec::new();
+        for part in columns.parts()? {
+            match part {
+                ColumnInput::Numeric(run) => dense.push(values.numeric(&run)),
+                ColumnInput::Bucketized {
+                    index,
+                    normalizer,
+                    boundaries,
+                    sparse,
+                } => {
+                    let x = values.numeric(&[(index, normalizer)]);
+                    let ids = bucketize(x, boundaries);
+                    if sparse {
+                        sparse_ids.push(ids);
+                    } else {
+                        dense.push(one_hot(ids, boundaries.len() + 1));
+                    }
+                }
+                ColumnInput::Ids { column, role } => {
+                    let ids = columns.ids(column, batch)?;
+                    let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [n, 1]), device);
+                    match role {
+                        IdRole::OneHot(width) => dense.push(one_hot(ids, width)),
+                        IdRole::Embedding => embedding_ids.push(ids),
+                        IdRole::Sparse => sparse_ids.push(ids),
+                    }
+                }
             }
-            Tensor::from_data(TensorData::new(row_major, [n, k]), device)
-        });
+        }
         Ok(Self {
             batch_size: n,
-            dense,
+            dense: concat(dense),
             embedding_ids,
-            sparse_ids,
+            sparse_ids: concat(sparse_ids),
         })
     }
 }
+
+/// The batch's numeric values on the device, `[rows, dense_width]`.
+struct Values<B: Backend> {
+    all: Option<Tensor<B, 2>>,
+    rows: usize,
+    width: usize,
+}
+
+impl<B: Backend> Values<B> {
+    fn new(batch: &ColumnarBatch, device: &B::Device) -> Self {
+        let (rows, width) = (batch.rows, batch.dense_width);
+        let all = (width > 0).then(|| {
+            Tensor::from_data(TensorData::new(batch.dense.clone(), [rows, width]), device)
+        });
+        Self { all, rows, width }
+    }
+
+    /// The values at `columns` (positions in the batch's dense values), each normalised
+    /// by its own normaliser, `[rows, columns.len()]`.
+    fn numeric(&self, columns: &[(usize, Option<Normalizer>)]) -> Tensor<B, 2> {
+        let all = self
+            .all
+            .clone()
+            .expect("numeric columns were resolved against a schema with numeric values");
+        let device = all.device();
+        let k = columns.len();
+        let first = columns[0].0;
+        let contiguous = columns.iter().enumerate().all(|(i, c)| c.0 == first + i);
+        let x = match (contiguous, first, k) {
+            (true, 0, k) if k == self.width => all,
+            (true, _, _) => all.slice([0..self.rows, first..first + k]),
+            (false, _, _) => {
+                let indices: Vec<i64> = columns.iter().map(|c| c.0 as i64).collect();
+                all.select(1, Tensor::from_data(TensorData::new(indices, [k]), &device))
+            }
+        };
+        if columns.iter().all(|c| c.1.is_none()) {
+            return x;
+        }
+        // `(x - mean) / std` with the host normaliser's own rule for std 0, so that
+        // training and serving agree to the bit.
+        let (mean, std): (Vec<f32>, Vec<f32>) = columns
+            .iter()
+            .map(|(_, n)| match n {
+                Some(n) => (n.mean, if n.std > 0.0 { n.std } else { 1.0 }),
+                None => (0.0, 1.0),
+            })
+            .unzip();
+        let row = |v: Vec<f32>| {
+            Tensor::<B, 2>::from_data(TensorData::new(v, [1, k]), &device).expand([self.rows, k])
+        };
+        (x - row(mean)) / row(std)
+    }
+}
+
+/// The bucket of each value of `x` `[rows, 1]`: how many `boundaries` are `<=` it (a value
+/// on a boundary goes to the bucket above; NaN, below every boundary by no comparison, to
+/// bucket 0), `[rows, 1]`.
+fn bucketize<B: Backend>(x: Tensor<B, 2>, boundaries: &[f32]) -> Tensor<B, 2, Int> {
+    let [rows, _] = x.dims();
+    let k = boundaries.len();
+    if k == 0 {
+        return Tensor::zeros([rows, 1], &x.device());
+    }
+    let edges =
+        Tensor::<B, 2>::from_data(TensorData::new(boundaries.to_vec(), [1, k]), &x.device());
+    x.expand([rows, k])
+        .greater_equal(edges.expand([rows, k]))
+        .int()
+        .sum_dim(1)
+}
+
+/// `ids` `[rows, 1]` (each below `width`) as one-hot rows `[rows, width]`.
+fn one_hot<B: Backend>(ids: Tensor<B, 2, Int>, width: usize) -> Tensor<B, 2> {
+    let [rows, _] = ids.dims();
+    let classes = Tensor::<B, 1, Int>::arange(0..width as i64, &ids.device())
+        .reshape([1, width])
+        .expand([rows, width]);
+    ids.expand([rows, width]).equal(classes).float()
+}
+
+/// `parts` side by side; `None` when there are none.
+fn concat<B: Backend, K>(parts: Vec<Tensor<B, 2, K>>) -> Option<Tensor<B, 2, K>>
+where
+    K: burn::tensor::TensorKind<B> + burn::tensor::BasicOps<B>,
+{
+    match parts.len() {
+        0 => None,
+        1 => parts.into_iter().next(),
+        _ => Some(Tensor::cat(parts, 1)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -22,19 +22,24 @@
 //! let classifier = DnnClassifier::new(config, &schema, columns, [16, 8], 3)?
 //!     .with_optimizer(OptimizerSpec::adam(0.01));
 //!
-//! let input = || Ok(CsvDataset::open(&train, schema.clone())?.repeat(None).batch(32, false));
+//! let input = || Ok(CsvDataset::open(&train, schema.clone())?.repeat(None).batch_columnar(32, false));
 //! classifier.train(input, TrainSpec::max_steps(20))?;
-//! let test = || Ok(CsvDataset::open(bundled::iris_test_path(), schema.clone())?.batch(30, false));
+//! let test = || Ok(CsvDataset::open(bundled::iris_test_path(), schema.clone())?.batch_columnar(30, false));
 //! let metrics = classifier.evaluate(test, None, None, None)?;
 //! assert!(metrics.contains_key("accuracy") && metrics.contains_key("average_loss"));
 //!
 //! let export = classifier.export(&dir.path().join("export"))?;
 //! let served = Predictor::<DnnClassifier>::load(&export)?;
-//! let batch = CsvDataset::open(bundled::iris_test_path(), schema)?.take(2).iter()
-//!     .collect::<Result<Vec<_>, _>>()?;
+//! let batch = CsvDataset::open(bundled::iris_test_path(), schema)?.batch_columnar(2, false)
+//!     .iter().next().unwrap()?;
 //! assert_eq!(served.predict(&batch)?[0].probabilities.as_ref().map(Vec::len), Some(3));
 //! # Ok(()) }
 //! ```
+//!
+//! A canned estimator's batch is a columnar [`ColumnarBatch`](estimator::datasets::ColumnarBatch):
+//! end the pipeline with `batch_columnar` (after `cache_table` to keep a dataset in memory
+//! without a heap allocation per row). Its numeric values reach the device in one copy and
+//! the columns' arithmetic — normalisation, bucketizing, one-hot — runs there as tensor ops.
 //!
 //! Columns of different kinds go in one list with `.into()`, e.g.
 //! `vec![numeric_column("age").into(), indicator_column(vocabulary).into()]`.

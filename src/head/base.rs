@@ -2,7 +2,7 @@
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Label;
+use datasets::{Label, LabelRef, Labels};
 use serde::{Deserialize, Serialize};
 
 use super::{BinaryClassHead, HeadLabels, HeadPrediction, MultiClassHead, RegressionHead};
@@ -51,7 +51,17 @@ impl Head {
         weights: Option<Vec<f32>>,
         device: &B::Device,
     ) -> Result<HeadLabels<B>> {
-        dispatch!(self, h => h.labels(labels, weights, device))
+        dispatch!(self, h => h.labels(labels.iter().map(LabelRef::from), weights, device))
+    }
+
+    /// [`Head::labels`] of a columnar batch's label column.
+    pub fn batch_labels<B: Backend>(
+        &self,
+        labels: &Labels,
+        weights: Option<Vec<f32>>,
+        device: &B::Device,
+    ) -> Result<HeadLabels<B>> {
+        dispatch!(self, h => h.labels(labels.iter(), weights, device))
     }
 
     /// The training loss: `sum(weight * per-example loss) / batch size`.

@@ -3,7 +3,7 @@
 use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Label;
+use datasets::LabelRef;
 use serde::{Deserialize, Serialize};
 
 use super::host::to_host;
@@ -35,15 +35,14 @@ impl BinaryClassHead {
         self
     }
 
-    pub(crate) fn labels<B: Backend>(
+    pub(crate) fn labels<'a, B: Backend>(
         &self,
-        labels: &[Label],
+        labels: impl Iterator<Item = LabelRef<'a>>,
         weights: Option<Vec<f32>>,
         device: &B::Device,
     ) -> Result<HeadLabels<B>> {
         let vocab = self.label_vocabulary.as_deref();
         let ids = labels
-            .iter()
             .map(|l| class_id(l, 2, vocab))
             .collect::<Result<Vec<_>>>()?;
         let values = ids.iter().map(|&i| i as f32).collect();
@@ -223,12 +222,14 @@ mod tests {
         };
         let head = BinaryClassHead::new();
         let raw = [
-            Label::Class(0),
-            Label::Class(1),
-            Label::Class(0),
-            Label::Class(1),
+            LabelRef::Class(0),
+            LabelRef::Class(1),
+            LabelRef::Class(0),
+            LabelRef::Class(1),
         ];
-        let labels = head.labels::<CpuBackend>(&raw, None, &device).unwrap();
+        let labels = head
+            .labels::<CpuBackend>(raw.into_iter(), None, &device)
+            .unwrap();
         let loss: f32 = head.loss(logits(), &labels).into_scalar();
         assert!((f64::from(loss) - 0.59708592).abs() < 1e-6, "{loss}");
         let m = head.metrics(logits(), &labels).unwrap().values();

@@ -3,7 +3,7 @@
 //! a direct computation over all the examples at once.
 
 use burn::tensor::{Tensor, TensorData};
-use datasets::Label;
+use datasets::{Label, LabelRef};
 
 use super::{BinaryClassHead, MultiClassHead, RegressionHead};
 use crate::device::CpuBackend;
@@ -76,7 +76,7 @@ fn rmse_of_merged_batches_is_the_rmse_of_all_examples() {
             .map(|&t| Label::Float(t))
             .collect();
         let labels = head.labels(
-            &labels,
+            labels.iter().map(LabelRef::from),
             Some(w[range.clone()].to_vec()),
             &Default::default(),
         )?;
@@ -122,7 +122,7 @@ fn precision_recall_and_f1_of_merged_batches_come_from_all_the_counts() {
             .map(|&p| Label::Class(u32::from(p)))
             .collect();
         let labels = head.labels(
-            &labels,
+            labels.iter().map(LabelRef::from),
             Some(w[range.clone()].to_vec()),
             &Default::default(),
         )?;
@@ -165,7 +165,7 @@ fn top_5_accuracy_of_merged_batches_is_the_share_of_all_examples() {
             .map(|&t| Label::Class(t as u32))
             .collect();
         let labels = head.labels(
-            &labels,
+            labels.iter().map(LabelRef::from),
             Some(w[start..start + len].to_vec()),
             &Default::default(),
         )?;

@@ -3,7 +3,7 @@
 use burn::tensor::activation::{log_softmax, softmax};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Label;
+use datasets::LabelRef;
 use serde::{Deserialize, Serialize};
 
 use super::host::{argmax, in_top_k, to_host};
@@ -41,15 +41,14 @@ impl MultiClassHead {
         self
     }
 
-    pub(crate) fn labels<B: Backend>(
+    pub(crate) fn labels<'a, B: Backend>(
         &self,
-        labels: &[Label],
+        labels: impl Iterator<Item = LabelRef<'a>>,
         weights: Option<Vec<f32>>,
         device: &B::Device,
     ) -> Result<HeadLabels<B>> {
         let vocab = self.label_vocabulary.as_deref();
         let ids = labels
-            .iter()
             .map(|l| class_id(l, self.n_classes, vocab))
             .collect::<Result<Vec<_>>>()?;
         let values = ids.iter().map(|&i| i as f32).collect();
@@ -193,7 +192,7 @@ mod tests {
         let device = Default::default();
         let labels = head
             .labels::<CpuBackend>(
-                &[Label::Class(2), Label::Class(1)],
+                [LabelRef::Class(2), LabelRef::Class(1)].into_iter(),
                 Some(vec![1.0, 3.0]),
                 &device,
             )
@@ -228,7 +227,7 @@ mod tests {
         let p = head.predictions(logits()).unwrap();
         assert_eq!(p[1].classes, Some(vec!["b".to_string()]));
         let err = head
-            .labels::<CpuBackend>(&[Label::Name("z".into())], None, &Default::default())
+            .labels::<CpuBackend>([LabelRef::Name("z")].into_iter(), None, &Default::default())
             .unwrap_err();
         assert!(err.to_string().contains("'z'"), "{err}");
     }

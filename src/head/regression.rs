@@ -2,7 +2,7 @@
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Label;
+use datasets::LabelRef;
 use serde::{Deserialize, Serialize};
 
 use super::host::to_host;
@@ -29,14 +29,13 @@ impl RegressionHead {
         Self::default()
     }
 
-    pub(crate) fn labels<B: Backend>(
+    pub(crate) fn labels<'a, B: Backend>(
         &self,
-        labels: &[Label],
+        labels: impl Iterator<Item = LabelRef<'a>>,
         weights: Option<Vec<f32>>,
         device: &B::Device,
     ) -> Result<HeadLabels<B>> {
         let values = labels
-            .iter()
             .map(|l| {
                 l.as_f32()
                     .ok_or_else(|| Error::Label(format!("regression label {l:?} is not a number")))
@@ -150,7 +149,7 @@ mod tests {
         let head = RegressionHead::new();
         let labels = head
             .labels::<CpuBackend>(
-                &[Label::Float(2.0), Label::Float(2.5)],
+                [LabelRef::Float(2.0), LabelRef::Float(2.5)].into_iter(),
                 Some(vec![1.0, 2.0]),
                 &device,
             )
@@ -167,7 +166,7 @@ mod tests {
             Some(vec![3.0])
         );
         let err = head
-            .labels::<CpuBackend>(&[Label::Name("x".into())], None, &device)
+            .labels::<CpuBackend>([LabelRef::Name("x")].into_iter(), None, &device)
             .unwrap_err();
         assert!(err.to_string().contains("not a number"));
     }

@@ -1,32 +1,36 @@
 //! Turning labels (ids, numbers, strings) into class ids.
 
-use datasets::Label;
+use datasets::LabelRef;
 
 use crate::error::{Error, Result};
 
 /// The class id of `label` among `n_classes`, looking strings up in `vocabulary`.
-pub fn class_id(label: &Label, n_classes: usize, vocabulary: Option<&[String]>) -> Result<i64> {
+pub fn class_id(
+    label: LabelRef<'_>,
+    n_classes: usize,
+    vocabulary: Option<&[String]>,
+) -> Result<i64> {
     let id = match (label, vocabulary) {
-        (Label::Name(name), Some(vocab)) => {
+        (LabelRef::Name(name), Some(vocab)) => {
             vocab.iter().position(|v| v == name).ok_or_else(|| {
                 Error::Label(format!(
                     "label '{name}' is not in the label vocabulary {vocab:?}"
                 ))
             })?
         }
-        (Label::Name(name), None) => {
+        (LabelRef::Name(name), None) => {
             return Err(Error::Label(format!(
                 "label '{name}' is a string: give a label vocabulary (or integer labels)"
             )))
         }
-        (Label::Class(c), _) => *c as usize,
-        (Label::Float(v), _) if v.fract() == 0.0 && *v >= 0.0 => *v as usize,
-        (Label::Float(v), _) => {
+        (LabelRef::Class(c), _) => c as usize,
+        (LabelRef::Float(v), _) if v.fract() == 0.0 && v >= 0.0 => v as usize,
+        (LabelRef::Float(v), _) => {
             return Err(Error::Label(format!(
                 "label {v} is not a class id (0..{n_classes})"
             )))
         }
-        (Label::None, _) => return Err(Error::Label("an example has no label".into())),
+        (LabelRef::None, _) => return Err(Error::Label("an example has no label".into())),
     };
     if id >= n_classes {
         return Err(Error::Label(format!(
@@ -51,19 +55,19 @@ mod tests {
     #[test]
     fn ids_numbers_and_strings_map_to_class_ids_or_clear_errors() {
         let vocab = vec!["setosa".to_string(), "virginica".to_string()];
-        assert_eq!(class_id(&Label::Class(1), 3, None).unwrap(), 1);
-        assert_eq!(class_id(&Label::Float(2.0), 3, None).unwrap(), 2);
+        assert_eq!(class_id(LabelRef::Class(1), 3, None).unwrap(), 1);
+        assert_eq!(class_id(LabelRef::Float(2.0), 3, None).unwrap(), 2);
         assert_eq!(
-            class_id(&Label::Name("virginica".into()), 2, Some(&vocab)).unwrap(),
+            class_id(LabelRef::Name("virginica"), 2, Some(&vocab)).unwrap(),
             1
         );
-        let err = class_id(&Label::Name("rose".into()), 2, Some(&vocab)).unwrap_err();
+        let err = class_id(LabelRef::Name("rose"), 2, Some(&vocab)).unwrap_err();
         assert!(err.to_string().contains("'rose'"), "{err}");
-        assert!(class_id(&Label::Class(3), 3, None)
+        assert!(class_id(LabelRef::Class(3), 3, None)
             .unwrap_err()
             .to_string()
             .contains("out of range"));
-        assert!(class_id(&Label::Float(0.5), 3, None).is_err());
+        assert!(class_id(LabelRef::Float(0.5), 3, None).is_err());
         assert_eq!(class_names(2, None), ["0", "1"]);
     }
 }

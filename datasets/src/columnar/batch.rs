@@ -36,6 +36,16 @@ impl Labels {
         self.len() == 0
     }
 
+    /// Every label, borrowed, in row order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = LabelRef<'_>> + '_ {
+        (0..self.len()).map(|i| match self {
+            Labels::None => LabelRef::None,
+            Labels::Float(v) => LabelRef::Float(v[i]),
+            Labels::Class(v) => LabelRef::Class(v[i]),
+            Labels::Name(v) => LabelRef::Name(v.get(i)),
+        })
+    }
+
     /// An empty column for labels like `label`, reusing this one's allocation if it is
     /// of that kind.
     fn reset_for(&mut self, label: LabelRef<'_>) {
@@ -204,6 +214,21 @@ impl ColumnarBatch {
         }
     }
 
+    /// Row `i`, borrowed: its values without copying them.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.rows`, as slice indexing does.
+    pub fn row(&self, i: usize) -> BatchRow<'_> {
+        assert!(i < self.rows, "row {i} of a {}-row batch", self.rows);
+        BatchRow { batch: self, i }
+    }
+
+    /// Every row, borrowed, in order.
+    pub fn rows(&self) -> impl ExactSizeIterator<Item = BatchRow<'_>> + '_ {
+        (0..self.rows).map(|i| BatchRow { batch: self, i })
+    }
+
     /// Whether the batch has no rows.
     pub fn is_empty(&self) -> bool {
         self.rows == 0
@@ -354,3 +379,28 @@ impl Drop for ColumnarBatch {
 #[cfg(test)]
 #[path = "batch_tests.rs"]
 mod tests;
+
+/// One row of a [`ColumnarBatch`], borrowed ([`ColumnarBatch::row`]).
+#[derive(Clone, Copy, Debug)]
+pub struct BatchRow<'a> {
+    batch: &'a ColumnarBatch,
+    i: usize,
+}
+
+impl ColumnarRow for BatchRow<'_> {
+    fn dense(&self) -> &[f32] {
+        self.batch.dense_row(self.i)
+    }
+
+    fn categorical_len(&self) -> usize {
+        self.batch.categorical.len()
+    }
+
+    fn categorical(&self, column: usize) -> &str {
+        self.batch.categorical[column].get(self.i)
+    }
+
+    fn label(&self) -> LabelRef<'_> {
+        self.batch.label(self.i)
+    }
+}

@@ -37,6 +37,21 @@ fn from_examples_lays_out_columns_and_round_trips() {
 }
 
 #[test]
+fn borrowed_rows_show_what_each_example_holds() {
+    let examples = three();
+    let batch = ColumnarBatch::from_examples(&examples).unwrap();
+    assert_eq!(batch.rows().len(), 3);
+    for (row, example) in batch.rows().zip(&examples) {
+        assert_eq!(row.dense(), example.dense.as_slice());
+        assert_eq!(row.categorical_len(), 2);
+        let cats: Vec<&str> = (0..2).map(|c| row.categorical(c)).collect();
+        assert_eq!(cats, example.categorical);
+        assert_eq!(row.label().to_label(), example.label);
+    }
+    assert_eq!(batch.row(1).categorical(1), "b");
+}
+
+#[test]
 fn class_float_and_missing_labels() {
     let classes = [
         ex(&[0.5], &[], Label::Class(7)),

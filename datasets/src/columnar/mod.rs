@@ -11,7 +11,7 @@ mod pool;
 mod row;
 mod strings;
 
-pub use batch::{ColumnarBatch, Labels};
+pub use batch::{BatchRow, ColumnarBatch, Labels};
 pub(crate) use pool::Recycler;
 pub use row::{ColumnarRow, LabelRef, TableRow};
 pub use strings::StringColumn;

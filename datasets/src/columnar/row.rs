@@ -30,6 +30,15 @@ impl LabelRef<'_> {
         }
     }
 
+    /// The label as a number: a target, or a class id as `f32`.
+    pub fn as_f32(self) -> Option<f32> {
+        match self {
+            LabelRef::Float(v) => Some(v),
+            LabelRef::Class(c) => Some(c as f32),
+            LabelRef::None | LabelRef::Name(_) => None,
+        }
+    }
+
     /// What kind of label this is, for error messages.
     pub(crate) fn kind(self) -> &'static str {
         match self {

@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::{Example, Label, Schema};
+use datasets::{ColumnarBatch, Labels, Schema};
 use estimator::head::{Head, HeadLabels, HeadPrediction};
 use estimator::{Error, Estimator, Metrics, OptimizerSpec, Result, RunConfig, Signature};
 use serde::{Deserialize, Serialize};
@@ -112,7 +112,7 @@ pub struct CannedBatch<B: Backend, I> {
 
 impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
     type Model<B: Backend> = N::Model<B>;
-    type Batch = Vec<Example>;
+    type Batch = ColumnarBatch;
     type DeviceBatch<B: Backend> = CannedBatch<B, N::Inputs<B>>;
     type Prediction = HeadPrediction;
 
@@ -130,7 +130,7 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
 
     fn to_device<B: Backend>(
         &self,
-        batch: &Vec<Example>,
+        batch: &ColumnarBatch,
         device: &B::Device,
     ) -> Result<Self::DeviceBatch<B>> {
         if batch.is_empty() {
@@ -140,15 +140,14 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
             });
         }
         let inputs = self.network.inputs(batch, device)?;
-        let labels = if batch.iter().all(|e| e.label == Label::None) {
+        let labels = if batch.labels == Labels::None {
             None
         } else {
             let weights = match &self.weight_column {
                 Some(w) => Some(w.weights(batch)?),
                 None => None,
             };
-            let labels: Vec<Label> = batch.iter().map(|e| e.label.clone()).collect();
-            Some(self.head.labels(&labels, weights, device)?)
+            Some(self.head.batch_labels(&batch.labels, weights, device)?)
         };
         Ok(CannedBatch {
             inputs: Some(inputs),
@@ -337,7 +336,7 @@ mod tests {
         .unwrap();
         let device = Default::default();
         let model = est.build_model::<estimator::CpuBackend>(&device);
-        let empty = est.to_device(&Vec::new(), &device).unwrap();
+        let empty = est.to_device(&ColumnarBatch::default(), &device).unwrap();
         assert!(est.loss(&model, &empty, &device).is_err());
         assert!(est.predictions(&model, &empty, &device).unwrap().is_empty());
     }

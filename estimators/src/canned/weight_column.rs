@@ -1,6 +1,6 @@
 //! [`WeightColumn`]: a numeric input column giving each example's weight in the loss.
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarBatch, ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -44,11 +44,11 @@ impl WeightColumn {
 
     /// The weight of every example of `batch`: finite and non-negative, or an error naming
     /// the column and the example.
-    pub fn weights(&self, batch: &[Example]) -> Result<Vec<f32>> {
+    pub fn weights(&self, batch: &ColumnarBatch) -> Result<Vec<f32>> {
         batch
-            .iter()
+            .rows()
             .enumerate()
-            .map(|(i, e)| match e.dense.get(self.index) {
+            .map(|(i, row)| match row.dense().get(self.index) {
                 Some(&w) if w.is_finite() && w >= 0.0 => Ok(w),
                 Some(&w) => Err(Error::Config(format!(
                     "weight column '{}': example {i} of the batch has weight {w} (weights must \
@@ -67,6 +67,11 @@ impl WeightColumn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datasets::Example;
+
+    fn batch(rows: &[Example]) -> ColumnarBatch {
+        ColumnarBatch::from_examples(rows).unwrap()
+    }
 
     #[test]
     fn resolves_numeric_columns_and_names_the_column_in_errors() {
@@ -95,9 +100,12 @@ mod tests {
             dense: vec![0.0, v],
             ..Example::default()
         };
-        assert_eq!(w.weights(&[ex(1.0), ex(0.5)]).unwrap(), [1.0, 0.5]);
-        let err = w.weights(&[ex(1.0), ex(-2.0)]).unwrap_err().to_string();
+        assert_eq!(w.weights(&batch(&[ex(1.0), ex(0.5)])).unwrap(), [1.0, 0.5]);
+        let err = w
+            .weights(&batch(&[ex(1.0), ex(-2.0)]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("weight column 'w': example 1 of the batch has weight -2"));
-        assert!(w.weights(&[Example::default()]).is_err());
+        assert!(w.weights(&batch(&[Example::default()])).is_err());
     }
 }

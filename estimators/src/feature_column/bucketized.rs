@@ -1,6 +1,6 @@
 //! `bucketized_column`: a number turned into the index of the range it falls in.
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarBatch, ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -66,16 +66,16 @@ impl BucketizedColumn {
     }
 
     /// The bucket of the source's value in `example`; NaN has no bucket and is an error.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &Example) -> Result<usize> {
+    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
         self.bucket_of(self.source.value(inputs, example)?)
     }
 
     /// The bucket of every example of `batch` (the source looked up once).
-    pub(crate) fn ids(&self, inputs: &InputSources, batch: &[Example]) -> Result<Vec<usize>> {
+    pub(crate) fn ids(&self, inputs: &InputSources, batch: &ColumnarBatch) -> Result<Vec<usize>> {
         let reader = self.source.reader(inputs)?;
         batch
-            .iter()
-            .map(|example| self.bucket_of(reader.read(example)?))
+            .rows()
+            .map(|row| self.bucket_of(reader.read(&row)?))
             .collect()
     }
 

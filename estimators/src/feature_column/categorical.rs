@@ -1,6 +1,6 @@
 //! [`CategoricalColumn`]: any column that turns an example into one id.
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarRow, Schema};
 use estimator::Result;
 use serde::{Deserialize, Serialize};
 
@@ -64,7 +64,7 @@ impl CategoricalColumn {
     }
 
     /// The id of `example`.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &Example) -> Result<usize> {
+    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
         match self {
             CategoricalColumn::VocabularyList(c) => c.id(inputs, example),
             CategoricalColumn::HashBucket(c) => c.id(inputs, example),

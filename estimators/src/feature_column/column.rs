@@ -1,6 +1,6 @@
 //! [`FeatureColumn`]: any column an estimator takes, as plain serialisable data.
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarBatch, ColumnarRow, Schema};
 use estimator::Result;
 use serde::{Deserialize, Serialize};
 
@@ -100,9 +100,11 @@ impl FeatureColumn {
     pub(crate) fn ids(
         &self,
         inputs: &InputSources,
-        batch: &[Example],
+        batch: &ColumnarBatch,
     ) -> Option<Result<Vec<usize>>> {
-        let each = |id: &dyn Fn(&Example) -> Result<usize>| batch.iter().map(id).collect();
+        let each = |id: &dyn Fn(&dyn ColumnarRow) -> Result<usize>| {
+            batch.rows().map(|row| id(&row)).collect()
+        };
         match self {
             FeatureColumn::Bucketized(c) => Some(c.ids(inputs, batch)),
             FeatureColumn::VocabularyList(c) => Some(each(&|e| c.id(inputs, e))),

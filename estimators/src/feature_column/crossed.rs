@@ -1,6 +1,6 @@
 //! `crossed_column`: combinations of categorical features, hashed into ids.
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -91,7 +91,7 @@ impl CrossedColumn {
     }
 
     /// The id of the cross in `example`.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &Example) -> Result<usize> {
+    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
         let mut hash = None;
         for key in &self.keys {
             let text = match key {
@@ -153,6 +153,7 @@ impl From<BucketizedColumn> for CrossSource {
 mod tests {
     use super::*;
     use crate::feature_column::{bucketized_column, numeric_column};
+    use datasets::Example;
 
     #[test]
     fn cross_ids_hash_the_joined_component_texts() {

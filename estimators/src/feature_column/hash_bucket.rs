@@ -1,6 +1,6 @@
 //! `categorical_column_with_hash_bucket`: a category hashed into a fixed number of ids.
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -52,7 +52,7 @@ impl HashBucketColumn {
     }
 
     /// The id of the value in `example`.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &Example) -> Result<usize> {
+    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
         let raw = inputs.raw(&self.key, example)?;
         Ok(hash_bucket(&raw.token(), self.hash_bucket_size))
     }
@@ -61,6 +61,7 @@ impl HashBucketColumn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datasets::Example;
 
     #[test]
     fn ids_are_the_stable_fnv1a_buckets() {

@@ -1,6 +1,6 @@
 //! `categorical_column_with_identity`: an integer that is its own id.
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -67,7 +67,7 @@ impl IdentityColumn {
     }
 
     /// The id of the value in `example`.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &Example) -> Result<usize> {
+    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
         let raw = inputs.raw(&self.key, example)?;
         let value = match raw {
             Raw::Number(v) if v.fract() == 0.0 && v >= 0.0 => Some(v as u64),
@@ -91,6 +91,7 @@ impl IdentityColumn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datasets::Example;
 
     fn setup(column: &IdentityColumn) -> InputSources {
         let schema = Schema::new().int("day").category("code");

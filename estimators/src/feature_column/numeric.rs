@@ -1,6 +1,6 @@
 //! `numeric_column`: a number fed to the model as it is, or standardised.
 
-use datasets::{Example, FeatureStats, Schema};
+use datasets::{ColumnarRow, FeatureStats, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -103,7 +103,7 @@ impl NumericColumn {
     }
 
     /// The (normalised) value in `example`.
-    pub(crate) fn value(&self, inputs: &InputSources, example: &Example) -> Result<f32> {
+    pub(crate) fn value(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<f32> {
         self.reader(inputs)?.read(example)
     }
 }
@@ -117,8 +117,8 @@ pub(crate) struct NumericReader<'a> {
 
 impl NumericReader<'_> {
     /// The (normalised) value in `example`.
-    pub(crate) fn read(&self, example: &Example) -> Result<f32> {
-        let x = example.dense.get(self.index).copied().ok_or_else(|| {
+    pub(crate) fn read(&self, example: &dyn ColumnarRow) -> Result<f32> {
+        let x = example.dense().get(self.index).copied().ok_or_else(|| {
             Error::Config(format!("feature '{}' is not in the example", self.key))
         })?;
         Ok(self.normalizer.map_or(x, |n| n.apply(x)))

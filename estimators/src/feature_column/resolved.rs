@@ -1,14 +1,14 @@
 //! [`ResolvedColumns`]: feature columns checked against a schema, ready to transform
 //! batches.
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarBatch, Schema};
 use estimator::export::DType;
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-use super::batch::TransformedBatch;
 use super::column::FeatureColumn;
 use super::embedding::EmbeddingColumn;
+use super::numeric::Normalizer;
 use super::source::{InputSource, InputSources};
 
 /// How columns feed the model family.
@@ -145,74 +145,79 @@ impl ResolvedColumns {
             .collect()
     }
 
-    /// Turns a batch into model inputs: the dense matrix, embedding ids, sparse ids.
+    /// Checks that `batch` is laid out as the schema the columns were resolved against.
+    pub(crate) fn check_layout(&self, batch: &ColumnarBatch) -> Result<()> {
+        self.inputs.check_layout(batch)
+    }
+
+    /// How each column becomes model input, in column order; runs of numeric columns are
+    /// one part, so that they are read from the batch together.
+    pub(crate) fn parts(&self) -> Result<Vec<ColumnInput<'_>>> {
+        let mut parts = Vec::with_capacity(self.columns.len());
+        for column in &self.columns {
+            let part = match column {
+                FeatureColumn::Numeric(c) => {
+                    let value = (self.inputs.dense_index(&c.key)?, c.normalizer);
+                    if let Some(ColumnInput::Numeric(run)) = parts.last_mut() {
+                        run.push(value);
+                        continue;
+                    }
+                    ColumnInput::Numeric(vec![value])
+                }
+                FeatureColumn::Bucketized(c) => ColumnInput::Bucketized {
+                    index: self.inputs.dense_index(&c.source.key)?,
+                    normalizer: c.source.normalizer,
+                    boundaries: &c.boundaries,
+                    sparse: self.layout == Layout::Linear,
+                },
+                FeatureColumn::Indicator(c) => ColumnInput::Ids {
+                    column,
+                    role: IdRole::OneHot(c.width()),
+                },
+                FeatureColumn::Embedding(_) => ColumnInput::Ids {
+                    column,
+                    role: IdRole::Embedding,
+                },
+                _ => ColumnInput::Ids {
+                    column,
+                    role: IdRole::Sparse,
+                },
+            };
+            parts.push(part);
+        }
+        Ok(parts)
+    }
+
+    /// The id of every row of `batch` for a categorical, indicator or embedding column:
+    /// vocabulary and hash lookups and identity checks, the work that needs the host.
     ///
     /// Errors name the column (an identity value out of range, an unknown value with no
-    /// OOV bucket) or the example (a layout that is not the schema's).
-    pub fn transform(&self, batch: &[Example]) -> Result<TransformedBatch> {
-        for (i, example) in batch.iter().enumerate() {
-            self.inputs.check_layout(i, example)?;
-        }
-        let width = self.dense_width();
-        let mut dense = vec![0.0; batch.len() * width];
-        let mut embedding_ids = Vec::new();
-        let mut sparse_ids = Vec::new();
-        let mut offset = 0;
-        // Column by column, so that each column finds its inputs once per batch; runs of
-        // numeric columns row by row, so that the writes are sequential (MNIST has 784).
-        let mut next = 0;
-        while next < self.columns.len() {
-            let column = &self.columns[next];
-            next += 1;
-            match column {
-                FeatureColumn::Numeric(first) => {
-                    let mut readers = vec![first.reader(&self.inputs)?];
-                    while let Some(FeatureColumn::Numeric(c)) = self.columns.get(next) {
-                        readers.push(c.reader(&self.inputs)?);
-                        next += 1;
-                    }
-                    for (i, example) in batch.iter().enumerate() {
-                        let row = &mut dense[i * width + offset..][..readers.len()];
-                        for (value, reader) in row.iter_mut().zip(&readers) {
-                            *value = reader.read(example)?;
-                        }
-                    }
-                    offset += readers.len();
-                }
-                FeatureColumn::Indicator(c) => {
-                    for (i, example) in batch.iter().enumerate() {
-                        let id = c.categorical.id(&self.inputs, example)?;
-                        one_hot(&mut dense, i * width + offset, id, c.width(), column)?;
-                    }
-                    offset += c.width();
-                }
-                FeatureColumn::Embedding(c) => {
-                    let ids = batch
-                        .iter()
-                        .map(|example| Ok(c.categorical.id(&self.inputs, example)? as i64))
-                        .collect::<Result<Vec<i64>>>()?;
-                    embedding_ids.push(ids);
-                }
-                FeatureColumn::Bucketized(c) if self.layout == Layout::Dnn => {
-                    for (i, id) in c.ids(&self.inputs, batch)?.into_iter().enumerate() {
-                        one_hot(&mut dense, i * width + offset, id, c.num_buckets(), column)?;
-                    }
-                    offset += c.num_buckets();
-                }
-                other => {
-                    if let Some(ids) = other.ids(&self.inputs, batch) {
-                        sparse_ids.push(ids?.into_iter().map(|id| id as i64).collect());
-                    }
+    /// OOV bucket).
+    pub(crate) fn ids(&self, column: &FeatureColumn, batch: &ColumnarBatch) -> Result<Vec<i64>> {
+        let categorical = match column {
+            FeatureColumn::Indicator(c) => &c.categorical,
+            FeatureColumn::Embedding(c) => &c.categorical,
+            other => {
+                return match other.ids(&self.inputs, batch) {
+                    Some(ids) => Ok(ids?.into_iter().map(|id| id as i64).collect()),
+                    None => Err(Error::Config(format!(
+                        "feature column '{}' has no ids",
+                        other.name()
+                    ))),
                 }
             }
-        }
-        Ok(TransformedBatch {
-            batch_size: batch.len(),
-            dense_width: width,
-            dense,
-            embedding_ids,
-            sparse_ids,
-        })
+        };
+        let width = categorical.num_buckets();
+        batch
+            .rows()
+            .map(|row| match categorical.id(&self.inputs, &row)? {
+                id if id < width => Ok(id as i64),
+                id => Err(Error::Config(format!(
+                    "feature column '{}': id {id} is not below its {width} buckets",
+                    column.name()
+                ))),
+            })
+            .collect()
     }
 
     fn is_sparse(&self, column: &FeatureColumn) -> bool {
@@ -230,24 +235,35 @@ impl ResolvedColumns {
     }
 }
 
-/// Sets `dense[start + id]` to 1, checking that `id` is one of the column's `width` ids.
-fn one_hot(
-    dense: &mut [f32],
-    start: usize,
-    id: usize,
-    width: usize,
-    column: &FeatureColumn,
-) -> Result<()> {
-    match dense.get_mut(start + id).filter(|_| id < width) {
-        Some(slot) => {
-            *slot = 1.0;
-            Ok(())
-        }
-        None => Err(Error::Config(format!(
-            "feature column '{}': id {id} is not below its {width} buckets",
-            column.name()
-        ))),
-    }
+/// How one column (or a run of numeric ones) becomes model input.
+#[derive(Debug)]
+pub(crate) enum ColumnInput<'a> {
+    /// Numeric values: each one's position in the batch's dense values and its normaliser.
+    Numeric(Vec<(usize, Option<Normalizer>)>),
+    /// A numeric value (normalised first, as TF) cut at `boundaries`: one-hot in the dense
+    /// part, or a sparse id in the linear layout.
+    Bucketized {
+        index: usize,
+        normalizer: Option<Normalizer>,
+        boundaries: &'a [f32],
+        sparse: bool,
+    },
+    /// A column whose ids the host computes ([`ResolvedColumns::ids`]).
+    Ids {
+        column: &'a FeatureColumn,
+        role: IdRole,
+    },
+}
+
+/// What a column's ids become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IdRole {
+    /// A one-hot vector of this width in the dense part (indicator columns).
+    OneHot(usize),
+    /// Rows of the column's embedding table.
+    Embedding,
+    /// A sparse id of the linear layout.
+    Sparse,
 }
 
 #[cfg(test)]

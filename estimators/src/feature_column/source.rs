@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use datasets::{ColumnType, Example, Schema};
+use datasets::{ColumnType, ColumnarBatch, ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -143,19 +143,18 @@ impl InputSources {
             .filter_map(|k| self.sources.get(k).map(|s| (k.as_str(), *s)))
     }
 
-    /// Checks that `example` (number `i` of its batch) has the schema's layout.
-    pub(crate) fn check_layout(&self, i: usize, example: &Example) -> Result<()> {
-        if example.dense.len() != self.num_dense {
+    /// Checks that `batch` has the schema's layout.
+    pub(crate) fn check_layout(&self, batch: &ColumnarBatch) -> Result<()> {
+        if batch.dense_width != self.num_dense {
             return Err(Error::Config(format!(
-                "example {i} of the batch has {} numeric values, the input schema has {}",
-                example.dense.len(),
-                self.num_dense
+                "the batch has {} numeric values per example, the input schema has {}",
+                batch.dense_width, self.num_dense
             )));
         }
-        if example.categorical.len() != self.num_categorical {
+        if batch.categorical.len() != self.num_categorical {
             return Err(Error::Config(format!(
-                "example {i} of the batch has {} category values, the input schema has {}",
-                example.categorical.len(),
+                "the batch has {} category values per example, the input schema has {}",
+                batch.categorical.len(),
                 self.num_categorical
             )));
         }
@@ -163,18 +162,16 @@ impl InputSources {
     }
 
     /// The raw value of `key` in `example` (whose layout was checked).
-    pub(crate) fn raw<'a>(&self, key: &str, example: &'a Example) -> Result<Raw<'a>> {
+    pub(crate) fn raw<'a>(&self, key: &str, example: &'a dyn ColumnarRow) -> Result<Raw<'a>> {
         let missing = || Error::Config(format!("feature '{key}' is not in the example"));
         match self.sources.get(key) {
             Some(InputSource::Dense { index, .. }) => example
-                .dense
+                .dense()
                 .get(*index)
                 .map(|v| Raw::Number(*v))
                 .ok_or_else(missing),
-            Some(InputSource::Categorical { index }) => example
-                .categorical
-                .get(*index)
-                .map(|s| Raw::Text(s.as_str()))
+            Some(&InputSource::Categorical { index }) => (index < example.categorical_len())
+                .then(|| Raw::Text(example.categorical(index)))
                 .ok_or_else(missing),
             None => Err(Error::Config(format!(
                 "feature '{key}' was not resolved against the input schema"

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use datasets::{Example, Schema};
+use datasets::{ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -135,7 +135,7 @@ impl VocabularyListColumn {
     }
 
     /// The id of the value in `example`.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &Example) -> Result<usize> {
+    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
         self.id_of(&inputs.raw(&self.key, example)?.token())
     }
 }

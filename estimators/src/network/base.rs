@@ -5,7 +5,7 @@ use std::fmt::Debug;
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Example;
+use datasets::ColumnarBatch;
 use estimator::export::DType;
 use estimator::Result;
 use serde::de::DeserializeOwned;
@@ -25,7 +25,11 @@ pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Se
     type Inputs<B: Backend>: Send;
 
     /// The inputs of the non-empty `batch` on `device` (feature columns transformed).
-    fn inputs<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Result<Self::Inputs<B>>;
+    fn inputs<B: Backend>(
+        &self,
+        batch: &ColumnarBatch,
+        device: &B::Device,
+    ) -> Result<Self::Inputs<B>>;
 
     /// The logits `[batch, logits_dimension]` of a batch's inputs.
     fn logits<B: Backend>(
@@ -38,7 +42,7 @@ pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Se
     fn batch_logits<B: Backend>(
         &self,
         model: &Self::Model<B>,
-        batch: &[Example],
+        batch: &ColumnarBatch,
         device: &B::Device,
     ) -> Result<Tensor<B, 2>> {
         self.logits(model, &self.inputs(batch, device)?)

@@ -4,7 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::Initializer;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Example;
+use datasets::ColumnarBatch;
 use estimator::export::DType;
 use estimator::Result;
 use serde::{Deserialize, Serialize};
@@ -35,8 +35,8 @@ impl Network for BaselineNetwork {
     /// The batch size: the features are not read.
     type Inputs<B: Backend> = usize;
 
-    fn inputs<B: Backend>(&self, batch: &[Example], _device: &B::Device) -> Result<usize> {
-        Ok(batch.len())
+    fn inputs<B: Backend>(&self, batch: &ColumnarBatch, _device: &B::Device) -> Result<usize> {
+        Ok(batch.rows)
     }
 
     fn logits<B: Backend>(&self, model: &BaselineModel<B>, inputs: &usize) -> Result<Tensor<B, 2>> {

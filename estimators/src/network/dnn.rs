@@ -6,7 +6,7 @@ use burn::nn::{
 };
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Example;
+use datasets::ColumnarBatch;
 use estimator::export::DType;
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -160,7 +160,11 @@ impl Network for DnnNetwork {
 
     type Inputs<B: Backend> = InputTensors<B>;
 
-    fn inputs<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Result<InputTensors<B>> {
+    fn inputs<B: Backend>(
+        &self,
+        batch: &ColumnarBatch,
+        device: &B::Device,
+    ) -> Result<InputTensors<B>> {
         InputTensors::new(&self.columns, batch, device)
     }
 
@@ -180,7 +184,7 @@ impl Network for DnnNetwork {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datasets::Schema;
+    use datasets::{Example, Schema};
     use estimator::weights_to_safetensors;
     use estimator::{CpuBackend, CpuTrainBackend};
 
@@ -193,13 +197,14 @@ mod tests {
         DnnNetwork::new(columns, [8, 4]).unwrap()
     }
 
-    fn batch() -> Vec<Example> {
-        (0..6)
+    fn batch() -> ColumnarBatch {
+        let rows: Vec<Example> = (0..6)
             .map(|i| Example {
                 dense: vec![i as f32, 1.0 - i as f32],
                 ..Example::default()
             })
-            .collect()
+            .collect();
+        ColumnarBatch::from_examples(&rows).unwrap()
     }
 
     #[test]

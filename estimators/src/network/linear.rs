@@ -4,7 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, Initializer};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
-use datasets::Example;
+use datasets::ColumnarBatch;
 use estimator::export::DType;
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -108,7 +108,11 @@ impl Network for LinearNetwork {
 
     type Inputs<B: Backend> = InputTensors<B>;
 
-    fn inputs<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Result<InputTensors<B>> {
+    fn inputs<B: Backend>(
+        &self,
+        batch: &ColumnarBatch,
+        device: &B::Device,
+    ) -> Result<InputTensors<B>> {
         InputTensors::new(&self.columns, batch, device)
     }
 
@@ -128,7 +132,7 @@ impl Network for LinearNetwork {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datasets::Schema;
+    use datasets::{Example, Schema};
     use estimator::CpuBackend;
 
     use crate::feature_column::{categorical_column_with_vocabulary_list, numeric_column};
@@ -145,7 +149,7 @@ mod tests {
         let device = Default::default();
         let mut model = network.build::<CpuBackend>(1, &device);
         let zeros = network
-            .batch_logits(&model, &[Example::default()], &device)
+            .batch_logits(&model, &ColumnarBatch::default(), &device)
             .map(|_| ());
         assert!(
             zeros.is_err(),
@@ -166,7 +170,11 @@ mod tests {
             ..Example::default()
         };
         let logits = network
-            .batch_logits(&model, &[ex(1.0, "b"), ex(-1.0, "zzz")], &device)
+            .batch_logits(
+                &model,
+                &ColumnarBatch::from_examples(&[ex(1.0, "b"), ex(-1.0, "zzz")]).unwrap(),
+                &device,
+            )
             .unwrap()
             .into_data()
             .to_vec::<f32>()

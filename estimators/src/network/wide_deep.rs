@@ -4,7 +4,7 @@
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::Example;
+use datasets::ColumnarBatch;
 use estimator::export::DType;
 use estimator::Result;
 use serde::{Deserialize, Serialize};
@@ -45,7 +45,11 @@ impl Network for WideDeepNetwork {
     /// The linear part's inputs, then the DNN's.
     type Inputs<B: Backend> = (InputTensors<B>, InputTensors<B>);
 
-    fn inputs<B: Backend>(&self, batch: &[Example], device: &B::Device) -> Result<Self::Inputs<B>> {
+    fn inputs<B: Backend>(
+        &self,
+        batch: &ColumnarBatch,
+        device: &B::Device,
+    ) -> Result<Self::Inputs<B>> {
         Ok((
             self.linear.inputs(batch, device)?,
             self.dnn.inputs(batch, device)?,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use estimator::datasets::{
-    bundled, from_vec, CsvDataset, DatasetExt, Example, FeatureStats, Label, Schema,
+    bundled, from_vec, ColumnarBatch, CsvDataset, DatasetExt, Example, FeatureStats, Label, Schema,
 };
 use estimator::head::HeadPrediction;
 use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
@@ -124,21 +124,22 @@ fn linear_columns() -> Vec<FeatureColumn> {
 /// exports, reloads the export and checks it predicts identically. Returns the metrics.
 fn exercise<E>(est: &E, data: &[Example], expected: &[&str]) -> BTreeMap<String, f64>
 where
-    E: Estimator<Batch = Vec<Example>, Prediction = HeadPrediction>,
+    E: Estimator<Batch = ColumnarBatch, Prediction = HeadPrediction>,
 {
     let train = || {
         Ok::<_, estimator::datasets::Error>(
             from_vec(data.to_vec())
                 .shuffle(64, 1)
                 .repeat(None)
-                .batch(16, false),
+                .batch_columnar(16, false),
         )
     };
     let outcome = est.train(train, TrainSpec::max_steps(40)).unwrap();
     assert_eq!(outcome.global_step, 40);
     assert!(outcome.last_loss.unwrap().is_finite());
 
-    let eval = || Ok::<_, estimator::datasets::Error>(from_vec(data.to_vec()).batch(50, false));
+    let eval =
+        || Ok::<_, estimator::datasets::Error>(from_vec(data.to_vec()).batch_columnar(50, false));
     let metrics = est.evaluate(eval, None, None, None).unwrap();
     for name in expected.iter().chain(&["loss", "global_step"]) {
         assert!(
@@ -162,7 +163,9 @@ where
     let predictor = Predictor::<E>::load(&export_dir).unwrap();
     assert_eq!(predictor.signature(), &est.serving_signature());
     assert_eq!(
-        predictor.predict(&data[..10].to_vec()).unwrap(),
+        predictor
+            .predict(&ColumnarBatch::from_examples(&data[..10]).unwrap())
+            .unwrap(),
         predictions
     );
     metrics
@@ -199,7 +202,10 @@ fn dnn_classifier_with_a_label_vocabulary_predicts_class_names() {
         .unwrap();
     exercise(&est, &data, BINARY_METRICS);
     let p = est
-        .predict(|| Ok(from_vec(data[..1].to_vec()).batch(1, false)), None)
+        .predict(
+            || Ok(from_vec(data[..1].to_vec()).batch_columnar(1, false)),
+            None,
+        )
         .unwrap()
         .next()
         .unwrap()
@@ -296,7 +302,10 @@ fn baseline_classifier_learns_the_class_priors() {
         priors[e.label.class().unwrap() as usize] += 1.0 / data.len() as f32;
     }
     let p = est
-        .predict(|| Ok(from_vec(data[..1].to_vec()).batch(1, false)), None)
+        .predict(
+            || Ok(from_vec(data[..1].to_vec()).batch_columnar(1, false)),
+            None,
+        )
         .unwrap()
         .next()
         .unwrap()
@@ -359,7 +368,7 @@ fn a_label_outside_the_vocabulary_fails_training_naming_it() {
         .unwrap();
     let err = est
         .train(
-            || Ok(from_vec(data.clone()).batch(16, false)),
+            || Ok(from_vec(data.clone()).batch_columnar(16, false)),
             TrainSpec::max_steps(2),
         )
         .unwrap_err()
@@ -395,11 +404,11 @@ fn reference_accuracy(
         Ok(CsvDataset::open(train, schema.clone())?
             .shuffle(2000, 7)
             .repeat(None)
-            .batch(128, false))
+            .batch_columnar(128, false))
     };
     est.train(train_input, TrainSpec::max_steps(steps)).unwrap();
     let trained = started.elapsed();
-    let test_input = || Ok(CsvDataset::open(test, schema.clone())?.batch(128, false));
+    let test_input = || Ok(CsvDataset::open(test, schema.clone())?.batch_columnar(128, false));
     let metrics = est.evaluate(test_input, None, None, None).unwrap();
     println!(
         "{}: {steps} steps in {:.1} s, test accuracy {:.4}",

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use estimator::datasets::{from_vec, DatasetExt, Example, Label, Schema};
+use estimator::datasets::{from_vec, ColumnarBatch, DatasetExt, Example, Label, Schema};
 use estimator::head::HeadPrediction;
 use estimator::metrics::EvalHistory;
 use estimator::summary::{event_files, read_event_file, EventKind, Value};
@@ -21,13 +21,18 @@ const STEPS: u64 = 20;
 /// the eval events at step 20 and in the history's last record, with the same value.
 fn evaluated<E>(est: &E, data: &[Example], derived: &[&str]) -> BTreeMap<String, f64>
 where
-    E: Estimator<Batch = Vec<Example>, Prediction = HeadPrediction>,
+    E: Estimator<Batch = ColumnarBatch, Prediction = HeadPrediction>,
 {
     let train = || {
-        Ok::<_, estimator::datasets::Error>(from_vec(data.to_vec()).repeat(None).batch(16, false))
+        Ok::<_, estimator::datasets::Error>(
+            from_vec(data.to_vec())
+                .repeat(None)
+                .batch_columnar(16, false),
+        )
     };
     est.train(train, TrainSpec::max_steps(STEPS)).unwrap();
-    let eval = || Ok::<_, estimator::datasets::Error>(from_vec(data.to_vec()).batch(50, false));
+    let eval =
+        || Ok::<_, estimator::datasets::Error>(from_vec(data.to_vec()).batch_columnar(50, false));
     let values = est.evaluate(eval, None, None, None).unwrap();
 
     let eval_dir = est.run_config().model_dir.join("eval");

@@ -231,14 +231,15 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     let (train_file, batch_size, seed) = (args.train.clone(), args.batch_size, args.seed);
     let buffer = args.shuffle_buffer.max(1);
     // Each replica reads its own rows (sharded before shuffling, as TF's auto-sharding by
-    // data) and keeps them in memory after the first epoch.
+    // data) and keeps them in memory after the first epoch as one table, whose rows are
+    // shuffled as handles and copied into reused columnar batches.
     let input = || {
         Ok(CsvDataset::open(&train_file, schema.clone())?
             .shard(replicas, rank)
-            .cache()
+            .cache_table()
             .shuffle(buffer, seed)
             .repeat(None)
-            .batch(batch_size, false)
+            .batch_columnar(batch_size, false)
             .prefetch(4))
     };
     let timing = Timing::default();

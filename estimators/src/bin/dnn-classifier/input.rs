@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use estimator::datasets::{
-    infer_schema, CsvDataset, Dataset, DatasetExt, Example, FeatureStats, Label, Schema,
+    infer_schema, ColumnarBatch, CsvDataset, Dataset, DatasetExt, FeatureStats, Label, Schema,
     StatsAccumulator,
 };
 
@@ -124,6 +124,6 @@ pub fn batches(
     path: &Path,
     schema: &Schema,
     batch_size: usize,
-) -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
-    Ok(CsvDataset::open(path, schema.clone())?.batch(batch_size, false))
+) -> Result<impl Dataset<Item = ColumnarBatch>, estimator::datasets::Error> {
+    Ok(CsvDataset::open(path, schema.clone())?.batch_columnar(batch_size, false))
 }
