@@ -58,6 +58,37 @@ impl DeviceSpec {
     }
 }
 
+impl DeviceSpec {
+    /// How many devices of the resolved kind this process can train on, from the resolved
+    /// one on: the visible CUDA devices from index `n` on for `cuda:n`, 1 on the CPU.
+    pub fn devices_from_here(self) -> Result<usize> {
+        match self.resolve()? {
+            ResolvedDevice::Cpu => Ok(1),
+            ResolvedDevice::Cuda(index) => {
+                let visible = cuda_device_count();
+                if index >= visible {
+                    return Err(Error::Config(format!(
+                        "device cuda:{index}: this process sees {visible} CUDA device(s)"
+                    )));
+                }
+                Ok(visible - index)
+            }
+        }
+    }
+}
+
+/// The CUDA devices the driver shows this process (it applies `CUDA_VISIBLE_DEVICES`).
+#[cfg(feature = "cuda")]
+fn cuda_device_count() -> usize {
+    use burn::tensor::backend::Backend;
+    CudaBackend::device_count(0)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_device_count() -> usize {
+    0
+}
+
 /// Why CUDA cannot be used here, or `None` when it can.
 ///
 /// cubecl panics when `libcuda.so` cannot be loaded, so the driver library is probed first.
@@ -86,5 +117,18 @@ fn cuda_unavailable_reason() -> Option<String> {
         None
     } else {
         Some("no CUDA driver library (libcuda.so) found".into())
+    }
+}
+
+#[cfg(all(test, not(feature = "cuda")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_is_one_device_and_cuda_without_the_feature_is_an_error_naming_it() {
+        assert_eq!(DeviceSpec::Cpu.devices_from_here().unwrap(), 1);
+        assert_eq!(DeviceSpec::Auto.devices_from_here().unwrap(), 1);
+        let err = DeviceSpec::Cuda(1).devices_from_here().unwrap_err();
+        assert!(err.to_string().contains("cuda:1"), "{err}");
     }
 }

@@ -24,6 +24,23 @@ pub enum Distribution {
         /// Number of replicas, each training on its own batch.
         replicas: usize,
     },
+    /// One replica per device this process sees (TF's `MirroredStrategy()` with no device
+    /// list): on CUDA every visible GPU from the configured one on (`CUDA_VISIBLE_DEVICES`
+    /// decides which are visible), on the CPU one replica.
+    MirroredAllDevices,
+}
+
+impl Distribution {
+    /// `MirroredAllDevices` as the number of replicas `devices` gives (`devices` is asked
+    /// only then); the others as they are.
+    pub fn with_device_count(self, devices: impl FnOnce() -> Result<usize>) -> Result<Self> {
+        match self {
+            Distribution::MirroredAllDevices => Ok(Distribution::Mirrored {
+                replicas: devices()?.max(1),
+            }),
+            other => Ok(other),
+        }
+    }
 }
 
 /// The strategy a run uses, resolved from a [`Distribution`] and the cluster.
@@ -72,6 +89,13 @@ impl StrategyPlan {
                     }
                     Distribution::Mirrored { replicas: 1 } => StrategyPlan::OneDevice,
                     Distribution::Mirrored { replicas } => StrategyPlan::Mirrored { replicas },
+                    Distribution::MirroredAllDevices => {
+                        return Err(Error::Config(
+                            "MirroredAllDevices must be resolved to a number of replicas \
+                             (Distribution::with_device_count) before a strategy is chosen"
+                                .into(),
+                        ))
+                    }
                 })
             }
             ClusterConfig::Distributed { cluster, task } => (cluster, *task),
@@ -299,6 +323,23 @@ mod tests {
         assert_eq!(plan, StrategyPlan::Mirrored { replicas: 4 });
         assert_eq!(plan.num_replicas(), 4);
         assert!(StrategyPlan::choose(Distribution::Mirrored { replicas: 0 }, &local).is_err());
+    }
+
+    #[test]
+    fn mirrored_on_all_devices_takes_one_replica_per_device_counted() {
+        let all = Distribution::MirroredAllDevices;
+        assert_eq!(
+            all.with_device_count(|| Ok(3)).unwrap(),
+            Distribution::Mirrored { replicas: 3 }
+        );
+        assert_eq!(
+            all.with_device_count(|| Ok(0)).unwrap(),
+            Distribution::Mirrored { replicas: 1 }
+        );
+        let not_asked = Distribution::Auto.with_device_count(|| panic!("counted devices"));
+        assert_eq!(not_asked.unwrap(), Distribution::Auto);
+        let local = ClusterConfig::Local;
+        assert!(StrategyPlan::choose(all, &local).is_err());
     }
 
     #[test]

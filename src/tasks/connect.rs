@@ -11,7 +11,10 @@ use crate::estimator::RunConfig;
 /// The strategy `config` asks for in `cluster`, connected (in a cluster this waits up to
 /// `config.startup_timeout_secs` for every peer).
 pub(crate) fn strategy_for(config: &RunConfig, cluster: &ClusterConfig) -> Result<Strategy> {
-    let plan = StrategyPlan::choose(config.train_distribute, cluster)?;
+    let distribution = config
+        .train_distribute
+        .with_device_count(|| config.device.devices_from_here())?;
+    let plan = StrategyPlan::choose(distribution, cluster)?;
     let token = match plan {
         StrategyPlan::OneDevice | StrategyPlan::Mirrored { .. } => None,
         _ => cluster_token_from_env()?,

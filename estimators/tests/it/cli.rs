@@ -119,6 +119,53 @@ fn train_json_reports_startup_apart_from_the_steady_rate() {
 }
 
 #[test]
+fn mirrored_replicas_in_one_process_train_to_the_accuracy_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |mirrored: &str, model_dir: &Path| {
+        run(bin().args([
+            "train",
+            "--train",
+            &iris("iris_train.csv"),
+            "--eval",
+            &iris("iris_test.csv"),
+            "--label-column",
+            "label",
+            "--optimizer",
+            "adam",
+            "--learning-rate",
+            "0.01",
+            "--batch-size",
+            "16",
+            "--max-steps",
+            "300",
+            "--mirrored",
+            mirrored,
+            "--model-dir",
+            model_dir.to_str().unwrap(),
+            "--json",
+        ]))
+    };
+    let output = train("2", &dir.path().join("two"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("over 2 replica(s)"),
+        "{}",
+        stderr(&output)
+    );
+    let metrics = last_json(&output);
+    assert_eq!(metrics["global_step"], 300);
+    assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
+    // On the CPU `all` is one replica.
+    let output = train("all", &dir.path().join("all"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("over 1 replica(s)"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
 fn export_then_predict_from_the_export_equals_predict_from_the_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     assert!(train_iris(dir.path(), 50).status.success());

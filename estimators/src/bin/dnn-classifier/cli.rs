@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use estimator::DeviceSpec;
+use estimator::{DeviceSpec, Distribution};
 
 /// Train, evaluate, predict with and export a DNN classifier on CSV data.
 #[derive(Debug, Parser)]
@@ -54,6 +54,19 @@ pub enum OptimizerName {
     Adagrad,
     /// Plain SGD.
     Sgd,
+}
+
+/// Parses a `--mirrored` value: a number of replicas (at least 1) or `all`.
+pub fn parse_mirrored(text: &str) -> Result<Distribution, String> {
+    match text {
+        "all" => Ok(Distribution::MirroredAllDevices),
+        n => match n.parse::<usize>() {
+            Ok(replicas) if replicas >= 1 => Ok(Distribution::Mirrored { replicas }),
+            _ => Err(format!(
+                "'{n}' is not a number of replicas (1, 2, …) or 'all'"
+            )),
+        },
+    }
 }
 
 /// The values `--device` accepts, for its help and its errors.
@@ -149,6 +162,11 @@ pub struct TrainArgs {
     /// feature.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
+    /// Train N replicas in this process, each on its own batch, averaging their gradients
+    /// (TF's MirroredStrategy; on CUDA replica i uses device cuda:i from --device's on);
+    /// `all`: one replica per visible GPU (one on the CPU). Not with TF_CONFIG.
+    #[arg(long, value_name = "N|all", value_parser = parse_mirrored)]
+    pub mirrored: Option<Distribution>,
     /// Print the final metrics as one JSON line on stdout (with examples_per_sec after
     /// start-up, startup_secs and total_examples_per_sec when training).
     #[arg(long)]
@@ -271,6 +289,22 @@ mod tests {
         ] {
             let error = parse_device(bad).unwrap_err();
             assert!(error.starts_with(reason), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn mirrored_values() {
+        assert_eq!(parse_mirrored("all"), Ok(Distribution::MirroredAllDevices));
+        assert_eq!(
+            parse_mirrored("2"),
+            Ok(Distribution::Mirrored { replicas: 2 })
+        );
+        for bad in ["0", "-1", "two", ""] {
+            let error = parse_mirrored(bad).unwrap_err();
+            assert!(
+                error.contains("is not a number of replicas"),
+                "{bad}: {error}"
+            );
         }
     }
 }

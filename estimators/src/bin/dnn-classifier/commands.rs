@@ -12,8 +12,8 @@ use estimator::distribute::ps::PsMode;
 use estimator::serve_parameters;
 use estimator::write_json_atomic;
 use estimator::{
-    train_and_evaluate, DeviceSpec, Estimator, EstimatorExt, EvalSpec, Exporter, OptimizerSpec,
-    Predictor, RunConfig, TrainSpec,
+    train_and_evaluate, DeviceSpec, Distribution, Estimator, EstimatorExt, EvalSpec, Exporter,
+    OptimizerSpec, Predictor, RunConfig, TrainSpec,
 };
 use estimators::feature_column::{
     categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
@@ -214,6 +214,16 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
     }
+    // Replicas in this process, each on its own batch of every step.
+    let mut in_process = 1;
+    if let Some(mirrored) = args.mirrored {
+        let device = run_config.device;
+        let resolved = mirrored.with_device_count(|| device.devices_from_here())?;
+        if let Distribution::Mirrored { replicas } = resolved {
+            in_process = replicas;
+        }
+        run_config = run_config.with_train_distribute(resolved);
+    }
     let classifier = classifier.with_run_config(run_config);
     if serves_variables {
         return Ok(serve_parameters(&classifier)?);
@@ -282,7 +292,8 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
             (outcome, metrics)
         }
     };
-    let examples_per_step = (batch_size * batches_per_step(&cluster, &args, replicas)) as u64;
+    let examples_per_step =
+        (batch_size * in_process * batches_per_step(&cluster, &args, replicas)) as u64;
     let rates = timing.report(
         started,
         Instant::now(),
@@ -291,11 +302,12 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     );
     tracing::info!(
         "trained to global_step {} ({} steps of this task's, {} global steps over \
-         {replicas} replica(s)): {:.0} examples/s after {:.2} s of start-up, {:.0} examples/s \
+         {} replica(s)): {:.0} examples/s after {:.2} s of start-up, {:.0} examples/s \
          overall",
         outcome.global_step,
         outcome.steps_run,
         outcome.global_steps_run,
+        replicas * in_process,
         rates.examples_per_sec,
         rates.startup_secs,
         rates.total_examples_per_sec
