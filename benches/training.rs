@@ -151,12 +151,14 @@ impl Estimator for BenchEstimator {
 }
 
 /// The same step driven by `Estimator::train` with its defaults: hooks, summaries every 100
-/// steps, the loss read back one step late, batches prefetched to the device, a final
-/// checkpoint.
-fn framework_steps(data: &[Batch], steps: usize) -> f64 {
+/// steps, the loss read back one step late, batches prefetched to the device `ahead` batches
+/// ahead (0: built on the training thread), a final checkpoint.
+fn framework_steps(data: &[Batch], steps: usize, ahead: usize) -> f64 {
     let dir = tempfile::tempdir().expect("temp dir");
     let est = BenchEstimator {
-        run_config: RunConfig::new(dir.path()).with_progress(false),
+        run_config: RunConfig::new(dir.path())
+            .with_progress(false)
+            .with_prefetch_to_device(ahead),
     };
     let input = from_vec(data.to_vec()).repeat(None);
     let start = Instant::now();
@@ -185,21 +187,25 @@ fn main() {
     // Warm-up: first touches of the allocator and thread pools.
     raw_steps::<Autodiff<Flex>>(&data, 20);
     raw_steps::<Autodiff<NdArray>>(&data, 20);
-    framework_steps(&data, 20);
+    framework_steps(&data, 20, 2);
 
     let (mut flex, mut ndarray, mut framework, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut inline, mut prefetch_gains) = (vec![], vec![]);
     for round in 0..rounds {
         let a = raw_steps::<Autodiff<Flex>>(&data, steps);
         let b = raw_steps::<Autodiff<NdArray>>(&data, steps);
-        let c = framework_steps(&data, steps);
+        let c = framework_steps(&data, steps, 2);
+        let d = framework_steps(&data, steps, 0);
         println!(
-            "round {round}: raw flex {a:>9.0} ex/s | raw ndarray {b:>9.0} ex/s | estimator (flex) {c:>9.0} ex/s | overhead {:>5.1}%",
+            "round {round}: raw flex {a:>9.0} ex/s | raw ndarray {b:>9.0} ex/s | estimator (flex) {c:>9.0} ex/s | overhead {:>5.1}% | estimator, no device prefetch {d:>9.0} ex/s",
             (a / c - 1.0) * 100.0
         );
         flex.push(a);
         ndarray.push(b);
         framework.push(c);
         ratios.push(a / c - 1.0);
+        inline.push(d);
+        prefetch_gains.push(c / d);
     }
     println!(
         "median raw Burn step, Flex:     {:.0} examples/s",
@@ -216,6 +222,11 @@ fn main() {
     println!(
         "median framework overhead vs raw Flex step: {:.1}% of the step time",
         median(ratios) * 100.0
+    );
+    println!(
+        "median Estimator::train, prefetch_to_device(0): {:.0} examples/s; prefetch(2) / prefetch(0): {:.2}",
+        median(inline),
+        median(prefetch_gains)
     );
     println!(
         "Flex / NdArray speed ratio: {:.2}",

@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let train = || {
         Ok(train_images
             .clone()
-            .cache()
+            .cache_table()
             .shuffle(10_000, 42)
             .repeat(None)
             .batch_columnar(128, false)
