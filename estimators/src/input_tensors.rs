@@ -44,28 +44,28 @@ impl<B: Backend> InputTensors<B> {
         let mut dense = Vec::new();
         let mut embedding_ids = Vec::new();
         let mut sparse_ids = Vec::new();
-        for part in columns.parts()? {
+        for part in columns.parts() {
             match part {
-                ColumnInput::Numeric(run) => dense.push(values.numeric(&run)),
+                ColumnInput::Numeric(run) => dense.push(values.numeric(run)),
                 ColumnInput::Bucketized {
                     index,
                     normalizer,
                     boundaries,
                     sparse,
                 } => {
-                    let x = values.numeric(&[(index, normalizer)]);
+                    let x = values.numeric(&[(*index, *normalizer)]);
                     let ids = bucketize(x, boundaries);
-                    if sparse {
+                    if *sparse {
                         sparse_ids.push(ids);
                     } else {
                         dense.push(one_hot(ids, boundaries.len() + 1));
                     }
                 }
                 ColumnInput::Ids { column, role } => {
-                    let ids = columns.ids(column, batch)?;
+                    let ids = columns.ids(*column, batch)?;
                     let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [n, 1]), device);
                     match role {
-                        IdRole::OneHot(width) => dense.push(one_hot(ids, width)),
+                        IdRole::OneHot(width) => dense.push(one_hot(ids, *width)),
                         IdRole::Embedding => embedding_ids.push(ids),
                         IdRole::Sparse => sparse_ids.push(ids),
                     }
@@ -128,9 +128,8 @@ impl<B: Backend> Values<B> {
                 None => (0.0, 1.0),
             })
             .unzip();
-        let row = |v: Vec<f32>| {
-            Tensor::<B, 2>::from_data(TensorData::new(v, [1, k]), &device).expand([self.rows, k])
-        };
+        // `[1, k]` rows, broadcast over the batch by the ops.
+        let row = |v: Vec<f32>| Tensor::<B, 2>::from_data(TensorData::new(v, [1, k]), &device);
         (x - row(mean)) / row(std)
     }
 }

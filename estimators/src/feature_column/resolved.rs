@@ -30,13 +30,39 @@ pub enum Layout {
 }
 
 /// Feature columns resolved against an input [`Schema`]: every key found, every type
-/// checked, so that [`ResolvedColumns::transform`] only reads. Serialisable, so an export
+/// checked, so that turning a batch into model inputs only reads. Serialisable, so an export
 /// carries everything (vocabularies, normalisers, positions) that serving needs.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(try_from = "Saved")]
 pub struct ResolvedColumns {
     layout: Layout,
     columns: Vec<FeatureColumn>,
     inputs: InputSources,
+    /// What each column becomes, worked out once (it looks every key up by name).
+    #[serde(skip)]
+    parts: Vec<ColumnInput>,
+}
+
+/// The saved form, whose parts are worked out again when it is read.
+#[derive(Deserialize)]
+struct Saved {
+    layout: Layout,
+    columns: Vec<FeatureColumn>,
+    inputs: InputSources,
+}
+
+impl TryFrom<Saved> for ResolvedColumns {
+    type Error = Error;
+
+    fn try_from(saved: Saved) -> Result<Self> {
+        let parts = parts(&saved.columns, &saved.inputs, saved.layout)?;
+        Ok(Self {
+            layout: saved.layout,
+            columns: saved.columns,
+            inputs: saved.inputs,
+            parts,
+        })
+    }
 }
 
 impl ResolvedColumns {
@@ -79,6 +105,7 @@ impl ResolvedColumns {
             column.resolve(&mut inputs, schema)?;
         }
         Ok(Self {
+            parts: parts(&columns, &inputs, layout)?,
             layout,
             columns,
             inputs,
@@ -152,40 +179,8 @@ impl ResolvedColumns {
 
     /// How each column becomes model input, in column order; runs of numeric columns are
     /// one part, so that they are read from the batch together.
-    pub(crate) fn parts(&self) -> Result<Vec<ColumnInput<'_>>> {
-        let mut parts = Vec::with_capacity(self.columns.len());
-        for column in &self.columns {
-            let part = match column {
-                FeatureColumn::Numeric(c) => {
-                    let value = (self.inputs.dense_index(&c.key)?, c.normalizer);
-                    if let Some(ColumnInput::Numeric(run)) = parts.last_mut() {
-                        run.push(value);
-                        continue;
-                    }
-                    ColumnInput::Numeric(vec![value])
-                }
-                FeatureColumn::Bucketized(c) => ColumnInput::Bucketized {
-                    index: self.inputs.dense_index(&c.source.key)?,
-                    normalizer: c.source.normalizer,
-                    boundaries: &c.boundaries,
-                    sparse: self.layout == Layout::Linear,
-                },
-                FeatureColumn::Indicator(c) => ColumnInput::Ids {
-                    column,
-                    role: IdRole::OneHot(c.width()),
-                },
-                FeatureColumn::Embedding(_) => ColumnInput::Ids {
-                    column,
-                    role: IdRole::Embedding,
-                },
-                _ => ColumnInput::Ids {
-                    column,
-                    role: IdRole::Sparse,
-                },
-            };
-            parts.push(part);
-        }
-        Ok(parts)
+    pub(crate) fn parts(&self) -> &[ColumnInput] {
+        &self.parts
     }
 
     /// The id of every row of `batch` for a categorical, indicator or embedding column:
@@ -193,7 +188,8 @@ impl ResolvedColumns {
     ///
     /// Errors name the column (an identity value out of range, an unknown value with no
     /// OOV bucket).
-    pub(crate) fn ids(&self, column: &FeatureColumn, batch: &ColumnarBatch) -> Result<Vec<i64>> {
+    pub(crate) fn ids(&self, column: usize, batch: &ColumnarBatch) -> Result<Vec<i64>> {
+        let column = &self.columns[column];
         let categorical = match column {
             FeatureColumn::Indicator(c) => &c.categorical,
             FeatureColumn::Embedding(c) => &c.categorical,
@@ -235,9 +231,50 @@ impl ResolvedColumns {
     }
 }
 
+/// What each of `columns` becomes for `layout`, runs of numeric columns as one part.
+fn parts(
+    columns: &[FeatureColumn],
+    inputs: &InputSources,
+    layout: Layout,
+) -> Result<Vec<ColumnInput>> {
+    let mut parts = Vec::with_capacity(columns.len());
+    for (column, feature_column) in columns.iter().enumerate() {
+        let part = match feature_column {
+            FeatureColumn::Numeric(c) => {
+                let value = (inputs.dense_index(&c.key)?, c.normalizer);
+                if let Some(ColumnInput::Numeric(run)) = parts.last_mut() {
+                    run.push(value);
+                    continue;
+                }
+                ColumnInput::Numeric(vec![value])
+            }
+            FeatureColumn::Bucketized(c) => ColumnInput::Bucketized {
+                index: inputs.dense_index(&c.source.key)?,
+                normalizer: c.source.normalizer,
+                boundaries: c.boundaries.clone(),
+                sparse: layout == Layout::Linear,
+            },
+            FeatureColumn::Indicator(c) => ColumnInput::Ids {
+                column,
+                role: IdRole::OneHot(c.width()),
+            },
+            FeatureColumn::Embedding(_) => ColumnInput::Ids {
+                column,
+                role: IdRole::Embedding,
+            },
+            _ => ColumnInput::Ids {
+                column,
+                role: IdRole::Sparse,
+            },
+        };
+        parts.push(part);
+    }
+    Ok(parts)
+}
+
 /// How one column (or a run of numeric ones) becomes model input.
-#[derive(Debug)]
-pub(crate) enum ColumnInput<'a> {
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ColumnInput {
     /// Numeric values: each one's position in the batch's dense values and its normaliser.
     Numeric(Vec<(usize, Option<Normalizer>)>),
     /// A numeric value (normalised first, as TF) cut at `boundaries`: one-hot in the dense
@@ -245,14 +282,11 @@ pub(crate) enum ColumnInput<'a> {
     Bucketized {
         index: usize,
         normalizer: Option<Normalizer>,
-        boundaries: &'a [f32],
+        boundaries: Vec<f32>,
         sparse: bool,
     },
-    /// A column whose ids the host computes ([`ResolvedColumns::ids`]).
-    Ids {
-        column: &'a FeatureColumn,
-        role: IdRole,
-    },
+    /// Column number `column`, whose ids the host computes ([`ResolvedColumns::ids`]).
+    Ids { column: usize, role: IdRole },
 }
 
 /// What a column's ids become.
