@@ -1,0 +1,47 @@
+//! [`ServeError`]: why a request failed, with the HTTP status TF Serving gives it.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+/// A failed request: the status and the message of TF Serving's `{"error": "..."}` body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServeError {
+    /// 400: the request is malformed or does not fit the signature.
+    BadRequest(String),
+    /// 404: no such model, version or label.
+    NotFound(String),
+    /// 500: the model failed on a well-formed request.
+    Internal(String),
+}
+
+impl ServeError {
+    fn status(&self) -> StatusCode {
+        match self {
+            ServeError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ServeError::NotFound(_) => StatusCode::NOT_FOUND,
+            ServeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            ServeError::BadRequest(m) | ServeError::NotFound(m) | ServeError::Internal(m) => m,
+        }
+    }
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for ServeError {}
+
+impl IntoResponse for ServeError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": self.message() });
+        (self.status(), Json(body)).into_response()
+    }
+}

@@ -1,0 +1,21 @@
+//! `estimator-serve`: serves the exports of estimator models over TF Serving's REST API
+//! (`/v1/models/{name}[/versions/{v} | /labels/{l}][:predict | :classify | :regress]`,
+//! status and metadata), loading new versions as they appear under each model's base path.
+//!
+//! Every canned estimator serves with no code ([`Loaders::canned`]); a user's estimator
+//! serves once it implements [`ServableEstimator`] and is added with [`Loaders::with`].
+
+mod canned;
+mod error;
+mod loaders;
+mod request;
+mod servable;
+mod server;
+mod versions;
+
+pub use error::ServeError;
+pub use loaders::Loaders;
+pub use request::Format;
+pub use servable::{Instance, Servable, ServableEstimator, Served};
+pub use server::{ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT};
+pub use versions::ModelVersions;

@@ -1,0 +1,67 @@
+//! [`Loaders`]: which estimator types a server can load, by the type name an export records.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use estimator::export::{ExportInfo, EXPORT_FILE};
+use estimators::{
+    BaselineClassifier, BaselineRegressor, DnnClassifier, DnnLinearCombinedClassifier,
+    DnnLinearCombinedRegressor, DnnRegressor, LinearClassifier, LinearRegressor,
+};
+
+use crate::servable::{Servable, ServableEstimator, Served};
+
+type Load = fn(&Path) -> estimator::Result<Arc<dyn Servable>>;
+
+/// The estimator types a server loads, keyed by the type name in an export's
+/// `export.json`.
+#[derive(Clone)]
+pub struct Loaders {
+    by_type: BTreeMap<String, Load>,
+}
+
+impl Loaders {
+    /// Every canned estimator.
+    pub fn canned() -> Self {
+        Self {
+            by_type: BTreeMap::new(),
+        }
+        .with::<DnnClassifier>()
+        .with::<DnnRegressor>()
+        .with::<LinearClassifier>()
+        .with::<LinearRegressor>()
+        .with::<DnnLinearCombinedClassifier>()
+        .with::<DnnLinearCombinedRegressor>()
+        .with::<BaselineClassifier>()
+        .with::<BaselineRegressor>()
+    }
+
+    /// Also loads exports of `E` (a user's estimator).
+    pub fn with<E: ServableEstimator>(mut self) -> Self {
+        fn load<E: ServableEstimator>(dir: &Path) -> estimator::Result<Arc<dyn Servable>> {
+            Ok(Arc::new(Served::<E>::load(dir)?))
+        }
+        self.by_type
+            .insert(std::any::type_name::<E>().to_string(), load::<E>);
+        self
+    }
+
+    /// Loads the export in `dir`; an error names the directory and, for an estimator type
+    /// this server does not know, the type.
+    pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, String> {
+        let info_path = dir.join(EXPORT_FILE);
+        let info: ExportInfo = std::fs::read(&info_path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
+            .map_err(|e| format!("{}: {e}", info_path.display()))?;
+        let load = self.by_type.get(&info.estimator_type).ok_or_else(|| {
+            format!(
+                "{}: estimator type {} is not one this server loads",
+                dir.display(),
+                info.estimator_type
+            )
+        })?;
+        load(dir).map_err(|e| format!("{}: {e}", dir.display()))
+    }
+}

@@ -1,0 +1,106 @@
+//! `estimator-serve`: a model server for estimator exports that speaks TF Serving's REST
+//! API.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use estimator_serve::{Loaders, ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT};
+
+/// Serve exported models over TF Serving's REST API.
+///
+/// Example:
+///   dnn-classifier export --model-dir model_dir/iris --export-dir-base model_dir/iris/export
+///   estimator-serve --model-name iris --model-base-path model_dir/iris/export
+///   curl -d '{"instances": [{"sepal_length": 5.1, "sepal_width": 3.5, "petal_length": 1.4,
+///     "petal_width": 0.2}]}' localhost:8501/v1/models/iris:predict
+#[derive(Debug, Parser)]
+#[command(name = "estimator-serve", version, verbatim_doc_comment)]
+struct Cli {
+    /// The model's name in the URLs (/v1/models/NAME).
+    #[arg(long, value_name = "NAME")]
+    model_name: Option<String>,
+    /// Directory of the model's numbered export directories (directly, or one level down:
+    /// export/latest/…, export/best/…, whose directory names become version labels).
+    #[arg(long, value_name = "DIR")]
+    model_base_path: Option<PathBuf>,
+    /// Several models: TF Serving's model_config_list in JSON,
+    /// {"model_config_list": {"config": [{"name": "iris", "base_path": "…"}]}}.
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["model_name", "model_base_path"])]
+    model_config_file: Option<PathBuf>,
+    /// Port of the REST API.
+    #[arg(long, default_value_t = 8501)]
+    port: u16,
+    /// Address to listen on; 0.0.0.0 to accept other machines.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Seconds between looks for new versions (0: never).
+    #[arg(long, default_value_t = 1)]
+    file_system_poll_wait_seconds: u64,
+    /// Largest request body in bytes (413 beyond).
+    #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]
+    max_body_bytes: usize,
+}
+
+fn models(cli: &Cli) -> Result<Vec<ModelConfig>> {
+    if let Some(path) = &cli.model_config_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let file: ModelConfigFile = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a model_config_list", path.display()))?;
+        return Ok(file.models());
+    }
+    match (&cli.model_name, &cli.model_base_path) {
+        (Some(name), Some(base_path)) => Ok(vec![ModelConfig {
+            name: name.clone(),
+            base_path: base_path.clone(),
+        }]),
+        _ => bail!("give --model-name and --model-base-path, or --model-config-file"),
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminate = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+    tracing::info!("shutting down: finishing the requests under way");
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let server =
+        Server::load(models(&cli)?, Loaders::canned())?.with_body_limit(cli.max_body_bytes);
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let address = format!("{}:{}", cli.host, cli.port);
+        let listener = tokio::net::TcpListener::bind(&address)
+            .await
+            .with_context(|| format!("cannot listen on {address}"))?;
+        tracing::info!("serving the REST API on http://{}", listener.local_addr()?);
+        let poll = Duration::from_secs(cli.file_system_poll_wait_seconds);
+        server.run(listener, poll, shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+fn main() -> ExitCode {
+    estimator::main(|| run(Cli::parse()))
+}

@@ -1,0 +1,231 @@
+//! TF Serving's REST request and response bodies: the row (`instances`) and columnar
+//! (`inputs`) formats of `:predict`, and the `examples` of `:classify` / `:regress`.
+
+use estimator::Signature;
+use serde_json::{Map, Value};
+
+use crate::error::ServeError;
+use crate::servable::Instance;
+
+/// How a `:predict` request was written, which decides how its answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `{"instances": [...]}` → `{"predictions": [...]}`.
+    Row,
+    /// `{"inputs": ...}` → `{"outputs": ...}`.
+    Columnar,
+}
+
+fn object(body: &Value) -> Result<&Map<String, Value>, ServeError> {
+    body.as_object()
+        .ok_or_else(|| ServeError::BadRequest("the request body must be a JSON object".into()))
+}
+
+/// The instances of a `:predict` body, by input name.
+pub fn predict_instances(
+    body: &Value,
+    signature: &Signature,
+) -> Result<(Format, Vec<Instance>), ServeError> {
+    let body = object(body)?;
+    match (body.get("instances"), body.get("inputs")) {
+        (Some(_), Some(_)) => Err(ServeError::BadRequest(
+            "the request has both 'instances' and 'inputs': use one".into(),
+        )),
+        (Some(Value::Array(rows)), None) => {
+            let instances = rows
+                .iter()
+                .enumerate()
+                .map(|(i, row)| instance(i, row, signature))
+                .collect::<Result<_, _>>()?;
+            Ok((Format::Row, instances))
+        }
+        (Some(_), None) => Err(ServeError::BadRequest("'instances' must be a list".into())),
+        (None, Some(inputs)) => Ok((Format::Columnar, columns(inputs, signature)?)),
+        (None, None) => Err(ServeError::BadRequest(
+            "the request has neither 'instances' nor 'inputs'".into(),
+        )),
+    }
+}
+
+/// Instance `index`: a named-feature object, a list of every input in signature order, or
+/// (one input) its value.
+fn instance(index: usize, row: &Value, signature: &Signature) -> Result<Instance, ServeError> {
+    let names: Vec<&str> = signature.inputs.iter().map(|i| i.name.as_str()).collect();
+    match row {
+        Value::Object(map) => Ok(map.clone()),
+        Value::Array(values) if names.len() > 1 => {
+            if values.len() != names.len() {
+                return Err(ServeError::BadRequest(format!(
+                    "instance {index} has {} values; the signature has {} inputs ({})",
+                    values.len(),
+                    names.len(),
+                    names.join(", ")
+                )));
+            }
+            Ok(names
+                .iter()
+                .map(|n| n.to_string())
+                .zip(values.iter().cloned())
+                .collect())
+        }
+        value if names.len() == 1 => Ok(Map::from_iter([(names[0].to_string(), value.clone())])),
+        other => Err(ServeError::BadRequest(format!(
+            "instance {index} must be an object of the inputs ({}) or a list of their values, \
+             got {other}",
+            names.join(", ")
+        ))),
+    }
+}
+
+/// The columnar `inputs`: an object of input name → one value per instance (or, with one
+/// input, the list itself), all of one length.
+fn columns(inputs: &Value, signature: &Signature) -> Result<Vec<Instance>, ServeError> {
+    let named: Map<String, Value> = match inputs {
+        Value::Object(map) => map.clone(),
+        Value::Array(_) if signature.inputs.len() == 1 => {
+            Map::from_iter([(signature.inputs[0].name.clone(), inputs.clone())])
+        }
+        _ => {
+            return Err(ServeError::BadRequest(
+                "'inputs' must be an object of input name to a list of values".into(),
+            ))
+        }
+    };
+    let mut rows: Option<usize> = None;
+    for (name, values) in &named {
+        let Value::Array(values) = values else {
+            return Err(ServeError::BadRequest(format!(
+                "inputs['{name}'] must be a list (one value per instance)"
+            )));
+        };
+        match rows {
+            Some(n) if n != values.len() => {
+                return Err(ServeError::BadRequest(format!(
+                    "inputs['{name}'] has {} values but another input has {n}: every input \
+                     needs one per instance",
+                    values.len()
+                )))
+            }
+            _ => rows = Some(values.len()),
+        }
+    }
+    Ok((0..rows.unwrap_or(0))
+        .map(|i| {
+            named
+                .iter()
+                .map(|(name, values)| (name.clone(), values[i].clone()))
+                .collect()
+        })
+        .collect())
+}
+
+/// The examples of a `:classify` / `:regress` body, each with the `context` features.
+pub fn examples(body: &Value) -> Result<Vec<Instance>, ServeError> {
+    let body = object(body)?;
+    let context = match body.get("context") {
+        None => Map::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => return Err(ServeError::BadRequest("'context' must be an object".into())),
+    };
+    let Some(Value::Array(examples)) = body.get("examples") else {
+        return Err(ServeError::BadRequest(
+            "the request needs 'examples': a list of feature objects".into(),
+        ));
+    };
+    examples
+        .iter()
+        .enumerate()
+        .map(|(i, example)| match example {
+            Value::Object(features) => {
+                let mut merged = context.clone();
+                merged.extend(features.clone());
+                Ok(merged)
+            }
+            other => Err(ServeError::BadRequest(format!(
+                "example {i} must be an object of features, got {other}"
+            ))),
+        })
+        .collect()
+}
+
+/// The `:predict` answer: every prediction's signature outputs, a bare value where the
+/// signature has one output.
+pub fn predict_response(
+    format: Format,
+    signature: &Signature,
+    predictions: Vec<Map<String, Value>>,
+) -> Value {
+    let keys = &signature.outputs;
+    let pick = |p: &Map<String, Value>, key: &String| p.get(key).cloned().unwrap_or(Value::Null);
+    match (format, keys.len()) {
+        (Format::Row, 1) => {
+            let rows = predictions.iter().map(|p| pick(p, &keys[0])).collect();
+            Value::Object(Map::from_iter([("predictions".into(), Value::Array(rows))]))
+        }
+        (Format::Row, _) => {
+            let rows = predictions
+                .iter()
+                .map(|p| Value::Object(keys.iter().map(|k| (k.clone(), pick(p, k))).collect()))
+                .collect();
+            Value::Object(Map::from_iter([("predictions".into(), Value::Array(rows))]))
+        }
+        (Format::Columnar, 1) => {
+            let column = predictions.iter().map(|p| pick(p, &keys[0])).collect();
+            Value::Object(Map::from_iter([("outputs".into(), Value::Array(column))]))
+        }
+        (Format::Columnar, _) => {
+            let columns = keys
+                .iter()
+                .map(|k| {
+                    let column = predictions.iter().map(|p| pick(p, k)).collect();
+                    (k.clone(), Value::Array(column))
+                })
+                .collect();
+            Value::Object(Map::from_iter([("outputs".into(), Value::Object(columns))]))
+        }
+    }
+}
+
+/// The `:classify` answer: per example, `[class, score]` for every class.
+pub fn classify_response(predictions: &[Map<String, Value>]) -> Result<Value, ServeError> {
+    let results = predictions
+        .iter()
+        .map(|p| {
+            let (Some(Value::Array(classes)), Some(Value::Array(scores))) =
+                (p.get("all_classes"), p.get("probabilities"))
+            else {
+                return Err(ServeError::BadRequest(
+                    "this model is not a classifier: use :regress or :predict".into(),
+                ));
+            };
+            Ok(Value::Array(
+                classes
+                    .iter()
+                    .zip(scores)
+                    .map(|(c, s)| Value::Array(vec![c.clone(), s.clone()]))
+                    .collect(),
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Value::Object(Map::from_iter([(
+        "result".into(),
+        Value::Array(results),
+    )])))
+}
+
+/// The `:regress` answer: one value per example.
+pub fn regress_response(predictions: &[Map<String, Value>]) -> Result<Value, ServeError> {
+    let results = predictions
+        .iter()
+        .map(|p| match p.get("predictions") {
+            Some(Value::Array(values)) if values.len() == 1 => Ok(values[0].clone()),
+            _ => Err(ServeError::BadRequest(
+                "this model is not a single-target regressor: use :predict".into(),
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Value::Object(Map::from_iter([(
+        "result".into(),
+        Value::Array(results),
+    )])))
+}
