@@ -47,7 +47,12 @@ impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstima
     }
 
     fn prediction_json(&self, prediction: &HeadPrediction) -> Value {
-        serde_json::to_value(prediction).unwrap_or(Value::Null)
+        // Through the text, so that each f32 becomes the shortest f64 that reads back as it
+        // (0.9998386, as `dnn-classifier predict` writes it), not the f64 it widens to
+        // (0.9998385906219482).
+        serde_json::to_string(prediction)
+            .and_then(|text| serde_json::from_str(&text))
+            .unwrap_or(Value::Null)
     }
 }
 
