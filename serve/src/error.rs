@@ -11,22 +11,29 @@ pub enum ServeError {
     BadRequest(String),
     /// 404: no such model, version or label.
     NotFound(String),
+    /// 413: the body is above the server's limit.
+    TooLarge(String),
     /// 500: the model failed on a well-formed request.
     Internal(String),
 }
 
 impl ServeError {
-    fn status(&self) -> StatusCode {
+    /// The HTTP status TF Serving answers it with.
+    pub fn status(&self) -> StatusCode {
         match self {
             ServeError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ServeError::NotFound(_) => StatusCode::NOT_FOUND,
+            ServeError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
     fn message(&self) -> &str {
         match self {
-            ServeError::BadRequest(m) | ServeError::NotFound(m) | ServeError::Internal(m) => m,
+            ServeError::BadRequest(m)
+            | ServeError::NotFound(m)
+            | ServeError::TooLarge(m)
+            | ServeError::Internal(m) => m,
         }
     }
 }

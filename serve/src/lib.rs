@@ -5,16 +5,20 @@
 //! Every canned estimator serves with no code ([`Loaders::canned`]); a user's estimator
 //! serves once it implements [`ServableEstimator`] and is added with [`Loaders::with`].
 
+mod batching;
 mod canned;
 mod error;
 mod loaders;
+mod metrics;
 mod request;
 mod servable;
 mod server;
 mod versions;
 
+pub use batching::{Batched, Batching};
 pub use error::ServeError;
 pub use loaders::Loaders;
+pub use metrics::Metrics;
 pub use request::Format;
 pub use servable::{Instance, Servable, ServableEstimator, Served};
 pub use server::{ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT};

@@ -10,6 +10,7 @@ use estimators::{
     DnnLinearCombinedRegressor, DnnRegressor, LinearClassifier, LinearRegressor,
 };
 
+use crate::batching::{Batched, Batching};
 use crate::servable::{Servable, ServableEstimator, Served};
 
 type Load = fn(&Path) -> estimator::Result<Arc<dyn Servable>>;
@@ -19,6 +20,7 @@ type Load = fn(&Path) -> estimator::Result<Arc<dyn Servable>>;
 #[derive(Clone)]
 pub struct Loaders {
     by_type: BTreeMap<String, Load>,
+    batching: Option<Batching>,
 }
 
 impl Loaders {
@@ -26,6 +28,7 @@ impl Loaders {
     pub fn canned() -> Self {
         Self {
             by_type: BTreeMap::new(),
+            batching: None,
         }
         .with::<DnnClassifier>()
         .with::<DnnRegressor>()
@@ -47,6 +50,12 @@ impl Loaders {
         self
     }
 
+    /// Merges concurrent requests to each loaded version (server-side batching).
+    pub fn with_batching(mut self, batching: Batching) -> Self {
+        self.batching = Some(batching);
+        self
+    }
+
     /// Loads the export in `dir`; an error names the directory and, for an estimator type
     /// this server does not know, the type.
     pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, String> {
@@ -62,6 +71,10 @@ impl Loaders {
                 info.estimator_type
             )
         })?;
-        load(dir).map_err(|e| format!("{}: {e}", dir.display()))
+        let loaded = load(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(match self.batching {
+            Some(batching) => Arc::new(Batched::new(loaded, batching)),
+            None => loaded,
+        })
     }
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use estimator_serve::{Loaders, ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT};
+use estimator_serve::{
+    Batching, Loaders, ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT,
+};
 
 /// Serve exported models over TF Serving's REST API.
 ///
@@ -39,6 +41,16 @@ struct Cli {
     /// Seconds between looks for new versions (0: never).
     #[arg(long, default_value_t = 1)]
     file_system_poll_wait_seconds: u64,
+    /// Merge concurrent requests to a model into one prediction (TF Serving's
+    /// --enable_batching).
+    #[arg(long)]
+    enable_batching: bool,
+    /// With --enable-batching: most instances in one merged prediction.
+    #[arg(long, default_value_t = 32, requires = "enable_batching")]
+    max_batch_size: usize,
+    /// With --enable-batching: longest a request waits for others, in microseconds.
+    #[arg(long, default_value_t = 1000, requires = "enable_batching")]
+    batch_timeout_micros: u64,
     /// Largest request body in bytes (413 beyond).
     #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]
     max_body_bytes: usize,
@@ -86,8 +98,17 @@ async fn shutdown_signal() {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let server =
-        Server::load(models(&cli)?, Loaders::canned())?.with_body_limit(cli.max_body_bytes);
+    let mut loaders = Loaders::canned();
+    if cli.enable_batching {
+        if cli.max_batch_size == 0 {
+            bail!("--max-batch-size must be at least 1");
+        }
+        loaders = loaders.with_batching(Batching {
+            max_batch_size: cli.max_batch_size,
+            batch_timeout: Duration::from_micros(cli.batch_timeout_micros),
+        });
+    }
+    let server = Server::load(models(&cli)?, loaders)?.with_body_limit(cli.max_body_bytes);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let address = format!("{}:{}", cli.host, cli.port);

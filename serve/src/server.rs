@@ -8,7 +8,9 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use estimator::export::DType;
@@ -18,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::error::ServeError;
 use crate::loaders::Loaders;
+use crate::metrics::Metrics;
 use crate::request::{
     classify_response, examples, predict_instances, predict_response, regress_response,
 };
@@ -66,6 +69,7 @@ pub struct Server {
     models: Arc<BTreeMap<String, Model>>,
     loaders: Loaders,
     body_limit: usize,
+    metrics: Arc<Metrics>,
 }
 
 impl Server {
@@ -103,6 +107,7 @@ impl Server {
             models: Arc::new(loaded),
             loaders,
             body_limit: DEFAULT_BODY_LIMIT,
+            metrics: Arc::default(),
         })
     }
 
@@ -152,6 +157,7 @@ impl Server {
                 "/v1/models/{model}/{kind}/{which}/metadata",
                 get(metadata_of),
             )
+            .route("/monitoring/prometheus/metrics", get(prometheus))
             .layer(DefaultBodyLimit::max(self.body_limit))
             .with_state(self.clone())
     }
@@ -351,7 +357,26 @@ fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
     })
 }
 
-async fn call(State(server): State<Server>, Path(segment): Path<String>, body: Bytes) -> Reply {
+async fn prometheus(State(server): State<Server>) -> String {
+    server.metrics.render()
+}
+
+/// A request body, or the 413 / 400 TF Serving gives when it cannot be read.
+fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ServeError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ServeError::TooLarge(format!("the request body is above the limit: {rejection}"))
+        } else {
+            ServeError::BadRequest(format!("cannot read the request body: {rejection}"))
+        }
+    })
+}
+
+async fn call(
+    State(server): State<Server>,
+    Path(segment): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Reply {
     let (model, verb) = split_verb(&segment)?;
     run(
         server,
@@ -366,22 +391,54 @@ async fn call(State(server): State<Server>, Path(segment): Path<String>, body: B
 async fn call_on(
     State(server): State<Server>,
     Path((model, kind, segment)): Path<(String, String, String)>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Reply {
     let (which, verb) = split_verb(&segment)?;
     let which = Which::parse(&kind, which)?;
     run(server, model, which, verb.to_string(), body).await
 }
 
-/// Runs `verb` on the selected version, off the async threads.
-async fn run(server: Server, model: String, which: Which, verb: String, body: Bytes) -> Reply {
-    let body: Value = serde_json::from_slice(&body)
+/// Runs `verb` on the selected version, off the async threads; counts and logs it.
+async fn run(
+    server: Server,
+    model: String,
+    which: Which,
+    verb: String,
+    body: Result<Bytes, BytesRejection>,
+) -> Reply {
+    let started = std::time::Instant::now();
+    let answer = answer_request(&server, &model, &which, &verb, body).await;
+    let elapsed = started.elapsed();
+    if server.models.contains_key(&model) {
+        server
+            .metrics
+            .record(&model, &verb, answer.is_ok(), elapsed);
+    }
+    let status = answer
+        .as_ref()
+        .map_or_else(|e| e.status(), |_| StatusCode::OK);
+    tracing::debug!(
+        "POST {model} {} :{verb} -> {} in {elapsed:.2?}",
+        which.describe(),
+        status.as_u16()
+    );
+    answer.map(Json)
+}
+
+async fn answer_request(
+    server: &Server,
+    model: &str,
+    which: &Which,
+    verb: &str,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Value, ServeError> {
+    let body: Value = serde_json::from_slice(&body_bytes(body)?)
         .map_err(|e| ServeError::BadRequest(format!("the request body is not JSON: {e}")))?;
-    let (_, servable) = server.servable(&model, &which)?;
+    let (_, servable) = server.servable(model, which)?;
+    let verb = verb.to_string();
     tokio::task::spawn_blocking(move || answer(&*servable, &verb, &body))
         .await
         .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?
-        .map(Json)
 }
 
 fn answer(servable: &dyn Servable, verb: &str, body: &Value) -> Result<Value, ServeError> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
-use estimator_serve::{Loaders, ModelConfig, Server};
+use estimator_serve::{Batching, Loaders, ModelConfig, Server};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 use serde_json::{json, Value};
@@ -344,12 +344,23 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
     );
 
     let huge = json!({"instances": vec![rows()[0].clone(); 100]});
-    let (code, _) = running.post("/v1/models/iris:predict", &huge);
+    let (code, body) = running.post("/v1/models/iris:predict", &huge);
     assert_eq!(code, 413);
+    assert!(error_of(&body).contains("above the limit"), "{body}");
+
+    // Every request to the model was counted, the failed ones apart.
+    let metrics = ureq::get(&format!("{}/monitoring/prometheus/metrics", running.url))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let errors = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"ERROR\"} 8";
+    assert!(metrics.contains(errors), "{metrics}");
+    assert!(!metrics.contains("rose"), "{metrics}");
 }
 
 #[test]
-fn a_new_version_is_served_without_failing_requests_under_way_and_labels_select_versions() {
+fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels_select_versions() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("export");
     let first = export_iris(&dir.path().join("model"), &base, 20);
@@ -362,7 +373,10 @@ fn a_new_version_is_served_without_failing_requests_under_way_and_labels_select_
             name: "iris".into(),
             base_path: base.clone(),
         }],
-        Loaders::canned(),
+        Loaders::canned().with_batching(Batching {
+            max_batch_size: 16,
+            batch_timeout: Duration::from_millis(2),
+        }),
     )
     .unwrap();
     let running = Arc::new(Running::start(server));
