@@ -1,0 +1,205 @@
+//! Load on estimator-serve over loopback: single-instance Iris `:predict` requests from
+//! keep-alive HTTP clients, with server-side batching off and on, interleaved by round.
+//!
+//! Run: `cargo bench --bench load` (add `-- --rounds 3 --seconds 5 --clients 16`). Per
+//! round and setting: the closed-loop rate (every client sends its next request when the
+//! last is answered) with p50 / p99 latency, then an open-loop run at half that rate
+//! (requests sent on a fixed schedule, latency counted from the scheduled time, so a stall
+//! is not hidden by the clients waiting) with its p50 / p99.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
+use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainSpec};
+use estimator_serve::{Batching, Loaders, ModelConfig, Server};
+use estimators::feature_column::standardized_numeric_columns;
+use estimators::DnnClassifier;
+
+const BODY: &str = r#"{"instances": [{"sepal_length_cm": 5.9, "sepal_width_cm": 3.0, "petal_length_cm": 4.2, "petal_width_cm": 1.5}]}"#;
+
+fn export_iris(dir: &Path) -> std::path::PathBuf {
+    let schema = bundled::iris_schema();
+    let train = bundled::iris_train_path();
+    let stats = FeatureStats::compute(CsvDataset::open(&train, schema.clone()).unwrap()).unwrap();
+    let columns = standardized_numeric_columns(&schema, &stats).unwrap();
+    let config = RunConfig::new(dir.join("model")).with_progress(false);
+    let classifier = DnnClassifier::new(config, &schema, columns, [128, 64], 3)
+        .unwrap()
+        .with_optimizer(OptimizerSpec::adam(0.001));
+    let input = || {
+        Ok(CsvDataset::open(&train, schema.clone())?
+            .repeat(None)
+            .batch_columnar(32, false))
+    };
+    classifier.train(input, TrainSpec::max_steps(100)).unwrap();
+    let base = dir.join("export");
+    classifier.export(&base).unwrap();
+    base
+}
+
+/// A server on a free loopback port, with its runtime; stopped when dropped.
+struct Running {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(base: &Path, batching: Option<Batching>) -> Self {
+        let mut loaders = Loaders::canned();
+        if let Some(batching) = batching {
+            loaders = loaders.with_batching(batching);
+        }
+        let models = vec![ModelConfig {
+            name: "iris".into(),
+            base_path: base.to_path_buf(),
+        }];
+        let server = Server::load(models, loaders).unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let url = format!(
+            "http://{}/v1/models/iris:predict",
+            listener.local_addr().unwrap()
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            runtime
+                .block_on(server.run(listener, Duration::ZERO, async {
+                    let _ = stopped.await;
+                }))
+                .unwrap();
+        });
+        Self {
+            url,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn send(agent: &ureq::Agent, url: &str) {
+    let response = agent
+        .post(url)
+        .set("Content-Type", "application/json")
+        .send_string(BODY)
+        .expect("a prediction");
+    let text = response.into_string().unwrap();
+    assert!(text.starts_with("{\"predictions\""), "{text}");
+}
+
+/// `clients` threads for `seconds`: requests/s and every latency. With `rate`, each client
+/// sends on a fixed schedule (rate / clients per second) and latency counts from the
+/// scheduled time; without, each sends as soon as its last request is answered.
+fn load(url: &str, clients: usize, seconds: f64, rate: Option<f64>) -> (f64, Vec<Duration>) {
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(seconds);
+    let per_client: Vec<Vec<Duration>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                scope.spawn(move || {
+                    let agent = ureq::AgentBuilder::new().build();
+                    let mut latencies = Vec::new();
+                    let interval = rate.map(|r| Duration::from_secs_f64(clients as f64 / r));
+                    // Clients of a scheduled run start spread over one interval.
+                    let mut next = start
+                        + interval.map_or(Duration::ZERO, |i| i.mul_f64(c as f64 / clients as f64));
+                    while next < end {
+                        if interval.is_some() {
+                            if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                                std::thread::sleep(wait);
+                            }
+                        }
+                        let sent = if interval.is_some() {
+                            next
+                        } else {
+                            Instant::now()
+                        };
+                        send(&agent, url);
+                        let done = Instant::now();
+                        latencies.push(done - sent);
+                        next = match interval {
+                            Some(i) => next + i,
+                            None => done,
+                        };
+                    }
+                    latencies
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let mut all: Vec<Duration> = per_client.into_iter().flatten().collect();
+    all.sort();
+    (all.len() as f64 / elapsed, all)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let (mut rounds, mut seconds, mut clients) = (3, 5.0, 16);
+    let args: Vec<String> = std::env::args().collect();
+    for w in args.windows(2) {
+        match w[0].as_str() {
+            "--rounds" => rounds = w[1].parse().expect("--rounds N"),
+            "--seconds" => seconds = w[1].parse().expect("--seconds S"),
+            "--clients" => clients = w[1].parse().expect("--clients N"),
+            _ => {}
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = export_iris(dir.path());
+    let settings = [
+        ("batching off", None),
+        (
+            "batching on ",
+            Some(Batching {
+                max_batch_size: 32,
+                batch_timeout: Duration::from_micros(500),
+            }),
+        ),
+    ];
+    let mut rates = vec![Vec::new(); settings.len()];
+    for round in 0..rounds {
+        for (k, (name, batching)) in settings.iter().enumerate() {
+            let server = Running::start(&base, *batching);
+            load(&server.url, clients, 0.5, None); // warm-up
+            let (rate, latencies) = load(&server.url, clients, seconds, None);
+            let (_, paced) = load(&server.url, clients, seconds, Some(rate / 2.0));
+            println!(
+                "round {round} {name}: {rate:>7.0} predictions/s (p50 {:.2} ms, p99 {:.2} ms) | at {:.0}/s: p50 {:.2} ms, p99 {:.2} ms",
+                percentile(&latencies, 0.5),
+                percentile(&latencies, 0.99),
+                rate / 2.0,
+                percentile(&paced, 0.5),
+                percentile(&paced, 0.99),
+            );
+            rates[k].push(rate);
+        }
+    }
+    for ((name, _), rates) in settings.iter().zip(rates) {
+        println!("median {name}: {:.0} predictions/s", median(rates));
+    }
+}
