@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use estimator::device::ResolvedDevice;
 use estimator::export::{ExportInfo, EXPORT_FILE};
+use estimator::{CpuBackend, DeviceSpec};
 use estimators::{
     BaselineClassifier, BaselineRegressor, DnnClassifier, DnnLinearCombinedClassifier,
     DnnLinearCombinedRegressor, DnnRegressor, LinearClassifier, LinearRegressor,
@@ -13,7 +15,7 @@ use estimators::{
 use crate::batching::{Batched, Batching};
 use crate::servable::{Servable, ServableEstimator, Served};
 
-type Load = fn(&Path) -> estimator::Result<Arc<dyn Servable>>;
+type Load = fn(&Path, ResolvedDevice) -> estimator::Result<Arc<dyn Servable>>;
 
 /// The estimator types a server loads, keyed by the type name in an export's
 /// `export.json`.
@@ -21,6 +23,7 @@ type Load = fn(&Path) -> estimator::Result<Arc<dyn Servable>>;
 pub struct Loaders {
     by_type: BTreeMap<String, Load>,
     batching: Option<Batching>,
+    device: DeviceSpec,
 }
 
 impl Loaders {
@@ -29,6 +32,7 @@ impl Loaders {
         Self {
             by_type: BTreeMap::new(),
             batching: None,
+            device: DeviceSpec::Cpu,
         }
         .with::<DnnClassifier>()
         .with::<DnnRegressor>()
@@ -42,11 +46,37 @@ impl Loaders {
 
     /// Also loads exports of `E` (a user's estimator).
     pub fn with<E: ServableEstimator>(mut self) -> Self {
-        fn load<E: ServableEstimator>(dir: &Path) -> estimator::Result<Arc<dyn Servable>> {
-            Ok(Arc::new(Served::<E>::load(dir)?))
+        fn load<E: ServableEstimator>(
+            dir: &Path,
+            device: ResolvedDevice,
+        ) -> estimator::Result<Arc<dyn Servable>> {
+            match device {
+                ResolvedDevice::Cpu => Ok(Arc::new(Served::<E, CpuBackend>::load_on(
+                    dir,
+                    Default::default(),
+                )?)),
+                #[cfg(feature = "cuda")]
+                ResolvedDevice::Cuda(index) => Ok(Arc::new(Served::<
+                    E,
+                    estimator::device::CudaBackend,
+                >::load_on(
+                    dir,
+                    burn::backend::cuda::CudaDevice::new(index),
+                )?)),
+                #[cfg(not(feature = "cuda"))]
+                ResolvedDevice::Cuda(_) => Err(estimator::Error::Config(
+                    "this server was built without the `cuda` feature".into(),
+                )),
+            }
         }
         self.by_type
             .insert(std::any::type_name::<E>().to_string(), load::<E>);
+        self
+    }
+
+    /// Loads the versions onto `device` (the CPU by default).
+    pub fn on(mut self, device: DeviceSpec) -> Self {
+        self.device = device;
         self
     }
 
@@ -71,7 +101,11 @@ impl Loaders {
                 info.estimator_type
             )
         })?;
-        let loaded = load(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let device = self
+            .device
+            .resolve()
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let loaded = load(dir, device).map_err(|e| format!("{}: {e}", dir.display()))?;
         Ok(match self.batching {
             Some(batching) => Arc::new(Batched::new(loaded, batching)),
             None => loaded,

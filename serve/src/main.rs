@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use estimator::DeviceSpec;
 use estimator_serve::{
     Batching, Loaders, ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT,
 };
@@ -41,6 +42,10 @@ struct Cli {
     /// Seconds between looks for new versions (0: never).
     #[arg(long, default_value_t = 1)]
     file_system_poll_wait_seconds: u64,
+    /// Compute device: cpu, cuda (CUDA device 0), cuda:N, or auto (CUDA when this build
+    /// has it and a driver is installed, else the CPU).
+    #[arg(long, value_name = "DEVICE", default_value = "cpu", value_parser = parse_device)]
+    device: DeviceSpec,
     /// Merge concurrent requests to a model into one prediction (TF Serving's
     /// --enable_batching).
     #[arg(long)]
@@ -54,6 +59,19 @@ struct Cli {
     /// Largest request body in bytes (413 beyond).
     #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]
     max_body_bytes: usize,
+}
+
+/// A `--device` value: `cpu`, `cuda` (device 0), `cuda:N` or `auto`.
+fn parse_device(text: &str) -> Result<DeviceSpec, String> {
+    match text {
+        "cpu" => Ok(DeviceSpec::Cpu),
+        "cuda" => Ok(DeviceSpec::Cuda(0)),
+        "auto" => Ok(DeviceSpec::Auto),
+        other => match other.strip_prefix("cuda:").map(str::parse) {
+            Some(Ok(index)) => Ok(DeviceSpec::Cuda(index)),
+            _ => Err(format!("'{other}': expected cpu, cuda, cuda:N or auto")),
+        },
+    }
 }
 
 fn models(cli: &Cli) -> Result<Vec<ModelConfig>> {
@@ -98,7 +116,7 @@ async fn shutdown_signal() {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let mut loaders = Loaders::canned();
+    let mut loaders = Loaders::canned().on(cli.device);
     if cli.enable_batching {
         if cli.max_batch_size == 0 {
             bail!("--max-batch-size must be at least 1");

@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use estimator::{Estimator, Predictor, Signature};
+use burn::tensor::backend::Backend;
+use estimator::{CpuBackend, Estimator, Predictor, Signature};
 use serde_json::{Map, Value};
 
 use crate::error::ServeError;
@@ -39,17 +40,17 @@ pub trait Servable: Send + Sync {
     fn predict(&self, instances: &[Instance]) -> Result<Vec<Map<String, Value>>, ServeError>;
 }
 
-/// An export loaded with [`Predictor`]; calls are serialised (the model is not shared
-/// between threads while it runs).
-pub struct Served<E: ServableEstimator> {
-    predictor: Mutex<Predictor<E>>,
+/// An export loaded with [`Predictor`] on a device of backend `B`; calls are serialised
+/// (the model is not shared between threads while it runs).
+pub struct Served<E: ServableEstimator, B: Backend = CpuBackend> {
+    predictor: Mutex<Predictor<E, B>>,
     signature: Signature,
 }
 
-impl<E: ServableEstimator> Served<E> {
-    /// Loads the export in `dir`.
-    pub fn load(dir: &Path) -> estimator::Result<Self> {
-        let predictor = Predictor::<E>::load(dir)?;
+impl<E: ServableEstimator, B: Backend> Served<E, B> {
+    /// Loads the export in `dir` onto `device`.
+    pub fn load_on(dir: &Path, device: B::Device) -> estimator::Result<Self> {
+        let predictor = Predictor::<E, B>::load_on(dir, device)?;
         Ok(Self {
             signature: predictor.signature().clone(),
             predictor: Mutex::new(predictor),
@@ -57,7 +58,7 @@ impl<E: ServableEstimator> Served<E> {
     }
 }
 
-impl<E: ServableEstimator> Servable for Served<E> {
+impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
     fn signature(&self) -> &Signature {
         &self.signature
     }

@@ -87,9 +87,12 @@ impl Server {
                     )
                 })?;
             if versions.versions.is_empty() {
+                let why = match versions.refused.iter().next_back() {
+                    Some((version, e)) => format!("version {version}: {e}"),
+                    None => "numbered export directories, directly or one level down".into(),
+                };
                 anyhow::bail!(
-                    "model '{}': no version under {} could be loaded (numbered export \
-                     directories, directly or one level down)",
+                    "model '{}': no version under {} could be loaded ({why})",
                     config.name,
                     config.base_path.display()
                 );

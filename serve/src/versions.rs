@@ -21,6 +21,8 @@ pub struct ModelVersions {
     pub labels: BTreeMap<String, u64>,
     /// Version number → its directory (loaded or refused).
     pub dirs: BTreeMap<u64, PathBuf>,
+    /// Version number → why it did not load.
+    pub refused: BTreeMap<u64, String>,
 }
 
 impl ModelVersions {
@@ -53,7 +55,10 @@ impl ModelVersions {
                     tracing::info!("loaded version {version} from {}", dir.display());
                     next.versions.insert(version, loaded);
                 }
-                Err(e) => tracing::error!("version {version} is not served: {e}"),
+                Err(e) => {
+                    tracing::error!("version {version} is not served: {e}");
+                    next.refused.insert(version, e);
+                }
             }
         }
         // A label whose newest version did not load points at nothing.

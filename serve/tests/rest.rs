@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
-use estimator_serve::{Batching, Loaders, ModelConfig, Server};
+use estimator_serve::{Batching, Loaders, ModelConfig, ModelConfigFile, Server};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 use serde_json::{json, Value};
@@ -448,4 +448,48 @@ fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels
         metadata["model_spec"]["version"],
         version_of(&second).to_string()
     );
+}
+
+#[test]
+fn a_model_config_list_serves_several_models_each_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small, large) = (dir.path().join("small"), dir.path().join("large"));
+    export_iris(&dir.path().join("model-small"), &small, 10);
+    export_iris(&dir.path().join("model-large"), &large, 30);
+    let file = json!({"model_config_list": {"config": [
+        {"name": "small", "base_path": small, "model_platform": "tensorflow"},
+        {"name": "large", "base_path": large, "model_platform": "tensorflow"},
+    ]}});
+    let config: ModelConfigFile = serde_json::from_value(file).unwrap();
+    let server = Server::load(config.models(), Loaders::canned()).unwrap();
+    let running = Running::start(server);
+    for name in ["small", "large"] {
+        let (code, reply) = running.post(
+            &format!("/v1/models/{name}:predict"),
+            &json!({"instances": rows()}),
+        );
+        assert_eq!(code, 200, "{name}: {reply}");
+    }
+    let (code, _) = running.get("/v1/models/iris");
+    assert_eq!(code, 404);
+    // A model with nothing to serve stops the start, naming it.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let models = vec![ModelConfig {
+        name: "void".into(),
+        base_path: empty,
+    }];
+    let err = Server::load(models, Loaders::canned())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("model 'void': no version under"), "{err}");
+    // A device this build cannot use: the version is refused, saying why.
+    let models = vec![ModelConfig {
+        name: "small".into(),
+        base_path: small,
+    }];
+    let on_cuda = Loaders::canned().on(estimator::DeviceSpec::Cuda(0));
+    let err = Server::load(models, on_cuda).err().unwrap().to_string();
+    assert!(err.contains("device cuda:0"), "{err}");
 }
