@@ -11,6 +11,7 @@ mod error;
 mod loaders;
 mod metrics;
 mod request;
+mod routes;
 mod servable;
 mod server;
 mod versions;

@@ -7,23 +7,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::StatusCode;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
-use axum::{Json, Router};
-use estimator::export::DType;
-use estimator::Signature;
+use axum::Router;
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::error::ServeError;
 use crate::loaders::Loaders;
 use crate::metrics::Metrics;
-use crate::request::{
-    classify_response, examples, predict_instances, predict_response, regress_response,
-};
+use crate::routes::{call, call_on, metadata, metadata_of, prometheus, status, status_of, Which};
 use crate::servable::Servable;
 use crate::versions::ModelVersions;
 
@@ -58,7 +50,7 @@ impl ModelConfigFile {
 /// Request bodies above this many bytes are refused with 413 (TF Serving's default).
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
 
-struct Model {
+pub(crate) struct Model {
     config: ModelConfig,
     versions: RwLock<Arc<ModelVersions>>,
 }
@@ -66,10 +58,10 @@ struct Model {
 /// The models a server answers for.
 #[derive(Clone)]
 pub struct Server {
-    models: Arc<BTreeMap<String, Model>>,
+    pub(crate) models: Arc<BTreeMap<String, Model>>,
     loaders: Loaders,
     body_limit: usize,
-    metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl Server {
@@ -195,7 +187,7 @@ impl Server {
         served
     }
 
-    fn versions(&self, name: &str) -> Result<Arc<ModelVersions>, ServeError> {
+    pub(crate) fn versions(&self, name: &str) -> Result<Arc<ModelVersions>, ServeError> {
         let model = self.models.get(name).ok_or_else(|| {
             ServeError::NotFound(format!("Servable not found for request: model '{name}'"))
         })?;
@@ -205,7 +197,7 @@ impl Server {
     }
 
     /// The version `which` selects of model `name`.
-    fn servable(&self, name: &str, which: &Which) -> Result<(u64, Arc<dyn Servable>), ServeError> {
+    pub(crate) fn servable(&self, name: &str, which: &Which) -> Result<(u64, Arc<dyn Servable>), ServeError> {
         let versions = self.versions(name)?;
         let version = match which {
             Which::Newest => versions.newest().map(|(v, _)| v),
@@ -220,242 +212,5 @@ impl Server {
                     which.describe()
                 ))
             })
-    }
-}
-
-/// Which version a URL asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Which {
-    Newest,
-    Version(u64),
-    Label(String),
-}
-
-impl Which {
-    fn parse(kind: &str, which: &str) -> Result<Self, ServeError> {
-        match kind {
-            "versions" => which
-                .parse()
-                .map(Which::Version)
-                .map_err(|_| ServeError::BadRequest(format!("version '{which}' is not a number"))),
-            "labels" => Ok(Which::Label(which.to_string())),
-            other => Err(ServeError::NotFound(format!(
-                "no such resource: /v1/models/{{model}}/{other}"
-            ))),
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Which::Newest => "any version".into(),
-            Which::Version(v) => format!("version {v}"),
-            Which::Label(l) => format!("label '{l}'"),
-        }
-    }
-}
-
-/// `name:verb` as its two parts.
-fn split_verb(segment: &str) -> Result<(&str, &str), ServeError> {
-    segment.rsplit_once(':').ok_or_else(|| {
-        ServeError::NotFound(format!(
-            "'{segment}' names no method: POST to …:predict, …:classify or …:regress"
-        ))
-    })
-}
-
-type Reply = Result<Json<Value>, ServeError>;
-
-async fn status(State(server): State<Server>, Path(model): Path<String>) -> Reply {
-    let versions = server.versions(&model)?;
-    let list: Vec<Value> = versions
-        .versions
-        .keys()
-        .rev()
-        .map(|v| version_status(*v))
-        .collect();
-    Ok(Json(json!({ "model_version_status": list })))
-}
-
-async fn status_of(
-    State(server): State<Server>,
-    Path((model, kind, which)): Path<(String, String, String)>,
-) -> Reply {
-    let which = Which::parse(&kind, &which)?;
-    let (version, _) = server.servable(&model, &which)?;
-    Ok(Json(
-        json!({ "model_version_status": [version_status(version)] }),
-    ))
-}
-
-fn version_status(version: u64) -> Value {
-    json!({
-        "version": version.to_string(),
-        "state": "AVAILABLE",
-        "status": { "error_code": "OK", "error_message": "" }
-    })
-}
-
-async fn metadata(State(server): State<Server>, Path(model): Path<String>) -> Reply {
-    let (version, servable) = server.servable(&model, &Which::Newest)?;
-    Ok(Json(metadata_json(&model, version, servable.signature())))
-}
-
-async fn metadata_of(
-    State(server): State<Server>,
-    Path((model, kind, which)): Path<(String, String, String)>,
-) -> Reply {
-    let which = Which::parse(&kind, &which)?;
-    let (version, servable) = server.servable(&model, &which)?;
-    Ok(Json(metadata_json(&model, version, servable.signature())))
-}
-
-/// TF Serving's metadata answer: the `serving_default` signature.
-fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
-    let tensor = |dtype: &str, per_example: &[usize], name: &str| {
-        let mut dims = vec![json!({ "size": "-1", "name": "" })];
-        dims.extend(
-            per_example
-                .iter()
-                .map(|d| json!({ "size": d.to_string(), "name": "" })),
-        );
-        json!({
-            "dtype": dtype,
-            "tensor_shape": { "dim": dims, "unknown_rank": false },
-            "name": format!("{name}:0")
-        })
-    };
-    let inputs: serde_json::Map<String, Value> = signature
-        .inputs
-        .iter()
-        .map(|i| {
-            let dtype = match i.dtype {
-                DType::Float32 => "DT_FLOAT",
-                DType::Int64 => "DT_INT64",
-                DType::String => "DT_STRING",
-            };
-            (i.name.clone(), tensor(dtype, &i.shape, &i.name))
-        })
-        .collect();
-    let outputs: serde_json::Map<String, Value> = signature
-        .outputs
-        .iter()
-        .map(|key| {
-            let dtype = match key.as_str() {
-                "class_ids" | "all_class_ids" => "DT_INT64",
-                "classes" | "all_classes" => "DT_STRING",
-                _ => "DT_FLOAT",
-            };
-            (key.clone(), tensor(dtype, &[], key))
-        })
-        .collect();
-    json!({
-        "model_spec": { "name": model, "signature_name": "", "version": version.to_string() },
-        "metadata": { "signature_def": {
-            "signature_def": { "serving_default": {
-                "inputs": inputs,
-                "outputs": outputs,
-                "method_name": "tensorflow/serving/predict"
-            }},
-        }}
-    })
-}
-
-async fn prometheus(State(server): State<Server>) -> String {
-    server.metrics.render()
-}
-
-/// A request body, or the 413 / 400 TF Serving gives when it cannot be read.
-fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ServeError> {
-    body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ServeError::TooLarge(format!("the request body is above the limit: {rejection}"))
-        } else {
-            ServeError::BadRequest(format!("cannot read the request body: {rejection}"))
-        }
-    })
-}
-
-async fn call(
-    State(server): State<Server>,
-    Path(segment): Path<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> Reply {
-    let (model, verb) = split_verb(&segment)?;
-    run(
-        server,
-        model.to_string(),
-        Which::Newest,
-        verb.to_string(),
-        body,
-    )
-    .await
-}
-
-async fn call_on(
-    State(server): State<Server>,
-    Path((model, kind, segment)): Path<(String, String, String)>,
-    body: Result<Bytes, BytesRejection>,
-) -> Reply {
-    let (which, verb) = split_verb(&segment)?;
-    let which = Which::parse(&kind, which)?;
-    run(server, model, which, verb.to_string(), body).await
-}
-
-/// Runs `verb` on the selected version, off the async threads; counts and logs it.
-async fn run(
-    server: Server,
-    model: String,
-    which: Which,
-    verb: String,
-    body: Result<Bytes, BytesRejection>,
-) -> Reply {
-    let started = std::time::Instant::now();
-    let answer = answer_request(&server, &model, &which, &verb, body).await;
-    let elapsed = started.elapsed();
-    if server.models.contains_key(&model) {
-        server
-            .metrics
-            .record(&model, &verb, answer.is_ok(), elapsed);
-    }
-    let status = answer
-        .as_ref()
-        .map_or_else(|e| e.status(), |_| StatusCode::OK);
-    tracing::debug!(
-        "POST {model} {} :{verb} -> {} in {elapsed:.2?}",
-        which.describe(),
-        status.as_u16()
-    );
-    answer.map(Json)
-}
-
-async fn answer_request(
-    server: &Server,
-    model: &str,
-    which: &Which,
-    verb: &str,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Value, ServeError> {
-    let body: Value = serde_json::from_slice(&body_bytes(body)?)
-        .map_err(|e| ServeError::BadRequest(format!("the request body is not JSON: {e}")))?;
-    let (_, servable) = server.servable(model, which)?;
-    let verb = verb.to_string();
-    tokio::task::spawn_blocking(move || answer(&*servable, &verb, &body))
-        .await
-        .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?
-}
-
-fn answer(servable: &dyn Servable, verb: &str, body: &Value) -> Result<Value, ServeError> {
-    let signature = servable.signature();
-    match verb {
-        "predict" => {
-            let (format, instances) = predict_instances(body, signature)?;
-            let predictions = servable.predict(&instances)?;
-            Ok(predict_response(format, signature, predictions))
-        }
-        "classify" => classify_response(&servable.predict(&examples(body)?)?),
-        "regress" => regress_response(&servable.predict(&examples(body)?)?),
-        other => Err(ServeError::BadRequest(format!(
-            "unknown method '{other}': predict, classify or regress"
-        ))),
     }
 }

@@ -1,0 +1,104 @@
+//! Bad requests: TF Serving's status codes and an error naming the fault; the metrics that
+//! count them.
+
+use estimator_serve::{Loaders, ModelConfig, Server};
+use serde_json::json;
+
+use crate::support::*;
+
+#[test]
+fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let export = export_iris(&dir.path().join("model"), &base, 20);
+    let version = version_of(&export);
+    let server = Server::load(
+        vec![ModelConfig {
+            name: "iris".into(),
+            base_path: base,
+        }],
+        Loaders::canned(),
+    )
+    .unwrap()
+    .with_body_limit(4096);
+    let running = Running::start(server);
+
+    let (code, body) = running.post("/v1/models/rose:predict", &json!({"instances": rows()}));
+    assert_eq!(code, 404);
+    assert!(error_of(&body).contains("model 'rose'"), "{body}");
+    let (code, body) = running.get("/v1/models/rose");
+    assert_eq!(code, 404, "{body}");
+    let (code, body) = running.post(
+        &format!("/v1/models/iris/versions/{}:predict", version + 1),
+        &json!({"instances": rows()}),
+    );
+    assert_eq!(code, 404);
+    assert!(
+        error_of(&body).contains(&format!("version {}", version + 1)),
+        "{body}"
+    );
+    let (code, body) = running.get("/v1/models/iris/labels/stable");
+    assert_eq!(code, 404);
+    assert!(error_of(&body).contains("label 'stable'"), "{body}");
+
+    let (code, body) = running.post_raw("/v1/models/iris:predict", "{\"instances\": [");
+    assert_eq!(code, 400);
+    assert!(error_of(&body).contains("not JSON"), "{body}");
+    let mut missing = rows();
+    missing[1].as_object_mut().unwrap().remove("petal_width_cm");
+    let (code, body) = running.post("/v1/models/iris:predict", &json!({"instances": missing}));
+    assert_eq!(code, 400);
+    assert!(
+        error_of(&body).contains("instance 1: input 'petal_width_cm' is missing"),
+        "{body}"
+    );
+    let (code, body) = running.post(
+        "/v1/models/iris:predict",
+        &json!({"instances": [[5.1, 3.5, 1.4]]}),
+    );
+    assert_eq!(code, 400);
+    assert!(
+        error_of(&body).contains("instance 0 has 3 values; the signature has 4"),
+        "{body}"
+    );
+    let (code, body) = running.post(
+        "/v1/models/iris:predict",
+        &json!({"instances": [{"sepal_length_cm": "long", "sepal_width_cm": 3.5,
+            "petal_length_cm": 1.4, "petal_width_cm": 0.2}]}),
+    );
+    assert_eq!(code, 400);
+    assert!(
+        error_of(&body).contains("input 'sepal_length_cm' must be a number"),
+        "{body}"
+    );
+    let (code, body) = running.post(
+        "/v1/models/iris:predict",
+        &json!({"inputs": {"sepal_length_cm": [1.0, 2.0], "sepal_width_cm": [1.0]}}),
+    );
+    assert_eq!(code, 400);
+    assert!(
+        error_of(&body).contains("every input needs one per instance"),
+        "{body}"
+    );
+    let (code, body) = running.post("/v1/models/iris:explain", &json!({"instances": rows()}));
+    assert_eq!(code, 400);
+    assert!(
+        error_of(&body).contains("unknown method 'explain'"),
+        "{body}"
+    );
+
+    let huge = json!({"instances": vec![rows()[0].clone(); 100]});
+    let (code, body) = running.post("/v1/models/iris:predict", &huge);
+    assert_eq!(code, 413);
+    assert!(error_of(&body).contains("above the limit"), "{body}");
+
+    // Every request to the model was counted, the failed ones apart.
+    let metrics = ureq::get(&format!("{}/monitoring/prometheus/metrics", running.url))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let errors = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"ERROR\"} 8";
+    assert!(metrics.contains(errors), "{metrics}");
+    assert!(!metrics.contains("rose"), "{metrics}");
+}

@@ -1,0 +1,168 @@
+//! Status, metadata and predictions: both `:predict` formats, `:classify` and `:regress`.
+
+use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
+use estimator::{EstimatorExt, RunConfig, TrainSpec};
+use estimator_serve::{Loaders, ModelConfig, Server};
+use estimators::feature_column::standardized_numeric_columns;
+use estimators::DnnRegressor;
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+#[test]
+fn a_tf_serving_client_gets_status_metadata_and_predictions_in_both_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let export = export_iris(&dir.path().join("model"), &base, 200);
+    let version = version_of(&export);
+    let server = Server::load(
+        vec![ModelConfig {
+            name: "iris".into(),
+            base_path: base.clone(),
+        }],
+        Loaders::canned(),
+    )
+    .unwrap();
+    let running = Running::start(server);
+
+    let (code, status) = running.get("/v1/models/iris");
+    assert_eq!(code, 200, "{status}");
+    assert_eq!(
+        status,
+        json!({"model_version_status": [{"version": version.to_string(), "state": "AVAILABLE",
+            "status": {"error_code": "OK", "error_message": ""}}]})
+    );
+
+    let (code, metadata) = running.get("/v1/models/iris/metadata");
+    assert_eq!(code, 200, "{metadata}");
+    let signature = &metadata["metadata"]["signature_def"]["signature_def"]["serving_default"];
+    for feature in FEATURES {
+        assert_eq!(
+            signature["inputs"][feature]["dtype"], "DT_FLOAT",
+            "{metadata}"
+        );
+    }
+    assert_eq!(signature["outputs"]["class_ids"]["dtype"], "DT_INT64");
+    assert_eq!(metadata["model_spec"]["version"], version.to_string());
+
+    // Row format, named features: every output of the signature, equal to Predictor's.
+    let lines = expected(&export);
+    let want: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (code, reply) = running.post("/v1/models/iris:predict", &json!({"instances": rows()}));
+    assert_eq!(code, 200, "{reply}");
+    let predictions = reply["predictions"].as_array().unwrap();
+    assert_eq!(predictions.len(), 2);
+    // The same f32s, bit for bit, and the same classes.
+    let bits = |v: &Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (x.as_f64().unwrap() as f32).to_bits())
+            .collect()
+    };
+    for (got, want) in predictions.iter().zip(&want) {
+        for key in ["probabilities", "logits"] {
+            assert_eq!(bits(&got[key]), bits(&want[key]), "{key}");
+        }
+        for key in ["class_ids", "classes", "all_classes"] {
+            assert_eq!(got[key], want[key], "{key}");
+        }
+    }
+    assert_eq!(predictions[0]["class_ids"], json!([0]));
+    assert_eq!(predictions[1]["class_ids"], json!([2]));
+
+    // Row format, lists in signature order; columnar format; a pinned version.
+    let lists: Vec<Value> = rows()
+        .iter()
+        .map(|r| Value::Array(FEATURES.iter().map(|f| r[f].clone()).collect()))
+        .collect();
+    let (code, by_list) = running.post("/v1/models/iris:predict", &json!({"instances": lists}));
+    assert_eq!(
+        (code, &by_list["predictions"]),
+        (200, &reply["predictions"])
+    );
+    let columns: serde_json::Map<String, Value> = FEATURES
+        .iter()
+        .map(|f| {
+            (
+                f.to_string(),
+                Value::Array(rows().iter().map(|r| r[f].clone()).collect()),
+            )
+        })
+        .collect();
+    let path = format!("/v1/models/iris/versions/{version}:predict");
+    let (code, columnar) = running.post(&path, &json!({"inputs": columns}));
+    assert_eq!(code, 200, "{columnar}");
+    assert_eq!(columnar["outputs"]["class_ids"], json!([[0], [2]]));
+    assert_eq!(
+        columnar["outputs"]["probabilities"][1],
+        want[1]["probabilities"]
+    );
+
+    // Classify: [class, score] pairs; regress is refused for a classifier.
+    let (code, classified) = running.post("/v1/models/iris:classify", &json!({"examples": rows()}));
+    assert_eq!(code, 200, "{classified}");
+    let first = classified["result"][0].as_array().unwrap();
+    assert_eq!(first.len(), 3);
+    assert_eq!(first[0][0], "0");
+    assert_eq!(first[0][1], want[0]["probabilities"][0]);
+    let (code, refused) = running.post("/v1/models/iris:regress", &json!({"examples": rows()}));
+    assert_eq!(code, 400);
+    assert!(error_of(&refused).contains("not a single-target regressor"));
+}
+
+#[test]
+fn a_regressor_answers_regress_and_single_output_predictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let schema = bundled::iris_schema();
+    let train = bundled::iris_train_path();
+    let stats = FeatureStats::compute(CsvDataset::open(&train, schema.clone()).unwrap()).unwrap();
+    let columns = standardized_numeric_columns(&schema, &stats).unwrap();
+    let config = RunConfig::new(dir.path().join("model")).with_progress(false);
+    let regressor = DnnRegressor::new(config, &schema, columns, [8]).unwrap();
+    let input = || {
+        Ok(CsvDataset::open(&train, schema.clone())?
+            .repeat(None)
+            .batch_columnar(32, false))
+    };
+    regressor.train(input, TrainSpec::max_steps(30)).unwrap();
+    let export = regressor.export(&base).unwrap();
+    let server = Server::load(
+        vec![ModelConfig {
+            name: "width".into(),
+            base_path: base,
+        }],
+        Loaders::canned(),
+    )
+    .unwrap();
+    let running = Running::start(server);
+
+    let (code, regressed) = running.post("/v1/models/width:regress", &json!({"examples": rows()}));
+    assert_eq!(code, 200, "{regressed}");
+    let results = regressed["result"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    // One output in the signature: each prediction is its bare value.
+    let (code, predicted) = running.post("/v1/models/width:predict", &json!({"instances": rows()}));
+    assert_eq!(code, 200, "{predicted}");
+    for (prediction, result) in predicted["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(results)
+    {
+        assert_eq!(prediction, &json!([result]));
+    }
+    let (code, refused) = running.post("/v1/models/width:classify", &json!({"examples": rows()}));
+    assert_eq!(code, 400);
+    assert!(error_of(&refused).contains("not a classifier"), "{refused}");
+    let path = format!("/v1/models/width/versions/{}/metadata", version_of(&export));
+    let (code, metadata) = running.get(&path);
+    assert_eq!(code, 200, "{metadata}");
+    let outputs =
+        &metadata["metadata"]["signature_def"]["signature_def"]["serving_default"]["outputs"];
+    assert_eq!(outputs["predictions"]["dtype"], "DT_FLOAT", "{metadata}");
+}

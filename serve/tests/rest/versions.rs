@@ -1,0 +1,146 @@
+//! Versions, labels and models: a new version under load, a broken one refused, several
+//! models from a model_config_list.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use estimator_serve::{Batching, Loaders, ModelConfig, ModelConfigFile, Server};
+use serde_json::json;
+
+use crate::support::*;
+
+#[test]
+fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels_select_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let first = export_iris(&dir.path().join("model"), &base, 20);
+    // A labelled layout (the exporters' export/best/<n>) with a version number of its own.
+    let staged = export_iris(&dir.path().join("model"), &dir.path().join("staging"), 40);
+    std::fs::create_dir_all(base.join("best")).unwrap();
+    std::fs::rename(&staged, base.join("best").join("7")).unwrap();
+    let server = Server::load(
+        vec![ModelConfig {
+            name: "iris".into(),
+            base_path: base.clone(),
+        }],
+        Loaders::canned().with_batching(Batching {
+            max_batch_size: 16,
+            batch_timeout: Duration::from_millis(2),
+        }),
+    )
+    .unwrap();
+    let running = Arc::new(Running::start(server));
+
+    let (code, status) = running.get("/v1/models/iris/labels/best");
+    assert_eq!(code, 200, "{status}");
+    assert_eq!(status["model_version_status"][0]["version"], "7");
+    let (code, _) = running.post(
+        "/v1/models/iris/labels/best:predict",
+        &json!({"instances": rows()}),
+    );
+    assert_eq!(code, 200);
+
+    // Clients keep predicting while a newer export appears and is loaded.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (served, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let (running, stop) = (Arc::clone(&running), Arc::clone(&stop));
+            let (served, failed) = (Arc::clone(&served), Arc::clone(&failed));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let (code, _) =
+                        running.post("/v1/models/iris:predict", &json!({"instances": rows()}));
+                    let counter = if code == 200 { &served } else { &failed };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let second = export_iris(&dir.path().join("model"), &base, 60);
+    assert!(version_of(&second) > version_of(&first));
+    running.server.rescan();
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.join().unwrap();
+    }
+    assert_eq!(failed.load(Ordering::Relaxed), 0);
+    assert!(served.load(Ordering::Relaxed) > 0);
+    let (_, status) = running.get("/v1/models/iris");
+    let versions: Vec<&str> = status["model_version_status"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            version_of(&second).to_string().as_str(),
+            version_of(&first).to_string().as_str(),
+            "7"
+        ]
+    );
+    let (_, metadata) = running.get("/v1/models/iris/metadata");
+    assert_eq!(
+        metadata["model_spec"]["version"],
+        version_of(&second).to_string()
+    );
+
+    // A broken newer version is refused; the newest good one keeps serving.
+    let broken = base.join((version_of(&second) + 10).to_string());
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("export.json"), "{").unwrap();
+    running.server.rescan();
+    let (_, metadata) = running.get("/v1/models/iris/metadata");
+    assert_eq!(
+        metadata["model_spec"]["version"],
+        version_of(&second).to_string()
+    );
+}
+
+#[test]
+fn a_model_config_list_serves_several_models_each_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small, large) = (dir.path().join("small"), dir.path().join("large"));
+    export_iris(&dir.path().join("model-small"), &small, 10);
+    export_iris(&dir.path().join("model-large"), &large, 30);
+    let file = json!({"model_config_list": {"config": [
+        {"name": "small", "base_path": small, "model_platform": "tensorflow"},
+        {"name": "large", "base_path": large, "model_platform": "tensorflow"},
+    ]}});
+    let config: ModelConfigFile = serde_json::from_value(file).unwrap();
+    let server = Server::load(config.models(), Loaders::canned()).unwrap();
+    let running = Running::start(server);
+    for name in ["small", "large"] {
+        let (code, reply) = running.post(
+            &format!("/v1/models/{name}:predict"),
+            &json!({"instances": rows()}),
+        );
+        assert_eq!(code, 200, "{name}: {reply}");
+    }
+    let (code, _) = running.get("/v1/models/iris");
+    assert_eq!(code, 404);
+    // A model with nothing to serve stops the start, naming it.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let models = vec![ModelConfig {
+        name: "void".into(),
+        base_path: empty,
+    }];
+    let err = Server::load(models, Loaders::canned())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("model 'void': no version under"), "{err}");
+    // A device this build cannot use: the version is refused, saying why.
+    let models = vec![ModelConfig {
+        name: "small".into(),
+        base_path: small,
+    }];
+    let on_cuda = Loaders::canned().on(estimator::DeviceSpec::Cuda(0));
+    let err = Server::load(models, on_cuda).err().unwrap().to_string();
+    assert!(err.contains("device cuda:0"), "{err}");
+}
