@@ -197,7 +197,11 @@ impl Server {
     }
 
     /// The version `which` selects of model `name`.
-    pub(crate) fn servable(&self, name: &str, which: &Which) -> Result<(u64, Arc<dyn Servable>), ServeError> {
+    pub(crate) fn servable(
+        &self,
+        name: &str,
+        which: &Which,
+    ) -> Result<(u64, Arc<dyn Servable>), ServeError> {
         let versions = self.versions(name)?;
         let version = match which {
             Which::Newest => versions.newest().map(|(v, _)| v),
