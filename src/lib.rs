@@ -31,6 +31,7 @@ pub use datasets;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+pub use checkpoint::{VarsToWarmStart, WarmStartSettings};
 pub use cluster::ClusterConfig;
 pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};
 pub use distribute::ps::PsMode;

@@ -18,6 +18,7 @@ mod naming;
 mod restore;
 mod retention;
 mod schedule;
+mod warm_start;
 
 pub use contents::{MODEL_SECTION, OPTIMIZER_SECTION};
 pub use file::{Checkpoint, FORMAT_VERSION, MAGIC};
@@ -29,3 +30,4 @@ pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_na
 pub(crate) use restore::restore_for_inference;
 pub use retention::checkpoints_to_delete;
 pub use schedule::{CheckpointEvery, CheckpointSchedule};
+pub use warm_start::{VarsToWarmStart, WarmStartSettings};

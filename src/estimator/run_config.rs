@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use crate::checkpoint::CheckpointEvery;
+use crate::checkpoint::WarmStartSettings;
 use crate::cluster::{cluster_from_env, ClusterConfig};
 use crate::device::DeviceSpec;
 use crate::distribute::ps::PsMode;
@@ -48,6 +49,10 @@ pub struct RunConfig {
     /// thread, just before its step.
     #[serde(default = "default_prefetch_to_device")]
     pub prefetch_to_device: usize,
+    /// Initialise the model from another run's checkpoint when training starts in a model
+    /// directory without one (TF's `warm_start_from`).
+    #[serde(default)]
+    pub warm_start_from: Option<WarmStartSettings>,
     /// The cluster this process belongs to, when the caller already knows it (a program
     /// that parsed TF_CONFIG itself); `None` reads TF_CONFIG once, when a run starts.
     #[serde(skip)]
@@ -83,8 +88,15 @@ impl RunConfig {
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
             prefetch_to_device: default_prefetch_to_device(),
+            warm_start_from: None,
             cluster: None,
         }
+    }
+
+    /// Warm-starts training as `settings` say (TF's `warm_start_from`).
+    pub fn with_warm_start_from(mut self, settings: WarmStartSettings) -> Self {
+        self.warm_start_from = Some(settings);
+        self
     }
 
     /// Run as the task `cluster` describes instead of TF_CONFIG's.

@@ -90,6 +90,18 @@ where
             config.save()?;
         }
         let limit = spec.limit;
+        let state = match &config.warm_start_from {
+            // Only a first start: a restart resumes from this run's own checkpoints.
+            Some(settings)
+                if is_chief
+                    && CheckpointManager::new(&config.model_dir, None)
+                        .latest_step()?
+                        .is_none() =>
+            {
+                state.warm_started(settings)?
+            }
+            _ => state,
+        };
         let (state, restored) = self.sync.prepare(state, &|step| limit.last_step(step))?;
         let mut restored_step = None;
         if let Some(restored) = restored.filter(|r| r.checkpoint.global_step > 0) {

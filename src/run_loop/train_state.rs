@@ -7,7 +7,7 @@ use burn::optim::{GradientsParams, SimpleOptimizer};
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
-use crate::checkpoint::{contents, Checkpoint};
+use crate::checkpoint::{contents, Checkpoint, WarmStartSettings};
 use crate::error::Result;
 use crate::optimizer::Optimizer;
 use crate::state::weights_to_safetensors;
@@ -64,6 +64,13 @@ where
             &self.device,
         )?;
         self.global_step = checkpoint.global_step;
+        Ok(self)
+    }
+
+    /// The state with its model's variables initialised as `settings` say (optimizer
+    /// state untouched).
+    pub fn warm_started(mut self, settings: &WarmStartSettings) -> Result<Self> {
+        self.model = settings.apply(self.model)?;
         Ok(self)
     }
 

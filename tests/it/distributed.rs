@@ -9,7 +9,7 @@ use estimator::datasets::{from_vec, Dataset, DatasetExt, Example};
 use estimator::distribute::{
     DistributeError, InMemoryTransport, Replica, Result as DistributeResult, Strategy, Transport,
 };
-use estimator::{Error, EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec};
+use estimator::{Error, EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec, WarmStartSettings};
 use safetensors::SafeTensors;
 
 use crate::support::{examples, TinyClassifier};
@@ -127,6 +127,39 @@ fn multi_worker_mirrored_equals_one_process_with_the_combined_batch() {
             assert_equivalent(&dir.path().join("mwm"), &dir.path().join("single"));
         }
     }
+}
+
+#[test]
+fn a_warm_start_reaches_every_replica_from_the_chief() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    single(&source, OptimizerSpec::adam(0.01), BATCH);
+    let names: Vec<String> = (0..2).map(|r| format!("worker:{r}")).collect();
+    let target = dir.path().join("warm");
+    // One step at learning rate 0: every replica ends with the chief's warm-started values.
+    let handles: Vec<_> = InMemoryTransport::cluster_with_timeout(2, Duration::from_secs(20))
+        .into_iter()
+        .map(|transport| {
+            let mut estimator = classifier(&target, OptimizerSpec::sgd(0.0));
+            estimator.run_config = estimator
+                .run_config
+                .with_warm_start_from(WarmStartSettings::new(&source));
+            let replica = Replica::new(Box::new(transport), names.clone());
+            std::thread::spawn(move || {
+                estimator.train_with(
+                    || input(BATCH),
+                    TrainSpec::max_steps(1),
+                    Strategy::MultiWorkerMirrored(replica),
+                )
+            })
+        })
+        .collect();
+    let outcomes: Vec<TrainOutcome> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(outcomes[0].weights_crc32c, outcomes[1].weights_crc32c);
+    assert_eq!(max_abs_diff(&weights(&target), &weights(&source)), 0.0);
 }
 
 #[test]

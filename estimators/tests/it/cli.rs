@@ -212,6 +212,55 @@ fn export_then_predict_from_the_export_equals_predict_from_the_checkpoint() {
     assert_eq!(text.lines().count(), 31);
 }
 
+#[test]
+fn warm_start_carries_the_trained_weights_or_the_selected_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("a");
+    let trained = train_iris(&source, 300);
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    let accuracy = last_json(&trained)["accuracy"].clone();
+    let warm = |name: &str, extra: &[&str]| {
+        run(bin()
+            .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+            .args([&iris("iris_test.csv"), "--label-column", "label"])
+            .args([
+                "--max-steps",
+                "1",
+                "--optimizer",
+                "sgd",
+                "--learning-rate",
+                "0",
+            ])
+            .args(["--warm-start-from", source.to_str().unwrap(), "--model-dir"])
+            .arg(dir.path().join(name))
+            .args(["--json"])
+            .args(extra))
+    };
+    // Every variable, then one step that changes nothing: the source's accuracy.
+    let all = warm("all", &[]);
+    assert!(all.status.success(), "{}", stderr(&all));
+    assert!(
+        stderr(&all).contains("warm-started 6 variable(s)"),
+        "{}",
+        stderr(&all)
+    );
+    assert_eq!(last_json(&all)["accuracy"], accuracy);
+    // The hidden layers only: the logits layer stays fresh.
+    let hidden = warm("hidden", &["--warm-start-vars", "hidden"]);
+    assert!(hidden.status.success(), "{}", stderr(&hidden));
+    assert!(
+        stderr(&hidden).contains("warm-started 4 variable(s)"),
+        "{}",
+        stderr(&hidden)
+    );
+    // Another architecture: a one-line error naming the variable and both shapes.
+    let other = warm("other", &["--hidden-units", "32,64"]);
+    assert_user_error(
+        other,
+        "variable 'hidden.0.bias' has shape [128], the model's 'hidden.0.bias' [32]",
+    );
+}
+
 /// Runs a failing command: exit code 1..=127, one line on stderr naming `needle`.
 fn assert_user_error(output: Output, needle: &str) {
     let code = output.status.code().expect("exited, not killed");

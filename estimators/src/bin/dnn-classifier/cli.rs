@@ -162,6 +162,16 @@ pub struct TrainArgs {
     /// feature.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
+    /// Initialise the model from another run before the first step (TF's warm start): a
+    /// model directory (its latest checkpoint) or a checkpoint file. Only when MODEL_DIR has
+    /// no checkpoint yet; optimizer state is not carried over.
+    #[arg(long, value_name = "DIR|FILE")]
+    pub warm_start_from: Option<PathBuf>,
+    /// With --warm-start-from: only the variables whose name matches this regular
+    /// expression from its start (default: every trainable variable), e.g. 'hidden' to
+    /// leave the logits layer fresh.
+    #[arg(long, value_name = "REGEX", requires = "warm_start_from")]
+    pub warm_start_vars: Option<String>,
     /// Train N replicas in this process, each on its own batch, averaging their gradients
     /// (TF's MirroredStrategy; on CUDA replica i uses device cuda:i from --device's on);
     /// `all`: one replica per visible GPU (one on the CPU). Not with TF_CONFIG.

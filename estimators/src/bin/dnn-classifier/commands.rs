@@ -13,7 +13,7 @@ use estimator::serve_parameters;
 use estimator::write_json_atomic;
 use estimator::{
     train_and_evaluate, DeviceSpec, Distribution, Estimator, EstimatorExt, EvalSpec, Exporter,
-    OptimizerSpec, Predictor, RunConfig, TrainSpec,
+    OptimizerSpec, Predictor, RunConfig, TrainSpec, VarsToWarmStart, WarmStartSettings,
 };
 use estimators::feature_column::{
     categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
@@ -213,6 +213,13 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         .with_cluster(cluster.clone());
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
+    }
+    if let Some(from) = &args.warm_start_from {
+        let mut settings = WarmStartSettings::new(from);
+        if let Some(regex) = &args.warm_start_vars {
+            settings = settings.with_vars(VarsToWarmStart::Regex(regex.clone()));
+        }
+        run_config = run_config.with_warm_start_from(settings);
     }
     // Replicas in this process, each on its own batch of every step.
     let mut in_process = 1;

@@ -1,0 +1,196 @@
+//! Warm start (TF's `WarmStartSettings`): a new model's variables initialised from another
+//! run's checkpoint, before its first step.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use burn::module::Module;
+use burn::tensor::backend::Backend;
+use serde::{Deserialize, Serialize};
+
+use super::contents::MODEL_SECTION;
+use super::{Checkpoint, CheckpointManager};
+use crate::error::{Error, Result};
+use crate::state::{load_values, parameter_values, untrained_values};
+
+/// Which variables a warm start initialises.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum VarsToWarmStart {
+    /// Every trainable variable (TF's default `".*"`).
+    #[default]
+    All,
+    /// The trainable variables whose name matches this regular expression from its start
+    /// (as TF's `re.match`), e.g. `"hidden"` or `".*weight"`.
+    Regex(String),
+    /// These variables, by name.
+    List(Vec<String>),
+}
+
+/// Where a warm start reads and what it takes (TF's `tf.estimator.WarmStartSettings`).
+///
+/// Applied by the chief when training starts in a model directory with no checkpoint of its
+/// own (a restart resumes from its own checkpoints instead); every other task then gets the
+/// values as it gets the chief's (broadcast, or from the ps tasks). Optimizer slots are not
+/// carried over, as in TF.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarmStartSettings {
+    /// A checkpoint file, or a model directory (its latest checkpoint).
+    pub ckpt_to_initialize_from: PathBuf,
+    /// Which variables to initialise.
+    #[serde(default)]
+    pub vars_to_warm_start: VarsToWarmStart,
+    /// A variable's name in the checkpoint when it differs from the model's:
+    /// model name → checkpoint name.
+    #[serde(default)]
+    pub var_name_to_prev_var_name: BTreeMap<String, String>,
+}
+
+impl WarmStartSettings {
+    /// Every trainable variable from `ckpt_to_initialize_from` (a file or a model dir).
+    pub fn new(ckpt_to_initialize_from: impl Into<PathBuf>) -> Self {
+        Self {
+            ckpt_to_initialize_from: ckpt_to_initialize_from.into(),
+            vars_to_warm_start: VarsToWarmStart::All,
+            var_name_to_prev_var_name: BTreeMap::new(),
+        }
+    }
+
+    /// Only the variables `vars` selects.
+    pub fn with_vars(mut self, vars: VarsToWarmStart) -> Self {
+        self.vars_to_warm_start = vars;
+        self
+    }
+
+    /// Reads the model's variable `name` from the checkpoint's `prev_name`.
+    pub fn with_prev_var_name(
+        mut self,
+        name: impl Into<String>,
+        prev_name: impl Into<String>,
+    ) -> Self {
+        self.var_name_to_prev_var_name
+            .insert(name.into(), prev_name.into());
+        self
+    }
+
+    /// `model` with the selected variables set from the checkpoint; errors name the
+    /// checkpoint and the variable (missing, or of another shape, with both shapes).
+    pub fn apply<B: Backend, M: Module<B>>(&self, model: M) -> Result<M> {
+        let (path, checkpoint) = self.source()?;
+        let weights = checkpoint
+            .section(MODEL_SECTION)
+            .ok_or_else(|| Error::checkpoint(&path, "has no 'model' section"))?;
+        let stored = safetensors::SafeTensors::deserialize(weights).map_err(|e| {
+            Error::checkpoint(&path, format!("weights are not valid safetensors: {e}"))
+        })?;
+        let untrained = untrained_values(&model);
+        let selected = self.selected(
+            parameter_values(&model)
+                .into_iter()
+                .filter(|(name, _)| !untrained.contains_key(name)),
+        )?;
+        if selected.is_empty() {
+            return Err(Error::Config(format!(
+                "warm start from {}: {:?} selects no trainable variable of the model",
+                path.display(),
+                self.vars_to_warm_start
+            )));
+        }
+        let mut values = BTreeMap::new();
+        for (name, shape) in selected {
+            let prev = self
+                .var_name_to_prev_var_name
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| name.clone());
+            let tensor = stored.tensor(&prev).map_err(|_| {
+                Error::checkpoint(
+                    &path,
+                    format!(
+                        "warm start: variable '{prev}' (for the model's '{name}') is not in it"
+                    ),
+                )
+            })?;
+            if tensor.shape() != shape.as_slice() {
+                return Err(Error::checkpoint(
+                    &path,
+                    format!(
+                        "warm start: variable '{prev}' has shape {:?}, the model's '{name}' {:?}",
+                        tensor.shape(),
+                        shape
+                    ),
+                ));
+            }
+            if tensor.dtype() != safetensors::Dtype::F32 {
+                return Err(Error::checkpoint(
+                    &path,
+                    format!(
+                        "warm start: variable '{prev}' is {:?}, not F32",
+                        tensor.dtype()
+                    ),
+                ));
+            }
+            let floats = tensor
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            values.insert(name, floats);
+        }
+        let count = values.len();
+        let model = load_values(model, &mut values)?;
+        tracing::info!(
+            "warm-started {count} variable(s) from {} (global_step {})",
+            path.display(),
+            checkpoint.global_step
+        );
+        Ok(model)
+    }
+
+    /// The checkpoint to read: the file, or the latest checkpoint of the model directory.
+    fn source(&self) -> Result<(PathBuf, Checkpoint)> {
+        let from = &self.ckpt_to_initialize_from;
+        if from.is_dir() {
+            return CheckpointManager::new(from, None).latest()?.ok_or_else(|| {
+                Error::Config(format!(
+                    "warm start: {} holds no checkpoint",
+                    from.display()
+                ))
+            });
+        }
+        let dir = from.parent().unwrap_or(Path::new("."));
+        let checkpoint = CheckpointManager::new(dir, None).load(from)?;
+        Ok((from.clone(), checkpoint))
+    }
+
+    /// The variables (name, shape) of `trainable` the settings select.
+    fn selected(
+        &self,
+        trainable: impl Iterator<Item = (String, (Vec<usize>, Vec<f32>))>,
+    ) -> Result<Vec<(String, Vec<usize>)>> {
+        let all: Vec<(String, Vec<usize>)> = trainable.map(|(n, (shape, _))| (n, shape)).collect();
+        Ok(match &self.vars_to_warm_start {
+            VarsToWarmStart::All => all,
+            VarsToWarmStart::Regex(pattern) => {
+                let regex = regex::Regex::new(&format!("^(?:{pattern})")).map_err(|e| {
+                    Error::Config(format!("warm start: vars_to_warm_start '{pattern}': {e}"))
+                })?;
+                all.into_iter().filter(|(n, _)| regex.is_match(n)).collect()
+            }
+            VarsToWarmStart::List(names) => {
+                if let Some(unknown) = names.iter().find(|n| !all.iter().any(|(a, _)| a == *n)) {
+                    let known: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+                    return Err(Error::Config(format!(
+                        "warm start: '{unknown}' is not a trainable variable of the model \
+                         ({})",
+                        known.join(", ")
+                    )));
+                }
+                all.into_iter().filter(|(n, _)| names.contains(n)).collect()
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

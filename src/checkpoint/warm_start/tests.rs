@@ -1,0 +1,154 @@
+//! Warm start against real checkpoint files: all variables, a regex, a list, a rename, and
+//! the errors that name the variable.
+
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::optim::SgdConfig;
+use burn::tensor::backend::Backend;
+
+use super::*;
+use crate::checkpoint::contents;
+use crate::device::CpuTrainBackend as Train;
+use crate::optimizer::Optimizer;
+use crate::state::parameter_values;
+
+#[derive(Module, Debug)]
+struct Two<B: Backend> {
+    hidden: Linear<B>,
+    logits: Linear<B>,
+}
+
+fn two(seed: u64, inputs: usize) -> Two<Train> {
+    Train::seed(&Default::default(), seed);
+    let device = Default::default();
+    let model = Two {
+        hidden: LinearConfig::new(inputs, 3).init(&device),
+        logits: LinearConfig::new(3, 3).init(&device),
+    };
+    // Burn initialises parameters when first read: read them now, so that clones share
+    // these values.
+    parameter_values(&model);
+    model
+}
+
+/// `model` saved as the checkpoint of step `step` in `dir`.
+fn save(model: &Two<Train>, dir: &Path, step: u64) -> PathBuf {
+    let optimizer = Optimizer::<Train, _>::new(SgdConfig::new().build());
+    let checkpoint = contents::snapshot(model, &optimizer, "sgd", step, None).unwrap();
+    CheckpointManager::new(dir, None).save(&checkpoint).unwrap()
+}
+
+fn values(model: &Two<Train>, name: &str) -> Vec<f32> {
+    parameter_values(model).remove(name).unwrap().1
+}
+
+#[test]
+fn every_trainable_variable_comes_from_the_latest_checkpoint_of_a_model_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    save(&two(1, 2), dir.path(), 10);
+    let trained = two(2, 2);
+    save(&trained, dir.path(), 20);
+    let fresh = two(3, 2);
+    let started = WarmStartSettings::new(dir.path()).apply(fresh).unwrap();
+    assert_eq!(parameter_values(&started), parameter_values(&trained));
+}
+
+#[test]
+fn a_regex_or_a_list_selects_variables_and_the_rest_stay_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let trained = two(2, 2);
+    let file = save(&trained, dir.path(), 5);
+    let fresh = two(3, 2);
+    let hidden_only = WarmStartSettings::new(&file)
+        .with_vars(VarsToWarmStart::Regex("hidden".into()))
+        .apply(fresh.clone())
+        .unwrap();
+    assert_eq!(
+        values(&hidden_only, "hidden.weight"),
+        values(&trained, "hidden.weight")
+    );
+    assert_eq!(
+        values(&hidden_only, "hidden.bias"),
+        values(&trained, "hidden.bias")
+    );
+    assert_eq!(
+        values(&hidden_only, "logits.weight"),
+        values(&fresh, "logits.weight")
+    );
+    assert_ne!(
+        values(&fresh, "logits.weight"),
+        values(&trained, "logits.weight")
+    );
+
+    let listed = WarmStartSettings::new(&file)
+        .with_vars(VarsToWarmStart::List(vec!["logits.bias".into()]))
+        .apply(fresh.clone())
+        .unwrap();
+    assert_eq!(
+        values(&listed, "logits.bias"),
+        values(&trained, "logits.bias")
+    );
+    assert_eq!(
+        values(&listed, "hidden.bias"),
+        values(&fresh, "hidden.bias")
+    );
+}
+
+#[test]
+fn a_rename_reads_another_variable_of_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let trained = two(2, 3);
+    let file = save(&trained, dir.path(), 5);
+    // The model's hidden layer [3, 3] from the checkpoint's logits layer [3, 3].
+    let started = WarmStartSettings::new(&file)
+        .with_vars(VarsToWarmStart::Regex("hidden".into()))
+        .with_prev_var_name("hidden.weight", "logits.weight")
+        .with_prev_var_name("hidden.bias", "logits.bias")
+        .apply(two(3, 3))
+        .unwrap();
+    assert_eq!(
+        values(&started, "hidden.weight"),
+        values(&trained, "logits.weight")
+    );
+    assert_eq!(
+        values(&started, "hidden.bias"),
+        values(&trained, "logits.bias")
+    );
+}
+
+#[test]
+fn errors_name_the_variable_and_both_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = save(&two(2, 2), dir.path(), 5);
+    let err = WarmStartSettings::new(&file)
+        .apply(two(3, 4))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "variable 'hidden.weight' has shape [2, 3], the model's 'hidden.weight' [4, 3]"
+        ),
+        "{err}"
+    );
+    let err = WarmStartSettings::new(&file)
+        .with_prev_var_name("logits.bias", "output.bias")
+        .apply(two(3, 2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("variable 'output.bias' (for the model's 'logits.bias') is not in it"),
+        "{err}"
+    );
+    let err = WarmStartSettings::new(&file)
+        .with_vars(VarsToWarmStart::Regex("embedding".into()))
+        .apply(two(3, 2))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("selects no trainable variable"), "{err}");
+    let empty = tempfile::tempdir().unwrap();
+    let err = WarmStartSettings::new(empty.path())
+        .apply(two(3, 2))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("holds no checkpoint"), "{err}");
+}
