@@ -4,11 +4,13 @@
 mod apply;
 mod build;
 mod gradients;
+mod schedule;
 mod spec;
 mod state_error;
 
 pub use apply::Optimizer;
 pub use build::{build_optimizer, WithOptimizer};
 pub use gradients::{extract_gradients, gradient_values, param_paths};
+pub use schedule::{Decay, Schedule};
 pub use spec::OptimizerSpec;
 pub use state_error::OptimizerStateError;

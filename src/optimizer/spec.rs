@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Schedule;
+
 /// The optimizer an estimator trains with, and its hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -16,6 +18,9 @@ pub enum OptimizerSpec {
         beta_2: f32,
         /// Numerical-stability term.
         epsilon: f32,
+        /// How the rate changes with the global step (constant by default).
+        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
+        schedule: Schedule,
     },
     /// Adagrad (TF's default for DNN estimators).
     Adagrad {
@@ -23,6 +28,9 @@ pub enum OptimizerSpec {
         learning_rate: f64,
         /// Numerical-stability term.
         epsilon: f32,
+        /// How the rate changes with the global step (constant by default).
+        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
+        schedule: Schedule,
     },
     /// Plain stochastic gradient descent, optionally with momentum.
     Sgd {
@@ -30,6 +38,9 @@ pub enum OptimizerSpec {
         learning_rate: f64,
         /// Momentum factor; 0 disables momentum.
         momentum: f64,
+        /// How the rate changes with the global step (constant by default).
+        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
+        schedule: Schedule,
     },
 }
 
@@ -41,6 +52,7 @@ impl OptimizerSpec {
             beta_1: 0.9,
             beta_2: 0.999,
             epsilon: 1e-7,
+            schedule: Schedule::default(),
         }
     }
 
@@ -49,6 +61,7 @@ impl OptimizerSpec {
         OptimizerSpec::Adagrad {
             learning_rate,
             epsilon: 1e-7,
+            schedule: Schedule::default(),
         }
     }
 
@@ -57,6 +70,7 @@ impl OptimizerSpec {
         OptimizerSpec::Sgd {
             learning_rate,
             momentum: 0.0,
+            schedule: Schedule::default(),
         }
     }
 
@@ -67,6 +81,25 @@ impl OptimizerSpec {
             | OptimizerSpec::Adagrad { learning_rate, .. }
             | OptimizerSpec::Sgd { learning_rate, .. } => *learning_rate,
         }
+    }
+
+    /// How the learning rate changes with the global step.
+    pub fn schedule(&self) -> &Schedule {
+        match self {
+            OptimizerSpec::Adam { schedule, .. }
+            | OptimizerSpec::Adagrad { schedule, .. }
+            | OptimizerSpec::Sgd { schedule, .. } => schedule,
+        }
+    }
+
+    /// The same optimizer with its learning rate following `schedule`.
+    pub fn with_schedule(mut self, new: Schedule) -> Self {
+        match &mut self {
+            OptimizerSpec::Adam { schedule, .. }
+            | OptimizerSpec::Adagrad { schedule, .. }
+            | OptimizerSpec::Sgd { schedule, .. } => *schedule = new,
+        }
+        self
     }
 
     /// Short name used in checkpoints, so a checkpoint is never restored into another kind.

@@ -99,8 +99,12 @@ impl<'l> Chief<'l> {
         }
         if self.summarises(done.previous_step, step) {
             self.writer.scalar("loss", done.loss, step);
-            self.writer
-                .scalar("learning_rate", state.learning_rate, step);
+            // The rate of the update that made this step.
+            self.writer.scalar(
+                "learning_rate",
+                state.learning_rate_at(step.saturating_sub(1)),
+                step,
+            );
             sync.write_summaries(&mut self.writer, step);
             self.write_histograms(&state.model, step);
         }

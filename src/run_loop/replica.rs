@@ -92,6 +92,8 @@ impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + Send> WithO
             optimizer: Optimizer::new(optim),
             optimizer_kind: kind.kind(),
             learning_rate: kind.learning_rate(),
+            schedule: kind.schedule().clone(),
+            sync_replicas: self.peers.sync_replicas(),
             global_step: 0,
             device,
         };

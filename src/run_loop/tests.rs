@@ -255,6 +255,8 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
         model: estimator.build_model::<B>(&device),
         optimizer: Optimizer::new(SgdConfig::new().build()),
         optimizer_kind: "sgd",
+        schedule: Default::default(),
+        sync_replicas: 1,
         learning_rate: 0.01,
         global_step: 0,
         device,

@@ -9,7 +9,7 @@ use datasets::Position;
 
 use crate::checkpoint::{contents, Checkpoint, WarmStartSettings};
 use crate::error::Result;
-use crate::optimizer::Optimizer;
+use crate::optimizer::{Optimizer, Schedule};
 use crate::state::weights_to_safetensors;
 
 /// The training state of one replica. Operations that replace the model take the state by
@@ -24,7 +24,12 @@ where
     pub optimizer: Optimizer<B, O>,
     /// The optimizer's name, recorded in checkpoints.
     pub optimizer_kind: &'static str,
+    /// The optimizer's rate, before the schedule.
     pub learning_rate: f64,
+    /// How the rate changes with the global step.
+    pub schedule: Schedule,
+    /// Replicas whose gradients each update averages (for the schedule's scaling).
+    pub sync_replicas: usize,
     pub global_step: u64,
     pub device: B::Device,
 }
@@ -37,9 +42,21 @@ where
 {
     /// Applies `grads` with the optimizer: one more global step.
     pub fn apply(mut self, grads: GradientsParams) -> Self {
-        self.model = self.optimizer.step(self.learning_rate, self.model, grads);
+        let rate = self.current_learning_rate();
+        self.model = self.optimizer.step(rate, self.model, grads);
         self.global_step += 1;
         self
+    }
+
+    /// The rate the next update uses: the schedule's at this global step.
+    pub fn current_learning_rate(&self) -> f64 {
+        self.learning_rate_at(self.global_step)
+    }
+
+    /// The rate of the update that starts from global step `step`.
+    pub fn learning_rate_at(&self, step: u64) -> f64 {
+        self.schedule
+            .rate(self.learning_rate, step, self.sync_replicas)
     }
 
     /// This state as a checkpoint, with the input's `position`.

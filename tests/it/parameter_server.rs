@@ -11,6 +11,7 @@ use estimator::distribute::ps::{
     serve, variable_optimizer, Placement, PsClientConfig, PsMode, PsReplica, PsServerConfig,
 };
 use estimator::distribute::Strategy;
+use estimator::optimizer::{Decay, Schedule};
 use estimator::summary::{event_files, read_event_file};
 use estimator::{EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec};
 
@@ -115,10 +116,20 @@ fn placement(model_dir: &Path) -> Placement {
 
 #[test]
 fn sync_ps_with_one_worker_equals_one_process() {
+    // The ps tasks apply the schedule at their global step, as one process does.
+    let scheduled = OptimizerSpec::sgd(0.1).with_schedule(
+        Schedule::decay(Decay::ExponentialDecay {
+            decay_steps: 10,
+            decay_rate: 0.5,
+            staircase: false,
+        })
+        .with_warmup_steps(5),
+    );
     for optimizer in [
         OptimizerSpec::adam(0.01),
         OptimizerSpec::adagrad(0.1),
         OptimizerSpec::sgd(0.1),
+        scheduled,
     ] {
         let dir = tempfile::tempdir().unwrap();
         let ps = PsTasks::start(2, &optimizer);

@@ -1,10 +1,11 @@
 //! Train / evaluate / predict / export through the provided methods.
 
-use estimator::checkpoint::CheckpointIndex;
+use estimator::checkpoint::{CheckpointIndex, CheckpointManager};
 use estimator::hooks::Control;
 use estimator::hooks::{Emit, Hook, RunEnd, StepInfo};
+use estimator::optimizer::{Decay, Schedule};
 use estimator::summary::{event_files, read_event_file};
-use estimator::{Error, EstimatorExt, Predictor, TrainSpec};
+use estimator::{Error, EstimatorExt, OptimizerSpec, Predictor, TrainSpec};
 
 use crate::support::{eval_input, train_input, TinyClassifier};
 
@@ -129,6 +130,51 @@ fn summaries_hold_the_logged_loss_and_eval_metrics() {
     let accuracy = eval.iter().find(|(t, _, _)| t == "accuracy").unwrap();
     assert_eq!(accuracy.1, 40);
     assert!((accuracy.2 - metrics["accuracy"]).abs() < 1e-6);
+}
+
+#[test]
+fn a_schedule_sets_each_step_s_rate_and_the_summary_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut est = TinyClassifier::new(dir.path());
+    est.dropout = 0.0;
+    // Steps 1-5 (updates from global steps 0-4) at 0.5, then a rate of 0: training stops
+    // moving the weights after step 5.
+    est.optimizer =
+        OptimizerSpec::sgd(0.5).with_schedule(Schedule::decay(Decay::PiecewiseConstant {
+            boundaries: vec![4],
+            values: vec![0.5, 0.0],
+        }));
+    est.run_config = est
+        .run_config
+        .with_save_summary_steps(1)
+        .with_save_checkpoints_steps(5);
+    est.train(train_input, TrainSpec::max_steps(10)).unwrap();
+    let events = read_event_file(&event_files(dir.path()).unwrap()[0]).unwrap();
+    let rates: Vec<(u64, f64)> = scalars_of(&events)
+        .into_iter()
+        .filter(|(t, _, _)| t == "learning_rate")
+        .map(|(_, step, value)| (step, value))
+        .collect();
+    assert_eq!(
+        rates,
+        (1..=10)
+            .map(|s| (s, if s <= 5 { 0.5 } else { 0.0 }))
+            .collect::<Vec<_>>()
+    );
+    let manager = CheckpointManager::new(dir.path(), None);
+    let model = |step| {
+        manager
+            .load_step(step)
+            .unwrap()
+            .section("model")
+            .unwrap()
+            .to_vec()
+    };
+    assert_eq!(
+        model(5),
+        model(10),
+        "rate 0 after step 5 leaves the weights"
+    );
 }
 
 fn scalars_of(events: &[estimator::summary::Event]) -> Vec<(String, u64, f64)> {

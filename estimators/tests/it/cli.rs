@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use estimator::summary::{EventKind, Value};
+
 fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dnn-classifier"));
     cmd.env_remove("TF_CONFIG");
@@ -259,6 +261,53 @@ fn warm_start_carries_the_trained_weights_or_the_selected_ones() {
         other,
         "variable 'hidden.0.bias' has shape [128], the model's 'hidden.0.bias' [32]",
     );
+}
+
+#[test]
+fn a_learning_rate_schedule_with_warm_up_trains_and_is_summarised() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(bin()
+        .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+        .args([
+            &iris("iris_test.csv"),
+            "--label-column",
+            "label",
+            "--max-steps",
+            "300",
+        ])
+        .args([
+            "--optimizer",
+            "adam",
+            "--learning-rate",
+            "0.01",
+            "--warmup-steps",
+            "30",
+        ])
+        .args(["--learning-rate-schedule", "cosine_decay:decay_steps=270"])
+        .args(["--model-dir", dir.path().to_str().unwrap(), "--json"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(last_json(&output)["accuracy"].as_f64().unwrap() >= 0.90);
+    let events = estimator::summary::event_files(dir.path()).unwrap();
+    let events = estimator::summary::read_event_file(&events[0]).unwrap();
+    let mut rates: Vec<(u64, f64)> = Vec::new();
+    for event in &events {
+        if let EventKind::Summary(values) = &event.what {
+            for v in values.iter().filter(|v| v.tag == "learning_rate") {
+                if let Value::Simple(x) = v.value {
+                    rates.push((event.step as u64, x as f64));
+                }
+            }
+        }
+    }
+    // Step 1 came from the warm-up's first step (1/30 of the rate); step 100 from the
+    // cosine's step 69 (update 99 − 30 warm-up steps); step 300 nearly its floor.
+    let at = |step| rates.iter().find(|(s, _)| *s == step).unwrap().1;
+    assert!((at(1) - 0.01 / 30.0).abs() < 1e-6, "{rates:?}");
+    assert!(
+        (at(100) - 0.01 * 0.5 * (1.0 + (std::f64::consts::PI * 69.0 / 270.0).cos())).abs() < 1e-6,
+        "{rates:?}"
+    );
+    assert!(at(300) < 1e-5, "{rates:?}");
 }
 
 /// Runs a failing command: exit code 1..=127, one line on stderr naming `needle`.

@@ -35,6 +35,7 @@ pub(super) fn init_requests(
             replicas_to_aggregate: replicas_to_aggregate as u32,
             max_staleness: None,
             generation: 7,
+            learning_rate_schedule: String::new(),
         })
         .collect();
     requests[placement.ps_of("a").unwrap()]

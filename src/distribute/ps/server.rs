@@ -143,6 +143,7 @@ fn status(error: ShardError) -> Status {
         ShardError::OptimizerMismatch { .. }
         | ShardError::Optimizer(_)
         | ShardError::Ragged(_)
+        | ShardError::BadSchedule(_)
         | ShardError::UnknownVariable { .. }
         | ShardError::WrongSize { .. }
         | ShardError::StepAhead { .. } => Status::invalid_argument(message),

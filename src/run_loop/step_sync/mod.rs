@@ -38,6 +38,20 @@ pub(crate) enum Peers {
     ParameterServers(PsReplica, PsMode),
 }
 
+impl Peers {
+    /// Replicas whose gradients each update averages: the ring's size, the gradients a
+    /// synchronous ps update aggregates, 1 otherwise.
+    pub(crate) fn sync_replicas(&self) -> usize {
+        match self {
+            Peers::Alone => 1,
+            Peers::Ring(replica) => replica.world_size(),
+            Peers::ParameterServers(replica, mode) => {
+                mode.replicas_to_aggregate(replica.world_size()).max(1)
+            }
+        }
+    }
+}
+
 /// The [`StepSync`] of a replica training with `peers`; `manager` is the chief's
 /// checkpoint directory.
 pub(crate) fn step_sync<B, M, O>(

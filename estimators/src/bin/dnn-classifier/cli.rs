@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use estimator::optimizer::{Decay, Schedule};
 use estimator::{DeviceSpec, Distribution};
 
 /// Train, evaluate, predict with and export a DNN classifier on CSV data.
@@ -54,6 +55,38 @@ pub enum OptimizerName {
     Adagrad,
     /// Plain SGD.
     Sgd,
+}
+
+/// Parses a `--learning-rate-schedule` value: `KIND:key=value,…` (lists with `/`).
+pub fn parse_decay(text: &str) -> Result<Decay, String> {
+    let (kind, params) = text.split_once(':').unwrap_or((text, ""));
+    let mut object = serde_json::Map::new();
+    object.insert("kind".into(), serde_json::Value::from(kind));
+    for pair in params.split(',').filter(|p| !p.is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("'{pair}' is not key=value"))?;
+        let scalar = |v: &str| -> Result<serde_json::Value, String> {
+            match v {
+                "true" | "false" => Ok(serde_json::Value::from(v == "true")),
+                _ => serde_json::from_str::<serde_json::Number>(v)
+                    .map(serde_json::Value::Number)
+                    .map_err(|_| format!("{key}: '{v}' is not a number")),
+            }
+        };
+        let value = if value.contains('/') || matches!(key, "boundaries" | "values") {
+            serde_json::Value::Array(value.split('/').map(scalar).collect::<Result<_, _>>()?)
+        } else {
+            scalar(value)?
+        };
+        object.insert(key.to_string(), value);
+    }
+    let decay: Decay = serde_json::from_value(serde_json::Value::Object(object))
+        .map_err(|e| format!("{kind}: {e}"))?;
+    Schedule::decay(decay.clone())
+        .validate()
+        .map_err(|e| e.to_string())?;
+    Ok(decay)
 }
 
 /// Parses a `--mirrored` value: a number of replicas (at least 1) or `all`.
@@ -162,6 +195,21 @@ pub struct TrainArgs {
     /// feature.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
+    /// How the learning rate changes with the global step (TF's schedules), as
+    /// KIND:key=value,…; lists separated by '/'. KIND: exponential_decay (decay_steps,
+    /// decay_rate, staircase), piecewise_constant (boundaries, values), polynomial_decay
+    /// (decay_steps, end_learning_rate, power, cycle), cosine_decay (decay_steps, alpha),
+    /// cosine_decay_restarts (first_decay_steps, t_mul, m_mul, alpha). Example:
+    /// --learning-rate-schedule exponential_decay:decay_steps=1000,decay_rate=0.96
+    #[arg(long, value_name = "KIND:KEY=VALUE,...", value_parser = parse_decay)]
+    pub learning_rate_schedule: Option<Decay>,
+    /// Raise the learning rate linearly over the first N steps; the schedule starts after.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup_steps: u64,
+    /// Multiply the learning rate by the number of replicas averaged per update (Horovod's
+    /// recipe for a larger global batch).
+    #[arg(long)]
+    pub scale_learning_rate_by_replicas: bool,
     /// Initialise the model from another run before the first step (TF's warm start): a
     /// model directory (its latest checkpoint) or a checkpoint file. Only when MODEL_DIR has
     /// no checkpoint yet; optimizer state is not carried over.
@@ -299,6 +347,54 @@ mod tests {
         ] {
             let error = parse_device(bad).unwrap_err();
             assert!(error.starts_with(reason), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn schedule_values() {
+        assert_eq!(
+            parse_decay("exponential_decay:decay_steps=1000,decay_rate=0.96,staircase=true"),
+            Ok(Decay::ExponentialDecay {
+                decay_steps: 1000,
+                decay_rate: 0.96,
+                staircase: true
+            })
+        );
+        assert_eq!(
+            parse_decay("piecewise_constant:boundaries=100/200,values=0.1/0.01/0.001"),
+            Ok(Decay::PiecewiseConstant {
+                boundaries: vec![100, 200],
+                values: vec![0.1, 0.01, 0.001]
+            })
+        );
+        assert_eq!(
+            parse_decay("cosine_decay:decay_steps=10"),
+            Ok(Decay::CosineDecay {
+                decay_steps: 10,
+                alpha: 0.0
+            })
+        );
+        for (bad, reason) in [
+            (
+                "exponential_decay:decay_rate=0.5",
+                "missing field `decay_steps`",
+            ),
+            (
+                "cosine_decay:decay_steps=10,alhpa=1",
+                "unknown field `alhpa`",
+            ),
+            ("sawtooth", "unknown variant `sawtooth`"),
+            (
+                "cosine_decay:decay_steps=ten",
+                "decay_steps: 'ten' is not a number",
+            ),
+            (
+                "piecewise_constant:boundaries=5,values=1",
+                "one more value than boundaries",
+            ),
+        ] {
+            let error = parse_decay(bad).unwrap_err();
+            assert!(error.contains(reason), "{bad}: {error}");
         }
     }
 

@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
 use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
 use estimator::distribute::ps::PsMode;
+use estimator::optimizer::Schedule;
 use estimator::serve_parameters;
 use estimator::write_json_atomic;
 use estimator::{
@@ -82,6 +83,13 @@ fn optimizer(name: OptimizerName, learning_rate: Option<f64>) -> OptimizerSpec {
     }
 }
 
+/// The learning-rate schedule the flags describe (constant without them).
+fn schedule(args: &TrainArgs) -> Schedule {
+    Schedule::decay(args.learning_rate_schedule.clone().unwrap_or_default())
+        .with_warmup_steps(args.warmup_steps)
+        .with_scale_by_sync_replicas(args.scale_learning_rate_by_replicas)
+}
+
 /// One feature column per input column: numbers (standardised unless `normalize` is off),
 /// categories as one-hot indicators over the values seen in training.
 fn feature_columns(schema: &Schema, facts: &TrainingFacts, normalize: bool) -> Vec<FeatureColumn> {
@@ -140,7 +148,7 @@ fn build_classifier(args: &TrainArgs, run_config: RunConfig) -> Result<(DnnClass
         args.hidden_units.clone(),
         n_classes,
     )?
-    .with_optimizer(optimizer(args.optimizer, args.learning_rate))
+    .with_optimizer(optimizer(args.optimizer, args.learning_rate).with_schedule(schedule(args)))
     .with_batch_norm(args.batch_norm);
     if let Some(p) = args.dropout {
         classifier = classifier.with_dropout(p)?;

@@ -34,6 +34,9 @@ pub enum ShardError {
     /// A request's values are not whole `f32`s.
     #[error(transparent)]
     Ragged(#[from] RaggedValues),
+    /// The chief's learning-rate schedule cannot be read (another version?).
+    #[error("the chief's learning-rate schedule cannot be read: {0}")]
+    BadSchedule(String),
     /// A training task sent values for a variable held elsewhere.
     #[error("gradient for {path}, which this ps does not hold (from worker {worker})")]
     UnknownVariable {

@@ -4,6 +4,7 @@
 //! returns [`Progress::Waiting`] with what to poll again once the state changed
 //! ([`ShardMachine::changes`]) or its deadline passed.
 
+use crate::optimizer::Schedule;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,7 @@ pub struct ShardMachine {
     pub(super) variables: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
     pub(super) optimizer: Box<dyn VariableOptimizer>,
     pub(super) learning_rate: f64,
+    pub(super) schedule: Schedule,
     pub(super) step: u64,
     pub(super) last_step: u64,
     pub(super) workers: usize,
@@ -95,6 +97,7 @@ impl ShardMachine {
             variables: BTreeMap::new(),
             optimizer,
             learning_rate: 0.0,
+            schedule: Schedule::default(),
             step: 0,
             last_step: u64::MAX,
             workers: 1,
@@ -158,6 +161,7 @@ impl ShardMachine {
         self.optimizer.load_state_bytes(&init.optimizer_state)?;
         self.variables = init.variables;
         self.learning_rate = init.learning_rate;
+        self.schedule = init.schedule;
         self.step = init.global_step;
         self.last_step = init.last_step;
         self.workers = init.workers.max(1);

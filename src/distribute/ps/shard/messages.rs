@@ -8,6 +8,8 @@ use super::super::proto::{
     self, InitRequest, PullReply, PushOutcome, PushReply, PushRequest, SnapshotReply,
 };
 use super::super::wire::{self, RaggedValues};
+use super::ShardError;
+use crate::optimizer::Schedule;
 
 /// What the chief sends to (re)initialise a shard.
 pub struct ShardInit {
@@ -17,8 +19,10 @@ pub struct ShardInit {
     pub optimizer_state: Vec<u8>,
     /// The optimizer kind the chief trains with.
     pub optimizer: String,
-    /// Learning rate of every update.
+    /// The optimizer's learning rate, before the schedule.
     pub learning_rate: f64,
+    /// How the rate changes with the global step.
+    pub schedule: Schedule,
     /// Step to continue from.
     pub global_step: u64,
     /// Updates stop at this step.
@@ -34,9 +38,14 @@ pub struct ShardInit {
 }
 
 impl TryFrom<InitRequest> for ShardInit {
-    type Error = RaggedValues;
+    type Error = ShardError;
 
-    fn try_from(r: InitRequest) -> Result<Self, RaggedValues> {
+    fn try_from(r: InitRequest) -> Result<Self, ShardError> {
+        let schedule = match r.learning_rate_schedule.as_str() {
+            "" => Schedule::default(),
+            json => serde_json::from_str(json)
+                .map_err(|e| ShardError::BadSchedule(format!("{e}: {json}")))?,
+        };
         let mut variables = BTreeMap::new();
         for v in r.variables {
             let shape = wire::shape(&v);
@@ -48,6 +57,7 @@ impl TryFrom<InitRequest> for ShardInit {
             optimizer_state: r.optimizer_state,
             optimizer: r.optimizer,
             learning_rate: r.learning_rate,
+            schedule,
             global_step: r.global_step,
             last_step: r.last_step,
             workers: r.workers as usize,

@@ -217,6 +217,12 @@ impl ShardMachine {
         gradients: Vec<(String, Vec<f32>)>,
         count: usize,
     ) -> Result<(), ShardError> {
+        // The rate of the update that makes the next step, as on a training task.
+        let rate = self.schedule.rate(
+            self.learning_rate,
+            self.step,
+            self.replicas_to_aggregate.max(1),
+        );
         for (path, mut grad) in gradients {
             if count > 1 {
                 let scale = count as f32;
@@ -226,8 +232,7 @@ impl ShardMachine {
                 .variables
                 .get_mut(&path)
                 .expect("gradients are checked against the variables");
-            self.optimizer
-                .apply(self.learning_rate, &path, shape, values, grad)?;
+            self.optimizer.apply(rate, &path, shape, values, grad)?;
         }
         Ok(())
     }

@@ -140,6 +140,12 @@ impl PsSession {
             .map_or(1, |d| d.as_nanos() as u64)
             .max(1);
         let workers = self.replica.world_size();
+        let learning_rate_schedule = if state.schedule.is_constant() {
+            String::new()
+        } else {
+            serde_json::to_string(&state.schedule)
+                .map_err(|e| Error::Config(format!("cannot send the schedule: {e}")))?
+        };
         let mut requests: Vec<InitRequest> = (0..num_ps)
             .map(|i| {
                 let optimizer_state =
@@ -155,6 +161,7 @@ impl PsSession {
                     replicas_to_aggregate: self.mode.replicas_to_aggregate(workers) as u32,
                     max_staleness: self.mode.max_staleness(),
                     generation,
+                    learning_rate_schedule: learning_rate_schedule.clone(),
                 })
             })
             .collect::<Result<_>>()?;

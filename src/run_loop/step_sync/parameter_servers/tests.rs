@@ -97,6 +97,8 @@ fn state(global_step: u64) -> State {
         model: LinearConfig::new(3, 1).init(&device),
         optimizer: Optimizer::new(SgdConfig::new().build()),
         optimizer_kind: "sgd",
+        schedule: Default::default(),
+        sync_replicas: 1,
         learning_rate: 0.1,
         global_step,
         device,

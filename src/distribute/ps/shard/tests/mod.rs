@@ -42,6 +42,7 @@ fn init(workers: usize, replicas_to_aggregate: usize) -> ShardInit {
         optimizer_state: empty_state,
         optimizer: "sgd".into(),
         learning_rate: 1.0,
+        schedule: Default::default(),
         global_step: 0,
         last_step: u64::MAX,
         workers,
