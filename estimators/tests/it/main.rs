@@ -3,6 +3,7 @@
 
 mod canned;
 mod cli;
+mod cli_training;
 mod cluster;
 mod derived_metrics;
 mod ps_cluster;

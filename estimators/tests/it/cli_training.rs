@@ -1,0 +1,151 @@
+//! `dnn-classifier train` options that change how training runs: Mirrored replicas, warm
+//! start, learning-rate schedules.
+
+use std::path::Path;
+
+use estimator::summary::{EventKind, Value};
+
+use crate::cli::{assert_user_error, bin, iris, last_json, run, stderr, train_iris};
+
+#[test]
+fn mirrored_replicas_in_one_process_train_to_the_accuracy_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |mirrored: &str, model_dir: &Path| {
+        run(bin().args([
+            "train",
+            "--train",
+            &iris("iris_train.csv"),
+            "--eval",
+            &iris("iris_test.csv"),
+            "--label-column",
+            "label",
+            "--optimizer",
+            "adam",
+            "--learning-rate",
+            "0.01",
+            "--batch-size",
+            "16",
+            "--max-steps",
+            "300",
+            "--mirrored",
+            mirrored,
+            "--model-dir",
+            model_dir.to_str().unwrap(),
+            "--json",
+        ]))
+    };
+    let output = train("2", &dir.path().join("two"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("over 2 replica(s)"),
+        "{}",
+        stderr(&output)
+    );
+    let metrics = last_json(&output);
+    assert_eq!(metrics["global_step"], 300);
+    assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
+    // On the CPU `all` is one replica.
+    let output = train("all", &dir.path().join("all"));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("over 1 replica(s)"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn warm_start_carries_the_trained_weights_or_the_selected_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("a");
+    let trained = train_iris(&source, 300);
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    let accuracy = last_json(&trained)["accuracy"].clone();
+    let warm = |name: &str, extra: &[&str]| {
+        run(bin()
+            .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+            .args([&iris("iris_test.csv"), "--label-column", "label"])
+            .args([
+                "--max-steps",
+                "1",
+                "--optimizer",
+                "sgd",
+                "--learning-rate",
+                "0",
+            ])
+            .args(["--warm-start-from", source.to_str().unwrap(), "--model-dir"])
+            .arg(dir.path().join(name))
+            .args(["--json"])
+            .args(extra))
+    };
+    // Every variable, then one step that changes nothing: the source's accuracy.
+    let all = warm("all", &[]);
+    assert!(all.status.success(), "{}", stderr(&all));
+    assert!(
+        stderr(&all).contains("warm-started 6 variable(s)"),
+        "{}",
+        stderr(&all)
+    );
+    assert_eq!(last_json(&all)["accuracy"], accuracy);
+    // The hidden layers only: the logits layer stays fresh.
+    let hidden = warm("hidden", &["--warm-start-vars", "hidden"]);
+    assert!(hidden.status.success(), "{}", stderr(&hidden));
+    assert!(
+        stderr(&hidden).contains("warm-started 4 variable(s)"),
+        "{}",
+        stderr(&hidden)
+    );
+    // Another architecture: a one-line error naming the variable and both shapes.
+    let other = warm("other", &["--hidden-units", "32,64"]);
+    assert_user_error(
+        other,
+        "variable 'hidden.0.bias' has shape [128], the model's 'hidden.0.bias' [32]",
+    );
+}
+
+#[test]
+fn a_learning_rate_schedule_with_warm_up_trains_and_is_summarised() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(bin()
+        .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+        .args([
+            &iris("iris_test.csv"),
+            "--label-column",
+            "label",
+            "--max-steps",
+            "300",
+        ])
+        .args([
+            "--optimizer",
+            "adam",
+            "--learning-rate",
+            "0.01",
+            "--warmup-steps",
+            "30",
+        ])
+        .args(["--learning-rate-schedule", "cosine_decay:decay_steps=270"])
+        .args(["--model-dir", dir.path().to_str().unwrap(), "--json"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(last_json(&output)["accuracy"].as_f64().unwrap() >= 0.90);
+    let events = estimator::summary::event_files(dir.path()).unwrap();
+    let events = estimator::summary::read_event_file(&events[0]).unwrap();
+    let mut rates: Vec<(u64, f64)> = Vec::new();
+    for event in &events {
+        if let EventKind::Summary(values) = &event.what {
+            for v in values.iter().filter(|v| v.tag == "learning_rate") {
+                if let Value::Simple(x) = v.value {
+                    rates.push((event.step as u64, x as f64));
+                }
+            }
+        }
+    }
+    // Step 1 came from the warm-up's first step (1/30 of the rate); step 100 from the
+    // cosine's step 69 (update 99 − 30 warm-up steps); step 300 nearly its floor.
+    let at = |step| rates.iter().find(|(s, _)| *s == step).unwrap().1;
+    assert!((at(1) - 0.01 / 30.0).abs() < 1e-6, "{rates:?}");
+    assert!(
+        (at(100) - 0.01 * 0.5 * (1.0 + (std::f64::consts::PI * 69.0 / 270.0).cos())).abs() < 1e-6,
+        "{rates:?}"
+    );
+    assert!(at(300) < 1e-5, "{rates:?}");
+}
