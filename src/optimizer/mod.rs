@@ -3,6 +3,7 @@
 
 mod apply;
 mod build;
+mod clipping;
 mod gradients;
 mod schedule;
 mod spec;
@@ -10,6 +11,7 @@ mod state_error;
 
 pub use apply::Optimizer;
 pub use build::{build_optimizer, WithOptimizer};
+pub use clipping::Clipping;
 pub use gradients::{extract_gradients, gradient_values, param_paths};
 pub use schedule::{Decay, Schedule};
 pub use spec::OptimizerSpec;

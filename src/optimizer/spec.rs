@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Schedule;
+use super::{Clipping, Schedule};
 
 /// The optimizer an estimator trains with, and its hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,6 +21,9 @@ pub enum OptimizerSpec {
         /// How the rate changes with the global step (constant by default).
         #[serde(default, skip_serializing_if = "Schedule::is_constant")]
         schedule: Schedule,
+        /// How gradients are clipped before the update (not by default).
+        #[serde(default, skip_serializing_if = "Clipping::is_none")]
+        clipping: Clipping,
     },
     /// Adagrad (TF's default for DNN estimators).
     Adagrad {
@@ -31,6 +34,9 @@ pub enum OptimizerSpec {
         /// How the rate changes with the global step (constant by default).
         #[serde(default, skip_serializing_if = "Schedule::is_constant")]
         schedule: Schedule,
+        /// How gradients are clipped before the update (not by default).
+        #[serde(default, skip_serializing_if = "Clipping::is_none")]
+        clipping: Clipping,
     },
     /// Plain stochastic gradient descent, optionally with momentum.
     Sgd {
@@ -41,6 +47,9 @@ pub enum OptimizerSpec {
         /// How the rate changes with the global step (constant by default).
         #[serde(default, skip_serializing_if = "Schedule::is_constant")]
         schedule: Schedule,
+        /// How gradients are clipped before the update (not by default).
+        #[serde(default, skip_serializing_if = "Clipping::is_none")]
+        clipping: Clipping,
     },
 }
 
@@ -53,6 +62,7 @@ impl OptimizerSpec {
             beta_2: 0.999,
             epsilon: 1e-7,
             schedule: Schedule::default(),
+            clipping: Clipping::default(),
         }
     }
 
@@ -62,6 +72,7 @@ impl OptimizerSpec {
             learning_rate,
             epsilon: 1e-7,
             schedule: Schedule::default(),
+            clipping: Clipping::default(),
         }
     }
 
@@ -71,6 +82,7 @@ impl OptimizerSpec {
             learning_rate,
             momentum: 0.0,
             schedule: Schedule::default(),
+            clipping: Clipping::default(),
         }
     }
 
@@ -98,6 +110,25 @@ impl OptimizerSpec {
             OptimizerSpec::Adam { schedule, .. }
             | OptimizerSpec::Adagrad { schedule, .. }
             | OptimizerSpec::Sgd { schedule, .. } => *schedule = new,
+        }
+        self
+    }
+
+    /// How gradients are clipped before each update.
+    pub fn clipping(&self) -> Clipping {
+        match self {
+            OptimizerSpec::Adam { clipping, .. }
+            | OptimizerSpec::Adagrad { clipping, .. }
+            | OptimizerSpec::Sgd { clipping, .. } => *clipping,
+        }
+    }
+
+    /// The same optimizer with gradients clipped as `new` says.
+    pub fn with_clipping(mut self, new: Clipping) -> Self {
+        match &mut self {
+            OptimizerSpec::Adam { clipping, .. }
+            | OptimizerSpec::Adagrad { clipping, .. }
+            | OptimizerSpec::Sgd { clipping, .. } => *clipping = new,
         }
         self
     }

@@ -83,6 +83,8 @@ impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + Send> WithO
         let estimator = self.estimator;
         let config = estimator.run_config();
         let kind = estimator.optimizer();
+        kind.schedule().validate()?;
+        kind.clipping().validate()?;
         let device = self.device;
         let model = build_seeded::<B, _>(&device, config.tf_random_seed, || {
             estimator.build_model::<B>(&device)
@@ -94,6 +96,7 @@ impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + Send> WithO
             learning_rate: kind.learning_rate(),
             schedule: kind.schedule().clone(),
             sync_replicas: self.peers.sync_replicas(),
+            clipping: kind.clipping(),
             global_step: 0,
             device,
         };

@@ -257,6 +257,7 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
         optimizer_kind: "sgd",
         schedule: Default::default(),
         sync_replicas: 1,
+        clipping: Default::default(),
         learning_rate: 0.01,
         global_step: 0,
         device,

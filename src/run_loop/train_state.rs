@@ -9,7 +9,7 @@ use datasets::Position;
 
 use crate::checkpoint::{contents, Checkpoint, WarmStartSettings};
 use crate::error::Result;
-use crate::optimizer::{Optimizer, Schedule};
+use crate::optimizer::{Clipping, Optimizer, Schedule};
 use crate::state::weights_to_safetensors;
 
 /// The training state of one replica. Operations that replace the model take the state by
@@ -30,6 +30,8 @@ where
     pub schedule: Schedule,
     /// Replicas whose gradients each update averages (for the schedule's scaling).
     pub sync_replicas: usize,
+    /// How gradients are clipped before the update.
+    pub clipping: Clipping,
     pub global_step: u64,
     pub device: B::Device,
 }
@@ -42,6 +44,7 @@ where
 {
     /// Applies `grads` with the optimizer: one more global step.
     pub fn apply(mut self, grads: GradientsParams) -> Self {
+        let grads = self.clipping.apply(&self.model, grads);
         let rate = self.current_learning_rate();
         self.model = self.optimizer.step(rate, self.model, grads);
         self.global_step += 1;

@@ -190,3 +190,15 @@ pub fn eval_input(
 ) -> std::result::Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
     Ok(from_vec(examples()).batch(40, false))
 }
+
+/// [`examples`] in file order, repeated, in batches of `batch`, where rows 32..48 have their
+/// features multiplied by 1e15: a batch that makes the gradients explode.
+pub fn exploding_input(
+    batch: usize,
+) -> std::result::Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
+    let mut rows = examples();
+    for row in &mut rows[32..48] {
+        row.dense.iter_mut().for_each(|x| *x *= 1e15);
+    }
+    Ok(from_vec(rows).repeat(None).batch(batch, false))
+}

@@ -3,11 +3,11 @@
 use estimator::checkpoint::{CheckpointIndex, CheckpointManager};
 use estimator::hooks::Control;
 use estimator::hooks::{Emit, Hook, RunEnd, StepInfo};
-use estimator::optimizer::{Decay, Schedule};
+use estimator::optimizer::{Clipping, Decay, Schedule};
 use estimator::summary::{event_files, read_event_file};
 use estimator::{Error, EstimatorExt, OptimizerSpec, Predictor, TrainSpec};
 
-use crate::support::{eval_input, train_input, TinyClassifier};
+use crate::support::{eval_input, exploding_input, train_input, TinyClassifier};
 
 #[test]
 fn train_evaluate_predict_export_round_trip() {
@@ -175,6 +175,25 @@ fn a_schedule_sets_each_step_s_rate_and_the_summary_shows_it() {
         model(10),
         "rate 0 after step 5 leaves the weights"
     );
+}
+
+#[test]
+fn an_exploding_batch_ends_in_nan_without_clipping_and_trains_on_with_it() {
+    let train = |clipping: Clipping| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut est = TinyClassifier::new(dir.path());
+        est.dropout = 0.0;
+        est.optimizer = OptimizerSpec::sgd(0.5).with_clipping(clipping);
+        let outcome = est.train(|| exploding_input(16), TrainSpec::max_steps(20));
+        outcome.map(|o| (o.global_step, crate::distributed::weights(dir.path())))
+    };
+    let err = train(Clipping::default()).unwrap_err().to_string();
+    assert!(err.contains("NaN/Inf loss guard"), "{err}");
+    for clipping in [Clipping::by_global_norm(1.0), Clipping::by_value(0.1)] {
+        let (step, weights) = train(clipping).unwrap();
+        assert_eq!(step, 20, "{clipping:?}");
+        assert!(weights.iter().flat_map(|(_, v)| v).all(|x| x.is_finite()));
+    }
 }
 
 fn scalars_of(events: &[estimator::summary::Event]) -> Vec<(String, u64, f64)> {

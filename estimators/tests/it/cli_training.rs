@@ -149,3 +149,40 @@ fn a_learning_rate_schedule_with_warm_up_trains_and_is_summarised() {
     );
     assert!(at(300) < 1e-5, "{rates:?}");
 }
+
+#[test]
+fn gradient_clipping_flags_train_and_a_bad_bound_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |name: &str, clip: &[&str]| {
+        run(bin()
+            .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+            .args([
+                &iris("iris_test.csv"),
+                "--label-column",
+                "label",
+                "--max-steps",
+                "300",
+            ])
+            .args(["--optimizer", "adam", "--learning-rate", "0.01", "--json"])
+            .arg("--model-dir")
+            .arg(dir.path().join(name))
+            .args(clip))
+    };
+    let clipped = train(
+        "clipped",
+        &["--clip-global-norm", "1.0", "--clip-value", "0.5"],
+    );
+    assert!(clipped.status.success(), "{}", stderr(&clipped));
+    assert!(last_json(&clipped)["accuracy"].as_f64().unwrap() >= 0.90);
+    let saved = std::fs::read_to_string(dir.path().join("clipped/dnn_classifier.json")).unwrap();
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(
+        saved["optimizer"]["clipping"],
+        serde_json::json!({"global_norm": 1.0, "value": 0.5}),
+        "{saved}"
+    );
+    assert_user_error(
+        train("bad", &["--clip-norm=-1"]),
+        "gradient clipping: norm -1 must be finite and positive",
+    );
+}

@@ -210,6 +210,17 @@ pub struct TrainArgs {
     /// recipe for a larger global batch).
     #[arg(long)]
     pub scale_learning_rate_by_replicas: bool,
+    /// Scale the gradients so that their global L2 norm is at most this (TF's
+    /// clip_gradients_by_norm, Keras' global_clipnorm); under MultiWorkerMirrored the
+    /// averaged gradient is clipped, with parameter servers each pushed one.
+    #[arg(long, value_name = "NORM")]
+    pub clip_global_norm: Option<f32>,
+    /// Scale each variable's gradient so that its L2 norm is at most this (Keras' clipnorm).
+    #[arg(long, value_name = "NORM")]
+    pub clip_norm: Option<f32>,
+    /// Clamp every gradient value into [-VALUE, VALUE] (Keras' clipvalue).
+    #[arg(long, value_name = "VALUE")]
+    pub clip_value: Option<f32>,
     /// Initialise the model from another run before the first step (TF's warm start): a
     /// model directory (its latest checkpoint) or a checkpoint file. Only when MODEL_DIR has
     /// no checkpoint yet; optimizer state is not carried over.

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
 use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
 use estimator::distribute::ps::PsMode;
-use estimator::optimizer::Schedule;
+use estimator::optimizer::{Clipping, Schedule};
 use estimator::serve_parameters;
 use estimator::write_json_atomic;
 use estimator::{
@@ -148,7 +148,15 @@ fn build_classifier(args: &TrainArgs, run_config: RunConfig) -> Result<(DnnClass
         args.hidden_units.clone(),
         n_classes,
     )?
-    .with_optimizer(optimizer(args.optimizer, args.learning_rate).with_schedule(schedule(args)))
+    .with_optimizer(
+        optimizer(args.optimizer, args.learning_rate)
+            .with_schedule(schedule(args))
+            .with_clipping(Clipping {
+                global_norm: args.clip_global_norm,
+                norm: args.clip_norm,
+                value: args.clip_value,
+            }),
+    )
     .with_batch_norm(args.batch_norm);
     if let Some(p) = args.dropout {
         classifier = classifier.with_dropout(p)?;

@@ -157,7 +157,9 @@ where
         let Some(local) = local else {
             return Ok((state, Synced::Stop));
         };
-        let synced = match self.session.push(&state.model, &local.grads)? {
+        // Each pushed gradient is clipped on its own, before the ps tasks apply it.
+        let grads = state.clipping.apply(&state.model, local.grads);
+        let synced = match self.session.push(&state.model, &grads)? {
             Pushed::Applied(step) => {
                 state.global_step = step;
                 Synced::Applied {

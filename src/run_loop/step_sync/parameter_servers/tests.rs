@@ -99,6 +99,7 @@ fn state(global_step: u64) -> State {
         optimizer_kind: "sgd",
         schedule: Default::default(),
         sync_replicas: 1,
+        clipping: Default::default(),
         learning_rate: 0.1,
         global_step,
         device,
