@@ -4,7 +4,7 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdaGradConfig, AdamConfig, SgdConfig, SimpleOptimizer};
 use burn::tensor::backend::AutodiffBackend;
 
-use super::OptimizerSpec;
+use super::{Ftrl, OptimizerSpec};
 
 /// Code generic over the Burn optimizer type, run by [`build_optimizer`] with the one an
 /// [`OptimizerSpec`] names.
@@ -36,6 +36,22 @@ pub fn build_optimizer<B: AutodiffBackend, W: WithOptimizer<B>>(
         OptimizerSpec::Adagrad { epsilon, .. } => {
             code.run(AdaGradConfig::new().with_epsilon(epsilon).build())
         }
+        OptimizerSpec::Ftrl {
+            learning_rate_power,
+            initial_accumulator_value,
+            l1,
+            l2,
+            l2_shrinkage,
+            beta,
+            ..
+        } => code.run(Ftrl {
+            learning_rate_power,
+            initial_accumulator_value,
+            l1,
+            l2,
+            l2_shrinkage,
+            beta,
+        }),
         OptimizerSpec::Sgd { momentum, .. } => {
             let momentum = (momentum != 0.0).then(|| MomentumConfig::new().with_momentum(momentum));
             code.run(

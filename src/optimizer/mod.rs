@@ -4,6 +4,7 @@
 mod apply;
 mod build;
 mod clipping;
+mod ftrl;
 mod gradients;
 mod schedule;
 mod spec;
@@ -12,6 +13,7 @@ mod state_error;
 pub use apply::Optimizer;
 pub use build::{build_optimizer, WithOptimizer};
 pub use clipping::Clipping;
+pub use ftrl::{Ftrl, FtrlState};
 pub use gradients::{extract_gradients, gradient_values, param_paths};
 pub use schedule::{Decay, Schedule};
 pub use spec::OptimizerSpec;

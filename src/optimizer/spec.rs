@@ -51,6 +51,29 @@ pub enum OptimizerSpec {
         #[serde(default, skip_serializing_if = "Clipping::is_none")]
         clipping: Clipping,
     },
+    /// FTRL-Proximal (TF's `Ftrl`, the default of its canned linear models).
+    Ftrl {
+        /// Step size.
+        learning_rate: f64,
+        /// Exponent of the accumulator in the per-coordinate rate (TF: −0.5).
+        learning_rate_power: f64,
+        /// Starting value of the squared-gradient accumulator (TF: 0.1).
+        initial_accumulator_value: f64,
+        /// L1 regularisation strength.
+        l1: f64,
+        /// L2 regularisation strength.
+        l2: f64,
+        /// L2 shrinkage applied to the gradient.
+        l2_shrinkage: f64,
+        /// TF's `beta`.
+        beta: f64,
+        /// How the rate changes with the global step (constant by default).
+        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
+        schedule: Schedule,
+        /// How gradients are clipped before the update (not by default).
+        #[serde(default, skip_serializing_if = "Clipping::is_none")]
+        clipping: Clipping,
+    },
 }
 
 impl OptimizerSpec {
@@ -86,12 +109,29 @@ impl OptimizerSpec {
         }
     }
 
+    /// FTRL with `learning_rate` and TF's defaults (power −0.5, accumulator 0.1, no
+    /// regularisation).
+    pub fn ftrl(learning_rate: f64) -> Self {
+        OptimizerSpec::Ftrl {
+            learning_rate,
+            learning_rate_power: -0.5,
+            initial_accumulator_value: 0.1,
+            l1: 0.0,
+            l2: 0.0,
+            l2_shrinkage: 0.0,
+            beta: 0.0,
+            schedule: Schedule::default(),
+            clipping: Clipping::default(),
+        }
+    }
+
     /// The learning rate, whichever the kind.
     pub fn learning_rate(&self) -> f64 {
         match self {
             OptimizerSpec::Adam { learning_rate, .. }
             | OptimizerSpec::Adagrad { learning_rate, .. }
-            | OptimizerSpec::Sgd { learning_rate, .. } => *learning_rate,
+            | OptimizerSpec::Sgd { learning_rate, .. }
+            | OptimizerSpec::Ftrl { learning_rate, .. } => *learning_rate,
         }
     }
 
@@ -100,7 +140,8 @@ impl OptimizerSpec {
         match self {
             OptimizerSpec::Adam { schedule, .. }
             | OptimizerSpec::Adagrad { schedule, .. }
-            | OptimizerSpec::Sgd { schedule, .. } => schedule,
+            | OptimizerSpec::Sgd { schedule, .. }
+            | OptimizerSpec::Ftrl { schedule, .. } => schedule,
         }
     }
 
@@ -109,7 +150,8 @@ impl OptimizerSpec {
         match &mut self {
             OptimizerSpec::Adam { schedule, .. }
             | OptimizerSpec::Adagrad { schedule, .. }
-            | OptimizerSpec::Sgd { schedule, .. } => *schedule = new,
+            | OptimizerSpec::Sgd { schedule, .. }
+            | OptimizerSpec::Ftrl { schedule, .. } => *schedule = new,
         }
         self
     }
@@ -119,7 +161,8 @@ impl OptimizerSpec {
         match self {
             OptimizerSpec::Adam { clipping, .. }
             | OptimizerSpec::Adagrad { clipping, .. }
-            | OptimizerSpec::Sgd { clipping, .. } => *clipping,
+            | OptimizerSpec::Sgd { clipping, .. }
+            | OptimizerSpec::Ftrl { clipping, .. } => *clipping,
         }
     }
 
@@ -128,7 +171,8 @@ impl OptimizerSpec {
         match &mut self {
             OptimizerSpec::Adam { clipping, .. }
             | OptimizerSpec::Adagrad { clipping, .. }
-            | OptimizerSpec::Sgd { clipping, .. } => *clipping = new,
+            | OptimizerSpec::Sgd { clipping, .. }
+            | OptimizerSpec::Ftrl { clipping, .. } => *clipping = new,
         }
         self
     }
@@ -139,6 +183,7 @@ impl OptimizerSpec {
             OptimizerSpec::Adam { .. } => "adam",
             OptimizerSpec::Adagrad { .. } => "adagrad",
             OptimizerSpec::Sgd { .. } => "sgd",
+            OptimizerSpec::Ftrl { .. } => "ftrl",
         }
     }
 }

@@ -132,6 +132,7 @@ fn sync_ps_with_one_worker_equals_one_process() {
         scheduled,
         // Each pushed gradient clipped on the training task, as one process clips its own.
         OptimizerSpec::sgd(0.1).with_clipping(Clipping::by_global_norm(0.01)),
+        OptimizerSpec::ftrl(0.1),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let ps = PsTasks::start(2, &optimizer);

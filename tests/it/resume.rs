@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use estimator::checkpoint::{checkpoint_path, CheckpointIndex};
 use estimator::hooks::Control;
 use estimator::hooks::{Emit, Hook, StepInfo};
-use estimator::{EstimatorExt, TrainSpec};
+use estimator::{EstimatorExt, OptimizerSpec, TrainSpec};
 
 use crate::support::{train_input, TinyClassifier};
 
@@ -140,14 +140,22 @@ fn same_seed_gives_bit_identical_checkpoints_and_another_seed_does_not() {
 
 #[test]
 fn training_in_two_calls_equals_training_in_one() {
-    let one = tempfile::tempdir().unwrap();
-    let two = tempfile::tempdir().unwrap();
-    TinyClassifier::new(one.path())
-        .train(train_input, TrainSpec::max_steps(50))
-        .unwrap();
-    let est = TinyClassifier::new(two.path());
-    est.train(train_input, TrainSpec::max_steps(23)).unwrap();
-    est.train(train_input, TrainSpec::max_steps(50)).unwrap();
-    let read = |d: &Path| std::fs::read(checkpoint_path(d, 50)).unwrap();
-    assert!(read(one.path()) == read(two.path()));
+    // The optimizer's state (Adam's moments, FTRL's accumulator and linear term) resumes.
+    for optimizer in [OptimizerSpec::adam(0.01), OptimizerSpec::ftrl(0.1)] {
+        let one = tempfile::tempdir().unwrap();
+        let two = tempfile::tempdir().unwrap();
+        let estimator = |dir: &Path| {
+            let mut est = TinyClassifier::new(dir);
+            est.optimizer = optimizer.clone();
+            est
+        };
+        estimator(one.path())
+            .train(train_input, TrainSpec::max_steps(50))
+            .unwrap();
+        let est = estimator(two.path());
+        est.train(train_input, TrainSpec::max_steps(23)).unwrap();
+        est.train(train_input, TrainSpec::max_steps(50)).unwrap();
+        let read = |d: &Path| std::fs::read(checkpoint_path(d, 50)).unwrap();
+        assert!(read(one.path()) == read(two.path()), "{optimizer:?}");
+    }
 }

@@ -8,12 +8,9 @@ use super::{CannedEstimator, Classification, Regression};
 use crate::feature_column::{FeatureColumn, Layout, ResolvedColumns};
 use crate::network::LinearNetwork;
 
-/// Our default for linear models: Adagrad, learning rate 0.05.
-///
-/// TF trains linear models with FTRL, which the core does not have; Adagrad is FTRL's
-/// closest relative (FTRL-Proximal without L1/L2 is Adagrad-like per-coordinate steps).
-pub(crate) fn default_linear_optimizer() -> OptimizerSpec {
-    OptimizerSpec::adagrad(0.05)
+/// TF's default for linear models: FTRL at `min(0.2, 1 / sqrt(feature columns))`.
+pub(crate) fn default_linear_optimizer(feature_columns: usize) -> OptimizerSpec {
+    OptimizerSpec::ftrl(0.2f64.min(1.0 / (feature_columns.max(1) as f64).sqrt()))
 }
 
 /// A linear classifier, i.e. logistic regression (TF's `LinearClassifier`).
@@ -24,7 +21,7 @@ pub type LinearRegressor = CannedEstimator<LinearNetwork, Regression>;
 
 impl CannedEstimator<LinearNetwork, Classification> {
     /// A linear model over `feature_columns` (checked against `schema`) classifying into
-    /// `n_classes`; weights start at zero; Adagrad 0.05 (our FTRL stand-in).
+    /// `n_classes`; weights start at zero; FTRL at min(0.2, 1 / sqrt(columns)), as TF.
     pub fn new(
         run_config: RunConfig,
         schema: &Schema,
@@ -32,34 +29,32 @@ impl CannedEstimator<LinearNetwork, Classification> {
         n_classes: usize,
     ) -> Result<Self> {
         let columns = ResolvedColumns::resolve(feature_columns, schema, Layout::Linear)?;
+        let optimizer = default_linear_optimizer(columns.columns().len());
         let network = LinearNetwork::new(columns)?;
         let head = classification_head(n_classes)?;
         Ok(Self::from_parts(
-            run_config,
-            schema,
-            network,
-            head,
-            default_linear_optimizer(),
+            run_config, schema, network, head, optimizer,
         ))
     }
 }
 
 impl CannedEstimator<LinearNetwork, Regression> {
     /// A linear model over `feature_columns` (checked against `schema`) predicting one
-    /// number; weights start at zero; Adagrad 0.05 (our FTRL stand-in).
+    /// number; weights start at zero; FTRL at min(0.2, 1 / sqrt(columns)), as TF.
     pub fn new(
         run_config: RunConfig,
         schema: &Schema,
         feature_columns: impl IntoIterator<Item = FeatureColumn>,
     ) -> Result<Self> {
         let columns = ResolvedColumns::resolve(feature_columns, schema, Layout::Linear)?;
+        let optimizer = default_linear_optimizer(columns.columns().len());
         let network = LinearNetwork::new(columns)?;
         Ok(Self::from_parts(
             run_config,
             schema,
             network,
             regression_head(),
-            default_linear_optimizer(),
+            optimizer,
         ))
     }
 }

@@ -55,6 +55,8 @@ pub enum OptimizerName {
     Adagrad,
     /// Plain SGD.
     Sgd,
+    /// FTRL-Proximal (TF's linear-model default), with TF's defaults.
+    Ftrl,
 }
 
 /// Parses a `--learning-rate-schedule` value: `KIND:key=value,…` (lists with `/`).

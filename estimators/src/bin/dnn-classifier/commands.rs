@@ -80,6 +80,7 @@ fn optimizer(name: OptimizerName, learning_rate: Option<f64>) -> OptimizerSpec {
         OptimizerName::Adam => OptimizerSpec::adam(learning_rate.unwrap_or(0.001)),
         OptimizerName::Adagrad => OptimizerSpec::adagrad(learning_rate.unwrap_or(0.05)),
         OptimizerName::Sgd => OptimizerSpec::sgd(learning_rate.unwrap_or(0.01)),
+        OptimizerName::Ftrl => OptimizerSpec::ftrl(learning_rate.unwrap_or(0.1)),
     }
 }
 
