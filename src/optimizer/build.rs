@@ -4,7 +4,7 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdaGradConfig, AdamConfig, SgdConfig, SimpleOptimizer};
 use burn::tensor::backend::AutodiffBackend;
 
-use super::{Ftrl, OptimizerSpec};
+use super::{AdamW, Ftrl, OptimizerSpec, Rmsprop};
 
 /// Code generic over the Burn optimizer type, run by [`build_optimizer`] with the one an
 /// [`OptimizerSpec`] names.
@@ -52,8 +52,40 @@ pub fn build_optimizer<B: AutodiffBackend, W: WithOptimizer<B>>(
             l2_shrinkage,
             beta,
         }),
-        OptimizerSpec::Sgd { momentum, .. } => {
-            let momentum = (momentum != 0.0).then(|| MomentumConfig::new().with_momentum(momentum));
+        OptimizerSpec::Rmsprop {
+            rho,
+            momentum,
+            epsilon,
+            centered,
+            ..
+        } => code.run(Rmsprop {
+            rho,
+            momentum,
+            epsilon,
+            centered,
+        }),
+        OptimizerSpec::AdamW {
+            beta_1,
+            beta_2,
+            epsilon,
+            weight_decay,
+            ..
+        } => code.run(AdamW {
+            beta_1,
+            beta_2,
+            epsilon,
+            weight_decay,
+        }),
+        OptimizerSpec::Sgd {
+            momentum, nesterov, ..
+        } => {
+            // No dampening: TF's momentum (Burn's default damps by 0.1).
+            let momentum = (momentum != 0.0).then(|| {
+                MomentumConfig::new()
+                    .with_momentum(momentum)
+                    .with_dampening(0.0)
+                    .with_nesterov(nesterov)
+            });
             code.run(
                 SgdConfig::new()
                     .with_momentum(momentum)

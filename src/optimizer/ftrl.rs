@@ -88,6 +88,3 @@ impl<B: Backend> SimpleOptimizer<B> for Ftrl {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -44,6 +44,47 @@ pub enum OptimizerSpec {
         learning_rate: f64,
         /// Momentum factor; 0 disables momentum.
         momentum: f64,
+        /// Nesterov momentum (TF's `use_nesterov`).
+        #[serde(default)]
+        nesterov: bool,
+        /// How the rate changes with the global step (constant by default).
+        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
+        schedule: Schedule,
+        /// How gradients are clipped before the update (not by default).
+        #[serde(default, skip_serializing_if = "Clipping::is_none")]
+        clipping: Clipping,
+    },
+    /// RMSprop as Keras' `RMSprop`.
+    Rmsprop {
+        /// Step size.
+        learning_rate: f64,
+        /// Decay of the squared-gradient average (TF: 0.9).
+        rho: f64,
+        /// Momentum; 0 for none.
+        momentum: f64,
+        /// Added under the square root (TF: 1e-7).
+        epsilon: f64,
+        /// Normalise by the gradient's estimated variance.
+        centered: bool,
+        /// How the rate changes with the global step (constant by default).
+        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
+        schedule: Schedule,
+        /// How gradients are clipped before the update (not by default).
+        #[serde(default, skip_serializing_if = "Clipping::is_none")]
+        clipping: Clipping,
+    },
+    /// AdamW (Adam with decoupled weight decay) as Keras' `AdamW`.
+    AdamW {
+        /// Step size.
+        learning_rate: f64,
+        /// Decay of the first moment.
+        beta_1: f64,
+        /// Decay of the second moment.
+        beta_2: f64,
+        /// Numerical-stability term.
+        epsilon: f64,
+        /// Decoupled weight decay (TF: 0.004).
+        weight_decay: f64,
         /// How the rate changes with the global step (constant by default).
         #[serde(default, skip_serializing_if = "Schedule::is_constant")]
         schedule: Schedule,
@@ -104,6 +145,46 @@ impl OptimizerSpec {
         OptimizerSpec::Sgd {
             learning_rate,
             momentum: 0.0,
+            nesterov: false,
+            schedule: Schedule::default(),
+            clipping: Clipping::default(),
+        }
+    }
+
+    /// SGD with `momentum` (Nesterov's when `nesterov`), as TF's `SGD`.
+    pub fn sgd_momentum(learning_rate: f64, momentum: f64, nesterov: bool) -> Self {
+        OptimizerSpec::Sgd {
+            learning_rate,
+            momentum,
+            nesterov,
+            schedule: Schedule::default(),
+            clipping: Clipping::default(),
+        }
+    }
+
+    /// RMSprop with `learning_rate` and TF's defaults (rho 0.9, no momentum, epsilon
+    /// 1e-7, not centered).
+    pub fn rmsprop(learning_rate: f64) -> Self {
+        OptimizerSpec::Rmsprop {
+            learning_rate,
+            rho: 0.9,
+            momentum: 0.0,
+            epsilon: 1e-7,
+            centered: false,
+            schedule: Schedule::default(),
+            clipping: Clipping::default(),
+        }
+    }
+
+    /// AdamW with `learning_rate` and TF's defaults (weight decay 0.004, betas 0.9 /
+    /// 0.999, epsilon 1e-7).
+    pub fn adamw(learning_rate: f64) -> Self {
+        OptimizerSpec::AdamW {
+            learning_rate,
+            beta_1: 0.9,
+            beta_2: 0.999,
+            epsilon: 1e-7,
+            weight_decay: 0.004,
             schedule: Schedule::default(),
             clipping: Clipping::default(),
         }
@@ -131,6 +212,8 @@ impl OptimizerSpec {
             OptimizerSpec::Adam { learning_rate, .. }
             | OptimizerSpec::Adagrad { learning_rate, .. }
             | OptimizerSpec::Sgd { learning_rate, .. }
+            | OptimizerSpec::Rmsprop { learning_rate, .. }
+            | OptimizerSpec::AdamW { learning_rate, .. }
             | OptimizerSpec::Ftrl { learning_rate, .. } => *learning_rate,
         }
     }
@@ -141,6 +224,8 @@ impl OptimizerSpec {
             OptimizerSpec::Adam { schedule, .. }
             | OptimizerSpec::Adagrad { schedule, .. }
             | OptimizerSpec::Sgd { schedule, .. }
+            | OptimizerSpec::Rmsprop { schedule, .. }
+            | OptimizerSpec::AdamW { schedule, .. }
             | OptimizerSpec::Ftrl { schedule, .. } => schedule,
         }
     }
@@ -151,6 +236,8 @@ impl OptimizerSpec {
             OptimizerSpec::Adam { schedule, .. }
             | OptimizerSpec::Adagrad { schedule, .. }
             | OptimizerSpec::Sgd { schedule, .. }
+            | OptimizerSpec::Rmsprop { schedule, .. }
+            | OptimizerSpec::AdamW { schedule, .. }
             | OptimizerSpec::Ftrl { schedule, .. } => *schedule = new,
         }
         self
@@ -162,6 +249,8 @@ impl OptimizerSpec {
             OptimizerSpec::Adam { clipping, .. }
             | OptimizerSpec::Adagrad { clipping, .. }
             | OptimizerSpec::Sgd { clipping, .. }
+            | OptimizerSpec::Rmsprop { clipping, .. }
+            | OptimizerSpec::AdamW { clipping, .. }
             | OptimizerSpec::Ftrl { clipping, .. } => *clipping,
         }
     }
@@ -172,6 +261,8 @@ impl OptimizerSpec {
             OptimizerSpec::Adam { clipping, .. }
             | OptimizerSpec::Adagrad { clipping, .. }
             | OptimizerSpec::Sgd { clipping, .. }
+            | OptimizerSpec::Rmsprop { clipping, .. }
+            | OptimizerSpec::AdamW { clipping, .. }
             | OptimizerSpec::Ftrl { clipping, .. } => *clipping = new,
         }
         self
@@ -183,6 +274,8 @@ impl OptimizerSpec {
             OptimizerSpec::Adam { .. } => "adam",
             OptimizerSpec::Adagrad { .. } => "adagrad",
             OptimizerSpec::Sgd { .. } => "sgd",
+            OptimizerSpec::Rmsprop { .. } => "rmsprop",
+            OptimizerSpec::AdamW { .. } => "adamw",
             OptimizerSpec::Ftrl { .. } => "ftrl",
         }
     }

@@ -140,8 +140,13 @@ fn same_seed_gives_bit_identical_checkpoints_and_another_seed_does_not() {
 
 #[test]
 fn training_in_two_calls_equals_training_in_one() {
-    // The optimizer's state (Adam's moments, FTRL's accumulator and linear term) resumes.
-    for optimizer in [OptimizerSpec::adam(0.01), OptimizerSpec::ftrl(0.1)] {
+    // Every optimizer's state (moments, accumulators, step counts) resumes.
+    for optimizer in [
+        OptimizerSpec::adam(0.01),
+        OptimizerSpec::ftrl(0.1),
+        OptimizerSpec::rmsprop(0.01),
+        OptimizerSpec::adamw(0.01),
+    ] {
         let one = tempfile::tempdir().unwrap();
         let two = tempfile::tempdir().unwrap();
         let estimator = |dir: &Path| {

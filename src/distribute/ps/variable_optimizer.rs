@@ -182,3 +182,6 @@ impl<O: SimpleOptimizer<Inner>> VariableOptimizer for OnCpu<O> {
             .map_err(|e| VariableOptimizerError::State(e.to_string()))
     }
 }
+
+#[cfg(test)]
+mod reference_tests;

@@ -57,6 +57,10 @@ pub enum OptimizerName {
     Sgd,
     /// FTRL-Proximal (TF's linear-model default), with TF's defaults.
     Ftrl,
+    /// RMSprop, with TF's defaults.
+    Rmsprop,
+    /// AdamW (decoupled weight decay 0.004), with TF's defaults.
+    Adamw,
 }
 
 /// Parses a `--learning-rate-schedule` value: `KIND:key=value,…` (lists with `/`).

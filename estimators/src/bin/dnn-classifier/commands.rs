@@ -81,6 +81,8 @@ fn optimizer(name: OptimizerName, learning_rate: Option<f64>) -> OptimizerSpec {
         OptimizerName::Adagrad => OptimizerSpec::adagrad(learning_rate.unwrap_or(0.05)),
         OptimizerName::Sgd => OptimizerSpec::sgd(learning_rate.unwrap_or(0.01)),
         OptimizerName::Ftrl => OptimizerSpec::ftrl(learning_rate.unwrap_or(0.1)),
+        OptimizerName::Rmsprop => OptimizerSpec::rmsprop(learning_rate.unwrap_or(0.001)),
+        OptimizerName::Adamw => OptimizerSpec::adamw(learning_rate.unwrap_or(0.001)),
     }
 }
 
