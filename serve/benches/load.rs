@@ -177,7 +177,7 @@ fn main() {
             "batching on ",
             Some(Batching {
                 max_batch_size: 32,
-                batch_timeout: Duration::from_micros(500),
+                batch_timeout: Duration::ZERO,
             }),
         ),
     ];

@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use estimator::Signature;
-use serde_json::{Map, Value};
 
 use crate::error::ServeError;
-use crate::servable::{Instance, Servable};
+use crate::servable::{Instance, Predictions, Servable};
 
 /// How requests are merged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,21 +21,19 @@ pub struct Batching {
 }
 
 impl Default for Batching {
-    /// 32 instances, within 1 ms: long enough for concurrent requests to meet, short
-    /// against a prediction's own time.
+    /// 32 instances, no wait: a batch is whatever queued while the model was busy with the
+    /// last one (TF Serving's advice for CPUs: `batch_timeout_micros` 0, then tune).
     fn default() -> Self {
         Self {
             max_batch_size: 32,
-            batch_timeout: Duration::from_millis(1),
+            batch_timeout: Duration::ZERO,
         }
     }
 }
 
-type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
-
 struct Job {
     instances: Vec<Instance>,
-    reply: Sender<Predictions>,
+    reply: tokio::sync::oneshot::Sender<Predictions>,
 }
 
 /// A [`Servable`] whose predictions go through one batching thread.
@@ -68,27 +65,31 @@ impl Servable for Batched {
     }
 
     fn predict(&self, instances: &[Instance]) -> Predictions {
-        let (reply, answer) = channel();
-        let job = Job {
-            instances: instances.to_vec(),
-            reply,
-        };
-        let sent = self
-            .jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(job);
-        if sent.is_err() {
-            return Err(ServeError::Internal(
-                "the batching thread has stopped".into(),
-            ));
+        match self.predict_later(instances.to_vec()) {
+            Some(answer) => answer.blocking_recv().unwrap_or_else(|_| Err(stopped())),
+            None => Err(stopped()),
         }
-        answer.recv().unwrap_or_else(|_| {
-            Err(ServeError::Internal(
-                "the batching thread has stopped".into(),
-            ))
-        })
     }
+
+    fn predict_later(
+        &self,
+        instances: Vec<Instance>,
+    ) -> Option<tokio::sync::oneshot::Receiver<Predictions>> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = Job { instances, reply };
+        let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        match jobs.send(job) {
+            Ok(()) => Some(answer),
+            Err(refused) => {
+                let _ = refused.0.reply.send(Err(stopped()));
+                Some(answer)
+            }
+        }
+    }
+}
+
+fn stopped() -> ServeError {
+    ServeError::Internal("the batching thread has stopped".into())
 }
 
 /// Takes jobs as they come, merging those that arrive within the timeout of the first.
@@ -141,6 +142,8 @@ fn run(model: &dyn Servable, jobs: Vec<Job>) {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use serde_json::{Map, Value};
 
     use super::*;
 

@@ -21,6 +21,6 @@ pub use error::ServeError;
 pub use loaders::Loaders;
 pub use metrics::Metrics;
 pub use request::Format;
-pub use servable::{Instance, Servable, ServableEstimator, Served};
+pub use servable::{Instance, Predictions, Servable, ServableEstimator, Served};
 pub use server::{ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT};
 pub use versions::ModelVersions;

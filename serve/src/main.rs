@@ -53,8 +53,9 @@ struct Cli {
     /// With --enable-batching: most instances in one merged prediction.
     #[arg(long, default_value_t = 32, requires = "enable_batching")]
     max_batch_size: usize,
-    /// With --enable-batching: longest a request waits for others, in microseconds.
-    #[arg(long, default_value_t = 1000, requires = "enable_batching")]
+    /// With --enable-batching: longest a request waits for others, in microseconds (0: a
+    /// batch is whatever queued while the model was busy).
+    #[arg(long, default_value_t = 0, requires = "enable_batching")]
     batch_timeout_micros: u64,
     /// Largest request body in bytes (413 beyond).
     #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]

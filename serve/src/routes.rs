@@ -11,9 +11,8 @@ use serde_json::{json, Value};
 
 use crate::error::ServeError;
 use crate::request::{
-    classify_response, examples, predict_instances, predict_response, regress_response,
+    classify_response, examples, predict_instances, predict_response, regress_response, Format,
 };
-use crate::servable::Servable;
 use crate::server::Server;
 
 /// Which version a URL asks for.
@@ -228,27 +227,74 @@ pub(crate) async fn answer_request(
     verb: &str,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Value, ServeError> {
-    let body: Value = serde_json::from_slice(&body_bytes(body)?)
+    let body = body_bytes(body)?;
+    let body_len = body.len();
+    let body: Value = serde_json::from_slice(&body)
         .map_err(|e| ServeError::BadRequest(format!("the request body is not JSON: {e}")))?;
     let (_, servable) = server.servable(model, which)?;
-    let verb = verb.to_string();
-    tokio::task::spawn_blocking(move || answer(&*servable, &verb, &body))
-        .await
-        .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?
+    let call = Call::parse(verb, &body, servable.signature())?;
+    let instances = call.instances;
+    let predictions = if let Some(answer) = servable.predict_later(instances.clone()) {
+        // Batched: the batching thread answers; this worker serves other requests meanwhile.
+        answer
+            .await
+            .map_err(|_| ServeError::Internal("the batching thread has stopped".into()))??
+    } else if body_len <= INLINE_BODY_BYTES {
+        // A few instances take less time than a hand-off to the blocking pool and back.
+        servable.predict(&instances)?
+    } else {
+        tokio::task::spawn_blocking(move || servable.predict(&instances))
+            .await
+            .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))??
+    };
+    call.answer.respond(predictions)
 }
 
-fn answer(servable: &dyn Servable, verb: &str, body: &Value) -> Result<Value, ServeError> {
-    let signature = servable.signature();
-    match verb {
-        "predict" => {
-            let (format, instances) = predict_instances(body, signature)?;
-            let predictions = servable.predict(&instances)?;
-            Ok(predict_response(format, signature, predictions))
+/// Requests up to this size are answered on the async worker that read them.
+const INLINE_BODY_BYTES: usize = 4096;
+
+/// A parsed request: the instances to predict and how to answer.
+struct Call {
+    instances: Vec<crate::servable::Instance>,
+    answer: Answer,
+}
+
+enum Answer {
+    Predict(Format, Signature),
+    Classify,
+    Regress,
+}
+
+impl Call {
+    fn parse(verb: &str, body: &Value, signature: &Signature) -> Result<Self, ServeError> {
+        let (instances, answer) = match verb {
+            "predict" => {
+                let (format, instances) = predict_instances(body, signature)?;
+                (instances, Answer::Predict(format, signature.clone()))
+            }
+            "classify" => (examples(body)?, Answer::Classify),
+            "regress" => (examples(body)?, Answer::Regress),
+            other => {
+                return Err(ServeError::BadRequest(format!(
+                    "unknown method '{other}': predict, classify or regress"
+                )))
+            }
+        };
+        Ok(Self { instances, answer })
+    }
+}
+
+impl Answer {
+    fn respond(
+        self,
+        predictions: Vec<serde_json::Map<String, Value>>,
+    ) -> Result<Value, ServeError> {
+        match self {
+            Answer::Predict(format, signature) => {
+                Ok(predict_response(format, &signature, predictions))
+            }
+            Answer::Classify => classify_response(&predictions),
+            Answer::Regress => regress_response(&predictions),
         }
-        "classify" => classify_response(&servable.predict(&examples(body)?)?),
-        "regress" => regress_response(&servable.predict(&examples(body)?)?),
-        other => Err(ServeError::BadRequest(format!(
-            "unknown method '{other}': predict, classify or regress"
-        ))),
     }
 }

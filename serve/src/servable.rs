@@ -2,7 +2,8 @@
 //! what an estimator adds to its export to be served.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use burn::tensor::backend::Backend;
 use estimator::{CpuBackend, Estimator, Predictor, Signature};
@@ -12,6 +13,9 @@ use crate::error::ServeError;
 
 /// One request instance: feature name → JSON value.
 pub type Instance = Map<String, Value>;
+
+/// One prediction per instance (an object of output key → value), or why not.
+pub type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
 
 /// What an estimator needs, beyond its export, to answer TF Serving requests: turn request
 /// instances into its batch and its predictions into JSON.
@@ -37,24 +41,56 @@ pub trait Servable: Send + Sync {
     fn signature(&self) -> &Signature;
 
     /// One prediction (an object of output key → value) per instance.
-    fn predict(&self, instances: &[Instance]) -> Result<Vec<Map<String, Value>>, ServeError>;
+    fn predict(&self, instances: &[Instance]) -> Predictions;
+
+    /// For a servable whose predictions another thread makes (batching): the answer to
+    /// `instances`, to await. `None`: call [`Servable::predict`].
+    fn predict_later(
+        &self,
+        _instances: Vec<Instance>,
+    ) -> Option<tokio::sync::oneshot::Receiver<Predictions>> {
+        None
+    }
 }
 
-/// An export loaded with [`Predictor`] on a device of backend `B`; calls are serialised
-/// (the model is not shared between threads while it runs).
+/// An export loaded with [`Predictor`] on a device of backend `B`, once per core (up to 4):
+/// a model runs one call at a time, so concurrent requests take the copies in turn.
 pub struct Served<E: ServableEstimator, B: Backend = CpuBackend> {
-    predictor: Mutex<Predictor<E, B>>,
+    predictors: Vec<Mutex<Predictor<E, B>>>,
+    next: AtomicUsize,
     signature: Signature,
 }
 
 impl<E: ServableEstimator, B: Backend> Served<E, B> {
     /// Loads the export in `dir` onto `device`.
     pub fn load_on(dir: &Path, device: B::Device) -> estimator::Result<Self> {
-        let predictor = Predictor::<E, B>::load_on(dir, device)?;
+        let copies = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let predictors = (0..copies)
+            .map(|_| Predictor::<E, B>::load_on(dir, device.clone()).map(Mutex::new))
+            .collect::<estimator::Result<Vec<_>>>()?;
+        let signature = predictors[0]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .signature()
+            .clone();
         Ok(Self {
-            signature: predictor.signature().clone(),
-            predictor: Mutex::new(predictor),
+            predictors,
+            next: AtomicUsize::new(0),
+            signature,
         })
+    }
+
+    /// A free copy, or (all busy) the next one in turn, waited for.
+    fn predictor(&self) -> MutexGuard<'_, Predictor<E, B>> {
+        for p in &self.predictors {
+            if let Ok(guard) = p.try_lock() {
+                return guard;
+            }
+        }
+        let turn = self.next.fetch_add(1, Ordering::Relaxed) % self.predictors.len();
+        self.predictors[turn]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -63,8 +99,8 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
         &self.signature
     }
 
-    fn predict(&self, instances: &[Instance]) -> Result<Vec<Map<String, Value>>, ServeError> {
-        let predictor = self.predictor.lock().unwrap_or_else(|e| e.into_inner());
+    fn predict(&self, instances: &[Instance]) -> Predictions {
+        let predictor = self.predictor();
         let batch = predictor
             .estimator()
             .batch_from_instances(&self.signature, instances)?;
