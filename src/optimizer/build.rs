@@ -1,10 +1,10 @@
 //! Turning an [`OptimizerSpec`] into the Burn optimizer it names.
 
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdaGradConfig, AdamConfig, SgdConfig, SimpleOptimizer};
+use burn::optim::{AdamConfig, SgdConfig, SimpleOptimizer};
 use burn::tensor::backend::AutodiffBackend;
 
-use super::{AdamW, Ftrl, OptimizerSpec, Rmsprop};
+use super::{Adagrad, AdamW, Ftrl, OptimizerSpec, Rmsprop};
 
 /// Code generic over the Burn optimizer type, run by [`build_optimizer`] with the one an
 /// [`OptimizerSpec`] names.
@@ -33,9 +33,14 @@ pub fn build_optimizer<B: AutodiffBackend, W: WithOptimizer<B>>(
                 .with_epsilon(epsilon)
                 .build(),
         ),
-        OptimizerSpec::Adagrad { epsilon, .. } => {
-            code.run(AdaGradConfig::new().with_epsilon(epsilon).build())
-        }
+        OptimizerSpec::Adagrad {
+            epsilon,
+            initial_accumulator_value,
+            ..
+        } => code.run(Adagrad {
+            initial_accumulator_value,
+            epsilon: epsilon as f64,
+        }),
         OptimizerSpec::Ftrl {
             learning_rate_power,
             initial_accumulator_value,

@@ -1,5 +1,6 @@
 //! Optimizers with Keras' update rules to the letter (where Burn's differ, e.g. in where
-//! epsilon goes): [`Rmsprop`] and [`AdamW`], as Burn [`SimpleOptimizer`]s.
+//! epsilon goes or where the accumulator starts): [`Adagrad`], [`Rmsprop`] and [`AdamW`], as
+//! Burn [`SimpleOptimizer`]s.
 
 use burn::optim::SimpleOptimizer;
 use burn::record::Record;
@@ -151,6 +152,51 @@ impl<B: Backend> SimpleOptimizer<B> for AdamW {
             first: s.first.to_device(device),
             second: s.second.to_device(device),
             steps: s.steps,
+        }
+    }
+}
+
+/// Adagrad as Keras' `Adagrad` (and TF's canned DNN default):
+///
+/// ```text
+/// a = a + g²    (a starts at initial_accumulator_value)
+/// w −= lr·g / sqrt(a + ε)
+/// ```
+#[derive(Clone, Debug)]
+pub struct Adagrad {
+    /// Starting value of the accumulator (TF: 0.1).
+    pub initial_accumulator_value: f64,
+    /// Added under the square root.
+    pub epsilon: f64,
+}
+
+/// Adagrad's per-variable state: the accumulated squared gradients.
+#[derive(Record, Clone)]
+pub struct AdagradState<B: Backend, const D: usize> {
+    accumulator: Tensor<B, D>,
+}
+
+impl<B: Backend> SimpleOptimizer<B> for Adagrad {
+    type State<const D: usize> = AdagradState<B, D>;
+
+    fn step<const D: usize>(
+        &self,
+        lr: f64,
+        w: Tensor<B, D>,
+        g: Tensor<B, D>,
+        state: Option<AdagradState<B, D>>,
+    ) -> (Tensor<B, D>, Option<AdagradState<B, D>>) {
+        let accumulator = match state {
+            Some(s) => s.accumulator,
+            None => w.zeros_like().add_scalar(self.initial_accumulator_value),
+        } + g.clone().powi_scalar(2);
+        let update = g.mul_scalar(lr) / accumulator.clone().add_scalar(self.epsilon).sqrt();
+        (w - update, Some(AdagradState { accumulator }))
+    }
+
+    fn to_device<const D: usize>(s: AdagradState<B, D>, device: &B::Device) -> AdagradState<B, D> {
+        AdagradState {
+            accumulator: s.accumulator.to_device(device),
         }
     }
 }

@@ -16,7 +16,7 @@ pub use build::{build_optimizer, WithOptimizer};
 pub use clipping::Clipping;
 pub use ftrl::{Ftrl, FtrlState};
 pub use gradients::{extract_gradients, gradient_values, param_paths};
-pub use keras::{AdamW, AdamWState, Rmsprop, RmspropState};
+pub use keras::{Adagrad, AdagradState, AdamW, AdamWState, Rmsprop, RmspropState};
 pub use schedule::{Decay, Schedule};
 pub use spec::OptimizerSpec;
 pub use state_error::OptimizerStateError;

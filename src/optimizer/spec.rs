@@ -31,6 +31,9 @@ pub enum OptimizerSpec {
         learning_rate: f64,
         /// Numerical-stability term.
         epsilon: f32,
+        /// Starting value of the squared-gradient accumulator (TF: 0.1).
+        #[serde(default = "tf_initial_accumulator")]
+        initial_accumulator_value: f64,
         /// How the rate changes with the global step (constant by default).
         #[serde(default, skip_serializing_if = "Schedule::is_constant")]
         schedule: Schedule,
@@ -117,6 +120,10 @@ pub enum OptimizerSpec {
     },
 }
 
+fn tf_initial_accumulator() -> f64 {
+    0.1
+}
+
 impl OptimizerSpec {
     /// Adam with `learning_rate` and TF's beta/epsilon defaults (0.9, 0.999, 1e-7).
     pub fn adam(learning_rate: f64) -> Self {
@@ -130,11 +137,13 @@ impl OptimizerSpec {
         }
     }
 
-    /// Adagrad with `learning_rate` (TF's DNNClassifier default is 0.05).
+    /// Adagrad with `learning_rate` and TF's accumulator start 0.1 (TF's DNNClassifier
+    /// default rate is 0.05).
     pub fn adagrad(learning_rate: f64) -> Self {
         OptimizerSpec::Adagrad {
             learning_rate,
             epsilon: 1e-7,
+            initial_accumulator_value: tf_initial_accumulator(),
             schedule: Schedule::default(),
             clipping: Clipping::default(),
         }

@@ -69,6 +69,8 @@ fn train_args(model_dir: &str, max_steps: u64) -> Vec<String> {
         "label",
         "--hidden-units",
         "128,64",
+        "--optimizer",
+        "adam",
         "--learning-rate",
         "0.001",
         "--batch-size",

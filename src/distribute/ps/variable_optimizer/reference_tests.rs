@@ -78,6 +78,22 @@ fn adamw_decays_the_weights_apart_from_the_gradient() {
 }
 
 #[test]
+fn adagrad_starts_its_accumulator_at_tf_s_value() {
+    assert_two_steps(
+        OptimizerSpec::adagrad(0.1),
+        [
+            [0.9698488792472754, -1.9311752979505927, 0.5, 0.001],
+            [
+                0.9182091185110939,
+                -1.9535359721354228,
+                0.5845154133992221,
+                0.001,
+            ],
+        ],
+    );
+}
+
+#[test]
 fn sgd_momentum_and_nesterov_without_dampening() {
     assert_two_steps(
         OptimizerSpec::sgd_momentum(0.1, 0.9, false),
