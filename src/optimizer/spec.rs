@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Clipping, Schedule};
+use super::{Clipping, Regularization, Schedule};
 
 /// The optimizer an estimator trains with, and its hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +24,9 @@ pub enum OptimizerSpec {
         /// How gradients are clipped before the update (not by default).
         #[serde(default, skip_serializing_if = "Clipping::is_none")]
         clipping: Clipping,
+        /// L1 / L2 penalties on the kernels (none by default).
+        #[serde(default, skip_serializing_if = "Regularization::is_none")]
+        regularization: Regularization,
     },
     /// Adagrad (TF's default for DNN estimators).
     Adagrad {
@@ -40,6 +43,9 @@ pub enum OptimizerSpec {
         /// How gradients are clipped before the update (not by default).
         #[serde(default, skip_serializing_if = "Clipping::is_none")]
         clipping: Clipping,
+        /// L1 / L2 penalties on the kernels (none by default).
+        #[serde(default, skip_serializing_if = "Regularization::is_none")]
+        regularization: Regularization,
     },
     /// Plain stochastic gradient descent, optionally with momentum.
     Sgd {
@@ -56,6 +62,9 @@ pub enum OptimizerSpec {
         /// How gradients are clipped before the update (not by default).
         #[serde(default, skip_serializing_if = "Clipping::is_none")]
         clipping: Clipping,
+        /// L1 / L2 penalties on the kernels (none by default).
+        #[serde(default, skip_serializing_if = "Regularization::is_none")]
+        regularization: Regularization,
     },
     /// RMSprop as Keras' `RMSprop`.
     Rmsprop {
@@ -75,6 +84,9 @@ pub enum OptimizerSpec {
         /// How gradients are clipped before the update (not by default).
         #[serde(default, skip_serializing_if = "Clipping::is_none")]
         clipping: Clipping,
+        /// L1 / L2 penalties on the kernels (none by default).
+        #[serde(default, skip_serializing_if = "Regularization::is_none")]
+        regularization: Regularization,
     },
     /// AdamW (Adam with decoupled weight decay) as Keras' `AdamW`.
     AdamW {
@@ -94,6 +106,9 @@ pub enum OptimizerSpec {
         /// How gradients are clipped before the update (not by default).
         #[serde(default, skip_serializing_if = "Clipping::is_none")]
         clipping: Clipping,
+        /// L1 / L2 penalties on the kernels (none by default).
+        #[serde(default, skip_serializing_if = "Regularization::is_none")]
+        regularization: Regularization,
     },
     /// FTRL-Proximal (TF's `Ftrl`, the default of its canned linear models).
     Ftrl {
@@ -117,6 +132,9 @@ pub enum OptimizerSpec {
         /// How gradients are clipped before the update (not by default).
         #[serde(default, skip_serializing_if = "Clipping::is_none")]
         clipping: Clipping,
+        /// L1 / L2 penalties on the kernels (none by default).
+        #[serde(default, skip_serializing_if = "Regularization::is_none")]
+        regularization: Regularization,
     },
 }
 
@@ -134,6 +152,7 @@ impl OptimizerSpec {
             epsilon: 1e-7,
             schedule: Schedule::default(),
             clipping: Clipping::default(),
+            regularization: Regularization::default(),
         }
     }
 
@@ -146,6 +165,7 @@ impl OptimizerSpec {
             initial_accumulator_value: tf_initial_accumulator(),
             schedule: Schedule::default(),
             clipping: Clipping::default(),
+            regularization: Regularization::default(),
         }
     }
 
@@ -157,6 +177,7 @@ impl OptimizerSpec {
             nesterov: false,
             schedule: Schedule::default(),
             clipping: Clipping::default(),
+            regularization: Regularization::default(),
         }
     }
 
@@ -168,6 +189,7 @@ impl OptimizerSpec {
             nesterov,
             schedule: Schedule::default(),
             clipping: Clipping::default(),
+            regularization: Regularization::default(),
         }
     }
 
@@ -182,6 +204,7 @@ impl OptimizerSpec {
             centered: false,
             schedule: Schedule::default(),
             clipping: Clipping::default(),
+            regularization: Regularization::default(),
         }
     }
 
@@ -196,6 +219,7 @@ impl OptimizerSpec {
             weight_decay: 0.004,
             schedule: Schedule::default(),
             clipping: Clipping::default(),
+            regularization: Regularization::default(),
         }
     }
 
@@ -212,6 +236,7 @@ impl OptimizerSpec {
             beta: 0.0,
             schedule: Schedule::default(),
             clipping: Clipping::default(),
+            regularization: Regularization::default(),
         }
     }
 
@@ -273,6 +298,31 @@ impl OptimizerSpec {
             | OptimizerSpec::Rmsprop { clipping, .. }
             | OptimizerSpec::AdamW { clipping, .. }
             | OptimizerSpec::Ftrl { clipping, .. } => *clipping = new,
+        }
+        self
+    }
+
+    /// The L1 / L2 penalties on the kernels.
+    pub fn regularization(&self) -> Regularization {
+        match self {
+            OptimizerSpec::Adam { regularization, .. }
+            | OptimizerSpec::Adagrad { regularization, .. }
+            | OptimizerSpec::Sgd { regularization, .. }
+            | OptimizerSpec::Rmsprop { regularization, .. }
+            | OptimizerSpec::AdamW { regularization, .. }
+            | OptimizerSpec::Ftrl { regularization, .. } => *regularization,
+        }
+    }
+
+    /// The same optimizer with `new` penalties on the kernels.
+    pub fn with_regularization(mut self, new: Regularization) -> Self {
+        match &mut self {
+            OptimizerSpec::Adam { regularization, .. }
+            | OptimizerSpec::Adagrad { regularization, .. }
+            | OptimizerSpec::Sgd { regularization, .. }
+            | OptimizerSpec::Rmsprop { regularization, .. }
+            | OptimizerSpec::AdamW { regularization, .. }
+            | OptimizerSpec::Ftrl { regularization, .. } => *regularization = new,
         }
         self
     }

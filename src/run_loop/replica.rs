@@ -85,6 +85,7 @@ impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + Send> WithO
         let kind = estimator.optimizer();
         kind.schedule().validate()?;
         kind.clipping().validate()?;
+        kind.regularization().validate()?;
         let device = self.device;
         let model = build_seeded::<B, _>(&device, config.tf_random_seed, || {
             estimator.build_model::<B>(&device)
@@ -97,6 +98,7 @@ impl<B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + Send> WithO
             schedule: kind.schedule().clone(),
             sync_replicas: self.peers.sync_replicas(),
             clipping: kind.clipping(),
+            regularization: kind.regularization(),
             global_step: 0,
             device,
         };

@@ -258,6 +258,7 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
         schedule: Default::default(),
         sync_replicas: 1,
         clipping: Default::default(),
+        regularization: Default::default(),
         learning_rate: 0.01,
         global_step: 0,
         device,

@@ -9,7 +9,7 @@ use datasets::Position;
 
 use crate::checkpoint::{contents, Checkpoint, WarmStartSettings};
 use crate::error::Result;
-use crate::optimizer::{Clipping, Optimizer, Schedule};
+use crate::optimizer::{Clipping, Optimizer, Regularization, Schedule};
 use crate::state::weights_to_safetensors;
 
 /// The training state of one replica. Operations that replace the model take the state by
@@ -32,6 +32,8 @@ where
     pub sync_replicas: usize,
     /// How gradients are clipped before the update.
     pub clipping: Clipping,
+    /// Penalties on the kernels, added to the gradients before clipping.
+    pub regularization: Regularization,
     pub global_step: u64,
     pub device: B::Device,
 }
@@ -44,6 +46,7 @@ where
 {
     /// Applies `grads` with the optimizer: one more global step.
     pub fn apply(mut self, grads: GradientsParams) -> Self {
+        let grads = self.regularization.apply(&self.model, grads);
         let grads = self.clipping.apply(&self.model, grads);
         let rate = self.current_learning_rate();
         self.model = self.optimizer.step(rate, self.model, grads);

@@ -11,7 +11,7 @@ use estimator::distribute::ps::{
     serve, variable_optimizer, Placement, PsClientConfig, PsMode, PsReplica, PsServerConfig,
 };
 use estimator::distribute::Strategy;
-use estimator::optimizer::{Clipping, Decay, Schedule};
+use estimator::optimizer::{Clipping, Decay, Regularization, Schedule};
 use estimator::summary::{event_files, read_event_file};
 use estimator::{EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec};
 
@@ -133,6 +133,7 @@ fn sync_ps_with_one_worker_equals_one_process() {
         // Each pushed gradient clipped on the training task, as one process clips its own.
         OptimizerSpec::sgd(0.1).with_clipping(Clipping::by_global_norm(0.01)),
         OptimizerSpec::ftrl(0.1),
+        OptimizerSpec::sgd(0.1).with_regularization(Regularization { l1: 0.01, l2: 0.05 }),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let ps = PsTasks::start(2, &optimizer);

@@ -3,7 +3,7 @@
 use estimator::checkpoint::{CheckpointIndex, CheckpointManager};
 use estimator::hooks::Control;
 use estimator::hooks::{Emit, Hook, RunEnd, StepInfo};
-use estimator::optimizer::{Clipping, Decay, Schedule};
+use estimator::optimizer::{Clipping, Decay, Regularization, Schedule};
 use estimator::summary::{event_files, read_event_file};
 use estimator::{Error, EstimatorExt, OptimizerSpec, Predictor, TrainSpec};
 
@@ -194,6 +194,29 @@ fn an_exploding_batch_ends_in_nan_without_clipping_and_trains_on_with_it() {
         assert_eq!(step, 20, "{clipping:?}");
         assert!(weights.iter().flat_map(|(_, v)| v).all(|x| x.is_finite()));
     }
+}
+
+#[test]
+fn an_l2_penalty_keeps_the_kernels_smaller() {
+    let train = |regularization| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut est = TinyClassifier::new(dir.path());
+        est.dropout = 0.0;
+        est.optimizer = OptimizerSpec::sgd(0.2).with_regularization(regularization);
+        est.train(train_input, TrainSpec::max_steps(60)).unwrap();
+        crate::distributed::weights(dir.path())
+            .into_iter()
+            .filter(|(name, _)| name.ends_with("weight"))
+            .flat_map(|(_, values)| values)
+            .map(|w| w * w)
+            .sum::<f32>()
+    };
+    let free = train(Regularization::default());
+    let penalised = train(Regularization { l1: 0.0, l2: 0.5 });
+    assert!(
+        penalised < 0.8 * free,
+        "Σw² {penalised} with L2, {free} without"
+    );
 }
 
 fn scalars_of(events: &[estimator::summary::Event]) -> Vec<(String, u64, f64)> {

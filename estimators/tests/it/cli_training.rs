@@ -170,7 +170,14 @@ fn gradient_clipping_flags_train_and_a_bad_bound_is_refused() {
     };
     let clipped = train(
         "clipped",
-        &["--clip-global-norm", "1.0", "--clip-value", "0.5"],
+        &[
+            "--clip-global-norm",
+            "1.0",
+            "--clip-value",
+            "0.5",
+            "--l2-regularization",
+            "0.001",
+        ],
     );
     assert!(clipped.status.success(), "{}", stderr(&clipped));
     assert!(last_json(&clipped)["accuracy"].as_f64().unwrap() >= 0.90);
@@ -179,6 +186,11 @@ fn gradient_clipping_flags_train_and_a_bad_bound_is_refused() {
     assert_eq!(
         saved["optimizer"]["clipping"],
         serde_json::json!({"global_norm": 1.0, "value": 0.5}),
+        "{saved}"
+    );
+    assert_eq!(
+        saved["optimizer"]["regularization"],
+        serde_json::json!({"l1": 0.0, "l2": 0.001}),
         "{saved}"
     );
     assert_user_error(

@@ -227,6 +227,12 @@ pub struct TrainArgs {
     /// Clamp every gradient value into [-VALUE, VALUE] (Keras' clipvalue).
     #[arg(long, value_name = "VALUE")]
     pub clip_value: Option<f32>,
+    /// L1 penalty on the kernels (weights, embedding tables; not biases), added to the loss.
+    #[arg(long, value_name = "STRENGTH", default_value_t = 0.0)]
+    pub l1_regularization: f32,
+    /// L2 penalty (strength · Σw²) on the kernels, added to the loss.
+    #[arg(long, value_name = "STRENGTH", default_value_t = 0.0)]
+    pub l2_regularization: f32,
     /// Initialise the model from another run before the first step (TF's warm start): a
     /// model directory (its latest checkpoint) or a checkpoint file. Only when MODEL_DIR has
     /// no checkpoint yet; optimizer state is not carried over.

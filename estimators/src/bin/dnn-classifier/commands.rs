@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
 use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
 use estimator::distribute::ps::PsMode;
-use estimator::optimizer::{Clipping, Schedule};
+use estimator::optimizer::{Clipping, Regularization, Schedule};
 use estimator::serve_parameters;
 use estimator::write_json_atomic;
 use estimator::{
@@ -158,6 +158,10 @@ fn build_classifier(args: &TrainArgs, run_config: RunConfig) -> Result<(DnnClass
                 global_norm: args.clip_global_norm,
                 norm: args.clip_norm,
                 value: args.clip_value,
+            })
+            .with_regularization(Regularization {
+                l1: args.l1_regularization,
+                l2: args.l2_regularization,
             }),
     )
     .with_batch_norm(args.batch_norm);

@@ -46,6 +46,7 @@ fn rmsprop_plain_and_centered_with_momentum() {
         centered: true,
         schedule: Default::default(),
         clipping: Default::default(),
+        regularization: Default::default(),
     };
     assert_two_steps(
         centered,
@@ -117,6 +118,7 @@ fn ftrl_with_l1_and_l2() {
         beta: 0.0,
         schedule: Default::default(),
         clipping: Default::default(),
+        regularization: Default::default(),
     };
     assert_two_steps(
         ftrl,

@@ -158,7 +158,8 @@ where
             return Ok((state, Synced::Stop));
         };
         // Each pushed gradient is clipped on its own, before the ps tasks apply it.
-        let grads = state.clipping.apply(&state.model, local.grads);
+        let grads = state.regularization.apply(&state.model, local.grads);
+        let grads = state.clipping.apply(&state.model, grads);
         let synced = match self.session.push(&state.model, &grads)? {
             Pushed::Applied(step) => {
                 state.global_step = step;

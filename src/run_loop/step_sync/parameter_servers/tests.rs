@@ -100,6 +100,7 @@ fn state(global_step: u64) -> State {
         schedule: Default::default(),
         sync_replicas: 1,
         clipping: Default::default(),
+        regularization: Default::default(),
         learning_rate: 0.1,
         global_step,
         device,
