@@ -1,7 +1,7 @@
 //! Turning an [`OptimizerSpec`] into the Burn optimizer it names.
 
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, SgdConfig, SimpleOptimizer};
+use burn::optim::{SgdConfig, SimpleOptimizer};
 use burn::tensor::backend::AutodiffBackend;
 
 use super::{Adagrad, AdamW, Ftrl, OptimizerSpec, Rmsprop};
@@ -26,13 +26,13 @@ pub fn build_optimizer<B: AutodiffBackend, W: WithOptimizer<B>>(
             beta_2,
             epsilon,
             ..
-        } => code.run(
-            AdamConfig::new()
-                .with_beta_1(beta_1)
-                .with_beta_2(beta_2)
-                .with_epsilon(epsilon)
-                .build(),
-        ),
+        } => code.run(AdamW {
+            // Keras' Adam is its AdamW without decay; Burn's adds epsilon elsewhere.
+            beta_1: beta_1 as f64,
+            beta_2: beta_2 as f64,
+            epsilon: epsilon as f64,
+            weight_decay: 0.0,
+        }),
         OptimizerSpec::Adagrad {
             epsilon,
             initial_accumulator_value,

@@ -13,7 +13,7 @@ const FIXTURE: &str = include_str!("../../../../scripts/fixtures/keras_optimizer
 /// The largest difference allowed.
 const TOLERANCE: f64 = 1e-6;
 
-/// AdamW's: Keras computes in f32 throughout, and its bias correction `1 − β2ᵗ` loses about
+/// Adam's and AdamW's: Keras computes in f32 throughout, and its bias correction `1 − β2ᵗ` loses about
 /// 1e-4 of its relative precision there at t = 2, which moves its step-2 weights by ~1.7e-6
 /// from the exact value ours follows (f64 scalars; the formula in f64 agrees with ours
 /// within 1e-6).
@@ -67,6 +67,11 @@ fn rmsprop_plain_and_centered_with_momentum() {
         regularization: no_extras(),
     };
     check("rmsprop_centered_momentum", centered);
+}
+
+#[test]
+fn adam_puts_epsilon_where_tf_does() {
+    check_within("adam", OptimizerSpec::adam(0.1), ADAMW_TOLERANCE);
 }
 
 #[test]
