@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use estimator::optimizer::{Decay, Schedule};
-use estimator::{DeviceSpec, Distribution};
+use estimator::optimizer::Decay;
+use estimator::Distribution;
+
+use crate::values::{parse_decay, parse_mirrored};
 
 /// Train, evaluate, predict with and export a DNN classifier on CSV data.
 #[derive(Debug, Parser)]
@@ -61,72 +63,6 @@ pub enum OptimizerName {
     Rmsprop,
     /// AdamW (decoupled weight decay 0.004), with TF's defaults.
     Adamw,
-}
-
-/// Parses a `--learning-rate-schedule` value: `KIND:key=value,…` (lists with `/`).
-pub fn parse_decay(text: &str) -> Result<Decay, String> {
-    let (kind, params) = text.split_once(':').unwrap_or((text, ""));
-    let mut object = serde_json::Map::new();
-    object.insert("kind".into(), serde_json::Value::from(kind));
-    for pair in params.split(',').filter(|p| !p.is_empty()) {
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("'{pair}' is not key=value"))?;
-        let scalar = |v: &str| -> Result<serde_json::Value, String> {
-            match v {
-                "true" | "false" => Ok(serde_json::Value::from(v == "true")),
-                _ => serde_json::from_str::<serde_json::Number>(v)
-                    .map(serde_json::Value::Number)
-                    .map_err(|_| format!("{key}: '{v}' is not a number")),
-            }
-        };
-        let value = if value.contains('/') || matches!(key, "boundaries" | "values") {
-            serde_json::Value::Array(value.split('/').map(scalar).collect::<Result<_, _>>()?)
-        } else {
-            scalar(value)?
-        };
-        object.insert(key.to_string(), value);
-    }
-    let decay: Decay = serde_json::from_value(serde_json::Value::Object(object))
-        .map_err(|e| format!("{kind}: {e}"))?;
-    Schedule::decay(decay.clone())
-        .validate()
-        .map_err(|e| e.to_string())?;
-    Ok(decay)
-}
-
-/// Parses a `--mirrored` value: a number of replicas (at least 1) or `all`.
-pub fn parse_mirrored(text: &str) -> Result<Distribution, String> {
-    match text {
-        "all" => Ok(Distribution::MirroredAllDevices),
-        n => match n.parse::<usize>() {
-            Ok(replicas) if replicas >= 1 => Ok(Distribution::Mirrored { replicas }),
-            _ => Err(format!(
-                "'{n}' is not a number of replicas (1, 2, …) or 'all'"
-            )),
-        },
-    }
-}
-
-/// The values `--device` accepts, for its help and its errors.
-const DEVICES: &str = "cpu, cuda, cuda:N or auto";
-
-/// Parses a `--device` value: `cpu`, `cuda` (device 0), `cuda:N` or `auto`.
-///
-/// The error names what was wrong with the value; the caller prefixes the flag.
-pub fn parse_device(text: &str) -> Result<DeviceSpec, String> {
-    match text {
-        "cpu" => Ok(DeviceSpec::Cpu),
-        "cuda" => Ok(DeviceSpec::Cuda(0)),
-        "auto" => Ok(DeviceSpec::Auto),
-        _ => match text.strip_prefix("cuda:") {
-            Some(index) => index
-                .parse()
-                .map(DeviceSpec::Cuda)
-                .map_err(|_| format!("'{index}' is not a CUDA device index (cuda:0, cuda:1, …)")),
-            None => Err(format!("expected {DEVICES}")),
-        },
-    }
 }
 
 /// Prediction output formats.
@@ -349,91 +285,4 @@ pub struct ExportArgs {
     /// Exports go to EXPORT_DIR_BASE/<unix-timestamp>/.
     #[arg(long, value_name = "DIR")]
     pub export_dir_base: PathBuf,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn device_values() {
-        assert_eq!(parse_device("cpu"), Ok(DeviceSpec::Cpu));
-        assert_eq!(parse_device("cuda"), Ok(DeviceSpec::Cuda(0)));
-        assert_eq!(parse_device("cuda:3"), Ok(DeviceSpec::Cuda(3)));
-        assert_eq!(parse_device("auto"), Ok(DeviceSpec::Auto));
-        for (bad, reason) in [
-            ("cuda:x", "'x' is not a CUDA device index"),
-            ("cuda:", "'' is not a CUDA device index"),
-            ("cuda:-1", "'-1' is not a CUDA device index"),
-            ("gpu", "expected cpu, cuda, cuda:N or auto"),
-            ("CUDA", "expected cpu, cuda, cuda:N or auto"),
-        ] {
-            let error = parse_device(bad).unwrap_err();
-            assert!(error.starts_with(reason), "{bad}: {error}");
-        }
-    }
-
-    #[test]
-    fn schedule_values() {
-        assert_eq!(
-            parse_decay("exponential_decay:decay_steps=1000,decay_rate=0.96,staircase=true"),
-            Ok(Decay::ExponentialDecay {
-                decay_steps: 1000,
-                decay_rate: 0.96,
-                staircase: true
-            })
-        );
-        assert_eq!(
-            parse_decay("piecewise_constant:boundaries=100/200,values=0.1/0.01/0.001"),
-            Ok(Decay::PiecewiseConstant {
-                boundaries: vec![100, 200],
-                values: vec![0.1, 0.01, 0.001]
-            })
-        );
-        assert_eq!(
-            parse_decay("cosine_decay:decay_steps=10"),
-            Ok(Decay::CosineDecay {
-                decay_steps: 10,
-                alpha: 0.0
-            })
-        );
-        for (bad, reason) in [
-            (
-                "exponential_decay:decay_rate=0.5",
-                "missing field `decay_steps`",
-            ),
-            (
-                "cosine_decay:decay_steps=10,alhpa=1",
-                "unknown field `alhpa`",
-            ),
-            ("sawtooth", "unknown variant `sawtooth`"),
-            (
-                "cosine_decay:decay_steps=ten",
-                "decay_steps: 'ten' is not a number",
-            ),
-            (
-                "piecewise_constant:boundaries=5,values=1",
-                "one more value than boundaries",
-            ),
-        ] {
-            let error = parse_decay(bad).unwrap_err();
-            assert!(error.contains(reason), "{bad}: {error}");
-        }
-    }
-
-    #[test]
-    fn mirrored_values() {
-        assert_eq!(parse_mirrored("all"), Ok(Distribution::MirroredAllDevices));
-        assert_eq!(
-            parse_mirrored("2"),
-            Ok(Distribution::Mirrored { replicas: 2 })
-        );
-        for bad in ["0", "-1", "two", ""] {
-            let error = parse_mirrored(bad).unwrap_err();
-            assert!(
-                error.contains("is not a number of replicas"),
-                "{bad}: {error}"
-            );
-        }
-    }
 }

@@ -22,13 +22,14 @@ use estimators::feature_column::{
 use estimators::DnnClassifier;
 
 use crate::cli::{
-    parse_device, Command, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs,
-    PsModeName, TrainArgs,
+    Command, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs, PsModeName,
+    TrainArgs,
 };
 use crate::cluster_share::{batches_per_step, cluster_has_evaluator, input_share};
 use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
 use crate::output::{metrics_json, PredictionWriter};
 use crate::timing::Timing;
+use crate::values::parse_device;
 
 /// File in the model directory holding the classifier's configuration.
 const MODEL_FILE: &str = "dnn_classifier.json";

@@ -10,6 +10,7 @@ mod commands;
 mod input;
 mod output;
 mod timing;
+mod values;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
