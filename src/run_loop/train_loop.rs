@@ -91,15 +91,7 @@ where
         }
         let limit = spec.limit;
         let state = match &config.warm_start_from {
-            // Only a first start: a restart resumes from this run's own checkpoints.
-            Some(settings)
-                if is_chief
-                    && CheckpointManager::new(&config.model_dir, None)
-                        .latest_step()?
-                        .is_none() =>
-            {
-                state.warm_started(settings)?
-            }
+            Some(settings) if is_chief => state.warm_started(settings, &config.model_dir)?,
             _ => state,
         };
         let (state, restored) = self.sync.prepare(state, &|step| limit.last_step(step))?;

@@ -7,7 +7,7 @@ use burn::optim::{GradientsParams, SimpleOptimizer};
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
-use crate::checkpoint::{contents, Checkpoint, WarmStartSettings};
+use crate::checkpoint::{contents, Checkpoint, CheckpointManager, WarmStartSettings};
 use crate::error::Result;
 use crate::optimizer::{Clipping, Optimizer, Regularization, Schedule};
 use crate::state::weights_to_safetensors;
@@ -91,9 +91,15 @@ where
     }
 
     /// The state with its model's variables initialised as `settings` say (optimizer
-    /// state untouched).
-    pub fn warm_started(mut self, settings: &WarmStartSettings) -> Result<Self> {
-        self.model = settings.apply(self.model)?;
+    /// state untouched) — on a first start only: when `model_dir` has a checkpoint, the run
+    /// resumes from its own.
+    pub fn warm_started(mut self, settings: &WarmStartSettings, model_dir: &Path) -> Result<Self> {
+        if CheckpointManager::new(model_dir, None)
+            .latest_step()?
+            .is_none()
+        {
+            self.model = settings.apply(self.model)?;
+        }
         Ok(self)
     }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::pool::Recycler;
-use super::{ColumnarRow, LabelRef, StringColumn};
+use super::{BatchRow, ColumnarRow, LabelRef, StringColumn};
 use crate::{Error, Example};
 
 /// The labels of a [`ColumnarBatch`], one column whose type follows the label column's.
@@ -379,28 +379,3 @@ impl Drop for ColumnarBatch {
 #[cfg(test)]
 #[path = "batch_tests.rs"]
 mod tests;
-
-/// One row of a [`ColumnarBatch`], borrowed ([`ColumnarBatch::row`]).
-#[derive(Clone, Copy, Debug)]
-pub struct BatchRow<'a> {
-    batch: &'a ColumnarBatch,
-    i: usize,
-}
-
-impl ColumnarRow for BatchRow<'_> {
-    fn dense(&self) -> &[f32] {
-        self.batch.dense_row(self.i)
-    }
-
-    fn categorical_len(&self) -> usize {
-        self.batch.categorical.len()
-    }
-
-    fn categorical(&self, column: usize) -> &str {
-        self.batch.categorical[column].get(self.i)
-    }
-
-    fn label(&self) -> LabelRef<'_> {
-        self.batch.label(self.i)
-    }
-}

@@ -7,11 +7,13 @@
 //! rows and [`Example`](crate::Example)s.
 
 mod batch;
+mod batch_row;
 mod pool;
 mod row;
 mod strings;
 
-pub use batch::{BatchRow, ColumnarBatch, Labels};
+pub use batch::{ColumnarBatch, Labels};
+pub use batch_row::BatchRow;
 pub(crate) use pool::Recycler;
 pub use row::{ColumnarRow, LabelRef, TableRow};
 pub use strings::StringColumn;

@@ -9,12 +9,11 @@ use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
 use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
 use estimator::distribute::ps::PsMode;
-use estimator::optimizer::{Clipping, Regularization, Schedule};
 use estimator::serve_parameters;
 use estimator::write_json_atomic;
 use estimator::{
     train_and_evaluate, DeviceSpec, Distribution, Estimator, EstimatorExt, EvalSpec, Exporter,
-    OptimizerSpec, Predictor, RunConfig, TrainSpec, VarsToWarmStart, WarmStartSettings,
+    Predictor, RunConfig, TrainSpec, VarsToWarmStart, WarmStartSettings,
 };
 use estimators::feature_column::{
     categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
@@ -22,11 +21,11 @@ use estimators::feature_column::{
 use estimators::DnnClassifier;
 
 use crate::cli::{
-    Command, EvaluateArgs, ExportArgs, ExporterName, OptimizerName, PredictArgs, PsModeName,
-    TrainArgs,
+    Command, EvaluateArgs, ExportArgs, ExporterName, PredictArgs, PsModeName, TrainArgs,
 };
 use crate::cluster_share::{batches_per_step, cluster_has_evaluator, input_share};
 use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
+use crate::optimizer_flags::optimizer_spec;
 use crate::output::{metrics_json, PredictionWriter};
 use crate::timing::Timing;
 use crate::values::parse_device;
@@ -74,24 +73,6 @@ pub(crate) fn ps_mode(args: &TrainArgs) -> PsMode {
 /// checked when the model first runs.
 fn device(text: &str) -> Result<DeviceSpec> {
     parse_device(text).map_err(|reason| anyhow::anyhow!("--device {text}: {reason}"))
-}
-
-fn optimizer(name: OptimizerName, learning_rate: Option<f64>) -> OptimizerSpec {
-    match name {
-        OptimizerName::Adam => OptimizerSpec::adam(learning_rate.unwrap_or(0.001)),
-        OptimizerName::Adagrad => OptimizerSpec::adagrad(learning_rate.unwrap_or(0.05)),
-        OptimizerName::Sgd => OptimizerSpec::sgd(learning_rate.unwrap_or(0.01)),
-        OptimizerName::Ftrl => OptimizerSpec::ftrl(learning_rate.unwrap_or(0.1)),
-        OptimizerName::Rmsprop => OptimizerSpec::rmsprop(learning_rate.unwrap_or(0.001)),
-        OptimizerName::Adamw => OptimizerSpec::adamw(learning_rate.unwrap_or(0.001)),
-    }
-}
-
-/// The learning-rate schedule the flags describe (constant without them).
-fn schedule(args: &TrainArgs) -> Schedule {
-    Schedule::decay(args.learning_rate_schedule.clone().unwrap_or_default())
-        .with_warmup_steps(args.warmup_steps)
-        .with_scale_by_sync_replicas(args.scale_learning_rate_by_replicas)
 }
 
 /// One feature column per input column: numbers (standardised unless `normalize` is off),
@@ -152,19 +133,7 @@ fn build_classifier(args: &TrainArgs, run_config: RunConfig) -> Result<(DnnClass
         args.hidden_units.clone(),
         n_classes,
     )?
-    .with_optimizer(
-        optimizer(args.optimizer, args.learning_rate)
-            .with_schedule(schedule(args))
-            .with_clipping(Clipping {
-                global_norm: args.clip_global_norm,
-                norm: args.clip_norm,
-                value: args.clip_value,
-            })
-            .with_regularization(Regularization {
-                l1: args.l1_regularization,
-                l2: args.l2_regularization,
-            }),
-    )
+    .with_optimizer(optimizer_spec(args))
     .with_batch_norm(args.batch_norm);
     if let Some(p) = args.dropout {
         classifier = classifier.with_dropout(p)?;
