@@ -7,4 +7,5 @@ mod resume;
 mod summary_support;
 mod support;
 mod train_and_evaluate;
+mod train_and_evaluate_cluster;
 mod training;

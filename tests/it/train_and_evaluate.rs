@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use estimator::cluster::ClusterConfig;
 use estimator::datasets::{from_vec, Dataset, DatasetExt, Example};
 use estimator::distribute::Distribution;
 use estimator::evaluator::{run_evaluator, PinnedCheckpoint, TrainFinished};
@@ -15,12 +14,11 @@ use estimator::hooks::Control;
 use estimator::hooks::{Emit, Hook, StepInfo};
 use estimator::metrics::EvalHistory;
 use estimator::summary::{event_files, read_event_file};
-use estimator::train_and_evaluate_in;
 use estimator::{train_and_evaluate, EstimatorExt, EvalSpec, Exporter, TrainSpec};
 
 use crate::support::{eval_input, examples, train_input, TinyClassifier};
 
-fn classifier(model_dir: &Path, checkpoint_steps: u64) -> TinyClassifier {
+pub(crate) fn classifier(model_dir: &Path, checkpoint_steps: u64) -> TinyClassifier {
     let mut est = TinyClassifier::new(model_dir);
     est.run_config = est
         .run_config
@@ -29,7 +27,7 @@ fn classifier(model_dir: &Path, checkpoint_steps: u64) -> TinyClassifier {
     est
 }
 
-fn history(eval_dir: &Path) -> Vec<(u64, BTreeMap<String, f64>)> {
+pub(crate) fn history(eval_dir: &Path) -> Vec<(u64, BTreeMap<String, f64>)> {
     EvalHistory::read(eval_dir)
         .unwrap()
         .into_iter()
@@ -37,7 +35,7 @@ fn history(eval_dir: &Path) -> Vec<(u64, BTreeMap<String, f64>)> {
         .collect()
 }
 
-fn history_steps(eval_dir: &Path) -> Vec<u64> {
+pub(crate) fn history_steps(eval_dir: &Path) -> Vec<u64> {
     history(eval_dir)
         .into_iter()
         .map(|(step, _)| step)
@@ -45,7 +43,7 @@ fn history_steps(eval_dir: &Path) -> Vec<u64> {
 }
 
 /// The global step of every export of exporter `name`, oldest first.
-fn exported_steps(model_dir: &Path, name: &str) -> Vec<u64> {
+pub(crate) fn exported_steps(model_dir: &Path, name: &str) -> Vec<u64> {
     let base = model_dir.join("export").join(name);
     export_stamps(&base)
         .unwrap()
@@ -276,7 +274,8 @@ fn a_pinned_checkpoint_survives_the_deletion_of_the_original() {
 }
 
 /// 15 batches, then the end: training toward a larger max_steps ends early.
-fn short_input() -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error> {
+pub(crate) fn short_input() -> Result<impl Dataset<Item = Vec<Example>>, estimator::datasets::Error>
+{
     Ok(from_vec(examples()).batch(16, false))
 }
 
@@ -321,112 +320,6 @@ fn the_evaluator_stops_at_the_finished_marker_of_its_own_run() {
     assert_eq!(metrics["global_step"], 15.0);
     assert_eq!(history_steps(&eval_dir), [15]);
     assert_eq!(exported_steps(dir.path(), "final"), [15]);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn task(tf_config: &str) -> ClusterConfig {
-    ClusterConfig::parse(tf_config).unwrap()
-}
-
-#[test]
-fn a_chief_and_an_evaluator_task_split_the_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let est = classifier(dir.path(), 100);
-    let cluster = format!(r#"{{"chief": ["127.0.0.1:{}"]}}"#, free_port());
-    let chief = task(&format!(
-        r#"{{"cluster": {cluster}, "task": {{"type": "chief", "index": 0}}}}"#
-    ));
-    let evaluator = task(&format!(
-        r#"{{"cluster": {cluster}, "task": {{"type": "evaluator", "index": 0}}}}"#
-    ));
-    let (tx, rx) = mpsc::channel();
-    let evaluator_est = est.clone();
-    std::thread::spawn(move || {
-        let spec = EvalSpec::new().with_exporter(Exporter::final_exporter("final"));
-        let _ = tx.send(train_and_evaluate_in(
-            &evaluator,
-            &evaluator_est,
-            short_input,
-            TrainSpec::max_steps(100),
-            eval_input,
-            spec,
-        ));
-    });
-    // The input ends at step 15: only the chief's marker tells the evaluator to stop.
-    let trained = train_and_evaluate_in(
-        &chief,
-        &est,
-        short_input,
-        TrainSpec::max_steps(100),
-        eval_input,
-        EvalSpec::new(),
-    )
-    .unwrap();
-    assert_eq!(trained.metrics, None, "the chief does not evaluate");
-    assert_eq!(trained.trained.map(|t| t.global_step), Some(15));
-    assert_eq!(
-        TrainFinished::read(dir.path()).unwrap(),
-        Some(TrainFinished {
-            global_step: 15,
-            max_steps: 100
-        })
-    );
-    let metrics = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the evaluator returns by itself")
-        .unwrap()
-        .metrics
-        .unwrap();
-    assert_eq!(metrics["global_step"], 15.0);
-    assert_eq!(history_steps(&dir.path().join("eval")), [15]);
-    assert_eq!(exported_steps(dir.path(), "final"), [15]);
-}
-
-#[test]
-fn a_cluster_needs_max_steps_and_a_ps_task_a_free_port() {
-    let dir = tempfile::tempdir().unwrap();
-    let est = classifier(dir.path(), 10);
-    let evaluator =
-        task(r#"{"cluster": {"chief": ["c:1"]}, "task": {"type": "evaluator", "index": 0}}"#);
-    let err = train_and_evaluate_in(
-        &evaluator,
-        &est,
-        train_input,
-        TrainSpec::steps(10),
-        eval_input,
-        EvalSpec::new(),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("TrainSpec::max_steps"), "{err}");
-    assert!(!err.contains('\n'), "{err}");
-
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = taken.local_addr().unwrap();
-    let ps = task(&format!(
-        r#"{{"cluster": {{"chief": ["c:1"], "ps": ["{address}"]}}, "task": {{"type": "ps"}}}}"#
-    ));
-    let err = train_and_evaluate_in(
-        &ps,
-        &est,
-        train_input,
-        TrainSpec::max_steps(10),
-        eval_input,
-        EvalSpec::new(),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        err.contains(&format!("ps:0 cannot listen on {address}")),
-        "{err}"
-    );
 }
 
 #[test]
@@ -492,60 +385,4 @@ fn an_unreadable_checkpoint_is_skipped_and_the_evaluator_goes_on() {
     assert_eq!(metrics["global_step"], 30.0);
     assert_eq!(history_steps(&dir.path().join("eval")).last(), Some(&30));
     assert!(pins_left(&dir.path().join("eval")).is_empty());
-}
-
-#[test]
-fn train_alone_runs_every_task_of_a_cluster_with_ps_and_an_evaluator() {
-    // A program that only calls `train`, run as each task of chief + worker + ps + evaluator:
-    // the training tasks train, the ps task serves until the chief ends the job, the
-    // evaluator has nothing to do — and every one returns Ok by itself.
-    let dir = tempfile::tempdir().unwrap();
-    let cluster = format!(
-        r#"{{"chief": ["127.0.0.1:{}"], "worker": ["127.0.0.1:{}"], "ps": ["127.0.0.1:{}"]}}"#,
-        free_port(),
-        free_port(),
-        free_port()
-    );
-    let as_task = |kind: &str| {
-        let mut est = classifier(dir.path(), 10);
-        let config = task(&format!(
-            r#"{{"cluster": {cluster}, "task": {{"type": "{kind}", "index": 0}}}}"#
-        ));
-        est.run_config = est
-            .run_config
-            .clone()
-            .with_peer_timeout_secs(20)
-            .with_startup_timeout_secs(30)
-            .with_cluster(config);
-        est
-    };
-    let (tx, rx) = mpsc::channel();
-    for kind in ["ps", "worker", "evaluator"] {
-        let est = as_task(kind);
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let _ = tx.send((kind, est.train(train_input, TrainSpec::max_steps(30))));
-        });
-    }
-    let chief = as_task("chief")
-        .train(train_input, TrainSpec::max_steps(30))
-        .unwrap();
-    assert_eq!(chief.global_step, 30);
-    assert!(chief.steps_run > 0 && chief.steps_run <= 30, "{chief:?}");
-    let mut others = BTreeMap::new();
-    for _ in 0..3 {
-        let (kind, outcome) = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("every task returns by itself");
-        others.insert(kind, outcome.unwrap());
-    }
-    assert_eq!(others["ps"], estimator::TrainOutcome::default());
-    assert_eq!(others["evaluator"], estimator::TrainOutcome::default());
-    let worker = &others["worker"];
-    assert_eq!(
-        chief.steps_run + worker.steps_run,
-        30,
-        "the two training tasks' pushes make the 30 global steps"
-    );
-    assert!(worker.checkpoint.is_none(), "only the chief writes");
 }

@@ -2,6 +2,7 @@
 //! as every task of a cluster under `estimator-launch` (one test binary for the crate).
 
 mod canned;
+mod canned_accuracy;
 mod cli;
 mod cli_training;
 mod cluster;
