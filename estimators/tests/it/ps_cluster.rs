@@ -260,7 +260,21 @@ fn workers_ps_and_an_evaluator_all_end_by_themselves_after_evaluating_every_chec
                 .unwrap()
         })
         .collect();
-    assert_eq!(evaluated, checkpoints, "each checkpoint evaluated once");
+    // Each checkpoint at most once, in order, the last one always: an evaluator slower than
+    // the checkpoints skips to the newest (as TF's does), which a loaded machine can make.
+    assert!(
+        evaluated.windows(2).all(|w| w[0] < w[1]),
+        "{evaluated:?} evaluated in order, once each"
+    );
+    assert!(
+        evaluated.iter().all(|s| checkpoints.contains(s)),
+        "{evaluated:?} are checkpoints {checkpoints:?}"
+    );
+    assert_eq!(
+        evaluated.last(),
+        checkpoints.last(),
+        "the final checkpoint evaluated"
+    );
     assert!(std::fs::read_dir(model_dir.join("eval")).unwrap().any(|e| e
         .unwrap()
         .file_name()
