@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainSpec};
-use estimator_serve::{Batching, Loaders, ModelConfig, Server};
+use estimator_serve::{Background, Batching, Loaders, ModelConfig, Server};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 
@@ -38,57 +38,20 @@ fn export_iris(dir: &Path) -> std::path::PathBuf {
     base
 }
 
-/// A server on a free loopback port, with its runtime; stopped when dropped.
-struct Running {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Running {
-    fn start(base: &Path, batching: Option<Batching>) -> Self {
-        let mut loaders = Loaders::canned();
-        if let Some(batching) = batching {
-            loaders = loaders.with_batching(batching);
-        }
-        let models = vec![ModelConfig {
-            name: "iris".into(),
-            base_path: base.to_path_buf(),
-        }];
-        let server = Server::load(models, loaders).unwrap();
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!(
-            "http://{}/v1/models/iris:predict",
-            listener.local_addr().unwrap()
-        );
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            runtime
-                .block_on(server.run(listener, Duration::ZERO, async {
-                    let _ = stopped.await;
-                }))
-                .unwrap();
-        });
-        Self {
-            url,
-            stop: Some(stop),
-            thread: Some(thread),
-        }
+/// A server on a free loopback port, batching as `batching` says; stopped when dropped.
+fn start(base: &Path, batching: Option<Batching>) -> (Background, String) {
+    let mut loaders = Loaders::canned();
+    if let Some(batching) = batching {
+        loaders = loaders.with_batching(batching);
     }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+    let models = vec![ModelConfig {
+        name: "iris".into(),
+        base_path: base.to_path_buf(),
+    }];
+    let server = Server::load(models, loaders).unwrap();
+    let background = server.spawn("127.0.0.1:0", Duration::ZERO).unwrap();
+    let url = format!("http://{}/v1/models/iris:predict", background.address());
+    (background, url)
 }
 
 fn send(agent: &ureq::Agent, url: &str) {
@@ -184,10 +147,10 @@ fn main() {
     let mut rates = vec![Vec::new(); settings.len()];
     for round in 0..rounds {
         for (k, (name, batching)) in settings.iter().enumerate() {
-            let server = Running::start(&base, *batching);
-            load(&server.url, clients, 0.5, None); // warm-up
-            let (rate, latencies) = load(&server.url, clients, seconds, None);
-            let (_, paced) = load(&server.url, clients, seconds, Some(rate / 2.0));
+            let (_server, url) = start(&base, *batching);
+            load(&url, clients, 0.5, None); // warm-up
+            let (rate, latencies) = load(&url, clients, seconds, None);
+            let (_, paced) = load(&url, clients, seconds, Some(rate / 2.0));
             println!(
                 "round {round} {name}: {rate:>7.0} predictions/s (p50 {:.2} ms, p99 {:.2} ms) | at {:.0}/s: p50 {:.2} ms, p99 {:.2} ms",
                 percentile(&latencies, 0.5),

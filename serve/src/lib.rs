@@ -5,6 +5,7 @@
 //! Every canned estimator serves with no code ([`Loaders::canned`]); a user's estimator
 //! serves once it implements [`ServableEstimator`] and is added with [`Loaders::with`].
 
+mod background;
 mod batching;
 mod canned;
 mod error;
@@ -16,6 +17,7 @@ mod servable;
 mod server;
 mod versions;
 
+pub use background::Background;
 pub use batching::{Batched, Batching};
 pub use error::ServeError;
 pub use loaders::Loaders;

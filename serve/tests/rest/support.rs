@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
-use estimator_serve::Server;
+use estimator_serve::{Background, Server};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 use serde_json::{json, Value};
@@ -47,31 +47,16 @@ pub(crate) fn version_of(dir: &Path) -> u64 {
 pub(crate) struct Running {
     pub(crate) url: String,
     pub(crate) server: Server,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _background: Background,
 }
 
 impl Running {
     pub(crate) fn start(server: Server) -> Self {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = server.clone();
-        let thread = std::thread::spawn(move || {
-            runtime
-                .block_on(serving.run(listener, Duration::ZERO, async {
-                    let _ = stopped.await;
-                }))
-                .unwrap();
-        });
+        let background = server.clone().spawn("127.0.0.1:0", Duration::ZERO).unwrap();
         Self {
-            url,
+            url: format!("http://{}", background.address()),
             server,
-            stop: Some(stop),
-            thread: Some(thread),
+            _background: background,
         }
     }
 
@@ -89,17 +74,6 @@ impl Running {
                 .set("Content-Type", "application/json")
                 .send_string(body),
         )
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
