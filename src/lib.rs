@@ -44,7 +44,7 @@ pub use export::{Exporter, Predictor, Signature};
 pub use hooks::{Control, Hook};
 pub use io::write_json_atomic;
 pub use metrics::{EvalHistory, EvalRecord, Metric, Metrics};
-pub use optimizer::OptimizerSpec;
+pub use optimizer::{Algorithm, OptimizerSpec};
 pub use state::weights_to_safetensors;
 pub use tasks::{
     main, serve_parameters, serve_parameters_in, train_and_evaluate, train_and_evaluate_in,

@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use burn::module::Module;
-use burn::optim::SimpleOptimizer;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use datasets::{Dataset, Position};
 use serde_json::json;
@@ -20,17 +19,16 @@ pub const MODEL_SECTION: &str = "model";
 pub const OPTIMIZER_SECTION: &str = "optimizer";
 
 /// Model, optimizer state, global step and input position as one checkpoint (in memory).
-pub fn snapshot<B: AutodiffBackend, M: Module<B>, O: SimpleOptimizer<B::InnerBackend>>(
+pub fn snapshot<B: AutodiffBackend, M: Module<B>>(
     model: &M,
-    optimizer: &Optimizer<B, O>,
-    optimizer_kind: &str,
+    optimizer: &Optimizer<B>,
     global_step: u64,
     input_position: Option<Position>,
 ) -> Result<Checkpoint> {
     let weights = weights_to_safetensors(model, &[])?;
     let optimizer_state = optimizer.state_bytes()?;
     let meta = json!({
-        "optimizer": optimizer_kind,
+        "optimizer": optimizer.spec().kind(),
         "input_position": input_position,
     });
     Ok(Checkpoint::new(global_step, meta)
@@ -51,9 +49,8 @@ pub fn restore_model<B: Backend, M: Module<B>>(
 }
 
 /// Restores the optimizer state, refusing a checkpoint written by another optimizer kind.
-pub fn restore_optimizer<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>>(
-    optimizer: &mut Optimizer<B, O>,
-    optimizer_kind: &str,
+pub fn restore_optimizer<B: AutodiffBackend>(
+    optimizer: &mut Optimizer<B>,
     checkpoint: &Checkpoint,
     path: &Path,
     device: &B::Device,
@@ -63,6 +60,7 @@ pub fn restore_optimizer<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>
         .get("optimizer")
         .and_then(|v| v.as_str())
         .unwrap_or("");
+    let optimizer_kind = optimizer.spec().kind();
     if saved_kind != optimizer_kind {
         return Err(Error::checkpoint(
             path,

@@ -1,6 +1,7 @@
-//! Applies gradients to a module with a Burn `SimpleOptimizer`, one parameter at a time.
+//! Applies gradients to a module with the optimizer an [`OptimizerSpec`] names, one
+//! parameter at a time.
 
-use super::OptimizerStateError;
+use super::{param_paths, AnyOptimizer, OptimizerSpec, OptimizerStateError};
 use std::collections::BTreeMap;
 
 use burn::module::{Module, ModuleMapper, Param};
@@ -15,26 +16,67 @@ use burn::tensor::Tensor;
 /// Burn's parameter ids are random per process; paths are stable, so state saved by one
 /// process restores into a model built by another, and checkpoints are byte-identical
 /// across runs with the same seed.
-pub struct Optimizer<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> {
-    optim: O,
-    states: BTreeMap<String, AdaptorRecord<O, B>>,
+pub struct Optimizer<B: AutodiffBackend> {
+    spec: OptimizerSpec,
+    main: AnyOptimizer<B::InnerBackend>,
+    part: Option<AnyOptimizer<B::InnerBackend>>,
+    states: BTreeMap<String, AdaptorRecord<Rule<B>, B>>,
 }
 
-type StateItem<O, B> = <AdaptorRecord<O, B> as Record<B>>::Item<FullPrecisionSettings>;
+type Rule<B> = AnyOptimizer<<B as AutodiffBackend>::InnerBackend>;
+type StateItem<B> = <AdaptorRecord<Rule<B>, B> as Record<B>>::Item<FullPrecisionSettings>;
 
-impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
-    /// Wraps a Burn simple optimizer with empty state.
-    pub fn new(optim: O) -> Self {
+impl<B: AutodiffBackend> Optimizer<B> {
+    /// The optimizer `spec` names, with empty state.
+    pub fn new(spec: &OptimizerSpec) -> Self {
         Self {
-            optim,
+            spec: spec.clone(),
+            main: AnyOptimizer::new(&spec.algorithm),
+            part: spec.part.as_ref().map(|p| AnyOptimizer::new(&p.algorithm)),
             states: BTreeMap::new(),
+        }
+    }
+
+    /// An error when the spec's part names a module that holds none of `model`'s
+    /// parameters (a misspelt module would otherwise train nothing with its rule).
+    pub fn check_part<M: Module<B>>(&self, model: &M) -> Result<(), String> {
+        let Some(part) = &self.spec.part else {
+            return Ok(());
+        };
+        if param_paths::<B, M>(model)
+            .values()
+            .any(|path| is_under(path, &part.module))
+        {
+            return Ok(());
+        }
+        Err(format!(
+            "optimizer part: module '{}' holds no parameter of the model",
+            part.module
+        ))
+    }
+
+    /// What this optimizer was built from.
+    pub fn spec(&self) -> &OptimizerSpec {
+        &self.spec
+    }
+
+    /// The rule that updates the parameter at `path`, and its rate when the main rule's is
+    /// `lr`: the part's base rate scaled as the schedule scales the main one.
+    fn rule(&self, path: &str, lr: f64) -> (&Rule<B>, f64) {
+        match (&self.spec.part, &self.part) {
+            (Some(spec), Some(rule)) if is_under(path, &spec.module) => {
+                let base = self.spec.learning_rate;
+                let scale = if base > 0.0 { lr / base } else { 1.0 };
+                (rule, spec.learning_rate * scale)
+            }
+            _ => (&self.main, lr),
         }
     }
 
     /// Applies `grads` to `model` with learning rate `lr`; parameters without a gradient
     /// are left as they are.
     pub fn step<M: Module<B>>(&mut self, lr: f64, model: M, mut grads: GradientsParams) -> M {
-        let mut mapper = StepMapper::<B, O> {
+        let mut mapper = StepMapper::<B> {
             optimizer: self,
             grads: &mut grads,
             lr,
@@ -45,7 +87,7 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
 
     /// The state serialised deterministically (MessagePack, sorted by path).
     pub fn state_bytes(&self) -> Result<Vec<u8>, OptimizerStateError> {
-        let items: BTreeMap<&String, StateItem<O, B>> = self
+        let items: BTreeMap<&String, StateItem<B>> = self
             .states
             .iter()
             .map(|(path, record)| (path, record.clone().into_item::<FullPrecisionSettings>()))
@@ -81,7 +123,8 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
             .states
             .remove(path)
             .map(|record| record.into_state::<D>());
-        let (updated, state) = self.optim.step(lr, tensor, grad, state);
+        let (rule, lr) = self.rule(path, lr);
+        let (updated, state) = rule.step(lr, tensor, grad, state);
         if let Some(state) = state {
             self.states
                 .insert(path.to_string(), AdaptorRecord::from_state(state));
@@ -94,7 +137,7 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
         &self,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Vec<u8>, OptimizerStateError> {
-        let items: BTreeMap<&String, StateItem<O, B>> = self
+        let items: BTreeMap<&String, StateItem<B>> = self
             .states
             .iter()
             .filter(|(path, _)| keep(path))
@@ -110,26 +153,30 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> Optimizer<B, O> {
         bytes: &[u8],
         device: &B::Device,
     ) -> Result<(), OptimizerStateError> {
-        let items: BTreeMap<String, StateItem<O, B>> = rmp_serde::from_slice(bytes)?;
+        let items: BTreeMap<String, StateItem<B>> = rmp_serde::from_slice(bytes)?;
         self.states.extend(
             items
                 .into_iter()
-                .map(|(path, item)| (path, AdaptorRecord::<O, B>::from_item(item, device))),
+                .map(|(path, item)| (path, AdaptorRecord::from_item(item, device))),
         );
         Ok(())
     }
 }
 
-struct StepMapper<'a, B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> {
-    optimizer: &'a mut Optimizer<B, O>,
+/// Whether `path` is `module` or inside it.
+fn is_under(path: &str, module: &str) -> bool {
+    path.strip_prefix(module)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+struct StepMapper<'a, B: AutodiffBackend> {
+    optimizer: &'a mut Optimizer<B>,
     grads: &'a mut GradientsParams,
     lr: f64,
     stack: Vec<String>,
 }
 
-impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> ModuleMapper<B>
-    for StepMapper<'_, B, O>
-{
+impl<B: AutodiffBackend> ModuleMapper<B> for StepMapper<'_, B> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.stack.push(name.to_string());
     }
@@ -155,3 +202,6 @@ impl<B: AutodiffBackend, O: SimpleOptimizer<B::InnerBackend>> ModuleMapper<B>
         Param::from_mapped_value(id, updated, mapper)
     }
 }
+
+#[cfg(test)]
+mod tests;

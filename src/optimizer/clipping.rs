@@ -8,7 +8,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use super::bounds::{check_each, positive};
+use crate::error::Result;
 
 /// How gradients are clipped before the update; none by default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
@@ -48,18 +49,20 @@ impl Clipping {
 
     /// Checks that every bound is finite and positive; the error names the field.
     pub fn validate(&self) -> Result<()> {
-        for (name, bound) in [
+        let set: Vec<(&str, f32)> = [
             ("global_norm", self.global_norm),
             ("norm", self.norm),
             ("value", self.value),
-        ] {
-            if let Some(b) = bound.filter(|b| !(b.is_finite() && *b > 0.0)) {
-                return Err(Error::Config(format!(
-                    "gradient clipping: {name} {b} must be finite and positive"
-                )));
-            }
-        }
-        Ok(())
+        ]
+        .into_iter()
+        .filter_map(|(name, bound)| Some((name, bound?)))
+        .collect();
+        check_each(
+            "gradient clipping",
+            &set,
+            positive,
+            "must be finite and positive",
+        )
     }
 
     /// `grads` (of `model`'s parameters) clipped: by value, then each variable's norm, then

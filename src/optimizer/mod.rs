@@ -1,8 +1,9 @@
 //! Optimizers that work on any Burn module, keyed by parameter path so that their state
-//! survives checkpoints, restarts and (later) moves between processes.
+//! survives checkpoints, restarts and moves between processes.
 
+mod any;
 mod apply;
-mod build;
+mod bounds;
 mod clipping;
 mod ftrl;
 mod gradients;
@@ -12,13 +13,13 @@ mod schedule;
 mod spec;
 mod state_error;
 
+pub use any::{AnyOptimizer, AnyState};
 pub use apply::Optimizer;
-pub use build::{build_optimizer, WithOptimizer};
 pub use clipping::Clipping;
 pub use ftrl::{Ftrl, FtrlState};
 pub use gradients::{extract_gradients, gradient_values, param_paths};
 pub use keras::{Adagrad, AdagradState, AdamW, AdamWState, Rmsprop, RmspropState};
 pub use regularization::Regularization;
 pub use schedule::{Decay, Schedule};
-pub use spec::OptimizerSpec;
+pub use spec::{Algorithm, OptimizerSpec, PartOptimizer};
 pub use state_error::OptimizerStateError;

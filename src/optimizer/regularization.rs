@@ -10,7 +10,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use super::bounds::{check_each, non_negative};
+use crate::error::Result;
 
 /// Penalties on the kernels (parameters of rank 2 or more: weights and embedding tables,
 /// not biases); none by default.
@@ -32,14 +33,13 @@ impl Regularization {
 
     /// Checks that both strengths are finite and non-negative; the error names the field.
     pub fn validate(&self) -> Result<()> {
-        for (name, strength) in [("l1", self.l1), ("l2", self.l2)] {
-            if !(strength.is_finite() && strength >= 0.0) {
-                return Err(Error::Config(format!(
-                    "regularization: {name} {strength} must be finite and >= 0"
-                )));
-            }
-        }
-        Ok(())
+        let strengths = [("l1", self.l1), ("l2", self.l2)];
+        check_each(
+            "regularization",
+            &strengths,
+            non_negative,
+            "must be finite and >= 0",
+        )
     }
 
     /// `grads` (of `model`'s parameters) plus the penalty's gradient on every kernel.

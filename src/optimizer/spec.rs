@@ -2,74 +2,84 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::{check_each, non_negative};
 use super::{Clipping, Regularization, Schedule};
+use crate::error::{Error, Result};
 
-/// The optimizer an estimator trains with, and its hyper-parameters.
+/// The optimizer an estimator trains with: an update rule, its learning rate and what
+/// every rule shares (schedule, clipping, regularisation), optionally with another rule
+/// for one part of the model (TF's wide & deep: FTRL on the linear part, Adagrad on the
+/// DNN).
+///
+/// In JSON the rule's fields sit next to the others:
+/// `{"kind": "adam", "learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptimizerSpec {
+    /// The update rule and its hyper-parameters.
+    #[serde(flatten)]
+    pub algorithm: Algorithm,
+    /// Step size (before the schedule).
+    pub learning_rate: f64,
+    /// How the rate changes with the global step (constant by default).
+    #[serde(default, skip_serializing_if = "Schedule::is_constant")]
+    pub schedule: Schedule,
+    /// How gradients are clipped before the update (not by default).
+    #[serde(default, skip_serializing_if = "Clipping::is_none")]
+    pub clipping: Clipping,
+    /// L1 / L2 penalties on the kernels (none by default).
+    #[serde(default, skip_serializing_if = "Regularization::is_none")]
+    pub regularization: Regularization,
+    /// The parameters under one module trained by another rule (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<Box<PartOptimizer>>,
+}
+
+/// Another update rule for the parameters under one module of the model.
+///
+/// Its rate follows the same schedule: at each step it is `learning_rate` times the
+/// schedule's rate over the main base rate. Clipping and regularisation are shared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartOptimizer {
+    /// The module path (`linear` holds `linear.weights`, `linear.bias`, …).
+    pub module: String,
+    /// The update rule and its hyper-parameters.
+    #[serde(flatten)]
+    pub algorithm: Algorithm,
+    /// Step size (before the schedule).
+    pub learning_rate: f64,
+}
+
+/// An update rule and its hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum OptimizerSpec {
-    /// Adam (Kingma & Ba), TF's defaults except the learning rate.
+pub enum Algorithm {
+    /// Adam (Kingma & Ba) as Keras' `Adam`.
     Adam {
-        /// Step size.
-        learning_rate: f64,
         /// Decay of the first moment.
         beta_1: f32,
         /// Decay of the second moment.
         beta_2: f32,
         /// Numerical-stability term.
         epsilon: f32,
-        /// How the rate changes with the global step (constant by default).
-        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
-        schedule: Schedule,
-        /// How gradients are clipped before the update (not by default).
-        #[serde(default, skip_serializing_if = "Clipping::is_none")]
-        clipping: Clipping,
-        /// L1 / L2 penalties on the kernels (none by default).
-        #[serde(default, skip_serializing_if = "Regularization::is_none")]
-        regularization: Regularization,
     },
-    /// Adagrad (TF's default for DNN estimators).
+    /// Adagrad as Keras' `Adagrad` (TF's default for DNN estimators).
     Adagrad {
-        /// Step size.
-        learning_rate: f64,
         /// Numerical-stability term.
         epsilon: f32,
         /// Starting value of the squared-gradient accumulator (TF: 0.1).
         #[serde(default = "tf_initial_accumulator")]
         initial_accumulator_value: f64,
-        /// How the rate changes with the global step (constant by default).
-        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
-        schedule: Schedule,
-        /// How gradients are clipped before the update (not by default).
-        #[serde(default, skip_serializing_if = "Clipping::is_none")]
-        clipping: Clipping,
-        /// L1 / L2 penalties on the kernels (none by default).
-        #[serde(default, skip_serializing_if = "Regularization::is_none")]
-        regularization: Regularization,
     },
     /// Plain stochastic gradient descent, optionally with momentum.
     Sgd {
-        /// Step size.
-        learning_rate: f64,
         /// Momentum factor; 0 disables momentum.
         momentum: f64,
         /// Nesterov momentum (TF's `use_nesterov`).
         #[serde(default)]
         nesterov: bool,
-        /// How the rate changes with the global step (constant by default).
-        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
-        schedule: Schedule,
-        /// How gradients are clipped before the update (not by default).
-        #[serde(default, skip_serializing_if = "Clipping::is_none")]
-        clipping: Clipping,
-        /// L1 / L2 penalties on the kernels (none by default).
-        #[serde(default, skip_serializing_if = "Regularization::is_none")]
-        regularization: Regularization,
     },
     /// RMSprop as Keras' `RMSprop`.
     Rmsprop {
-        /// Step size.
-        learning_rate: f64,
         /// Decay of the squared-gradient average (TF: 0.9).
         rho: f64,
         /// Momentum; 0 for none.
@@ -78,20 +88,9 @@ pub enum OptimizerSpec {
         epsilon: f64,
         /// Normalise by the gradient's estimated variance.
         centered: bool,
-        /// How the rate changes with the global step (constant by default).
-        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
-        schedule: Schedule,
-        /// How gradients are clipped before the update (not by default).
-        #[serde(default, skip_serializing_if = "Clipping::is_none")]
-        clipping: Clipping,
-        /// L1 / L2 penalties on the kernels (none by default).
-        #[serde(default, skip_serializing_if = "Regularization::is_none")]
-        regularization: Regularization,
     },
     /// AdamW (Adam with decoupled weight decay) as Keras' `AdamW`.
     AdamW {
-        /// Step size.
-        learning_rate: f64,
         /// Decay of the first moment.
         beta_1: f64,
         /// Decay of the second moment.
@@ -100,20 +99,9 @@ pub enum OptimizerSpec {
         epsilon: f64,
         /// Decoupled weight decay (TF: 0.004).
         weight_decay: f64,
-        /// How the rate changes with the global step (constant by default).
-        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
-        schedule: Schedule,
-        /// How gradients are clipped before the update (not by default).
-        #[serde(default, skip_serializing_if = "Clipping::is_none")]
-        clipping: Clipping,
-        /// L1 / L2 penalties on the kernels (none by default).
-        #[serde(default, skip_serializing_if = "Regularization::is_none")]
-        regularization: Regularization,
     },
     /// FTRL-Proximal (TF's `Ftrl`, the default of its canned linear models).
     Ftrl {
-        /// Step size.
-        learning_rate: f64,
         /// Exponent of the accumulator in the per-coordinate rate (TF: −0.5).
         learning_rate_power: f64,
         /// Starting value of the squared-gradient accumulator (TF: 0.1).
@@ -126,15 +114,6 @@ pub enum OptimizerSpec {
         l2_shrinkage: f64,
         /// TF's `beta`.
         beta: f64,
-        /// How the rate changes with the global step (constant by default).
-        #[serde(default, skip_serializing_if = "Schedule::is_constant")]
-        schedule: Schedule,
-        /// How gradients are clipped before the update (not by default).
-        #[serde(default, skip_serializing_if = "Clipping::is_none")]
-        clipping: Clipping,
-        /// L1 / L2 penalties on the kernels (none by default).
-        #[serde(default, skip_serializing_if = "Regularization::is_none")]
-        regularization: Regularization,
     },
 }
 
@@ -142,200 +121,165 @@ fn tf_initial_accumulator() -> f64 {
     0.1
 }
 
+impl Algorithm {
+    /// Short name used in checkpoints, so a checkpoint is never restored into another kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Algorithm::Adam { .. } => "adam",
+            Algorithm::Adagrad { .. } => "adagrad",
+            Algorithm::Sgd { .. } => "sgd",
+            Algorithm::Rmsprop { .. } => "rmsprop",
+            Algorithm::AdamW { .. } => "adamw",
+            Algorithm::Ftrl { .. } => "ftrl",
+        }
+    }
+}
+
 impl OptimizerSpec {
-    /// Adam with `learning_rate` and TF's beta/epsilon defaults (0.9, 0.999, 1e-7).
-    pub fn adam(learning_rate: f64) -> Self {
-        OptimizerSpec::Adam {
+    /// `algorithm` at `learning_rate`, constant, without clipping or penalties.
+    pub fn new(algorithm: Algorithm, learning_rate: f64) -> Self {
+        Self {
+            algorithm,
             learning_rate,
-            beta_1: 0.9,
-            beta_2: 0.999,
-            epsilon: 1e-7,
             schedule: Schedule::default(),
             clipping: Clipping::default(),
             regularization: Regularization::default(),
+            part: None,
         }
+    }
+
+    /// Adam with `learning_rate` and TF's beta/epsilon defaults (0.9, 0.999, 1e-7).
+    pub fn adam(learning_rate: f64) -> Self {
+        let algorithm = Algorithm::Adam {
+            beta_1: 0.9,
+            beta_2: 0.999,
+            epsilon: 1e-7,
+        };
+        Self::new(algorithm, learning_rate)
     }
 
     /// Adagrad with `learning_rate` and TF's accumulator start 0.1 (TF's DNNClassifier
     /// default rate is 0.05).
     pub fn adagrad(learning_rate: f64) -> Self {
-        OptimizerSpec::Adagrad {
-            learning_rate,
+        let algorithm = Algorithm::Adagrad {
             epsilon: 1e-7,
             initial_accumulator_value: tf_initial_accumulator(),
-            schedule: Schedule::default(),
-            clipping: Clipping::default(),
-            regularization: Regularization::default(),
-        }
+        };
+        Self::new(algorithm, learning_rate)
     }
 
     /// SGD with `learning_rate` and no momentum.
     pub fn sgd(learning_rate: f64) -> Self {
-        OptimizerSpec::Sgd {
-            learning_rate,
-            momentum: 0.0,
-            nesterov: false,
-            schedule: Schedule::default(),
-            clipping: Clipping::default(),
-            regularization: Regularization::default(),
-        }
+        Self::sgd_momentum(learning_rate, 0.0, false)
     }
 
     /// SGD with `momentum` (Nesterov's when `nesterov`), as TF's `SGD`.
     pub fn sgd_momentum(learning_rate: f64, momentum: f64, nesterov: bool) -> Self {
-        OptimizerSpec::Sgd {
-            learning_rate,
-            momentum,
-            nesterov,
-            schedule: Schedule::default(),
-            clipping: Clipping::default(),
-            regularization: Regularization::default(),
-        }
+        Self::new(Algorithm::Sgd { momentum, nesterov }, learning_rate)
     }
 
     /// RMSprop with `learning_rate` and TF's defaults (rho 0.9, no momentum, epsilon
     /// 1e-7, not centered).
     pub fn rmsprop(learning_rate: f64) -> Self {
-        OptimizerSpec::Rmsprop {
-            learning_rate,
+        let algorithm = Algorithm::Rmsprop {
             rho: 0.9,
             momentum: 0.0,
             epsilon: 1e-7,
             centered: false,
-            schedule: Schedule::default(),
-            clipping: Clipping::default(),
-            regularization: Regularization::default(),
-        }
+        };
+        Self::new(algorithm, learning_rate)
     }
 
     /// AdamW with `learning_rate` and TF's defaults (weight decay 0.004, betas 0.9 /
     /// 0.999, epsilon 1e-7).
     pub fn adamw(learning_rate: f64) -> Self {
-        OptimizerSpec::AdamW {
-            learning_rate,
+        let algorithm = Algorithm::AdamW {
             beta_1: 0.9,
             beta_2: 0.999,
             epsilon: 1e-7,
             weight_decay: 0.004,
-            schedule: Schedule::default(),
-            clipping: Clipping::default(),
-            regularization: Regularization::default(),
-        }
+        };
+        Self::new(algorithm, learning_rate)
     }
 
     /// FTRL with `learning_rate` and TF's defaults (power −0.5, accumulator 0.1, no
     /// regularisation).
     pub fn ftrl(learning_rate: f64) -> Self {
-        OptimizerSpec::Ftrl {
-            learning_rate,
+        let algorithm = Algorithm::Ftrl {
             learning_rate_power: -0.5,
             initial_accumulator_value: 0.1,
             l1: 0.0,
             l2: 0.0,
             l2_shrinkage: 0.0,
             beta: 0.0,
-            schedule: Schedule::default(),
-            clipping: Clipping::default(),
-            regularization: Regularization::default(),
-        }
-    }
-
-    /// The learning rate, whichever the kind.
-    pub fn learning_rate(&self) -> f64 {
-        match self {
-            OptimizerSpec::Adam { learning_rate, .. }
-            | OptimizerSpec::Adagrad { learning_rate, .. }
-            | OptimizerSpec::Sgd { learning_rate, .. }
-            | OptimizerSpec::Rmsprop { learning_rate, .. }
-            | OptimizerSpec::AdamW { learning_rate, .. }
-            | OptimizerSpec::Ftrl { learning_rate, .. } => *learning_rate,
-        }
-    }
-
-    /// How the learning rate changes with the global step.
-    pub fn schedule(&self) -> &Schedule {
-        match self {
-            OptimizerSpec::Adam { schedule, .. }
-            | OptimizerSpec::Adagrad { schedule, .. }
-            | OptimizerSpec::Sgd { schedule, .. }
-            | OptimizerSpec::Rmsprop { schedule, .. }
-            | OptimizerSpec::AdamW { schedule, .. }
-            | OptimizerSpec::Ftrl { schedule, .. } => schedule,
-        }
+        };
+        Self::new(algorithm, learning_rate)
     }
 
     /// The same optimizer with its learning rate following `schedule`.
-    pub fn with_schedule(mut self, new: Schedule) -> Self {
-        match &mut self {
-            OptimizerSpec::Adam { schedule, .. }
-            | OptimizerSpec::Adagrad { schedule, .. }
-            | OptimizerSpec::Sgd { schedule, .. }
-            | OptimizerSpec::Rmsprop { schedule, .. }
-            | OptimizerSpec::AdamW { schedule, .. }
-            | OptimizerSpec::Ftrl { schedule, .. } => *schedule = new,
-        }
-        self
+    pub fn with_schedule(self, schedule: Schedule) -> Self {
+        Self { schedule, ..self }
     }
 
-    /// How gradients are clipped before each update.
-    pub fn clipping(&self) -> Clipping {
-        match self {
-            OptimizerSpec::Adam { clipping, .. }
-            | OptimizerSpec::Adagrad { clipping, .. }
-            | OptimizerSpec::Sgd { clipping, .. }
-            | OptimizerSpec::Rmsprop { clipping, .. }
-            | OptimizerSpec::AdamW { clipping, .. }
-            | OptimizerSpec::Ftrl { clipping, .. } => *clipping,
+    /// The same optimizer with gradients clipped as `clipping` says.
+    pub fn with_clipping(self, clipping: Clipping) -> Self {
+        Self { clipping, ..self }
+    }
+
+    /// The same optimizer with `regularization` penalties on the kernels.
+    pub fn with_regularization(self, regularization: Regularization) -> Self {
+        Self {
+            regularization,
+            ..self
         }
     }
 
-    /// The same optimizer with gradients clipped as `new` says.
-    pub fn with_clipping(mut self, new: Clipping) -> Self {
-        match &mut self {
-            OptimizerSpec::Adam { clipping, .. }
-            | OptimizerSpec::Adagrad { clipping, .. }
-            | OptimizerSpec::Sgd { clipping, .. }
-            | OptimizerSpec::Rmsprop { clipping, .. }
-            | OptimizerSpec::AdamW { clipping, .. }
-            | OptimizerSpec::Ftrl { clipping, .. } => *clipping = new,
-        }
-        self
-    }
-
-    /// The L1 / L2 penalties on the kernels.
-    pub fn regularization(&self) -> Regularization {
-        match self {
-            OptimizerSpec::Adam { regularization, .. }
-            | OptimizerSpec::Adagrad { regularization, .. }
-            | OptimizerSpec::Sgd { regularization, .. }
-            | OptimizerSpec::Rmsprop { regularization, .. }
-            | OptimizerSpec::AdamW { regularization, .. }
-            | OptimizerSpec::Ftrl { regularization, .. } => *regularization,
+    /// The same optimizer, except that the parameters under `module` are trained by
+    /// `other`'s rule at `other`'s learning rate (its schedule, clipping and penalties
+    /// are ignored: this one's apply to both parts).
+    pub fn with_part(self, module: impl Into<String>, other: OptimizerSpec) -> Self {
+        let part = PartOptimizer {
+            module: module.into(),
+            algorithm: other.algorithm,
+            learning_rate: other.learning_rate,
+        };
+        Self {
+            part: Some(Box::new(part)),
+            ..self
         }
     }
 
-    /// The same optimizer with `new` penalties on the kernels.
-    pub fn with_regularization(mut self, new: Regularization) -> Self {
-        match &mut self {
-            OptimizerSpec::Adam { regularization, .. }
-            | OptimizerSpec::Adagrad { regularization, .. }
-            | OptimizerSpec::Sgd { regularization, .. }
-            | OptimizerSpec::Rmsprop { regularization, .. }
-            | OptimizerSpec::AdamW { regularization, .. }
-            | OptimizerSpec::Ftrl { regularization, .. } => *regularization = new,
+    /// Short name used in checkpoints, so a checkpoint is never restored into another
+    /// kind: the rule's (`adagrad`), with the part's after it (`adagrad+linear:ftrl`).
+    pub fn kind(&self) -> String {
+        match &self.part {
+            None => self.algorithm.kind().to_string(),
+            Some(part) => format!(
+                "{}+{}:{}",
+                self.algorithm.kind(),
+                part.module,
+                part.algorithm.kind()
+            ),
         }
-        self
     }
 
-    /// Short name used in checkpoints, so a checkpoint is never restored into another kind.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            OptimizerSpec::Adam { .. } => "adam",
-            OptimizerSpec::Adagrad { .. } => "adagrad",
-            OptimizerSpec::Sgd { .. } => "sgd",
-            OptimizerSpec::Rmsprop { .. } => "rmsprop",
-            OptimizerSpec::AdamW { .. } => "adamw",
-            OptimizerSpec::Ftrl { .. } => "ftrl",
+    /// Checks every rate, bound and strength; the error names the field at fault.
+    pub fn validate(&self) -> Result<()> {
+        let mut rates = vec![("learning_rate", self.learning_rate)];
+        if let Some(part) = &self.part {
+            if part.module.is_empty() {
+                return Err(Error::Config(
+                    "optimizer: part module must name a module (e.g. `linear`)".into(),
+                ));
+            }
+            rates.push(("part learning_rate", part.learning_rate));
         }
+        check_each("optimizer", &rates, non_negative, "must be finite and >= 0")?;
+        self.schedule.validate()?;
+        self.clipping.validate()?;
+        self.regularization.validate()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::optim::SimpleOptimizer;
 use burn::store::ModuleSnapshot;
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
@@ -81,17 +80,16 @@ impl<'l> Chief<'l> {
     }
 
     /// Summaries every `save_summary_steps` and a checkpoint when due or asked for.
-    pub fn after_step<B, M, O>(
+    pub fn after_step<B, M>(
         &mut self,
-        mut state: TrainState<B, M, O>,
-        sync: &mut dyn StepSync<B, M, O>,
+        mut state: TrainState<B, M>,
+        sync: &mut dyn StepSync<B, M>,
         position: &dyn Fn() -> Position,
         done: &StepDone<'_>,
-    ) -> Result<TrainState<B, M, O>>
+    ) -> Result<TrainState<B, M>>
     where
         B: AutodiffBackend,
         M: Module<B>,
-        O: SimpleOptimizer<B::InnerBackend>,
     {
         let step = state.global_step;
         for (tag, value) in &done.emit.scalars {
@@ -117,16 +115,15 @@ impl<'l> Chief<'l> {
 
     /// The final checkpoint: written unless the last step already has one (or the strategy
     /// asks for it anyway); its file.
-    pub fn final_checkpoint<B, M, O>(
+    pub fn final_checkpoint<B, M>(
         &mut self,
-        state: TrainState<B, M, O>,
-        sync: &mut dyn StepSync<B, M, O>,
+        state: TrainState<B, M>,
+        sync: &mut dyn StepSync<B, M>,
         position: &dyn Fn() -> Position,
-    ) -> Result<(TrainState<B, M, O>, PathBuf)>
+    ) -> Result<(TrainState<B, M>, PathBuf)>
     where
         B: AutodiffBackend,
         M: Module<B>,
-        O: SimpleOptimizer<B::InnerBackend>,
     {
         let always = sync.before_final_checkpoint()?;
         if always || self.manager.latest_step()? != Some(state.global_step) {
@@ -141,16 +138,15 @@ impl<'l> Chief<'l> {
         self.writer.flush();
     }
 
-    fn save<B, M, O>(
+    fn save<B, M>(
         &mut self,
-        state: TrainState<B, M, O>,
-        sync: &mut dyn StepSync<B, M, O>,
+        state: TrainState<B, M>,
+        sync: &mut dyn StepSync<B, M>,
         position: &dyn Fn() -> Position,
-    ) -> Result<(TrainState<B, M, O>, PathBuf)>
+    ) -> Result<(TrainState<B, M>, PathBuf)>
     where
         B: AutodiffBackend,
         M: Module<B>,
-        O: SimpleOptimizer<B::InnerBackend>,
     {
         let (state, checkpoint) = sync.snapshot(state, Some(position()))?;
         let path = self.manager.save(&checkpoint)?;

@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex};
 
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::optim::{Sgd, SgdConfig, SimpleOptimizer};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use datasets::{from_vec, Position};
@@ -21,12 +20,11 @@ use crate::error::{Error, Result};
 use crate::estimator::{Estimator, RunConfig, TrainOutcome, TrainSpec};
 use crate::export::Signature;
 use crate::hooks::{Control, Emit, Hook, RunEnd, StepInfo};
-use crate::optimizer::Optimizer;
+use crate::optimizer::{Optimizer, OptimizerSpec};
 use crate::summary::SummaryWriter;
 
 type B = CpuTrainBackend;
-type Inner = <B as AutodiffBackend>::InnerBackend;
-type State = TrainState<B, Linear<B>, Sgd<Inner>>;
+type State = TrainState<B, Linear<B>>;
 
 /// y = w·x + b on one feature; a batch is a list of (x, y).
 #[derive(Serialize, Deserialize)]
@@ -103,11 +101,10 @@ impl Scripted {
     }
 }
 
-impl<Bk, M, O> StepSync<Bk, M, O> for Scripted
+impl<Bk, M> StepSync<Bk, M> for Scripted
 where
     Bk: AutodiffBackend,
     M: Module<Bk>,
-    O: SimpleOptimizer<Bk::InnerBackend>,
 {
     fn is_chief(&self) -> bool {
         self.chief
@@ -119,9 +116,9 @@ where
 
     fn prepare(
         &mut self,
-        mut state: TrainState<Bk, M, O>,
+        mut state: TrainState<Bk, M>,
         last_step: &dyn Fn(u64) -> u64,
-    ) -> Result<Started<Bk, M, O>> {
+    ) -> Result<Started<Bk, M>> {
         state.global_step = self.start_step;
         self.record(format!("prepare to {}", last_step(self.start_step)));
         Ok((state, None))
@@ -129,9 +126,9 @@ where
 
     fn ready(
         &mut self,
-        state: TrainState<Bk, M, O>,
+        state: TrainState<Bk, M>,
         has_batch: bool,
-    ) -> Result<(TrainState<Bk, M, O>, Ready)> {
+    ) -> Result<(TrainState<Bk, M>, Ready)> {
         if !has_batch {
             self.record("out of input");
             return Ok((state, Ready::Stop));
@@ -142,9 +139,9 @@ where
 
     fn exchange(
         &mut self,
-        mut state: TrainState<Bk, M, O>,
+        mut state: TrainState<Bk, M>,
         local: Option<LocalStep>,
-    ) -> Result<(TrainState<Bk, M, O>, Synced)> {
+    ) -> Result<(TrainState<Bk, M>, Synced)> {
         let local = local.expect("a batch");
         let next = if self.script.is_empty() {
             'A'
@@ -167,16 +164,16 @@ where
         Ok((state, synced))
     }
 
-    fn leave(&mut self, state: &TrainState<Bk, M, O>) -> Result<()> {
+    fn leave(&mut self, state: &TrainState<Bk, M>) -> Result<()> {
         self.record(format!("leave at {}", state.global_step));
         Ok(())
     }
 
     fn snapshot(
         &mut self,
-        state: TrainState<Bk, M, O>,
+        state: TrainState<Bk, M>,
         position: Option<Position>,
-    ) -> Result<(TrainState<Bk, M, O>, Checkpoint)> {
+    ) -> Result<(TrainState<Bk, M>, Checkpoint)> {
         self.record(format!("snapshot at {}", state.global_step));
         let checkpoint = state.snapshot(position)?;
         Ok((state, checkpoint))
@@ -186,7 +183,7 @@ where
         Ok(false)
     }
 
-    fn finish(&mut self, state: &TrainState<Bk, M, O>) -> Result<u32> {
+    fn finish(&mut self, state: &TrainState<Bk, M>) -> Result<u32> {
         self.record(format!("finish at {}", state.global_step));
         Ok(7)
     }
@@ -253,13 +250,8 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
     let device = Default::default();
     let state: State = TrainState {
         model: estimator.build_model::<B>(&device),
-        optimizer: Optimizer::new(SgdConfig::new().build()),
-        optimizer_kind: "sgd",
-        schedule: Default::default(),
+        optimizer: Optimizer::new(&OptimizerSpec::sgd(0.01)),
         sync_replicas: 1,
-        clipping: Default::default(),
-        regularization: Default::default(),
-        learning_rate: 0.01,
         global_step: 0,
         device,
     };

@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use burn::optim::SimpleOptimizer;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ElementConversion;
 use datasets::Dataset;
@@ -25,20 +24,19 @@ use crate::optimizer::extract_gradients;
 use crate::seed::{replica_seed, step_seed, with_seed};
 
 /// The training state of a replica of estimator `E`.
-type State<B, E, O> = TrainState<B, <E as Estimator>::Model<B>, O>;
+type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
 
 /// The input of a replica of estimator `E`, on its device.
 type Input<'i, B, E> = DeviceInput<'i, <E as Estimator>::DeviceBatch<B>>;
 
 /// One replica's training: `state` freshly built, `sync` for its strategy.
-pub(super) struct TrainLoop<'a, B, E, O>
+pub(super) struct TrainLoop<'a, B, E>
 where
     B: AutodiffBackend,
     E: Estimator,
-    O: SimpleOptimizer<B::InnerBackend>,
 {
     pub estimator: &'a E,
-    pub sync: Box<dyn StepSync<B, E::Model<B>, O>>,
+    pub sync: Box<dyn StepSync<B, E::Model<B>>>,
     pub listener: Option<&'a mut CheckpointListener<'a>>,
 }
 
@@ -66,16 +64,15 @@ struct Applied {
     started: Instant,
 }
 
-impl<'a, B, E, O> TrainLoop<'a, B, E, O>
+impl<'a, B, E> TrainLoop<'a, B, E>
 where
     B: AutodiffBackend,
     E: Estimator,
-    O: SimpleOptimizer<B::InnerBackend>,
 {
     /// Trains from `state` on `dataset` as `spec` says.
     pub fn run<D>(
         mut self,
-        state: State<B, E, O>,
+        state: State<B, E>,
         mut dataset: D,
         spec: TrainSpec,
     ) -> Result<TrainOutcome>
@@ -226,12 +223,12 @@ where
     /// Steps until the last step, the end of the input or a hook's stop.
     fn steps(
         &mut self,
-        mut state: State<B, E, O>,
+        mut state: State<B, E>,
         input: &mut Input<'_, B, E>,
         hooks: &mut [Box<dyn Hook>],
         mut chief: Option<&mut Chief<'a>>,
         steps: &mut Steps<'_>,
-    ) -> Result<State<B, E, O>> {
+    ) -> Result<State<B, E>> {
         while state.global_step < steps.last_step {
             for hook in hooks.iter_mut() {
                 hook.before_step(state.global_step)?;
@@ -321,13 +318,13 @@ where
     #[allow(clippy::too_many_arguments)] // the step's parts: state, input, hooks, chief, counters
     fn after_step(
         &mut self,
-        mut state: State<B, E, O>,
+        mut state: State<B, E>,
         input: &Input<'_, B, E>,
         hooks: &mut [Box<dyn Hook>],
         chief: Option<&mut Chief<'a>>,
         steps: &mut Steps<'_>,
         applied: Applied,
-    ) -> Result<(State<B, E, O>, bool)> {
+    ) -> Result<(State<B, E>, bool)> {
         let Applied {
             previous_step,
             loss,
@@ -377,7 +374,7 @@ where
     /// job; the checkpoint and the CRC-32C of the final weights.
     fn end(
         &mut self,
-        state: State<B, E, O>,
+        state: State<B, E>,
         input: &Input<'_, B, E>,
         chief: Option<&mut Chief<'a>>,
     ) -> Result<(Option<std::path::PathBuf>, u32)> {

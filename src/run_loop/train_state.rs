@@ -3,51 +3,34 @@
 use std::path::Path;
 
 use burn::module::Module;
-use burn::optim::{GradientsParams, SimpleOptimizer};
+use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
 use crate::checkpoint::{contents, Checkpoint, CheckpointManager, WarmStartSettings};
 use crate::error::Result;
-use crate::optimizer::{Clipping, Optimizer, Regularization, Schedule};
+use crate::optimizer::Optimizer;
 use crate::state::weights_to_safetensors;
 
 /// The training state of one replica. Operations that replace the model take the state by
 /// value and give it back: Burn modules are replaced, not mutated, and holding a second
 /// handle to the weights would stop the optimizer from updating them in place.
-pub(crate) struct TrainState<B, M, O>
-where
-    B: AutodiffBackend,
-    O: SimpleOptimizer<B::InnerBackend>,
-{
+pub(crate) struct TrainState<B: AutodiffBackend, M> {
     pub model: M,
-    pub optimizer: Optimizer<B, O>,
-    /// The optimizer's name, recorded in checkpoints.
-    pub optimizer_kind: &'static str,
-    /// The optimizer's rate, before the schedule.
-    pub learning_rate: f64,
-    /// How the rate changes with the global step.
-    pub schedule: Schedule,
+    /// The optimizer with its spec (rule, rate, schedule, clipping, penalties).
+    pub optimizer: Optimizer<B>,
     /// Replicas whose gradients each update averages (for the schedule's scaling).
     pub sync_replicas: usize,
-    /// How gradients are clipped before the update.
-    pub clipping: Clipping,
-    /// Penalties on the kernels, added to the gradients before clipping.
-    pub regularization: Regularization,
     pub global_step: u64,
     pub device: B::Device,
 }
 
-impl<B, M, O> TrainState<B, M, O>
-where
-    B: AutodiffBackend,
-    M: Module<B>,
-    O: SimpleOptimizer<B::InnerBackend>,
-{
+impl<B: AutodiffBackend, M: Module<B>> TrainState<B, M> {
     /// Applies `grads` with the optimizer: one more global step.
     pub fn apply(mut self, grads: GradientsParams) -> Self {
-        let grads = self.regularization.apply(&self.model, grads);
-        let grads = self.clipping.apply(&self.model, grads);
+        let spec = self.optimizer.spec();
+        let grads = spec.regularization.apply(&self.model, grads);
+        let grads = spec.clipping.apply(&self.model, grads);
         let rate = self.current_learning_rate();
         self.model = self.optimizer.step(rate, self.model, grads);
         self.global_step += 1;
@@ -61,31 +44,20 @@ where
 
     /// The rate of the update that starts from global step `step`.
     pub fn learning_rate_at(&self, step: u64) -> f64 {
-        self.schedule
-            .rate(self.learning_rate, step, self.sync_replicas)
+        let spec = self.optimizer.spec();
+        spec.schedule
+            .rate(spec.learning_rate, step, self.sync_replicas)
     }
 
     /// This state as a checkpoint, with the input's `position`.
     pub fn snapshot(&self, position: Option<Position>) -> Result<Checkpoint> {
-        contents::snapshot(
-            &self.model,
-            &self.optimizer,
-            self.optimizer_kind,
-            self.global_step,
-            position,
-        )
+        contents::snapshot(&self.model, &self.optimizer, self.global_step, position)
     }
 
     /// The state `checkpoint` (read from `path`) holds: weights, optimizer state, step.
     pub fn restore(mut self, checkpoint: &Checkpoint, path: &Path) -> Result<Self> {
         self.model = contents::restore_model(self.model, checkpoint, path)?;
-        contents::restore_optimizer(
-            &mut self.optimizer,
-            self.optimizer_kind,
-            checkpoint,
-            path,
-            &self.device,
-        )?;
+        contents::restore_optimizer(&mut self.optimizer, checkpoint, path, &self.device)?;
         self.global_step = checkpoint.global_step;
         Ok(self)
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cluster::{cluster_token_from_env, ClusterConfig, TaskType};
 use crate::distribute::listen_address;
-use crate::distribute::ps::{serve, variable_optimizer, PsServerConfig};
+use crate::distribute::ps::{serve, PsServerConfig, VariableOptimizer};
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
 
@@ -60,7 +60,7 @@ pub fn serve_parameters_in<E: Estimator>(cluster: &ClusterConfig, estimator: &E)
     tracing::info!("{task} serving variables on {listen}");
     serve(
         listener,
-        variable_optimizer(&estimator.optimizer()),
+        VariableOptimizer::new(&estimator.optimizer()),
         server_config,
     )
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use estimator::checkpoint::CheckpointManager;
 use estimator::distribute::ps::{
-    serve, variable_optimizer, Placement, PsClientConfig, PsMode, PsReplica, PsServerConfig,
+    serve, Placement, PsClientConfig, PsMode, PsReplica, PsServerConfig, VariableOptimizer,
 };
 use estimator::distribute::Strategy;
 use estimator::optimizer::{Clipping, Decay, Regularization, Schedule};
@@ -29,7 +29,7 @@ impl PsTasks {
             .map(|_| {
                 let listener = TcpListener::bind("127.0.0.1:0").unwrap();
                 let address = listener.local_addr().unwrap().to_string();
-                let optimizer = variable_optimizer(optimizer);
+                let optimizer = VariableOptimizer::new(optimizer);
                 let config = PsServerConfig {
                     chief_name: "chief:0".into(),
                     chief_timeout: Duration::from_secs(20),
@@ -134,6 +134,8 @@ fn sync_ps_with_one_worker_equals_one_process() {
         OptimizerSpec::sgd(0.1).with_clipping(Clipping::by_global_norm(0.01)),
         OptimizerSpec::ftrl(0.1),
         OptimizerSpec::sgd(0.1).with_regularization(Regularization { l1: 0.01, l2: 0.05 }),
+        // The output layer's variables by FTRL on their ps, the rest by Adagrad.
+        OptimizerSpec::adagrad(0.1).with_part("output", OptimizerSpec::ftrl(0.05)),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let ps = PsTasks::start(2, &optimizer);

@@ -295,6 +295,25 @@ mod tests {
     }
 
     #[test]
+    fn wide_and_deep_trains_its_linear_part_with_ftrl_as_tf() {
+        let est = DnnLinearCombinedRegressor::new(
+            RunConfig::new("unused"),
+            &schema(),
+            vec![
+                numeric_column("x").into(),
+                indicator_column(colour()).into(),
+            ],
+            vec![numeric_column("x").into()],
+            [4],
+        )
+        .unwrap();
+        // TF: FTRL at min(0.2, 1 / sqrt(2 linear columns)) = 0.2; Adagrad 0.05 on the DNN.
+        let want = OptimizerSpec::adagrad(0.05).with_part("linear", OptimizerSpec::ftrl(0.2));
+        assert_eq!(est.optimizer(), want);
+        assert_eq!(est.optimizer().kind(), "adagrad+linear:ftrl");
+    }
+
+    #[test]
     fn the_signature_lists_every_input_once_and_the_head_outputs() {
         let est = DnnLinearCombinedRegressor::new(
             RunConfig::new("unused"),

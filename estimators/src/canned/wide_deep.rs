@@ -1,10 +1,11 @@
 //! `DnnLinearCombinedClassifier` and `DnnLinearCombinedRegressor` (wide & deep).
 
 use datasets::Schema;
-use estimator::{Result, RunConfig};
+use estimator::{OptimizerSpec, Result, RunConfig};
 
 use super::classification::{classification_head, regression_head};
 use super::dnn::default_dnn_optimizer;
+use super::linear::default_linear_optimizer;
 use super::{CannedEstimator, Classification, Regression};
 use crate::feature_column::{FeatureColumn, Layout, ResolvedColumns};
 use crate::network::{DnnNetwork, LinearNetwork, WideDeepNetwork};
@@ -15,24 +16,37 @@ pub type DnnLinearCombinedClassifier = CannedEstimator<WideDeepNetwork, Classifi
 /// A wide & deep regressor (TF's `DNNLinearCombinedRegressor`).
 pub type DnnLinearCombinedRegressor = CannedEstimator<WideDeepNetwork, Regression>;
 
+/// TF's default for wide & deep: FTRL on the linear part at `min(0.2, 1 / sqrt(linear
+/// columns))`, Adagrad 0.05 on the DNN, one step updating both.
+fn default_wide_deep_optimizer(linear_feature_columns: usize) -> OptimizerSpec {
+    default_dnn_optimizer().with_part(
+        WideDeepNetwork::LINEAR_MODULE,
+        default_linear_optimizer(linear_feature_columns),
+    )
+}
+
+/// The network and its default optimizer.
 fn network(
     schema: &Schema,
     linear_feature_columns: impl IntoIterator<Item = FeatureColumn>,
     dnn_feature_columns: impl IntoIterator<Item = FeatureColumn>,
     dnn_hidden_units: impl IntoIterator<Item = usize>,
-) -> Result<WideDeepNetwork> {
+) -> Result<(WideDeepNetwork, OptimizerSpec)> {
+    let linear_feature_columns: Vec<FeatureColumn> = linear_feature_columns.into_iter().collect();
+    let optimizer = default_wide_deep_optimizer(linear_feature_columns.len());
     let linear = ResolvedColumns::resolve(linear_feature_columns, schema, Layout::Linear)?;
     let dnn = ResolvedColumns::resolve(dnn_feature_columns, schema, Layout::Dnn)?;
-    Ok(WideDeepNetwork {
+    let network = WideDeepNetwork {
         linear: LinearNetwork::new(linear)?,
         dnn: DnnNetwork::new(dnn, dnn_hidden_units)?,
-    })
+    };
+    Ok((network, optimizer))
 }
 
 impl CannedEstimator<WideDeepNetwork, Classification> {
     /// A linear model over `linear_feature_columns` plus a DNN with `dnn_hidden_units` over
-    /// `dnn_feature_columns`, logits summed, classifying into `n_classes`; one optimizer
-    /// for both parts (default Adagrad 0.05).
+    /// `dnn_feature_columns`, logits summed, classifying into `n_classes`; FTRL on the
+    /// linear part and Adagrad 0.05 on the DNN, as TF.
     pub fn new(
         run_config: RunConfig,
         schema: &Schema,
@@ -41,7 +55,7 @@ impl CannedEstimator<WideDeepNetwork, Classification> {
         dnn_hidden_units: impl IntoIterator<Item = usize>,
         n_classes: usize,
     ) -> Result<Self> {
-        let network = network(
+        let (network, optimizer) = network(
             schema,
             linear_feature_columns,
             dnn_feature_columns,
@@ -49,19 +63,15 @@ impl CannedEstimator<WideDeepNetwork, Classification> {
         )?;
         let head = classification_head(n_classes)?;
         Ok(Self::from_parts(
-            run_config,
-            schema,
-            network,
-            head,
-            default_dnn_optimizer(),
+            run_config, schema, network, head, optimizer,
         ))
     }
 }
 
 impl CannedEstimator<WideDeepNetwork, Regression> {
     /// A linear model over `linear_feature_columns` plus a DNN with `dnn_hidden_units` over
-    /// `dnn_feature_columns`, logits summed, predicting one number; one optimizer for both
-    /// parts (default Adagrad 0.05).
+    /// `dnn_feature_columns`, logits summed, predicting one number; FTRL on the linear
+    /// part and Adagrad 0.05 on the DNN, as TF.
     pub fn new(
         run_config: RunConfig,
         schema: &Schema,
@@ -69,7 +79,7 @@ impl CannedEstimator<WideDeepNetwork, Regression> {
         dnn_feature_columns: impl IntoIterator<Item = FeatureColumn>,
         dnn_hidden_units: impl IntoIterator<Item = usize>,
     ) -> Result<Self> {
-        let network = network(
+        let (network, optimizer) = network(
             schema,
             linear_feature_columns,
             dnn_feature_columns,
@@ -80,7 +90,7 @@ impl CannedEstimator<WideDeepNetwork, Regression> {
             schema,
             network,
             regression_head(),
-            default_dnn_optimizer(),
+            optimizer,
         ))
     }
 }

@@ -13,8 +13,8 @@ use super::{DnnModel, DnnNetwork, LinearModel, LinearNetwork, Network};
 use crate::input_tensors::InputTensors;
 
 /// Wide & deep: the "wide" linear part sees `linear` columns, the "deep" DNN sees `dnn`
-/// columns, and the logits are their sum. Both parts train with the one optimizer of the
-/// estimator (TF gives each its own: Ftrl for the linear part, Adagrad for the DNN).
+/// columns, and the logits are their sum. The canned estimators train the parts with
+/// their own optimizers, as TF (FTRL for the linear part, Adagrad for the DNN).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct WideDeepNetwork {
     /// The linear ("wide") part.
@@ -30,6 +30,12 @@ pub struct WideDeepModel<B: Backend> {
     pub linear: LinearModel<B>,
     /// The DNN part.
     pub dnn: DnnModel<B>,
+}
+
+impl WideDeepNetwork {
+    /// The module path of the linear part's variables (`linear.weights`, …), for an
+    /// optimizer of its own ([`estimator::OptimizerSpec::with_part`]).
+    pub const LINEAR_MODULE: &'static str = "linear";
 }
 
 impl Network for WideDeepNetwork {

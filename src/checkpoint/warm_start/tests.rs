@@ -3,13 +3,12 @@
 
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::optim::SgdConfig;
 use burn::tensor::backend::Backend;
 
 use super::*;
 use crate::checkpoint::contents;
 use crate::device::CpuTrainBackend as Train;
-use crate::optimizer::Optimizer;
+use crate::optimizer::{Optimizer, OptimizerSpec};
 use crate::state::parameter_values;
 
 #[derive(Module, Debug)]
@@ -33,8 +32,8 @@ fn two(seed: u64, inputs: usize) -> Two<Train> {
 
 /// `model` saved as the checkpoint of step `step` in `dir`.
 fn save(model: &Two<Train>, dir: &Path, step: u64) -> PathBuf {
-    let optimizer = Optimizer::<Train, _>::new(SgdConfig::new().build());
-    let checkpoint = contents::snapshot(model, &optimizer, "sgd", step, None).unwrap();
+    let optimizer = Optimizer::<Train>::new(&OptimizerSpec::sgd(0.1));
+    let checkpoint = contents::snapshot(model, &optimizer, step, None).unwrap();
     CheckpointManager::new(dir, None).save(&checkpoint).unwrap()
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::client::PsClient;
 use super::placement::Placement;
 use super::proto::{ControlReply, InitRequest, PushOutcome, PushRequest};
-use super::variable_optimizer::variable_optimizer;
+use super::variable_optimizer::VariableOptimizer;
 use super::wire::{f32_values, variable};
 use crate::optimizer::OptimizerSpec;
 
@@ -20,7 +20,7 @@ pub(super) fn init_requests(
 ) -> Vec<InitRequest> {
     let sizes = [("a".to_string(), 4), ("b".to_string(), 6)];
     let placement = Placement::greedy(&sizes, num_ps);
-    let empty_state = variable_optimizer(&OptimizerSpec::sgd(1.0))
+    let empty_state = VariableOptimizer::new(&OptimizerSpec::sgd(1.0))
         .state_bytes()
         .unwrap();
     let mut requests: Vec<InitRequest> = (0..num_ps)

@@ -36,7 +36,7 @@ pub(crate) use proto::{
 pub use replica::PsReplica;
 pub use server::{serve, PsServerConfig};
 pub use shard::CHIEF_RANK;
-pub use variable_optimizer::{variable_optimizer, VariableOptimizer, VariableOptimizerError};
+pub use variable_optimizer::{VariableOptimizer, VariableOptimizerError};
 pub use wire::RaggedValues;
 pub(crate) use wire::{f32_values, shape, variable};
 #[cfg(test)]

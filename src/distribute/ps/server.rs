@@ -43,7 +43,7 @@ pub struct PsServerConfig {
 /// runs its own tokio runtime.
 pub fn serve(
     listener: TcpListener,
-    optimizer: Box<dyn VariableOptimizer>,
+    optimizer: VariableOptimizer,
     config: PsServerConfig,
 ) -> Result<()> {
     let io = |what: &'static str, source: std::io::Error| Error::PsTask { what, source };

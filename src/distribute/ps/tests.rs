@@ -40,7 +40,7 @@ fn start(
         .map(|_| {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let address = listener.local_addr().unwrap().to_string();
-            let optimizer = variable_optimizer(&OptimizerSpec::sgd(1.0));
+            let optimizer = VariableOptimizer::new(&OptimizerSpec::sgd(1.0));
             let config = server_config(chief_timeout);
             (
                 address,

@@ -1,11 +1,10 @@
 //! The optimizer a parameter server runs over its variables: the same Burn optimizer, state
 //! and arithmetic as a single process's, applied to one variable at a time.
 
-use burn::optim::SimpleOptimizer;
 use burn::tensor::{Tensor, TensorData};
 
 use crate::device::CpuTrainBackend;
-use crate::optimizer::{build_optimizer, Optimizer, OptimizerSpec, WithOptimizer};
+use crate::optimizer::{Optimizer, OptimizerSpec};
 
 type Inner = <CpuTrainBackend as burn::tensor::backend::AutodiffBackend>::InnerBackend;
 
@@ -57,50 +56,23 @@ pub enum VariableOptimizerError {
 /// Applies gradients to variables held as flat `f32` values, keeping optimizer state by
 /// variable path (the checkpoint's format, so a ps checkpoint restores in one process and
 /// back).
-pub trait VariableOptimizer: Send {
-    /// The optimizer kind ("adam", "adagrad", "sgd").
-    fn kind(&self) -> &'static str;
-    /// One update of the variable `path` of `shape`.
-    fn apply(
-        &mut self,
-        learning_rate: f64,
-        path: &str,
-        shape: &[usize],
-        values: &mut Vec<f32>,
-        grad: Vec<f32>,
-    ) -> Result<(), VariableOptimizerError>;
-    /// The state of every variable, serialised.
-    fn state_bytes(&self) -> Result<Vec<u8>, VariableOptimizerError>;
-    /// Replaces the state with serialised state.
-    fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), VariableOptimizerError>;
+pub struct VariableOptimizer {
+    optimizer: Optimizer<CpuTrainBackend>,
 }
 
-/// The optimizer `spec` names, for variables on the CPU.
-pub fn variable_optimizer(spec: &OptimizerSpec) -> Box<dyn VariableOptimizer> {
-    build_optimizer::<CpuTrainBackend, _>(spec, Build { kind: spec.kind() })
-}
-
-struct Build {
-    kind: &'static str,
-}
-
-impl WithOptimizer<CpuTrainBackend> for Build {
-    type Output = Box<dyn VariableOptimizer>;
-
-    fn run<O: SimpleOptimizer<Inner> + 'static>(self, optim: O) -> Self::Output {
-        Box::new(OnCpu {
-            optimizer: Optimizer::<CpuTrainBackend, O>::new(optim),
-            kind: self.kind,
-        })
+impl VariableOptimizer {
+    /// The optimizer `spec` names, for variables on the CPU.
+    pub fn new(spec: &OptimizerSpec) -> Self {
+        Self {
+            optimizer: Optimizer::new(spec),
+        }
     }
-}
 
-struct OnCpu<O: SimpleOptimizer<Inner>> {
-    optimizer: Optimizer<CpuTrainBackend, O>,
-    kind: &'static str,
-}
+    /// The optimizer kind, as checkpoints record it ("adam", "adagrad+linear:ftrl").
+    pub fn kind(&self) -> String {
+        self.optimizer.spec().kind()
+    }
 
-impl<O: SimpleOptimizer<Inner>> OnCpu<O> {
     fn apply_rank<const D: usize>(
         &mut self,
         learning_rate: f64,
@@ -133,14 +105,9 @@ impl<O: SimpleOptimizer<Inner>> OnCpu<O> {
             })?;
         Ok(())
     }
-}
 
-impl<O: SimpleOptimizer<Inner>> VariableOptimizer for OnCpu<O> {
-    fn kind(&self) -> &'static str {
-        self.kind
-    }
-
-    fn apply(
+    /// One update of the variable `path` of `shape`.
+    pub fn apply(
         &mut self,
         learning_rate: f64,
         path: &str,
@@ -170,13 +137,15 @@ impl<O: SimpleOptimizer<Inner>> VariableOptimizer for OnCpu<O> {
         }
     }
 
-    fn state_bytes(&self) -> Result<Vec<u8>, VariableOptimizerError> {
+    /// The state of every variable, serialised.
+    pub fn state_bytes(&self) -> Result<Vec<u8>, VariableOptimizerError> {
         self.optimizer
             .state_bytes()
             .map_err(|e| VariableOptimizerError::State(e.to_string()))
     }
 
-    fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), VariableOptimizerError> {
+    /// Replaces the state with serialised state.
+    pub fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<(), VariableOptimizerError> {
         self.optimizer
             .load_state_bytes(bytes, &Default::default())
             .map_err(|e| VariableOptimizerError::State(e.to_string()))

@@ -13,7 +13,6 @@ mod ring;
 use std::path::PathBuf;
 
 use burn::module::Module;
-use burn::optim::SimpleOptimizer;
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
@@ -54,14 +53,10 @@ impl Peers {
 
 /// The [`StepSync`] of a replica training with `peers`; `manager` is the chief's
 /// checkpoint directory.
-pub(crate) fn step_sync<B, M, O>(
-    peers: Peers,
-    manager: CheckpointManager,
-) -> Box<dyn StepSync<B, M, O>>
+pub(crate) fn step_sync<B, M>(peers: Peers, manager: CheckpointManager) -> Box<dyn StepSync<B, M>>
 where
     B: AutodiffBackend,
     M: Module<B>,
-    O: SimpleOptimizer<B::InnerBackend>,
 {
     match peers {
         Peers::Alone => Box::new(OneDevice::new(manager)),
@@ -71,7 +66,7 @@ where
 }
 
 /// The state a replica starts from, and the checkpoint it came from (when there was one).
-pub(crate) type Started<B, M, O> = (TrainState<B, M, O>, Option<Restored>);
+pub(crate) type Started<B, M> = (TrainState<B, M>, Option<Restored>);
 
 /// A checkpoint training resumed from.
 pub(crate) struct Restored {
@@ -104,10 +99,9 @@ pub(crate) enum Synced {
 
 /// What a strategy does around the one training step. Methods that may replace the model
 /// take the state by value and give it back (see [`TrainState`]).
-pub(crate) trait StepSync<B, M, O>
+pub(crate) trait StepSync<B, M>
 where
     B: AutodiffBackend,
-    O: SimpleOptimizer<B::InnerBackend>,
 {
     /// Whether this replica writes checkpoints, summaries and exports.
     fn is_chief(&self) -> bool;
@@ -120,27 +114,27 @@ where
     /// function of the global step training resumes from).
     fn prepare(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         last_step: &dyn Fn(u64) -> u64,
-    ) -> Result<Started<B, M, O>>;
+    ) -> Result<Started<B, M>>;
 
     /// Before a step: whether to compute it, given whether this replica has a batch.
     fn ready(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         has_batch: bool,
-    ) -> Result<(TrainState<B, M, O>, Ready)>;
+    ) -> Result<(TrainState<B, M>, Ready)>;
 
     /// Turns this replica's gradients (`None`: no batch) into what to do with the step.
     fn exchange(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         local: Option<LocalStep>,
-    ) -> Result<(TrainState<B, M, O>, Synced)>;
+    ) -> Result<(TrainState<B, M>, Synced)>;
 
     /// Stops before the others would (a hook's request), so that they stop with it instead
     /// of waiting for it. Nothing to do where nobody waits for this replica's gradients.
-    fn leave(&mut self, _state: &TrainState<B, M, O>) -> Result<()> {
+    fn leave(&mut self, _state: &TrainState<B, M>) -> Result<()> {
         Ok(())
     }
 
@@ -148,9 +142,9 @@ where
     /// own, unless the variables live elsewhere.
     fn snapshot(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         position: Option<Position>,
-    ) -> Result<(TrainState<B, M, O>, Checkpoint)>
+    ) -> Result<(TrainState<B, M>, Checkpoint)>
     where
         M: Module<B>,
     {
@@ -167,7 +161,7 @@ where
 
     /// After training: ends the job on the peers and checks that the replicas agree; the
     /// CRC-32C of the final weights.
-    fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32>;
+    fn finish(&mut self, state: &TrainState<B, M>) -> Result<u32>;
 
     /// Training failed: lets the peers stop waiting for this replica, as far as they can
     /// be told (the others notice a failed ring replica by its silence or its closed

@@ -1,7 +1,6 @@
 //! One replica alone: its own checkpoints, its own gradients.
 
 use burn::module::Module;
-use burn::optim::SimpleOptimizer;
 use burn::tensor::backend::AutodiffBackend;
 
 use super::{Ready, Restored, Started, StepSync, Synced};
@@ -22,11 +21,10 @@ impl OneDevice {
     }
 }
 
-impl<B, M, O> StepSync<B, M, O> for OneDevice
+impl<B, M> StepSync<B, M> for OneDevice
 where
     B: AutodiffBackend,
     M: Module<B>,
-    O: SimpleOptimizer<B::InnerBackend>,
 {
     fn is_chief(&self) -> bool {
         true
@@ -38,9 +36,9 @@ where
 
     fn prepare(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         _last_step: &dyn Fn(u64) -> u64,
-    ) -> Result<Started<B, M, O>> {
+    ) -> Result<Started<B, M>> {
         let Some((source, checkpoint)) = self.manager.latest()? else {
             return Ok((state, None));
         };
@@ -50,9 +48,9 @@ where
 
     fn ready(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         has_batch: bool,
-    ) -> Result<(TrainState<B, M, O>, Ready)> {
+    ) -> Result<(TrainState<B, M>, Ready)> {
         let ready = if has_batch {
             Ready::Compute {
                 seed_step: state.global_step,
@@ -66,9 +64,9 @@ where
 
     fn exchange(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         local: Option<LocalStep>,
-    ) -> Result<(TrainState<B, M, O>, Synced)> {
+    ) -> Result<(TrainState<B, M>, Synced)> {
         let synced = match local {
             Some(local) => Synced::Apply(local),
             None => Synced::Stop,
@@ -76,7 +74,7 @@ where
         Ok((state, synced))
     }
 
-    fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32> {
+    fn finish(&mut self, state: &TrainState<B, M>) -> Result<u32> {
         state.weights_crc32c()
     }
 }

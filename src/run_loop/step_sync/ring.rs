@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use burn::module::Module;
-use burn::optim::SimpleOptimizer;
 use burn::tensor::backend::AutodiffBackend;
 
 use super::{Ready, Restored, Started, StepSync, Synced};
@@ -76,11 +75,10 @@ impl RingSync {
     }
 }
 
-impl<B, M, O> StepSync<B, M, O> for RingSync
+impl<B, M> StepSync<B, M> for RingSync
 where
     B: AutodiffBackend,
     M: Module<B>,
-    O: SimpleOptimizer<B::InnerBackend>,
 {
     fn is_chief(&self) -> bool {
         self.replica.is_chief()
@@ -92,9 +90,9 @@ where
 
     fn prepare(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         _last_step: &dyn Fn(u64) -> u64,
-    ) -> Result<Started<B, M, O>> {
+    ) -> Result<Started<B, M>> {
         let latest = if self.replica.is_chief() {
             self.manager.latest()?
         } else {
@@ -115,9 +113,9 @@ where
 
     fn ready(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         _has_batch: bool,
-    ) -> Result<(TrainState<B, M, O>, Ready)> {
+    ) -> Result<(TrainState<B, M>, Ready)> {
         // A replica without a batch still takes part, so that the others learn it ends.
         let seed_step = state.global_step;
         Ok((state, Ready::Compute { seed_step }))
@@ -125,9 +123,9 @@ where
 
     fn exchange(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         local: Option<LocalStep>,
-    ) -> Result<(TrainState<B, M, O>, Synced)> {
+    ) -> Result<(TrainState<B, M>, Synced)> {
         let synced = match self.average(&state.model, local)? {
             Some(averaged) => Synced::Apply(averaged),
             None => {
@@ -141,13 +139,13 @@ where
         Ok((state, synced))
     }
 
-    fn leave(&mut self, state: &TrainState<B, M, O>) -> Result<()> {
+    fn leave(&mut self, state: &TrainState<B, M>) -> Result<()> {
         self.average(&state.model, None).map(drop)
     }
 
     /// Replicas compare a CRC-32C of their final weights with the chief's: a mismatch
     /// means some non-determinism made them drift apart.
-    fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32> {
+    fn finish(&mut self, state: &TrainState<B, M>) -> Result<u32> {
         let crc = state.weights_crc32c()?;
         self.check_same_as_chief(crc)?;
         Ok(crc)

@@ -26,7 +26,7 @@ impl InMemoryPs {
     /// `chief_name` ("chief:0") names the chief in the errors training tasks get.
     pub fn start(
         num_ps: usize,
-        optimizer: impl Fn() -> Box<dyn VariableOptimizer>,
+        optimizer: impl Fn() -> VariableOptimizer,
         chief_name: &str,
     ) -> Self {
         Self {

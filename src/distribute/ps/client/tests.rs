@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::super::load_test_support::{assert_exact_totals, init_requests, work, LoadTestEnd};
 use super::super::shard::{Patience, Verdict};
-use super::super::variable_optimizer::variable_optimizer;
+use super::super::variable_optimizer::VariableOptimizer;
 use super::super::wire::f32_values;
 use super::*;
 use crate::optimizer::OptimizerSpec;
@@ -25,7 +25,7 @@ fn config() -> PsClientConfig {
 fn start(num_ps: usize) -> InMemoryPs {
     InMemoryPs::start(
         num_ps,
-        || variable_optimizer(&OptimizerSpec::sgd(1.0)),
+        || VariableOptimizer::new(&OptimizerSpec::sgd(1.0)),
         "chief:0",
     )
 }

@@ -26,7 +26,7 @@ impl std::fmt::Debug for Shard {
 impl Shard {
     /// An uninitialised shard updating with `optimizer`; `chief_name` ("chief:0") names the
     /// chief in the errors training tasks get when it vanishes.
-    pub fn new(optimizer: Box<dyn VariableOptimizer>, chief_name: String) -> Self {
+    pub fn new(optimizer: VariableOptimizer, chief_name: String) -> Self {
         Self {
             machine: Mutex::new(ShardMachine::new(optimizer, chief_name, Instant::now())),
             changed: Condvar::new(),

@@ -26,7 +26,7 @@ pub enum ShardError {
         /// The chief's optimizer kind.
         chief: String,
         /// This ps task's.
-        ps: &'static str,
+        ps: String,
     },
     /// A variable could not be updated, or the optimizer state not (de)serialised.
     #[error(transparent)]

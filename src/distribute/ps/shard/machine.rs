@@ -64,7 +64,7 @@ pub struct ShardMachine {
     pub(super) phase: Phase,
     pub(super) generation: u64,
     pub(super) variables: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
-    pub(super) optimizer: Box<dyn VariableOptimizer>,
+    pub(super) optimizer: VariableOptimizer,
     pub(super) learning_rate: f64,
     pub(super) schedule: Schedule,
     pub(super) step: u64,
@@ -89,7 +89,7 @@ pub struct ShardMachine {
 impl ShardMachine {
     /// An uninitialised shard updating with `optimizer`, started at `now`; `chief_name`
     /// ("chief:0") names the chief in the errors training tasks get when it vanishes.
-    pub fn new(optimizer: Box<dyn VariableOptimizer>, chief_name: String, now: Instant) -> Self {
+    pub fn new(optimizer: VariableOptimizer, chief_name: String, now: Instant) -> Self {
         Self {
             chief_name,
             phase: Phase::Uninitialised,

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::*;
-use crate::optimizer::OptimizerSpec;
+use crate::optimizer::{Algorithm, OptimizerSpec};
 
 const FIXTURE: &str = include_str!("../../../../scripts/fixtures/keras_optimizers.json");
 
@@ -34,7 +34,7 @@ fn check_within(name: &str, spec: OptimizerSpec, tolerance: f64) {
     };
     let mut values = floats(&fixture["weights"]);
     let lr = fixture["learning_rate"].as_f64().unwrap();
-    let mut optimizer = variable_optimizer(&spec);
+    let mut optimizer = VariableOptimizer::new(&spec);
     let steps = fixture["steps"][name].as_array().unwrap();
     for (grad, want) in fixture["gradients"].as_array().unwrap().iter().zip(steps) {
         optimizer
@@ -49,23 +49,16 @@ fn check_within(name: &str, spec: OptimizerSpec, tolerance: f64) {
     }
 }
 
-fn no_extras<T: Default>() -> T {
-    T::default()
-}
-
 #[test]
 fn rmsprop_plain_and_centered_with_momentum() {
     check("rmsprop", OptimizerSpec::rmsprop(0.1));
-    let centered = OptimizerSpec::Rmsprop {
-        learning_rate: 0.1,
+    let centered = Algorithm::Rmsprop {
         rho: 0.9,
         momentum: 0.5,
         epsilon: 1e-7,
         centered: true,
-        schedule: no_extras(),
-        clipping: no_extras(),
-        regularization: no_extras(),
     };
+    let centered = OptimizerSpec::new(centered, 0.1);
     check("rmsprop_centered_momentum", centered);
 }
 
@@ -91,18 +84,15 @@ fn sgd_momentum_and_nesterov_without_dampening() {
 }
 
 fn ftrl(l2_shrinkage: f64, beta: f64) -> OptimizerSpec {
-    OptimizerSpec::Ftrl {
-        learning_rate: 0.1,
+    let ftrl = Algorithm::Ftrl {
         learning_rate_power: -0.5,
         initial_accumulator_value: 0.1,
         l1: 0.01,
         l2: 0.02,
         l2_shrinkage,
         beta,
-        schedule: no_extras(),
-        clipping: no_extras(),
-        regularization: no_extras(),
-    }
+    };
+    OptimizerSpec::new(ftrl, 0.1)
 }
 
 #[test]

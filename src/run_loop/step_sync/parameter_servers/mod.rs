@@ -6,7 +6,6 @@ mod session;
 mod summaries;
 
 use burn::module::Module;
-use burn::optim::SimpleOptimizer;
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
@@ -41,15 +40,14 @@ impl PsSync {
     /// A ps lost its variables (it restarted). The chief puts the latest checkpoint back on
     /// every ps — the others have moved on since, and all must agree — as TF's chief does
     /// when it recreates its session; other tasks wait for that in their next pull.
-    fn lost_variables<B, M, O>(
+    fn lost_variables<B, M>(
         &mut self,
-        mut state: TrainState<B, M, O>,
+        mut state: TrainState<B, M>,
         which: usize,
-    ) -> Result<TrainState<B, M, O>>
+    ) -> Result<TrainState<B, M>>
     where
         B: AutodiffBackend,
         M: Module<B>,
-        O: SimpleOptimizer<B::InnerBackend>,
     {
         if !self.session.is_chief() {
             return Ok(state);
@@ -81,11 +79,10 @@ impl PsSync {
     }
 }
 
-impl<B, M, O> StepSync<B, M, O> for PsSync
+impl<B, M> StepSync<B, M> for PsSync
 where
     B: AutodiffBackend,
     M: Module<B>,
-    O: SimpleOptimizer<B::InnerBackend>,
 {
     fn is_chief(&self) -> bool {
         self.session.is_chief()
@@ -99,9 +96,9 @@ where
     /// tasks; the other tasks take the values from their first pull.
     fn prepare(
         &mut self,
-        mut state: TrainState<B, M, O>,
+        mut state: TrainState<B, M>,
         last_step: &dyn Fn(u64) -> u64,
-    ) -> Result<Started<B, M, O>> {
+    ) -> Result<Started<B, M>> {
         let mut restored = None;
         if self.session.is_chief() {
             if let Some((source, checkpoint)) = self.manager.latest()? {
@@ -121,9 +118,9 @@ where
 
     fn ready(
         &mut self,
-        mut state: TrainState<B, M, O>,
+        mut state: TrainState<B, M>,
         has_batch: bool,
-    ) -> Result<(TrainState<B, M, O>, Ready)> {
+    ) -> Result<(TrainState<B, M>, Ready)> {
         if !has_batch {
             tracing::info!("input exhausted at global_step {}", state.global_step);
             return Ok((state, Ready::Stop));
@@ -151,15 +148,16 @@ where
 
     fn exchange(
         &mut self,
-        mut state: TrainState<B, M, O>,
+        mut state: TrainState<B, M>,
         local: Option<LocalStep>,
-    ) -> Result<(TrainState<B, M, O>, Synced)> {
+    ) -> Result<(TrainState<B, M>, Synced)> {
         let Some(local) = local else {
             return Ok((state, Synced::Stop));
         };
         // Each pushed gradient is clipped on its own, before the ps tasks apply it.
-        let grads = state.regularization.apply(&state.model, local.grads);
-        let grads = state.clipping.apply(&state.model, grads);
+        let spec = state.optimizer.spec();
+        let grads = spec.regularization.apply(&state.model, local.grads);
+        let grads = spec.clipping.apply(&state.model, grads);
         let synced = match self.session.push(&state.model, &grads)? {
             Pushed::Applied(step) => {
                 state.global_step = step;
@@ -186,9 +184,9 @@ where
     /// Every ps's variables and optimizer state (the chief's model then holds them).
     fn snapshot(
         &mut self,
-        state: TrainState<B, M, O>,
+        state: TrainState<B, M>,
         position: Option<Position>,
-    ) -> Result<(TrainState<B, M, O>, Checkpoint)> {
+    ) -> Result<(TrainState<B, M>, Checkpoint)> {
         self.session.checkpoint(state, position)
     }
 
@@ -200,7 +198,7 @@ where
     }
 
     /// The chief lets the ps tasks exit; a worker leaves them.
-    fn finish(&mut self, state: &TrainState<B, M, O>) -> Result<u32> {
+    fn finish(&mut self, state: &TrainState<B, M>) -> Result<u32> {
         if self.session.is_chief() {
             self.session.finish()?;
             self.session.shut_down()?;

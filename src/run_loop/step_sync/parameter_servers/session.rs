@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use burn::module::Module;
-use burn::optim::{GradientsParams, SimpleOptimizer};
+use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 
 use crate::checkpoint::{contents, Checkpoint};
@@ -105,19 +105,18 @@ impl PsSession {
     /// Chief: puts the state's values and optimizer state on the ps tasks, placed as
     /// `recorded` says when it fits, anew otherwise; training continues from the state's
     /// global step and stops at `last_step`.
-    pub(super) fn initialise<B, M, O>(
+    pub(super) fn initialise<B, M>(
         &mut self,
-        state: &TrainState<B, M, O>,
+        state: &TrainState<B, M>,
         recorded: Option<Placement>,
         last_step: u64,
     ) -> Result<()>
     where
         B: AutodiffBackend,
         M: Module<B>,
-        O: SimpleOptimizer<B::InnerBackend>,
     {
-        let (optimizer, optimizer_kind) = (&state.optimizer, state.optimizer_kind);
-        let (learning_rate, global_step) = (state.learning_rate, state.global_step);
+        let (optimizer, global_step) = (&state.optimizer, state.global_step);
+        let spec = optimizer.spec();
         let values = parameter_values(&state.model);
         let sizes: Vec<(String, usize)> = values
             .iter()
@@ -140,10 +139,10 @@ impl PsSession {
             .map_or(1, |d| d.as_nanos() as u64)
             .max(1);
         let workers = self.replica.world_size();
-        let learning_rate_schedule = if state.schedule.is_constant() {
+        let learning_rate_schedule = if spec.schedule.is_constant() {
             String::new()
         } else {
-            serde_json::to_string(&state.schedule)
+            serde_json::to_string(&spec.schedule)
                 .map_err(|e| Error::Config(format!("cannot send the schedule: {e}")))?
         };
         let mut requests: Vec<InitRequest> = (0..num_ps)
@@ -153,8 +152,8 @@ impl PsSession {
                 Ok(InitRequest {
                     variables: Vec::new(),
                     optimizer_state,
-                    optimizer: optimizer_kind.to_string(),
-                    learning_rate,
+                    optimizer: spec.kind(),
+                    learning_rate: spec.learning_rate,
                     global_step,
                     last_step,
                     workers: workers as u32,
@@ -305,15 +304,14 @@ impl PsSession {
 
     /// Chief: every ps's values and optimizer state as a checkpoint, with the input at
     /// `input_position`; the state then holds them too.
-    pub(super) fn checkpoint<B, M, O>(
+    pub(super) fn checkpoint<B, M>(
         &mut self,
-        mut state: TrainState<B, M, O>,
+        mut state: TrainState<B, M>,
         input_position: Option<datasets::Position>,
-    ) -> Result<(TrainState<B, M, O>, Checkpoint)>
+    ) -> Result<(TrainState<B, M>, Checkpoint)>
     where
         B: AutodiffBackend,
         M: Module<B>,
-        O: SimpleOptimizer<B::InnerBackend>,
     {
         let snapshots = self.replica.servers.snapshot()?;
         let mut values = BTreeMap::new();
@@ -338,13 +336,8 @@ impl PsSession {
         state.model = load_values(state.model, &mut values)?;
         // The ps tasks' step, which other workers' pushes may have moved past this task's.
         let step = snapshots.first().map_or(0, |s| s.step);
-        let mut checkpoint = contents::snapshot(
-            &state.model,
-            &state.optimizer,
-            state.optimizer_kind,
-            step,
-            input_position,
-        )?;
+        let mut checkpoint =
+            contents::snapshot(&state.model, &state.optimizer, step, input_position)?;
         checkpoint.meta[PLACEMENT_KEY] = serde_json::to_value(&placement)
             .map_err(|e| Error::Config(format!("cannot record the placement: {e}")))?;
         self.placement = Some(placement);

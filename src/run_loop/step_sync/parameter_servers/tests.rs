@@ -5,15 +5,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use burn::nn::{Linear, LinearConfig};
-use burn::optim::{GradientsParams, SgdConfig};
+use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 
 use super::session::{PsSession, Pulled, Pushed};
 use crate::device::CpuTrainBackend as B;
 use crate::distribute::ps::{
-    variable_optimizer, Command, ControlReply, InMemoryParameterServers, InMemoryPs, InitRequest,
-    PsClient, PsClientConfig, PsError, PsMode, PsReplica, PullReply, PushReply, PushRequest,
-    SnapshotReply,
+    Command, ControlReply, InMemoryParameterServers, InMemoryPs, InitRequest, PsClient,
+    PsClientConfig, PsError, PsMode, PsReplica, PullReply, PushReply, PushRequest, SnapshotReply,
+    VariableOptimizer,
 };
 use crate::optimizer::{Optimizer, OptimizerSpec};
 use crate::run_loop::train_state::TrainState;
@@ -85,23 +85,14 @@ impl PsClient for HalfwayInit {
     }
 }
 
-type State = TrainState<
-    B,
-    Linear<B>,
-    burn::optim::Sgd<<B as burn::tensor::backend::AutodiffBackend>::InnerBackend>,
->;
+type State = TrainState<B, Linear<B>>;
 
 fn state(global_step: u64) -> State {
     let device = Default::default();
     TrainState {
         model: LinearConfig::new(3, 1).init(&device),
-        optimizer: Optimizer::new(SgdConfig::new().build()),
-        optimizer_kind: "sgd",
-        schedule: Default::default(),
+        optimizer: Optimizer::new(&OptimizerSpec::sgd(0.1)),
         sync_replicas: 1,
-        clipping: Default::default(),
-        regularization: Default::default(),
-        learning_rate: 0.1,
         global_step,
         device,
     }
@@ -119,7 +110,7 @@ fn a_pull_during_the_chiefs_initialisation_waits_for_every_ps_so_their_steps_sta
     let names = vec!["chief:0".to_string(), "worker:0".to_string()];
     let ps = InMemoryPs::start(
         2,
-        || variable_optimizer(&OptimizerSpec::sgd(0.1)),
+        || VariableOptimizer::new(&OptimizerSpec::sgd(0.1)),
         "chief:0",
     );
     let held_back = Arc::new(Mutex::new(None));

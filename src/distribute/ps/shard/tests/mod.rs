@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::super::proto::{Command, PushOutcome};
-use super::super::variable_optimizer::variable_optimizer;
+use super::super::variable_optimizer::VariableOptimizer;
 use super::super::wire::f32_values;
 use super::machine::PendingPull;
 use super::push::PendingPush;
@@ -22,7 +22,7 @@ const GENERATION: u64 = 7;
 /// A shard updating with SGD(1.0), started at `t0`.
 fn shard(t0: Instant) -> ShardMachine {
     ShardMachine::new(
-        variable_optimizer(&OptimizerSpec::sgd(1.0)),
+        VariableOptimizer::new(&OptimizerSpec::sgd(1.0)),
         "chief:0".into(),
         t0,
     )
@@ -31,7 +31,7 @@ fn shard(t0: Instant) -> ShardMachine {
 /// Variables `a` (4 values) and `b` (2×3), zero, for `workers` training tasks aggregating
 /// `replicas_to_aggregate` gradients per update (0: asynchronous).
 fn init(workers: usize, replicas_to_aggregate: usize) -> ShardInit {
-    let empty_state = variable_optimizer(&OptimizerSpec::sgd(1.0))
+    let empty_state = VariableOptimizer::new(&OptimizerSpec::sgd(1.0))
         .state_bytes()
         .unwrap();
     ShardInit {
