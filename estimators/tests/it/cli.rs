@@ -300,7 +300,7 @@ fn train_on_an_evaluator_task_trains_nothing_and_exits_0() {
 }
 
 #[test]
-fn every_subcommand_has_help_with_an_example() {
+fn every_flag_of_every_subcommand_has_an_example_in_its_help() {
     for sub in [
         "train",
         "train-and-evaluate",
@@ -310,9 +310,35 @@ fn every_subcommand_has_help_with_an_example() {
     ] {
         let output = run(bin().args([sub, "--help"]));
         assert!(output.status.success());
-        assert!(
-            stdout(&output).contains("Example"),
-            "{sub} --help lacks an example"
-        );
+        let help = stdout(&output);
+        assert!(help.contains("Example"), "{sub} --help lacks an example");
+        // Each option's block runs from its `--flag` line to the next option's; the
+        // options end where the unindented example after them starts.
+        let options = help.split("Options:").nth(1).unwrap();
+        let options = options.split("\nExample").next().unwrap();
+        let mut blocks: Vec<(String, String)> = Vec::new();
+        for line in options.lines() {
+            let trimmed = line.trim_start();
+            match trimmed.strip_prefix("--") {
+                Some(rest) if line.starts_with("  ") => {
+                    // Short help puts the text on the flag's line.
+                    let flag = rest.split([' ', '=']).next().unwrap().to_string();
+                    blocks.push((flag, format!("{rest} ")));
+                }
+                _ => {
+                    if let Some((_, text)) = blocks.last_mut() {
+                        text.push_str(trimmed);
+                        text.push(' ');
+                    }
+                }
+            }
+        }
+        assert!(blocks.len() >= 2, "{sub}: no options found in {help}");
+        for (flag, text) in &blocks {
+            assert!(
+                text.contains(&format!("Example: `--{flag}")),
+                "{sub} --{flag} has no example: {text}"
+            );
+        }
     }
 }

@@ -78,133 +78,169 @@ pub enum Format {
 #[derive(Debug, Args)]
 pub struct TrainArgs {
     /// Training CSV (header row; `.gz` accepted).
+    /// Example: `--train data/train.csv`.
     #[arg(long, value_name = "FILE.csv")]
     pub train: PathBuf,
     /// Evaluation CSV (required by train-and-evaluate).
+    /// Example: `--eval data/test.csv`.
     #[arg(long, value_name = "FILE.csv")]
     pub eval: Option<PathBuf>,
     /// Name of the label column.
+    /// Example: `--label-column label`.
     #[arg(long, value_name = "NAME")]
     pub label_column: String,
     /// Column types as JSON (a `datasets::Schema`); inferred from the header and first rows
     /// when absent.
+    /// Example: `--schema schema.json`.
     #[arg(long, value_name = "schema.json")]
     pub schema: Option<PathBuf>,
     /// Hidden layer sizes.
+    /// Example: `--hidden-units 256,128,64`.
     #[arg(long, value_delimiter = ',', default_value = "128,64")]
     pub hidden_units: Vec<usize>,
     /// Number of classes (inferred from the training labels when absent).
+    /// Example: `--n-classes 3`.
     #[arg(long)]
     pub n_classes: Option<usize>,
     /// Class names in id order, for string labels (sorted distinct labels when absent).
+    /// Example: `--label-vocabulary setosa,versicolor,virginica`.
     #[arg(long, value_delimiter = ',')]
     pub label_vocabulary: Option<Vec<String>>,
     /// Optimizer.
+    /// Example: `--optimizer adam`.
     #[arg(long, value_enum, default_value = "adagrad")]
     pub optimizer: OptimizerName,
-    /// Learning rate (default: 0.05 for adagrad as TF, 0.001 for adam, 0.01 for sgd).
+    /// Learning rate (default: 0.05 for adagrad as TF, 0.1 for ftrl, 0.01 for sgd, 0.001
+    /// for adam, adamw and rmsprop).
+    /// Example: `--learning-rate 0.01`.
     #[arg(long)]
     pub learning_rate: Option<f64>,
     /// Examples per batch.
+    /// Example: `--batch-size 256`.
     #[arg(long, default_value_t = 128)]
     pub batch_size: usize,
     /// Train until this global step.
+    /// Example: `--max-steps 1000`.
     #[arg(long)]
     pub max_steps: u64,
     /// Directory for checkpoints, summaries and the model configuration.
+    /// Example: `--model-dir /tmp/iris`.
     #[arg(long, value_name = "DIR")]
     pub model_dir: PathBuf,
     /// Seed for initialisation, dropout and shuffling.
+    /// Example: `--seed 7`.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Dropout probability of the hidden layers.
+    /// Example: `--dropout 0.2`.
     #[arg(long)]
     pub dropout: Option<f64>,
     /// Batch normalisation after each hidden layer.
+    /// Example: `--batch-norm`.
     #[arg(long)]
     pub batch_norm: bool,
     /// Do not standardise numeric columns with the training data's mean and std.
+    /// Example: `--no-normalize`.
     #[arg(long)]
     pub no_normalize: bool,
     /// Shuffle buffer size (examples).
+    /// Example: `--shuffle-buffer 1000`.
     #[arg(long, default_value_t = 10_000)]
     pub shuffle_buffer: usize,
     /// Save a checkpoint every N steps (default: every 600 s, and at the end).
+    /// Example: `--save-checkpoints-steps 500`.
     #[arg(long)]
     pub save_checkpoints_steps: Option<u64>,
     /// Compute device: cpu, cuda (CUDA device 0), cuda:N, or auto (CUDA when this build
     /// has it and a driver is installed, else the CPU). CUDA needs a build with the `cuda`
     /// feature.
+    /// Example: `--device cuda:1`.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
     /// How the learning rate changes with the global step (TF's schedules), as
     /// KIND:key=value,…; lists separated by '/'. KIND: exponential_decay (decay_steps,
     /// decay_rate, staircase), piecewise_constant (boundaries, values), polynomial_decay
     /// (decay_steps, end_learning_rate, power, cycle), cosine_decay (decay_steps, alpha),
-    /// cosine_decay_restarts (first_decay_steps, t_mul, m_mul, alpha). Example:
-    /// --learning-rate-schedule exponential_decay:decay_steps=1000,decay_rate=0.96
+    /// cosine_decay_restarts (first_decay_steps, t_mul, m_mul, alpha).
+    /// Example: `--learning-rate-schedule exponential_decay:decay_steps=1000,decay_rate=0.96`.
     #[arg(long, value_name = "KIND:KEY=VALUE,...", value_parser = parse_decay)]
     pub learning_rate_schedule: Option<Decay>,
     /// Raise the learning rate linearly over the first N steps; the schedule starts after.
+    /// Example: `--warmup-steps 500`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub warmup_steps: u64,
     /// Multiply the learning rate by the number of replicas averaged per update (Horovod's
     /// recipe for a larger global batch).
+    /// Example: `--scale-learning-rate-by-replicas --warmup-steps 500`.
     #[arg(long)]
     pub scale_learning_rate_by_replicas: bool,
     /// Scale the gradients so that their global L2 norm is at most this (TF's
     /// clip_gradients_by_norm, Keras' global_clipnorm); under MultiWorkerMirrored the
     /// averaged gradient is clipped, with parameter servers each pushed one.
+    /// Example: `--clip-global-norm 1.0`.
     #[arg(long, value_name = "NORM")]
     pub clip_global_norm: Option<f32>,
     /// Scale each variable's gradient so that its L2 norm is at most this (Keras' clipnorm).
+    /// Example: `--clip-norm 5.0`.
     #[arg(long, value_name = "NORM")]
     pub clip_norm: Option<f32>,
     /// Clamp every gradient value into [-VALUE, VALUE] (Keras' clipvalue).
+    /// Example: `--clip-value 0.5`.
     #[arg(long, value_name = "VALUE")]
     pub clip_value: Option<f32>,
     /// L1 penalty on the kernels (weights, embedding tables; not biases), added to the loss.
+    /// Example: `--l1-regularization 0.001`.
     #[arg(long, value_name = "STRENGTH", default_value_t = 0.0)]
     pub l1_regularization: f32,
     /// L2 penalty (strength · Σw²) on the kernels, added to the loss.
+    /// Example: `--l2-regularization 0.01`.
     #[arg(long, value_name = "STRENGTH", default_value_t = 0.0)]
     pub l2_regularization: f32,
     /// Initialise the model from another run before the first step (TF's warm start): a
     /// model directory (its latest checkpoint) or a checkpoint file. Only when MODEL_DIR has
     /// no checkpoint yet; optimizer state is not carried over.
+    /// Example: `--warm-start-from /tmp/iris`.
     #[arg(long, value_name = "DIR|FILE")]
     pub warm_start_from: Option<PathBuf>,
     /// With --warm-start-from: only the variables whose name matches this regular
     /// expression from its start (default: every trainable variable), e.g. 'hidden' to
     /// leave the logits layer fresh.
+    /// Example: `--warm-start-vars hidden`.
     #[arg(long, value_name = "REGEX", requires = "warm_start_from")]
     pub warm_start_vars: Option<String>,
     /// Train N replicas in this process, each on its own batch, averaging their gradients
     /// (TF's MirroredStrategy; on CUDA replica i uses device cuda:i from --device's on);
     /// `all`: one replica per visible GPU (one on the CPU). Not with TF_CONFIG.
+    /// Example: `--mirrored 2`.
     #[arg(long, value_name = "N|all", value_parser = parse_mirrored)]
     pub mirrored: Option<Distribution>,
     /// Print the final metrics as one JSON line on stdout (with examples_per_sec after
     /// start-up, startup_secs and total_examples_per_sec when training).
+    /// Example: `--json`.
     #[arg(long)]
     pub json: bool,
     /// With ps tasks in TF_CONFIG: apply each worker's gradients on arrival (async) or
     /// average them into one update per step (sync).
+    /// Example: `--ps-mode sync`.
     #[arg(long, value_enum, default_value = "async")]
     pub ps_mode: PsModeName,
     /// Sync mode: gradients averaged per update (default: every training task); extra
     /// workers are backups whose late gradients are dropped.
+    /// Example: `--replicas-to-aggregate 2`.
     #[arg(long, value_name = "N")]
     pub replicas_to_aggregate: Option<usize>,
     /// Async mode: drop gradients computed from variables more than K steps old.
+    /// Example: `--max-staleness 10`.
     #[arg(long, value_name = "K")]
     pub max_staleness: Option<u64>,
     /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
     /// before it exits with a retryable code naming it (default 60).
+    /// Example: `--peer-timeout-secs 30`.
     #[arg(long, value_name = "SECS")]
     pub peer_timeout_secs: Option<u64>,
     /// train-and-evaluate: exporters run after evaluations, into MODEL_DIR/export/<name>
     /// (latest: every evaluation; best: when the loss improves; final: at the end).
+    /// Example: `--exporters latest,best,final`.
     #[arg(
         long,
         value_enum,
@@ -238,15 +274,19 @@ pub enum ExporterName {
 #[derive(Debug, Args)]
 pub struct EvaluateArgs {
     /// Evaluation CSV.
+    /// Example: `--eval data/test.csv`.
     #[arg(long, value_name = "FILE.csv")]
     pub eval: PathBuf,
     /// Directory the model was trained in.
+    /// Example: `--model-dir /tmp/iris`.
     #[arg(long, value_name = "DIR")]
     pub model_dir: PathBuf,
     /// Compute device: cpu, cuda, cuda:N or auto (as for train).
+    /// Example: `--device auto`.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
     /// Print the metrics as one JSON line on stdout.
+    /// Example: `--json`.
     #[arg(long)]
     pub json: bool,
 }
@@ -255,9 +295,11 @@ pub struct EvaluateArgs {
 #[derive(Debug, Args)]
 pub struct PredictArgs {
     /// CSV whose rows to predict (a label column, if present, is ignored).
+    /// Example: `--input data/test.csv`.
     #[arg(long, value_name = "FILE.csv")]
     pub input: PathBuf,
     /// Predict from the latest checkpoint of this directory.
+    /// Example: `--model-dir /tmp/iris`.
     #[arg(
         long,
         value_name = "DIR",
@@ -266,12 +308,15 @@ pub struct PredictArgs {
     )]
     pub model_dir: Option<PathBuf>,
     /// Predict from this export directory.
+    /// Example: `--export-dir /tmp/iris/export/1700000000`.
     #[arg(long, value_name = "DIR")]
     pub export_dir: Option<PathBuf>,
     /// Output format.
+    /// Example: `--format csv`.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: Format,
     /// Write predictions here instead of stdout.
+    /// Example: `--output predictions.jsonl`.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -280,9 +325,11 @@ pub struct PredictArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Directory the model was trained in.
+    /// Example: `--model-dir /tmp/iris`.
     #[arg(long, value_name = "DIR")]
     pub model_dir: PathBuf,
     /// Exports go to EXPORT_DIR_BASE/<unix-timestamp>/.
+    /// Example: `--export-dir-base /tmp/iris/export`.
     #[arg(long, value_name = "DIR")]
     pub export_dir_base: PathBuf,
 }
