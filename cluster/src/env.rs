@@ -19,7 +19,9 @@ pub const CLUSTER_TOKEN_FILE: &str = "ESTIMATOR_CLUSTER_TOKEN_FILE";
 pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
     match std::env::var(TF_CONFIG) {
         Ok(text) => ClusterConfig::parse(&text),
-        Err(_) => Ok(ClusterConfig::Local),
+        Err(std::env::VarError::NotPresent) => Ok(ClusterConfig::Local),
+        // Training alone when a cluster was meant would be silently wrong.
+        Err(std::env::VarError::NotUnicode(_)) => Err(TfConfigError::not_unicode()),
     }
 }
 

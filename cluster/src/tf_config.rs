@@ -27,6 +27,13 @@ fn err(message: impl Into<String>) -> TfConfigError {
     TfConfigError(message.into())
 }
 
+impl TfConfigError {
+    /// The variable is set but its bytes are not UTF-8 text.
+    pub fn not_unicode() -> Self {
+        err(" is set but is not valid UTF-8")
+    }
+}
+
 impl ClusterConfig {
     /// Parses the TF_CONFIG JSON with TF's rules: no `cluster` means local; `master` is
     /// `chief`; at most one chief (worker 0 acts as chief without one); the task must exist
@@ -48,6 +55,7 @@ impl ClusterConfig {
             Some(Value::Object(map)) => parse_cluster(map)?,
             Some(_) => return Err(err(".cluster must be an object of role -> addresses")),
         };
+        refuse_shared_addresses(&cluster)?;
         let task = parse_task(root.get("task"))?;
         let count = cluster.addresses(task.kind).len();
         let evaluator_outside = task.kind == TaskType::Evaluator && count == 0;
@@ -81,6 +89,45 @@ impl ClusterConfig {
             ClusterConfig::Distributed { cluster, task } => cluster.chief_task() == *task,
         }
     }
+}
+
+/// Two tasks given one address would both try to listen on it; the second would fail
+/// at start-up and be restarted forever, as if it had lost a peer.
+fn refuse_shared_addresses(cluster: &ClusterSpec) -> Result<(), TfConfigError> {
+    let named = cluster
+        .chief
+        .iter()
+        .map(|a| ("chief:0".to_string(), a))
+        .chain(
+            cluster
+                .workers
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (format!("worker:{i}"), a)),
+        )
+        .chain(
+            cluster
+                .ps
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (format!("ps:{i}"), a)),
+        )
+        .chain(
+            cluster
+                .evaluator
+                .iter()
+                .map(|a| ("evaluator:0".to_string(), a)),
+        );
+    let mut seen: Vec<(String, &String)> = Vec::new();
+    for (task, address) in named {
+        if let Some((first, _)) = seen.iter().find(|(_, a)| *a == address) {
+            return Err(err(format!(
+                ".cluster gives {first} and {task} the same address '{address}'"
+            )));
+        }
+        seen.push((task, address));
+    }
+    Ok(())
 }
 
 fn parse_task(task: Option<&Value>) -> Result<Task, TfConfigError> {
@@ -156,6 +203,9 @@ fn parse_addresses(key: &str, value: &Value) -> Result<Vec<String>, TfConfigErro
             .as_str()
             .ok_or_else(|| err(format!(".cluster.{key}[{i}] is not a \"host:port\" string")))?;
         match address.rsplit_once(':') {
+            Some((_, "0")) => Err(err(format!(
+                ".cluster.{key}[{i}] = '{address}': port 0 is no address a peer can reach"
+            ))),
             Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
                 Ok(address.to_string())
             }
@@ -317,6 +367,20 @@ mod tests {
             (
                 r#"{"cluster": {"ps": ["a:1"]}, "task": {"type": "ps"}}"#,
                 "neither a chief nor a worker",
+            ),
+            (
+                r#"{"cluster": {"chief": ["127.0.0.1:0"]}, "task": {"type": "chief"}}"#,
+                "TF_CONFIG.cluster.chief[0] = '127.0.0.1:0': port 0 is no address",
+            ),
+            (
+                r#"{"cluster": {"chief": ["h:1"], "worker": ["h:2", "h:1"]},
+                    "task": {"type": "worker"}}"#,
+                "TF_CONFIG.cluster gives chief:0 and worker:1 the same address 'h:1'",
+            ),
+            (
+                r#"{"cluster": {"worker": ["h:1"], "ps": ["h:2", "h:2"]},
+                    "task": {"type": "worker"}}"#,
+                "gives ps:0 and ps:1 the same address 'h:2'",
             ),
         ];
         for (text, expected) in cases {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// Everything that can go wrong while opening or reading a dataset.
 ///
 /// Messages are one line and name the file, line and column where there is one, e.g.
-/// `iris.csv:17: column petal_width: cannot parse 'abc' as float`. Line numbers count
+/// `iris.csv:17: column petal_width: cannot parse 'abc' as float (finite)`. Line numbers count
 /// the header row as line 1.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -32,6 +32,40 @@ pub enum Error {
         value: String,
         /// What was expected: `float`, `int`, `class id`.
         expected: &'static str,
+    },
+
+    /// Schema inference found a column numeric in most rows and text in one.
+    #[error(
+        "{file}:{line}: column {column}: '{value}' is not a finite number, but the column holds \
+         numbers (line {numeric_line}); fix the cell, or give a schema that makes the column \
+         a category"
+    )]
+    MixedColumn {
+        /// The file.
+        file: String,
+        /// 1-based line of the first cell that is not a number.
+        line: u64,
+        /// Column name.
+        column: String,
+        /// The offending text (cut to 40 characters).
+        value: String,
+        /// 1-based line of the first number in the column.
+        numeric_line: u64,
+    },
+
+    /// A class id not below the schema's number of classes.
+    #[error("{file}:{line}: column {column}: label {label} is out of range for {classes} classes")]
+    LabelOutOfRange {
+        /// The file.
+        file: String,
+        /// 1-based line of the record.
+        line: u64,
+        /// The label column.
+        column: String,
+        /// The class id read.
+        label: u32,
+        /// The schema's number of classes.
+        classes: u32,
     },
 
     /// An empty cell in a column that has no default.
@@ -153,11 +187,11 @@ mod tests {
             line: 17,
             column: "petal_width".into(),
             value: "abc".into(),
-            expected: "float",
+            expected: "float (finite)",
         };
         assert_eq!(
             e.to_string(),
-            "iris.csv:17: column petal_width: cannot parse 'abc' as float"
+            "iris.csv:17: column petal_width: cannot parse 'abc' as float (finite)"
         );
     }
 

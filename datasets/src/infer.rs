@@ -6,11 +6,15 @@ use crate::sources::cell;
 use crate::sources::csv::open_reader;
 use crate::{ColumnType, CsvOptions, Error, Schema};
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Default)]
 struct Seen {
     values: usize,
     floats: usize,
     classes: usize,
+    /// The first number's line.
+    first_float: Option<u64>,
+    /// The first cell that is not a number: its line and text.
+    first_text: Option<(u64, String)>,
 }
 
 /// Infers a schema from the header and the first `max_rows` rows of a CSV file (plain or
@@ -26,7 +30,9 @@ pub fn infer_schema(
 /// Infers a schema from the header and the first `max_rows` rows of a CSV file.
 ///
 /// Every column is kept, in file order. A feature column is `Float` if all its non-empty
-/// cells parse as numbers, else `Category`. The `label` column (which must exist) is
+/// cells parse as finite numbers, `Category` if none does; a column with both is an error
+/// naming the first cell that is not a number (a typo must not turn a numeric column into
+/// a categorical one silently): give a schema to read such a column as a category. The `label` column (which must exist) is
 /// `Int` (class ids) if all its cells are non-negative integers, `Float` if all are
 /// numbers, else `Category` (class names). Columns with no values in the sample are
 /// `Category`. No defaults are set: give numeric columns with empty cells one with
@@ -49,17 +55,10 @@ pub fn infer_schema_with(
             });
         }
     }
-    let mut seen = vec![
-        Seen {
-            values: 0,
-            floats: 0,
-            classes: 0,
-        };
-        header.len()
-    ];
+    let mut seen = vec![Seen::default(); header.len()];
     for _ in 0..max_rows {
-        let record = match reader.next_record() {
-            Ok(Some((_, record))) => record,
+        let (line, record) = match reader.next_record() {
+            Ok(Some(line_and_record)) => line_and_record,
             Ok(None) => break,
             Err(e) => return Err(Error::io(path, e)),
         };
@@ -68,12 +67,26 @@ pub fn infer_schema_with(
                 continue;
             }
             s.values += 1;
-            s.floats += usize::from(cell::parse_f32(field).is_some());
+            if cell::parse_f32(field).is_some() {
+                s.floats += 1;
+                s.first_float.get_or_insert(line);
+            } else if s.first_text.is_none() {
+                s.first_text = Some((line, crate::error::excerpt(field)));
+            }
             s.classes += usize::from(cell::parse_class(field).is_some());
         }
     }
     let mut schema = Schema::new();
     for (name, s) in header.iter().zip(&seen) {
+        if let (Some(numeric_line), Some((line, value))) = (s.first_float, &s.first_text) {
+            return Err(Error::MixedColumn {
+                file,
+                line: *line,
+                column: name.clone(),
+                value: value.clone(),
+                numeric_line,
+            });
+        }
         let is_label = label == Some(name.as_str());
         let kind = if s.values == 0 {
             ColumnType::Category
@@ -104,7 +117,7 @@ mod tests {
         let path = dir.path().join("x.csv");
         std::fs::write(
             &path,
-            "a,b,c,empty,species,target\n1,2.5,red,,0,1.5\n3,,blue,,2,2\n-4,1e3,7,,1,3\n",
+            "a,b,c,empty,species,target\n1,2.5,red,,0,1.5\n3,,blue,,2,2\n-4,1e3,green,,1,3\n",
         )
         .unwrap();
         let s = infer_schema(&path, Some("species"), 100).unwrap();
@@ -128,6 +141,29 @@ mod tests {
         let ex = ds.next_item().unwrap().unwrap();
         assert_eq!(ex.label, Label::Class(0));
         assert_eq!(ex.dense, vec![1.0, 2.5, 1.5]);
+    }
+
+    #[test]
+    fn a_cell_that_is_not_a_number_in_a_numeric_column_is_an_error_naming_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.csv");
+        std::fs::write(&path, "a,b,y\n1,2,0\n3,4,1\n5,abc,0\n7,nan,1\n").unwrap();
+        let err = infer_schema(&path, Some("y"), 100).unwrap_err().to_string();
+        let want = format!(
+            "{}:4: column b: 'abc' is not a finite number, but the column holds numbers \
+             (line 2); fix the cell, or give a schema that makes the column a category",
+            path.display()
+        );
+        assert_eq!(err, want);
+        // A schema that says the column is a category reads it.
+        let schema = Schema::new().float("a").category("b").int("y").label("y");
+        let mut ds = CsvDataset::open(&path, schema).unwrap();
+        let mut rows = 0;
+        while let Some(row) = ds.next_item() {
+            row.unwrap();
+            rows += 1;
+        }
+        assert_eq!(rows, 4);
     }
 
     #[test]

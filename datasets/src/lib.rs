@@ -97,7 +97,7 @@
 //!
 //! Errors are values, never panics: bad cells, ragged rows, truncated files and bad
 //! arguments (`shard(0, 0)`) come back as [`Error`]s whose messages name the file, line
-//! and column, e.g. `iris.csv:17: column petal_width: cannot parse 'abc' as float`.
+//! and column, e.g. `iris.csv:17: column petal_width: cannot parse 'abc' as float (finite)`.
 
 pub mod bundled;
 mod columnar;

@@ -63,6 +63,10 @@ pub struct Schema {
     /// Name of the label column (one of `columns`), if any.
     #[serde(default)]
     pub label: Option<String>,
+    /// For an `Int` label of class ids: how many classes there are. A row whose id is not
+    /// below it is an error naming its file and line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_classes: Option<u32>,
 }
 
 impl Schema {
@@ -110,8 +114,15 @@ impl Schema {
         self
     }
 
-    /// Checks for duplicate names, a label that is not a column, and defaults that do not
-    /// parse as their column's type.
+    /// Declares that the label's class ids are below `n_classes` (the label must be an
+    /// `Int` column); reading a row with another id is then an error naming its line.
+    pub fn with_label_classes(mut self, n_classes: u32) -> Self {
+        self.label_classes = Some(n_classes);
+        self
+    }
+
+    /// Checks for duplicate names, a label that is not a column, defaults that do not
+    /// parse as their column's type, and a class count for a label that is not `Int`.
     pub fn validate(&self) -> Result<(), Error> {
         for (i, c) in self.columns.iter().enumerate() {
             if self.columns[..i].iter().any(|d| d.name == c.name) {
@@ -126,6 +137,14 @@ impl Schema {
             if self.get(label).is_none() {
                 return Err(Error::Schema(format!(
                     "label '{label}' is not one of the columns"
+                )));
+            }
+        }
+        // Without a label (a schema for prediction) the class count has nothing to check.
+        if let (Some(n), Some(label)) = (self.label_classes, self.label_column()) {
+            if label.kind != ColumnType::Int {
+                return Err(Error::Schema(format!(
+                    "label_classes = {n} needs an int label column of class ids"
                 )));
             }
         }

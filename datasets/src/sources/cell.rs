@@ -66,7 +66,9 @@ pub(crate) fn parse_decimal_prefix(s: &[u8]) -> Option<(f32, usize)> {
     Some((if negative { -v } else { v }, i))
 }
 
-/// Parses a float, tolerating surrounding whitespace. `None` if it is not a number.
+/// Parses a float, tolerating surrounding whitespace. `None` if it is not a finite number:
+/// NaN and infinities in data are refused (they would turn normalisers and metrics into
+/// NaN or made-up numbers far from the row that caused them).
 #[inline]
 pub(crate) fn parse_f32(bytes: &[u8]) -> Option<f32> {
     if let Some((v, used)) = parse_decimal_prefix(bytes) {
@@ -74,7 +76,7 @@ pub(crate) fn parse_f32(bytes: &[u8]) -> Option<f32> {
             return Some(v);
         }
     }
-    match fast_float2::parse::<f32, _>(bytes) {
+    let parsed = match fast_float2::parse::<f32, _>(bytes) {
         Ok(v) => Some(v),
         Err(_) => {
             let t = trim(bytes);
@@ -84,7 +86,8 @@ pub(crate) fn parse_f32(bytes: &[u8]) -> Option<f32> {
                 fast_float2::parse::<f32, _>(t).ok()
             }
         }
-    }
+    };
+    parsed.filter(|v| v.is_finite())
 }
 
 /// Parses an integer, tolerating surrounding whitespace and a leading `+`.
@@ -109,7 +112,7 @@ pub(crate) fn parse_category(bytes: &[u8]) -> String {
 /// What a type is called in "cannot parse 'x' as ..." messages.
 pub(crate) fn expected_name(kind: ColumnType, is_label: bool) -> &'static str {
     match (kind, is_label) {
-        (ColumnType::Float, _) => "float",
+        (ColumnType::Float, _) => "float (finite)",
         (ColumnType::Int, false) => "int",
         (ColumnType::Int, true) => "class id (integer >= 0)",
         (ColumnType::Category, _) => "category",
@@ -178,7 +181,9 @@ mod tests {
             }
         }
         assert_eq!(parse_f32(b"1e-3"), Some(1e-3));
-        assert!(parse_f32(b"nan").unwrap().is_nan());
+        for non_finite in ["nan", "NaN", "inf", "-inf", "1e39"] {
+            assert_eq!(parse_f32(non_finite.as_bytes()), None, "{non_finite}");
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub use options::{BadRowPolicy, CsvOptions, RowCounter};
 /// A file is gzip if its name ends in `.gz` or it starts with the gzip magic bytes. Blank
 /// lines are skipped; quoting follows RFC 4180 (quoted fields may hold delimiters, `""`
 /// and newlines). Errors name the file, the line (the header is line 1) and the column:
-/// `iris.csv:17: column petal_width: cannot parse 'abc' as float`. The position is the
+/// `iris.csv:17: column petal_width: cannot parse 'abc' as float (finite)`. The position is the
 /// number of records read plus the byte offset of the next one; restoring seeks a plain
 /// file and re-reads a gzip one up to that record.
 ///

@@ -4,6 +4,7 @@
 mod canned;
 mod canned_accuracy;
 mod cli;
+mod cli_input_errors;
 mod cli_training;
 mod cluster;
 mod derived_metrics;

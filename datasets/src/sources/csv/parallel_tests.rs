@@ -115,7 +115,7 @@ fn error_messages_name_file_line_and_column() {
     let file = path.display();
     assert_eq!(
         errors[0],
-        format!("{file}:20: column x: cannot parse 'bad17' as float")
+        format!("{file}:20: column x: cannot parse 'bad17' as float (finite)")
     );
     assert_eq!(
         errors[1],

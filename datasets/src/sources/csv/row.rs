@@ -158,7 +158,17 @@ impl RowParser {
                 example.label = Label::Float(cell::parse_f32(text).ok_or_else(bad)?);
             }
             Target::LabelClass => {
-                example.label = Label::Class(cell::parse_class(text).ok_or_else(bad)?);
+                let label = cell::parse_class(text).ok_or_else(bad)?;
+                if let Some(classes) = self.schema.label_classes.filter(|&n| label >= n) {
+                    return Err(Error::LabelOutOfRange {
+                        file: self.file.clone(),
+                        line,
+                        column: self.schema.columns[slot.column].name.clone(),
+                        label,
+                        classes,
+                    });
+                }
+                example.label = Label::Class(label);
             }
             Target::LabelName => example.label = Label::Name(cell::parse_category(text)),
         }

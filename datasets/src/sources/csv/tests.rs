@@ -97,7 +97,7 @@ fn bad_float_names_file_line_and_column() {
     let mut ds = CsvDataset::open(&path, iris_like()).unwrap();
     let out = messages(&mut ds);
     let expected = format!(
-        "{}:3: column petal_width: cannot parse 'abc' as float",
+        "{}:3: column petal_width: cannot parse 'abc' as float (finite)",
         path.display()
     );
     assert_eq!(out[1], Err(expected));

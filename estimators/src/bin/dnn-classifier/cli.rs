@@ -149,7 +149,7 @@ pub struct TrainArgs {
     pub shuffle_buffer: usize,
     /// Save a checkpoint every N steps (default: every 600 s, and at the end).
     /// Example: `--save-checkpoints-steps 500`.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub save_checkpoints_steps: Option<u64>,
     /// Compute device: cpu, cuda (CUDA device 0), cuda:N, or auto (CUDA when this build
     /// has it and a driver is installed, else the CPU). CUDA needs a build with the `cuda`

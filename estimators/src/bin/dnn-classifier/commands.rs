@@ -24,7 +24,10 @@ use crate::cli::{
     Command, EvaluateArgs, ExportArgs, ExporterName, PredictArgs, PsModeName, TrainArgs,
 };
 use crate::cluster_share::{batches_per_step, cluster_has_evaluator, input_share};
-use crate::input::{batches, schema_for, training_facts, training_schema, TrainingFacts};
+use crate::input::{
+    batches, eval_schema, schema_for, training_facts, training_schema, TrainingFacts,
+};
+use crate::memory_check;
 use crate::optimizer_flags::optimizer_spec;
 use crate::output::{metrics_json, PredictionWriter};
 use crate::timing::Timing;
@@ -125,7 +128,23 @@ fn build_classifier(args: &TrainArgs, run_config: RunConfig) -> Result<(DnnClass
         facts.rows,
         schema.features().count()
     );
+    // Class ids at or above n_classes are refused where they are read, naming the line.
+    let schema = match schema.label_column().map(|c| c.kind) {
+        Some(ColumnType::Int) => schema.with_label_classes(n_classes as u32),
+        _ => schema,
+    };
     let columns = feature_columns(&schema, &facts, !args.no_normalize);
+    if run_config.device == DeviceSpec::Cpu {
+        let inputs = schema.features().count();
+        let available = memory_check::available_bytes();
+        memory_check::check_fits(
+            inputs,
+            &args.hidden_units,
+            n_classes,
+            args.batch_size,
+            available,
+        )?;
+    }
     let mut classifier = DnnClassifier::new(
         run_config,
         &schema,
@@ -257,12 +276,12 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         .with_auto_shard(false)
         .with_hook(timing.hook());
     let evaluate_final = |eval: &Path| -> Result<_> {
-        let eval_schema = schema_for(eval, &schema)?;
+        let eval_schema = eval_schema(eval, &schema)?;
         Ok(classifier.evaluate(|| batches(eval, &eval_schema, batch_size), None, None, None)?)
     };
     let (outcome, metrics) = match (&args.eval, evaluate_after) {
         (Some(eval), true) => {
-            let eval_schema = schema_for(eval, &schema)?;
+            let eval_schema = eval_schema(eval, &schema)?;
             let eval_input = || batches(eval, &eval_schema, batch_size);
             let done = train_and_evaluate(&classifier, input, spec, eval_input, eval_spec(&args))?;
             let Some(outcome) = done.trained else {
@@ -331,14 +350,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
 
 fn evaluate(args: EvaluateArgs) -> Result<()> {
     let classifier = load_classifier(&args.model_dir, device(&args.device)?)?;
-    let schema = schema_for(&args.eval, classifier.schema())?;
-    if schema.label.is_none() {
-        bail!(
-            "{}: has no label column '{}'",
-            args.eval.display(),
-            label_name(classifier.schema())
-        );
-    }
+    let schema = eval_schema(&args.eval, classifier.schema())?;
     let metrics = classifier.evaluate(|| batches(&args.eval, &schema, 512), None, None, None)?;
     let global_step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
     if args.json {
@@ -349,10 +361,6 @@ fn evaluate(args: EvaluateArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn label_name(schema: &Schema) -> String {
-    schema.label.clone().unwrap_or_default()
 }
 
 fn predict(args: PredictArgs) -> Result<()> {

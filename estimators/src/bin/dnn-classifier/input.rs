@@ -111,8 +111,25 @@ pub fn schema_for(path: &Path, schema: &Schema) -> Result<Schema> {
     })
 }
 
+/// The schema to evaluate `path` with: it must have the label column and a data row.
+pub fn eval_schema(path: &Path, schema: &Schema) -> Result<Schema> {
+    let eval = schema_for(path, schema)?;
+    if eval.label.is_none() {
+        bail!(
+            "{}: has no label column '{}'",
+            path.display(),
+            schema.label.clone().unwrap_or_default()
+        );
+    }
+    if CsvDataset::open(path, eval.clone())?.next_item().is_none() {
+        bail!("{}: no data rows to evaluate", path.display());
+    }
+    Ok(eval)
+}
+
 fn strip_label(schema: &Schema) -> Schema {
     let mut stripped = schema.clone();
+    stripped.label_classes = None;
     if let Some(label) = stripped.label.take() {
         stripped.columns.retain(|c| c.name != label);
     }

@@ -8,6 +8,7 @@ mod cli;
 mod cluster_share;
 mod commands;
 mod input;
+mod memory_check;
 mod optimizer_flags;
 mod output;
 mod timing;

@@ -1,0 +1,89 @@
+//! Refusing sizes that cannot fit before anything is allocated: an allocation failure
+//! aborts the process with no message naming the flag at fault.
+
+use anyhow::{bail, Result};
+
+/// Bytes per value (f32).
+const VALUE: f64 = 4.0;
+
+/// A lower bound of the memory one training step of a DNN needs: weights with their
+/// gradients and two optimizer slots, and for the batch its input and every layer's
+/// activations and their gradients.
+pub fn step_bytes(inputs: usize, hidden_units: &[usize], outputs: usize, batch: usize) -> f64 {
+    let widths: Vec<f64> = std::iter::once(inputs)
+        .chain(hidden_units.iter().copied())
+        .chain(std::iter::once(outputs))
+        .map(|w| w as f64)
+        .collect();
+    let parameters: f64 = widths.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
+    let activations: f64 = widths.iter().sum::<f64>() * batch as f64;
+    (parameters * 4.0 + activations * 2.0) * VALUE
+}
+
+/// `MemAvailable` of `/proc/meminfo`; `None` where it cannot be read (not Linux).
+pub fn available_bytes() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024.0)
+}
+
+/// An error naming the flags when a step needs more than `available` bytes.
+pub fn check_fits(
+    inputs: usize,
+    hidden_units: &[usize],
+    outputs: usize,
+    batch: usize,
+    available: Option<f64>,
+) -> Result<()> {
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let needed = step_bytes(inputs, hidden_units, outputs, batch);
+    if needed > available {
+        let units: Vec<String> = hidden_units.iter().map(usize::to_string).collect();
+        bail!(
+            "--batch-size {batch} with --hidden-units {} needs at least {} per training \
+             step, more than the {} of memory available",
+            units.join(","),
+            human(needed),
+            human(available)
+        );
+    }
+    Ok(())
+}
+
+fn human(bytes: f64) -> String {
+    let units = ["B", "KB", "MB", "GB", "TB", "PB", "EB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < units.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", units[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_counts_weights_and_activations() {
+        // 4 → 2 → 1: 13 parameters ×4, (4 + 2 + 1) values × 10 rows ×2, 4 bytes each.
+        assert_eq!(step_bytes(4, &[2], 1, 10), (13.0 * 4.0 + 70.0 * 2.0) * 4.0);
+    }
+
+    #[test]
+    fn sizes_beyond_memory_are_refused_naming_the_flags() {
+        let err = check_fits(4, &[100_000_000], 3, 128, Some(16e9)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--batch-size 128 with --hidden-units 100000000 needs at least 109.6 GB per \
+             training step, more than the 16.0 GB of memory available"
+        );
+        assert!(check_fits(4, &[128, 64], 3, 1_000_000_000_000, Some(16e9)).is_err());
+        assert!(check_fits(784, &[1024, 1024], 10, 1024, Some(16e9)).is_ok());
+        assert!(check_fits(4, &[100_000_000], 3, 128, None).is_ok());
+    }
+}

@@ -1,0 +1,168 @@
+//! Input that would train or evaluate silently wrong is refused with one line naming the
+//! file and line, the flag or the variable at fault — never a panic or an abort.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::cli::{assert_user_error, bin, iris, run};
+
+/// Iris' training file with the cell at (`row`, `column`) (0-based data row) replaced.
+fn iris_with(dir: &Path, name: &str, row: usize, column: usize, value: &str) -> PathBuf {
+    let text = std::fs::read_to_string(iris("iris_train.csv")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut cells: Vec<&str> = lines[row + 1].split(',').collect();
+    cells[column] = value;
+    lines[row + 1] = cells.join(",");
+    let path = dir.join(name);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+fn train(model_dir: &Path, file: &Path, extra: &[&str]) -> std::process::Output {
+    run(bin()
+        .args(["train", "--label-column", "label", "--max-steps", "5"])
+        .arg("--model-dir")
+        .arg(model_dir)
+        .arg("--train")
+        .arg(file)
+        .args(extra))
+}
+
+#[test]
+fn bad_cells_and_labels_are_refused_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A typo in a numeric column must not turn it into a categorical one.
+    let typo = iris_with(d, "typo.csv", 6, 1, "abc");
+    assert_user_error(
+        train(&d.join("m1"), &typo, &[]),
+        "typo.csv:8: column sepal_width_cm: 'abc' is not a finite number, but the column \
+         holds numbers (line 2)",
+    );
+    // With a schema that says the column is categorical, the same file trains.
+    let schema = d.join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"columns": [{"name": "sepal_length_cm", "kind": "Float"},
+            {"name": "sepal_width_cm", "kind": "Category"},
+            {"name": "petal_length_cm", "kind": "Float"},
+            {"name": "petal_width_cm", "kind": "Float"},
+            {"name": "label", "kind": "Int"}], "label": "label"}"#,
+    )
+    .unwrap();
+    let trained = train(
+        &d.join("m2"),
+        &typo,
+        &["--schema", schema.to_str().unwrap()],
+    );
+    assert!(trained.status.success(), "{trained:?}");
+    // NaN in training or evaluation data.
+    let nan = iris_with(d, "nan.csv", 2, 0, "nan");
+    assert_user_error(
+        train(&d.join("m3"), &nan, &[]),
+        "nan.csv:4: column sepal_length_cm: 'nan' is not a finite number",
+    );
+    let good = d.join("m4");
+    assert!(train(&good, Path::new(&iris("iris_train.csv")), &[])
+        .status
+        .success());
+    let evaluate = |file: &Path| {
+        run(bin()
+            .arg("evaluate")
+            .arg("--model-dir")
+            .arg(&good)
+            .arg("--eval")
+            .arg(file))
+    };
+    assert_user_error(
+        evaluate(&nan),
+        "nan.csv:4: column sepal_length_cm: cannot parse 'nan' as float (finite)",
+    );
+    let inf = iris_with(d, "inf.csv", 0, 3, "-inf");
+    assert_user_error(evaluate(&inf), "inf.csv:2: column petal_width_cm");
+    // A class id the model does not have, and a file with no rows.
+    let label = iris_with(d, "label.csv", 4, 4, "7");
+    assert_user_error(
+        evaluate(&label),
+        "label.csv:6: column label: label 7 is out of range for 3 classes",
+    );
+    let header_only = d.join("header.csv");
+    std::fs::write(
+        &header_only,
+        "sepal_length_cm,sepal_width_cm,petal_length_cm,petal_width_cm,label\n",
+    )
+    .unwrap();
+    assert_user_error(
+        evaluate(&header_only),
+        "header.csv: no data rows to evaluate",
+    );
+    // The same bad label in training data.
+    assert_user_error(
+        train(&d.join("m5"), &label, &["--n-classes", "3"]),
+        "label.csv:6: column label: label 7 is out of range for 3 classes",
+    );
+}
+
+#[test]
+fn flags_and_variables_that_cannot_work_are_refused_before_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let iris_train = PathBuf::from(iris("iris_train.csv"));
+    assert_user_error(
+        train(
+            &d.join("m1"),
+            &iris_train,
+            &["--save-checkpoints-steps", "0"],
+        ),
+        "--save-checkpoints-steps",
+    );
+    assert_user_error(
+        train(
+            &d.join("m2"),
+            &iris_train,
+            &["--batch-size", "1000000000000"],
+        ),
+        "--batch-size 1000000000000 with --hidden-units 128,64 needs at least",
+    );
+    assert_user_error(
+        train(&d.join("m3"), &iris_train, &["--hidden-units", "100000000"]),
+        "--batch-size 128 with --hidden-units 100000000 needs at least",
+    );
+    let mut not_text = bin();
+    not_text
+        .args(["train", "--label-column", "label", "--max-steps", "5"])
+        .arg("--model-dir")
+        .arg(d.join("m4"))
+        .arg("--train")
+        .arg(&iris_train)
+        .env(
+            "TF_CONFIG",
+            std::ffi::OsStr::from_bytes(&[0xff, 0xfe, b'{']),
+        );
+    assert_user_error(
+        run(&mut not_text),
+        "TF_CONFIG is set but is not valid UTF-8",
+    );
+    let mut shared = bin();
+    shared
+        .args(["train", "--label-column", "label", "--max-steps", "5"])
+        .arg("--model-dir")
+        .arg(d.join("m5"))
+        .arg("--train")
+        .arg(&iris_train)
+        .env(
+            "TF_CONFIG",
+            r#"{"cluster": {"chief": ["127.0.0.1:5000"], "worker": ["127.0.0.1:5000"]},
+                "task": {"type": "chief", "index": 0}}"#,
+        );
+    assert_user_error(
+        run(&mut shared),
+        "TF_CONFIG.cluster gives chief:0 and worker:0 the same address '127.0.0.1:5000'",
+    );
+    for model in ["m1", "m2", "m3", "m4", "m5"] {
+        assert!(
+            !d.join(model).join("checkpoint").exists(),
+            "{model} trained"
+        );
+    }
+}
