@@ -247,6 +247,9 @@ fn parse_addresses(key: &str, value: &Value) -> Result<Vec<String>, TfConfigErro
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

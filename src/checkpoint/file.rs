@@ -223,4 +223,6 @@ impl fmt::Debug for Checkpoint {
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;

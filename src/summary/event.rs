@@ -252,6 +252,9 @@ fn decode_session_log(bytes: &[u8]) -> Result<SessionStatus, DecodeError> {
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::summary::histogram::histogram_buckets;

@@ -276,4 +276,6 @@ impl Dataset for CsvDataset {
 #[cfg(test)]
 mod parallel_tests;
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;

@@ -32,16 +32,45 @@ pub fn read_idx(path: impl AsRef<Path>) -> Result<IdxArray, Error> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
         || raw.starts_with(&[0x1f, 0x8b]);
-    let bytes = if gz {
-        let mut out = Vec::with_capacity(raw.len() * 4);
-        MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .map_err(|e| format_error(path, format!("bad gzip data: {e}")))?;
-        out
-    } else {
-        raw
-    };
+    let bytes = if gz { gunzip(path, &raw)? } else { raw };
     parse_idx(path, bytes)
+}
+
+/// The longest IDX header: magic, then 255 dimensions.
+const MAX_HEADER: usize = 4 + 4 * 255;
+
+/// Decompresses the header, then no more than the data it declares and one byte (enough
+/// to show trailing bytes): a small file that inflates without end is not read whole.
+fn gunzip(path: &Path, raw: &[u8]) -> Result<Vec<u8>, Error> {
+    let bad = |e: std::io::Error| format_error(path, format!("bad gzip data: {e}"));
+    let mut decoder = MultiGzDecoder::new(raw);
+    let mut out = Vec::new();
+    (&mut decoder)
+        .take(MAX_HEADER as u64)
+        .read_to_end(&mut out)
+        .map_err(bad)?;
+    let Some(declared) = declared_len(&out) else {
+        // Too short or malformed: `parse_idx` says what is wrong.
+        return Ok(out);
+    };
+    let more = declared.saturating_add(1).saturating_sub(out.len());
+    (&mut decoder)
+        .take(more as u64)
+        .read_to_end(&mut out)
+        .map_err(bad)?;
+    Ok(out)
+}
+
+/// The length a valid header in `bytes` declares for the whole file (header and data).
+fn declared_len(bytes: &[u8]) -> Option<usize> {
+    let ndims = usize::from(*bytes.get(3)?);
+    let header = 4 + 4 * ndims;
+    bytes
+        .get(4..header)?
+        .chunks_exact(4)
+        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize)
+        .try_fold(1usize, |acc, d| acc.checked_mul(d))?
+        .checked_add(header)
 }
 
 fn parse_idx(path: &Path, mut bytes: Vec<u8>) -> Result<IdxArray, Error> {
@@ -245,6 +274,9 @@ impl Dataset for IdxDataset {
         }
     }
 }
+
+#[cfg(test)]
+mod properties;
 
 #[cfg(test)]
 mod tests {

@@ -79,7 +79,7 @@ mod tests {
         let err = check_fits(4, &[100_000_000], 3, 128, Some(16e9)).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "--batch-size 128 with --hidden-units 100000000 needs at least 109.6 GB per \
+            "--batch-size 128 with --hidden-units 100000000 needs at least 115.2 GB per \
              training step, more than the 16.0 GB of memory available"
         );
         assert!(check_fits(4, &[128, 64], 3, 1_000_000_000_000, Some(16e9)).is_err());

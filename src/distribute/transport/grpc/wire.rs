@@ -360,4 +360,6 @@ where
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;

@@ -14,6 +14,7 @@ use crate::optimizer::OptimizerSpec;
 
 mod asynchronous;
 mod lifecycle;
+mod properties;
 mod synchronous;
 
 /// Generation of the chief's first initialisation in these tests.

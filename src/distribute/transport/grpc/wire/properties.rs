@@ -1,0 +1,79 @@
+//! Properties of the hand-framed `Deliver` stream: any bytes, cut anywhere, are envelopes
+//! or an error, never a panic; envelopes read back exactly however they are chunked.
+
+use std::collections::VecDeque;
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// A body made of given chunks.
+struct Chunks(VecDeque<Bytes>);
+
+impl Body for Chunks {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        Poll::Ready(self.0.pop_front().map(|c| Ok(Frame::data(c))))
+    }
+}
+
+fn read_all(bytes: &[u8], chunk: usize) -> Result<Vec<(u64, Vec<u8>)>, Status> {
+    let body = Chunks(bytes.chunks(chunk).map(Bytes::copy_from_slice).collect());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut reader = EnvelopeReader::new(body);
+        let mut out = Vec::new();
+        while let Some((tag, payload)) = reader.next().await? {
+            out.push((tag, payload.into_vec()));
+        }
+        Ok(out)
+    })
+}
+
+proptest! {
+    #[test]
+    fn any_bytes_are_envelopes_or_an_error(
+        bytes in prop::collection::vec(any::<u8>(), 0..400),
+        chunk in 1usize..50,
+    ) {
+        let _ = read_all(&bytes, chunk);
+        // The same after a valid gRPC prefix announcing the rest.
+        let mut framed = vec![0];
+        framed.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&bytes);
+        let _ = read_all(&framed, chunk);
+    }
+
+    #[test]
+    fn envelopes_read_back_exactly_however_chunked(
+        envelopes in prop::collection::vec(
+            (any::<u64>(), prop::collection::vec(any::<u8>(), 0..300)),
+            0..6,
+        ),
+        chunk in 1usize..100,
+    ) {
+        let mut bytes = Vec::new();
+        for (tag, payload) in &envelopes {
+            let (head, rest) = envelope_frames(*tag, Bytes::from(payload.clone()));
+            bytes.extend_from_slice(&head);
+            bytes.extend(rest.unwrap_or_default());
+        }
+        prop_assert_eq!(read_all(&bytes, chunk).unwrap(), envelopes);
+    }
+
+    #[test]
+    fn a_length_over_the_limit_is_refused_before_reading(extra in 1u32..1000) {
+        let len = (MAX_MESSAGE_BYTES + ENVELOPE_OVERHEAD) as u32 + extra;
+        let mut bytes = vec![0];
+        bytes.extend_from_slice(&len.to_be_bytes());
+        let err = read_all(&bytes, 5).unwrap_err();
+        prop_assert_eq!(err.code(), Code::ResourceExhausted);
+    }
+}
