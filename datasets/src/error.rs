@@ -103,7 +103,7 @@ pub enum Error {
         header: String,
     },
 
-    /// A binary file (IDX) whose contents do not match its format.
+    /// A file whose contents do not match its format (an IDX file, a CSV header).
     #[error("{file}: {message}")]
     Format {
         /// The file.

@@ -55,6 +55,20 @@ pub fn infer_schema_with(
             });
         }
     }
+    if let Some((i, name)) = header
+        .iter()
+        .enumerate()
+        .find(|(i, name)| header[..*i].contains(name))
+    {
+        let first = header.iter().position(|h| h == name).unwrap_or(0) + 1;
+        return Err(Error::Format {
+            message: format!(
+                "line 1: the header names column '{name}' twice (fields {first} and {})",
+                i + 1
+            ),
+            file,
+        });
+    }
     let mut seen = vec![Seen::default(); header.len()];
     for _ in 0..max_rows {
         let (line, record) = match reader.next_record() {

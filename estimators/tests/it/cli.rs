@@ -170,7 +170,7 @@ pub(crate) fn assert_user_error(output: Output, needle: &str) {
     let code = output.status.code().expect("exited, not killed");
     assert!((1..=127).contains(&code), "exit code {code}");
     let text = stderr(&output);
-    let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
+    let errors: Vec<&str> = text.lines().filter(|l| l.contains("error:")).collect();
     assert_eq!(errors.len(), 1, "{text}");
     assert!(errors[0].contains(needle), "expected '{needle}' in: {text}");
     assert!(!text.contains("panicked"), "{text}");

@@ -8,4 +8,5 @@ mod cli_input_errors;
 mod cli_training;
 mod cluster;
 mod derived_metrics;
+mod malformed_inputs;
 mod ps_cluster;
