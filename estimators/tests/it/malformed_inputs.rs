@@ -263,6 +263,9 @@ fn bad_flags_are_refused_naming_the_flag() {
     }
 }
 
+/// Damage done to a checkpoint file.
+type Corruption = Box<dyn Fn(&Path)>;
+
 #[test]
 fn corrupted_checkpoints_are_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -283,7 +286,7 @@ fn corrupted_checkpoints_are_refused_naming_the_file() {
         .unwrap()
         .to_string();
     let good = std::fs::read(&checkpoint).unwrap();
-    let corruptions: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    let corruptions: Vec<(&str, Corruption)> = vec![
         ("truncated", {
             let g = good.clone();
             Box::new(move |p: &Path| std::fs::write(p, &g[..g.len() / 2]).unwrap())
