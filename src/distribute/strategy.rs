@@ -168,6 +168,8 @@ pub struct ConnectConfig {
     pub peer_timeout: Duration,
     /// How long to wait at start for every peer to come up.
     pub startup_timeout: Duration,
+    /// How long a wait for a peer lasts before it is logged as a stall.
+    pub stall_warning: Duration,
     /// The token every task of the cluster presents, if the cluster has one.
     pub token: Option<String>,
 }
@@ -187,6 +189,8 @@ impl Strategy {
                 let grpc = GrpcConfig {
                     peer_timeout: config.peer_timeout,
                     connect_timeout: config.startup_timeout,
+                    stall_warning: config.stall_warning,
+                    names: names.clone(),
                     token: config.token.clone(),
                 };
                 tracing::info!(

@@ -41,6 +41,10 @@ pub struct RunConfig {
     /// Seconds a replica waits for a silent peer before giving up on it (default 60).
     #[serde(default = "default_peer_timeout_secs")]
     pub peer_timeout_secs: u64,
+    /// Seconds a wait for a peer may last before it is logged as a stall, naming the tasks
+    /// that went quiet (default 60, as Horovod's stall inspector).
+    #[serde(default = "default_stall_warning_secs")]
+    pub stall_warning_secs: u64,
     /// Seconds a task waits at start for every peer to come up (default 300).
     #[serde(default = "default_startup_timeout_secs")]
     pub startup_timeout_secs: u64,
@@ -60,6 +64,10 @@ pub struct RunConfig {
 }
 
 fn default_peer_timeout_secs() -> u64 {
+    60
+}
+
+fn default_stall_warning_secs() -> u64 {
     60
 }
 
@@ -87,6 +95,7 @@ impl RunConfig {
             ps_mode: PsMode::default(),
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
+            stall_warning_secs: default_stall_warning_secs(),
             prefetch_to_device: default_prefetch_to_device(),
             warm_start_from: None,
             cluster: None,
@@ -128,6 +137,13 @@ impl RunConfig {
     /// Give up on a peer that is silent for `secs` seconds.
     pub fn with_peer_timeout_secs(mut self, secs: u64) -> Self {
         self.peer_timeout_secs = secs.max(1);
+        self
+    }
+
+    /// Log a stall, naming the tasks that went quiet, once a wait for a peer lasts `secs`
+    /// seconds.
+    pub fn with_stall_warning_secs(mut self, secs: u64) -> Self {
+        self.stall_warning_secs = secs.max(1);
         self
     }
 

@@ -22,6 +22,7 @@ pub(crate) fn strategy_for(config: &RunConfig, cluster: &ClusterConfig) -> Resul
     let connect = ConnectConfig {
         peer_timeout: Duration::from_secs(config.peer_timeout_secs),
         startup_timeout: Duration::from_secs(config.startup_timeout_secs),
+        stall_warning: Duration::from_secs(config.stall_warning_secs),
         token,
     };
     Strategy::connect(plan, &connect)

@@ -176,7 +176,7 @@ fn has_events(model_dir: &Path) -> bool {
     })
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

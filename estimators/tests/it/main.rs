@@ -10,3 +10,4 @@ mod cluster;
 mod derived_metrics;
 mod malformed_inputs;
 mod ps_cluster;
+mod stall;

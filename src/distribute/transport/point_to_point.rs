@@ -30,4 +30,15 @@ pub trait Transport: Send {
 
     /// The oldest message from rank `from` with `tag`, waiting at most the transport's timeout.
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>>;
+
+    /// Drops every connection at once, as a crash would, instead of the graceful shutdown
+    /// that waits for peers to acknowledge: for a run that failed, whose peers may be the
+    /// ones missing. Later calls fail.
+    fn abandon(&mut self) {}
+
+    /// How many distinct tasks stall warnings named since the last call (0 for transports
+    /// that do not watch their peers).
+    fn take_stalled_tasks(&mut self) -> usize {
+        0
+    }
 }

@@ -143,6 +143,12 @@ where
         self.average(&state.model, None).map(drop)
     }
 
+    /// A failed run drops its connections at once: a graceful shutdown would wait, a peer
+    /// timeout per wait, for acknowledgements from the peer that may be the one missing.
+    fn abandon(&mut self) {
+        self.replica.transport().abandon();
+    }
+
     /// Replicas compare a CRC-32C of their final weights with the chief's: a mismatch
     /// means some non-determinism made them drift apart.
     fn finish(&mut self, state: &TrainState<B, M>) -> Result<u32> {
@@ -151,7 +157,8 @@ where
         Ok(crc)
     }
 
-    /// Per-step all-reduce volume, time and bus bandwidth since the last summary.
+    /// Per-step all-reduce volume, time and bus bandwidth since the last summary, and how
+    /// many tasks a stall warning named meanwhile.
     fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {
         let stats = self.averager.take_stats();
         if stats.steps == 0 {
@@ -162,5 +169,7 @@ where
         writer.scalar("comm/allreduce_seconds", stats.seconds / steps, step);
         let busbw = stats.busbw_gbps(self.replica.world_size());
         writer.scalar("comm/busbw_gbps", busbw, step);
+        let stalled = self.replica.transport().take_stalled_tasks();
+        writer.scalar("cluster/stalled_tasks", stalled as f64, step);
     }
 }

@@ -238,6 +238,16 @@ pub struct TrainArgs {
     /// Example: `--peer-timeout-secs 30`.
     #[arg(long, value_name = "SECS")]
     pub peer_timeout_secs: Option<u64>,
+    /// In a cluster: seconds a wait for a peer may last before this task logs a stall
+    /// warning naming the tasks that have not arrived (default 60).
+    /// Example: `--stall-warning-secs 10`.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub stall_warning_secs: Option<u64>,
+    /// In a cluster: seconds to wait at start for every peer to come up before exiting with
+    /// a retryable code naming the missing one (default 300).
+    /// Example: `--startup-timeout-secs 60`.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub startup_timeout_secs: Option<u64>,
     /// train-and-evaluate: exporters run after evaluations, into MODEL_DIR/export/<name>
     /// (latest: every evaluation; best: when the loss improves; final: at the end).
     /// Example: `--exporters latest,best,final`.

@@ -226,6 +226,12 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
     }
+    if let Some(secs) = args.stall_warning_secs {
+        run_config = run_config.with_stall_warning_secs(secs);
+    }
+    if let Some(secs) = args.startup_timeout_secs {
+        run_config = run_config.with_startup_timeout_secs(secs);
+    }
     if let Some(from) = &args.warm_start_from {
         let mut settings = WarmStartSettings::new(from);
         if let Some(regex) = &args.warm_start_vars {

@@ -10,6 +10,9 @@ use crate::distribute::error::AddressError;
 /// How long `recv` waits for a peer unless told otherwise.
 pub(super) const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long a wait lasts before a stall warning unless told otherwise.
+pub(super) const DEFAULT_STALL_WARNING: Duration = Duration::from_secs(60);
+
 /// How long `connect` waits for the other ranks unless told otherwise.
 pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -22,6 +25,12 @@ pub struct GrpcConfig {
     /// How long `connect` keeps trying to reach every peer, and waits for every peer to
     /// connect back (default 120 s): the ranks of a cluster rarely start at the same moment.
     pub connect_timeout: Duration,
+    /// How long a wait for a peer may last before this rank logs a stall warning naming
+    /// the peers that went quiet (default 60 s, as Horovod's stall inspector).
+    pub stall_warning: Duration,
+    /// The task name of each rank (`chief:0`, `worker:1`), for stall warnings; ranks
+    /// without one read "rank N".
+    pub names: Vec<String>,
     /// A shared secret: when set, every call this rank makes carries it and its server refuses
     /// any call without it. Every rank of a cluster must be given the same one (see
     /// [`cluster_token_from_env`](crate::cluster::cluster_token_from_env)).
@@ -33,6 +42,8 @@ impl Default for GrpcConfig {
         Self {
             peer_timeout: DEFAULT_PEER_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            stall_warning: DEFAULT_STALL_WARNING,
+            names: Vec::new(),
             token: None,
         }
     }
@@ -43,6 +54,7 @@ impl std::fmt::Debug for GrpcConfig {
         f.debug_struct("GrpcConfig")
             .field("peer_timeout", &self.peer_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("stall_warning", &self.stall_warning)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish()
     }

@@ -20,6 +20,8 @@ pub(super) struct Caller {
     pub(super) rank: usize,
     pub(super) world_size: usize,
     pub(super) token: Option<AsciiMetadataValue>,
+    /// How often an idle stream carries a heartbeat.
+    pub(super) heartbeat: std::time::Duration,
 }
 
 /// Why an attempt to reach a peer failed.

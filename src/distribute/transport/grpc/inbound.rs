@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::peer_watch::PeerWatch;
 use super::wire::Payload;
 use crate::distribute::error::{DistributeError, Result};
 
@@ -43,6 +44,8 @@ struct State {
 pub(super) struct Inbound {
     pub(super) rank: usize,
     pub(super) world_size: usize,
+    /// Each peer's liveness, as its stream shows it.
+    pub(super) watch: PeerWatch,
     /// The sending half of each peer's inbox, taken by the peer's stream when it opens.
     senders: Vec<Mutex<Option<Sender<Event>>>>,
     state: Mutex<State>,
@@ -55,7 +58,11 @@ pub(super) struct Inbound {
 impl Inbound {
     /// The inbound side of `rank` among `world_size` ranks, with the receiving half of each
     /// peer's inbox (`None` at `rank`).
-    pub(super) fn new(rank: usize, world_size: usize) -> (Arc<Self>, Vec<Option<Receiver<Event>>>) {
+    pub(super) fn new(
+        rank: usize,
+        world_size: usize,
+        watch: PeerWatch,
+    ) -> (Arc<Self>, Vec<Option<Receiver<Event>>>) {
         let (senders, receivers) = (0..world_size)
             .map(|peer| {
                 if peer == rank {
@@ -78,6 +85,7 @@ impl Inbound {
         let inbound = Inbound {
             rank,
             world_size,
+            watch,
             senders,
             state: Mutex::new(State { streams }),
             changed: Condvar::new(),

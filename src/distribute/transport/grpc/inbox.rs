@@ -6,6 +6,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::inbound::Event;
+use super::peer_watch::{Missing, PeerWatch};
 use super::wire::Payload;
 use crate::distribute::error::{DistributeError, Result};
 
@@ -32,14 +33,56 @@ impl Inbox {
     /// The oldest message with `tag`, waiting at most `timeout` for it. Once the peer's
     /// stream has ended, the messages it delivered are still returned, then the end is
     /// reported at once.
-    pub(super) fn recv(&mut self, me: usize, tag: u64, timeout: Duration) -> Result<Vec<u8>> {
+    ///
+    /// While waiting, `watch` says which peers are missing: one whose stream broke, or one
+    /// silent (not even a heartbeat) for the whole `timeout`, ends the wait at once, named
+    /// whichever peer this rank waits for — the same on every rank, so the task blocked
+    /// behind a missing one is not blamed. Past `watch.stall_warning` the wait is logged
+    /// once with the peers that went quiet.
+    pub(super) fn recv(
+        &mut self,
+        me: usize,
+        tag: u64,
+        timeout: Duration,
+        watch: &PeerWatch,
+    ) -> Result<Vec<u8>> {
         if let Some(payload) = self.early.get_mut(&tag).and_then(VecDeque::pop_front) {
             return Ok(payload.into_vec());
         }
-        let deadline = Instant::now() + timeout;
-        while self.ended.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(left) {
+        let started = Instant::now();
+        let deadline = started + timeout;
+        let mut warned = false;
+        loop {
+            let now = Instant::now();
+            // Checked first: the stream of a peer that gave up ends too, and its word says
+            // whom it found missing.
+            if let Some((peer, missing)) = watch.missing(now, timeout).into_iter().next() {
+                return Err(gone(me, peer, missing));
+            }
+            if self.ended.is_some() {
+                break;
+            }
+            if !warned && now - started >= watch.stall_warning {
+                warned = true;
+                watch.warn_stall(self.peer, now - started, now);
+            }
+            if now >= deadline {
+                // Name a peer that went quiet if there is one: the one this rank waits for
+                // may only be blocked behind it.
+                let quiet = watch.missing(now, watch.heartbeat * 3).into_iter().next();
+                return Err(match quiet {
+                    Some((peer, missing)) if peer != self.peer => gone(me, peer, missing),
+                    _ => DistributeError::peer(
+                        self.peer,
+                        format!(
+                            "did not answer rank {me} within {timeout:?} (waiting for tag \
+                             {tag:#x})"
+                        ),
+                    ),
+                });
+            }
+            let slice = watch.heartbeat.min(deadline - now);
+            match self.events.recv_timeout(slice) {
                 Ok(Event::Message { tag: t, payload }) if t == tag => return Ok(payload.into_vec()),
                 Ok(Event::Message { tag: t, payload }) => {
                     self.early.entry(t).or_default().push_back(payload)
@@ -48,15 +91,7 @@ impl Inbox {
                 Err(RecvTimeoutError::Disconnected) => {
                     self.ended = Some("its stream stopped".into());
                 }
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(DistributeError::peer(
-                        self.peer,
-                        format!(
-                            "did not answer rank {me} within {timeout:?} (waiting for tag \
-                             {tag:#x})"
-                        ),
-                    ))
-                }
+                Err(RecvTimeoutError::Timeout) => {}
             }
         }
         let reason = self.ended.as_deref().unwrap_or_default();
@@ -65,6 +100,21 @@ impl Inbox {
             format!("connection lost ({reason}) before rank {me} received tag {tag:#x}"),
         ))
     }
+}
+
+/// The error naming `peer`, missing as `missing`, that ends rank `me`'s wait.
+fn gone(me: usize, peer: usize, missing: Missing) -> DistributeError {
+    let message = match missing {
+        Missing::Silent(silence) => format!(
+            "sent nothing, not even a heartbeat, for {silence:.1?} (stopped, hung or cut off); \
+             rank {me} gives up"
+        ),
+        Missing::Lost(reason) => format!("connection lost ({reason}); rank {me} gives up"),
+        Missing::GaveUpOn(by) => {
+            format!("rank {by} gave up waiting for it; rank {me} gives up too")
+        }
+    };
+    DistributeError::peer(peer, message)
 }
 
 #[cfg(test)]
@@ -89,29 +139,97 @@ mod tests {
         }
         tx.send(Event::Ended("it shut down".into())).unwrap();
         let timeout = Duration::from_secs(5);
-        assert_eq!(inbox.recv(0, 9, timeout).unwrap(), vec![2]);
-        assert_eq!(inbox.recv(0, 7, timeout).unwrap(), vec![1]);
+        let watch = watch();
+        assert_eq!(inbox.recv(0, 9, timeout, &watch).unwrap(), vec![2]);
+        assert_eq!(inbox.recv(0, 7, timeout, &watch).unwrap(), vec![1]);
         let start = Instant::now();
-        let err = inbox.recv(0, 8, timeout).unwrap_err();
+        let err = inbox.recv(0, 8, timeout, &watch).unwrap_err();
         assert!(start.elapsed() < Duration::from_secs(1));
         assert_eq!(
             err.to_string(),
             "rank 2: connection lost (it shut down) before rank 0 received tag 0x8"
         );
-        assert_eq!(inbox.recv(0, 7, timeout).unwrap(), vec![3]);
-        assert!(inbox.recv(0, 7, timeout).is_err());
+        assert_eq!(inbox.recv(0, 7, timeout, &watch).unwrap(), vec![3]);
+        assert!(inbox.recv(0, 7, timeout, &watch).is_err());
+    }
+
+    /// A watch over 3 ranks seen from rank 0, heartbeats every 10 ms.
+    fn watch() -> PeerWatch {
+        let names = vec!["chief:0".into(), "worker:0".into(), "worker:1".into()];
+        PeerWatch::new(
+            0,
+            3,
+            names,
+            Duration::from_millis(10),
+            Duration::from_secs(60),
+        )
+    }
+
+    /// Runs `f` with `peers` heartbeating into `watch` meanwhile.
+    fn with_heartbeats<T>(watch: &PeerWatch, peers: &[usize], f: impl FnOnce() -> T) -> T {
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    peers.iter().for_each(|&p| watch.heard(p));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+            let out = f();
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            out
+        })
     }
 
     #[test]
-    fn a_silent_peer_times_out_and_a_vanished_one_is_reported() {
+    fn an_alive_peer_that_does_not_answer_times_out_naming_it() {
+        let (_tx, rx) = channel();
+        let mut inbox = Inbox::new(1, rx);
+        let watch = watch();
+        let timeout = Duration::from_millis(100);
+        let err = with_heartbeats(&watch, &[1, 2], || inbox.recv(0, 3, timeout, &watch));
+        assert!(err
+            .unwrap_err()
+            .to_string()
+            .starts_with("rank 1: did not answer rank 0 within 100ms"),);
+    }
+
+    #[test]
+    fn a_silent_peer_is_named_though_the_wait_is_for_another() {
+        let (_tx, rx) = channel();
+        let mut inbox = Inbox::new(1, rx);
+        let watch = watch();
+        let timeout = Duration::from_millis(150);
+        let started = Instant::now();
+        let err = with_heartbeats(&watch, &[1], || inbox.recv(0, 3, timeout, &watch));
+        let err = err.unwrap_err().to_string();
+        assert!(
+            err.starts_with("rank 2: sent nothing, not even a heartbeat"),
+            "{err}"
+        );
+        assert!(started.elapsed() < timeout * 2, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn a_lost_peer_ends_every_wait_at_once_and_a_vanished_one_is_reported() {
         let (tx, rx) = channel();
         let mut inbox = Inbox::new(1, rx);
-        let err = inbox.recv(0, 3, Duration::from_millis(50)).unwrap_err();
-        assert!(err
-            .to_string()
-            .starts_with("rank 1: did not answer rank 0 within 50ms"));
+        let watch = watch();
+        watch.ended(2, Some("its stream broke: reset".into()));
+        let started = Instant::now();
+        let err = inbox
+            .recv(0, 3, Duration::from_secs(5), &watch)
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert_eq!(
+            err.to_string(),
+            "rank 2: connection lost (its stream broke: reset); rank 0 gives up"
+        );
+        watch.ended(2, None);
         drop(tx);
-        let err = inbox.recv(0, 3, Duration::from_secs(5)).unwrap_err();
-        assert!(err.to_string().contains("connection lost"), "{err}");
+        let err = with_heartbeats(&watch, &[1], || {
+            inbox.recv(0, 3, Duration::from_secs(5), &watch)
+        });
+        assert!(err.unwrap_err().to_string().contains("connection lost"));
     }
 }

@@ -9,20 +9,24 @@
 
 mod address;
 mod config;
+mod control;
 mod dial;
+mod heartbeat;
 mod inbound;
 mod inbox;
 mod metadata;
 mod outbound;
+mod peer_watch;
 mod proto;
 mod service;
+mod shutdown;
 #[cfg(test)]
 mod tests;
 mod wire;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
@@ -43,6 +47,7 @@ use inbound::Inbound;
 use inbox::Inbox;
 pub(crate) use metadata::{check_token, token_value};
 use outbound::Outbound;
+use peer_watch::PeerWatch;
 use service::Routes;
 
 /// Worker threads of each transport's tokio runtime: enough for the server and the streams to
@@ -75,6 +80,8 @@ pub struct GrpcTransport {
     server: Option<JoinHandle<()>>,
     /// `None` once shut down.
     runtime: Option<Runtime>,
+    /// The peer this rank's last failed `recv` or `send` named: the one it gives up on.
+    gave_up_on: Option<usize>,
 }
 
 impl std::fmt::Debug for GrpcTransport {
@@ -146,7 +153,10 @@ impl GrpcTransport {
             .build()
             .map_err(|e| io("start its tokio runtime", e))?;
 
-        let (inbound, receivers) = Inbound::new(rank, world_size);
+        let heartbeat = peer_watch::heartbeat_interval(config.peer_timeout);
+        let names = config.names.clone();
+        let watch = PeerWatch::new(rank, world_size, names, heartbeat, config.stall_warning);
+        let (inbound, receivers) = Inbound::new(rank, world_size, watch);
         let (stop_server, stopped) = oneshot::channel::<()>();
         let server;
         {
@@ -187,11 +197,13 @@ impl GrpcTransport {
             stop_server: Some(stop_server),
             server: Some(server),
             runtime: Some(runtime),
+            gave_up_on: None,
         };
         let caller = Caller {
             rank,
             world_size,
             token,
+            heartbeat,
         };
         match transport.join(addresses, &caller, config.connect_timeout) {
             Ok(()) => Ok(transport),
@@ -264,71 +276,6 @@ impl GrpcTransport {
         self.peer_timeout = timeout;
     }
 
-    /// Leaves the cluster without losing a message: closes the stream to every peer and waits
-    /// until each has acknowledged everything sent to it, then waits until every peer has
-    /// closed its stream to this rank (it has shut down too, or is gone), then stops the
-    /// server. Each wait is bounded by the peer timeout. Every rank may call it at the same
-    /// time; a process can exit right after it returns, even after its last `send`.
-    ///
-    /// The error names the first peer that did not acknowledge or did not close in time.
-    pub fn shutdown(mut self) -> Result<()> {
-        self.close()
-    }
-
-    fn close(&mut self) -> Result<()> {
-        let Some(runtime) = self.runtime.take() else {
-            return Ok(());
-        };
-        let (me, timeout) = (self.rank, self.peer_timeout);
-        let mut outbound: Vec<Outbound> =
-            self.outbound.iter_mut().filter_map(Option::take).collect();
-        // Close every stream first, so that the peers acknowledge concurrently.
-        outbound.iter_mut().for_each(Outbound::close);
-        let deadline = tokio::time::Instant::now() + timeout;
-        let acknowledged = runtime.block_on(async {
-            let mut first = Ok(());
-            for stream in &mut outbound {
-                let acknowledged = stream.acknowledged(me, deadline, timeout).await;
-                first = first.and(acknowledged);
-            }
-            first
-        });
-        // The server keeps running meanwhile: peers still sending to this rank get their
-        // acknowledgements, so ranks shutting down together do not wait on one another.
-        let closed = self.inbound.wait_ended(Instant::now() + timeout, timeout);
-        // A stream is over once its handler returned: the server may not have written the
-        // acknowledgement yet. A graceful stop writes it before closing the connections.
-        self.stop_server(&runtime, timeout);
-        runtime.shutdown_timeout(RUNTIME_GRACE);
-        acknowledged.and(closed)
-    }
-
-    /// Stops the server gracefully: it sends the answers of the calls that have one and
-    /// closes its connections, waiting at most `timeout` for that.
-    fn stop_server(&mut self, runtime: &Runtime, timeout: Duration) {
-        if let (Some(stop), Some(server)) = (self.stop_server.take(), self.server.take()) {
-            let _ = stop.send(());
-            let stopped = runtime.block_on(async { tokio::time::timeout(timeout, server).await });
-            if stopped.is_err() {
-                let rank = self.rank;
-                tracing::warn!("the gRPC server of rank {rank} did not stop within {timeout:?}");
-            }
-        }
-    }
-
-    /// Drops every connection at once, as a crash would: peers see the connection lost.
-    fn abandon(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_timeout(RUNTIME_GRACE);
-        }
-    }
-
-    /// Simulates a crash of this rank.
-    #[cfg(test)]
-    fn crash(mut self) {
-        self.abandon();
-    }
-
     fn check_peer(&self, peer: usize, verb: &str) -> Result<()> {
         if peer == self.rank || peer >= self.world_size {
             return Err(DistributeError::invalid(format!(
@@ -337,19 +284,6 @@ impl GrpcTransport {
             )));
         }
         Ok(())
-    }
-}
-
-impl Drop for GrpcTransport {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.abandon();
-        } else if let Err(e) = self.close() {
-            tracing::warn!(
-                "rank {} shut its gRPC transport down uncleanly: {e}",
-                self.rank
-            );
-        }
     }
 }
 
@@ -365,25 +299,45 @@ impl Transport for GrpcTransport {
     fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
         self.check_peer(to, "send to")?;
         let me = self.rank;
-        match &mut self.outbound[to] {
+        let sent = match &mut self.outbound[to] {
             Some(stream) => stream.send(me, tag, payload),
             None => Err(DistributeError::peer(
                 to,
                 format!("no stream from rank {me}"),
             )),
-        }
+        };
+        self.note_failure(sent)
+    }
+
+    fn abandon(&mut self) {
+        self.give_up();
+    }
+
+    fn take_stalled_tasks(&mut self) -> usize {
+        self.inbound.watch.take_stalled()
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>> {
         self.check_peer(from, "receive from")?;
         let (me, timeout) = (self.rank, self.peer_timeout);
-        match &mut self.inboxes[from] {
-            Some(inbox) => inbox.recv(me, tag, timeout),
+        let received = match &mut self.inboxes[from] {
+            Some(inbox) => inbox.recv(me, tag, timeout, &self.inbound.watch),
             None => Err(DistributeError::peer(
                 from,
                 format!("no stream to rank {me}"),
             )),
+        };
+        self.note_failure(received)
+    }
+}
+
+impl GrpcTransport {
+    /// Remembers the peer a failure names, to tell the others when this rank gives up.
+    fn note_failure<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(DistributeError::Peer { rank, .. }) = &result {
+            self.gave_up_on.get_or_insert(*rank);
         }
+        result
     }
 }
 

@@ -15,6 +15,7 @@ use tonic::Status;
 
 use super::config::MAX_MESSAGE_BYTES;
 use super::dial::{chain, Caller};
+use super::heartbeat::WithHeartbeats;
 use super::metadata::outgoing_headers;
 use super::wire::{read_ack, EnvelopeBody, Outgoing, DELIVER_PATH};
 use crate::distribute::error::{DistributeError, Result};
@@ -39,8 +40,9 @@ impl Outbound {
         let headers = outgoing_headers(caller.rank, caller.token.as_ref());
         let failure = Arc::new(Mutex::new(None));
         let failed = Arc::clone(&failure);
+        let heartbeat = caller.heartbeat;
         let call = tokio::spawn(async move {
-            let answer = deliver(channel, headers, rx).await;
+            let answer = deliver(channel, headers, rx, heartbeat).await;
             if let Err(status) = &answer {
                 *failed.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some(format!("{:?}: {}", status.code(), status.message()));
@@ -148,8 +150,10 @@ async fn deliver(
     mut channel: Channel,
     headers: HeaderMap,
     messages: UnboundedReceiver<Outgoing>,
+    heartbeat: Duration,
 ) -> std::result::Result<u64, Status> {
-    let mut request = Request::new(Body::new(EnvelopeBody::new(messages)));
+    let body = WithHeartbeats::new(EnvelopeBody::new(messages), heartbeat);
+    let mut request = Request::new(Body::new(body));
     *request.method_mut() = Method::POST;
     *request.uri_mut() = Uri::from_static(DELIVER_PATH);
     *request.headers_mut() = headers;

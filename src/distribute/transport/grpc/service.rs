@@ -10,6 +10,7 @@ use tonic::codegen::http::{header, HeaderValue, Request as HttpRequest, Response
 use tonic::codegen::{BoxFuture, Service};
 use tonic::{Request, Response, Status};
 
+use super::control::{missing_rank, GIVE_UP_TAG, HEARTBEAT_TAG};
 use super::inbound::{Event, Inbound};
 use super::metadata::caller_rank;
 use super::proto::collective_server::{Collective, CollectiveServer};
@@ -92,15 +93,27 @@ async fn deliver(inbound: &Inbound, request: HttpRequest<Body>) -> Result<u64, S
     loop {
         match envelopes.next().await {
             Ok(Some((tag, payload))) => {
+                inbound.watch.heard(peer);
+                if tag == HEARTBEAT_TAG {
+                    continue;
+                }
+                if tag == GIVE_UP_TAG {
+                    if let Some(missing) = missing_rank(&payload.into_vec()) {
+                        inbound.watch.gave_up(peer, missing);
+                    }
+                    continue;
+                }
                 received += 1;
                 let _ = inbox.send(Event::Message { tag, payload });
             }
             Ok(None) => {
+                inbound.watch.ended(peer, None);
                 let _ = inbox.send(Event::Ended("it shut down".into()));
                 return Ok(received);
             }
             Err(status) => {
                 let reason = format!("its stream broke: {}", status.message());
+                inbound.watch.ended(peer, Some(reason.clone()));
                 let _ = inbox.send(Event::Ended(reason));
                 return Err(status);
             }

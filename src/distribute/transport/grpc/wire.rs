@@ -45,7 +45,7 @@ fn put_prefix(buf: &mut BytesMut, len: usize) {
 
 /// The bytes of one envelope as HTTP/2 data: its prefix and header fields, then (when large)
 /// the payload itself.
-fn envelope_frames(tag: u64, payload: Bytes) -> (Bytes, Option<Bytes>) {
+pub(super) fn envelope_frames(tag: u64, payload: Bytes) -> (Bytes, Option<Bytes>) {
     let len = payload.len();
     let fields = 1 + encoded_len_varint(tag) + 1 + encoded_len_varint(len as u64) + len;
     let inline = len <= INLINE_PAYLOAD_BYTES;

@@ -16,7 +16,7 @@ fn config() -> GrpcConfig {
     GrpcConfig {
         peer_timeout: Duration::from_secs(20),
         connect_timeout: Duration::from_secs(20),
-        token: None,
+        ..GrpcConfig::default()
     }
 }
 

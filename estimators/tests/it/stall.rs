@@ -1,0 +1,169 @@
+//! A frozen task (SIGSTOP) in a four-task MultiWorkerMirrored cluster: the chief warns
+//! which task has not arrived once the stall warning passes, and every other task then
+//! exits with a retryable code naming that same task, whatever its place in the ring; a
+//! task that resumes within the timeout is a stall in the summaries, not a failure.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use estimator::checkpoint::CheckpointManager;
+use estimator::summary::{event_files, read_event_file, EventKind, Value};
+
+use crate::cluster::{dnn_classifier, free_port, iris, wait_until, Reaper, LIMIT};
+
+const TASKS: [&str; 4] = ["chief:0", "worker:0", "worker:1", "worker:2"];
+
+fn start(model_dir: &Path, logs: &Path) -> Reaper {
+    let ports: Vec<u16> = TASKS.iter().map(|_| free_port()).collect();
+    let address = |i: usize| format!("\"127.0.0.1:{}\"", ports[i]);
+    let cluster = format!(
+        r#""cluster": {{"chief": [{}], "worker": [{}, {}, {}]}}"#,
+        address(0),
+        address(1),
+        address(2),
+        address(3)
+    );
+    let children = TASKS
+        .iter()
+        .map(|task| {
+            let (kind, index) = task.split_once(':').unwrap();
+            let tf_config =
+                format!(r#"{{{cluster}, "task": {{"type": "{kind}", "index": {index}}}}}"#);
+            let log = File::create(logs.join(format!("{task}.err"))).unwrap();
+            Command::new(dnn_classifier())
+                .args(["train", "--train", &iris("iris_train.csv")])
+                .args(["--label-column", "label", "--max-steps", "100000000"])
+                .args(["--save-checkpoints-steps", "50", "--hidden-units", "16"])
+                .args(["--peer-timeout-secs", "10", "--stall-warning-secs", "3"])
+                .arg("--model-dir")
+                .arg(model_dir)
+                .env("TF_CONFIG", tf_config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    Reaper(children)
+}
+
+fn log(logs: &Path, task: &str) -> String {
+    std::fs::read_to_string(logs.join(format!("{task}.err"))).unwrap_or_default()
+}
+
+fn signal(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_stopped_worker_is_named_by_the_chief_s_stall_warning_and_by_every_task_s_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model_dir, logs) = (dir.path().join("model"), dir.path());
+    let mut cluster = start(&model_dir, logs);
+    let manager = CheckpointManager::new(&model_dir, None);
+    let deadline = Instant::now() + LIMIT;
+    while manager.latest_step().unwrap_or(None).unwrap_or(0) < 100 {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint; chief:\n{}",
+            log(logs, "chief:0")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Stop worker:1, in the middle of the ring.
+    let stopped = TASKS[2];
+    signal("-STOP", cluster.0[2].id());
+    let stopped_at = Instant::now();
+    let warned = loop {
+        let chief = log(logs, "chief:0");
+        if let Some(line) = chief.lines().find(|l| l.contains("stalled")) {
+            break line.to_string();
+        }
+        assert!(
+            stopped_at.elapsed() < Duration::from_secs(5),
+            "no stall warning within 5 s:\n{chief}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(warned.contains(stopped), "{warned}");
+    println!("after {:.1?}: {warned}", stopped_at.elapsed());
+    for (i, task) in TASKS.iter().enumerate().filter(|(i, _)| *i != 2) {
+        let status = wait_until(&mut cluster.0[i], stopped_at + Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("{task} still running 20 s after the stop"));
+        let err = log(logs, task);
+        let code = status.code().expect("exited by itself");
+        assert!(code >= 128, "{task} exited {code}:\n{err}");
+        let error_line = err
+            .lines()
+            .find(|l| l.starts_with("dnn-classifier: error:"))
+            .unwrap_or_else(|| panic!("{task}: no error line:\n{err}"));
+        assert!(
+            error_line.contains(stopped),
+            "{task} blamed another task: {error_line}"
+        );
+        println!("{task} after {:.1?}: {error_line}", stopped_at.elapsed());
+    }
+    signal("-KILL", cluster.0[2].id());
+}
+
+#[test]
+fn a_worker_stopped_shorter_than_the_timeout_is_recorded_as_a_stall_and_training_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model_dir, logs) = (dir.path().join("model"), dir.path());
+    let mut cluster = start(&model_dir, logs);
+    let manager = CheckpointManager::new(&model_dir, None);
+    let step = || manager.latest_step().unwrap_or(None).unwrap_or(0);
+    let deadline = Instant::now() + LIMIT;
+    while step() < 100 {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint:\n{}",
+            log(logs, "chief:0")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal("-STOP", cluster.0[3].id());
+    let stopped_at = Instant::now();
+    while !log(logs, "chief:0").contains("stalled") {
+        assert!(
+            stopped_at.elapsed() < Duration::from_secs(8),
+            "no stall warning"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal("-CONT", cluster.0[3].id());
+    // Training resumes: checkpoints, and the chief's summaries, go on.
+    let resumed_at = step();
+    while step() < resumed_at + 200 {
+        for (i, task) in TASKS.iter().enumerate() {
+            let exited = cluster.0[i].try_wait().unwrap();
+            assert!(exited.is_none(), "{task} exited:\n{}", log(logs, task));
+        }
+        assert!(Instant::now() < deadline, "no progress after the stall");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stalled: Vec<f32> = event_files(&model_dir)
+        .unwrap()
+        .iter()
+        .flat_map(|file| read_event_file(file).unwrap())
+        .filter_map(|event| match event.what {
+            EventKind::Summary(values) => Some(values),
+            _ => None,
+        })
+        .flatten()
+        .filter(|value| value.tag == "cluster/stalled_tasks")
+        .filter_map(|value| match value.value {
+            Value::Simple(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    assert!(stalled.contains(&1.0), "cluster/stalled_tasks: {stalled:?}");
+    assert!(stalled.contains(&0.0), "cluster/stalled_tasks: {stalled:?}");
+}
