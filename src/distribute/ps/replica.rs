@@ -52,6 +52,14 @@ impl PsReplica {
         self.rank
     }
 
+    /// The task name of training task `rank` (`worker:1`), or "rank N".
+    pub fn name(&self, rank: usize) -> String {
+        self.names
+            .get(rank)
+            .cloned()
+            .unwrap_or_else(|| format!("rank {rank}"))
+    }
+
     /// The chief's task name.
     pub fn chief_name(&self) -> &str {
         self.names.first().map_or("chief:0", String::as_str)

@@ -9,6 +9,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
+use super::client::MISSING_RANKS_KEY;
 use super::proto::parameter_server_server::{ParameterServer, ParameterServerServer};
 use super::proto::{
     self, ControlReply, ControlRequest, InitReply, InitRequest, PullReply, PullRequest, PushReply,
@@ -139,7 +140,14 @@ fn status(error: ShardError) -> Status {
     match error {
         ShardError::NotInitialised => Status::failed_precondition(message),
         ShardError::ChiefLost { .. } => Status::aborted(message),
-        ShardError::SyncTimeout { .. } => Status::deadline_exceeded(message),
+        ShardError::SyncTimeout { ref missing, .. } => {
+            let mut status = Status::deadline_exceeded(message);
+            let ranks: Vec<String> = missing.iter().map(u32::to_string).collect();
+            if let Ok(value) = ranks.join(",").parse() {
+                status.metadata_mut().insert(MISSING_RANKS_KEY, value);
+            }
+            status
+        }
         ShardError::OptimizerMismatch { .. }
         | ShardError::Optimizer(_)
         | ShardError::Ragged(_)

@@ -262,3 +262,41 @@ fn assigned_values_replace_the_variables_as_they_are() {
     client.control(Command::Shutdown).unwrap();
     servers.into_iter().next().unwrap().join().unwrap().unwrap();
 }
+
+#[test]
+fn a_ps_that_accepts_but_never_answers_is_reported_lost_within_the_timeout() {
+    // A stopped (SIGSTOP) ps: the kernel still accepts connections, nothing answers.
+    let frozen = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = frozen.local_addr().unwrap().to_string();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = std::sync::Arc::clone(&done);
+    let holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        frozen.set_nonblocking(true).unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            if let Ok((stream, _)) = frozen.accept() {
+                held.push(stream);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let config = PsClientConfig {
+        peer_timeout: Duration::from_secs(1),
+        ..client_config()
+    };
+    let client = ParameterServers::connect(&[address], 1, "chief:0", config).unwrap();
+    let started = std::time::Instant::now();
+    let Err(PsError::Failed(Error::PeerLost { task, message })) = client.pull(Duration::ZERO)
+    else {
+        panic!("a frozen ps answered");
+    };
+    let waited = started.elapsed();
+    assert_eq!(task, "ps:0");
+    assert!(message.contains("did not answer within"), "{message}");
+    assert!(waited < Duration::from_secs(3), "noticed after {waited:?}");
+    drop(client);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    holder.join().unwrap();
+}

@@ -18,7 +18,7 @@ use super::super::proto::{
     Command, ControlReply, ControlRequest, InitRequest, PullReply, PullRequest, PushReply,
     PushRequest, SnapshotReply, SnapshotRequest,
 };
-use super::{PsClient, PsClientConfig, PsError};
+use super::{PsClient, PsClientConfig, PsError, MISSING_RANKS_KEY};
 use crate::distribute::transport::{endpoint, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY};
 use crate::error::Error;
 
@@ -27,6 +27,9 @@ use crate::error::Error;
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 /// Longest wait between two tries.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The least margin a call is given past its own wait before its ps counts as lost.
+const MIN_ANSWER_MARGIN: Duration = Duration::from_secs(1);
 
 type Client = ParameterServerClient<InterceptedService<Channel, AddToken>>;
 
@@ -112,13 +115,24 @@ impl ParameterServers {
 
     /// Runs `call` on every ps at once — with `patience`, trying again while a ps cannot be
     /// reached, until that long has passed; the replies in ps order, or the first failure.
-    fn on_all<T, F, Fut>(&self, patience: Option<Duration>, call: F) -> Result<Vec<T>, PsError>
+    /// A ps that has not answered after `patience` (or the call's own wait, `waits`) and a
+    /// margin is reported lost: a stopped or hung ps keeps its connection open and would
+    /// otherwise be waited for until HTTP/2's keepalive gives up.
+    fn on_all<T, F, Fut>(
+        &self,
+        patience: Option<Duration>,
+        waits: Duration,
+        call: F,
+    ) -> Result<Vec<T>, PsError>
     where
         T: Send + 'static,
         F: Fn(usize, Client) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<T, Status>> + Send + 'static,
     {
         let deadline = patience.map(|patience| Instant::now() + patience);
+        let peer_timeout = self.config.peer_timeout;
+        let within =
+            patience.unwrap_or_default().max(waits) + (peer_timeout / 5).max(MIN_ANSWER_MARGIN);
         let calls: Vec<JoinHandle<Result<T, Status>>> = self
             .clients
             .iter()
@@ -126,10 +140,21 @@ impl ParameterServers {
             .map(|(i, client)| {
                 let (client, call) = (client.clone(), call.clone());
                 self.runtime.spawn(async move {
-                    match deadline {
-                        Some(deadline) => with_backoff(deadline, || call(i, client.clone())).await,
-                        None => call(i, client).await,
-                    }
+                    let answer = async {
+                        match deadline {
+                            Some(deadline) => {
+                                with_backoff(deadline, || call(i, client.clone())).await
+                            }
+                            None => call(i, client).await,
+                        }
+                    };
+                    tokio::time::timeout(within, answer)
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(Status::cancelled(format!(
+                                "it did not answer within {within:.1?} (stopped, hung or cut off)"
+                            )))
+                        })
                 })
             })
             .collect();
@@ -153,6 +178,15 @@ impl ParameterServers {
         let name = &self.names[ps];
         match status.code() {
             Code::FailedPrecondition => PsError::NotInitialised { ps },
+            Code::DeadlineExceeded => PsError::TasksMissing {
+                ranks: status
+                    .metadata()
+                    .get(MISSING_RANKS_KEY)
+                    .and_then(|v| v.to_str().ok())
+                    .map(|v| v.split(',').filter_map(|r| r.parse().ok()).collect())
+                    .unwrap_or_default(),
+                message: format!("{} ({name} says)", status.message()),
+            },
             Code::Aborted => PsError::Failed(Error::PeerLost {
                 task: self.chief_name.clone(),
                 message: format!("{} ({name} says)", status.message()),
@@ -171,7 +205,8 @@ impl ParameterServers {
 impl PsClient for ParameterServers {
     fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError> {
         let requests = std::sync::Arc::new(requests);
-        self.on_all(Some(self.config.peer_timeout), move |i, mut client| {
+        let patience = self.config.peer_timeout;
+        self.on_all(Some(patience), patience, move |i, mut client| {
             let request = requests[i].clone();
             async move { client.init(request).await.map(|_| ()) }
         })?;
@@ -183,24 +218,26 @@ impl PsClient for ParameterServers {
             worker: self.worker,
             wait_ms: wait.as_millis() as u64,
         };
-        self.on_all(
-            Some(self.config.peer_timeout.max(wait)),
-            move |_, mut client| async move { client.pull(request).await.map(|r| r.into_inner()) },
-        )
+        let patience = self.config.peer_timeout.max(wait);
+        self.on_all(Some(patience), wait, move |_, mut client| async move {
+            client.pull(request).await.map(|r| r.into_inner())
+        })
     }
 
     /// Not retried: a push that may have reached its ps is never sent twice (a lost one
     /// costs a step's gradient, a doubled one would corrupt).
     fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
+        let waits = requests.iter().map(|r| r.wait_ms).max().unwrap_or(0);
         let requests = std::sync::Arc::new(requests);
-        self.on_all(None, move |i, mut client| {
+        self.on_all(None, Duration::from_millis(waits), move |i, mut client| {
             let request = requests[i].clone();
             async move { client.push(request).await.map(|r| r.into_inner()) }
         })
     }
 
     fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
-        self.on_all(Some(self.config.peer_timeout), |_, mut client| async move {
+        let patience = self.config.peer_timeout;
+        self.on_all(Some(patience), patience, |_, mut client| async move {
             client
                 .snapshot(SnapshotRequest {})
                 .await
@@ -213,8 +250,9 @@ impl PsClient for ParameterServers {
             worker: self.worker,
             command: command as i32,
         };
-        self.on_all(Some(self.config.peer_timeout), move |_, mut client| {
-            async move { client.control(request).await.map(|r| r.into_inner()) }
+        let patience = self.config.peer_timeout;
+        self.on_all(Some(patience), patience, move |_, mut client| async move {
+            client.control(request).await.map(|r| r.into_inner())
         })
     }
 

@@ -119,6 +119,10 @@ fn refused(ps: usize, error: ShardError) -> PsError {
             task: chief.clone(),
             message: format!("{error} ({name} says)"),
         }),
+        ShardError::SyncTimeout { ref missing, .. } => PsError::TasksMissing {
+            ranks: missing.clone(),
+            message: format!("{error} ({name} says)"),
+        },
         error => PsError::Failed(Error::Config(format!("{name}: {error}"))),
     }
 }

@@ -38,9 +38,20 @@ pub enum PsError {
         /// The ps at fault.
         ps: usize,
     },
+    /// A synchronous update gave up waiting for the gradients of these training tasks
+    /// (ranks): they are stopped, dead or cut off.
+    TasksMissing {
+        /// The training tasks that pushed nothing for the step.
+        ranks: Vec<u32>,
+        /// What the ps said.
+        message: String,
+    },
     /// Anything else, as the run's error (a lost ps or chief names it).
     Failed(Error),
 }
+
+/// The gRPC metadata key of the ranks a synchronous update waited for in vain.
+pub(crate) const MISSING_RANKS_KEY: &str = "estimator-missing-ranks";
 
 impl From<PsError> for Error {
     fn from(error: PsError) -> Self {
@@ -48,6 +59,14 @@ impl From<PsError> for Error {
             PsError::NotInitialised { ps } => Error::PeerLost {
                 task: format!("ps:{ps}"),
                 message: "it lost its variables (restarted?) and no chief re-initialised it".into(),
+            },
+            PsError::TasksMissing { ranks, message } => Error::PeerLost {
+                task: ranks
+                    .iter()
+                    .map(|r| format!("rank {r}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message,
             },
             PsError::Failed(error) => error,
         }

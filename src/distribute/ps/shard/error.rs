@@ -76,8 +76,13 @@ pub enum ShardError {
         current: u64,
     },
     /// A synchronous update did not gather its gradients in time.
-    #[error("step {step} gathered {gathered} of the {needed} gradients it needs within {wait:?}")]
+    #[error(
+        "step {step} gathered {gathered} of the {needed} gradients it needs within {wait:?}; \
+         no gradient from training task rank(s) {missing:?}"
+    )]
     SyncTimeout {
+        /// The training tasks (ranks) that pushed nothing for the step and have not left.
+        missing: Vec<u32>,
         /// The training task whose push gave up.
         worker: u32,
         /// The step.

@@ -81,6 +81,8 @@ pub struct ShardMachine {
     pub(super) counters: Counters,
     pub(super) shutdown_since: Option<Instant>,
     pub(super) last_chief_call: Instant,
+    /// When [`ShardMachine::supervise`] last ran.
+    pub(super) last_supervised: Option<Instant>,
     pub(super) chief_seen: bool,
     /// Bumped whenever a waiting call or the supervisor may see something new.
     pub(super) changes: u64,
@@ -109,6 +111,7 @@ impl ShardMachine {
             counters: Counters::default(),
             shutdown_since: None,
             last_chief_call: now,
+            last_supervised: None,
             chief_seen: false,
             changes: 0,
         }

@@ -61,8 +61,12 @@ impl ShardMachine {
             PushOutcome::Applied
         } else if now >= push.deadline {
             let gathered = self.pending.len();
+            let missing = (0..self.workers as u32)
+                .filter(|w| !self.pending.contains_key(w) && !self.left.contains(w))
+                .collect();
             self.pending.remove(&push.worker);
             return Progress::Answered(Err(ShardError::SyncTimeout {
+                missing,
                 worker: push.worker,
                 step: push.step,
                 gathered,

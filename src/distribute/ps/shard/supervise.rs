@@ -6,6 +6,10 @@ use std::time::{Duration, Instant};
 use super::machine::Phase;
 use super::{ShardError, ShardMachine};
 
+/// A gap between two checks this long means this task was not running: the supervising
+/// loop checks several times a second.
+pub(crate) const PAUSED_AFTER: Duration = Duration::from_secs(2);
+
 /// How long the supervisor waits on the chief and the training tasks.
 #[derive(Debug, Clone, Copy)]
 pub struct Patience {
@@ -32,6 +36,15 @@ impl ShardMachine {
     /// Checks on the chief and the job's end at `now`: fails the shard when the chief was
     /// silent too long, and says when the task should exit.
     pub fn supervise(&mut self, patience: Patience, now: Instant) -> Verdict {
+        // A long gap since the last check means this task itself was not running (stopped,
+        // swapped out): the chief could not reach it then, which is no silence of the
+        // chief's.
+        if let Some(last) = self.last_supervised.replace(now) {
+            let paused = now.saturating_duration_since(last);
+            if paused > PAUSED_AFTER {
+                self.last_chief_call += paused;
+            }
+        }
         let training_tasks = 1..self.workers as u32;
         if let Some(since) = self.shutdown_since {
             let all_left = training_tasks.clone().all(|w| self.left.contains(&w));

@@ -187,7 +187,7 @@ impl PsSession {
                     Err(PsError::NotInitialised { ps }) => {
                         return Ok(Pulled::NotInitialised(model, ps))
                     }
-                    Err(PsError::Failed(error)) => return Err(error),
+                    Err(error) => return Err(error.into()),
                 },
             };
             // The chief initialises every ps with one generation. Mixed generations mean its
@@ -274,7 +274,17 @@ impl PsSession {
                 tracing::warn!("push to {task} failed ({message}); pulling again");
                 return Ok(Pushed::Dropped(self.pulled_steps[0]));
             }
-            Err(PsError::Failed(error)) => return Err(error),
+            Err(PsError::TasksMissing { ranks, message }) => {
+                let names: Vec<String> = ranks
+                    .iter()
+                    .map(|&r| self.replica.name(r as usize))
+                    .collect();
+                return Err(Error::PeerLost {
+                    task: names.join(", "),
+                    message,
+                });
+            }
+            Err(error) => return Err(error.into()),
         };
         let step = replies[0].step;
         let outcome =

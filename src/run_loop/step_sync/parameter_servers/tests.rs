@@ -160,3 +160,32 @@ fn a_pull_during_the_chiefs_initialisation_waits_for_every_ps_so_their_steps_sta
         .collect();
     assert_eq!(steps, [6, 6]);
 }
+
+#[test]
+fn a_synchronous_push_that_times_out_names_the_task_that_pushed_nothing() {
+    let names = vec!["chief:0".to_string(), "worker:0".to_string()];
+    let ps = InMemoryPs::start(
+        1,
+        || VariableOptimizer::new(&OptimizerSpec::sgd(0.1)),
+        "chief:0",
+    );
+    let quick = PsClientConfig {
+        peer_timeout: Duration::from_millis(300),
+        ..config()
+    };
+    let chief_replica = PsReplica::in_memory(&ps, 0, names.clone(), quick.clone());
+    let mut chief = PsSession::new(chief_replica, PsMode::sync());
+    let start = state(0);
+    chief.initialise(&start, None, 100).unwrap();
+    let Ok(Pulled::Model(model, 0)) = chief.pull(start.model.clone()) else {
+        panic!("the first pull gives the initial values");
+    };
+    // worker:0 never pushes: the chief's synchronous update cannot gather its gradients.
+    let err = chief.push(&model, &gradients(&model)).err().unwrap();
+    assert_eq!(err.exit_code(), crate::error::RETRYABLE_EXIT_CODE);
+    let message = err.to_string();
+    assert!(
+        message.starts_with("lost worker:0: step 0 gathered 1 of the 2"),
+        "{message}"
+    );
+}

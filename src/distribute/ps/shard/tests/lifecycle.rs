@@ -219,3 +219,25 @@ fn the_task_exits_once_the_training_tasks_left_after_the_shutdown() {
     assert_eq!(shard.supervise(PATIENCE, t0 + seconds(4)), Verdict::Serve);
     assert_eq!(shard.supervise(PATIENCE, t0 + seconds(5)), Verdict::Done);
 }
+
+#[test]
+fn a_ps_that_was_stopped_itself_does_not_count_its_pause_as_the_chief_s_silence() {
+    let t0 = Instant::now();
+    let mut shard = shard(t0);
+    shard.init(init(2, 0), t0).unwrap();
+    assert_eq!(shard.supervise(PATIENCE, t0), Verdict::Serve);
+    // Stopped for 5 minutes: the first check after it sees the gap, not a silent chief.
+    let resumed = t0 + seconds(300);
+    assert_eq!(shard.supervise(PATIENCE, resumed), Verdict::Serve);
+    assert!(shard.failure().is_none());
+    // Checked every 100 ms from then on, the chief's real silence still counts.
+    let mut now = resumed;
+    while now < resumed + seconds(61) {
+        now += Duration::from_millis(100);
+        let _ = shard.supervise(PATIENCE, now);
+    }
+    assert!(matches!(
+        shard.failure(),
+        Some(ShardError::ChiefLost { .. })
+    ));
+}

@@ -53,7 +53,7 @@ fn the_mean_does_not_depend_on_arrival_order() {
 }
 
 #[test]
-fn a_push_that_gathers_too_few_gradients_times_out_and_withdraws() {
+fn a_push_that_gathers_too_few_gradients_times_out_naming_the_missing_and_withdraws() {
     let t0 = Instant::now();
     let mut shard = shard(t0);
     shard.init(init(2, 2), t0).unwrap();
@@ -66,6 +66,7 @@ fn a_push_that_gathers_too_few_gradients_times_out_and_withdraws() {
     assert_eq!(
         error,
         ShardError::SyncTimeout {
+            missing: vec![1],
             worker: 0,
             step: 0,
             gathered: 1,
@@ -75,7 +76,8 @@ fn a_push_that_gathers_too_few_gradients_times_out_and_withdraws() {
     );
     assert_eq!(
         error.to_string(),
-        "step 0 gathered 1 of the 2 gradients it needs within 10s"
+        "step 0 gathered 1 of the 2 gradients it needs within 10s; no gradient from \
+         training task rank(s) [1]"
     );
     // The withdrawn gradient does not count towards the step.
     let _ = waiting(shard.push(push(1, 0, 1.0), t0 + seconds(11)));
