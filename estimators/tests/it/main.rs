@@ -10,4 +10,5 @@ mod cluster;
 mod derived_metrics;
 mod malformed_inputs;
 mod ps_cluster;
+mod ps_faults;
 mod stall;

@@ -11,13 +11,13 @@ use estimator::checkpoint::CheckpointManager;
 use crate::cluster::{dnn_classifier, estimator_launch, iris, wait_until, Reaper, LIMIT};
 
 /// A launched cluster whose launcher output goes to files in `dir`.
-struct Launched {
+pub struct Launched {
     reaper: Reaper,
     dir: std::path::PathBuf,
 }
 
 impl Launched {
-    fn start(dir: &Path, launcher: &[&str], train: &[&str]) -> Self {
+    pub fn start(dir: &Path, launcher: &[&str], train: &[&str]) -> Self {
         let child = Command::new(estimator_launch())
             .args(launcher)
             .arg("--")
@@ -35,7 +35,7 @@ impl Launched {
         }
     }
 
-    fn stderr(&self) -> String {
+    pub fn stderr(&self) -> String {
         std::fs::read_to_string(self.dir.join("stderr")).unwrap()
     }
 
@@ -44,7 +44,7 @@ impl Launched {
     }
 
     /// The pid the launcher reported for `task`'s first start.
-    fn pid(&self, task: &str) -> u32 {
+    pub fn pid(&self, task: &str) -> u32 {
         let stderr = self.stderr();
         let needle = format!("started {task} (pid ");
         let start = stderr
@@ -59,7 +59,7 @@ impl Launched {
     }
 
     /// Waits for a checkpoint at or past `step` in `model_dir`.
-    fn wait_for_checkpoint(&self, model_dir: &Path, step: u64) {
+    pub fn wait_for_checkpoint(&self, model_dir: &Path, step: u64) {
         let manager = CheckpointManager::new(model_dir, None);
         let deadline = Instant::now() + LIMIT;
         while manager.latest_step().unwrap_or(None).unwrap_or(0) < step {
@@ -73,7 +73,7 @@ impl Launched {
     }
 
     /// The launcher's exit code, within `limit`.
-    fn wait(&mut self, limit: Duration) -> i32 {
+    pub fn wait(&mut self, limit: Duration) -> i32 {
         let status = wait_until(&mut self.reaper.0[0], Instant::now() + limit)
             .unwrap_or_else(|| panic!("cluster still running:\n{}", self.stderr()));
         status.code().expect("the launcher exited by itself")
@@ -88,7 +88,7 @@ fn sigkill(pid: u32) {
     assert!(status.success());
 }
 
-fn train_args<'a>(model_dir: &'a str, max_steps: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+pub fn train_args<'a>(model_dir: &'a str, max_steps: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "train",
         "--label-column",

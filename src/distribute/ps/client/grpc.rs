@@ -133,7 +133,8 @@ impl ParameterServers {
         let peer_timeout = self.config.peer_timeout;
         let within =
             patience.unwrap_or_default().max(waits) + (peer_timeout / 5).max(MIN_ANSWER_MARGIN);
-        let calls: Vec<JoinHandle<Result<T, Status>>> = self
+        type Answer<T> = Result<Result<T, Status>, tokio::time::error::Elapsed>;
+        let calls: Vec<JoinHandle<Answer<T>>> = self
             .clients
             .iter()
             .enumerate()
@@ -148,13 +149,7 @@ impl ParameterServers {
                             None => call(i, client).await,
                         }
                     };
-                    tokio::time::timeout(within, answer)
-                        .await
-                        .unwrap_or_else(|_| {
-                            Err(Status::cancelled(format!(
-                                "it did not answer within {within:.1?} (stopped, hung or cut off)"
-                            )))
-                        })
+                    tokio::time::timeout(within, answer).await
                 })
             })
             .collect();
@@ -166,6 +161,10 @@ impl ParameterServers {
                         task: self.names[i].clone(),
                         message: format!("the call failed: {e}"),
                     })
+                })?;
+                let reply = reply.map_err(|_| PsError::Unresponsive {
+                    ps: i,
+                    waited: within,
                 })?;
                 out.push(reply.map_err(|status| self.error(i, status))?);
             }
@@ -254,6 +253,17 @@ impl PsClient for ParameterServers {
         self.on_all(Some(patience), patience, move |_, mut client| async move {
             client.control(request).await.map(|r| r.into_inner())
         })
+    }
+
+    fn leave(&self) -> Result<(), PsError> {
+        let request = ControlRequest {
+            worker: self.worker,
+            command: Command::Leave as i32,
+        };
+        self.on_all(None, Duration::ZERO, move |_, mut client| async move {
+            client.control(request).await.map(drop)
+        })
+        .map(drop)
     }
 
     fn start_heartbeat(&mut self, every: Duration) {

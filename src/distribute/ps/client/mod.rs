@@ -46,6 +46,14 @@ pub enum PsError {
         /// What the ps said.
         message: String,
     },
+    /// A ps kept the call open without answering past its wait and a margin: stopped or
+    /// hung (a restarting ps refuses connections instead, which is worth another try).
+    Unresponsive {
+        /// The ps at fault.
+        ps: usize,
+        /// How long it was waited for.
+        waited: Duration,
+    },
     /// Anything else, as the run's error (a lost ps or chief names it).
     Failed(Error),
 }
@@ -67,6 +75,12 @@ impl From<PsError> for Error {
                     .collect::<Vec<_>>()
                     .join(", "),
                 message,
+            },
+            PsError::Unresponsive { ps, waited } => Error::PeerLost {
+                task: format!("ps:{ps}"),
+                message: format!(
+                    "it did not answer within {waited:.1?} (stopped, hung or cut off)"
+                ),
             },
             PsError::Failed(error) => error,
         }
@@ -92,6 +106,12 @@ pub(crate) trait PsClient: Send + Sync + std::fmt::Debug {
 
     /// Sends `command` to every ps; their counters.
     fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError>;
+
+    /// Tells every ps this training task leaves, once and briefly: a task that failed
+    /// because a ps stopped answering must not wait for it again.
+    fn leave(&self) -> Result<(), PsError> {
+        self.control(Command::Leave).map(drop)
+    }
 
     /// Tells every ps, every `every`, that this (chief) task is alive — also while it
     /// writes a checkpoint or evaluates, when it makes no other call; until dropped.

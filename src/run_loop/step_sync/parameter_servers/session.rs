@@ -370,7 +370,7 @@ impl PsSession {
     /// A training task stops: the ps tasks stop waiting for its gradients (best effort — a
     /// ps already gone has nothing left to wait for).
     pub(super) fn leave(&self) {
-        if let Err(e) = self.replica.servers.control(Command::Leave) {
+        if let Err(e) = self.replica.servers.leave() {
             tracing::debug!("leaving the ps tasks: {}", Error::from(e));
         }
     }

@@ -1,0 +1,104 @@
+//! Parameter-server clusters under `estimator-launch` with a task frozen (SIGSTOP) or
+//! killed: every task notices within the peer timeout and exits with a retryable code
+//! naming the task at fault.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::cluster::iris;
+use crate::ps_cluster::{train_args, Launched};
+
+/// Sends `signal` to `pid`; whether it still existed.
+fn signal(signal: &str, pid: u32) -> bool {
+    Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// The error line `task` printed, from the launcher's prefixed output.
+fn error_line(stderr: &str, task: &str) -> String {
+    stderr
+        .lines()
+        .find(|l| l.starts_with(&format!("[{task}] dnn-classifier: error:")))
+        .unwrap_or_else(|| panic!("no error from {task}:\n{stderr}"))
+        .to_string()
+}
+
+#[test]
+fn a_stopped_ps_is_named_by_every_training_task_within_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let train = iris("iris_train.csv");
+    let args = train_args(
+        model_dir.to_str().unwrap(),
+        "100000000",
+        &["--train", &train, "--peer-timeout-secs", "5"],
+    );
+    let mut cluster = Launched::start(
+        dir.path(),
+        &["--workers", "1", "--ps", "1", "--grace-secs", "3"],
+        &args,
+    );
+    cluster.wait_for_checkpoint(&model_dir, 200);
+    let ps = cluster.pid("ps:0");
+    assert!(signal("-STOP", ps));
+    let stopped = Instant::now();
+    let code = cluster.wait(Duration::from_secs(60));
+    let waited = stopped.elapsed();
+    let stderr = cluster.stderr();
+    signal("-KILL", ps);
+    assert!(code >= 128, "launcher exit {code}\n{stderr}");
+    for task in ["chief:0", "worker:0"] {
+        assert!(
+            stderr.contains(&format!("{task} exited with code 128")),
+            "{task}\n{stderr}"
+        );
+        let error = error_line(&stderr, task);
+        assert!(error.contains("lost ps:0"), "{error}");
+    }
+    // Both noticed within 1.5 times the timeout; the launcher then stops the frozen ps
+    // after its 3 s grace.
+    assert!(
+        waited < Duration::from_secs(7 + 3 + 2),
+        "{waited:?}\n{stderr}"
+    );
+}
+
+#[test]
+fn a_killed_worker_in_synchronous_mode_stops_the_chief_with_a_retryable_code_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let train = iris("iris_train.csv");
+    let args = train_args(
+        model_dir.to_str().unwrap(),
+        "100000000",
+        &[
+            "--train",
+            &train,
+            "--peer-timeout-secs",
+            "5",
+            "--ps-mode",
+            "sync",
+        ],
+    );
+    let mut cluster = Launched::start(
+        dir.path(),
+        &["--workers", "1", "--ps", "1", "--grace-secs", "3"],
+        &args,
+    );
+    cluster.wait_for_checkpoint(&model_dir, 200);
+    assert!(signal("-KILL", cluster.pid("worker:0")));
+    let killed = Instant::now();
+    let code = cluster.wait(Duration::from_secs(60));
+    let stderr = cluster.stderr();
+    assert!(code >= 128, "launcher exit {code}\n{stderr}");
+    assert!(
+        stderr.contains("chief:0 exited with code 128"),
+        "the chief's code is retryable\n{stderr}"
+    );
+    let error = error_line(&stderr, "chief:0");
+    assert!(error.contains("lost worker:0"), "{error}");
+    assert!(killed.elapsed() < Duration::from_secs(15), "{stderr}");
+}
