@@ -22,6 +22,8 @@ pub(super) struct Caller {
     pub(super) token: Option<AsciiMetadataValue>,
     /// How often an idle stream carries a heartbeat.
     pub(super) heartbeat: std::time::Duration,
+    /// Where a broken stream to a peer is recorded: the peer is gone.
+    pub(super) watch: std::sync::Arc<super::peer_watch::PeerWatch>,
 }
 
 /// Why an attempt to reach a peer failed.

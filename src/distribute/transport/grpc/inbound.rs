@@ -45,7 +45,7 @@ pub(super) struct Inbound {
     pub(super) rank: usize,
     pub(super) world_size: usize,
     /// Each peer's liveness, as its stream shows it.
-    pub(super) watch: PeerWatch,
+    pub(super) watch: Arc<PeerWatch>,
     /// The sending half of each peer's inbox, taken by the peer's stream when it opens.
     senders: Vec<Mutex<Option<Sender<Event>>>>,
     state: Mutex<State>,
@@ -61,7 +61,7 @@ impl Inbound {
     pub(super) fn new(
         rank: usize,
         world_size: usize,
-        watch: PeerWatch,
+        watch: Arc<PeerWatch>,
     ) -> (Arc<Self>, Vec<Option<Receiver<Event>>>) {
         let (senders, receivers) = (0..world_size)
             .map(|peer| {

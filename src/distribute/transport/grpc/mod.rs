@@ -156,7 +156,8 @@ impl GrpcTransport {
         let heartbeat = peer_watch::heartbeat_interval(config.peer_timeout);
         let names = config.names.clone();
         let watch = PeerWatch::new(rank, world_size, names, heartbeat, config.stall_warning);
-        let (inbound, receivers) = Inbound::new(rank, world_size, watch);
+        let watch = Arc::new(watch);
+        let (inbound, receivers) = Inbound::new(rank, world_size, Arc::clone(&watch));
         let (stop_server, stopped) = oneshot::channel::<()>();
         let server;
         {
@@ -204,6 +205,7 @@ impl GrpcTransport {
             world_size,
             token,
             heartbeat,
+            watch,
         };
         match transport.join(addresses, &caller, config.connect_timeout) {
             Ok(()) => Ok(transport),

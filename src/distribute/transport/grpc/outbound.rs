@@ -41,11 +41,15 @@ impl Outbound {
         let failure = Arc::new(Mutex::new(None));
         let failed = Arc::clone(&failure);
         let heartbeat = caller.heartbeat;
+        let watch = Arc::clone(&caller.watch);
         let call = tokio::spawn(async move {
             let answer = deliver(channel, headers, rx, heartbeat).await;
             if let Err(status) = &answer {
-                *failed.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(format!("{:?}: {}", status.code(), status.message()));
+                let reason = format!("{:?}: {}", status.code(), status.message());
+                // The peer is gone (crashed, or replaced by a restarted process): waits for
+                // it, or behind it, end at once.
+                watch.ended(peer, Some(format!("the stream to it broke: {reason}")));
+                *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
             }
             answer
         });
