@@ -78,8 +78,10 @@ pub struct LaunchArgs {
     /// Host every task listens on (ports are picked free on it).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// Seconds the other tasks get to exit after the chief has; then they are killed.
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    /// Seconds the other tasks get to exit after the chief has; then they are killed. The
+    /// default exceeds the tasks' default peer timeout (60 s) and its margin, so that a
+    /// task waiting on a lost peer exits by itself, with its own code and message.
+    #[arg(long, value_name = "SECS", default_value_t = 90)]
     pub grace_secs: u64,
     /// Start a task again when it exits with a retryable code (128 and above: it lost a
     /// peer, or a signal killed it), at most N times per task — Kubeflow's
@@ -214,7 +216,7 @@ mod tests {
         assert_eq!(defaults.roles().workers, 1);
         assert!(defaults.roles().chief);
         assert_eq!(defaults.host, "127.0.0.1");
-        assert_eq!(defaults.grace_secs, 30);
+        assert_eq!(defaults.grace_secs, 90);
         assert_eq!(defaults.gpus, None);
         assert_eq!(launch(&["--gpus", "4", "--", "true"]).gpus, Some(4));
     }

@@ -225,7 +225,11 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, restart: Resta
                     tasks[i].task,
                     grace.as_secs()
                 ));
-                tasks[i].kill();
+                let task = tasks[i].task;
+                match tasks[i].kill() {
+                    Some(status) => note(&format!("{task} {}", describe(status))),
+                    None => note(&format!("{task} could not be reaped after the kill")),
+                }
             }
             break;
         }

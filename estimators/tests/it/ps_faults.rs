@@ -58,8 +58,12 @@ fn a_stopped_ps_is_named_by_every_training_task_within_the_timeout() {
         let error = error_line(&stderr, task);
         assert!(error.contains("lost ps:0"), "{error}");
     }
-    // Both noticed within 1.5 times the timeout; the launcher then stops the frozen ps
-    // after its 3 s grace.
+    // The launcher kills the frozen ps after its 3 s grace and says so, with the code.
+    assert!(
+        stderr.contains("ps:0 exited with code 137 (killed by signal 9)"),
+        "{stderr}"
+    );
+    // Both noticed within 1.5 times the timeout.
     assert!(
         waited < Duration::from_secs(7 + 3 + 2),
         "{waited:?}\n{stderr}"
