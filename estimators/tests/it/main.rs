@@ -8,6 +8,7 @@ mod cli_input_errors;
 mod cli_training;
 mod cluster;
 mod derived_metrics;
+mod fault_campaign;
 mod malformed_inputs;
 mod ps_cluster;
 mod ps_faults;

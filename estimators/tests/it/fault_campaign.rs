@@ -1,0 +1,167 @@
+//! The fault campaign: a real cluster under `estimator-launch --max-restarts` loses a
+//! random task (chief, worker or ps; SIGKILL) at a random moment, trial after trial. Each
+//! trial must end with the launcher's exit 0, the final checkpoint at exactly max_steps,
+//! every checkpoint on disk readable, no task left running, and — where training is
+//! deterministic (MultiWorkerMirrored) — the same final weights as an uninterrupted run.
+//!
+//! The suite runs a small seeded sample; `scripts/fault-campaign TRIALS SEED` runs more
+//! (`FAULT_TRIALS`, `FAULT_SEED`) and prints the tally.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use estimator::checkpoint::CheckpointManager;
+use estimator::datasets::SplitMix64;
+
+use crate::cluster::{iris, LIMIT};
+use crate::ps_cluster::{train_args, Launched};
+
+const MAX_STEPS: u64 = 2000;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    MultiWorkerMirrored,
+    SyncPs,
+    AsyncPs,
+}
+
+impl Mode {
+    fn tasks(self) -> &'static [&'static str] {
+        match self {
+            Mode::MultiWorkerMirrored => &["chief:0", "worker:0"],
+            _ => &["chief:0", "worker:0", "ps:0"],
+        }
+    }
+
+    fn launcher_args(self) -> Vec<&'static str> {
+        let mut args = vec![
+            "--workers",
+            "1",
+            "--max-restarts",
+            "3",
+            "--grace-secs",
+            "15",
+        ];
+        if self != Mode::MultiWorkerMirrored {
+            args.extend(["--ps", "1"]);
+        }
+        args
+    }
+
+    fn train_extra(self) -> Vec<&'static str> {
+        let mut extra = vec!["--peer-timeout-secs", "5"];
+        match self {
+            Mode::SyncPs => extra.extend(["--ps-mode", "sync"]),
+            Mode::AsyncPs => extra.extend(["--ps-mode", "async"]),
+            Mode::MultiWorkerMirrored => {}
+        }
+        extra
+    }
+}
+
+/// Runs `mode` to MAX_STEPS in `dir`, killing `victim` `kill_after` after the first
+/// checkpoint when given; the final checkpoint's weights, or why the trial failed.
+fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u8>, String> {
+    let model_dir = dir.join("model");
+    let train = iris("iris_train.csv");
+    let mut extra = vec!["--train", &train];
+    extra.extend(mode.train_extra());
+    let steps = MAX_STEPS.to_string();
+    let args = train_args(model_dir.to_str().unwrap(), &steps, &extra);
+    let mut cluster = Launched::start(dir, &mode.launcher_args(), &args);
+    if let Some((task, after)) = victim {
+        cluster.wait_for_checkpoint(&model_dir, 1);
+        std::thread::sleep(after);
+        let _ = Command::new("kill")
+            .args(["-9", &cluster.pid(task).to_string()])
+            .status();
+    }
+    let code = cluster.wait(LIMIT);
+    let stderr = cluster.stderr();
+    let fail = |why: String| Err(format!("{why}\n{stderr}"));
+    if code != 0 {
+        return fail(format!("launcher exited {code}"));
+    }
+    let manager = CheckpointManager::new(&model_dir, None);
+    if manager.latest_step().ok().flatten() != Some(MAX_STEPS) {
+        return fail(format!("latest checkpoint {:?}", manager.latest_step()));
+    }
+    let mut last = Vec::new();
+    for path in manager.list().map_err(|e| e.to_string())? {
+        match manager.load(&path) {
+            Ok(checkpoint) => last = checkpoint.section("model").unwrap_or_default().to_vec(),
+            Err(e) => return fail(format!("{} does not load: {e}", path.display())),
+        }
+    }
+    if let Some(pid) = left_running(&model_dir) {
+        return fail(format!("pid {pid} still runs on {}", model_dir.display()));
+    }
+    Ok(last)
+}
+
+/// A process whose command line names `model_dir`, if any is left.
+fn left_running(model_dir: &Path) -> Option<String> {
+    let output = Command::new("pgrep")
+        .args(["-f", model_dir.to_str().unwrap()])
+        .output()
+        .ok()?;
+    let pids = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    (!pids.is_empty()).then_some(pids)
+}
+
+/// Runs `trials` seeded trials; the tally, with a line per failure.
+fn campaign(trials: usize, seed: u64) -> (usize, Vec<String>) {
+    let mut rng = SplitMix64::new(seed);
+    let modes = [Mode::MultiWorkerMirrored, Mode::SyncPs, Mode::AsyncPs];
+    let reference_dir = tempfile::tempdir().unwrap();
+    let reference =
+        run(reference_dir.path(), Mode::MultiWorkerMirrored, None).expect("an uninterrupted run");
+    let mut failures = Vec::new();
+    for trial in 0..trials {
+        let mode = modes[rng.below(modes.len())];
+        let victim = mode.tasks()[rng.below(mode.tasks().len())];
+        let after = Duration::from_millis(rng.below(1500) as u64);
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let outcome = run(dir.path(), mode, Some((victim, after))).and_then(|weights| {
+            match mode == Mode::MultiWorkerMirrored && weights != reference {
+                true => Err("final weights differ from the uninterrupted run's".into()),
+                false => Ok(()),
+            }
+        });
+        let verdict = match &outcome {
+            Ok(()) => "ok".to_string(),
+            Err(why) => {
+                failures.push(format!(
+                    "trial {trial} ({mode:?}, {victim}, {after:?}): {why}"
+                ));
+                "FAILED".to_string()
+            }
+        };
+        println!(
+            "trial {trial}: {mode:?}, kill {victim} {after:?} after the first checkpoint: \
+             {verdict} in {:.1?}",
+            started.elapsed()
+        );
+    }
+    (trials - failures.len(), failures)
+}
+
+#[test]
+fn killed_tasks_at_random_moments_are_recovered_exactly() {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (trials, seed) = (env("FAULT_TRIALS", 2) as usize, env("FAULT_SEED", 11));
+    let started = Instant::now();
+    let (passed, failures) = campaign(trials, seed);
+    println!(
+        "fault campaign (seed {seed}): {passed}/{trials} trials recovered exactly in {:.0?}",
+        started.elapsed()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
