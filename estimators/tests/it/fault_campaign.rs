@@ -83,6 +83,11 @@ fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u
     if code != 0 {
         return fail(format!("launcher exited {code}"));
     }
+    if let Some((task, _)) = victim {
+        if !stderr.contains(&format!("{task} exited with code 137")) {
+            return fail(format!("{task} was not killed before the job ended"));
+        }
+    }
     let manager = CheckpointManager::new(&model_dir, None);
     if manager.latest_step().ok().flatten() != Some(MAX_STEPS) {
         return fail(format!("latest checkpoint {:?}", manager.latest_step()));

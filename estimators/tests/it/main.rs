@@ -10,6 +10,7 @@ mod cluster;
 mod derived_metrics;
 mod fault_campaign;
 mod malformed_inputs;
+mod network_faults;
 mod ps_cluster;
 mod ps_faults;
 mod stall;
