@@ -114,9 +114,18 @@ pub fn launch(
             }
         }
     }
+    // Synchronous replicas (no ps tasks) restart together: a replica restarted alone can
+    // pair with peers that are about to fail too, and the incarnations can chase each other
+    // until the restarts run out.
+    let together = if layout.cluster.ps.is_empty() {
+        layout.cluster.training_tasks()
+    } else {
+        Vec::new()
+    };
     let restart = Restart {
         max: max_restarts,
         spawn: &mut spawn,
+        together,
     };
     let code = supervise(&mut tasks, layout.chief(), grace, restart);
     finish(sentinel, relays_alive, relays_done);
@@ -147,6 +156,8 @@ struct Running {
 struct Restart<'a> {
     max: u32,
     spawn: &'a mut dyn FnMut(Task) -> io::Result<Child>,
+    /// Tasks restarted all at once when one of them is (the synchronous replicas).
+    together: Vec<Task>,
 }
 
 impl Running {
@@ -164,10 +175,15 @@ impl Running {
 
 /// Waits for the chief, gives the others `grace` to exit, kills those still running; returns
 /// the chief's exit code.
-fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, restart: Restart) -> i32 {
+fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: Restart) -> i32 {
     let mut chief_code = None;
     let mut deadline = None;
     loop {
+        if chief_code.is_none() {
+            if let Some(i) = group_to_restart(tasks, &restart) {
+                restart_group(tasks, i, &mut restart);
+            }
+        }
         for running in tasks.iter_mut().filter(|r| r.exit.is_none()) {
             let status = match running.child.try_wait() {
                 Ok(None) => continue,
@@ -178,7 +194,12 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, restart: Resta
                 }
             };
             let code = exit_code(status);
-            if code >= RETRYABLE && running.restarts < restart.max && chief_code.is_none() {
+            let restartable = code >= RETRYABLE && running.restarts < restart.max;
+            if restartable && chief_code.is_none() && restart.together.contains(&running.task) {
+                // Restarted with its group at the top of the next round.
+                continue;
+            }
+            if restartable && chief_code.is_none() {
                 running.restarts += 1;
                 note(&format!(
                     "{} {}: restarting it ({} of {})",
@@ -236,6 +257,50 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, restart: Resta
         thread::sleep(POLL);
     }
     chief_code.unwrap_or(1)
+}
+
+/// The index of a task of the restart group that exited with a retryable code and has
+/// restarts left, if any.
+fn group_to_restart(tasks: &mut [Running], restart: &Restart) -> Option<usize> {
+    tasks.iter_mut().position(|running| {
+        running.exit.is_none()
+            && restart.together.contains(&running.task)
+            && running.restarts < restart.max
+            && matches!(running.child.try_wait(), Ok(Some(s)) if exit_code(s) >= RETRYABLE)
+    })
+}
+
+/// Restarts every task of the group because task `i` exited retryably: the others are
+/// killed (they would fail on the lost replica anyway), then all start again.
+fn restart_group(tasks: &mut [Running], i: usize, restart: &mut Restart) {
+    // The exit status is kept by `Child` once reaped.
+    let status = match tasks[i].child.try_wait() {
+        Ok(Some(status)) => describe(status),
+        _ => "exited".to_string(),
+    };
+    let group: Vec<String> = restart.together.iter().map(Task::to_string).collect();
+    note(&format!(
+        "{} {status}: restarting {} together ({} of {})",
+        tasks[i].task,
+        group.join(", "),
+        tasks[i].restarts + 1,
+        restart.max
+    ));
+    for running in tasks.iter_mut() {
+        if !restart.together.contains(&running.task) {
+            continue;
+        }
+        let _ = running.child.kill();
+        let _ = reap(&mut running.child, SETTLE);
+        running.restarts += 1;
+        match (restart.spawn)(running.task) {
+            Ok(child) => running.child = child,
+            Err(e) => {
+                note(&format!("cannot restart {}: {e}", running.task));
+                running.exit = Some(1);
+            }
+        }
+    }
 }
 
 /// Polls `child` until it has exited, for at most `limit`.

@@ -13,4 +13,5 @@ mod malformed_inputs;
 mod network_faults;
 mod ps_cluster;
 mod ps_faults;
+mod restarts;
 mod stall;

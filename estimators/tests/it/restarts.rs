@@ -1,0 +1,61 @@
+//! `estimator-launch --max-restarts` after the sequence that once made restarted replicas
+//! chase each other until the restarts ran out: the chief stopped, the worker killed (and
+//! restarted) meanwhile, the chief continued. Synchronous replicas restart together.
+
+use std::process::Command;
+use std::time::Duration;
+
+use estimator::checkpoint::CheckpointManager;
+
+use crate::cluster::{iris, LIMIT};
+use crate::ps_cluster::{train_args, Launched};
+
+fn signal(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+#[test]
+fn a_stopped_chief_and_a_killed_worker_recover_under_max_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let train = iris("iris_train.csv");
+    let args = train_args(
+        model_dir.to_str().unwrap(),
+        "3000",
+        &["--train", &train, "--peer-timeout-secs", "5"],
+    );
+    let mut cluster = Launched::start(
+        dir.path(),
+        &[
+            "--workers",
+            "1",
+            "--max-restarts",
+            "2",
+            "--grace-secs",
+            "10",
+        ],
+        &args,
+    );
+    cluster.wait_for_checkpoint(&model_dir, 200);
+    let chief = cluster.pid("chief:0");
+    signal("-STOP", chief);
+    signal("-KILL", cluster.pid("worker:0"));
+    std::thread::sleep(Duration::from_millis(300));
+    // The launcher may have killed the stopped chief already, to restart both together.
+    let _ = Command::new("kill")
+        .args(["-CONT", &chief.to_string()])
+        .status();
+    let code = cluster.wait(LIMIT);
+    let stderr = cluster.stderr();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("worker:0 exited with code 137 (killed by signal 9): restarting chief:0, worker:0 together (1 of 2)"),
+        "{stderr}"
+    );
+    let manager = CheckpointManager::new(&model_dir, None);
+    assert_eq!(manager.latest_step().unwrap(), Some(3000), "{stderr}");
+}
