@@ -45,6 +45,25 @@ impl Drop for Reaper {
     }
 }
 
+/// Sends `signal` (`-STOP`, `-CONT`, `-KILL`) to `pid`; whether the process was there.
+pub fn signal(signal: &str, pid: u32) -> bool {
+    Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The first line of `output` that starts with `prefix` and `dnn-classifier: error:` (the
+/// prefix is `[task] ` in a launcher's output, empty in a task's own).
+pub fn error_line(output: &str, prefix: &str) -> String {
+    let start = format!("{prefix}dnn-classifier: error:");
+    output
+        .lines()
+        .find(|l| l.starts_with(&start))
+        .unwrap_or_else(|| panic!("no '{start}' line:\n{output}"))
+        .to_string()
+}
+
 /// Waits for `child` at most until `deadline`.
 pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     loop {
@@ -251,10 +270,7 @@ fn a_killed_worker_stops_the_chief_with_a_retryable_code_and_a_relaunch_resumes(
     let chief_err = cluster.log("chief-1.err");
     let code = status.code().expect("the chief exited by itself");
     assert!(code >= 128, "exit code {code}:\n{chief_err}");
-    let error_line = chief_err
-        .lines()
-        .find(|l| l.starts_with("dnn-classifier: error:"))
-        .unwrap_or_else(|| panic!("no error line:\n{chief_err}"));
+    let error_line = error_line(&chief_err, "");
     assert!(error_line.contains("worker:0"), "{error_line}\n{chief_err}");
     drop(cluster);
 

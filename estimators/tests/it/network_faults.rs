@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
 
-use crate::cluster::{dnn_classifier, iris, wait_until, Reaper, LIMIT};
+use crate::cluster::{dnn_classifier, error_line, iris, wait_until, Reaper, LIMIT};
 
 /// Two namespaces joined by a veth pair, removed (with their links) when dropped.
 struct Link {
@@ -204,10 +204,7 @@ fn training_completes_under_latency_and_loss_and_a_partition_is_named_within_the
             .unwrap_or_else(|| panic!("{task} still running after the partition"));
         let err = log(logs, task);
         assert!(status.code().unwrap_or(0) >= 128, "{task}: {status}\n{err}");
-        let error = err
-            .lines()
-            .find(|l| l.starts_with("dnn-classifier: error:"))
-            .unwrap_or_else(|| panic!("{task}: no error line\n{err}"));
+        let error = error_line(&err, "");
         assert!(error.contains(&format!("lost {other}")), "{task}: {error}");
         println!("{task} after {:.1?}: {error}", cut.elapsed());
     }

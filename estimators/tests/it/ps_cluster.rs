@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
 
-use crate::cluster::{dnn_classifier, estimator_launch, iris, wait_until, Reaper, LIMIT};
+use crate::cluster::{
+    dnn_classifier, error_line, estimator_launch, iris, signal, wait_until, Reaper, LIMIT,
+};
 
 /// A launched cluster whose launcher output goes to files in `dir`.
 pub struct Launched {
@@ -80,14 +82,6 @@ impl Launched {
     }
 }
 
-fn sigkill(pid: u32) {
-    let status = Command::new("kill")
-        .args(["-9", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 pub fn train_args<'a>(model_dir: &'a str, max_steps: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "train",
@@ -127,7 +121,7 @@ fn a_killed_ps_is_restarted_and_training_completes_at_the_single_process_bar() {
         &args,
     );
     cluster.wait_for_checkpoint(&model_dir, 200);
-    sigkill(cluster.pid("ps:1"));
+    assert!(signal("-KILL", cluster.pid("ps:1")));
     let code = cluster.wait(LIMIT);
     let stderr = cluster.stderr();
     assert_eq!(code, 0, "{stderr}");
@@ -170,7 +164,7 @@ fn a_killed_chief_stops_the_ps_and_the_workers_with_a_retryable_code_naming_it()
         &args,
     );
     cluster.wait_for_checkpoint(&model_dir, 200);
-    sigkill(cluster.pid("chief:0"));
+    assert!(signal("-KILL", cluster.pid("chief:0")));
     let killed = Instant::now();
     let code = cluster.wait(Duration::from_secs(60));
     let stderr = cluster.stderr();
@@ -184,10 +178,7 @@ fn a_killed_chief_stops_the_ps_and_the_workers_with_a_retryable_code_naming_it()
             stderr.contains(&format!("{task} exited with code 128")),
             "{task}\n{stderr}"
         );
-        let error = stderr
-            .lines()
-            .find(|l| l.starts_with(&format!("[{task}] dnn-classifier: error:")))
-            .unwrap_or_else(|| panic!("no error from {task}:\n{stderr}"));
+        let error = error_line(&stderr, &format!("[{task}] "));
         assert!(error.contains("lost chief:0"), "{error}");
     }
     assert!(!stderr.contains("killing"), "{stderr}");

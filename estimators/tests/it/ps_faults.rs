@@ -2,29 +2,10 @@
 //! killed: every task notices within the peer timeout and exits with a retryable code
 //! naming the task at fault.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::cluster::iris;
+use crate::cluster::{error_line, iris, signal};
 use crate::ps_cluster::{train_args, Launched};
-
-/// Sends `signal` to `pid`; whether it still existed.
-fn signal(signal: &str, pid: u32) -> bool {
-    Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success()
-}
-
-/// The error line `task` printed, from the launcher's prefixed output.
-fn error_line(stderr: &str, task: &str) -> String {
-    stderr
-        .lines()
-        .find(|l| l.starts_with(&format!("[{task}] dnn-classifier: error:")))
-        .unwrap_or_else(|| panic!("no error from {task}:\n{stderr}"))
-        .to_string()
-}
 
 #[test]
 fn a_stopped_ps_is_named_by_every_training_task_within_the_timeout() {
@@ -55,7 +36,7 @@ fn a_stopped_ps_is_named_by_every_training_task_within_the_timeout() {
             stderr.contains(&format!("{task} exited with code 128")),
             "{task}\n{stderr}"
         );
-        let error = error_line(&stderr, task);
+        let error = error_line(&stderr, &format!("[{task}] "));
         assert!(error.contains("lost ps:0"), "{error}");
     }
     // The launcher kills the frozen ps after its 3 s grace and says so, with the code.
@@ -102,7 +83,7 @@ fn a_killed_worker_in_synchronous_mode_stops_the_chief_with_a_retryable_code_nam
         stderr.contains("chief:0 exited with code 128"),
         "the chief's code is retryable\n{stderr}"
     );
-    let error = error_line(&stderr, "chief:0");
+    let error = error_line(&stderr, "[chief:0] ");
     assert!(error.contains("lost worker:0"), "{error}");
     assert!(killed.elapsed() < Duration::from_secs(15), "{stderr}");
 }

@@ -2,21 +2,12 @@
 //! chase each other until the restarts ran out: the chief stopped, the worker killed (and
 //! restarted) meanwhile, the chief continued. Synchronous replicas restart together.
 
-use std::process::Command;
 use std::time::Duration;
 
 use estimator::checkpoint::CheckpointManager;
 
-use crate::cluster::{iris, LIMIT};
+use crate::cluster::{iris, signal, LIMIT};
 use crate::ps_cluster::{train_args, Launched};
-
-fn signal(signal: &str, pid: u32) {
-    let status = Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill {signal} {pid}");
-}
 
 #[test]
 fn a_stopped_chief_and_a_killed_worker_recover_under_max_restarts() {
@@ -42,13 +33,11 @@ fn a_stopped_chief_and_a_killed_worker_recover_under_max_restarts() {
     );
     cluster.wait_for_checkpoint(&model_dir, 200);
     let chief = cluster.pid("chief:0");
-    signal("-STOP", chief);
-    signal("-KILL", cluster.pid("worker:0"));
+    assert!(signal("-STOP", chief));
+    assert!(signal("-KILL", cluster.pid("worker:0")));
     std::thread::sleep(Duration::from_millis(300));
     // The launcher may have killed the stopped chief already, to restart both together.
-    let _ = Command::new("kill")
-        .args(["-CONT", &chief.to_string()])
-        .status();
+    signal("-CONT", chief);
     let code = cluster.wait(LIMIT);
     let stderr = cluster.stderr();
     assert_eq!(code, 0, "{stderr}");

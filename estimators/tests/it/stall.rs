@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use estimator::checkpoint::CheckpointManager;
 use estimator::summary::{event_files, read_event_file, EventKind, Value};
 
-use crate::cluster::{dnn_classifier, free_port, iris, wait_until, Reaper, LIMIT};
+use crate::cluster::{
+    dnn_classifier, error_line, free_port, iris, signal, wait_until, Reaper, LIMIT,
+};
 
 const TASKS: [&str; 4] = ["chief:0", "worker:0", "worker:1", "worker:2"];
 
@@ -54,14 +56,6 @@ fn log(logs: &Path, task: &str) -> String {
     std::fs::read_to_string(logs.join(format!("{task}.err"))).unwrap_or_default()
 }
 
-fn signal(signal: &str, pid: u32) {
-    let status = Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 #[test]
 fn a_stopped_worker_is_named_by_the_chief_s_stall_warning_and_by_every_task_s_exit() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,7 +73,7 @@ fn a_stopped_worker_is_named_by_the_chief_s_stall_warning_and_by_every_task_s_ex
     }
     // Stop worker:1, in the middle of the ring.
     let stopped = TASKS[2];
-    signal("-STOP", cluster.0[2].id());
+    assert!(signal("-STOP", cluster.0[2].id()));
     let stopped_at = Instant::now();
     let warned = loop {
         let chief = log(logs, "chief:0");
@@ -100,17 +94,14 @@ fn a_stopped_worker_is_named_by_the_chief_s_stall_warning_and_by_every_task_s_ex
         let err = log(logs, task);
         let code = status.code().expect("exited by itself");
         assert!(code >= 128, "{task} exited {code}:\n{err}");
-        let error_line = err
-            .lines()
-            .find(|l| l.starts_with("dnn-classifier: error:"))
-            .unwrap_or_else(|| panic!("{task}: no error line:\n{err}"));
+        let error_line = error_line(&err, "");
         assert!(
             error_line.contains(stopped),
             "{task} blamed another task: {error_line}"
         );
         println!("{task} after {:.1?}: {error_line}", stopped_at.elapsed());
     }
-    signal("-KILL", cluster.0[2].id());
+    assert!(signal("-KILL", cluster.0[2].id()));
 }
 
 #[test]
@@ -129,7 +120,7 @@ fn a_worker_stopped_shorter_than_the_timeout_is_recorded_as_a_stall_and_training
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    signal("-STOP", cluster.0[3].id());
+    assert!(signal("-STOP", cluster.0[3].id()));
     let stopped_at = Instant::now();
     while !log(logs, "chief:0").contains("stalled") {
         assert!(
@@ -138,7 +129,7 @@ fn a_worker_stopped_shorter_than_the_timeout_is_recorded_as_a_stall_and_training
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    signal("-CONT", cluster.0[3].id());
+    assert!(signal("-CONT", cluster.0[3].id()));
     // Training resumes: checkpoints, and the chief's summaries, go on.
     let resumed_at = step();
     while step() < resumed_at + 200 {

@@ -1,40 +1,13 @@
 //! Properties of the hand-framed `Deliver` stream: any bytes, cut anywhere, are envelopes
 //! or an error, never a panic; envelopes read back exactly however they are chunked.
 
-use std::collections::VecDeque;
-
 use proptest::prelude::*;
 
+use super::tests::{chunks, read_all};
 use super::*;
 
-/// A body made of given chunks.
-struct Chunks(VecDeque<Bytes>);
-
-impl Body for Chunks {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        Poll::Ready(self.0.pop_front().map(|c| Ok(Frame::data(c))))
-    }
-}
-
-fn read_all(bytes: &[u8], chunk: usize) -> Result<Vec<(u64, Vec<u8>)>, Status> {
-    let body = Chunks(bytes.chunks(chunk).map(Bytes::copy_from_slice).collect());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut reader = EnvelopeReader::new(body);
-        let mut out = Vec::new();
-        while let Some((tag, payload)) = reader.next().await? {
-            out.push((tag, payload.into_vec()));
-        }
-        Ok(out)
-    })
+fn read(bytes: &[u8], chunk: usize) -> Result<Vec<(u64, Vec<u8>)>, Status> {
+    read_all(chunks(bytes, chunk))
 }
 
 proptest! {
@@ -43,12 +16,12 @@ proptest! {
         bytes in prop::collection::vec(any::<u8>(), 0..400),
         chunk in 1usize..50,
     ) {
-        let _ = read_all(&bytes, chunk);
+        let _ = read(&bytes, chunk);
         // The same after a valid gRPC prefix announcing the rest.
         let mut framed = vec![0];
         framed.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
         framed.extend_from_slice(&bytes);
-        let _ = read_all(&framed, chunk);
+        let _ = read(&framed, chunk);
     }
 
     #[test]
@@ -65,7 +38,7 @@ proptest! {
             bytes.extend_from_slice(&head);
             bytes.extend(rest.unwrap_or_default());
         }
-        prop_assert_eq!(read_all(&bytes, chunk).unwrap(), envelopes);
+        prop_assert_eq!(read(&bytes, chunk).unwrap(), envelopes);
     }
 
     #[test]
@@ -73,7 +46,7 @@ proptest! {
         let len = (MAX_MESSAGE_BYTES + ENVELOPE_OVERHEAD) as u32 + extra;
         let mut bytes = vec![0];
         bytes.extend_from_slice(&len.to_be_bytes());
-        let err = read_all(&bytes, 5).unwrap_err();
+        let err = read(&bytes, 5).unwrap_err();
         prop_assert_eq!(err.code(), Code::ResourceExhausted);
     }
 }

@@ -6,7 +6,7 @@ use super::*;
 use crate::distribute::transport::grpc::proto::Envelope;
 
 /// A body made of given chunks.
-struct Chunks(VecDeque<Bytes>);
+pub(super) struct Chunks(VecDeque<Bytes>);
 
 impl Body for Chunks {
     type Data = Bytes;
@@ -21,7 +21,7 @@ impl Body for Chunks {
 }
 
 /// `bytes` cut into chunks of `size` bytes.
-fn chunks(bytes: &[u8], size: usize) -> Chunks {
+pub(super) fn chunks(bytes: &[u8], size: usize) -> Chunks {
     Chunks(bytes.chunks(size).map(Bytes::copy_from_slice).collect())
 }
 
@@ -34,7 +34,7 @@ fn framed(message: &impl Message) -> Vec<u8> {
     out
 }
 
-fn read_all(body: Chunks) -> Result<Vec<(u64, Vec<u8>)>, Status> {
+pub(super) fn read_all(body: Chunks) -> Result<Vec<(u64, Vec<u8>)>, Status> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
