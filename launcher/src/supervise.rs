@@ -23,6 +23,9 @@ use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;
 use crate::relay;
 
+mod restart;
+use restart::{group_to_restart, restart_group, Restart};
+
 /// Exit codes from this one up are worth a restart (Kubeflow's `ExitCode` policy).
 const RETRYABLE: i32 = 128;
 
@@ -151,15 +154,6 @@ struct Running {
     restarts: u32,
 }
 
-/// Kubeflow's `restartPolicy: ExitCode`: a task that exits with a retryable code (128 and
-/// above: a lost peer, or killed by a signal) is started again, up to `max` times.
-struct Restart<'a> {
-    max: u32,
-    spawn: &'a mut dyn FnMut(Task) -> io::Result<Child>,
-    /// Tasks restarted all at once when one of them is (the synchronous replicas).
-    together: Vec<Task>,
-}
-
 impl Running {
     /// Kills the task if it still runs and reaps it (SIGKILL through `Child::kill`).
     fn kill(&mut self) -> Option<ExitStatus> {
@@ -257,50 +251,6 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: R
         thread::sleep(POLL);
     }
     chief_code.unwrap_or(1)
-}
-
-/// The index of a task of the restart group that exited with a retryable code and has
-/// restarts left, if any.
-fn group_to_restart(tasks: &mut [Running], restart: &Restart) -> Option<usize> {
-    tasks.iter_mut().position(|running| {
-        running.exit.is_none()
-            && restart.together.contains(&running.task)
-            && running.restarts < restart.max
-            && matches!(running.child.try_wait(), Ok(Some(s)) if exit_code(s) >= RETRYABLE)
-    })
-}
-
-/// Restarts every task of the group because task `i` exited retryably: the others are
-/// killed (they would fail on the lost replica anyway), then all start again.
-fn restart_group(tasks: &mut [Running], i: usize, restart: &mut Restart) {
-    // The exit status is kept by `Child` once reaped.
-    let status = match tasks[i].child.try_wait() {
-        Ok(Some(status)) => describe(status),
-        _ => "exited".to_string(),
-    };
-    let group: Vec<String> = restart.together.iter().map(Task::to_string).collect();
-    note(&format!(
-        "{} {status}: restarting {} together ({} of {})",
-        tasks[i].task,
-        group.join(", "),
-        tasks[i].restarts + 1,
-        restart.max
-    ));
-    for running in tasks.iter_mut() {
-        if !restart.together.contains(&running.task) {
-            continue;
-        }
-        let _ = running.child.kill();
-        let _ = reap(&mut running.child, SETTLE);
-        running.restarts += 1;
-        match (restart.spawn)(running.task) {
-            Ok(child) => running.child = child,
-            Err(e) => {
-                note(&format!("cannot restart {}: {e}", running.task));
-                running.exit = Some(1);
-            }
-        }
-    }
 }
 
 /// Polls `child` until it has exited, for at most `limit`.

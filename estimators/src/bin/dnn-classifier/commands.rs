@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
-use estimator::datasets::{ColumnType, CsvDataset, Dataset, DatasetExt, Schema};
+use estimator::datasets::{CsvDataset, Dataset, DatasetExt};
 use estimator::distribute::ps::PsMode;
 use estimator::serve_parameters;
 use estimator::write_json_atomic;
@@ -15,26 +15,17 @@ use estimator::{
     train_and_evaluate, DeviceSpec, Distribution, Estimator, EstimatorExt, EvalSpec, Exporter,
     Predictor, RunConfig, TrainSpec, VarsToWarmStart, WarmStartSettings,
 };
-use estimators::feature_column::{
-    categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
-};
 use estimators::DnnClassifier;
 
+use crate::classifier::{build_classifier, load_classifier, MODEL_FILE};
 use crate::cli::{
     Command, EvaluateArgs, ExportArgs, ExporterName, PredictArgs, PsModeName, TrainArgs,
 };
 use crate::cluster_share::{batches_per_step, cluster_has_evaluator, input_share};
-use crate::input::{
-    batches, eval_schema, schema_for, training_facts, training_schema, TrainingFacts,
-};
-use crate::memory_check;
-use crate::optimizer_flags::optimizer_spec;
+use crate::input::{batches, eval_schema, schema_for};
 use crate::output::{metrics_json, PredictionWriter};
 use crate::timing::Timing;
 use crate::values::parse_device;
-
-/// File in the model directory holding the classifier's configuration.
-const MODEL_FILE: &str = "dnn_classifier.json";
 
 /// Runs one subcommand; `started` is when the process started, the origin of
 /// `startup_secs`.
@@ -76,110 +67,6 @@ pub(crate) fn ps_mode(args: &TrainArgs) -> PsMode {
 /// checked when the model first runs.
 fn device(text: &str) -> Result<DeviceSpec> {
     parse_device(text).map_err(|reason| anyhow::anyhow!("--device {text}: {reason}"))
-}
-
-/// One feature column per input column: numbers (standardised unless `normalize` is off),
-/// categories as one-hot indicators over the values seen in training.
-fn feature_columns(schema: &Schema, facts: &TrainingFacts, normalize: bool) -> Vec<FeatureColumn> {
-    let (mut dense, mut categorical) = (0, 0);
-    let mut columns = Vec::new();
-    for column in schema.features() {
-        if column.kind == ColumnType::Category {
-            let vocabulary = facts.categories[categorical].clone();
-            categorical += 1;
-            columns.push(
-                indicator_column(categorical_column_with_vocabulary_list(
-                    &column.name,
-                    vocabulary,
-                ))
-                .into(),
-            );
-        } else {
-            let numeric = numeric_column(&column.name);
-            let numeric = if normalize {
-                numeric.with_normalizer(facts.stats.mean[dense], facts.stats.std[dense])
-            } else {
-                numeric
-            };
-            dense += 1;
-            columns.push(numeric.into());
-        }
-    }
-    columns
-}
-
-fn build_classifier(args: &TrainArgs, run_config: RunConfig) -> Result<(DnnClassifier, Schema)> {
-    let schema = training_schema(&args.train, &args.label_column, args.schema.as_deref())?;
-    let facts = training_facts(&args.train, &schema)?;
-    let string_labels = !facts.label_names.is_empty();
-    let vocabulary = match (&args.label_vocabulary, string_labels) {
-        (Some(vocabulary), _) => Some(vocabulary.clone()),
-        (None, true) => Some(facts.label_names.clone()),
-        (None, false) => None,
-    };
-    let n_classes = match (args.n_classes, &vocabulary) {
-        (Some(n), _) => n,
-        (None, Some(vocabulary)) => vocabulary.len(),
-        (None, None) => facts.n_classes_seen.max(2),
-    };
-    tracing::info!(
-        "{}: {} rows, {} features, {n_classes} classes",
-        args.train.display(),
-        facts.rows,
-        schema.features().count()
-    );
-    // Class ids at or above n_classes are refused where they are read, naming the line.
-    let schema = match schema.label_column().map(|c| c.kind) {
-        Some(ColumnType::Int) => schema.with_label_classes(n_classes as u32),
-        _ => schema,
-    };
-    let columns = feature_columns(&schema, &facts, !args.no_normalize);
-    if run_config.device == DeviceSpec::Cpu {
-        let inputs = schema.features().count();
-        let available = memory_check::available_bytes();
-        memory_check::check_fits(
-            inputs,
-            &args.hidden_units,
-            n_classes,
-            args.batch_size,
-            available,
-        )?;
-    }
-    let mut classifier = DnnClassifier::new(
-        run_config,
-        &schema,
-        columns,
-        args.hidden_units.clone(),
-        n_classes,
-    )?
-    .with_optimizer(optimizer_spec(args))
-    .with_batch_norm(args.batch_norm);
-    if let Some(p) = args.dropout {
-        classifier = classifier.with_dropout(p)?;
-    }
-    if let Some(vocabulary) = vocabulary {
-        classifier = classifier.with_label_vocabulary(vocabulary)?;
-    }
-    Ok((classifier, schema))
-}
-
-/// The classifier saved in `model_dir`, pointed at `model_dir` and `device`.
-fn load_classifier(model_dir: &Path, device: DeviceSpec) -> Result<DnnClassifier> {
-    let path = model_dir.join(MODEL_FILE);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "{}: no trained model here (missing {MODEL_FILE})",
-            model_dir.display()
-        )
-    })?;
-    let classifier: DnnClassifier =
-        serde_json::from_str(&text).with_context(|| format!("{}: corrupt", path.display()))?;
-    let run_config = RunConfig {
-        model_dir: model_dir.to_path_buf(),
-        device,
-        ..classifier.run_config().clone()
-    };
-    Ok(classifier.with_run_config(run_config))
 }
 
 fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> {

@@ -4,6 +4,7 @@
 //! Run `dnn-classifier --help` (or `cargo run --release -p estimators --bin dnn-classifier --
 //! --help`) for the subcommands, each with an example.
 
+mod classifier;
 mod cli;
 mod cluster_share;
 mod commands;

@@ -1,0 +1,127 @@
+//! The classifier a `train` command line describes, built from the training file, or the
+//! one saved in a model directory.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use estimator::datasets::{ColumnType, Schema};
+use estimator::{DeviceSpec, Estimator, RunConfig};
+use estimators::feature_column::{
+    categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
+};
+use estimators::DnnClassifier;
+
+use crate::cli::TrainArgs;
+use crate::input::{training_facts, training_schema, TrainingFacts};
+use crate::memory_check;
+use crate::optimizer_flags::optimizer_spec;
+
+/// File in the model directory holding the classifier's configuration.
+pub const MODEL_FILE: &str = "dnn_classifier.json";
+
+/// One feature column per input column: numbers (standardised unless `normalize` is off),
+/// categories as one-hot indicators over the values seen in training.
+fn feature_columns(schema: &Schema, facts: &TrainingFacts, normalize: bool) -> Vec<FeatureColumn> {
+    let (mut dense, mut categorical) = (0, 0);
+    let mut columns = Vec::new();
+    for column in schema.features() {
+        if column.kind == ColumnType::Category {
+            let vocabulary = facts.categories[categorical].clone();
+            categorical += 1;
+            columns.push(
+                indicator_column(categorical_column_with_vocabulary_list(
+                    &column.name,
+                    vocabulary,
+                ))
+                .into(),
+            );
+        } else {
+            let numeric = numeric_column(&column.name);
+            let numeric = if normalize {
+                numeric.with_normalizer(facts.stats.mean[dense], facts.stats.std[dense])
+            } else {
+                numeric
+            };
+            dense += 1;
+            columns.push(numeric.into());
+        }
+    }
+    columns
+}
+
+pub fn build_classifier(
+    args: &TrainArgs,
+    run_config: RunConfig,
+) -> Result<(DnnClassifier, Schema)> {
+    let schema = training_schema(&args.train, &args.label_column, args.schema.as_deref())?;
+    let facts = training_facts(&args.train, &schema)?;
+    let string_labels = !facts.label_names.is_empty();
+    let vocabulary = match (&args.label_vocabulary, string_labels) {
+        (Some(vocabulary), _) => Some(vocabulary.clone()),
+        (None, true) => Some(facts.label_names.clone()),
+        (None, false) => None,
+    };
+    let n_classes = match (args.n_classes, &vocabulary) {
+        (Some(n), _) => n,
+        (None, Some(vocabulary)) => vocabulary.len(),
+        (None, None) => facts.n_classes_seen.max(2),
+    };
+    tracing::info!(
+        "{}: {} rows, {} features, {n_classes} classes",
+        args.train.display(),
+        facts.rows,
+        schema.features().count()
+    );
+    // Class ids at or above n_classes are refused where they are read, naming the line.
+    let schema = match schema.label_column().map(|c| c.kind) {
+        Some(ColumnType::Int) => schema.with_label_classes(n_classes as u32),
+        _ => schema,
+    };
+    let columns = feature_columns(&schema, &facts, !args.no_normalize);
+    if run_config.device == DeviceSpec::Cpu {
+        let inputs = schema.features().count();
+        let available = memory_check::available_bytes();
+        memory_check::check_fits(
+            inputs,
+            &args.hidden_units,
+            n_classes,
+            args.batch_size,
+            available,
+        )?;
+    }
+    let mut classifier = DnnClassifier::new(
+        run_config,
+        &schema,
+        columns,
+        args.hidden_units.clone(),
+        n_classes,
+    )?
+    .with_optimizer(optimizer_spec(args))
+    .with_batch_norm(args.batch_norm);
+    if let Some(p) = args.dropout {
+        classifier = classifier.with_dropout(p)?;
+    }
+    if let Some(vocabulary) = vocabulary {
+        classifier = classifier.with_label_vocabulary(vocabulary)?;
+    }
+    Ok((classifier, schema))
+}
+
+/// The classifier saved in `model_dir`, pointed at `model_dir` and `device`.
+pub fn load_classifier(model_dir: &Path, device: DeviceSpec) -> Result<DnnClassifier> {
+    let path = model_dir.join(MODEL_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{}: no trained model here (missing {MODEL_FILE})",
+            model_dir.display()
+        )
+    })?;
+    let classifier: DnnClassifier =
+        serde_json::from_str(&text).with_context(|| format!("{}: corrupt", path.display()))?;
+    let run_config = RunConfig {
+        model_dir: model_dir.to_path_buf(),
+        device,
+        ..classifier.run_config().clone()
+    };
+    Ok(classifier.with_run_config(run_config))
+}
