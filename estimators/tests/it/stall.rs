@@ -158,3 +158,35 @@ fn a_worker_stopped_shorter_than_the_timeout_is_recorded_as_a_stall_and_training
     assert!(stalled.contains(&1.0), "cluster/stalled_tasks: {stalled:?}");
     assert!(stalled.contains(&0.0), "cluster/stalled_tasks: {stalled:?}");
 }
+
+#[test]
+fn a_peer_that_never_comes_up_is_named_within_the_startup_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (chief, worker) = (free_port(), free_port());
+    let tf_config = format!(
+        r#"{{"cluster": {{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{worker}"]}},
+            "task": {{"type": "chief", "index": 0}}}}"#
+    );
+    let started = Instant::now();
+    let output = Command::new(dnn_classifier())
+        .args([
+            "train",
+            "--train",
+            &iris("iris_train.csv"),
+            "--label-column",
+            "label",
+        ])
+        .args(["--max-steps", "10", "--startup-timeout-secs", "2"])
+        .arg("--model-dir")
+        .arg(dir.path().join("model"))
+        .env("TF_CONFIG", tf_config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let waited = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.code().unwrap_or(0) >= 128, "{stderr}");
+    let error = error_line(&stderr, "");
+    assert!(error.contains("lost worker:0"), "{error}");
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+}
