@@ -64,6 +64,21 @@ pub fn error_line(output: &str, prefix: &str) -> String {
         .to_string()
 }
 
+/// Waits (up to [`LIMIT`]) for a checkpoint at or past `step` in `model_dir`; the panic
+/// shows `log()`.
+pub fn wait_for_checkpoint(model_dir: &Path, step: u64, log: impl Fn() -> String) {
+    let manager = CheckpointManager::new(model_dir, None);
+    let deadline = Instant::now() + LIMIT;
+    while manager.latest_step().unwrap_or(None).unwrap_or(0) < step {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint at {step}:\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Waits for `child` at most until `deadline`.
 pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     loop {
@@ -251,15 +266,7 @@ fn a_killed_worker_stops_the_chief_with_a_retryable_code_and_a_relaunch_resumes(
     let manager = CheckpointManager::new(&model_dir, None);
 
     let mut cluster = Cluster::start(&model_dir, dir.path(), 1_000_000, 1);
-    let deadline = Instant::now() + LIMIT;
-    while manager.latest_step().unwrap_or(None).unwrap_or(0) < 200 {
-        assert!(
-            Instant::now() < deadline,
-            "no checkpoint; chief:\n{}",
-            cluster.log("chief-1.err")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_checkpoint(&model_dir, 200, || cluster.log("chief-1.err"));
     cluster.reaper.0[1].kill().unwrap();
     let killed_at = Instant::now();
     let status = wait_until(

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
 
-use crate::cluster::{dnn_classifier, error_line, iris, wait_until, Reaper, LIMIT};
+use crate::cluster::{
+    dnn_classifier, error_line, iris, wait_for_checkpoint, wait_until, Reaper, LIMIT,
+};
 
 /// Two namespaces joined by a veth pair, removed (with their links) when dropped.
 struct Link {
@@ -184,16 +186,7 @@ fn training_completes_under_latency_and_loss_and_a_partition_is_named_within_the
             .map(|i| link.start(i, &model_dir, logs, "100000000"))
             .collect(),
     );
-    let manager = CheckpointManager::new(&model_dir, None);
-    let deadline = Instant::now() + LIMIT;
-    while manager.latest_step().unwrap_or(None).unwrap_or(0) < 100 {
-        assert!(
-            Instant::now() < deadline,
-            "no checkpoint:\n{}",
-            log(logs, "chief:0")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_checkpoint(&model_dir, 100, || log(logs, "chief:0"));
     link.cut();
     let cut = Instant::now();
     for (i, (task, other)) in [("chief:0", "worker:0"), ("worker:0", "chief:0")]

@@ -62,16 +62,7 @@ impl Launched {
 
     /// Waits for a checkpoint at or past `step` in `model_dir`.
     pub fn wait_for_checkpoint(&self, model_dir: &Path, step: u64) {
-        let manager = CheckpointManager::new(model_dir, None);
-        let deadline = Instant::now() + LIMIT;
-        while manager.latest_step().unwrap_or(None).unwrap_or(0) < step {
-            assert!(
-                Instant::now() < deadline,
-                "no checkpoint:\n{}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        crate::cluster::wait_for_checkpoint(model_dir, step, || self.stderr());
     }
 
     /// The launcher's exit code, within `limit`.

@@ -12,7 +12,8 @@ use estimator::checkpoint::CheckpointManager;
 use estimator::summary::{event_files, read_event_file, EventKind, Value};
 
 use crate::cluster::{
-    dnn_classifier, error_line, free_port, iris, signal, wait_until, Reaper, LIMIT,
+    dnn_classifier, error_line, free_port, iris, signal, wait_for_checkpoint, wait_until, Reaper,
+    LIMIT,
 };
 
 const TASKS: [&str; 4] = ["chief:0", "worker:0", "worker:1", "worker:2"];
@@ -61,16 +62,7 @@ fn a_stopped_worker_is_named_by_the_chief_s_stall_warning_and_by_every_task_s_ex
     let dir = tempfile::tempdir().unwrap();
     let (model_dir, logs) = (dir.path().join("model"), dir.path());
     let mut cluster = start(&model_dir, logs);
-    let manager = CheckpointManager::new(&model_dir, None);
-    let deadline = Instant::now() + LIMIT;
-    while manager.latest_step().unwrap_or(None).unwrap_or(0) < 100 {
-        assert!(
-            Instant::now() < deadline,
-            "no checkpoint; chief:\n{}",
-            log(logs, "chief:0")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_checkpoint(&model_dir, 100, || log(logs, "chief:0"));
     // Stop worker:1, in the middle of the ring.
     let stopped = TASKS[2];
     assert!(signal("-STOP", cluster.0[2].id()));
@@ -111,15 +103,8 @@ fn a_worker_stopped_shorter_than_the_timeout_is_recorded_as_a_stall_and_training
     let mut cluster = start(&model_dir, logs);
     let manager = CheckpointManager::new(&model_dir, None);
     let step = || manager.latest_step().unwrap_or(None).unwrap_or(0);
+    wait_for_checkpoint(&model_dir, 100, || log(logs, "chief:0"));
     let deadline = Instant::now() + LIMIT;
-    while step() < 100 {
-        assert!(
-            Instant::now() < deadline,
-            "no checkpoint:\n{}",
-            log(logs, "chief:0")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     assert!(signal("-STOP", cluster.0[3].id()));
     let stopped_at = Instant::now();
     while !log(logs, "chief:0").contains("stalled") {
