@@ -89,6 +89,9 @@ pub enum Error {
     /// The cluster token cannot be read.
     #[error("invalid configuration: {0}")]
     ClusterToken(#[from] crate::cluster::TokenError),
+    /// The cluster's TLS files cannot be used.
+    #[error("invalid configuration: {0}")]
+    Tls(#[from] crate::distribute::TlsError),
     /// The checkpoint index file is corrupt.
     #[error("{path}: corrupt checkpoint index: {source}")]
     CheckpointIndex {

@@ -1,16 +1,21 @@
-//! Cluster membership from TF_CONFIG, parsed by a pure function into typed values, and the
-//! cluster's shared token and this machine's host name; the only code of the training
-//! framework that reads the environment.
+//! Cluster membership from TF_CONFIG, parsed by a pure function into typed values; the
+//! cluster's shared token, its TLS files (and certificates to put in them) and this machine's
+//! host name; the only code of the training framework that reads the environment.
 //!
 //! A crate of its own, without Burn, so that tools which only need to read or write
 //! TF_CONFIG (the `estimator-launch` launcher) build in seconds; the `estimator` crate
 //! re-exports it as `estimator::cluster`.
 
+mod certificates;
 mod env;
 mod spec;
 mod task;
 mod tf_config;
+mod tls;
 
+pub use certificates::{
+    issue_certificates, write_certificates, CertificateError, IssuedCertificate,
+};
 pub use env::{
     cluster_from_env, cluster_token_from_env, hostname, TokenError, CLUSTER_TOKEN,
     CLUSTER_TOKEN_FILE, TF_CONFIG,
@@ -18,3 +23,6 @@ pub use env::{
 pub use spec::ClusterSpec;
 pub use task::{Task, TaskType};
 pub use tf_config::{ClusterConfig, TfConfigError};
+pub use tls::{
+    tls_files_from_env, TlsEnvError, TlsFiles, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME,
+};

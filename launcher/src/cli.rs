@@ -22,7 +22,8 @@ pub const USAGE: i32 = 2;
     args_conflicts_with_subcommands = true,
     subcommand_value_name = "SUBCOMMAND",
     override_usage = "estimator-launch [OPTIONS] -- <COMMAND> [ARGS]...\n       \
-                      estimator-launch explain [--model-dir DIR]",
+                      estimator-launch explain [--model-dir DIR]\n       \
+                      estimator-launch certs --out DIR --task NAME=HOST...",
     after_help = "Every task runs COMMAND with the launcher's environment plus its own TF_CONFIG; \
                   its output lines come back prefixed with the task's name ([worker:0] …). \
                   The launcher exits with the chief's exit code once the chief has exited and \
@@ -50,6 +51,27 @@ pub enum Command {
         after_help = "Example (inside a TFJob pod):\n  estimator-launch explain --model-dir /model/iris"
     )]
     Explain(ExplainArgs),
+    /// Write a new CA and one certificate and key per task for mutual TLS between the tasks
+    /// (the files ESTIMATOR_TLS_CERT, _KEY and _CA name), e.g. for a Kubernetes Secret.
+    #[command(
+        after_help = "Example (the pods of a TFJob named dnn-classifier-iris):\n  \
+                      estimator-launch certs --out certs \\\n    \
+                      --task dnn-classifier-iris-chief-0=dnn-classifier-iris-chief-0.default.svc \\\n    \
+                      --task dnn-classifier-iris-worker-0=dnn-classifier-iris-worker-0.default.svc"
+    )]
+    Certs(CertsArgs),
+}
+
+/// Flags of `certs`.
+#[derive(Debug, Args)]
+pub struct CertsArgs {
+    /// Directory the files are written to: ca.crt, and NAME.crt and NAME.key per task.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A task: its name (the certificate's CN and file name) and the hosts its peers dial
+    /// it at (DNS names or IPs). Repeat per task.
+    #[arg(long = "task", value_name = "NAME=HOST[,HOST...]", required = true)]
+    pub tasks: Vec<String>,
 }
 
 /// Flags of `explain`.
@@ -95,6 +117,11 @@ pub struct LaunchArgs {
     /// CUDA_VISIBLE_DEVICES when it is set. Without --gpus tasks inherit the launcher's.
     #[arg(long, value_name = "N")]
     pub gpus: Option<usize>,
+    /// Mutual TLS between the tasks: a new CA and a certificate per task (CN=worker:0,
+    /// valid for --host) are written to DIR, and each task is given its own through
+    /// ESTIMATOR_TLS_CERT, ESTIMATOR_TLS_KEY and ESTIMATOR_TLS_CA.
+    #[arg(long, value_name = "DIR")]
+    pub tls_dir: Option<PathBuf>,
     /// The command every task runs, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,

@@ -12,10 +12,11 @@ mod ports;
 mod relay;
 #[cfg(unix)]
 mod supervise;
+mod tls;
 
 use estimator_cluster::cluster_from_env;
 
-use crate::cli::{Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
+use crate::cli::{CertsArgs, Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
 use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;
 
@@ -31,6 +32,7 @@ fn main() {
         }
         Parsed::Run(cli) => match cli.command {
             Some(Command::Explain(args)) => explain(&args),
+            Some(Command::Certs(args)) => certs(&args),
             None => launch(&cli.launch),
         },
     };
@@ -58,6 +60,21 @@ fn explain(args: &ExplainArgs) -> i32 {
         }
         Err(e) => {
             error(&e.to_string());
+            1
+        }
+    }
+}
+
+fn certs(args: &CertsArgs) -> i32 {
+    match tls::issue_for(&args.tasks, &args.out) {
+        Ok(files) => {
+            for file in files {
+                println!("{}", file.display());
+            }
+            0
+        }
+        Err(message) => {
+            error(&message);
             1
         }
     }
@@ -99,7 +116,17 @@ fn launch(args: &LaunchArgs) -> i32 {
         }
     };
     let layout = Layout::new(roles, &args.host, &ports);
-    run(&layout, command, args, gpus.as_ref())
+    let certificates = match &args.tls_dir {
+        None => None,
+        Some(dir) => match tls::TaskCertificates::issue(&layout, &args.host, dir) {
+            Ok(certificates) => Some(certificates),
+            Err(message) => {
+                error(&format!("--tls-dir {}: {message}", dir.display()));
+                return 1;
+            }
+        },
+    };
+    run(&layout, command, args, gpus.as_ref(), certificates.as_ref())
 }
 
 #[cfg(unix)]
@@ -108,8 +135,10 @@ fn run(
     command: &[std::ffi::OsString],
     args: &LaunchArgs,
     gpus: Option<&GpuPlan>,
+    certificates: Option<&tls::TaskCertificates>,
 ) -> i32 {
-    match supervise::launch(layout, command, args.grace(), args.max_restarts, gpus) {
+    let extras = supervise::Extras { gpus, certificates };
+    match supervise::launch(layout, command, args.grace(), args.max_restarts, extras) {
         Ok(code) => code,
         Err(failure) => {
             error(&failure.message);
@@ -119,7 +148,13 @@ fn run(
 }
 
 #[cfg(not(unix))]
-fn run(_: &Layout, _: &[std::ffi::OsString], _: &LaunchArgs, _: Option<&GpuPlan>) -> i32 {
+fn run(
+    _: &Layout,
+    _: &[std::ffi::OsString],
+    _: &LaunchArgs,
+    _: Option<&GpuPlan>,
+    _: Option<&tls::TaskCertificates>,
+) -> i32 {
     error("launching a cluster needs a Unix system (process groups); `explain` works anywhere");
     1
 }

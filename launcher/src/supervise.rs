@@ -22,6 +22,7 @@ use estimator_cluster::{Task, TF_CONFIG};
 use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;
 use crate::relay;
+use crate::tls::TaskCertificates;
 
 mod restart;
 use restart::{group_to_restart, restart_group, Restart};
@@ -43,16 +44,26 @@ pub struct Failure {
     pub code: i32,
 }
 
-/// Starts every task of `layout` running `command` with its TF_CONFIG (and its GPU, with
-/// `gpus`), relays their output, and returns the chief's exit code once every task has
-/// exited or been killed.
+/// What each task is given besides its TF_CONFIG.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extras<'a> {
+    /// Its GPU.
+    pub gpus: Option<&'a GpuPlan>,
+    /// Its TLS certificate.
+    pub certificates: Option<&'a TaskCertificates>,
+}
+
+/// Starts every task of `layout` running `command` with its TF_CONFIG (and its GPU and
+/// certificate, with `extras`), relays their output, and returns the chief's exit code once
+/// every task has exited or been killed.
 pub fn launch(
     layout: &Layout,
     command: &[OsString],
     grace: Duration,
     max_restarts: u32,
-    gpus: Option<&GpuPlan>,
+    extras: Extras<'_>,
 ) -> Result<i32, Failure> {
+    let Extras { gpus, certificates } = extras;
     let sentinel = match Sentinel::start() {
         Ok(sentinel) => Some(sentinel),
         Err(e) => {
@@ -74,6 +85,9 @@ pub fn launch(
             .stderr(Stdio::piped());
         if let Some(group) = group {
             cmd.process_group(group);
+        }
+        if let Some(certificates) = certificates {
+            cmd.envs(certificates.env(task));
         }
         let visible = gpus.map(|plan| plan.visible(&layout.cluster, task));
         if let Some(visible) = &visible {

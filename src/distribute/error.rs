@@ -13,6 +13,15 @@ pub enum DistributeError {
         /// What happened, e.g. "did not answer rank 0 within 30s".
         message: String,
     },
+    /// A peer and this rank cannot work together as configured (another world size, another
+    /// token, a certificate the other does not trust): a restart cannot fix it.
+    #[error("rank {rank}: {message}")]
+    Refused {
+        /// The rank of the peer.
+        rank: usize,
+        /// Why, e.g. "refused the handshake of rank 1: missing or wrong cluster token".
+        message: String,
+    },
     /// A collective or transport was called with arguments that cannot work (a rank out of
     /// range, a buffer that does not fit a bucket plan).
     #[error("distribute: {0}")]
@@ -72,7 +81,9 @@ impl DistributeError {
     /// The rank at fault, for a [`DistributeError::Peer`].
     pub fn rank(&self) -> Option<usize> {
         match self {
-            DistributeError::Peer { rank, .. } => Some(*rank),
+            DistributeError::Peer { rank, .. } | DistributeError::Refused { rank, .. } => {
+                Some(*rank)
+            }
             DistributeError::Invalid(_) | DistributeError::Address { .. } => None,
         }
     }
@@ -88,7 +99,9 @@ impl DistributeError {
             DistributeError::Invalid(message) => {
                 DistributeError::Invalid(format!("{message} (during {what})"))
             }
-            address @ DistributeError::Address { .. } => address,
+            unchanged @ (DistributeError::Address { .. } | DistributeError::Refused { .. }) => {
+                unchanged
+            }
         }
     }
 }

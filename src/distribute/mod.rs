@@ -26,5 +26,6 @@ pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Replica, Strategy, StrategyPlan};
 pub(crate) use transport::listen_address;
 pub use transport::{
-    GrpcConfig, GrpcTransport, InMemoryTransport, Transport, DEFAULT_RECV_TIMEOUT,
+    ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, TlsError, Transport,
+    DEFAULT_RECV_TIMEOUT,
 };

@@ -3,10 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::ps::{PsClientConfig, PsReplica};
-use super::{DistributeError, GrpcConfig, GrpcTransport, Transport};
+use super::{ClusterTls, DistributeError, GrpcConfig, GrpcTransport, Transport};
 use crate::cluster::{ClusterConfig, TaskType};
 use crate::error::{Error, Result};
 
@@ -172,6 +173,8 @@ pub struct ConnectConfig {
     pub stall_warning: Duration,
     /// The token every task of the cluster presents, if the cluster has one.
     pub token: Option<String>,
+    /// Mutual TLS between the tasks, if the cluster uses it.
+    pub tls: Option<Arc<ClusterTls>>,
 }
 
 impl Strategy {
@@ -192,6 +195,7 @@ impl Strategy {
                     stall_warning: config.stall_warning,
                     names: names.clone(),
                     token: config.token.clone(),
+                    tls: config.tls.clone(),
                 };
                 tracing::info!(
                     "{} (rank {rank} of {}): connecting to {}",
@@ -214,6 +218,7 @@ impl Strategy {
                     peer_timeout: config.peer_timeout,
                     startup_timeout: config.startup_timeout,
                     token: config.token.clone(),
+                    tls: config.tls.clone(),
                 };
                 tracing::info!(
                     "{} (rank {rank} of {} training tasks): variables on {}",
@@ -291,6 +296,9 @@ impl Replica {
                 task: task_name(names, rank),
                 message,
             },
+            DistributeError::Refused { rank, message } => {
+                Error::Config(format!("{}: {message}", task_name(names, rank)))
+            }
             other => Error::Distribute(other),
         }
     }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::cluster::{cluster_token_from_env, ClusterConfig};
-use crate::distribute::{ConnectConfig, Strategy, StrategyPlan};
+use crate::distribute::{ClusterTls, ConnectConfig, Strategy, StrategyPlan};
 use crate::error::Result;
 use crate::estimator::RunConfig;
 
@@ -15,15 +15,16 @@ pub(crate) fn strategy_for(config: &RunConfig, cluster: &ClusterConfig) -> Resul
         .train_distribute
         .with_device_count(|| config.device.devices_from_here())?;
     let plan = StrategyPlan::choose(distribution, cluster)?;
-    let token = match plan {
-        StrategyPlan::OneDevice | StrategyPlan::Mirrored { .. } => None,
-        _ => cluster_token_from_env()?,
+    let (token, tls) = match plan {
+        StrategyPlan::OneDevice | StrategyPlan::Mirrored { .. } => (None, None),
+        _ => (cluster_token_from_env()?, ClusterTls::from_env()?),
     };
     let connect = ConnectConfig {
         peer_timeout: Duration::from_secs(config.peer_timeout_secs),
         startup_timeout: Duration::from_secs(config.startup_timeout_secs),
         stall_warning: Duration::from_secs(config.stall_warning_secs),
         token,
+        tls,
     };
     Strategy::connect(plan, &connect)
 }

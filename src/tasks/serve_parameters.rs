@@ -4,8 +4,8 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use crate::cluster::{cluster_token_from_env, ClusterConfig, TaskType};
-use crate::distribute::listen_address;
 use crate::distribute::ps::{serve, PsServerConfig, VariableOptimizer};
+use crate::distribute::{listen_address, ClusterTls};
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
 
@@ -56,6 +56,7 @@ pub fn serve_parameters_in<E: Estimator>(cluster: &ClusterConfig, estimator: &E)
         startup_timeout: Duration::from_secs(config.startup_timeout_secs),
         grace: peer_timeout.min(MAX_GRACE),
         token: cluster_token_from_env()?,
+        tls: ClusterTls::from_env()?,
     };
     tracing::info!("{task} serving variables on {listen}");
     serve(

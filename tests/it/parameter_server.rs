@@ -36,6 +36,7 @@ impl PsTasks {
                     startup_timeout: Duration::from_secs(20),
                     grace: Duration::from_secs(5),
                     token: None,
+                    tls: None,
                 };
                 let handle = std::thread::spawn(move || serve(listener, optimizer, config));
                 (address, handle)
@@ -89,6 +90,7 @@ fn train_summarising(
                 peer_timeout: Duration::from_secs(20),
                 startup_timeout: Duration::from_secs(20),
                 token: None,
+                tls: None,
             };
             let replica = PsReplica::connect(&ps.addresses, rank, names.clone(), config).unwrap();
             std::thread::spawn(move || {

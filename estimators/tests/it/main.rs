@@ -15,3 +15,4 @@ mod ps_cluster;
 mod ps_faults;
 mod restarts;
 mod stall;
+mod tls_cluster;

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
 use super::client::MISSING_RANKS_KEY;
@@ -17,7 +16,7 @@ use super::proto::{
 };
 use super::shard::{Patience, Shard, ShardError, ShardInit, ShardPush, Verdict};
 use super::variable_optimizer::VariableOptimizer;
-use crate::distribute::transport::{check_token, server, MAX_MESSAGE_BYTES};
+use crate::distribute::transport::{check_token, serve_grpc, ClusterTls, MAX_MESSAGE_BYTES};
 use crate::error::{Error, Result};
 
 /// How often the supervising loop checks on the chief.
@@ -37,6 +36,8 @@ pub struct PsServerConfig {
     pub grace: Duration,
     /// The cluster token every call must carry, when set.
     pub token: Option<String>,
+    /// Mutual TLS with the training tasks, when the cluster uses it.
+    pub tls: Option<Arc<ClusterTls>>,
 }
 
 /// Serves a shard updated by `optimizer` on `listener` until the chief shuts the job down
@@ -66,7 +67,6 @@ pub fn serve(
         let _context = runtime.enter();
         let listener =
             tokio::net::TcpListener::from_std(listener).map_err(|e| io("use its listener", e))?;
-        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
         let service = ParameterServerServer::new(Service {
             shard: Arc::clone(&shard),
         })
@@ -74,14 +74,12 @@ pub fn serve(
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
         let expected = config.token.as_deref().map(|t| Arc::from(t.as_bytes()));
         let service = InterceptedService::new(service, check_token(expected));
+        let tls = config.tls.clone();
         runtime.spawn(async move {
             let stop = async {
                 let _ = stopped.await;
             };
-            if let Err(e) = server()
-                .serve_with_incoming_shutdown(service, incoming, stop)
-                .await
-            {
+            if let Err(e) = serve_grpc(service, listener, tls.as_deref(), stop).await {
                 tracing::warn!("the ps server on {address} stopped: {e}");
             }
         })

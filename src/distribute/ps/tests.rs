@@ -20,6 +20,7 @@ fn server_config(chief_timeout: Duration) -> PsServerConfig {
         startup_timeout: Duration::from_secs(20),
         grace: Duration::from_secs(5),
         token: None,
+        tls: None,
     }
 }
 
@@ -28,6 +29,7 @@ fn client_config() -> PsClientConfig {
         peer_timeout: Duration::from_secs(20),
         startup_timeout: Duration::from_secs(20),
         token: None,
+        tls: None,
     }
 }
 

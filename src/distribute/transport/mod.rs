@@ -3,10 +3,13 @@
 mod grpc;
 mod in_memory;
 mod point_to_point;
+mod tls;
 
 pub(crate) use grpc::{
-    check_token, endpoint, listen_address, server, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY,
+    check_token, endpoint, listen_address, serve_grpc, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY,
 };
 pub use grpc::{GrpcConfig, GrpcTransport};
 pub use in_memory::{InMemoryTransport, DEFAULT_RECV_TIMEOUT};
 pub use point_to_point::Transport;
+pub(crate) use tls::tls_refusal;
+pub use tls::{ClusterTls, TlsError};

@@ -19,7 +19,9 @@ use super::super::proto::{
     PushRequest, SnapshotReply, SnapshotRequest,
 };
 use super::{PsClient, PsClientConfig, PsError, MISSING_RANKS_KEY};
-use crate::distribute::transport::{endpoint, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY};
+use crate::distribute::transport::{
+    endpoint, tls_refusal, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY,
+};
 use crate::error::Error;
 
 /// First wait between two tries of a call to a ps that cannot be reached; doubled up to
@@ -87,12 +89,7 @@ impl ParameterServers {
         {
             let _context = runtime.enter();
             for (i, address) in addresses.iter().enumerate() {
-                let uri = if address.contains("://") {
-                    address.clone()
-                } else {
-                    format!("http://{address}")
-                };
-                let channel = endpoint(uri, config.peer_timeout)
+                let channel = endpoint(address, config.peer_timeout, config.tls.as_deref())
                     .map_err(|e| Error::Config(format!("ps:{i}: {e}")))?
                     .connect_lazy();
                 clients.push(
@@ -175,6 +172,9 @@ impl ParameterServers {
     /// A refused call as the error that names the task at fault.
     fn error(&self, ps: usize, status: Status) -> PsError {
         let name = &self.names[ps];
+        if let Some(refusal) = tls_refusal(&status) {
+            return PsError::Failed(Error::Config(format!("{name}: {refusal}")));
+        }
         match status.code() {
             Code::FailedPrecondition => PsError::NotInitialised { ps },
             Code::DeadlineExceeded => PsError::TasksMissing {
@@ -315,7 +315,11 @@ where
     let mut backoff = FIRST_BACKOFF;
     loop {
         match call().await {
-            Err(status) if unreachable_status(&status) && Instant::now() + backoff < deadline => {
+            Err(status)
+                if unreachable_status(&status)
+                    && tls_refusal(&status).is_none()
+                    && Instant::now() + backoff < deadline =>
+            {
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }

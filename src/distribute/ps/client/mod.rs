@@ -26,6 +26,8 @@ pub struct PsClientConfig {
     pub startup_timeout: Duration,
     /// The cluster token every call carries, when set.
     pub token: Option<String>,
+    /// Mutual TLS with the ps tasks, when the cluster uses it.
+    pub tls: Option<std::sync::Arc<crate::distribute::ClusterTls>>,
 }
 
 /// How a call to the ps tasks ended when it brought no replies: the training loop acts on

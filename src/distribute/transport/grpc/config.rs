@@ -1,11 +1,18 @@
 //! What a [`GrpcTransport`](super::GrpcTransport) can be told, and the HTTP/2 settings it
 //! always uses.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use tonic::body::Body;
+use tonic::codegen::http::{Request, Response};
+use tonic::codegen::{Bytes, Service, StdError};
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 
 use crate::distribute::error::AddressError;
+use crate::distribute::transport::tls::ClusterTls;
 
 /// How long `recv` waits for a peer unless told otherwise.
 pub(super) const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -17,7 +24,7 @@ pub(super) const DEFAULT_STALL_WARNING: Duration = Duration::from_secs(60);
 pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Settings of a [`GrpcTransport`](super::GrpcTransport).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct GrpcConfig {
     /// How long `recv` waits for a message before reporting the peer (default 60 s); also
     /// bounds each wait of [`shutdown`](super::GrpcTransport::shutdown).
@@ -35,6 +42,10 @@ pub struct GrpcConfig {
     /// any call without it. Every rank of a cluster must be given the same one (see
     /// [`cluster_token_from_env`](crate::cluster::cluster_token_from_env)).
     pub token: Option<String>,
+    /// Mutual TLS: when set, every connection this rank makes or accepts is encrypted and
+    /// both ends present a certificate of the cluster's CA (see
+    /// [`ClusterTls::from_env`]).
+    pub tls: Option<Arc<ClusterTls>>,
 }
 
 impl Default for GrpcConfig {
@@ -45,6 +56,7 @@ impl Default for GrpcConfig {
             stall_warning: DEFAULT_STALL_WARNING,
             names: Vec::new(),
             token: None,
+            tls: None,
         }
     }
 }
@@ -56,6 +68,7 @@ impl std::fmt::Debug for GrpcConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("stall_warning", &self.stall_warning)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -85,12 +98,28 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a keepalive ping may go unanswered.
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The client side of a connection to a peer at `uri`, dialled within `connect_timeout`.
-pub(crate) fn endpoint(uri: String, connect_timeout: Duration) -> Result<Endpoint, AddressError> {
-    let endpoint = Endpoint::from_shared(uri.clone()).map_err(|e| AddressError::Uri {
-        uri,
+/// The client side of a connection to a peer at `address` ("host:port" or a URI), dialled
+/// within `connect_timeout`, over mutual TLS when `tls` is given.
+pub(crate) fn endpoint(
+    address: &str,
+    connect_timeout: Duration,
+    tls: Option<&ClusterTls>,
+) -> Result<Endpoint, AddressError> {
+    let uri = match (address.contains("://"), tls) {
+        (true, _) => address.to_string(),
+        (false, None) => format!("http://{address}"),
+        (false, Some(_)) => format!("https://{address}"),
+    };
+    let invalid = |uri: &str, e: &dyn std::fmt::Display| AddressError::Uri {
+        uri: uri.to_string(),
         reason: e.to_string(),
-    })?;
+    };
+    let mut endpoint = Endpoint::from_shared(uri.clone()).map_err(|e| invalid(&uri, &e))?;
+    if let Some(tls) = tls {
+        endpoint = endpoint
+            .tls_config(tls.client_config())
+            .map_err(|e| invalid(&uri, &e))?;
+    }
     Ok(endpoint
         .connect_timeout(connect_timeout)
         // Small messages (barrier tokens, last segments) must not wait for Nagle's timer.
@@ -103,8 +132,39 @@ pub(crate) fn endpoint(uri: String, connect_timeout: Duration) -> Result<Endpoin
         .keep_alive_while_idle(true))
 }
 
-/// The server every rank runs (TCP_NODELAY is set on the listener, see `GrpcTransport`).
-pub(crate) fn server() -> Server {
+/// Serves `service` on `listener` until `stop` completes, over mutual TLS when `tls` is
+/// given; TCP_NODELAY on every connection.
+pub(crate) async fn serve_grpc<S, B>(
+    service: S,
+    listener: tokio::net::TcpListener,
+    tls: Option<&ClusterTls>,
+    stop: impl Future<Output = ()>,
+) -> Result<(), tonic::transport::Error>
+where
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<StdError> + Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<StdError>,
+{
+    // Set here: the server's own `tcp_nodelay` does not apply to a given listener.
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    match tls {
+        None => {
+            server()
+                .serve_with_incoming_shutdown(service, incoming, stop)
+                .await
+        }
+        Some(tls) => {
+            server()
+                .serve_with_incoming_shutdown(service, tls.accept(incoming), stop)
+                .await
+        }
+    }
+}
+
+/// The HTTP/2 settings of every server.
+fn server() -> Server {
     Server::builder()
         .initial_stream_window_size(STREAM_WINDOW_BYTES)
         .initial_connection_window_size(CONNECTION_WINDOW_BYTES)

@@ -13,6 +13,7 @@ use super::metadata::outgoing;
 use super::proto::collective_client::CollectiveClient;
 use super::proto::HelloRequest;
 use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::transport::tls::{tls_refusal, ClusterTls};
 
 /// Who is calling, and with which token.
 #[derive(Clone)]
@@ -20,6 +21,8 @@ pub(super) struct Caller {
     pub(super) rank: usize,
     pub(super) world_size: usize,
     pub(super) token: Option<AsciiMetadataValue>,
+    /// Mutual TLS, when the cluster uses it.
+    pub(super) tls: Option<std::sync::Arc<ClusterTls>>,
     /// How often an idle stream carries a heartbeat.
     pub(super) heartbeat: std::time::Duration,
     /// Where a broken stream to a peer is recorded: the peer is gone.
@@ -43,21 +46,23 @@ pub(super) async fn dial(
     deadline: Instant,
     connect_timeout: Duration,
 ) -> Result<Channel> {
-    let uri = if address.contains("://") {
-        address.to_string()
-    } else {
-        format!("http://{address}")
-    };
     let left = deadline.saturating_duration_since(Instant::now());
-    let endpoint = endpoint(uri, left.max(Duration::from_millis(1)))
-        .map_err(|source| DistributeError::Address { rank: peer, source })?;
+    let endpoint = endpoint(
+        address,
+        left.max(Duration::from_millis(1)),
+        caller.tls.as_deref(),
+    )
+    .map_err(|source| DistributeError::Address { rank: peer, source })?;
     let mut backoff = Duration::from_millis(20);
     loop {
         let attempt = async {
             let channel = endpoint
                 .connect()
                 .await
-                .map_err(|e| Failure::Transient(chain(&e)))?;
+                .map_err(|e| match tls_refusal(&e) {
+                    Some(refusal) => Failure::Refused(format!("at {address}: {refusal}")),
+                    None => Failure::Transient(chain(&e)),
+                })?;
             let mut client = CollectiveClient::new(channel.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES);
@@ -68,17 +73,23 @@ pub(super) async fn dial(
             let reply = client
                 .hello(outgoing(hello, caller.rank, caller.token.as_ref()))
                 .await
-                .map_err(|status| match status.code() {
-                    Code::FailedPrecondition
-                    | Code::InvalidArgument
-                    | Code::Unauthenticated
-                    | Code::PermissionDenied
-                    | Code::Unimplemented => Failure::Refused(format!(
+                .map_err(|status| match (tls_refusal(&status), status.code()) {
+                    (Some(refusal), _) => Failure::Refused(format!("at {address}: {refusal}")),
+                    (
+                        None,
+                        Code::FailedPrecondition
+                        | Code::InvalidArgument
+                        | Code::Unauthenticated
+                        | Code::PermissionDenied
+                        | Code::Unimplemented,
+                    ) => Failure::Refused(format!(
                         "refused the handshake of rank {}: {}",
                         caller.rank,
                         status.message()
                     )),
-                    _ => Failure::Transient(format!("handshake failed: {}", status.message())),
+                    (None, _) => {
+                        Failure::Transient(format!("handshake failed: {}", status.message()))
+                    }
                 })?
                 .into_inner();
             if reply.rank as usize != peer || reply.world_size as usize != caller.world_size {
@@ -92,7 +103,12 @@ pub(super) async fn dial(
         };
         let last_error = match tokio::time::timeout_at(deadline, attempt).await {
             Ok(Ok(channel)) => return Ok(channel),
-            Ok(Err(Failure::Refused(refusal))) => return Err(DistributeError::peer(peer, refusal)),
+            Ok(Err(Failure::Refused(refusal))) => {
+                return Err(DistributeError::Refused {
+                    rank: peer,
+                    message: refusal,
+                })
+            }
             Ok(Err(Failure::Transient(error))) => error,
             Err(_) => "no answer".to_string(),
         };

@@ -32,12 +32,11 @@ use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::server::TcpIncoming;
 
 pub(crate) use address::listen_address;
 pub use config::GrpcConfig;
 pub(crate) use config::MAX_MESSAGE_BYTES;
-pub(crate) use config::{endpoint, server};
+pub(crate) use config::{endpoint, serve_grpc};
 pub(crate) use metadata::TOKEN_KEY;
 
 use super::Transport;
@@ -164,18 +163,15 @@ impl GrpcTransport {
             let _context = runtime.enter();
             let listener = tokio::net::TcpListener::from_std(listener)
                 .map_err(|e| io("use its listener", e))?;
-            // Set here: the server's own `tcp_nodelay` does not apply to a given listener.
-            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
             let service = Routes::new(Arc::clone(&inbound), MAX_MESSAGE_BYTES);
             let expected = config.token.as_deref().map(|t| Arc::from(t.as_bytes()));
             let service = InterceptedService::new(service, check_token(expected));
+            let tls = config.tls.clone();
             server = runtime.spawn(async move {
                 let stop = async {
                     let _ = stopped.await;
                 };
-                let served = config::server()
-                    .serve_with_incoming_shutdown(service, incoming, stop)
-                    .await;
+                let served = serve_grpc(service, listener, tls.as_deref(), stop).await;
                 if let Err(e) = served {
                     tracing::warn!("the gRPC server of rank {rank} stopped: {e}");
                 }
@@ -204,6 +200,7 @@ impl GrpcTransport {
             rank,
             world_size,
             token,
+            tls: config.tls.clone(),
             heartbeat,
             watch,
         };

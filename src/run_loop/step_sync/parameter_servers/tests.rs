@@ -23,6 +23,7 @@ fn config() -> PsClientConfig {
         peer_timeout: Duration::from_secs(20),
         startup_timeout: Duration::from_secs(20),
         token: None,
+        tls: None,
     }
 }
 

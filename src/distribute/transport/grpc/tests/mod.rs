@@ -2,6 +2,7 @@
 
 mod exchange;
 mod failures;
+mod tls;
 mod token;
 
 use std::net::TcpListener;

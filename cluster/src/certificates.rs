@@ -1,0 +1,187 @@
+//! A CA and one certificate per task, for mutual TLS in a cluster that has no PKI of its own
+//! (`estimator-launch --tls`, `estimator-launch certs`, tests).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+
+use crate::TlsFiles;
+
+/// Why certificates cannot be made or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CertificateError {
+    /// A host name cannot go into a certificate.
+    #[error("cannot issue a certificate for {task} (hosts {hosts:?}): {reason}")]
+    Issue {
+        /// The task.
+        task: String,
+        /// Its host names.
+        hosts: Vec<String>,
+        /// What rcgen said.
+        reason: String,
+    },
+    /// A file cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A certificate and its key, PEM.
+#[derive(Debug, Clone)]
+pub struct IssuedCertificate {
+    /// The task it was issued to (`worker:1`), its subject's common name.
+    pub task: String,
+    /// The certificate.
+    pub cert_pem: String,
+    /// Its private key.
+    pub key_pem: String,
+}
+
+/// A new CA named `ca_name` and, for each `(task, hosts)`, a certificate whose common name
+/// is the task and whose subject alternative names are the hosts (DNS names or IPs) its
+/// peers dial; valid for client and server authentication alike. The CA's key is dropped:
+/// nothing more can be issued in its name.
+pub fn issue_certificates(
+    ca_name: &str,
+    tasks: &[(String, Vec<String>)],
+) -> Result<(String, Vec<IssuedCertificate>), CertificateError> {
+    let failed = |task: &str, hosts: &[String], e: rcgen::Error| CertificateError::Issue {
+        task: task.to_string(),
+        hosts: hosts.to_vec(),
+        reason: e.to_string(),
+    };
+    let ca = {
+        let mut params = CertificateParams::default();
+        params.distinguished_name.push(DnType::CommonName, ca_name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let key = KeyPair::generate().map_err(|e| failed(ca_name, &[], e))?;
+        CertifiedIssuer::self_signed(params, key).map_err(|e| failed(ca_name, &[], e))?
+    };
+    let mut issued = Vec::with_capacity(tasks.len());
+    for (task, hosts) in tasks {
+        let mut params =
+            CertificateParams::new(hosts.clone()).map_err(|e| failed(task, hosts, e))?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, task.as_str());
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let key = KeyPair::generate().map_err(|e| failed(task, hosts, e))?;
+        let cert = params
+            .signed_by(&key, &ca)
+            .map_err(|e| failed(task, hosts, e))?;
+        issued.push(IssuedCertificate {
+            task: task.clone(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        });
+    }
+    Ok((ca.pem(), issued))
+}
+
+/// Writes `ca.crt` and, per task, `<task>.crt` and `<task>.key` (`worker-1.crt`: `:` is not
+/// a portable file-name character) into `dir`, each atomically, keys readable by the owner
+/// only; the files each task is to be given.
+pub fn write_certificates(
+    dir: &Path,
+    ca_pem: &str,
+    issued: &[IssuedCertificate],
+) -> Result<Vec<TlsFiles>, CertificateError> {
+    std::fs::create_dir_all(dir).map_err(|source| CertificateError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let ca = dir.join("ca.crt");
+    write_atomically(&ca, ca_pem.as_bytes(), false)?;
+    let mut files = Vec::with_capacity(issued.len());
+    for certificate in issued {
+        let stem = certificate.task.replace(':', "-");
+        let cert = dir.join(format!("{stem}.crt"));
+        let key = dir.join(format!("{stem}.key"));
+        write_atomically(&cert, certificate.cert_pem.as_bytes(), false)?;
+        write_atomically(&key, certificate.key_pem.as_bytes(), true)?;
+        files.push(TlsFiles {
+            cert,
+            key,
+            ca: ca.clone(),
+            server_name: None,
+        });
+    }
+    Ok(files)
+}
+
+fn write_atomically(path: &Path, bytes: &[u8], secret: bool) -> Result<(), CertificateError> {
+    let failed = |source| CertificateError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let temporary = path.with_extension("tmp");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if secret {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = secret;
+    let mut file = options.open(&temporary).map_err(failed)?;
+    file.write_all(bytes).map_err(failed)?;
+    file.sync_all().map_err(failed)?;
+    std::fs::rename(&temporary, path).map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_task_gets_a_certificate_and_a_private_key_file() {
+        let tasks = vec![
+            ("chief:0".to_string(), vec!["127.0.0.1".to_string()]),
+            ("worker:0".to_string(), vec!["w0.ns.svc".to_string()]),
+        ];
+        let (ca, issued) = issue_certificates("test CA", &tasks).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_certificates(dir.path(), &ca, &issued).unwrap();
+        assert_eq!(files[1].cert, dir.path().join("worker-0.crt"));
+        assert_eq!(files[1].key, dir.path().join("worker-0.key"));
+        for file in &files {
+            let cert = std::fs::read_to_string(&file.cert).unwrap();
+            assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"));
+            let key = std::fs::read_to_string(&file.key).unwrap();
+            assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"));
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(&file.key).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600);
+            }
+        }
+        assert_ne!(issued[0].cert_pem, issued[1].cert_pem);
+    }
+
+    #[test]
+    fn a_host_that_cannot_be_a_name_is_refused_with_the_task() {
+        let tasks = vec![("worker:3".to_string(), vec!["h\u{f4}te".to_string()])];
+        let error = issue_certificates("test CA", &tasks).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("cannot issue a certificate for worker:3"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! Where a task finds its certificates for mutual TLS: three files, as a Kubernetes Secret
+//! mounts them, named by environment variables.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Name of the environment variable naming this task's certificate (PEM; the chain, leaf
+/// first).
+pub const TLS_CERT: &str = "ESTIMATOR_TLS_CERT";
+
+/// Name of the environment variable naming this task's private key (PEM).
+pub const TLS_KEY: &str = "ESTIMATOR_TLS_KEY";
+
+/// Name of the environment variable naming the CA certificate (PEM) that issued every
+/// task's certificate: peers are trusted when theirs chains to it.
+pub const TLS_CA: &str = "ESTIMATOR_TLS_CA";
+
+/// Name of the optional environment variable giving the name every peer's certificate is
+/// checked against; unset, a peer's certificate must name the host of its address.
+pub const TLS_SERVER_NAME: &str = "ESTIMATOR_TLS_SERVER_NAME";
+
+/// The files of mutual TLS between the tasks of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// This task's certificate chain.
+    pub cert: PathBuf,
+    /// This task's private key.
+    pub key: PathBuf,
+    /// The cluster's CA certificate.
+    pub ca: PathBuf,
+    /// The name peers' certificates are checked against, when not their address's host.
+    pub server_name: Option<String>,
+}
+
+/// Why the TLS settings in the environment cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TlsEnvError {
+    /// Some of the three files are named, not all.
+    #[error(
+        "{missing} is not set while {set} is: mutual TLS needs {TLS_CERT}, {TLS_KEY} and {TLS_CA}"
+    )]
+    Incomplete {
+        /// The first variable that is not set.
+        missing: &'static str,
+        /// A variable that is.
+        set: &'static str,
+    },
+    /// A variable is set but empty.
+    #[error("{0} is empty")]
+    Empty(&'static str),
+    /// A variable holds bytes that are not text.
+    #[error("{0} is not valid UTF-8")]
+    NotUtf8(&'static str),
+}
+
+/// The TLS files `$ESTIMATOR_TLS_CERT`, `$ESTIMATOR_TLS_KEY` and `$ESTIMATOR_TLS_CA` name,
+/// and `$ESTIMATOR_TLS_SERVER_NAME`; `None` when none of the three is set.
+pub fn tls_files_from_env() -> Result<Option<TlsFiles>, TlsEnvError> {
+    tls_files(|name| std::env::var_os(name))
+}
+
+fn tls_files(var: impl Fn(&str) -> Option<OsString>) -> Result<Option<TlsFiles>, TlsEnvError> {
+    let files = [TLS_CERT, TLS_KEY, TLS_CA].map(|name| (name, var(name)));
+    let Some((set, _)) = files.iter().find(|(_, value)| value.is_some()) else {
+        return Ok(None);
+    };
+    let mut paths = Vec::with_capacity(3);
+    for (name, value) in &files {
+        let value = value
+            .clone()
+            .ok_or(TlsEnvError::Incomplete { missing: name, set })?;
+        if value.is_empty() {
+            return Err(TlsEnvError::Empty(name));
+        }
+        paths.push(PathBuf::from(value));
+    }
+    let server_name = match var(TLS_SERVER_NAME) {
+        None => None,
+        Some(name) if name.is_empty() => return Err(TlsEnvError::Empty(TLS_SERVER_NAME)),
+        Some(name) => Some(
+            name.into_string()
+                .map_err(|_| TlsEnvError::NotUtf8(TLS_SERVER_NAME))?,
+        ),
+    };
+    let [cert, key, ca] = <[PathBuf; 3]>::try_from(paths).expect("three paths were pushed");
+    Ok(Some(TlsFiles {
+        cert,
+        key,
+        ca,
+        server_name,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn from(vars: &[(&str, &str)]) -> Result<Option<TlsFiles>, TlsEnvError> {
+        let vars: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        tls_files(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn none_set_is_plaintext_and_all_three_are_read() {
+        assert_eq!(from(&[]), Ok(None));
+        let files = from(&[
+            (TLS_CERT, "/s/tls.crt"),
+            (TLS_KEY, "/s/tls.key"),
+            (TLS_CA, "/s/ca.crt"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(files.cert, PathBuf::from("/s/tls.crt"));
+        assert_eq!(files.key, PathBuf::from("/s/tls.key"));
+        assert_eq!(files.ca, PathBuf::from("/s/ca.crt"));
+        assert_eq!(files.server_name, None);
+    }
+
+    #[test]
+    fn a_missing_or_empty_variable_is_named() {
+        let error = from(&[(TLS_CERT, "/s/tls.crt"), (TLS_CA, "/s/ca.crt")]).unwrap_err();
+        assert_eq!(
+            error,
+            TlsEnvError::Incomplete {
+                missing: TLS_KEY,
+                set: TLS_CERT
+            }
+        );
+        assert!(error
+            .to_string()
+            .starts_with("ESTIMATOR_TLS_KEY is not set"));
+        let error = from(&[(TLS_CERT, "a"), (TLS_KEY, ""), (TLS_CA, "c")]).unwrap_err();
+        assert_eq!(error, TlsEnvError::Empty(TLS_KEY));
+        let all = [
+            (TLS_CERT, "a"),
+            (TLS_KEY, "b"),
+            (TLS_CA, "c"),
+            (TLS_SERVER_NAME, ""),
+        ];
+        assert_eq!(from(&all).unwrap_err(), TlsEnvError::Empty(TLS_SERVER_NAME));
+    }
+
+    #[test]
+    fn the_server_name_is_kept() {
+        let all = [
+            (TLS_CERT, "a"),
+            (TLS_KEY, "b"),
+            (TLS_CA, "c"),
+            (TLS_SERVER_NAME, "estimator"),
+        ];
+        let files = from(&all).unwrap().unwrap();
+        assert_eq!(files.server_name.as_deref(), Some("estimator"));
+    }
+}
