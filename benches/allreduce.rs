@@ -1,13 +1,16 @@
-//! Ring all-reduce over the gRPC transport against the same ring over raw TCP, on loopback.
+//! Ring all-reduce over the gRPC transport, in plaintext and with mutual TLS, against the
+//! same ring over raw TCP, on loopback.
 //!
 //! Run: `cargo bench --bench allreduce` (add `-- --sizes 1,16 --ranks 2 --rounds 3` for a
 //! quick run, `--segment-kib 4096` to cut messages other than the default 1 MiB). Every rank is a thread of this process with its own `GrpcTransport` (own
 //! tokio runtime, own server on a free 127.0.0.1 port) and its own `TcpTransport`: a minimal
 //! transport of this file, one plain `TcpStream` per pair of ranks, a writer and a reader
 //! thread per peer, length-prefixed messages. Both run the crate's ring all-reduce, so the
-//! comparison is like for like. Each round times gRPC, then raw TCP, then a plain stream of
-//! the same bytes between two sockets (A B C, A B C, …) because this machine's speed drifts;
-//! the report gives medians and the median of the per-round gRPC / TCP ratios.
+//! comparison is like for like. Each round times gRPC, gRPC over mutual TLS (a second
+//! transport per rank, certificates of a CA made for the run), raw TCP, then a plain stream
+//! of the same bytes between two sockets (A B C D, A B C D, …) because this machine's speed
+//! drifts; the report gives medians and the medians of the per-round gRPC / TCP and
+//! TLS / gRPC ratios.
 //!
 //! algbw = buffer bytes / time; busbw = algbw · 2(n−1)/n, the bytes each rank moves per
 //! second in a ring all-reduce (NCCL's convention), comparable across rank counts.
@@ -20,9 +23,12 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use estimator::cluster::{issue_certificates, write_certificates};
 use estimator::distribute::{
-    all_reduce_sum_with, CollectiveConfig, DistributeError, GrpcConfig, GrpcTransport, Result,
-    Transport,
+    all_reduce_sum_with, ClusterTls, CollectiveConfig, DistributeError, GrpcConfig, GrpcTransport,
+    Result, Transport,
 };
 
 const MIB: usize = 1 << 20;
@@ -73,12 +79,15 @@ fn main() {
         thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "{:>5} {:>8} | {:>9} {:>7} {:>7} | {:>9} {:>7} {:>7} | {:>8} | {:>10}",
+        "{:>5} {:>8} | {:>9} {:>7} {:>7} | {:>9} {:>7} {:>8} | {:>9} {:>7} {:>7} | {:>8} | {:>10}",
         "ranks",
         "MiB",
         "gRPC ms",
         "algbw",
         "busbw",
+        "TLS ms",
+        "busbw",
+        "TLS/gRPC",
         "TCP ms",
         "algbw",
         "busbw",
@@ -90,17 +99,39 @@ fn main() {
     }
 }
 
-/// What one rank measured, per (size, round): gRPC all-reduce, TCP all-reduce, TCP pair.
-type Timings = Vec<[Duration; 3]>;
+/// What one rank measured, per (size, round): gRPC all-reduce, gRPC over TLS, TCP
+/// all-reduce, TCP pair.
+type Timings = Vec<[Duration; 4]>;
 
-fn run_ranks(n: usize, args: &Args) {
-    let (listeners, addresses): (Vec<_>, Vec<_>) = (0..n)
+/// `n` listeners on free loopback ports and their addresses.
+fn listeners(n: usize) -> (Vec<TcpListener>, Vec<String>) {
+    (0..n)
         .map(|_| {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             let a = l.local_addr().unwrap().to_string();
             (l, a)
         })
-        .unzip();
+        .unzip()
+}
+
+/// A CA and a certificate per rank, valid for 127.0.0.1, loaded.
+fn cluster_tls(n: usize, dir: &std::path::Path) -> Vec<Arc<ClusterTls>> {
+    let tasks: Vec<_> = (0..n)
+        .map(|r| (format!("worker:{r}"), vec!["127.0.0.1".to_string()]))
+        .collect();
+    let (ca, issued) = issue_certificates("allreduce bench CA", &tasks).unwrap();
+    write_certificates(dir, &ca, &issued)
+        .unwrap()
+        .iter()
+        .map(|files| Arc::new(ClusterTls::load(files).unwrap()))
+        .collect()
+}
+
+fn run_ranks(n: usize, args: &Args) {
+    let (listeners, addresses) = self::listeners(n);
+    let (tls_listeners, tls_addresses) = self::listeners(n);
+    let certificates = tempfile::tempdir().unwrap();
+    let tls = cluster_tls(n, certificates.path());
     let tcp = TcpTransport::cluster(n);
     let (pair_tx, pair_rx) = stream_pair();
     let mut pair_ends = vec![Some(pair_tx), Some(pair_rx)];
@@ -109,20 +140,33 @@ fn run_ranks(n: usize, args: &Args) {
     let per_rank: Vec<Timings> = thread::scope(|scope| {
         let handles: Vec<_> = listeners
             .into_iter()
+            .zip(tls_listeners)
+            .zip(tls)
             .zip(tcp)
             .zip(pair_ends)
             .enumerate()
-            .map(|(rank, ((listener, tcp), pair))| {
-                let (addresses, barrier) = (&addresses, &barrier);
+            .map(|(rank, ((((listener, tls_listener), tls), tcp), pair))| {
+                let (addresses, tls_addresses, barrier) = (&addresses, &tls_addresses, &barrier);
                 scope.spawn(move || {
                     let config = GrpcConfig {
                         peer_timeout: Duration::from_secs(120),
                         ..GrpcConfig::default()
                     };
+                    let tls_config = GrpcConfig {
+                        tls: Some(tls),
+                        ..config.clone()
+                    };
                     let grpc =
                         GrpcTransport::connect_with_listener(rank, addresses, listener, config)
                             .expect("gRPC cluster");
-                    rank_loop(grpc, tcp, pair, barrier, args)
+                    let grpc_tls = GrpcTransport::connect_with_listener(
+                        rank,
+                        tls_addresses,
+                        tls_listener,
+                        tls_config,
+                    )
+                    .expect("gRPC cluster over TLS");
+                    rank_loop([grpc, grpc_tls], tcp, pair, barrier, args)
                 })
             })
             .collect();
@@ -132,28 +176,35 @@ fn run_ranks(n: usize, args: &Args) {
     let mut i = 0;
     for &size in &args.sizes_mib {
         let bytes = (size * MIB) as f64;
-        let rounds: Vec<[Duration; 3]> = (0..args.rounds)
+        let rounds: Vec<[Duration; 4]> = (0..args.rounds)
             .map(|_| {
-                let round = [0, 1, 2].map(|k| per_rank.iter().map(|t| t[i][k]).max().unwrap());
+                let round = [0, 1, 2, 3].map(|k| per_rank.iter().map(|t| t[i][k]).max().unwrap());
                 i += 1;
                 round
             })
             .collect();
         let median_of = |k: usize| median(rounds.iter().map(|r| r[k].as_secs_f64()).collect());
-        let (grpc, tcp, pair) = (median_of(0), median_of(1), median_of(2));
-        let ratio = median(
-            rounds
-                .iter()
-                .map(|r| r[1].as_secs_f64() / r[0].as_secs_f64())
-                .collect(),
-        );
+        let (grpc, tls, tcp, pair) = (median_of(0), median_of(1), median_of(2), median_of(3));
+        let ratio_of = |num: usize, den: usize| {
+            median(
+                rounds
+                    .iter()
+                    .map(|r| r[num].as_secs_f64() / r[den].as_secs_f64())
+                    .collect(),
+            )
+        };
+        // Speeds relative to gRPC in plaintext: above 100 % is faster.
+        let (ratio, tls_ratio) = (ratio_of(2, 0), ratio_of(0, 1));
         let bus = 2.0 * (n - 1) as f64 / n as f64;
         let gb = |seconds: f64| bytes / seconds / 1e9;
         println!(
-            "{n:>5} {size:>8} | {:>9.1} {:>7.2} {:>7.2} | {:>9.1} {:>7.2} {:>7.2} | {:>7.0}% | {:>10.2}",
+            "{n:>5} {size:>8} | {:>9.1} {:>7.2} {:>7.2} | {:>9.1} {:>7.2} {:>7.0}% | {:>9.1} {:>7.2} {:>7.2} | {:>7.0}% | {:>10.2}",
             grpc * 1e3,
             gb(grpc),
             gb(grpc) * bus,
+            tls * 1e3,
+            gb(tls) * bus,
+            tls_ratio * 100.0,
             tcp * 1e3,
             gb(tcp),
             gb(tcp) * bus,
@@ -168,9 +219,9 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// One rank: for every size, a warm-up of both transports, then the interleaved rounds.
+/// One rank: for every size, a warm-up of every transport, then the interleaved rounds.
 fn rank_loop(
-    mut grpc: GrpcTransport,
+    [mut grpc, mut grpc_tls]: [GrpcTransport; 2],
     mut tcp: TcpTransport,
     mut pair: Option<TcpStream>,
     barrier: &Barrier,
@@ -193,6 +244,9 @@ fn rank_loop(
         let config = &args.collective;
         let mut grpc_op =
             |v: &mut [f32]| all_reduce_sum_with(&mut grpc, v, config).expect("gRPC all-reduce");
+        let mut tls_op = |v: &mut [f32]| {
+            all_reduce_sum_with(&mut grpc_tls, v, config).expect("gRPC all-reduce over TLS")
+        };
         let mut tcp_op =
             |v: &mut [f32]| all_reduce_sum_with(&mut tcp, v, config).expect("TCP all-reduce");
         let mut pair_op = |_: &mut [f32]| {
@@ -203,17 +257,21 @@ fn rank_loop(
         // Warm-up, checking both transports sum right.
         timed(&mut values, &mut grpc_op);
         assert!(values.iter().all(|&v| v == expected), "wrong gRPC sum");
+        timed(&mut values, &mut tls_op);
+        assert!(values.iter().all(|&v| v == expected), "wrong TLS sum");
         timed(&mut values, &mut tcp_op);
         assert!(values.iter().all(|&v| v == expected), "wrong TCP sum");
         timed(&mut values, &mut pair_op);
         for _ in 0..args.rounds {
             let a = timed(&mut values, &mut grpc_op);
-            let b = timed(&mut values, &mut tcp_op);
-            let c = timed(&mut values, &mut pair_op);
-            timings.push([a, b, c]);
+            let b = timed(&mut values, &mut tls_op);
+            let c = timed(&mut values, &mut tcp_op);
+            let d = timed(&mut values, &mut pair_op);
+            timings.push([a, b, c, d]);
         }
     }
     grpc.shutdown().expect("gRPC shutdown");
+    grpc_tls.shutdown().expect("gRPC shutdown over TLS");
     timings
 }
 
