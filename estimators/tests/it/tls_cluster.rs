@@ -202,3 +202,96 @@ fn strangers_are_refused_and_named_while_the_cluster_trains() {
         "the plaintext task's refusal is not logged:\n{chief_log}"
     );
 }
+
+#[test]
+fn unusable_tls_settings_are_refused_naming_the_variable_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    certs(&d.join("ours"), &["chief=127.0.0.1", "worker=127.0.0.1"]);
+    let path = |name: &str| d.join(name).display().to_string();
+    std::fs::write(d.join("garbage.pem"), "not a PEM file\n").unwrap();
+    let (cert, key, ca) = (
+        path("ours/chief.crt"),
+        path("ours/chief.key"),
+        path("ours/ca.crt"),
+    );
+    let (other_key, missing, garbage) = (
+        path("ours/worker.key"),
+        path("missing.crt"),
+        path("garbage.pem"),
+    );
+    let cases: Vec<(Vec<(&str, &str)>, String)> = vec![
+        (
+            vec![("ESTIMATOR_TLS_CERT", &cert)],
+            "ESTIMATOR_TLS_KEY is not set".into(),
+        ),
+        (
+            vec![("ESTIMATOR_TLS_CA", &ca), ("ESTIMATOR_TLS_KEY", &key)],
+            "ESTIMATOR_TLS_CERT is not set".into(),
+        ),
+        (
+            vec![
+                ("ESTIMATOR_TLS_CERT", &missing),
+                ("ESTIMATOR_TLS_KEY", &key),
+                ("ESTIMATOR_TLS_CA", &ca),
+            ],
+            format!("ESTIMATOR_TLS_CERT ({missing})"),
+        ),
+        (
+            vec![
+                ("ESTIMATOR_TLS_CERT", &garbage),
+                ("ESTIMATOR_TLS_KEY", &key),
+                ("ESTIMATOR_TLS_CA", &ca),
+            ],
+            format!("ESTIMATOR_TLS_CERT ({garbage}): no CERTIFICATE"),
+        ),
+        (
+            vec![
+                ("ESTIMATOR_TLS_CERT", &cert),
+                ("ESTIMATOR_TLS_KEY", &cert),
+                ("ESTIMATOR_TLS_CA", &ca),
+            ],
+            format!("ESTIMATOR_TLS_KEY ({cert}): no private key"),
+        ),
+        (
+            vec![
+                ("ESTIMATOR_TLS_CERT", &cert),
+                ("ESTIMATOR_TLS_KEY", &key),
+                ("ESTIMATOR_TLS_CA", &garbage),
+            ],
+            format!("ESTIMATOR_TLS_CA ({garbage})"),
+        ),
+        (
+            vec![
+                ("ESTIMATOR_TLS_CERT", &cert),
+                ("ESTIMATOR_TLS_KEY", &other_key),
+                ("ESTIMATOR_TLS_CA", &ca),
+            ],
+            format!("ESTIMATOR_TLS_CERT and ESTIMATOR_TLS_KEY: {other_key} is not the private key of {cert}"),
+        ),
+        (
+            vec![
+                ("ESTIMATOR_TLS_CERT", &cert),
+                ("ESTIMATOR_TLS_KEY", &key),
+                ("ESTIMATOR_TLS_CA", &ca),
+                ("ESTIMATOR_TLS_SERVER_NAME", ""),
+            ],
+            "ESTIMATOR_TLS_SERVER_NAME is empty".into(),
+        ),
+    ];
+    let (chief, worker) = (free_port(), free_port());
+    let tf_config = format!(
+        r#"{{"cluster": {{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{worker}"]}}, "task": {{"type": "chief", "index": 0}}}}"#
+    );
+    for (i, (env, needle)) in cases.into_iter().enumerate() {
+        let mut command = Command::new(dnn_classifier());
+        command
+            .args(train_args(&d.join(format!("m{i}")), 5, 5))
+            .env("TF_CONFIG", &tf_config)
+            .env_remove("ESTIMATOR_TLS_SERVER_NAME")
+            .envs(env)
+            .stdin(Stdio::null());
+        let output = command.output().unwrap();
+        crate::cli::assert_user_error(output, &needle);
+    }
+}

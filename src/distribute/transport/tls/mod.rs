@@ -114,7 +114,16 @@ impl ClusterTls {
             .map_err(|e| TlsError::Mismatch(e.to_string()))?
             .with_client_cert_verifier(Arc::new(NamingVerifier::new(verifier)))
             .with_single_cert(chain, key)
-            .map_err(|e| TlsError::Mismatch(e.to_string()))?;
+            .map_err(|e| {
+                TlsError::Mismatch(match e {
+                    rustls::Error::InconsistentKeys(_) => format!(
+                        "{} is not the private key of {}",
+                        files.key.display(),
+                        files.cert.display()
+                    ),
+                    other => other.to_string(),
+                })
+            })?;
         server.alpn_protocols = vec![b"h2".to_vec()];
         let client = ClientTlsConfig::new()
             .ca_certificate(Certificate::from_pem(&ca_pem))
