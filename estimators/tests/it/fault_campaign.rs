@@ -1,7 +1,8 @@
 //! The fault campaign: a real cluster under `estimator-launch --max-restarts` loses a
-//! random task (chief, worker or ps; SIGKILL) at a random moment, trial after trial. Each
-//! trial must end with the launcher's exit 0, the final checkpoint at exactly max_steps,
-//! every checkpoint on disk readable, no task left running, and — where training is
+//! random task (chief, worker, ps or evaluator; SIGKILL) at a random moment, trial after
+//! trial. Each trial must end with the launcher's exit 0, the final checkpoint at exactly
+//! max_steps, every checkpoint on disk readable, the evaluator's last evaluation at
+//! max_steps (ps clusters run one), no task left running, and — where training is
 //! deterministic (MultiWorkerMirrored) — the same final weights as an uninterrupted run.
 //!
 //! The suite runs a small seeded sample; `scripts/fault-campaign TRIALS SEED` runs more
@@ -30,7 +31,7 @@ impl Mode {
     fn tasks(self) -> &'static [&'static str] {
         match self {
             Mode::MultiWorkerMirrored => &["chief:0", "worker:0"],
-            _ => &["chief:0", "worker:0", "ps:0"],
+            _ => &["chief:0", "worker:0", "ps:0", "evaluator:0"],
         }
     }
 
@@ -43,10 +44,15 @@ impl Mode {
             "--grace-secs",
             "15",
         ];
-        if self != Mode::MultiWorkerMirrored {
-            args.extend(["--ps", "1"]);
+        if self.evaluates() {
+            args.extend(["--ps", "1", "--evaluator"]);
         }
         args
+    }
+
+    /// Whether the cluster has ps tasks and an evaluator (and runs `train-and-evaluate`).
+    fn evaluates(self) -> bool {
+        self != Mode::MultiWorkerMirrored
     }
 
     fn train_extra(self) -> Vec<&'static str> {
@@ -64,11 +70,17 @@ impl Mode {
 /// checkpoint when given; the final checkpoint's weights, or why the trial failed.
 fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u8>, String> {
     let model_dir = dir.join("model");
-    let train = iris("iris_train.csv");
+    let (train, eval) = (iris("iris_train.csv"), iris("iris_test.csv"));
     let mut extra = vec!["--train", &train];
     extra.extend(mode.train_extra());
+    if mode.evaluates() {
+        extra.extend(["--eval", &eval]);
+    }
     let steps = MAX_STEPS.to_string();
-    let args = train_args(model_dir.to_str().unwrap(), &steps, &extra);
+    let mut args = train_args(model_dir.to_str().unwrap(), &steps, &extra);
+    if mode.evaluates() {
+        args[0] = "train-and-evaluate";
+    }
     let mut cluster = Launched::start(dir, &mode.launcher_args(), &args);
     let mut killed = true;
     if let Some((task, after)) = victim {
@@ -97,6 +109,18 @@ fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u
         match manager.load(&path) {
             Ok(checkpoint) => last = checkpoint.section("model").unwrap_or_default().to_vec(),
             Err(e) => return fail(format!("{} does not load: {e}", path.display())),
+        }
+    }
+    if mode.evaluates() {
+        let last = std::fs::read_to_string(dir.join("stdout"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("[evaluator:0] "))
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|json| json["global_step"].as_u64())
+            .last();
+        if last != Some(MAX_STEPS) {
+            return fail(format!("the evaluator's last evaluation is at step {last:?}"));
         }
     }
     if let Some(pid) = left_running(&model_dir) {
