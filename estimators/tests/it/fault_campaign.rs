@@ -120,7 +120,9 @@ fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u
             .filter_map(|json| json["global_step"].as_u64())
             .last();
         if last != Some(MAX_STEPS) {
-            return fail(format!("the evaluator's last evaluation is at step {last:?}"));
+            return fail(format!(
+                "the evaluator's last evaluation is at step {last:?}"
+            ));
         }
     }
     if let Some(pid) = left_running(&model_dir) {

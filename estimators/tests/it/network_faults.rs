@@ -1,7 +1,7 @@
 //! A two-task MultiWorkerMirrored cluster across a real network link — two network
 //! namespaces joined by a veth pair — with faults injected: training completes over a
 //! degraded link (`tc netem` latency and loss where the kernel has netem, a `tbf` rate limit
-//! otherwise), and a partition (the link down: packets vanish, no reset) is detected within
+//! and 1 % of packets dropped by iptables otherwise), and a partition (the link down: packets vanish, no reset) is detected within
 //! the peer timeout, each side naming the other. Needs root (`ip netns`, `tc`); skipped
 //! with a message elsewhere.
 
@@ -74,18 +74,64 @@ impl Link {
         Ok(())
     }
 
-    /// Latency and loss where the kernel has netem, else a rate limit; what was applied.
-    fn degrade(&self) -> &'static str {
+    /// Latency and loss where the kernel has netem; else a rate limit, with loss from
+    /// iptables' `statistic` match where it works. What was applied.
+    fn degrade(&self) -> String {
         const LOSSY: &str = "netem delay 5ms loss 1%";
         const SLOW: &str = "tbf rate 2mbit burst 32kbit latency 100ms";
-        match self.qdisc(LOSSY) {
-            Ok(()) => LOSSY,
-            Err(why) => {
-                println!("netem is not available ({why}); degrading the link with {SLOW}");
-                self.qdisc(SLOW).unwrap();
-                SLOW
-            }
+        if let Err(why) = self.qdisc(LOSSY) {
+            println!("netem is not available ({why}); degrading the link with {SLOW}");
+            self.qdisc(SLOW).unwrap();
+            return match self.iptables(
+                &["-A", "INPUT", "-m", "statistic", "--mode", "random"]
+                    .into_iter()
+                    .chain(["--probability", "0.01", "-j", "DROP"])
+                    .collect::<Vec<_>>(),
+            ) {
+                Ok(()) => format!("{SLOW} and 1% of packets dropped by iptables"),
+                Err(why) => {
+                    println!("no packet loss either: iptables cannot drop packets ({why})");
+                    SLOW.to_string()
+                }
+            };
         }
+        LOSSY.to_string()
+    }
+
+    /// Runs `iptables args` in both namespaces.
+    fn iptables(&self, args: &[&str]) -> Result<(), String> {
+        for ns in &self.names {
+            let mut all = vec!["netns", "exec", ns.as_str(), "iptables"];
+            all.extend_from_slice(args);
+            ip(&all)?;
+        }
+        Ok(())
+    }
+
+    /// Packets the dropping rules of both namespaces dropped.
+    fn dropped(&self) -> u64 {
+        self.names
+            .iter()
+            .map(|ns| {
+                let output = Command::new("ip")
+                    .args([
+                        "netns", "exec", ns, "iptables", "-L", "INPUT", "-v", "-n", "-x",
+                    ])
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&output.stdout)
+                    .lines()
+                    .filter(|line| line.contains("DROP"))
+                    .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// The link as it was made: no qdisc settings, no dropping rule.
+    fn restore(&self) {
+        self.qdisc("pfifo").unwrap();
+        let _ = self.iptables(&["-F", "INPUT"]);
     }
 
     /// Cuts the link: task 0's end goes down, and packets vanish without a reset.
@@ -177,9 +223,14 @@ fn training_completes_under_latency_and_loss_and_a_partition_is_named_within_the
     }
     let manager = CheckpointManager::new(&model_dir, None);
     assert_eq!(manager.latest_step().unwrap(), Some(200), "over {degraded}");
+    if degraded.contains("iptables") {
+        let dropped = link.dropped();
+        assert!(dropped > 0, "iptables dropped no packet");
+        println!("over {degraded}: {dropped} packets dropped, training completed");
+    }
 
     // A partition: every packet dropped, no reset. Both sides notice within the timeout.
-    link.qdisc("pfifo").unwrap();
+    link.restore();
     let model_dir = dir.path().join("partitioned");
     let mut cluster = Reaper(
         (0..2)
