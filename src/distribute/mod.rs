@@ -8,6 +8,7 @@ mod collective;
 mod error;
 mod gradient_sync;
 pub mod ps;
+mod replica;
 mod step_loss;
 mod strategy;
 #[cfg(test)]
@@ -22,8 +23,9 @@ pub use collective::{
 };
 pub use error::{AddressError, DistributeError, Result};
 pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
+pub use replica::Replica;
 pub use step_loss::StepLoss;
-pub use strategy::{ConnectConfig, Distribution, Replica, Strategy, StrategyPlan};
+pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};
 pub(crate) use transport::listen_address;
 pub use transport::{
     ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, TlsError, Transport,

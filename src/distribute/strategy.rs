@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ps::{PsClientConfig, PsReplica};
-use super::{ClusterTls, DistributeError, GrpcConfig, GrpcTransport, Transport};
+use super::{ClusterTls, GrpcConfig, GrpcTransport, Replica};
 use crate::cluster::{ClusterConfig, TaskType};
 use crate::error::{Error, Result};
 
@@ -235,81 +235,6 @@ impl Strategy {
             }
         })
     }
-}
-
-/// This process's seat among synchronous replicas: the transport to the others and every
-/// replica's name (for errors that say which task went missing).
-pub struct Replica {
-    transport: Box<dyn Transport>,
-    names: Vec<String>,
-}
-
-impl std::fmt::Debug for Replica {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Replica")
-            .field("rank", &self.rank())
-            .field("names", &self.names)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Replica {
-    /// A replica talking over `transport`; `names[r]` names rank `r` in errors (missing
-    /// names read "rank r").
-    pub fn new(transport: Box<dyn Transport>, names: Vec<String>) -> Self {
-        Self { transport, names }
-    }
-
-    /// This replica's rank; rank 0 is the chief.
-    pub fn rank(&self) -> usize {
-        self.transport.rank()
-    }
-
-    /// Number of replicas.
-    pub fn world_size(&self) -> usize {
-        self.transport.world_size()
-    }
-
-    /// Whether this replica writes checkpoints, summaries and exports.
-    pub fn is_chief(&self) -> bool {
-        self.rank() == 0
-    }
-
-    /// The name of rank `rank`.
-    pub fn name(&self, rank: usize) -> String {
-        task_name(&self.names, rank)
-    }
-
-    /// The transport.
-    pub fn transport(&mut self) -> &mut dyn Transport {
-        self.transport.as_mut()
-    }
-
-    /// A collective's failure as a run error naming the task at fault.
-    pub fn error(&self, error: DistributeError) -> Error {
-        Self::naming(&self.names, error)
-    }
-
-    fn naming(names: &[String], error: DistributeError) -> Error {
-        match error {
-            DistributeError::Peer { rank, message } => Error::PeerLost {
-                task: task_name(names, rank),
-                message,
-            },
-            DistributeError::Refused { rank, message } => {
-                Error::Config(format!("{}: {message}", task_name(names, rank)))
-            }
-            other => Error::Distribute(other),
-        }
-    }
-}
-
-/// `names[rank]`, or "rank N" when the name is missing.
-fn task_name(names: &[String], rank: usize) -> String {
-    names
-        .get(rank)
-        .cloned()
-        .unwrap_or_else(|| format!("rank {rank}"))
 }
 
 #[cfg(test)]

@@ -118,7 +118,7 @@ fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u
             .filter_map(|l| l.strip_prefix("[evaluator:0] "))
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter_map(|json| json["global_step"].as_u64())
-            .last();
+            .next_back();
         if last != Some(MAX_STEPS) {
             return fail(format!(
                 "the evaluator's last evaluation is at step {last:?}"
