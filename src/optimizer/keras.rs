@@ -7,6 +7,8 @@ use burn::record::Record;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
+use super::host_pass;
+
 /// RMSprop as Keras' `RMSprop`:
 ///
 /// ```text
@@ -124,27 +126,17 @@ impl<B: Backend> SimpleOptimizer<B> for AdamW {
         g: Tensor<B, D>,
         state: Option<AdamWState<B, D>>,
     ) -> (Tensor<B, D>, Option<AdamWState<B, D>>) {
-        let (first, second, steps) = match state {
-            Some(s) => (s.first, s.second, s.steps),
-            None => (w.zeros_like(), w.zeros_like(), 0),
-        };
-        let t = (steps + 1) as i32;
-        let w = if self.weight_decay > 0.0 {
-            w.clone() - w.mul_scalar(self.weight_decay * lr)
+        let state = state.unwrap_or_else(|| AdamWState {
+            first: w.zeros_like(),
+            second: w.zeros_like(),
+            steps: 0,
+        });
+        let (w, state) = if host_pass::eligible(&[&w, &g, &state.first, &state.second]) {
+            self.step_on_host(lr, w, g, state)
         } else {
-            w
+            self.step_with_tensor_ops(lr, w, g, state)
         };
-        let first = first.clone() + (g.clone() - first).mul_scalar(1.0 - self.beta_1);
-        let second = second.clone() + (g.powi_scalar(2) - second).mul_scalar(1.0 - self.beta_2);
-        let alpha = lr * (1.0 - self.beta_2.powi(t)).sqrt() / (1.0 - self.beta_1.powi(t));
-        let update =
-            first.clone().mul_scalar(alpha) / second.clone().sqrt().add_scalar(self.epsilon);
-        let state = AdamWState {
-            first,
-            second,
-            steps: steps + 1,
-        };
-        (w - update, Some(state))
+        (w, Some(state))
     }
 
     fn to_device<const D: usize>(s: AdamWState<B, D>, device: &B::Device) -> AdamWState<B, D> {
@@ -153,6 +145,78 @@ impl<B: Backend> SimpleOptimizer<B> for AdamW {
             second: s.second.to_device(device),
             steps: s.steps,
         }
+    }
+}
+
+impl AdamW {
+    /// The step's learning-rate factor: `lr·sqrt(1 − β2ᵗ)/(1 − β1ᵗ)` for step `t`.
+    fn alpha(&self, lr: f64, t: usize) -> f64 {
+        let t = t as i32;
+        lr * (1.0 - self.beta_2.powi(t)).sqrt() / (1.0 - self.beta_1.powi(t))
+    }
+
+    fn step_with_tensor_ops<B: Backend, const D: usize>(
+        &self,
+        lr: f64,
+        w: Tensor<B, D>,
+        g: Tensor<B, D>,
+        AdamWState {
+            first,
+            second,
+            steps,
+        }: AdamWState<B, D>,
+    ) -> (Tensor<B, D>, AdamWState<B, D>) {
+        let w = if self.weight_decay > 0.0 {
+            w.clone() - w.mul_scalar(self.weight_decay * lr)
+        } else {
+            w
+        };
+        let first = first.clone() + (g.clone() - first).mul_scalar(1.0 - self.beta_1);
+        let second = second.clone() + (g.powi_scalar(2) - second).mul_scalar(1.0 - self.beta_2);
+        let alpha = self.alpha(lr, steps + 1);
+        let update =
+            first.clone().mul_scalar(alpha) / second.clone().sqrt().add_scalar(self.epsilon);
+        let state = AdamWState {
+            first,
+            second,
+            steps: steps + 1,
+        };
+        (w - update, state)
+    }
+
+    /// [`step_with_tensor_ops`](Self::step_with_tensor_ops) element by element, the same
+    /// operations in the same order and precision, in one pass.
+    fn step_on_host<B: Backend, const D: usize>(
+        &self,
+        lr: f64,
+        w: Tensor<B, D>,
+        g: Tensor<B, D>,
+        AdamWState {
+            first,
+            second,
+            steps,
+        }: AdamWState<B, D>,
+    ) -> (Tensor<B, D>, AdamWState<B, D>) {
+        let decay = (self.weight_decay * lr) as f32;
+        let (keep_1, keep_2) = ((1.0 - self.beta_1) as f32, (1.0 - self.beta_2) as f32);
+        let (alpha, epsilon) = (self.alpha(lr, steps + 1) as f32, self.epsilon as f32);
+        let [w, _, first, second] = host_pass::in_place([w, g, first, second], |[w, g, m, v]| {
+            let moments = m.iter_mut().zip(v.iter_mut());
+            for ((w, g), (m, v)) in w.iter_mut().zip(g.iter()).zip(moments) {
+                if decay > 0.0 {
+                    *w -= *w * decay;
+                }
+                *m += (g - *m) * keep_1;
+                *v += (g * g - *v) * keep_2;
+                *w -= *m * alpha / (v.sqrt() + epsilon);
+            }
+        });
+        let state = AdamWState {
+            first,
+            second,
+            steps: steps + 1,
+        };
+        (w, state)
     }
 }
 
@@ -197,6 +261,57 @@ impl<B: Backend> SimpleOptimizer<B> for Adagrad {
     fn to_device<const D: usize>(s: AdagradState<B, D>, device: &B::Device) -> AdagradState<B, D> {
         AdagradState {
             accumulator: s.accumulator.to_device(device),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{Distribution, Tensor};
+
+    use super::*;
+
+    type B = burn::backend::Flex;
+
+    /// The one-pass update on the host gives the tensor ops' result bit for bit, step after
+    /// step, with and without weight decay.
+    #[test]
+    fn adamw_on_the_host_equals_adamw_in_tensor_ops() {
+        let device = Default::default();
+        for weight_decay in [0.0, 0.004] {
+            let adam = AdamW {
+                beta_1: 0.9,
+                beta_2: 0.999,
+                epsilon: 1e-7,
+                weight_decay,
+            };
+            let w = Tensor::<B, 2>::random([37, 11], Distribution::Normal(0.0, 1.0), &device);
+            let zeros = || AdamWState {
+                first: w.zeros_like(),
+                second: w.zeros_like(),
+                steps: 0,
+            };
+            let (mut host, mut ops) = ((w.clone(), zeros()), (w.clone(), zeros()));
+            assert!(host_pass::eligible(&[&w]));
+            for step in 0..5 {
+                let g = Tensor::<B, 2>::random([37, 11], Distribution::Normal(0.0, 0.1), &device);
+                let lr = 0.01 / (step + 1) as f64;
+                host = adam.step_on_host(lr, host.0, g.clone(), host.1);
+                ops = adam.step_with_tensor_ops(lr, ops.0, g, ops.1);
+                let bits = |t: &Tensor<B, 2>| -> Vec<u32> {
+                    let data = t.to_data();
+                    data.as_slice::<f32>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect()
+                };
+                assert_eq!(bits(&host.0), bits(&ops.0), "weights, step {step}");
+                assert_eq!(bits(&host.1.first), bits(&ops.1.first), "first moment");
+                assert_eq!(bits(&host.1.second), bits(&ops.1.second), "second moment");
+                assert_eq!(host.1.steps, ops.1.steps);
+            }
+            assert_ne!(host.0.to_data(), w.to_data(), "the weights moved");
         }
     }
 }

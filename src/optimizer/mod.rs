@@ -7,6 +7,7 @@ mod bounds;
 mod clipping;
 mod ftrl;
 mod gradients;
+mod host_pass;
 mod keras;
 mod regularization;
 mod schedule;
