@@ -253,15 +253,51 @@ impl<B: Backend> SimpleOptimizer<B> for Adagrad {
         let accumulator = match state {
             Some(s) => s.accumulator,
             None => w.zeros_like().add_scalar(self.initial_accumulator_value),
-        } + g.clone().powi_scalar(2);
-        let update = g.mul_scalar(lr) / accumulator.clone().add_scalar(self.epsilon).sqrt();
-        (w - update, Some(AdagradState { accumulator }))
+        };
+        let (w, accumulator) = if host_pass::eligible(&[&w, &g, &accumulator]) {
+            self.step_on_host(lr, w, g, accumulator)
+        } else {
+            self.step_with_tensor_ops(lr, w, g, accumulator)
+        };
+        (w, Some(AdagradState { accumulator }))
     }
 
     fn to_device<const D: usize>(s: AdagradState<B, D>, device: &B::Device) -> AdagradState<B, D> {
         AdagradState {
             accumulator: s.accumulator.to_device(device),
         }
+    }
+}
+
+impl Adagrad {
+    fn step_with_tensor_ops<B: Backend, const D: usize>(
+        &self,
+        lr: f64,
+        w: Tensor<B, D>,
+        g: Tensor<B, D>,
+        accumulator: Tensor<B, D>,
+    ) -> (Tensor<B, D>, Tensor<B, D>) {
+        let accumulator = accumulator + g.clone().powi_scalar(2);
+        let update = g.mul_scalar(lr) / accumulator.clone().add_scalar(self.epsilon).sqrt();
+        (w - update, accumulator)
+    }
+
+    /// [`step_with_tensor_ops`](Self::step_with_tensor_ops) element by element, in one pass.
+    fn step_on_host<B: Backend, const D: usize>(
+        &self,
+        lr: f64,
+        w: Tensor<B, D>,
+        g: Tensor<B, D>,
+        accumulator: Tensor<B, D>,
+    ) -> (Tensor<B, D>, Tensor<B, D>) {
+        let (lr, epsilon) = (lr as f32, self.epsilon as f32);
+        let [w, _, accumulator] = host_pass::in_place([w, g, accumulator], |[w, g, a]| {
+            for ((w, g), a) in w.iter_mut().zip(g.iter()).zip(a.iter_mut()) {
+                *a += g * g;
+                *w -= g * lr / (*a + epsilon).sqrt();
+            }
+        });
+        (w, accumulator)
     }
 }
 
@@ -313,5 +349,34 @@ mod tests {
             }
             assert_ne!(host.0.to_data(), w.to_data(), "the weights moved");
         }
+    }
+
+    #[test]
+    fn adagrad_on_the_host_equals_adagrad_in_tensor_ops() {
+        let device = Default::default();
+        let adagrad = Adagrad {
+            initial_accumulator_value: 0.1,
+            epsilon: 1e-7,
+        };
+        let w = Tensor::<B, 1>::random([301], Distribution::Normal(0.0, 1.0), &device);
+        let start = w.zeros_like().add_scalar(0.1);
+        let (mut host, mut ops) = ((w.clone(), start.clone()), (w.clone(), start));
+        for step in 0..5 {
+            let g = Tensor::<B, 1>::random([301], Distribution::Normal(0.0, 0.1), &device);
+            host = adagrad.step_on_host(0.05, host.0, g.clone(), host.1);
+            ops = adagrad.step_with_tensor_ops(0.05, ops.0, g, ops.1);
+            assert_eq!(bits(&host.0), bits(&ops.0), "weights, step {step}");
+            assert_eq!(bits(&host.1), bits(&ops.1), "accumulator, step {step}");
+        }
+        assert_ne!(host.0.to_data(), w.to_data(), "the weights moved");
+    }
+
+    fn bits<const D: usize>(t: &Tensor<B, D>) -> Vec<u32> {
+        let data = t.to_data();
+        data.as_slice::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
     }
 }
