@@ -3,7 +3,7 @@
 //! host name; the only code of the training framework that reads the environment.
 //!
 //! A crate of its own, without Burn, so that tools which only need to read or write
-//! TF_CONFIG (the `estimator-launch` launcher) build in seconds; the `estimator` crate
+//! TF_CONFIG (the `estimator-launch` launcher) build in about a minute; the `estimator` crate
 //! re-exports it as `estimator::cluster`.
 
 mod certificates;
