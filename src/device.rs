@@ -4,6 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+#[cfg(any(feature = "cuda", test))]
+mod kernel_cache;
+
 /// The CPU backend every provided method uses by default.
 ///
 /// `Flex` was measured faster than `NdArray` on the DNN training step (see BENCHMARKS.md).
@@ -44,11 +47,11 @@ impl DeviceSpec {
         match self {
             DeviceSpec::Cpu => Ok(ResolvedDevice::Cpu),
             DeviceSpec::Cuda(index) => match cuda_unavailable_reason() {
-                None => Ok(ResolvedDevice::Cuda(index)),
+                None => Ok(cuda(index)),
                 Some(reason) => Err(Error::Config(format!("device cuda:{index}: {reason}"))),
             },
             DeviceSpec::Auto => match cuda_unavailable_reason() {
-                None => Ok(ResolvedDevice::Cuda(0)),
+                None => Ok(cuda(0)),
                 Some(reason) => {
                     tracing::info!("device auto: using the CPU ({reason})");
                     Ok(ResolvedDevice::Cpu)
@@ -75,6 +78,13 @@ impl DeviceSpec {
             }
         }
     }
+}
+
+/// CUDA device `index`, with compiled kernels cached on disk from here on.
+fn cuda(index: usize) -> ResolvedDevice {
+    #[cfg(feature = "cuda")]
+    kernel_cache::install();
+    ResolvedDevice::Cuda(index)
 }
 
 /// The CUDA devices the driver shows this process (it applies `CUDA_VISIBLE_DEVICES`).
