@@ -51,10 +51,47 @@ pub(crate) fn claim_slot(root: &Path) -> io::Result<Slot> {
 }
 
 /// Where compiled kernels are kept: the user's cache directory (`$XDG_CACHE_HOME`, else
-/// `~/.cache`).
+/// `~/.cache`), then the GPU models this process sees, since kernels are compiled for one
+/// architecture and a home directory may be shared by machines with other GPUs.
 #[cfg(feature = "cuda")]
-fn default_root() -> Option<PathBuf> {
-    dirs::cache_dir().map(|d| d.join("estimator").join("cuda-kernels"))
+fn default_root() -> io::Result<PathBuf> {
+    let base =
+        dirs::cache_dir().ok_or_else(|| io::Error::other("this user has no cache directory"))?;
+    Ok(base
+        .join("estimator")
+        .join("cuda-kernels")
+        .join(gpu_models()?))
+}
+
+/// The names of the CUDA devices this process sees, distinct, as one path segment
+/// (`NVIDIA-H100-80GB-HBM3`).
+#[cfg(feature = "cuda")]
+fn gpu_models() -> io::Result<String> {
+    use cudarc::driver::result;
+    let driver = |e: result::DriverError| io::Error::other(format!("CUDA driver: {e}"));
+    result::init().map_err(driver)?;
+    let count = result::device::get_count().map_err(driver)?;
+    let mut names = (0..count)
+        .map(|ordinal| result::device::get(ordinal).and_then(result::device::get_name))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(driver)?;
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return Err(io::Error::other("no CUDA device is visible"));
+    }
+    Ok(path_segment(&names.join("+")))
+}
+
+/// `name` with every character but ASCII letters, digits, `_`, `+` and `-` made `-`.
+#[cfg(any(feature = "cuda", test))]
+fn path_segment(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '+' | '-' => c,
+            _ => '-',
+        })
+        .collect()
 }
 
 /// Points cubecl's kernel cache at a slot of [`default_root`], once per process and before
@@ -66,7 +103,7 @@ pub(crate) fn install() {
 }
 
 #[cfg(feature = "cuda")]
-fn install_at(root: impl FnOnce() -> Option<PathBuf>) {
+fn install_at(root: impl FnOnce() -> io::Result<PathBuf>) {
     use burn::cubecl::config::{cache::CacheConfig, CubeClRuntimeConfig, RuntimeConfig};
     use std::sync::{Arc, OnceLock};
 
@@ -79,9 +116,7 @@ fn install_at(root: impl FnOnce() -> Option<PathBuf>) {
         let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
         let mut slot = None;
         if config.compilation.cache.is_none() {
-            let claimed = root()
-                .ok_or_else(|| io::Error::other("this user has no cache directory"))
-                .and_then(|root| claim_slot(&root).map_err(|e| annotate(&root, e)));
+            let claimed = root().and_then(|root| claim_slot(&root).map_err(|e| annotate(&root, e)));
             match claimed {
                 Ok(held) => {
                     tracing::debug!("CUDA kernel cache: {}", held.dir.display());
@@ -129,12 +164,21 @@ mod tests {
         assert!(claim_slot(&file).is_err());
     }
 
+    #[test]
+    fn gpu_model_names_become_one_safe_path_segment() {
+        assert_eq!(
+            path_segment("NVIDIA H100 80GB HBM3+Tesla T4/x"),
+            "NVIDIA-H100-80GB-HBM3+Tesla-T4-x"
+        );
+        assert_eq!(path_segment(".."), "--");
+    }
+
     #[cfg(feature = "cuda")]
     #[test]
     fn cubecl_is_configured_to_cache_kernels_in_the_claimed_slot_once() {
         use burn::cubecl::config::{cache::CacheConfig, CubeClRuntimeConfig, RuntimeConfig};
         let root = tempfile::tempdir().unwrap();
-        install_at(|| Some(root.path().to_path_buf()));
+        install_at(|| Ok(root.path().to_path_buf()));
         install_at(|| panic!("a second install looks for no directory"));
         match &CubeClRuntimeConfig::get().compilation.cache {
             Some(CacheConfig::File(dir)) => assert_eq!(dir, &root.path().join("slot-0")),
