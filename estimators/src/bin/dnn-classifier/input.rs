@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use estimator::datasets::{
-    infer_schema, ColumnarBatch, CsvDataset, Dataset, DatasetExt, FeatureStats, Label, Schema,
-    StatsAccumulator,
+    infer_schema, ColumnarBatch, CsvDataset, Dataset, DatasetExt, FeatureStats, Label,
+    ParallelCalls, Schema, StatsAccumulator,
 };
 
 /// How many rows schema inference reads.
@@ -52,9 +52,11 @@ pub struct TrainingFacts {
     pub rows: u64,
 }
 
-/// Reads the training file once.
+/// Reads the training file once, parsing on every core: nothing else runs yet, and rows
+/// still arrive in file order, so the statistics are the same as on one thread.
 pub fn training_facts(train: &Path, schema: &Schema) -> Result<TrainingFacts> {
-    let mut data = CsvDataset::open(train, schema.clone())?;
+    let mut data =
+        CsvDataset::open(train, schema.clone())?.with_parse_threads(ParallelCalls::Autotune);
     let mut stats = StatsAccumulator::new();
     let mut categories = vec![BTreeSet::new(); schema.num_categorical()];
     let mut names = BTreeSet::new();
