@@ -23,14 +23,14 @@ const SLOTS: usize = 64;
 
 /// The directory of the cache this process holds, and the lock that holds it.
 #[derive(Debug)]
-pub(crate) struct Slot {
-    pub(crate) dir: PathBuf,
+struct Slot {
+    dir: PathBuf,
     _lock: File,
 }
 
 /// The first slot under `root` that no other process (and no other [`Slot`] of this one)
 /// holds, created as needed.
-pub(crate) fn claim_slot(root: &Path) -> io::Result<Slot> {
+fn claim_slot(root: &Path) -> io::Result<Slot> {
     for n in 0..SLOTS {
         let dir = root.join(format!("slot-{n}"));
         fs::create_dir_all(&dir)?;
@@ -157,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unusable_root_is_an_error_naming_the_reason_not_a_panic() {
+    fn an_unusable_root_is_an_error_not_a_panic() {
         let root = tempfile::tempdir().unwrap();
         let file = root.path().join("not-a-directory");
         std::fs::write(&file, b"").unwrap();
