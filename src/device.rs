@@ -4,8 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+mod cpu_threads;
 #[cfg(any(feature = "cuda", test))]
 mod kernel_cache;
+
+pub(crate) use cpu_threads::{cpu_threads, with_cpu_threads};
 
 /// The CPU backend every provided method uses by default.
 ///

@@ -53,6 +53,14 @@ pub struct RunConfig {
     /// thread, just before its step.
     #[serde(default = "default_prefetch_to_device")]
     pub prefetch_to_device: usize,
+    /// Threads one CPU operation may use in training and evaluation (TF's
+    /// `intra_op_parallelism_threads`): large matrix products and row-wise operations are
+    /// split between them. 0 (default): `OMP_NUM_THREADS` when set (`estimator-launch` sets
+    /// it per task), else the cores this process may use, shared among its `Mirrored`
+    /// replicas. 1 runs every operation on the training thread. Prediction uses rayon's
+    /// global pool (`RAYON_NUM_THREADS`).
+    #[serde(default = "default_intra_op_threads")]
+    pub intra_op_threads: usize,
     /// Initialise the model from another run's checkpoint when training starts in a model
     /// directory without one (TF's `warm_start_from`).
     #[serde(default)]
@@ -79,6 +87,10 @@ fn default_prefetch_to_device() -> usize {
     2
 }
 
+fn default_intra_op_threads() -> usize {
+    0
+}
+
 impl RunConfig {
     /// A configuration writing to `model_dir`, with TF's defaults for everything else.
     pub fn new(model_dir: impl Into<PathBuf>) -> Self {
@@ -97,6 +109,7 @@ impl RunConfig {
             startup_timeout_secs: default_startup_timeout_secs(),
             stall_warning_secs: default_stall_warning_secs(),
             prefetch_to_device: default_prefetch_to_device(),
+            intra_op_threads: default_intra_op_threads(),
             warm_start_from: None,
             cluster: None,
         }
@@ -157,6 +170,12 @@ impl RunConfig {
     /// thread; 0 builds them on the training thread.
     pub fn with_prefetch_to_device(mut self, batches: usize) -> Self {
         self.prefetch_to_device = batches;
+        self
+    }
+
+    /// Let one CPU operation use `threads` threads; 0: automatic (see the field).
+    pub fn with_intra_op_threads(mut self, threads: usize) -> Self {
+        self.intra_op_threads = threads;
         self
     }
 

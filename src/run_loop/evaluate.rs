@@ -10,7 +10,7 @@ use datasets::Dataset;
 use super::device_input::with_device_input;
 use super::progress::Progress;
 use crate::checkpoint::restore_for_inference;
-use crate::device::{CpuBackend, ResolvedDevice};
+use crate::device::{cpu_threads, with_cpu_threads, CpuBackend, ResolvedDevice};
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
 use crate::metrics::{eval_dir, EvalHistory, EvalRecord};
@@ -25,15 +25,18 @@ pub fn evaluate<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     checkpoint: Option<&Path>,
     name: Option<&str>,
 ) -> Result<BTreeMap<String, f64>> {
-    match estimator.run_config().device.resolve()? {
-        ResolvedDevice::Cpu => evaluate_on::<CpuBackend, E, D>(
-            estimator,
-            &Default::default(),
-            dataset,
-            steps,
-            checkpoint,
-            name,
-        ),
+    let config = estimator.run_config();
+    match config.device.resolve()? {
+        ResolvedDevice::Cpu => with_cpu_threads(cpu_threads(config.intra_op_threads, 1), || {
+            evaluate_on::<CpuBackend, E, D>(
+                estimator,
+                &Default::default(),
+                dataset,
+                steps,
+                checkpoint,
+                name,
+            )
+        })?,
         #[cfg(feature = "cuda")]
         ResolvedDevice::Cuda(index) => evaluate_on::<crate::device::CudaBackend, E, D>(
             estimator,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use datasets::{Dataset, Position};
 
-use super::replica::train_replica;
+use super::replica::{train_replica, InProcess};
 use super::step_sync::Peers;
 use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
 use crate::distribute::{InMemoryTransport, Replica};
@@ -76,7 +76,7 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
                         input,
                         replica_spec,
                         Peers::Ring(replica),
-                        rank,
+                        InProcess { rank, replicas },
                         replica_listener,
                     )
                 })

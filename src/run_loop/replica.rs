@@ -10,42 +10,57 @@ use super::step_sync::{step_sync, Peers};
 use super::train_loop::TrainLoop;
 use super::train_state::TrainState;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
-use crate::device::{CpuTrainBackend, ResolvedDevice};
+use crate::device::{cpu_threads, with_cpu_threads, CpuTrainBackend, ResolvedDevice};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 use crate::optimizer::Optimizer;
 use crate::seed::build_seeded;
 
-/// One replica's training on the configured device, shifted by `device_offset` (in-process
-/// replicas on CUDA take one device each).
+/// Where a replica runs among those of its process.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct InProcess {
+    /// Its index: on CUDA, its device's offset from the configured one.
+    pub rank: usize,
+    /// How many there are: on the CPU, they share the cores.
+    pub replicas: usize,
+}
+
+/// One replica's training on the configured device (in-process replicas on CUDA take one
+/// device each, on the CPU a share of the cores).
 pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     estimator: &E,
     dataset: D,
     spec: TrainSpec,
     peers: Peers,
-    device_offset: usize,
+    place: InProcess,
     listener: Option<&mut CheckpointListener<'_>>,
 ) -> Result<TrainOutcome> {
     // Shortens the listener's lifetime to the loop's.
     let listener = listener.map(|l| l as &mut CheckpointListener<'_>);
-    match estimator.run_config().device.resolve()? {
-        ResolvedDevice::Cpu => train_on::<CpuTrainBackend, E, D>(
-            estimator,
-            Default::default(),
-            dataset,
-            spec,
-            peers,
-            listener,
-        ),
+    let config = estimator.run_config();
+    match config.device.resolve()? {
+        ResolvedDevice::Cpu => {
+            let threads = cpu_threads(config.intra_op_threads, place.replicas);
+            with_cpu_threads(threads, || {
+                train_on::<CpuTrainBackend, E, D>(
+                    estimator,
+                    Default::default(),
+                    dataset,
+                    spec,
+                    peers,
+                    listener,
+                )
+            })?
+        }
         #[cfg(feature = "cuda")]
         ResolvedDevice::Cuda(index) => {
             type Cuda = burn::backend::Autodiff<crate::device::CudaBackend>;
-            let device = burn::backend::cuda::CudaDevice::new(index + device_offset);
+            let device = burn::backend::cuda::CudaDevice::new(index + place.rank);
             train_on::<Cuda, E, D>(estimator, device, dataset, spec, peers, listener)
         }
         #[cfg(not(feature = "cuda"))]
         ResolvedDevice::Cuda(_) => {
-            let _ = device_offset;
+            let _ = place.rank;
             Err(Error::Config("built without the `cuda` feature".into()))
         }
     }

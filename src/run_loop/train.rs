@@ -4,7 +4,7 @@
 use datasets::{Dataset, DatasetExt};
 
 use super::input::ReplicaInput;
-use super::replica::train_replica;
+use super::replica::{train_replica, InProcess};
 use super::step_sync::Peers;
 use crate::checkpoint::CheckpointListener;
 use crate::distribute::Strategy;
@@ -42,5 +42,9 @@ pub(crate) fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
             Peers::ParameterServers(replica, mode),
         ),
     };
-    train_replica(estimator, input, spec, peers, 0, listener)
+    let alone = InProcess {
+        rank: 0,
+        replicas: 1,
+    };
+    train_replica(estimator, input, spec, peers, alone, listener)
 }

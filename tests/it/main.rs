@@ -1,6 +1,7 @@
 //! Integration tests of the core crate: one test binary, one module per concern.
 
 mod checkpoints;
+mod cpu_threads;
 mod distributed;
 mod parameter_server;
 mod resume;

@@ -157,6 +157,13 @@ pub struct TrainArgs {
     /// Example: `--device cuda:1`.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
+    /// Threads one CPU operation may use (TF's intra_op_parallelism_threads); large matrix
+    /// products are split between them. 0: OMP_NUM_THREADS when set (estimator-launch sets
+    /// it per task), else the cores shared among the --mirrored replicas. 1: every operation
+    /// on the training thread.
+    /// Example: `--intra-op-threads 4`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub intra_op_threads: usize,
     /// How the learning rate changes with the global step (TF's schedules), as
     /// KIND:key=value,…; lists separated by '/'. KIND: exponential_decay (decay_steps,
     /// decay_rate, staircase), piecewise_constant (boundaries, values), polynomial_decay
@@ -295,6 +302,10 @@ pub struct EvaluateArgs {
     /// Example: `--device auto`.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
+    /// Threads one CPU operation may use; 0: automatic (as for train).
+    /// Example: `--intra-op-threads 1`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub intra_op_threads: usize,
     /// Print the metrics as one JSON line on stdout.
     /// Example: `--json`.
     #[arg(long)]

@@ -109,7 +109,8 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         .run_config()
         .clone()
         .with_ps_mode(ps_mode(&args))
-        .with_cluster(cluster.clone());
+        .with_cluster(cluster.clone())
+        .with_intra_op_threads(args.intra_op_threads);
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
     }
@@ -243,6 +244,9 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
 
 fn evaluate(args: EvaluateArgs) -> Result<()> {
     let classifier = load_classifier(&args.model_dir, device(&args.device)?)?;
+    let run_config = classifier.run_config().clone();
+    let classifier =
+        classifier.with_run_config(run_config.with_intra_op_threads(args.intra_op_threads));
     let schema = eval_schema(&args.eval, classifier.schema())?;
     let metrics = classifier.evaluate(|| batches(&args.eval, &schema, 512), None, None, None)?;
     let global_step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;

@@ -1,0 +1,104 @@
+//! How many threads one CPU operation may use (TF's `intra_op_parallelism_threads`).
+//!
+//! Flex splits large matrix products, and row-wise operations such as softmax always, over
+//! the rayon pool of the thread that calls it; a thread in no pool hands that work to
+//! rayon's global pool, one thread per core, and waits. A loop run inside a pool of its own
+//! therefore sets how many cores its operations use, and with one thread every operation
+//! runs on the loop's own thread, with no hand-off at all.
+
+use crate::error::{Error, Result};
+
+/// The variable PyTorch and OpenMP read for the same purpose; `estimator-launch` sets it for
+/// each task of a cluster it runs on one machine, so that the tasks share the cores.
+const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
+
+/// The threads each of `replicas_here` in-process replicas gets for `setting` (0: automatic):
+/// a `setting` other than 0 as it is; else `OMP_NUM_THREADS` when it is a positive number;
+/// else the cores this process may use (its cgroup's quota counted) shared among them.
+pub(crate) fn cpu_threads(setting: usize, replicas_here: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let omp = std::env::var(OMP_NUM_THREADS).ok();
+    threads_for(setting, replicas_here, omp.as_deref(), cores)
+}
+
+fn threads_for(setting: usize, replicas_here: usize, omp: Option<&str>, cores: usize) -> usize {
+    if setting > 0 {
+        return setting;
+    }
+    if let Some(value) = omp {
+        // OpenMP's form for nested levels is a list, "4,2": the first is the outer one.
+        match value
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .parse::<usize>()
+        {
+            Ok(n) if n > 0 => return n,
+            _ => tracing::warn!(
+                "{OMP_NUM_THREADS}={value:?} is not a positive number of threads; ignored"
+            ),
+        }
+    }
+    (cores / replicas_here.max(1)).max(1)
+}
+
+/// Runs `work` on a pool of `threads` threads made for it, so that the CPU operations it
+/// calls use those threads; the calling thread waits.
+pub(crate) fn with_cpu_threads<R: Send>(
+    threads: usize,
+    work: impl FnOnce() -> R + Send,
+) -> Result<R> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("intra-op-{i}"))
+        // The loop used to run on the caller's thread, usually `main` (8 MiB).
+        .stack_size(8 << 20)
+        .build()
+        .map_err(|e| Error::Config(format!("cannot start {threads} CPU thread(s): {e}")))?;
+    Ok(pool.install(work))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_runs_on_a_pool_of_the_asked_size_and_nested_operations_stay_on_it() {
+        let (size, index, nested) = with_cpu_threads(3, || {
+            let (a, b) = rayon::join(rayon::current_thread_index, rayon::current_num_threads);
+            (rayon::current_num_threads(), a, b)
+        })
+        .unwrap();
+        assert_eq!(size, 3);
+        assert!(index.is_some_and(|i| i < 3));
+        assert_eq!(nested, 3);
+    }
+
+    #[test]
+    fn one_thread_runs_every_split_operation_on_the_loops_own_thread() {
+        let (own, ids) = with_cpu_threads(1, || {
+            use rayon::prelude::*;
+            let mut ids = vec![None; 64];
+            ids.par_chunks_mut(1)
+                .for_each(|slot| slot[0] = Some(std::thread::current().id()));
+            (std::thread::current().id(), ids)
+        })
+        .unwrap();
+        assert!(ids.iter().all(|id| *id == Some(own)));
+        assert_ne!(own, std::thread::current().id());
+    }
+
+    #[test]
+    fn a_setting_wins_then_omp_num_threads_then_the_cores_shared_among_replicas() {
+        assert_eq!(threads_for(3, 1, Some("8"), 16), 3);
+        assert_eq!(threads_for(0, 1, Some("8"), 16), 8);
+        assert_eq!(threads_for(0, 4, Some("6,2"), 16), 6);
+        assert_eq!(threads_for(0, 1, None, 16), 16);
+        assert_eq!(threads_for(0, 4, None, 16), 4);
+        assert_eq!(threads_for(0, 3, None, 2), 1);
+        for unusable in ["0", "many", ""] {
+            assert_eq!(threads_for(0, 2, Some(unusable), 16), 8, "{unusable:?}");
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! How many threads a run's CPU operations get: the training loop runs inside a pool of
+//! `intra_op_threads` threads, so the hooks (on the training thread) see its size.
+
+use std::sync::{Arc, Mutex};
+
+use estimator::hooks::{Control, Emit, Hook, StepInfo};
+use estimator::{EstimatorExt, Strategy, TrainSpec};
+
+use crate::support::{train_input, TinyClassifier};
+
+/// The pool size and name of a step's training thread.
+type Sighting = (usize, Option<String>);
+
+/// What every step's training thread was.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<Sighting>>>);
+
+impl Hook for Seen {
+    fn name(&self) -> &str {
+        "seen"
+    }
+
+    fn after_step(&mut self, _: &StepInfo, _: &mut Emit) -> estimator::Result<Control> {
+        let name = std::thread::current().name().map(str::to_string);
+        self.0
+            .lock()
+            .unwrap()
+            .push((rayon::current_num_threads(), name));
+        Ok(Control::Continue)
+    }
+}
+
+#[test]
+fn training_steps_run_on_a_pool_of_intra_op_threads() {
+    for threads in [1, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut classifier = TinyClassifier::new(dir.path());
+        classifier.run_config = classifier.run_config.with_intra_op_threads(threads);
+        let seen = Seen::default();
+        classifier
+            .train(train_input, TrainSpec::max_steps(5).with_hook(seen.clone()))
+            .unwrap();
+        let seen = seen.0.lock().unwrap();
+        assert_eq!(seen.len(), 5);
+        for (size, name) in seen.iter() {
+            assert_eq!(*size, threads);
+            assert!(
+                name.as_deref().is_some_and(|n| n.starts_with("intra-op-")),
+                "{name:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mirrored_replicas_share_the_cores_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let classifier = TinyClassifier::new(dir.path());
+    assert_eq!(classifier.run_config.intra_op_threads, 0);
+    let seen = Seen::default();
+    classifier
+        .train_with(
+            train_input,
+            TrainSpec::max_steps(3).with_hook(seen.clone()),
+            Strategy::Mirrored { replicas: 2 },
+        )
+        .unwrap();
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let expected = match std::env::var("OMP_NUM_THREADS").ok() {
+        Some(omp) => omp.parse().unwrap(),
+        None => (cores / 2).max(1),
+    };
+    let seen = seen.0.lock().unwrap();
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|(size, _)| *size == expected), "{seen:?}");
+}
