@@ -5,6 +5,7 @@
 //! Run `estimator-launch --help` for the flags.
 
 mod cli;
+mod cpus;
 mod explain;
 mod gpus;
 mod layout;
@@ -137,7 +138,13 @@ fn run(
     gpus: Option<&GpuPlan>,
     certificates: Option<&tls::TaskCertificates>,
 ) -> i32 {
-    let extras = supervise::Extras { gpus, certificates };
+    let inherited = std::env::var(cpus::OMP_NUM_THREADS).ok();
+    let cpu_threads = cpus::per_task(inherited.as_deref(), cpus::available(), &layout.cluster);
+    let extras = supervise::Extras {
+        gpus,
+        certificates,
+        cpu_threads: cpu_threads.as_deref(),
+    };
     match supervise::launch(layout, command, args.grace(), args.max_restarts, extras) {
         Ok(code) => code,
         Err(failure) => {

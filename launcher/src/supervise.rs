@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use estimator_cluster::{Task, TF_CONFIG};
 
+use crate::cpus::OMP_NUM_THREADS;
 use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;
 use crate::relay;
@@ -51,6 +52,8 @@ pub struct Extras<'a> {
     pub gpus: Option<&'a GpuPlan>,
     /// Its TLS certificate.
     pub certificates: Option<&'a TaskCertificates>,
+    /// Its `OMP_NUM_THREADS`: its share of the machine's cores.
+    pub cpu_threads: Option<&'a str>,
 }
 
 /// Starts every task of `layout` running `command` with its TF_CONFIG (and its GPU and
@@ -63,7 +66,12 @@ pub fn launch(
     max_restarts: u32,
     extras: Extras<'_>,
 ) -> Result<i32, Failure> {
-    let Extras { gpus, certificates } = extras;
+    let Extras {
+        gpus,
+        certificates,
+        cpu_threads,
+    } = extras;
+
     let sentinel = match Sentinel::start() {
         Ok(sentinel) => Some(sentinel),
         Err(e) => {
@@ -89,6 +97,9 @@ pub fn launch(
         if let Some(certificates) = certificates {
             cmd.envs(certificates.env(task));
         }
+        if let Some(threads) = cpu_threads {
+            cmd.env(OMP_NUM_THREADS, threads);
+        }
         let visible = gpus.map(|plan| plan.visible(&layout.cluster, task));
         if let Some(visible) = &visible {
             cmd.env(CUDA_VISIBLE_DEVICES, visible);
@@ -99,8 +110,11 @@ pub fn launch(
             Some("") => format!(" with no GPU ({CUDA_VISIBLE_DEVICES}=\"\")"),
             Some(id) => format!(" with GPU {id} ({CUDA_VISIBLE_DEVICES}={id})"),
         };
+        let threads = cpu_threads.map_or(String::new(), |n| {
+            format!(", {n} CPU thread(s) per operation ({OMP_NUM_THREADS}={n})")
+        });
         note(&format!(
-            "started {task} (pid {}) on {}{gpu}",
+            "started {task} (pid {}) on {}{gpu}{threads}",
             child.id(),
             layout.address(task)
         ));

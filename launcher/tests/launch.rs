@@ -105,10 +105,10 @@ fn gpus_are_shared_out_one_per_task_and_ps_tasks_get_none() {
 #[test]
 fn gpus_come_from_the_launchers_own_visible_devices_and_explain_names_them() {
     let launcher = env!("CARGO_BIN_EXE_estimator-launch");
-    let done = Launcher::start_seeing(
+    let done = Launcher::start_with(
         &["--workers", "1", "--gpus", "2", "--", launcher, "explain"],
         None,
-        Some("4,6,7"),
+        &[("CUDA_VISIBLE_DEVICES", "4,6,7")],
     )
     .finish();
     assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
@@ -130,17 +130,22 @@ fn gpus_come_from_the_launchers_own_visible_devices_and_explain_names_them() {
     );
 
     // Without --gpus every task sees what the launcher sees.
-    let done = Launcher::start_seeing(
+    let done = Launcher::start_with(
         &["--", "sh", "-c", "echo \"$CUDA_VISIBLE_DEVICES\""],
         None,
-        Some("4,6"),
+        &[("CUDA_VISIBLE_DEVICES", "4,6")],
     )
     .finish();
     let mut stdout = done.stdout;
     stdout.sort();
     assert_eq!(stdout, ["[chief:0] 4,6", "[worker:0] 4,6"]);
 
-    let done = Launcher::start_seeing(&["--gpus", "3", "--", "true"], None, Some("4,6")).finish();
+    let done = Launcher::start_with(
+        &["--gpus", "3", "--", "true"],
+        None,
+        &[("CUDA_VISIBLE_DEVICES", "4,6")],
+    )
+    .finish();
     assert_eq!(done.code, Some(2));
     assert_eq!(
         done.stderr,
@@ -320,4 +325,32 @@ fn a_command_that_does_not_exist_is_named_and_exits_127() {
         done.stderr,
         ["estimator-launch: error: cannot run 'no-such-command-for-estimator-launch': command not found"]
     );
+}
+
+#[test]
+fn the_cores_are_shared_out_among_the_computing_tasks_unless_the_launcher_is_given_a_count() {
+    let echo = "echo \"threads=${OMP_NUM_THREADS-unset}\"";
+    let done = run(&["--workers", "3", "--ps", "1", "--", "sh", "-c", echo]);
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let share = format!("threads={}", (cores / 4).max(1));
+    let seen = lines_by_task(&done.stdout);
+    for task in ["chief:0", "worker:0", "worker:2", "ps:0"] {
+        assert_eq!(seen.get(task), Some(&vec![share.clone()]), "{seen:#?}");
+    }
+    let stderr = done.stderr.join("\n");
+    assert!(
+        stderr.contains(&format!(
+            "CPU thread(s) per operation (OMP_NUM_THREADS={})",
+            (cores / 4).max(1)
+        )),
+        "{stderr}"
+    );
+
+    let args = ["--workers", "1", "--", "sh", "-c", echo];
+    let done = Launcher::start_with(&args, None, &[("OMP_NUM_THREADS", "6")]).finish();
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    let mut stdout = done.stdout;
+    stdout.sort();
+    assert_eq!(stdout, ["[chief:0] threads=6", "[worker:0] threads=6"]);
 }

@@ -33,27 +33,23 @@ pub struct Finished {
 
 impl Launcher {
     pub fn start(args: &[&str], tf_config: Option<&str>) -> Launcher {
-        Launcher::start_seeing(args, tf_config, None)
+        Launcher::start_with(args, tf_config, &[])
     }
 
-    /// Starts the launcher with `cuda_visible` as its own CUDA_VISIBLE_DEVICES (unset: none).
-    pub fn start_seeing(
-        args: &[&str],
-        tf_config: Option<&str>,
-        cuda_visible: Option<&str>,
-    ) -> Launcher {
+    /// Starts the launcher with `env` as its own variables among the ones it reads besides
+    /// TF_CONFIG (CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS); those not named are unset.
+    pub fn start_with(args: &[&str], tf_config: Option<&str>, env: &[(&str, &str)]) -> Launcher {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_estimator-launch"));
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("OMP_NUM_THREADS")
+            .envs(env.iter().copied());
         match tf_config {
             Some(text) => cmd.env("TF_CONFIG", text),
             None => cmd.env_remove("TF_CONFIG"),
-        };
-        match cuda_visible {
-            Some(ids) => cmd.env("CUDA_VISIBLE_DEVICES", ids),
-            None => cmd.env_remove("CUDA_VISIBLE_DEVICES"),
         };
         let mut child = cmd.spawn().expect("estimator-launch starts");
         let (send, lines) = mpsc::channel();

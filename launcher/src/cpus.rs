@@ -1,0 +1,63 @@
+//! Sharing a machine's cores out among the tasks of a launch through `OMP_NUM_THREADS`, which
+//! a task's automatic `intra_op_threads` reads (as PyTorch's threads do under torchrun), so
+//! that N tasks on one machine do not each split their operations over every core.
+
+use estimator_cluster::ClusterSpec;
+
+/// The variable each task reads for how many threads one CPU operation may use.
+pub const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
+
+/// The `OMP_NUM_THREADS` to give every task: none when the launcher's own (`inherited`) is
+/// set, since the tasks inherit it; else the `cores` shared among the tasks that compute
+/// (chief, workers, evaluator: a ps only applies updates), at least one each.
+pub fn per_task(inherited: Option<&str>, cores: usize, cluster: &ClusterSpec) -> Option<String> {
+    if inherited.is_some() {
+        return None;
+    }
+    let computing = cluster.training_tasks().len() + usize::from(cluster.evaluator.is_some());
+    Some((cores / computing.max(1)).max(1).to_string())
+}
+
+/// The cores this launcher may use (its cgroup's quota counted).
+pub fn available() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(workers: usize, ps: usize, evaluator: bool) -> ClusterSpec {
+        ClusterSpec {
+            chief: Some("c:1".to_string()),
+            workers: (0..workers).map(|i| format!("w:{i}")).collect(),
+            ps: (0..ps).map(|i| format!("p:{i}")).collect(),
+            evaluator: evaluator.then(|| "e:1".to_string()),
+        }
+    }
+
+    #[test]
+    fn the_cores_are_shared_among_the_computing_tasks_and_never_below_one() {
+        assert_eq!(
+            per_task(None, 16, &cluster(3, 0, false)).as_deref(),
+            Some("4")
+        );
+        assert_eq!(
+            per_task(None, 16, &cluster(2, 2, true)).as_deref(),
+            Some("4")
+        );
+        assert_eq!(
+            per_task(None, 2, &cluster(3, 1, true)).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            per_task(None, 7, &cluster(1, 0, false)).as_deref(),
+            Some("3")
+        );
+    }
+
+    #[test]
+    fn the_launchers_own_setting_is_left_to_be_inherited() {
+        assert_eq!(per_task(Some("6"), 16, &cluster(3, 0, false)), None);
+    }
+}
