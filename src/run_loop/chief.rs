@@ -9,6 +9,7 @@ use burn::store::ModuleSnapshot;
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
+use super::histograms::Histograms;
 use super::step_sync::StepSync;
 use super::train_state::TrainState;
 use crate::checkpoint::{CheckpointListener, CheckpointManager, CheckpointSchedule};
@@ -20,6 +21,7 @@ use crate::summary::SummaryWriter;
 /// The chief's writer, checkpoint schedule and listener.
 pub(super) struct Chief<'l> {
     writer: SummaryWriter,
+    histograms: Histograms,
     schedule: CheckpointSchedule,
     manager: CheckpointManager,
     model_dir: PathBuf,
@@ -58,6 +60,7 @@ impl<'l> Chief<'l> {
         }
         Ok(Self {
             writer,
+            histograms: Histograms::new(),
             schedule: CheckpointSchedule::new(config.save_checkpoints, start_step, now),
             manager: CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max),
             model_dir: config.model_dir.clone(),
@@ -92,6 +95,7 @@ impl<'l> Chief<'l> {
         M: Module<B>,
     {
         let step = state.global_step;
+        self.histograms.write_finished(&mut self.writer);
         for (tag, value) in &done.emit.scalars {
             self.writer.scalar(tag, *value, step);
         }
@@ -133,8 +137,9 @@ impl<'l> Chief<'l> {
         Ok((state, path))
     }
 
-    /// Writes what the summaries hold so far.
+    /// Writes what the summaries hold so far, the histograms still being bucketed included.
     pub fn flush(&mut self) {
+        self.histograms.write_all(&mut self.writer);
         self.writer.flush();
     }
 
@@ -156,15 +161,21 @@ impl<'l> Chief<'l> {
         Ok((state, path))
     }
 
+    /// Copies the weights out for their histograms, bucketed on another thread.
     fn write_histograms<B: AutodiffBackend, M: Module<B>>(&mut self, model: &M, step: u64) {
-        for snapshot in model.collect(None, None, false) {
-            let Ok(data) = snapshot.to_data() else {
-                continue;
-            };
-            let Ok(values) = data.convert::<f32>().to_vec::<f32>() else {
-                continue;
-            };
-            self.writer.histogram(&snapshot.full_path(), &values, step);
-        }
+        let variables = model
+            .collect(None, None, false)
+            .into_iter()
+            .filter_map(|snapshot| {
+                let values = snapshot
+                    .to_data()
+                    .ok()?
+                    .convert::<f32>()
+                    .to_vec::<f32>()
+                    .ok()?;
+                Some((snapshot.full_path(), values))
+            })
+            .collect();
+        self.histograms.send(step, variables);
     }
 }

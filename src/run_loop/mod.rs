@@ -4,6 +4,7 @@
 mod chief;
 mod device_input;
 mod evaluate;
+mod histograms;
 mod input;
 mod loss_readout;
 mod mirrored;

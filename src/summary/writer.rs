@@ -16,7 +16,7 @@ use tensorboard_rs::record_writer::RecordWriter;
 
 use super::event::{Event, EventKind, SessionStatus, SummaryValue, Value, FILE_VERSION};
 use super::file_name::create_new_events_file;
-use super::histogram::histogram_buckets;
+use super::histogram::{histogram_buckets, Histogram};
 use crate::error::{Error, Result};
 
 /// Events written since the last flush that trigger a flush (TensorFlow's `max_queue`).
@@ -87,6 +87,11 @@ impl SummaryWriter {
     /// Records the histogram of `values` under `tag` at `step` (see [`histogram_buckets`]).
     pub fn histogram(&mut self, tag: &str, values: &[f32], step: u64) {
         self.summary(tag, Value::Histogram(histogram_buckets(values)), step);
+    }
+
+    /// Records a histogram already bucketed (e.g. on another thread) under `tag` at `step`.
+    pub fn bucketed_histogram(&mut self, tag: &str, histogram: Histogram, step: u64) {
+        self.summary(tag, Value::Histogram(histogram), step);
     }
 
     /// Records a `SessionLog START` at `step`: TensorBoard then drops the events of earlier runs
