@@ -90,6 +90,27 @@ mod tests {
     }
 
     #[test]
+    fn a_split_matrix_product_and_softmax_give_the_same_bits_on_any_number_of_threads() {
+        use burn::tensor::{activation::softmax, Distribution, Tensor};
+        type B = crate::device::CpuBackend;
+        let device = Default::default();
+        // 300 x 300 x 300 = 27M multiply-adds: above Flex's split threshold (192^3).
+        let a = Tensor::<B, 2>::random([300, 300], Distribution::Normal(0.0, 1.0), &device);
+        let b = Tensor::<B, 2>::random([300, 300], Distribution::Normal(0.0, 1.0), &device);
+        let run = |threads| {
+            with_cpu_threads(threads, || {
+                let product = a.clone().matmul(b.clone());
+                softmax(product, 1).into_data()
+            })
+            .unwrap()
+        };
+        let one = run(1);
+        for threads in [2, 3] {
+            assert_eq!(run(threads), one, "{threads} threads");
+        }
+    }
+
+    #[test]
     fn a_setting_wins_then_omp_num_threads_then_the_cores_shared_among_replicas() {
         assert_eq!(threads_for(3, 1, Some("8"), 16), 3);
         assert_eq!(threads_for(0, 1, Some("8"), 16), 8);
