@@ -41,6 +41,13 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     match config.device.resolve()? {
         ResolvedDevice::Cpu => {
             let threads = cpu_threads(config.intra_op_threads, place.replicas);
+            if place.rank == 0 {
+                let each = match place.replicas {
+                    1 => String::new(),
+                    n => format!(" in each of {n} replicas"),
+                };
+                tracing::info!("{threads} CPU thread(s) per operation{each}");
+            }
             with_cpu_threads(threads, || {
                 train_on::<CpuTrainBackend, E, D>(
                     estimator,

@@ -10,9 +10,11 @@ use crate::cli::{assert_user_error, bin, iris, last_json, run, stderr, train_iri
 #[test]
 fn mirrored_replicas_in_one_process_train_to_the_accuracy_bar() {
     let dir = tempfile::tempdir().unwrap();
-    let train = |mirrored: &str, model_dir: &Path| {
+    let train = |mirrored: &str, threads: &str, model_dir: &Path| {
         run(bin().args([
             "train",
+            "--intra-op-threads",
+            threads,
             "--train",
             &iris("iris_train.csv"),
             "--eval",
@@ -34,10 +36,15 @@ fn mirrored_replicas_in_one_process_train_to_the_accuracy_bar() {
             "--json",
         ]))
     };
-    let output = train("2", &dir.path().join("two"));
+    let output = train("2", "1", &dir.path().join("two"));
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("over 2 replica(s)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("1 CPU thread(s) per operation in each of 2 replicas"),
         "{}",
         stderr(&output)
     );
@@ -45,10 +52,15 @@ fn mirrored_replicas_in_one_process_train_to_the_accuracy_bar() {
     assert_eq!(metrics["global_step"], 300);
     assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
     // On the CPU `all` is one replica.
-    let output = train("all", &dir.path().join("all"));
+    let output = train("all", "3", &dir.path().join("all"));
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("over 1 replica(s)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("3 CPU thread(s) per operation"),
         "{}",
         stderr(&output)
     );
