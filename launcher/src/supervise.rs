@@ -71,7 +71,6 @@ pub fn launch(
         certificates,
         cpu_threads,
     } = extras;
-
     let sentinel = match Sentinel::start() {
         Ok(sentinel) => Some(sentinel),
         Err(e) => {
