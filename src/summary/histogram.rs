@@ -91,9 +91,8 @@ pub fn histogram_buckets(values: &[f32]) -> Histogram {
 
 /// The index of the first limit strictly greater than the finite `value` (finite values are
 /// below `f64::MAX`): what a binary search over `limits` gives, estimated from the value's
-/// binary logarithm and then corrected against the real edges (a step or two: the estimate
-/// is within one bucket, and repeated multiplication leaves the edges a few ulps from
-/// `1.1^k`). Weight histograms of wide models count millions of values.
+/// logarithm and then corrected against the real edges, which repeated multiplication
+/// leaves a few ulps from `1.1^k`. Weight histograms of wide models count millions of values.
 fn bucket_of(value: f64, limits: &[f64]) -> usize {
     const SMALLEST: f64 = 1.0e-12;
     let zero = limits.len() / 2;
@@ -105,12 +104,7 @@ fn bucket_of(value: f64, limits: &[f64]) -> usize {
             zero + 1
         }
     } else {
-        // log2 read off the bits (exponent + mantissa fraction, within 0.09 of the true
-        // one): a logarithm call would cost more than the binary search it replaces.
-        let bits = magnitude.to_bits();
-        let exponent = ((bits >> 52) & 0x7ff) as f64 - 1023.0;
-        let fraction = (bits & ((1 << 52) - 1)) as f64 / (1u64 << 52) as f64;
-        let steps = (exponent + fraction - SMALLEST.log2()) / 1.1_f64.log2();
+        let steps = (magnitude / SMALLEST).ln() / 1.1_f64.ln();
         let k = (steps.max(0.0) as usize).min(zero - 2);
         if value > 0.0 {
             zero + 2 + k
