@@ -18,6 +18,24 @@ pub fn per_task(inherited: Option<&str>, cores: usize, cluster: &ClusterSpec) ->
     Some((cores / computing.max(1)).max(1).to_string())
 }
 
+/// What a task with this `OMP_NUM_THREADS` (`None`: unset) on `cores` cores gives each CPU
+/// operation by default, for `explain`: the rule of `RunConfig::intra_op_threads` = 0.
+pub fn describe(omp_num_threads: Option<&str>, cores: usize) -> String {
+    let Some(value) = omp_num_threads else {
+        return format!("{cores} per operation (the cores; {OMP_NUM_THREADS} not set)");
+    };
+    match value
+        .split(',')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .parse::<usize>()
+    {
+        Ok(n) if n > 0 => format!("{n} per operation ({OMP_NUM_THREADS}={value})"),
+        _ => format!("{cores} per operation (the cores; {OMP_NUM_THREADS}={value:?} ignored)"),
+    }
+}
+
 /// The cores this launcher may use (its cgroup's quota counted).
 pub fn available() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -53,6 +71,22 @@ mod tests {
         assert_eq!(
             per_task(None, 7, &cluster(1, 0, false)).as_deref(),
             Some("3")
+        );
+    }
+
+    #[test]
+    fn explain_reads_omp_num_threads_as_a_task_would() {
+        assert_eq!(
+            describe(None, 8),
+            "8 per operation (the cores; OMP_NUM_THREADS not set)"
+        );
+        assert_eq!(
+            describe(Some("4,2"), 8),
+            "4 per operation (OMP_NUM_THREADS=4,2)"
+        );
+        assert_eq!(
+            describe(Some("0"), 8),
+            "8 per operation (the cores; OMP_NUM_THREADS=\"0\" ignored)"
         );
     }
 

@@ -7,18 +7,30 @@ use std::path::Path;
 
 use estimator_cluster::{ClusterConfig, ClusterSpec, Task, TaskType};
 
-use crate::gpus;
+use crate::{cpus, gpus};
+
+/// What the process's environment gives it besides TF_CONFIG.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Seen<'a> {
+    /// Its `CUDA_VISIBLE_DEVICES`.
+    pub cuda_visible_devices: Option<&'a str>,
+    /// Its `OMP_NUM_THREADS`.
+    pub omp_num_threads: Option<&'a str>,
+    /// The cores it may use.
+    pub cores: usize,
+}
 
 /// The description of `config` that `explain` prints: role, chief, rank and world size,
-/// model_dir, the strategy the cluster implies, the GPUs `visible` (the process's
-/// `CUDA_VISIBLE_DEVICES`) lets it see, and every task's address with what `resolve` makes
-/// of it.
+/// model_dir, the strategy the cluster implies, the GPUs and CPU threads what it has `seen`
+/// gives it, and every task's address with what `resolve` makes of it.
 pub fn render(
     config: &ClusterConfig,
     model_dir: Option<&Path>,
-    visible: Option<&str>,
+    seen: Seen<'_>,
     resolve: impl Fn(&str) -> Result<IpAddr, String>,
 ) -> String {
+    let visible = seen.cuda_visible_devices;
+    let threads = cpus::describe(seen.omp_num_threads, seen.cores);
     let model_dir =
         model_dir.map_or_else(|| "(not given)".to_string(), |d| d.display().to_string());
     let mut out = String::new();
@@ -33,6 +45,7 @@ pub fn render(
             field("model_dir", &model_dir);
             field("strategy", &strategy(config));
             field("gpus", &gpus::describe(visible));
+            field("threads", &threads);
             field("peers", "none");
             return out;
         }
@@ -63,6 +76,7 @@ pub fn render(
     field("model_dir", &model_dir);
     field("strategy", &strategy(config));
     field("gpus", &gpus::describe(visible));
+    field("threads", &threads);
     out.push_str("peers:\n");
 
     let mut rows: Vec<(String, String, String)> = all_tasks(cluster)
@@ -165,7 +179,12 @@ mod tests {
                 "job-worker-1.invalid:2222"], "ps": ["job-ps-0:2222"]},
                 "task": {"type": "worker", "index": 1}, "environment": "cloud"}"#,
         );
-        let text = render(&config, Some(Path::new("/model/iris")), Some("1"), fake);
+        let seen = Seen {
+            cuda_visible_devices: Some("1"),
+            omp_num_threads: Some("2"),
+            cores: 16,
+        };
+        let text = render(&config, Some(Path::new("/model/iris")), seen, fake);
         let expected = "\
 task:      worker:1
 chief:     no (the chief is chief:0 at job-chief-0:2222)
@@ -173,6 +192,7 @@ rank:      2 (world size 3)
 model_dir: /model/iris
 strategy:  ParameterServer (1 ps)
 gpus:      cuda is GPU 1 (CUDA_VISIBLE_DEVICES=1)
+threads:   2 per operation (OMP_NUM_THREADS=2)
 peers:
   chief:0               job-chief-0:2222           resolves to 10.0.0.7
   worker:0              job-worker-0:2222          resolves to 10.0.0.7
@@ -187,7 +207,7 @@ peers:
         let chief = render(
             &parse(r#"{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker"}}"#),
             None,
-            None,
+            Seen::default(),
             fake,
         );
         assert!(
@@ -204,7 +224,7 @@ peers:
         let ps = render(
             &parse(r#"{"cluster": {"chief": ["c:1"], "ps": ["p:2"]}, "task": {"type": "ps"}}"#),
             None,
-            None,
+            Seen::default(),
             fake,
         );
         assert!(ps.contains("rank:      none: ps tasks"), "{ps}");
@@ -212,7 +232,7 @@ peers:
         let evaluator = render(
             &parse(r#"{"cluster": {"chief": ["c:1"]}, "task": {"type": "evaluator"}}"#),
             None,
-            None,
+            Seen::default(),
             fake,
         );
         assert!(
@@ -223,12 +243,20 @@ peers:
 
     #[test]
     fn local_is_one_device() {
-        let text = render(&ClusterConfig::Local, None, None, fake);
+        let seen = Seen {
+            cores: 4,
+            ..Seen::default()
+        };
+        let text = render(&ClusterConfig::Local, None, seen, fake);
         assert!(text.starts_with("task:      local"), "{text}");
         assert!(text.contains("strategy:  OneDevice (local)"), "{text}");
         assert!(text.contains("peers:     none"), "{text}");
         assert!(
             text.contains("gpus:      all (CUDA_VISIBLE_DEVICES not set)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("threads:   4 per operation (the cores; OMP_NUM_THREADS not set)"),
             "{text}"
         );
     }

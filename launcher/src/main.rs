@@ -48,14 +48,15 @@ fn explain(args: &ExplainArgs) -> i32 {
     match cluster_from_env() {
         Ok(config) => {
             let visible = std::env::var(CUDA_VISIBLE_DEVICES).ok();
+            let omp = std::env::var(cpus::OMP_NUM_THREADS).ok();
+            let seen = explain::Seen {
+                cuda_visible_devices: visible.as_deref(),
+                omp_num_threads: omp.as_deref(),
+                cores: cpus::available(),
+            };
             print!(
                 "{}",
-                explain::render(
-                    &config,
-                    args.model_dir.as_deref(),
-                    visible.as_deref(),
-                    explain::resolve
-                )
+                explain::render(&config, args.model_dir.as_deref(), seen, explain::resolve)
             );
             0
         }

@@ -347,10 +347,18 @@ fn the_cores_are_shared_out_among_the_computing_tasks_unless_the_launcher_is_giv
         "{stderr}"
     );
 
-    let args = ["--workers", "1", "--", "sh", "-c", echo];
+    // Given one, the launcher leaves it to the tasks, and `explain` reads it as they do.
+    let launcher = env!("CARGO_BIN_EXE_estimator-launch");
+    let args = ["--workers", "1", "--", launcher, "explain"];
     let done = Launcher::start_with(&args, None, &[("OMP_NUM_THREADS", "6")]).finish();
     assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
-    let mut stdout = done.stdout;
-    stdout.sort();
-    assert_eq!(stdout, ["[chief:0] threads=6", "[worker:0] threads=6"]);
+    let seen = lines_by_task(&done.stdout);
+    for task in ["chief:0", "worker:0"] {
+        let threads = seen[task].iter().find(|l| l.starts_with("threads:"));
+        assert_eq!(
+            threads.map(String::as_str),
+            Some("threads:   6 per operation (OMP_NUM_THREADS=6)"),
+            "{seen:#?}"
+        );
+    }
 }
