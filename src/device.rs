@@ -8,7 +8,7 @@ mod cpu_threads;
 #[cfg(any(feature = "cuda", test))]
 mod kernel_cache;
 
-pub(crate) use cpu_threads::{cpu_threads, with_cpu_threads};
+pub(crate) use cpu_threads::{cpu_pool, cpu_threads, with_cpu_threads};
 
 /// The CPU backend every provided method uses by default.
 ///

@@ -49,14 +49,18 @@ pub(crate) fn with_cpu_threads<R: Send>(
     threads: usize,
     work: impl FnOnce() -> R + Send,
 ) -> Result<R> {
-    let pool = rayon::ThreadPoolBuilder::new()
+    Ok(cpu_pool(threads)?.install(work))
+}
+
+/// A pool of `threads` threads for CPU operations to run on (`ThreadPool::install`).
+pub(crate) fn cpu_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("intra-op-{i}"))
-        // The loop used to run on the caller's thread, usually `main` (8 MiB).
+        // A loop used to run on the caller's thread, usually `main` (8 MiB).
         .stack_size(8 << 20)
         .build()
-        .map_err(|e| Error::Config(format!("cannot start {threads} CPU thread(s): {e}")))?;
-    Ok(pool.install(work))
+        .map_err(|e| Error::Config(format!("cannot start {threads} CPU thread(s): {e}")))
 }
 
 #[cfg(test)]

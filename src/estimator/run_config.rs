@@ -53,12 +53,12 @@ pub struct RunConfig {
     /// thread, just before its step.
     #[serde(default = "default_prefetch_to_device")]
     pub prefetch_to_device: usize,
-    /// Threads one CPU operation may use in training and evaluation (TF's
+    /// Threads one CPU operation may use in training, evaluation and prediction (TF's
     /// `intra_op_parallelism_threads`): large matrix products and row-wise operations are
     /// split between them. 0 (default): `OMP_NUM_THREADS` when set (`estimator-launch` sets
     /// it per task), else the cores this process may use, shared among its `Mirrored`
-    /// replicas. 1 runs every operation on the training thread. Prediction uses rayon's
-    /// global pool (`RAYON_NUM_THREADS`).
+    /// replicas. 1 runs every operation on the training thread. An exported model's
+    /// `Predictor` computes on its caller's thread (rayon's global pool, `RAYON_NUM_THREADS`).
     #[serde(default = "default_intra_op_threads")]
     pub intra_op_threads: usize,
     /// Initialise the model from another run's checkpoint when training starts in a model

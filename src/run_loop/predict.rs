@@ -7,7 +7,7 @@ use burn::tensor::backend::Backend;
 use datasets::Dataset;
 
 use crate::checkpoint::restore_for_inference;
-use crate::device::{CpuBackend, ResolvedDevice};
+use crate::device::{cpu_pool, cpu_threads, CpuBackend, ResolvedDevice};
 use crate::error::Result;
 use crate::estimator::Estimator;
 
@@ -17,9 +17,12 @@ pub fn predict<'a, E: Estimator, D: Dataset<Item = E::Batch> + 'a>(
     dataset: D,
     checkpoint: Option<&Path>,
 ) -> Result<Box<dyn Iterator<Item = Result<E::Prediction>> + 'a>> {
-    match estimator.run_config().device.resolve()? {
+    let config = estimator.run_config();
+    match config.device.resolve()? {
         ResolvedDevice::Cpu => {
-            predict_on::<CpuBackend, E, D>(estimator, Default::default(), dataset, checkpoint)
+            let pool = cpu_pool(cpu_threads(config.intra_op_threads, 1))?;
+            let device = Default::default();
+            predict_on::<CpuBackend, E, D>(estimator, device, dataset, checkpoint, Some(pool))
         }
         #[cfg(feature = "cuda")]
         ResolvedDevice::Cuda(index) => predict_on::<crate::device::CudaBackend, E, D>(
@@ -27,6 +30,7 @@ pub fn predict<'a, E: Estimator, D: Dataset<Item = E::Batch> + 'a>(
             burn::backend::cuda::CudaDevice::new(index),
             dataset,
             checkpoint,
+            None,
         ),
         #[cfg(not(feature = "cuda"))]
         ResolvedDevice::Cuda(_) => Err(crate::error::Error::Config(
@@ -35,11 +39,13 @@ pub fn predict<'a, E: Estimator, D: Dataset<Item = E::Batch> + 'a>(
     }
 }
 
+/// Predictions on `device`, each batch computed on `pool` when there is one (the CPU).
 fn predict_on<'a, B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + 'a>(
     estimator: &'a E,
     device: B::Device,
     dataset: D,
     checkpoint: Option<&Path>,
+    pool: Option<rayon::ThreadPool>,
 ) -> Result<Box<dyn Iterator<Item = Result<E::Prediction>> + 'a>> {
     let config = estimator.run_config();
     let restored = restore_for_inference::<B, _>(
@@ -51,7 +57,8 @@ fn predict_on<'a, B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + 'a>(
     )?;
     Ok(Box::new(Predictions::<B, E, D> {
         estimator,
-        model: restored.model,
+        model: Some(restored.model),
+        pool,
         device,
         dataset,
         pending: VecDeque::new(),
@@ -61,7 +68,9 @@ fn predict_on<'a, B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + 'a>(
 
 struct Predictions<'a, B: Backend, E: Estimator, D> {
     estimator: &'a E,
-    model: E::Model<B>,
+    /// Lent to the pool's thread for each batch.
+    model: Option<E::Model<B>>,
+    pool: Option<rayon::ThreadPool>,
     device: B::Device,
     dataset: D,
     pending: VecDeque<E::Prediction>,
@@ -83,13 +92,19 @@ impl<B: Backend, E: Estimator, D: Dataset<Item = E::Batch>> Iterator for Predict
                     return Some(Err(e.into()));
                 }
             };
-            let predictions = self
-                .estimator
-                .to_device::<B>(&batch, &self.device)
-                .and_then(|batch| {
-                    self.estimator
-                        .predictions::<B>(&self.model, &batch, &self.device)
-                });
+            let model = self.model.take()?;
+            let (estimator, device) = (self.estimator, self.device.clone());
+            let work = move || {
+                let predictions = estimator
+                    .to_device::<B>(&batch, &device)
+                    .and_then(|batch| estimator.predictions::<B>(&model, &batch, &device));
+                (model, predictions)
+            };
+            let (model, predictions) = match &self.pool {
+                Some(pool) => pool.install(work),
+                None => work(),
+            };
+            self.model = Some(model);
             match predictions {
                 Ok(predictions) => self.pending.extend(predictions),
                 Err(e) => {

@@ -69,13 +69,14 @@ impl Estimator for Line {
         Ok((error.clone() * error).mean())
     }
 
+    /// The size of the thread pool it runs on, once per example.
     fn predictions<Bk: Backend>(
         &self,
         _model: &Linear<Bk>,
         (x, _): &Self::DeviceBatch<Bk>,
         _device: &Bk::Device,
     ) -> Result<Vec<f32>> {
-        Ok(vec![0.0; x.dims()[0]])
+        Ok(vec![rayon::current_num_threads() as f32; x.dims()[0]])
     }
 
     fn serving_signature(&self) -> Signature {
@@ -365,4 +366,21 @@ fn a_state_already_at_the_limit_trains_nothing_but_ends_the_job() {
     assert_eq!((outcome.global_step, outcome.steps_run), (8, 0));
     assert!(!run.calls.iter().any(|c| c.starts_with("exchange")));
     assert!(run.calls.contains(&"finish at 8".to_string()));
+}
+
+#[test]
+fn predictions_are_computed_on_a_pool_of_intra_op_threads() {
+    let trained = run("", true, 0, 3, u64::MAX);
+    assert!(trained.outcome.is_ok());
+    for threads in [1, 3] {
+        let estimator = Line {
+            run_config: RunConfig::new(trained.model_dir.path()).with_intra_op_threads(threads),
+        };
+        let batches = vec![vec![(1.0, 0.0), (2.0, 0.0)], vec![(3.0, 0.0)]];
+        let predictions: Vec<f32> = super::predict(&estimator, from_vec(batches), None)
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(predictions, vec![threads as f32; 3]);
+    }
 }
