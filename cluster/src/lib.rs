@@ -1,6 +1,7 @@
 //! Cluster membership from TF_CONFIG, parsed by a pure function into typed values; the
-//! cluster's shared token, its TLS files (and certificates to put in them) and this machine's
-//! host name; the only code of the training framework that reads the environment.
+//! cluster's shared token, its TLS files (and certificates to put in them), this machine's
+//! host name and the threads per CPU operation it is given (`OMP_NUM_THREADS`); the only code
+//! of the training framework that reads the environment.
 //!
 //! A crate of its own, without Burn, so that tools which only need to read or write
 //! TF_CONFIG (the `estimator-launch` launcher) build in about a minute; the `estimator` crate
@@ -11,6 +12,7 @@ mod env;
 mod spec;
 mod task;
 mod tf_config;
+mod threads;
 mod tls;
 
 pub use certificates::{
@@ -23,6 +25,7 @@ pub use env::{
 pub use spec::ClusterSpec;
 pub use task::{Task, TaskType};
 pub use tf_config::{ClusterConfig, TfConfigError};
+pub use threads::{omp_num_threads_from_env, parse_omp_num_threads, OMP_NUM_THREADS};
 pub use tls::{
     tls_files_from_env, TlsEnvError, TlsFiles, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME,
 };

@@ -2,10 +2,8 @@
 //! a task's automatic `intra_op_threads` reads (as PyTorch's threads do under torchrun), so
 //! that N tasks on one machine do not each split their operations over every core.
 
-use estimator_cluster::ClusterSpec;
-
-/// The variable each task reads for how many threads one CPU operation may use.
-pub const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
+pub use estimator_cluster::OMP_NUM_THREADS;
+use estimator_cluster::{parse_omp_num_threads, ClusterSpec};
 
 /// The `OMP_NUM_THREADS` to give every task: none when the launcher's own (`inherited`) is
 /// set, since the tasks inherit it; else the `cores` shared among the tasks that compute
@@ -24,15 +22,9 @@ pub fn describe(omp_num_threads: Option<&str>, cores: usize) -> String {
     let Some(value) = omp_num_threads else {
         return format!("{cores} per operation (the cores; {OMP_NUM_THREADS} not set)");
     };
-    match value
-        .split(',')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .parse::<usize>()
-    {
-        Ok(n) if n > 0 => format!("{n} per operation ({OMP_NUM_THREADS}={value})"),
-        _ => format!("{cores} per operation (the cores; {OMP_NUM_THREADS}={value:?} ignored)"),
+    match parse_omp_num_threads(value) {
+        Ok(n) => format!("{n} per operation ({OMP_NUM_THREADS}={value})"),
+        Err(_) => format!("{cores} per operation (the cores; {OMP_NUM_THREADS}={value:?} ignored)"),
     }
 }
 

@@ -6,41 +6,36 @@
 //! therefore sets how many cores its operations use, and with one thread every operation
 //! runs on the loop's own thread, with no hand-off at all.
 
-use crate::error::{Error, Result};
+use estimator_cluster::{omp_num_threads_from_env, OMP_NUM_THREADS};
 
-/// The variable PyTorch and OpenMP read for the same purpose; `estimator-launch` sets it for
-/// each task of a cluster it runs on one machine, so that the tasks share the cores.
-const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
+use crate::error::{Error, Result};
 
 /// The threads each of `replicas_here` in-process replicas gets for `setting` (0: automatic):
 /// a `setting` other than 0 as it is; else `OMP_NUM_THREADS` when it is a positive number;
 /// else the cores this process may use (its cgroup's quota counted) shared among them.
 pub(crate) fn cpu_threads(setting: usize, replicas_here: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let omp = std::env::var(OMP_NUM_THREADS).ok();
-    threads_for(setting, replicas_here, omp.as_deref(), cores)
+    threads_for(setting, replicas_here, omp_num_threads_from_env(), cores)
 }
 
-fn threads_for(setting: usize, replicas_here: usize, omp: Option<&str>, cores: usize) -> usize {
-    if setting > 0 {
-        return setting;
-    }
-    if let Some(value) = omp {
-        // OpenMP's form for nested levels is a list, "4,2": the first is the outer one.
-        match value
-            .split(',')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .parse::<usize>()
-        {
-            Ok(n) if n > 0 => return n,
-            _ => tracing::warn!(
-                "{OMP_NUM_THREADS}={value:?} is not a positive number of threads; ignored"
-            ),
+fn threads_for(
+    setting: usize,
+    replicas_here: usize,
+    omp: Option<Result<usize, String>>,
+    cores: usize,
+) -> usize {
+    match (setting, omp) {
+        (0, Some(Ok(n))) => n,
+        (0, unset_or_unusable) => {
+            if let Some(Err(value)) = unset_or_unusable {
+                tracing::warn!(
+                    "{OMP_NUM_THREADS}={value:?} is not a positive number of threads; ignored"
+                );
+            }
+            (cores / replicas_here.max(1)).max(1)
         }
+        (n, _) => n,
     }
-    (cores / replicas_here.max(1)).max(1)
 }
 
 /// Runs `work` on a pool of `threads` threads made for it, so that the CPU operations it
@@ -116,14 +111,12 @@ mod tests {
 
     #[test]
     fn a_setting_wins_then_omp_num_threads_then_the_cores_shared_among_replicas() {
-        assert_eq!(threads_for(3, 1, Some("8"), 16), 3);
-        assert_eq!(threads_for(0, 1, Some("8"), 16), 8);
-        assert_eq!(threads_for(0, 4, Some("6,2"), 16), 6);
+        assert_eq!(threads_for(3, 1, Some(Ok(8)), 16), 3);
+        assert_eq!(threads_for(0, 1, Some(Ok(8)), 16), 8);
+        assert_eq!(threads_for(0, 4, Some(Ok(6)), 16), 6);
         assert_eq!(threads_for(0, 1, None, 16), 16);
         assert_eq!(threads_for(0, 4, None, 16), 4);
         assert_eq!(threads_for(0, 3, None, 2), 1);
-        for unusable in ["0", "many", ""] {
-            assert_eq!(threads_for(0, 2, Some(unusable), 16), 8, "{unusable:?}");
-        }
+        assert_eq!(threads_for(0, 2, Some(Err("many".into())), 16), 8);
     }
 }

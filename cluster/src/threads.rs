@@ -1,0 +1,42 @@
+//! `OMP_NUM_THREADS`: how many threads one CPU operation may use, the variable PyTorch and
+//! OpenMP read and `estimator-launch` sets for each task it starts on one machine.
+
+/// The variable.
+pub const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
+
+/// This process's `OMP_NUM_THREADS`: `None` when unset, else [`parse_omp_num_threads`] of it.
+pub fn omp_num_threads_from_env() -> Option<Result<usize, String>> {
+    std::env::var(OMP_NUM_THREADS)
+        .ok()
+        .map(|value| parse_omp_num_threads(&value))
+}
+
+/// A value of `OMP_NUM_THREADS` as a number of threads; OpenMP's list form for nested
+/// levels ("4,2") gives its first, outer one. The error is the value, when it names no
+/// positive number.
+pub fn parse_omp_num_threads(value: &str) -> Result<usize, String> {
+    match value
+        .split(',')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .parse::<usize>()
+    {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(value.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_positive_number_or_the_first_of_a_list_and_anything_else_is_refused() {
+        assert_eq!(parse_omp_num_threads("8"), Ok(8));
+        assert_eq!(parse_omp_num_threads(" 6 , 2"), Ok(6));
+        for unusable in ["0", "many", "", "-1", ",4"] {
+            assert_eq!(parse_omp_num_threads(unusable), Err(unusable.to_string()));
+        }
+    }
+}
