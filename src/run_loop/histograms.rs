@@ -1,5 +1,5 @@
 //! The chief's weight histograms, bucketed on a thread of their own: bucketing every weight
-//! of a wide model (millions of values, a binary search each) would otherwise stall the
+//! of a wide model (millions of values, tens of milliseconds) would otherwise stall the
 //! training step on every summary step. The training thread only copies the values out.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
