@@ -66,9 +66,9 @@ fn mirrored_replicas_share_the_cores_by_default() {
         )
         .unwrap();
     let cores = std::thread::available_parallelism().unwrap().get();
-    let expected = match std::env::var("OMP_NUM_THREADS").ok() {
-        Some(omp) => omp.parse().unwrap(),
-        None => (cores / 2).max(1),
+    let expected = match estimator::cluster::omp_num_threads_from_env() {
+        Some(Ok(omp)) => omp,
+        _ => (cores / 2).max(1),
     };
     let seen = seen.0.lock().unwrap();
     assert!(!seen.is_empty());
