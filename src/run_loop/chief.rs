@@ -5,11 +5,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::store::ModuleSnapshot;
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
-use super::histograms::Histograms;
+use super::histograms::{weight_readers, Histograms};
 use super::step_sync::StepSync;
 use super::train_state::TrainState;
 use crate::checkpoint::{CheckpointListener, CheckpointManager, CheckpointSchedule};
@@ -161,21 +160,8 @@ impl<'l> Chief<'l> {
         Ok((state, path))
     }
 
-    /// Copies the weights out for their histograms, bucketed on another thread.
+    /// Hands the weights to the histograms' thread, which reads and buckets them.
     fn write_histograms<B: AutodiffBackend, M: Module<B>>(&mut self, model: &M, step: u64) {
-        let variables = model
-            .collect(None, None, false)
-            .into_iter()
-            .filter_map(|snapshot| {
-                let values = snapshot
-                    .to_data()
-                    .ok()?
-                    .convert::<f32>()
-                    .to_vec::<f32>()
-                    .ok()?;
-                Some((snapshot.full_path(), values))
-            })
-            .collect();
-        self.histograms.send(step, variables);
+        self.histograms.send(step, weight_readers(model));
     }
 }

@@ -1,16 +1,24 @@
-//! The chief's weight histograms, bucketed on a thread of their own: bucketing every weight
-//! of a wide model (millions of values, tens of milliseconds) would otherwise stall the
-//! training step on every summary step. The training thread only copies the values out.
+//! The chief's weight histograms, read and bucketed on a thread of their own: bucketing
+//! every weight of a wide model (millions of values, tens of milliseconds) would otherwise
+//! stall the training step on every summary step, and reading them on a GPU waits for the
+//! device. The training thread only hands over the tensors (reference-counted handles).
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+
 use crate::summary::{histogram_buckets, Histogram, SummaryWriter};
 
-/// One summary step's variables: (name, values).
+/// Reads one variable's values; `None` when the device cannot give them.
+pub(super) type ReadValues = Box<dyn FnOnce() -> Option<Vec<f32>> + Send>;
+
+/// One summary step's variables: (name, how to read its values).
 struct Job {
     step: u64,
-    variables: Vec<(String, Vec<f32>)>,
+    variables: Vec<(String, ReadValues)>,
 }
 
 /// One summary step's histograms.
@@ -38,7 +46,14 @@ impl Histograms {
             .name("summary-histograms".into())
             .spawn(move || {
                 for Job { step, variables } in queued {
-                    let histograms = variables
+                    // Every read before any bucketing, so the tensors are let go of soon:
+                    // a CPU optimizer updates a weight in place only while no one else
+                    // holds it.
+                    let read: Vec<(String, Vec<f32>)> = variables
+                        .into_iter()
+                        .filter_map(|(name, read)| Some((name, read()?)))
+                        .collect();
+                    let histograms = read
                         .into_iter()
                         .map(|(name, values)| (name, histogram_buckets(&values)))
                         .collect();
@@ -63,7 +78,7 @@ impl Histograms {
     }
 
     /// Queues `variables` for their histograms at `step`.
-    pub fn send(&mut self, step: u64, variables: Vec<(String, Vec<f32>)>) {
+    pub fn send(&mut self, step: u64, variables: Vec<(String, ReadValues)>) {
         if let Some(jobs) = &self.jobs {
             if jobs.send(Job { step, variables }).is_ok() {
                 self.pending += 1;
@@ -96,6 +111,47 @@ impl Histograms {
     }
 }
 
+/// The float parameters of `model` by their paths ("dense.weight"), each to be read
+/// wherever the returned closure runs.
+pub(super) fn weight_readers<B: AutodiffBackend, M: Module<B>>(
+    model: &M,
+) -> Vec<(String, ReadValues)> {
+    let mut collector = Readers {
+        path: Vec::new(),
+        readers: Vec::new(),
+    };
+    model.visit(&mut collector);
+    collector.readers
+}
+
+struct Readers {
+    path: Vec<String>,
+    readers: Vec<(String, ReadValues)>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Readers {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let tensor = param.val().inner();
+        let read: ReadValues = Box::new(move || {
+            tensor
+                .try_into_data()
+                .ok()?
+                .convert::<f32>()
+                .to_vec::<f32>()
+                .ok()
+        });
+        self.readers.push((self.path.join("."), read));
+    }
+}
+
 impl Drop for Histograms {
     fn drop(&mut self) {
         self.jobs = None;
@@ -117,7 +173,8 @@ mod tests {
         let mut histograms = Histograms::new();
         for step in [10, 20, 30] {
             let values = vec![step as f32; 4];
-            histograms.send(step, vec![("dense/weight".into(), values)]);
+            let read: ReadValues = Box::new(move || Some(values));
+            histograms.send(step, vec![("dense/weight".into(), read)]);
             histograms.write_finished(&mut writer);
         }
         histograms.write_all(&mut writer);

@@ -306,3 +306,51 @@ fn early_stopping_stops_when_the_eval_loss_has_not_decreased() {
         .unwrap();
     assert_eq!(outcome.global_step, 5);
 }
+
+#[test]
+fn weight_histograms_hold_each_summary_steps_weights() {
+    use estimator::summary::{EventKind, Value};
+    let dir = tempfile::tempdir().unwrap();
+    let est = TinyClassifier::new(dir.path()); // summaries every 10 steps
+    est.train(train_input, TrainSpec::max_steps(30)).unwrap();
+    let mut seen = std::collections::BTreeMap::<u64, Vec<(String, f64, f64, f64)>>::new();
+    for file in event_files(dir.path()).unwrap() {
+        for event in read_event_file(&file).unwrap() {
+            if let EventKind::Summary(values) = event.what {
+                for value in values {
+                    if let Value::Histogram(h) = value.value {
+                        let at = seen.entry(event.step as u64).or_default();
+                        at.push((value.tag, h.num, h.min, h.max));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(seen.keys().copied().collect::<Vec<_>>(), [1, 10, 20, 30]);
+    for histograms in seen.values() {
+        let mut tags: Vec<_> = histograms.iter().map(|h| h.0.as_str()).collect();
+        tags.sort();
+        assert_eq!(
+            tags,
+            [
+                "hidden.bias",
+                "hidden.weight",
+                "output.bias",
+                "output.weight"
+            ]
+        );
+    }
+    // The last summary step's histograms are the final checkpoint's weights, although
+    // they were read on another thread while training went on.
+    for (name, values) in crate::distributed::weights(dir.path()) {
+        let (_, num, min, max) = seen[&30].iter().find(|h| h.0 == name).unwrap().clone();
+        assert_eq!(num, values.len() as f64, "{name}");
+        let lowest = values.iter().copied().fold(f32::INFINITY, f32::min);
+        let highest = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        assert_eq!((min, max), (lowest as f64, highest as f64), "{name}");
+    }
+    // Step 1's weights are not step 30's: each summary step read its own.
+    let first = seen[&1].iter().find(|h| h.0 == "hidden.weight").unwrap();
+    let last = seen[&30].iter().find(|h| h.0 == "hidden.weight").unwrap();
+    assert_ne!((first.2, first.3), (last.2, last.3));
+}
