@@ -1,18 +1,10 @@
 //! Starting the tasks, relaying their output, waiting for the chief, and leaving no process
-//! behind.
-//!
-//! The tasks run in one process group led by a sentinel: a `/bin/sh` that waits for its
-//! stdin (a pipe from the launcher) to close, then kills its whole group. The launcher closes
-//! that pipe once it has reaped its tasks, which sweeps away whatever they left running; and
-//! when the launcher dies in any way (Ctrl-C, SIGTERM, even SIGKILL) the kernel closes the
-//! pipe for it, so the tasks die with it — without a signal handler. A terminal's Ctrl-C
-//! reaches only the launcher (the tasks are in another process group); the tasks are then
-//! killed with SIGKILL, like a lost machine.
+//! behind (the tasks' process group and its sentinel: `sentinel.rs`).
 
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -26,7 +18,9 @@ use crate::relay;
 use crate::tls::TaskCertificates;
 
 mod restart;
+mod sentinel;
 use restart::{group_to_restart, restart_group, Restart};
+use sentinel::Sentinel;
 
 /// Exit codes from this one up are worth a restart (Kubeflow's `ExitCode` policy).
 const RETRYABLE: i32 = 128;
@@ -345,40 +339,6 @@ fn spawn_relay(
 /// A line of the launcher's own on stderr.
 fn note(message: &str) {
     eprintln!("estimator-launch: {message}");
-}
-
-/// The leader of the tasks' process group; kills the group when its stdin closes.
-struct Sentinel {
-    child: Child,
-    stdin: Option<ChildStdin>,
-}
-
-impl Sentinel {
-    fn start() -> io::Result<Sentinel> {
-        let mut child = Command::new("/bin/sh")
-            .args(["-c", "read -r _; kill -9 0"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()?;
-        let stdin = child.stdin.take();
-        Ok(Sentinel { child, stdin })
-    }
-
-    /// The process group id the tasks join.
-    fn group(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Kills every process left in the group (the sentinel included) and reaps the sentinel.
-    fn sweep(mut self) {
-        drop(self.stdin.take());
-        if reap(&mut self.child, SETTLE).is_none() {
-            let _ = self.child.kill();
-            let _ = reap(&mut self.child, SETTLE);
-        }
-    }
 }
 
 #[cfg(test)]
