@@ -1,0 +1,239 @@
+//! The raw Burn training step on device-resident data: the reference `scripts/bench-gpu`
+//! holds `dnn-classifier` (and PyTorch eager) against. An MLP (Linear + ReLU, cross-entropy,
+//! Adam lr 0.001, f32) trains on 8 batches of Gaussian rows created on the device once;
+//! every step selects its batch there through an index tensor (a row permutation per epoch,
+//! uploaded at start), as the PyTorch comparison does. Nothing else: no input pipeline, no
+//! hooks, no checkpoint.
+//!
+//! Run: `cargo bench --bench raw_step -- --features 784 --hidden 128,64 --batch 128
+//! --steps 1000 [--device cpu|cuda[:N]] [--read-loss every|never]` (`cuda` needs
+//! `--features cuda`). Prints one JSON line shaped like `dnn-classifier train --json`'s:
+//! `examples_per_sec` after the first min(100, 10 %) steps, `startup_secs` until then (kernel
+//! compilation on a GPU), `total_examples_per_sec`. `--read-loss every` reads the loss back
+//! after each step (a host-device sync per step, as PyTorch's `loss.item()`); `never`
+//! (default) reads it only where the clock starts and stops.
+
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::{Linear, LinearConfig};
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+use burn::tensor::activation::relu;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Distribution, ElementConversion, Int, Tensor, TensorData};
+
+const CLASSES: usize = 10;
+/// Rows on the device: this many batches.
+const BATCHES: usize = 8;
+/// Row permutations uploaded at start, used in turn epoch after epoch.
+const PERMUTATIONS: usize = 4;
+
+#[derive(Module, Debug)]
+struct Mlp<B: Backend> {
+    hidden: Vec<Linear<B>>,
+    output: Linear<B>,
+}
+
+impl<B: Backend> Mlp<B> {
+    fn new(features: usize, hidden: &[usize], device: &B::Device) -> Self {
+        let mut width = features;
+        let mut layers = Vec::new();
+        for &units in hidden {
+            layers.push(LinearConfig::new(width, units).init(device));
+            width = units;
+        }
+        Self {
+            hidden: layers,
+            output: LinearConfig::new(width, CLASSES).init(device),
+        }
+    }
+
+    fn forward(&self, mut x: Tensor<B, 2>) -> Tensor<B, 2> {
+        for layer in &self.hidden {
+            x = relu(layer.forward(x));
+        }
+        self.output.forward(x)
+    }
+}
+
+struct Args {
+    features: usize,
+    hidden: Vec<usize>,
+    batch: usize,
+    steps: usize,
+    device: String,
+    read_every_step: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        features: 64,
+        hidden: vec![128, 64],
+        batch: 128,
+        steps: 1000,
+        device: "cpu".into(),
+        read_every_step: false,
+    };
+    let given: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < given.len() {
+        let flag = given[i].as_str();
+        // `cargo bench` passes `--bench` to every bench binary.
+        if flag == "--bench" {
+            i += 1;
+            continue;
+        }
+        let value = given
+            .get(i + 1)
+            .ok_or_else(|| format!("{flag}: expected a value"))?;
+        let number = |what: &str| -> Result<usize, String> {
+            match value.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!("{what} {value}: expected a positive number")),
+            }
+        };
+        match flag {
+            "--features" => args.features = number(flag)?,
+            "--batch" => args.batch = number(flag)?,
+            "--steps" => args.steps = number(flag)?,
+            "--hidden" => {
+                args.hidden = value
+                    .split(',')
+                    .map(|units| match units.trim().parse::<usize>() {
+                        Ok(n) if n > 0 => Ok(n),
+                        _ => Err(format!("--hidden {value}: expected units like 128,64")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--device" => args.device = value.clone(),
+            "--read-loss" => {
+                args.read_every_step = match value.as_str() {
+                    "every" => true,
+                    "never" => false,
+                    _ => return Err(format!("--read-loss {value}: expected every or never")),
+                }
+            }
+            _ => return Err(format!("unknown option {flag}")),
+        }
+        i += 2;
+    }
+    Ok(args)
+}
+
+/// Permutations of `0..rows` from a fixed LCG, as index tensors on `device`.
+fn permutations<B: Backend>(rows: usize, device: &B::Device) -> Vec<Tensor<B, 1, Int>> {
+    let mut state = 7u64;
+    (0..PERMUTATIONS)
+        .map(|_| {
+            let mut order: Vec<i64> = (0..rows as i64).collect();
+            for i in (1..rows).rev() {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                order.swap(i, (state >> 33) as usize % (i + 1));
+            }
+            Tensor::from_data(TensorData::new(order, [rows]), device)
+        })
+        .collect()
+}
+
+/// Trains for `args.steps` steps on `device`; the JSON line.
+fn run<B: AutodiffBackend>(args: &Args, device: B::Device, started: Instant) -> String {
+    let rows = BATCHES * args.batch;
+    let x_all = Tensor::<B, 2>::random(
+        [rows, args.features],
+        Distribution::Normal(0.0, 1.0),
+        &device,
+    );
+    let labels: Vec<i64> = (0..rows as i64).map(|r| r % CLASSES as i64).collect();
+    let y_all = Tensor::<B, 1, Int>::from_data(TensorData::new(labels, [rows]), &device);
+    let orders = permutations::<B>(rows, &device);
+    let mut model = Mlp::<B>::new(args.features, &args.hidden, &device);
+    let mut optim = AdamConfig::new().init::<B, Mlp<B>>();
+    let loss_fn = CrossEntropyLossConfig::new().init(&device);
+    let warmup = (args.steps / 10).clamp(1, 100);
+    let mut warm = None;
+    let mut last_loss = 0.0f32;
+    for step in 1..=args.steps {
+        let position = (step - 1) % BATCHES * args.batch;
+        let order = &orders[(step - 1) / BATCHES % PERMUTATIONS];
+        let index = order.clone().narrow(0, position, args.batch);
+        let x = x_all.clone().select(0, index.clone());
+        let y = y_all.clone().select(0, index);
+        let loss = loss_fn.forward(model.forward(x), y);
+        let read = args.read_every_step || step == warmup || step == args.steps;
+        if read {
+            last_loss = loss.clone().into_scalar().elem::<f32>();
+        }
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+        if step == warmup {
+            warm = Some(Instant::now());
+        }
+    }
+    // The last update's weights, so that the clock stops after the device has made them.
+    let _ = model.output.weight.val().into_data();
+    let end = Instant::now();
+    let warm = warm.unwrap_or(end);
+    let steady_steps = args.steps.saturating_sub(warmup);
+    let steady = if steady_steps > 0 {
+        (steady_steps * args.batch) as f64 / (end - warm).as_secs_f64()
+    } else {
+        0.0
+    };
+    format!(
+        "{{\"examples_per_sec\":{steady},\"startup_secs\":{},\"total_examples_per_sec\":{},\"final_loss\":{last_loss}}}",
+        (warm - started).as_secs_f64(),
+        (args.steps * args.batch) as f64 / (end - started).as_secs_f64(),
+    )
+}
+
+fn main() {
+    let started = Instant::now();
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("raw_step: {e}");
+            std::process::exit(2);
+        }
+    };
+    let line = match args.device.as_str() {
+        "cpu" => {
+            run::<burn::backend::Autodiff<burn::backend::Flex>>(&args, Default::default(), started)
+        }
+        cuda if cuda == "cuda" || cuda.starts_with("cuda:") => {
+            let index = match cuda.strip_prefix("cuda:").map(str::parse::<usize>) {
+                None => 0,
+                Some(Ok(index)) => index,
+                Some(Err(_)) => {
+                    eprintln!("raw_step: --device {cuda}: expected cuda or cuda:N");
+                    std::process::exit(2);
+                }
+            };
+            run_cuda(&args, index, started)
+        }
+        other => {
+            eprintln!("raw_step: --device {other}: expected cpu, cuda or cuda:N");
+            std::process::exit(2);
+        }
+    };
+    println!("{line}");
+}
+
+#[cfg(feature = "cuda")]
+fn run_cuda(args: &Args, index: usize, started: Instant) -> String {
+    use burn::backend::cuda::CudaDevice;
+    // The estimator's check, for a one-line error where Burn would panic without a driver.
+    if let Err(e) = estimator::DeviceSpec::Cuda(index).resolve() {
+        eprintln!("raw_step: {e}");
+        std::process::exit(2);
+    }
+    run::<burn::backend::Autodiff<burn::backend::Cuda>>(args, CudaDevice::new(index), started)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_cuda(_: &Args, _: usize, _: Instant) -> String {
+    eprintln!("raw_step: built without the `cuda` feature (cargo bench --features cuda)");
+    std::process::exit(2);
+}
