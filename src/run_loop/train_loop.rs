@@ -183,7 +183,11 @@ where
             with_device_input(&mut dataset, ahead, &to_device, |input| {
                 let state = self.steps(state, input, &mut hooks, chief.as_mut(), &mut steps);
                 progress.finish();
-                self.end(state?, input, chief.as_mut())
+                let (checkpoint, crc, final_step) = self.end(state?, input, chief.as_mut())?;
+                // A parameter-server chief's final checkpoint is at the ps tasks' step, which
+                // other workers' pushes may have moved past the last one this task saw.
+                steps.global_step = steps.global_step.max(final_step);
+                Ok((checkpoint, crc))
             })
         });
         progress.finish();
@@ -371,13 +375,13 @@ where
     }
 
     /// After the last step: the chief's final checkpoint, then the strategy's end of the
-    /// job; the checkpoint and the CRC-32C of the final weights.
+    /// job; the checkpoint, the CRC-32C of the final weights and the global step they are at.
     fn end(
         &mut self,
         state: State<B, E>,
         input: &Input<'_, B, E>,
         chief: Option<&mut Chief<'a>>,
-    ) -> Result<(Option<std::path::PathBuf>, u32)> {
+    ) -> Result<(Option<std::path::PathBuf>, u32, u64)> {
         let (state, checkpoint) = match chief {
             Some(chief) => {
                 let position = || input.position();
@@ -387,6 +391,6 @@ where
             None => (state, None),
         };
         let crc = self.sync.finish(&state)?;
-        Ok((checkpoint, crc))
+        Ok((checkpoint, crc, state.global_step))
     }
 }

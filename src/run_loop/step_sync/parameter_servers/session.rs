@@ -344,8 +344,10 @@ impl PsSession {
             }?;
         }
         state.model = load_values(state.model, &mut values)?;
-        // The ps tasks' step, which other workers' pushes may have moved past this task's.
+        // The ps tasks' step, which other workers' pushes may have moved past this task's:
+        // the state now holds their values at it.
         let step = snapshots.first().map_or(0, |s| s.step);
+        state.global_step = step;
         let mut checkpoint =
             contents::snapshot(&state.model, &state.optimizer, step, input_position)?;
         checkpoint.meta[PLACEMENT_KEY] = serde_json::to_value(&placement)

@@ -190,3 +190,45 @@ fn a_synchronous_push_that_times_out_names_the_task_that_pushed_nothing() {
         "{message}"
     );
 }
+
+#[test]
+fn the_chiefs_checkpoint_takes_the_ps_step_that_other_workers_moved_on() {
+    let names = vec!["chief:0".to_string(), "worker:0".to_string()];
+    let ps = InMemoryPs::start(
+        2,
+        || VariableOptimizer::new(&OptimizerSpec::sgd(0.1)),
+        "chief:0",
+    );
+    let mut chief = PsSession::new(
+        PsReplica::in_memory(&ps, 0, names.clone(), config()),
+        PsMode::default(),
+    );
+    let mut worker = PsSession::new(
+        PsReplica::in_memory(&ps, 1, names, config()),
+        PsMode::default(),
+    );
+    let start = state(0);
+    chief.initialise(&start, None, 100).unwrap();
+    let Ok(Pulled::Model(mut model, 0)) = worker.pull(start.model.clone()) else {
+        panic!("the first pull gives the initial values");
+    };
+    for expected in 1..=3 {
+        let grads = gradients(&model);
+        assert!(matches!(
+            worker.push(&model, &grads),
+            Ok(Pushed::Applied(step)) if step == expected
+        ));
+        let Ok(Pulled::Model(next, _)) = worker.pull(model) else {
+            panic!("a pull gives values");
+        };
+        model = next;
+    }
+    // The chief last saw step 0; its checkpoint, and its state, are at the ps tasks' 3.
+    let (state, checkpoint) = chief.checkpoint(start, None).unwrap();
+    assert_eq!(checkpoint.global_step, 3);
+    assert_eq!(state.global_step, 3);
+    assert_eq!(
+        state.model.weight.val().into_data(),
+        model.weight.val().into_data()
+    );
+}
