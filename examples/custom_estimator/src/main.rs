@@ -1,7 +1,6 @@
 //! Trains, evaluates, predicts with and exports the hand-written Iris MLP.
 //!
-//! Run: `cargo run --release --manifest-path examples/custom_estimator/Cargo.toml -- \
-//!       [--model-dir DIR] [--steps N]`
+//! Run: `cargo run --release -p custom_estimator -- [--model-dir DIR] [--steps N]`
 //! It ends with one JSON line of test metrics on stdout.
 //!
 //! The same binary runs as every task of a cluster (`estimator-launch --workers 1 --ps 1
