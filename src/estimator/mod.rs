@@ -3,10 +3,12 @@
 
 mod base;
 mod eval_spec;
+mod loss_readback;
 mod run_config;
 mod train_spec;
 
 pub use base::Estimator;
 pub use eval_spec::EvalSpec;
+pub use loss_readback::LossReadback;
 pub use run_config::{CheckpointEvery, RunConfig};
 pub use train_spec::{StepLimit, TrainOutcome, TrainSpec};

@@ -11,6 +11,7 @@ use crate::device::DeviceSpec;
 use crate::distribute::ps::PsMode;
 use crate::distribute::Distribution;
 use crate::error::{Error, Result};
+use crate::estimator::LossReadback;
 use crate::io::write_json_atomic;
 
 /// Run-time settings of an estimator, as TF's `tf.estimator.RunConfig`.
@@ -53,6 +54,10 @@ pub struct RunConfig {
     /// thread, just before its step.
     #[serde(default = "default_prefetch_to_device")]
     pub prefetch_to_device: usize,
+    /// Which steps' losses training reads back from the device (default every step's, one
+    /// step late; see [`LossReadback`]).
+    #[serde(default)]
+    pub loss_readback: LossReadback,
     /// Threads one CPU operation may use in training, evaluation and prediction (TF's
     /// `intra_op_parallelism_threads`): large matrix products and row-wise operations are
     /// split between them. 0 (default): `OMP_NUM_THREADS` when set (`estimator-launch` sets
@@ -109,6 +114,7 @@ impl RunConfig {
             startup_timeout_secs: default_startup_timeout_secs(),
             stall_warning_secs: default_stall_warning_secs(),
             prefetch_to_device: default_prefetch_to_device(),
+            loss_readback: LossReadback::default(),
             intra_op_threads: default_intra_op_threads(),
             warm_start_from: None,
             cluster: None,
@@ -170,6 +176,12 @@ impl RunConfig {
     /// thread; 0 builds them on the training thread.
     pub fn with_prefetch_to_device(mut self, batches: usize) -> Self {
         self.prefetch_to_device = batches;
+        self
+    }
+
+    /// Read back the losses `readback` says.
+    pub fn with_loss_readback(mut self, readback: LossReadback) -> Self {
+        self.loss_readback = readback;
         self
     }
 

@@ -4,31 +4,54 @@
 //! host until the device has drained, and the device then idles while the host prepares
 //! the next step. So the loop reads each loss one step late — step t's while step t+1 is
 //! queued — except on the steps where it is logged, summarised or checkpointed, and on the
-//! first and last steps, where it reads the step's own loss at once.
+//! first and last steps, where it reads the step's own loss at once. With
+//! [`LossReadback::WhenWanted`] it reads only those.
 
 use crate::distribute::StepLoss;
+use crate::estimator::LossReadback;
 
 /// The losses of recent steps: the latest read, and the one still on the device.
 #[derive(Default)]
 pub(super) struct LossReadout {
+    readback: LossReadback,
     /// The latest loss read: `(global step, value)`.
     latest: Option<(u64, f64)>,
     /// The last step's loss, not read yet.
     pending: Option<(u64, StepLoss)>,
+    /// Whether the host waited for every step queued so far since [`Self::take_drained`].
+    drained: bool,
 }
 
 impl LossReadout {
+    pub fn new(readback: LossReadback) -> Self {
+        LossReadout {
+            readback,
+            ..Default::default()
+        }
+    }
+
     /// Takes the loss of `step`; returns the loss to report now and the step it belongs to:
     /// `step`'s own when `wanted_now` (or when it costs nothing), else the latest read.
     pub fn after_step(&mut self, step: u64, loss: StepLoss, wanted_now: bool) -> (u64, f64) {
         if wanted_now || loss.is_known() || self.latest.is_none() {
             self.pending = None;
+            // A read waits for everything queued before it; a known loss came back with
+            // the step's gradients, which the strategy waited for.
+            self.drained = true;
             return *self.latest.insert((step, loss.read()));
         }
-        if let Some((previous, value)) = self.pending.replace((step, loss)) {
+        let previous = self.pending.replace((step, loss));
+        if let (LossReadback::EveryStep, Some((previous, value))) = (self.readback, previous) {
             self.latest = Some((previous, value.read()));
+            self.drained = true;
         }
         self.latest.expect("set before any step is left pending")
+    }
+
+    /// Whether the device has finished every step queued before the last read, and no
+    /// step has been taken since without a read; resets it.
+    pub fn take_drained(&mut self) -> bool {
+        std::mem::take(&mut self.drained)
     }
 
     /// The loss of the last step taken, reading it if it is still on the device.
@@ -94,6 +117,50 @@ mod tests {
         assert_eq!(readout.last(), Some(5.0));
         assert_eq!(readout.last(), Some(5.0));
         assert_eq!(reads.load(Ordering::SeqCst), 4);
+    }
+
+    #[test]
+    fn when_wanted_only_the_losses_wanted_are_read() {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let mut readout = LossReadout::new(LossReadback::WhenWanted);
+        // The first step is read at once: there is nothing earlier to report.
+        assert_eq!(
+            readout.after_step(1, on_device(1.0, &reads), false),
+            (1, 1.0)
+        );
+        assert!(readout.take_drained());
+        for step in 2..=9 {
+            assert_eq!(
+                readout.after_step(step, on_device(step as f64, &reads), false),
+                (1, 1.0)
+            );
+            assert!(!readout.take_drained(), "step {step}");
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "steps 2-9 never read");
+        assert_eq!(
+            readout.after_step(10, on_device(10.0, &reads), true),
+            (10, 10.0)
+        );
+        assert!(readout.take_drained());
+        assert!(!readout.take_drained(), "reset by the first take");
+        assert_eq!(
+            readout.after_step(11, on_device(11.0, &reads), false),
+            (10, 10.0)
+        );
+        // The end of training reads the last step's loss.
+        assert_eq!(readout.last(), Some(11.0));
+        assert_eq!(reads.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn every_step_drains_at_each_step_but_one_right_after_a_read_at_once() {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let mut readout = LossReadout::default();
+        for step in 1..=5 {
+            readout.after_step(step, on_device(step as f64, &reads), false);
+            // Step 1 is read at once, so step 2 finds nothing pending to read.
+            assert_eq!(readout.take_drained(), step != 2, "step {step}");
+        }
     }
 
     #[test]

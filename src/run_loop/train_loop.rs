@@ -40,8 +40,8 @@ where
     pub listener: Option<&'a mut CheckpointListener<'a>>,
 }
 
-/// Where the steps of one run stand.
-struct Steps<'p> {
+/// Where the steps of one run stand; `T`: a batch on the device.
+struct Steps<'p, T> {
     start_step: u64,
     last_step: u64,
     seed: u64,
@@ -54,6 +54,10 @@ struct Steps<'p> {
     /// its first pull).
     first_step: Option<u64>,
     losses: LossReadout,
+    /// The batches of steps the device may still be running, kept until a loss read (which
+    /// waits for every step queued): built on the prefetch thread, on a device stream of its
+    /// own, a dropped batch's memory could be reused while a queued step still reads it.
+    queued: Vec<T>,
 }
 
 /// A step whose update was applied.
@@ -111,11 +115,8 @@ where
                 "skipping training: global_step {start_step} already reached the limit {last_step}"
             );
             let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
-            let checkpoint = if is_chief {
-                manager.list()?.last().cloned()
-            } else {
-                None
-            };
+            let listed = is_chief.then(|| manager.list()).transpose()?;
+            let checkpoint = listed.and_then(|list| list.last().cloned());
             self.sync.finish(&state)?;
             return Ok(TrainOutcome {
                 global_step: start_step,
@@ -137,16 +138,8 @@ where
         // Only the chief writes summaries and checkpoints (TF: other workers' would clobber
         // them).
         let listener = self.listener.take();
-        let mut chief = match is_chief {
-            true => Some(Chief::new(
-                config,
-                restored_step,
-                start_step,
-                now,
-                listener,
-            )?),
-            false => None,
-        };
+        let new_chief = || Chief::new(config, restored_step, start_step, now, listener);
+        let mut chief = is_chief.then(new_chief).transpose()?;
         let bar_len = (last_step != u64::MAX).then(|| last_step - start_step);
         let progress = Progress::new(bar_len, config.progress && is_chief, "train");
         let start = RunStart {
@@ -163,7 +156,8 @@ where
             global_step: start_step,
             steps_run: 0,
             first_step: None,
-            losses: LossReadout::default(),
+            losses: LossReadout::new(config.loss_readback),
+            queued: Vec::new(),
         };
 
         let mut begun = 0;
@@ -231,7 +225,7 @@ where
         input: &mut Input<'_, B, E>,
         hooks: &mut [Box<dyn Hook>],
         mut chief: Option<&mut Chief<'a>>,
-        steps: &mut Steps<'_>,
+        steps: &mut Steps<'_, E::DeviceBatch<B>>,
     ) -> Result<State<B, E>> {
         while state.global_step < steps.last_step {
             for hook in hooks.iter_mut() {
@@ -254,6 +248,7 @@ where
                 }
                 None => None,
             };
+            steps.queued.extend(batch);
             let previous_step = state.global_step;
             // Gradient hand-off point: averaged over replicas, pushed to parameter servers,
             // or applied as they are.
@@ -287,6 +282,9 @@ where
             let stop;
             (state, stop) =
                 self.after_step(state, input, hooks, chief.as_deref_mut(), steps, applied)?;
+            if steps.losses.take_drained() {
+                steps.queued.clear();
+            }
             if stop {
                 if state.global_step < steps.last_step {
                     self.sync.leave(&state)?;
@@ -326,7 +324,7 @@ where
         input: &Input<'_, B, E>,
         hooks: &mut [Box<dyn Hook>],
         chief: Option<&mut Chief<'a>>,
-        steps: &mut Steps<'_>,
+        steps: &mut Steps<'_, E::DeviceBatch<B>>,
         applied: Applied,
     ) -> Result<(State<B, E>, bool)> {
         let Applied {

@@ -3,6 +3,7 @@
 mod checkpoints;
 mod cpu_threads;
 mod distributed;
+mod loss_readback;
 mod parameter_server;
 mod resume;
 mod summary_support;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use estimator::optimizer::Decay;
-use estimator::Distribution;
+use estimator::{Distribution, LossReadback};
 
 use crate::values::{parse_decay, parse_mirrored};
 
@@ -164,6 +164,12 @@ pub struct TrainArgs {
     /// Example: `--intra-op-threads 4`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub intra_op_threads: usize,
+    /// Which steps' losses training reads back from the device: every-step (one step late)
+    /// or when-wanted (only logged, summarised and checkpointed steps', so that a GPU never
+    /// drains between them; a NaN is then caught at the next step read).
+    /// Example: `--loss-readback when-wanted`.
+    #[arg(long, value_name = "WHICH", default_value = "every-step")]
+    pub loss_readback: LossReadback,
     /// How the learning rate changes with the global step (TF's schedules), as
     /// KIND:key=value,…; lists separated by '/'. KIND: exponential_decay (decay_steps,
     /// decay_rate, staircase), piecewise_constant (boundaries, values), polynomial_decay

@@ -1,0 +1,54 @@
+//! Which steps' losses the training loop reads back from the device.
+
+use serde::{Deserialize, Serialize};
+
+/// Which steps' losses the training loop reads back (`RunConfig::loss_readback`).
+///
+/// On a device that queues work (CUDA) a read waits for everything queued before it, so a
+/// loss read drains the queue: read every step, the host waits for the device once a step
+/// and the device then idles while the host queues the next one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossReadback {
+    /// Every step's loss, one step late (step t's once step t+1 is queued): hooks see each
+    /// step's loss, and a NaN stops training one step after it appears.
+    #[default]
+    EveryStep,
+    /// Only the losses that are logged, summarised or checkpointed, and the first and last
+    /// steps' (as a PyTorch loop calls `loss.item()` only when it logs): the device never
+    /// drains between them. Hooks see the latest loss read (`StepInfo::loss_step` says
+    /// whose); a NaN is caught at the next step read, before a scheduled checkpoint holds it
+    /// (NaN weights make every later loss NaN). Each step's input batch is kept until the
+    /// next read, so a batch's device memory is not reused while queued steps still read it.
+    WhenWanted,
+}
+
+impl std::str::FromStr for LossReadback {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "every_step" | "every-step" => Ok(LossReadback::EveryStep),
+            "when_wanted" | "when-wanted" => Ok(LossReadback::WhenWanted),
+            other => Err(format!(
+                "unknown loss readback {other:?} (expected every-step or when-wanted)"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_spellings_and_names_what_it_expected() {
+        assert_eq!("every-step".parse(), Ok(LossReadback::EveryStep));
+        assert_eq!("when_wanted".parse(), Ok(LossReadback::WhenWanted));
+        let err = "sometimes".parse::<LossReadback>().unwrap_err();
+        assert!(
+            err.contains("\"sometimes\"") && err.contains("when-wanted"),
+            "{err}"
+        );
+    }
+}
