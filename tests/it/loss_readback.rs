@@ -39,7 +39,7 @@ fn losses_read_when_wanted_are_the_logged_steps_and_a_nan_still_stops_training()
     let expected: Vec<(u64, u64)> = (1..=25)
         .map(|step| match step {
             1 | 25 => (step, step),
-            _ => (step, step / 10 * 10).max((step, 1)),
+            _ => (step, (step / 10 * 10).max(1)),
         })
         .collect();
     assert_eq!(wanted, expected);
