@@ -14,6 +14,9 @@ use datasets::{Dataset, Position};
 
 use crate::error::{Error, Result};
 
+/// The name of the thread that builds batches ahead.
+const PREFETCH_THREAD: &str = "device-prefetch";
+
 /// One converted batch, with the input's position after it.
 struct Fetched<T> {
     batch: Result<T>,
@@ -54,6 +57,10 @@ where
     T: Send,
 {
     let delivered = dataset.position();
+    match ahead {
+        0 => tracing::debug!("device tensors built on the training thread"),
+        n => tracing::debug!("device tensors built {n} batch(es) ahead on {PREFETCH_THREAD}"),
+    }
     if ahead == 0 {
         let mut input = DeviceInput {
             next: Box::new(|| fetch(dataset, convert)),
@@ -62,11 +69,20 @@ where
         return body(&mut input);
     }
     std::thread::scope(|scope| {
-        let rx = spawn_prefetch(scope, dataset, ahead, convert);
-        let mut input = DeviceInput {
-            next: Box::new(move || rx.recv().ok()),
-            delivered,
-        };
+        let next: Box<dyn FnMut() -> Option<Fetched<T>>> =
+            match spawn_prefetch(scope, dataset, ahead, convert) {
+                Ok(rx) => Box::new(move || rx.recv().ok()),
+                Err(e) => {
+                    let mut failed = Some(Fetched {
+                        batch: Err(Error::Config(format!(
+                            "cannot start the {PREFETCH_THREAD} thread: {e}"
+                        ))),
+                        position: delivered.clone(),
+                    });
+                    Box::new(move || failed.take())
+                }
+            };
+        let mut input = DeviceInput { next, delivered };
         body(&mut input)
     })
 }
@@ -76,14 +92,14 @@ fn spawn_prefetch<'scope, D, T>(
     dataset: &'scope mut D,
     ahead: usize,
     convert: &'scope (dyn Fn(&D::Item) -> Result<T> + Sync),
-) -> Receiver<Fetched<T>>
+) -> std::io::Result<Receiver<Fetched<T>>>
 where
     D: Dataset + Send,
     T: Send,
 {
     // `ahead - 1` queued plus the one the thread holds while the channel is full.
     let (tx, rx) = sync_channel(ahead - 1);
-    scope.spawn(move || loop {
+    let prefetch = move || loop {
         let Some(fetched) = fetch(dataset, convert) else {
             return;
         };
@@ -92,8 +108,12 @@ where
         if tx.send(fetched).is_err() || failed {
             return;
         }
-    });
-    rx
+    };
+    // Named, so that profiles and stack dumps tell it from the training thread.
+    std::thread::Builder::new()
+        .name(PREFETCH_THREAD.into())
+        .spawn_scoped(scope, prefetch)?;
+    Ok(rx)
 }
 
 /// The next item of `dataset`, converted; a panic in the input or the conversion becomes

@@ -210,3 +210,42 @@ fn gradient_clipping_flags_train_and_a_bad_bound_is_refused() {
         "gradient clipping: norm -1 must be finite and positive",
     );
 }
+
+#[test]
+fn prefetch_to_device_moves_batch_building_off_the_training_thread_without_changing_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |prefetch: &str| {
+        let output = run(bin()
+            .env("RUST_LOG", "info,estimator::run_loop::device_input=debug")
+            .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+            .args([&iris("iris_test.csv"), "--label-column", "label"])
+            .args([
+                "--optimizer",
+                "adam",
+                "--batch-size",
+                "16",
+                "--max-steps",
+                "60",
+            ])
+            .args(["--prefetch-to-device", prefetch, "--model-dir"])
+            .arg(dir.path().join(prefetch))
+            .arg("--json"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        output
+    };
+    let (ahead, inline) = (train("3"), train("0"));
+    assert!(
+        stderr(&ahead).contains("built 3 batch(es) ahead on device-prefetch"),
+        "{}",
+        stderr(&ahead)
+    );
+    assert!(
+        stderr(&inline).contains("built on the training thread"),
+        "{}",
+        stderr(&inline)
+    );
+    let (ahead, inline) = (last_json(&ahead), last_json(&inline));
+    for metric in ["loss", "accuracy", "global_step"] {
+        assert_eq!(ahead[metric], inline[metric], "{metric}");
+    }
+}

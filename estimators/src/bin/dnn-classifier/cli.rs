@@ -170,6 +170,12 @@ pub struct TrainArgs {
     /// Example: `--loss-readback when-wanted`.
     #[arg(long, value_name = "WHICH", default_value = "every-step")]
     pub loss_readback: LossReadback,
+    /// Batches whose device tensors (feature columns applied) are built ahead of the step
+    /// on a thread of their own (TF's prefetch_to_device); 0 builds each batch on the
+    /// training thread, just before its step.
+    /// Example: `--prefetch-to-device 0`.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub prefetch_to_device: usize,
     /// How the learning rate changes with the global step (TF's schedules), as
     /// KIND:key=value,…; lists separated by '/'. KIND: exponential_decay (decay_steps,
     /// decay_rate, staircase), piecewise_constant (boundaries, values), polynomial_decay

@@ -111,7 +111,8 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         .with_ps_mode(ps_mode(&args))
         .with_cluster(cluster.clone())
         .with_intra_op_threads(args.intra_op_threads)
-        .with_loss_readback(args.loss_readback);
+        .with_loss_readback(args.loss_readback)
+        .with_prefetch_to_device(args.prefetch_to_device);
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
     }

@@ -25,7 +25,11 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let cli = cli::Cli::parse();
     let ansi = std::io::stderr().is_terminal();
+    // `RUST_LOG` as every tracing program reads it; info when unset or unreadable.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
         .with_target(false)
