@@ -11,9 +11,14 @@ use std::time::Instant;
 use burn::tensor::{Distribution, Tensor};
 use estimator::device::CpuBackend;
 
-/// `(name, m, k, n, lhs transposed)`: the forward first layer, its weight gradient (the
-/// batch transposed, a strided operand as autodiff passes it) and the second layer.
-const SHAPES: [(&str, usize, usize, usize, bool); 3] = [
+/// `(name, m, k, n, lhs transposed)`: a large square product, the backend's ceiling on this
+/// machine; then the forward first layer, its weight gradient (the batch transposed, a
+/// strided operand as autodiff passes it) and the second layer. The square product comes
+/// first because freeing its large buffers raises glibc's mmap threshold, as a training
+/// process's first steps do: timed first, the small shapes' buffers would each be a fresh
+/// mapping (page faults on every call; the weight gradient read 27 instead of 34 GFLOP/s).
+const SHAPES: [(&str, usize, usize, usize, bool); 4] = [
+    ("square     1024x1024 · 1024x1024", 1024, 1024, 1024, false),
     ("x·W1       128x784 · 784x128", 128, 784, 128, false),
     ("xᵀ·dz1     784x128 · 128x128", 784, 128, 128, true),
     ("h1·W2      128x128 · 128x64", 128, 128, 64, false),
