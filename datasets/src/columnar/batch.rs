@@ -167,6 +167,12 @@ impl ColumnarBatch {
         Ok(batch)
     }
 
+    /// Appends `example` as a row; an error names the field whose layout differs from row
+    /// 0's (as [`from_examples`](Self::from_examples)), and the batch stays as it was.
+    pub fn push(&mut self, example: &Example) -> Result<(), Error> {
+        self.push_row(example, "ColumnarBatch::push")
+    }
+
     /// Every row as an [`Example`] (allocates per row).
     pub fn to_examples(&self) -> Vec<Example> {
         (0..self.rows).map(|i| self.example(i)).collect()
@@ -325,7 +331,8 @@ impl ColumnarBatch {
         }
     }
 
-    pub(crate) fn shrink_to_fit(&mut self) {
+    /// Releases the memory rows pushed one by one left spare: for a batch kept as a table.
+    pub fn shrink_to_fit(&mut self) {
         self.dense.shrink_to_fit();
         self.categorical
             .iter_mut()

@@ -39,6 +39,18 @@ impl<D> CacheTable<D> {
         }
     }
 
+    /// Uses `table` as the cache, complete: its first pass was made elsewhere (a pass that
+    /// also computed statistics, say), so the upstream is never read. `table` must hold the
+    /// rows the upstream yields, in order; positions are then those this cache would have
+    /// reached by reading them, so a checkpoint taken here restores into a cache that reads
+    /// the upstream, and back.
+    pub fn with_table(mut self, table: Arc<ColumnarBatch>) -> Self {
+        self.table = table;
+        self.complete = true;
+        self.index = 0;
+        self
+    }
+
     /// Rows cached so far.
     pub fn cached_len(&self) -> usize {
         self.table.rows

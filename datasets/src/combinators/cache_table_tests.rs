@@ -149,3 +149,47 @@ fn batches_equal_those_of_batch_over_cache() {
     assert_eq!(new.len(), 10);
     assert_eq!(new, old);
 }
+
+#[test]
+fn a_table_filled_elsewhere_is_read_without_the_upstream_and_resumes_into_one_that_reads_it() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = |calls: Arc<AtomicUsize>| {
+        from_fn(move |i| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            (i < 7).then(|| row(i))
+        })
+    };
+    let mut table = ColumnarBatch::default();
+    for example in rows(7) {
+        table.push(&example).unwrap();
+    }
+    let mut filled = counted(calls.clone())
+        .cache_table()
+        .with_table(Arc::new(table));
+    assert!(filled.is_complete());
+    assert_eq!(filled.len_hint(), Some(7));
+    let first: Vec<Example> = (0..3)
+        .map(|_| filled.next_item().unwrap().unwrap().to_example())
+        .collect();
+    assert_eq!(first, rows(3));
+    let position = filled.position();
+    assert_eq!(examples(&mut filled), rows(7)[3..]);
+    assert_eq!(calls.load(Ordering::Relaxed), 0, "the upstream was read");
+    // The same position in a cache that reads its upstream: the same rows follow.
+    let mut reading = counted(calls.clone()).cache_table();
+    reading.restore(&position).unwrap();
+    assert_eq!(examples(&mut reading), rows(7)[3..]);
+    // And back: a position of the reading cache restores into a filled one.
+    reading.restore(&Position::Cache { index: 5 }).unwrap();
+    let position = reading.position();
+    let mut refilled = from_vec(Vec::<Example>::new())
+        .cache_table()
+        .with_table(Arc::new(reading.table().clone()));
+    refilled.restore(&position).unwrap();
+    assert_eq!(examples(&mut refilled), rows(7)[5..]);
+    assert!(refilled
+        .restore(&Position::Cache { index: 8 })
+        .unwrap_err()
+        .to_string()
+        .contains("past the end"));
+}

@@ -249,3 +249,32 @@ fn prefetch_to_device_moves_batch_building_off_the_training_thread_without_chang
         assert_eq!(ahead[metric], inline[metric], "{metric}");
     }
 }
+
+#[test]
+fn a_fresh_run_trains_from_the_rows_its_statistics_pass_read_and_resumes_as_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |model_dir: &Path, steps: &str| {
+        let output = run(bin()
+            .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+            .args([&iris("iris_test.csv"), "--label-column", "label"])
+            .args(["--optimizer", "adam", "--batch-size", "16"])
+            .args(["--max-steps", steps, "--model-dir"])
+            .arg(model_dir)
+            .arg("--json"));
+        assert!(output.status.success(), "{}", stderr(&output));
+        output
+    };
+    const KEPT: &str = "training starts from the 120 rows the statistics pass kept in memory";
+    let whole = train(&dir.path().join("one"), "20");
+    assert!(stderr(&whole).contains(KEPT), "{}", stderr(&whole));
+    // Stopped inside the first epoch (7.5 steps of 16 rows), then resumed: the resumed run
+    // has no statistics pass and reads the file from the checkpoint's position on.
+    let split = dir.path().join("two");
+    assert!(stderr(&train(&split, "5")).contains(KEPT));
+    let resumed = train(&split, "20");
+    assert!(!stderr(&resumed).contains(KEPT), "{}", stderr(&resumed));
+    let (whole, resumed) = (last_json(&whole), last_json(&resumed));
+    for metric in ["loss", "accuracy", "global_step"] {
+        assert_eq!(whole[metric], resumed[metric], "{metric}");
+    }
+}

@@ -2,9 +2,10 @@
 //! one saved in a model directory.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use estimator::datasets::{ColumnType, Schema};
+use estimator::datasets::{ColumnType, ColumnarBatch, Schema};
 use estimator::{DeviceSpec, Estimator, RunConfig};
 use estimators::feature_column::{
     categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
@@ -49,12 +50,15 @@ fn feature_columns(schema: &Schema, facts: &TrainingFacts, normalize: bool) -> V
     columns
 }
 
+/// The classifier the command line and the training file describe; with `keep_rows`, also
+/// the training rows read for its statistics, as the table training can start from.
 pub fn build_classifier(
     args: &TrainArgs,
     run_config: RunConfig,
-) -> Result<(DnnClassifier, Schema)> {
+    keep_rows: bool,
+) -> Result<(DnnClassifier, Option<Arc<ColumnarBatch>>)> {
     let schema = training_schema(&args.train, &args.label_column, args.schema.as_deref())?;
-    let facts = training_facts(&args.train, &schema)?;
+    let mut facts = training_facts(&args.train, &schema, keep_rows)?;
     let string_labels = !facts.label_names.is_empty();
     let vocabulary = match (&args.label_vocabulary, string_labels) {
         (Some(vocabulary), _) => Some(vocabulary.clone()),
@@ -72,7 +76,13 @@ pub fn build_classifier(
         facts.rows,
         schema.features().count()
     );
-    // Class ids at or above n_classes are refused where they are read, naming the line.
+    // Class ids at or above n_classes are refused where they are read, naming the line:
+    // rows that hold one are read again from the file, which says where.
+    let table = facts
+        .table
+        .take()
+        .filter(|_| facts.n_classes_seen <= n_classes)
+        .map(Arc::new);
     let schema = match schema.label_column().map(|c| c.kind) {
         Some(ColumnType::Int) => schema.with_label_classes(n_classes as u32),
         _ => schema,
@@ -104,7 +114,7 @@ pub fn build_classifier(
     if let Some(vocabulary) = vocabulary {
         classifier = classifier.with_label_vocabulary(vocabulary)?;
     }
-    Ok((classifier, schema))
+    Ok((classifier, table))
 }
 
 /// The classifier saved in `model_dir`, pointed at `model_dir` and `device`.

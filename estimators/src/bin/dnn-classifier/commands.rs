@@ -88,20 +88,37 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         &cluster,
         ClusterConfig::Distributed { task, .. } if task.kind == TaskType::Ps
     );
+    let evaluator_task = matches!(
+        &cluster,
+        ClusterConfig::Distributed { task, .. } if task.kind == TaskType::Evaluator
+    );
+    // Parameter servers and the evaluator read no training input.
+    let (replicas, rank) = if evaluator_task || serves_variables {
+        (1, 0)
+    } else {
+        input_share(&cluster)?
+    };
     let saved = args.model_dir.join(MODEL_FILE);
-    let classifier = if saved.exists() {
+    let (classifier, table) = if saved.exists() {
         tracing::info!("resuming the model saved in {}", args.model_dir.display());
-        load_classifier(&args.model_dir, run_config.device)?
+        (load_classifier(&args.model_dir, run_config.device)?, None)
     } else {
         // Every task derives the same configuration from the same training file; only the
-        // chief writes it.
-        let (classifier, _) = build_classifier(&args, run_config)?;
+        // chief writes it. A task that trains on every row keeps the rows that pass read.
+        let keep_rows = replicas == 1 && !evaluator_task && !serves_variables;
+        let (classifier, table) = build_classifier(&args, run_config, keep_rows)?;
+        if let Some(table) = &table {
+            tracing::info!(
+                "training starts from the {} rows the statistics pass kept in memory",
+                table.rows
+            );
+        }
         if chief {
             std::fs::create_dir_all(&args.model_dir)
                 .with_context(|| format!("cannot create {}", args.model_dir.display()))?;
             write_json_atomic(&saved, &classifier)?;
         }
-        classifier
+        (classifier, table)
     };
     // Cluster settings are the command line's, also for a model resumed from its saved
     // configuration.
@@ -143,25 +160,22 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     if serves_variables {
         return Ok(serve_parameters(&classifier)?);
     }
-    let evaluator_task = matches!(
-        &cluster,
-        ClusterConfig::Distributed { task, .. } if task.kind == TaskType::Evaluator
-    );
-    let (replicas, rank) = if evaluator_task {
-        (1, 0)
-    } else {
-        input_share(&cluster)?
-    };
     let schema = classifier.schema().clone();
     let (train_file, batch_size, seed) = (args.train.clone(), args.batch_size, args.seed);
     let buffer = args.shuffle_buffer.max(1);
     // Each replica reads its own rows (sharded before shuffling, as TF's auto-sharding by
     // data) and keeps them in memory after the first epoch as one table, whose rows are
-    // shuffled as handles and copied into reused columnar batches.
+    // shuffled as handles and copied into reused columnar batches. The table the
+    // statistics pass kept, when there is one, stands for that first epoch's reading.
     let input = || {
-        Ok(CsvDataset::open(&train_file, schema.clone())?
+        let cached = CsvDataset::open(&train_file, schema.clone())?
             .shard(replicas, rank)
-            .cache_table()
+            .cache_table();
+        let cached = match &table {
+            Some(table) => cached.with_table(table.clone()),
+            None => cached,
+        };
+        Ok(cached
             .shuffle(buffer, seed)
             .repeat(None)
             .batch_columnar(batch_size, false)

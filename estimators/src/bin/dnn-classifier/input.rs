@@ -50,11 +50,15 @@ pub struct TrainingFacts {
     pub label_names: Vec<String>,
     /// Number of rows.
     pub rows: u64,
+    /// Every row, in file order, when asked for: training then starts from memory instead
+    /// of parsing the file a second time.
+    pub table: Option<ColumnarBatch>,
 }
 
 /// Reads the training file once, parsing on every core: nothing else runs yet, and rows
-/// still arrive in file order, so the statistics are the same as on one thread.
-pub fn training_facts(train: &Path, schema: &Schema) -> Result<TrainingFacts> {
+/// still arrive in file order, so the statistics are the same as on one thread. With
+/// `keep_rows` the rows are kept as one table.
+pub fn training_facts(train: &Path, schema: &Schema, keep_rows: bool) -> Result<TrainingFacts> {
     let mut data =
         CsvDataset::open(train, schema.clone())?.with_parse_threads(ParallelCalls::Autotune);
     let mut stats = StatsAccumulator::new();
@@ -62,9 +66,15 @@ pub fn training_facts(train: &Path, schema: &Schema) -> Result<TrainingFacts> {
     let mut names = BTreeSet::new();
     let mut n_classes_seen = 0usize;
     let mut rows = 0u64;
+    let mut table = keep_rows.then(ColumnarBatch::default);
     while let Some(example) = data.next_item() {
         let example = example?;
         stats.add(&example.dense)?;
+        if let Some(table) = &mut table {
+            table
+                .push(&example)
+                .with_context(|| format!("{}: data row {}", train.display(), rows + 1))?;
+        }
         for (set, value) in categories.iter_mut().zip(&example.categorical) {
             if !set.contains(value) {
                 set.insert(value.clone());
@@ -99,6 +109,10 @@ pub fn training_facts(train: &Path, schema: &Schema) -> Result<TrainingFacts> {
         n_classes_seen,
         label_names: names.into_iter().collect(),
         rows,
+        table: table.map(|mut table| {
+            table.shrink_to_fit();
+            table
+        }),
     })
 }
 
