@@ -14,6 +14,9 @@ use datasets::{Dataset, Position};
 
 use crate::error::{Error, Result};
 
+mod on_pool;
+use on_pool::on_pool;
+
 /// The name of the thread that builds batches ahead.
 const PREFETCH_THREAD: &str = "device-prefetch";
 
@@ -43,9 +46,10 @@ impl<T> DeviceInput<'_, T> {
     }
 }
 
-/// Runs `body` over `dataset`'s batches converted by `convert`: `ahead` batches ahead on a
-/// thread of its own, or on the calling thread when `ahead` is 0. The thread ends when
-/// `body` returns (after the batch it is converting).
+/// Runs `body` over `dataset`'s batches converted by `convert`: `ahead` batches ahead, as
+/// tasks of the calling thread's CPU pool when it has more than one thread, else on a thread
+/// of their own; or on the calling thread when `ahead` is 0. The thread (or the tasks) end
+/// when `body` returns, after the batches being converted.
 pub(super) fn with_device_input<D, T, R>(
     dataset: &mut D,
     ahead: usize,
@@ -57,17 +61,21 @@ where
     T: Send,
 {
     let delivered = dataset.position();
-    match ahead {
-        0 => tracing::debug!("device tensors built on the training thread"),
-        n => tracing::debug!("device tensors built {n} batch(es) ahead on {PREFETCH_THREAD}"),
-    }
     if ahead == 0 {
+        tracing::debug!("device tensors built on the training thread");
         let mut input = DeviceInput {
             next: Box::new(|| fetch(dataset, convert)),
             delivered,
         };
         return body(&mut input);
     }
+    if rayon::current_thread_index().is_some() && rayon::current_num_threads() > 1 {
+        tracing::debug!("device tensors built {ahead} batch(es) ahead by the CPU pool's threads");
+        return on_pool(dataset, ahead, convert, |next| {
+            body(&mut DeviceInput { next, delivered })
+        });
+    }
+    tracing::debug!("device tensors built {ahead} batch(es) ahead on {PREFETCH_THREAD}");
     std::thread::scope(|scope| {
         let next: Box<dyn FnMut() -> Option<Fetched<T>>> =
             match spawn_prefetch(scope, dataset, ahead, convert) {
@@ -145,60 +153,105 @@ mod tests {
 
     use super::*;
 
-    fn doubled(ahead: usize, take: usize) -> (Vec<Result<u32>>, Position) {
-        let mut dataset = from_vec((1..=5u32).collect());
-        let convert = |x: &u32| match x {
-            4 => Err(Error::Config("four".into())),
-            x => Ok(x * 2),
-        };
-        with_device_input(&mut dataset, ahead, &convert, |input| {
-            let batches = (0..take).map_while(|_| input.next_batch()).collect();
-            (batches, input.position())
+    /// `f` on the calling thread (no pool: a prefetch thread), or in a rayon pool of
+    /// `threads` (tasks of the pool when more than one).
+    fn within<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
+        match threads {
+            None => f(),
+            Some(n) => rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap()
+                .install(f),
+        }
+    }
+
+    const PLACES: [Option<usize>; 3] = [None, Some(1), Some(2)];
+
+    fn doubled(place: Option<usize>, ahead: usize, take: usize) -> (Vec<Result<u32>>, Position) {
+        within(place, || {
+            let mut dataset = from_vec((1..=5u32).collect());
+            let convert = |x: &u32| match x {
+                4 => Err(Error::Config("four".into())),
+                x => Ok(x * 2),
+            };
+            with_device_input(&mut dataset, ahead, &convert, |input| {
+                let batches = (0..take).map_while(|_| input.next_batch()).collect();
+                (batches, input.position())
+            })
         })
     }
 
     #[test]
     fn batches_arrive_converted_in_order_with_the_delivered_position() {
-        for ahead in [0, 1, 3] {
-            let (batches, position) = doubled(ahead, 2);
-            let values: Vec<u32> = batches.into_iter().map(|b| b.unwrap()).collect();
-            assert_eq!(values, [2, 4], "ahead {ahead}");
-            // Read ahead or not, the position is after the second item.
-            assert_eq!(position, Position::Index(2), "ahead {ahead}");
+        for place in PLACES {
+            for ahead in [0, 1, 3] {
+                let (batches, position) = doubled(place, ahead, 2);
+                let values: Vec<u32> = batches.into_iter().map(|b| b.unwrap()).collect();
+                assert_eq!(values, [2, 4], "{place:?} ahead {ahead}");
+                // Read ahead or not, the position is after the second item.
+                assert_eq!(position, Position::Index(2), "{place:?} ahead {ahead}");
+            }
         }
     }
 
     #[test]
+    fn a_long_input_arrives_whole_and_in_order_from_the_pools_tasks() {
+        let values = within(Some(2), || {
+            let mut dataset = from_vec((0..2000u32).collect());
+            let convert = |x: &u32| Ok(*x);
+            with_device_input(&mut dataset, 3, &convert, |input| {
+                std::iter::from_fn(|| input.next_batch())
+                    .map(|b| b.unwrap())
+                    .collect::<Vec<_>>()
+            })
+        });
+        assert_eq!(values, (0..2000).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn a_conversion_error_is_delivered_in_its_place_and_ends_the_prefetch() {
-        let (batches, position) = doubled(2, 10);
-        assert_eq!(batches.len(), 4);
-        assert!(batches[2].is_ok());
-        let err = batches[3].as_ref().unwrap_err().to_string();
-        assert!(err.contains("four"), "{err}");
-        assert_eq!(position, Position::Index(4));
+        for place in PLACES {
+            let (batches, position) = doubled(place, 2, 10);
+            assert_eq!(batches.len(), 4, "{place:?}");
+            assert!(batches[2].is_ok());
+            let err = batches[3].as_ref().unwrap_err().to_string();
+            assert!(err.contains("four"), "{err}");
+            assert_eq!(position, Position::Index(4), "{place:?}");
+        }
     }
 
     #[test]
     fn a_panic_in_the_input_is_an_error_naming_the_stage() {
-        let mut dataset = from_vec(vec![1u32, 2]).map(|x| {
-            assert!(x < 2, "bad item");
-            x
-        });
-        let convert = |x: &u32| Ok(*x);
-        let errors: Vec<String> = with_device_input(&mut dataset, 2, &convert, |input| {
-            std::iter::from_fn(|| input.next_batch())
-                .filter_map(|b| b.err().map(|e| e.to_string()))
-                .collect()
-        });
-        assert_eq!(errors.len(), 1);
-        assert!(errors[0].contains("device prefetch"), "{}", errors[0]);
+        for place in PLACES {
+            let errors: Vec<String> = within(place, || {
+                let mut dataset = from_vec(vec![1u32, 2]).map(|x| {
+                    assert!(x < 2, "bad item");
+                    x
+                });
+                let convert = |x: &u32| Ok(*x);
+                with_device_input(&mut dataset, 2, &convert, |input| {
+                    std::iter::from_fn(|| input.next_batch())
+                        .filter_map(|b| b.err().map(|e| e.to_string()))
+                        .collect()
+                })
+            });
+            assert_eq!(errors.len(), 1, "{place:?}");
+            assert!(errors[0].contains("device prefetch"), "{}", errors[0]);
+        }
     }
 
     #[test]
-    fn the_thread_stops_when_the_body_returns_early_on_an_endless_input() {
-        let mut dataset = from_vec(vec![7u32]).repeat(None);
-        let convert = |x: &u32| Ok(*x);
-        let first = with_device_input(&mut dataset, 4, &convert, |input| input.next_batch());
-        assert_eq!(first.unwrap().unwrap(), 7);
+    fn the_prefetch_stops_when_the_body_returns_early_on_an_endless_input() {
+        for place in PLACES {
+            let first = within(place, || {
+                let mut dataset = from_vec(vec![7u32]).repeat(None);
+                let convert = |x: &u32| Ok(*x);
+                with_device_input(&mut dataset, 4, &convert, |input| {
+                    input.next_batch().map(|b| b.unwrap())
+                })
+            });
+            assert_eq!(first, Some(7), "{place:?}");
+        }
     }
 }

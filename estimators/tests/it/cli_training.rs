@@ -214,7 +214,7 @@ fn gradient_clipping_flags_train_and_a_bad_bound_is_refused() {
 #[test]
 fn prefetch_to_device_moves_batch_building_off_the_training_thread_without_changing_results() {
     let dir = tempfile::tempdir().unwrap();
-    let train = |prefetch: &str| {
+    let train = |prefetch: &str, threads: &str| {
         let output = run(bin()
             .env("RUST_LOG", "info,estimator::run_loop::device_input=debug")
             .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
@@ -227,26 +227,38 @@ fn prefetch_to_device_moves_batch_building_off_the_training_thread_without_chang
                 "--max-steps",
                 "60",
             ])
-            .args(["--prefetch-to-device", prefetch, "--model-dir"])
-            .arg(dir.path().join(prefetch))
+            .args([
+                "--prefetch-to-device",
+                prefetch,
+                "--intra-op-threads",
+                threads,
+            ])
+            .arg("--model-dir")
+            .arg(dir.path().join(format!("{prefetch}-{threads}")))
             .arg("--json"));
         assert!(output.status.success(), "{}", stderr(&output));
         output
     };
-    let (ahead, inline) = (train("3"), train("0"));
-    assert!(
-        stderr(&ahead).contains("built 3 batch(es) ahead on device-prefetch"),
-        "{}",
-        stderr(&ahead)
-    );
-    assert!(
-        stderr(&inline).contains("built on the training thread"),
-        "{}",
-        stderr(&inline)
-    );
-    let (ahead, inline) = (last_json(&ahead), last_json(&inline));
-    for metric in ["loss", "accuracy", "global_step"] {
-        assert_eq!(ahead[metric], inline[metric], "{metric}");
+    let runs = [
+        (train("0", "2"), "built on the training thread"),
+        (
+            train("3", "1"),
+            "built 3 batch(es) ahead on device-prefetch",
+        ),
+        (
+            train("3", "2"),
+            "built 3 batch(es) ahead by the CPU pool's threads",
+        ),
+    ];
+    for (output, line) in &runs {
+        assert!(stderr(output).contains(line), "{}", stderr(output));
+    }
+    let first = last_json(&runs[0].0);
+    for (output, line) in &runs[1..] {
+        let metrics = last_json(output);
+        for metric in ["loss", "accuracy", "global_step"] {
+            assert_eq!(metrics[metric], first[metric], "{metric} ({line})");
+        }
     }
 }
 
