@@ -171,8 +171,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "WHICH", default_value = "every-step")]
     pub loss_readback: LossReadback,
     /// Batches whose device tensors (feature columns applied) are built ahead of the step
-    /// on a thread of their own (TF's prefetch_to_device); 0 builds each batch on the
-    /// training thread, just before its step.
+    /// (TF's prefetch_to_device): by the CPU threads of --intra-op-threads when there are
+    /// several, else on a thread of their own; 0 builds each batch on the training thread,
+    /// just before its step.
     /// Example: `--prefetch-to-device 0`.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub prefetch_to_device: usize,
