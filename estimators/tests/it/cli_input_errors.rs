@@ -101,6 +101,12 @@ fn bad_cells_and_labels_are_refused_naming_file_and_line() {
         train(&d.join("m5"), &label, &["--n-classes", "3"]),
         "label.csv:6: column label: label 7 is out of range for 3 classes",
     );
+    // A label that is no class id, read as a number by the statistics pass.
+    let fraction = iris_with(d, "fraction.csv", 40, 4, "1.5");
+    assert_user_error(
+        train(&d.join("m6"), &fraction, &[]),
+        "fraction.csv:42: column label: label 1.5 is not a class id",
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use estimator::datasets::{
     infer_schema, ColumnarBatch, CsvDataset, Dataset, DatasetExt, FeatureStats, Label,
-    ParallelCalls, Schema, StatsAccumulator,
+    ParallelCalls, Position, Schema, StatsAccumulator,
 };
 
 /// How many rows schema inference reads.
@@ -67,7 +67,16 @@ pub fn training_facts(train: &Path, schema: &Schema, keep_rows: bool) -> Result<
     let mut n_classes_seen = 0usize;
     let mut rows = 0u64;
     let mut table = keep_rows.then(ColumnarBatch::default);
-    while let Some(example) = data.next_item() {
+    loop {
+        // Where the next record starts (blank lines before it included): the line an error
+        // about its values names.
+        let line = match data.position() {
+            Position::Csv { line, .. } => line,
+            _ => 0,
+        };
+        let Some(example) = data.next_item() else {
+            break;
+        };
         let example = example?;
         stats.add(&example.dense)?;
         if let Some(table) = &mut table {
@@ -89,8 +98,9 @@ pub fn training_facts(train: &Path, schema: &Schema, keep_rows: bool) -> Result<
                 n_classes_seen = n_classes_seen.max(*v as usize + 1)
             }
             Label::Float(v) => bail!(
-                "{}: label {v} is not a class id (use integer or string labels)",
-                train.display()
+                "{}:{line}: column {}: label {v} is not a class id (use integer or string labels)",
+                train.display(),
+                schema.label.as_deref().unwrap_or_default()
             ),
             Label::None => {}
         }
