@@ -12,12 +12,11 @@ use estimator::{train_and_evaluate_in, EstimatorExt, EvalSpec, Exporter, TrainSp
 use crate::support::{eval_input, train_input};
 use crate::train_and_evaluate::{classifier, exported_steps, history_steps, short_input};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `N` ports free on 127.0.0.1 now, all different (every listener held until all are bound).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [std::net::TcpListener; N] =
+        std::array::from_fn(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+    listeners.map(|l| l.local_addr().unwrap().port())
 }
 
 fn task(tf_config: &str) -> ClusterConfig {
@@ -28,7 +27,8 @@ fn task(tf_config: &str) -> ClusterConfig {
 fn a_chief_and_an_evaluator_task_split_the_work() {
     let dir = tempfile::tempdir().unwrap();
     let est = classifier(dir.path(), 100);
-    let cluster = format!(r#"{{"chief": ["127.0.0.1:{}"]}}"#, free_port());
+    let [chief] = free_ports();
+    let cluster = format!(r#"{{"chief": ["127.0.0.1:{chief}"]}}"#);
     let chief = task(&format!(
         r#"{{"cluster": {cluster}, "task": {{"type": "chief", "index": 0}}}}"#
     ));
@@ -124,11 +124,9 @@ fn train_alone_runs_every_task_of_a_cluster_with_ps_and_an_evaluator() {
     // the training tasks train, the ps task serves until the chief ends the job, the
     // evaluator has nothing to do — and every one returns Ok by itself.
     let dir = tempfile::tempdir().unwrap();
+    let [chief, worker, ps] = free_ports();
     let cluster = format!(
-        r#"{{"chief": ["127.0.0.1:{}"], "worker": ["127.0.0.1:{}"], "ps": ["127.0.0.1:{}"]}}"#,
-        free_port(),
-        free_port(),
-        free_port()
+        r#"{{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{worker}"], "ps": ["127.0.0.1:{ps}"]}}"#
     );
     let as_task = |kind: &str| {
         let mut est = classifier(dir.path(), 10);

@@ -210,12 +210,12 @@ fn has_events(model_dir: &Path) -> bool {
     })
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `N` ports free on 127.0.0.1 now, all different: every listener is held until all are
+/// bound (one at a time, the kernel may hand the same port out twice).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [TcpListener; N] =
+        std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").unwrap());
+    listeners.map(|l| l.local_addr().unwrap().port())
 }
 
 /// A chief and one worker started by hand, sharing `model_dir` as a cluster volume would.
@@ -226,7 +226,7 @@ struct Cluster {
 
 impl Cluster {
     fn start(model_dir: &Path, logs: &Path, max_steps: u64, round: usize) -> Cluster {
-        let (chief, worker) = (free_port(), free_port());
+        let [chief, worker] = free_ports();
         let cluster = format!(
             r#""cluster": {{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{worker}"]}}"#
         );

@@ -12,14 +12,14 @@ use estimator::checkpoint::CheckpointManager;
 use estimator::summary::{event_files, read_event_file, EventKind, Value};
 
 use crate::cluster::{
-    dnn_classifier, error_line, free_port, iris, signal, wait_for_checkpoint, wait_until, Reaper,
+    dnn_classifier, error_line, free_ports, iris, signal, wait_for_checkpoint, wait_until, Reaper,
     LIMIT,
 };
 
 const TASKS: [&str; 4] = ["chief:0", "worker:0", "worker:1", "worker:2"];
 
 fn start(model_dir: &Path, logs: &Path) -> Reaper {
-    let ports: Vec<u16> = TASKS.iter().map(|_| free_port()).collect();
+    let ports: [u16; TASKS.len()] = free_ports();
     let address = |i: usize| format!("\"127.0.0.1:{}\"", ports[i]);
     let cluster = format!(
         r#""cluster": {{"chief": [{}], "worker": [{}, {}, {}]}}"#,
@@ -147,7 +147,7 @@ fn a_worker_stopped_shorter_than_the_timeout_is_recorded_as_a_stall_and_training
 #[test]
 fn a_peer_that_never_comes_up_is_named_within_the_startup_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let (chief, worker) = (free_port(), free_port());
+    let [chief, worker] = free_ports();
     let tf_config = format!(
         r#"{{"cluster": {{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{worker}"]}},
             "task": {{"type": "chief", "index": 0}}}}"#

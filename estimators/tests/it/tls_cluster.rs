@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use estimator::checkpoint::CheckpointManager;
 
 use crate::cluster::{
-    dnn_classifier, error_line, estimator_launch, free_port, iris, wait_until, Reaper, LIMIT,
+    dnn_classifier, error_line, estimator_launch, free_ports, iris, wait_until, Reaper, LIMIT,
 };
 
 fn train_args(model_dir: &Path, max_steps: u64, startup_timeout_secs: u64) -> Vec<String> {
@@ -132,7 +132,7 @@ fn strangers_are_refused_and_named_while_the_cluster_trains() {
     let [worker_cert, worker_key] = files(&ours, "worker");
     let [stranger_cert, stranger_key] = files(&theirs, "stranger");
 
-    let (chief, worker) = (free_port(), free_port());
+    let [chief, worker, stranger_port, plaintext_port] = free_ports();
     let ours_cluster = format!(
         r#""cluster": {{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{worker}"]}}"#
     );
@@ -154,9 +154,11 @@ fn strangers_are_refused_and_named_while_the_cluster_trains() {
     // Strangers claim worker:0's seat from ports of their own: one with a certificate of
     // another CA (it trusts the cluster's), one in plaintext.
     let stranger_tls = [stranger_cert.as_path(), &stranger_key, &ca];
-    let strangers = [(Some(stranger_tls), "stranger"), (None, "plaintext")];
-    for (tls, name) in strangers {
-        let port = free_port();
+    let strangers = [
+        (Some(stranger_tls), "stranger", stranger_port),
+        (None, "plaintext", plaintext_port),
+    ];
+    for (tls, name, port) in strangers {
         let cluster = format!(
             r#""cluster": {{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{port}"]}}"#
         );
@@ -279,7 +281,7 @@ fn unusable_tls_settings_are_refused_naming_the_variable_and_file() {
             "ESTIMATOR_TLS_SERVER_NAME is empty".into(),
         ),
     ];
-    let (chief, worker) = (free_port(), free_port());
+    let [chief, worker] = free_ports();
     let tf_config = format!(
         r#"{{"cluster": {{"chief": ["127.0.0.1:{chief}"], "worker": ["127.0.0.1:{worker}"]}}, "task": {{"type": "chief", "index": 0}}}}"#
     );
