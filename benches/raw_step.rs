@@ -3,10 +3,13 @@
 //! Adam lr 0.001, f32) trains on 8 batches of Gaussian rows created on the device once;
 //! every step selects its batch there through an index tensor (a row permutation per epoch,
 //! uploaded at start), as the PyTorch comparison does. Nothing else: no input pipeline, no
-//! hooks, no checkpoint.
+//! hooks, no checkpoint. `--input host` keeps the rows in host memory instead and copies each
+//! step's batch to the device on the training thread, as a loop fed by an input pipeline
+//! must: the difference between the two is the price of the upload alone.
 //!
 //! Run: `cargo bench --bench raw_step -- --features 784 --hidden 128,64 --batch 128
-//! --steps 1000 [--device cpu|cuda[:N]] [--read-loss every|never]` (`cuda` needs
+//! --steps 1000 [--device cpu|cuda[:N]] [--read-loss every|never] [--input device|host]`
+//! (`cuda` needs
 //! `--features cuda`). Prints one JSON line shaped like `dnn-classifier train --json`'s:
 //! `examples_per_sec` after the first min(100, 10 %) steps, `startup_secs` until then (kernel
 //! compilation on a GPU), `total_examples_per_sec`. `--read-loss every` reads the loss back
@@ -64,6 +67,7 @@ struct Args {
     steps: usize,
     device: String,
     read_every_step: bool,
+    host_input: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -74,6 +78,7 @@ fn parse_args() -> Result<Args, String> {
         steps: 1000,
         device: "cpu".into(),
         read_every_step: false,
+        host_input: false,
     };
     let given: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -114,6 +119,13 @@ fn parse_args() -> Result<Args, String> {
                     _ => return Err(format!("--read-loss {value}: expected every or never")),
                 }
             }
+            "--input" => {
+                args.host_input = match value.as_str() {
+                    "host" => true,
+                    "device" => false,
+                    _ => return Err(format!("--input {value}: expected device or host")),
+                }
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
         i += 2;
@@ -121,8 +133,8 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// Permutations of `0..rows` from a fixed LCG, as index tensors on `device`.
-fn permutations<B: Backend>(rows: usize, device: &B::Device) -> Vec<Tensor<B, 1, Int>> {
+/// Permutations of `0..rows` from a fixed LCG.
+fn orders(rows: usize) -> Vec<Vec<i64>> {
     let mut state = 7u64;
     (0..PERMUTATIONS)
         .map(|_| {
@@ -133,9 +145,41 @@ fn permutations<B: Backend>(rows: usize, device: &B::Device) -> Vec<Tensor<B, 1,
                     .wrapping_add(1442695040888963407);
                 order.swap(i, (state >> 33) as usize % (i + 1));
             }
-            Tensor::from_data(TensorData::new(order, [rows]), device)
+            order
         })
         .collect()
+}
+
+/// The same rows and permutations in host memory (`--input host`).
+struct HostRows {
+    x: Vec<f32>,
+    y: Vec<i64>,
+    orders: Vec<Vec<i64>>,
+    features: usize,
+}
+
+impl HostRows {
+    /// Rows `position..position + batch` of permutation `epoch`, gathered on the host and
+    /// copied to `device`.
+    fn batch<B: Backend>(
+        &self,
+        epoch: usize,
+        position: usize,
+        batch: usize,
+        device: &B::Device,
+    ) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+        let rows = &self.orders[epoch][position..position + batch];
+        let mut x = Vec::with_capacity(batch * self.features);
+        for &row in rows {
+            let start = row as usize * self.features;
+            x.extend_from_slice(&self.x[start..start + self.features]);
+        }
+        let y: Vec<i64> = rows.iter().map(|&row| self.y[row as usize]).collect();
+        (
+            Tensor::from_data(TensorData::new(x, [batch, self.features]), device),
+            Tensor::from_data(TensorData::new(y, [batch]), device),
+        )
+    }
 }
 
 /// Trains for `args.steps` steps on `device`; the JSON line.
@@ -147,8 +191,17 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device, started: Instant) -> 
         &device,
     );
     let labels: Vec<i64> = (0..rows as i64).map(|r| r % CLASSES as i64).collect();
+    let host = args.host_input.then(|| HostRows {
+        x: x_all.to_data().to_vec::<f32>().expect("f32 rows"),
+        y: labels.clone(),
+        orders: orders(rows),
+        features: args.features,
+    });
     let y_all = Tensor::<B, 1, Int>::from_data(TensorData::new(labels, [rows]), &device);
-    let orders = permutations::<B>(rows, &device);
+    let permutations = orders(rows)
+        .into_iter()
+        .map(|order| Tensor::<B, 1, Int>::from_data(TensorData::new(order, [rows]), &device))
+        .collect::<Vec<_>>();
     let mut model = Mlp::<B>::new(args.features, &args.hidden, &device);
     let mut optim = AdamConfig::new().init::<B, Mlp<B>>();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
@@ -157,10 +210,17 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device, started: Instant) -> 
     let mut last_loss = 0.0f32;
     for step in 1..=args.steps {
         let position = (step - 1) % BATCHES * args.batch;
-        let order = &orders[(step - 1) / BATCHES % PERMUTATIONS];
-        let index = order.clone().narrow(0, position, args.batch);
-        let x = x_all.clone().select(0, index.clone());
-        let y = y_all.clone().select(0, index);
+        let epoch = (step - 1) / BATCHES % PERMUTATIONS;
+        let (x, y) = match &host {
+            Some(host) => host.batch::<B>(epoch, position, args.batch, &device),
+            None => {
+                let index = permutations[epoch].clone().narrow(0, position, args.batch);
+                (
+                    x_all.clone().select(0, index.clone()),
+                    y_all.clone().select(0, index),
+                )
+            }
+        };
         let loss = loss_fn.forward(model.forward(x), y);
         let read = args.read_every_step || step == warmup || step == args.steps;
         if read {
@@ -183,9 +243,10 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device, started: Instant) -> 
         0.0
     };
     format!(
-        "{{\"examples_per_sec\":{steady},\"startup_secs\":{},\"total_examples_per_sec\":{},\"final_loss\":{last_loss}}}",
+        "{{\"examples_per_sec\":{steady},\"startup_secs\":{},\"total_examples_per_sec\":{},\"final_loss\":{last_loss},\"input\":\"{}\"}}",
         (warm - started).as_secs_f64(),
         (args.steps * args.batch) as f64 / (end - started).as_secs_f64(),
+        if args.host_input { "host" } else { "device" },
     )
 }
 
