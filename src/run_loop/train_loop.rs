@@ -23,6 +23,11 @@ use crate::hooks::{
 use crate::optimizer::extract_gradients;
 use crate::seed::{replica_seed, step_seed, with_seed};
 
+/// The most steps whose batches are kept before the loop waits for the device to finish
+/// them when no loss read came sooner: it bounds the memory they hold, for one drained queue
+/// in this many steps (a GPU's launch queue seldom lets the host run this far ahead).
+pub(super) const MAX_QUEUED_STEPS: usize = 64;
+
 /// The training state of a replica of estimator `E`.
 type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
 
@@ -282,7 +287,9 @@ where
             let stop;
             (state, stop) =
                 self.after_step(state, input, hooks, chief.as_deref_mut(), steps, applied)?;
-            if steps.losses.take_drained() {
+            // Reading the newest step's loss waits for every step queued.
+            let full = steps.queued.len() >= MAX_QUEUED_STEPS && steps.losses.last().is_some();
+            if steps.losses.take_drained() || full {
                 steps.queued.clear();
             }
             if stop {

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::super::train_loop::MAX_QUEUED_STEPS;
 use super::*;
 use crate::estimator::LossReadback;
 
@@ -83,14 +84,16 @@ impl Hook for LiveAtHooks {
     }
 }
 
-/// The device batches alive at each of 8 steps, batches built just before their step.
-fn live_at_each_step(readback: LossReadback) -> Vec<usize> {
+/// The device batches alive at each of `steps` steps, batches built just before their step.
+fn live_at_each_step(readback: LossReadback, steps: u64) -> Vec<usize> {
     let model_dir = tempfile::tempdir().unwrap();
     let estimator = Counted {
         line: Line {
             run_config: RunConfig::new(model_dir.path())
                 .with_progress(false)
                 .with_save_checkpoints_steps(1000)
+                .with_log_step_count_steps(1000)
+                .with_save_summary_steps(1000)
                 .with_prefetch_to_device(0)
                 .with_loss_readback(readback),
         },
@@ -110,7 +113,7 @@ fn live_at_each_step(readback: LossReadback) -> Vec<usize> {
         global_step: 0,
         device,
     };
-    let data: Vec<Vec<(f32, f32)>> = (0..8).map(|i| vec![(i as f32, 2.0)]).collect();
+    let data: Vec<Vec<(f32, f32)>> = (0..steps).map(|i| vec![((i % 8) as f32, 2.0)]).collect();
     let seen = Arc::default();
     let hook = LiveAtHooks(estimator.live.clone(), Arc::clone(&seen));
     let train_loop = TrainLoop {
@@ -118,9 +121,9 @@ fn live_at_each_step(readback: LossReadback) -> Vec<usize> {
         sync: Box::new(sync),
         listener: None,
     };
-    let spec = TrainSpec::max_steps(8).with_hook(hook);
+    let spec = TrainSpec::max_steps(steps).with_hook(hook);
     let outcome = train_loop.run(state, from_vec(data), spec).unwrap();
-    assert_eq!(outcome.global_step, 8);
+    assert_eq!(outcome.global_step, steps);
     assert_eq!(estimator.live.load(Ordering::SeqCst), 0, "all released");
     let seen = seen.lock().unwrap().clone();
     seen
@@ -128,15 +131,27 @@ fn live_at_each_step(readback: LossReadback) -> Vec<usize> {
 
 #[test]
 fn each_steps_batch_is_kept_until_a_loss_read_shows_the_device_past_it() {
-    // Only the first and the last step read (logging and summaries every 100 steps).
+    // Only the first and the last step read (logging and summaries every 1000 steps).
     assert_eq!(
-        live_at_each_step(LossReadback::WhenWanted),
+        live_at_each_step(LossReadback::WhenWanted, 8),
         [1, 1, 2, 3, 4, 5, 6, 7]
     );
     // One step late: step 1 is read at once, so step 2 has nothing to read and its batch
     // waits for step 3's read of it.
     assert_eq!(
-        live_at_each_step(LossReadback::EveryStep),
+        live_at_each_step(LossReadback::EveryStep, 8),
         [1, 1, 2, 1, 1, 1, 1, 1]
     );
+}
+
+#[test]
+fn with_no_loss_wanted_for_long_the_loop_waits_for_the_device_every_so_many_steps() {
+    let steps = 2 * MAX_QUEUED_STEPS as u64 + 10;
+    let live = live_at_each_step(LossReadback::WhenWanted, steps);
+    // Step 1 reads; steps 2.. pile up until MAX_QUEUED_STEPS are kept, then all are let go.
+    let mut expected = vec![1];
+    expected.extend(1..=MAX_QUEUED_STEPS);
+    expected.extend(1..=MAX_QUEUED_STEPS);
+    expected.extend(1..=9);
+    assert_eq!(live, expected);
 }
