@@ -9,10 +9,9 @@
 //!
 //! Run: `cargo bench --bench raw_step -- --features 784 --hidden 128,64 --batch 128
 //! --steps 1000 [--device cpu|cuda[:N]] [--read-loss every|never] [--input device|host]`
-//! (`cuda` needs
-//! `--features cuda`). Prints one JSON line shaped like `dnn-classifier train --json`'s:
-//! `examples_per_sec` after the first min(100, 10 %) steps, `startup_secs` until then (kernel
-//! compilation on a GPU), `total_examples_per_sec`. `--read-loss every` reads the loss back
+//! (`cuda` needs `--features cuda`). Prints one JSON line shaped like `dnn-classifier train
+//! --json`'s: `examples_per_sec` after the first min(100, 10 %) steps, `startup_secs` until
+//! then (kernel compilation on a GPU), `total_examples_per_sec`, and which `input`. `--read-loss every` reads the loss back
 //! after each step (a host-device sync per step, as PyTorch's `loss.item()`); `never`
 //! (default) reads it only where the clock starts and stops.
 

@@ -2,9 +2,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::super::train_loop::MAX_QUEUED_STEPS;
 use super::*;
 use crate::estimator::LossReadback;
+use crate::run_loop::train_loop::MAX_QUEUED_STEPS;
 
 /// `Line`, whose device batches count themselves while alive.
 #[derive(Serialize, Deserialize)]
