@@ -10,6 +10,11 @@
 use crate::distribute::StepLoss;
 use crate::estimator::LossReadback;
 
+/// The most steps whose batches are kept before the loop waits for the device to finish
+/// them when no loss read came sooner: it bounds the memory they hold, for one drained queue
+/// in this many steps (a GPU's launch queue seldom lets the host run this far ahead).
+pub(super) const MAX_QUEUED_STEPS: usize = 64;
+
 /// The losses of recent steps: the latest read, and the one still on the device.
 #[derive(Default)]
 pub(super) struct LossReadout {
@@ -50,8 +55,20 @@ impl LossReadout {
 
     /// Whether the device has finished every step queued before the last read, and no
     /// step has been taken since without a read; resets it.
-    pub fn take_drained(&mut self) -> bool {
+    fn take_drained(&mut self) -> bool {
         std::mem::take(&mut self.drained)
+    }
+
+    /// Drops the batches of `queued` steps once a read shows the device is past them; with
+    /// [`MAX_QUEUED_STEPS`] kept, reads the newest loss (which waits for every step queued).
+    pub fn release_finished<T>(&mut self, queued: &mut Vec<T>) {
+        if queued.len() >= MAX_QUEUED_STEPS {
+            self.last();
+            self.drained = true;
+        }
+        if self.take_drained() {
+            queued.clear();
+        }
     }
 
     /// The loss of the last step taken, reading it if it is still on the device.

@@ -23,11 +23,6 @@ use crate::hooks::{
 use crate::optimizer::extract_gradients;
 use crate::seed::{replica_seed, step_seed, with_seed};
 
-/// The most steps whose batches are kept before the loop waits for the device to finish
-/// them when no loss read came sooner: it bounds the memory they hold, for one drained queue
-/// in this many steps (a GPU's launch queue seldom lets the host run this far ahead).
-pub(super) const MAX_QUEUED_STEPS: usize = 64;
-
 /// The training state of a replica of estimator `E`.
 type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
 
@@ -287,11 +282,7 @@ where
             let stop;
             (state, stop) =
                 self.after_step(state, input, hooks, chief.as_deref_mut(), steps, applied)?;
-            // Reading the newest step's loss waits for every step queued.
-            let full = steps.queued.len() >= MAX_QUEUED_STEPS && steps.losses.last().is_some();
-            if steps.losses.take_drained() || full {
-                steps.queued.clear();
-            }
+            steps.losses.release_finished(&mut steps.queued);
             if stop {
                 if state.global_step < steps.last_step {
                     self.sync.leave(&state)?;

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::estimator::LossReadback;
-use crate::run_loop::train_loop::MAX_QUEUED_STEPS;
+use crate::run_loop::loss_readout::MAX_QUEUED_STEPS;
 
 /// `Line`, whose device batches count themselves while alive.
 #[derive(Serialize, Deserialize)]
