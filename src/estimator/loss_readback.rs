@@ -18,10 +18,7 @@ pub enum LossReadback {
     /// steps' (as a PyTorch loop calls `loss.item()` only when it logs): the device never
     /// drains between them. Hooks see the latest loss read (`StepInfo::loss_step` says
     /// whose); a NaN is caught at the next step read, before a scheduled checkpoint holds it
-    /// (NaN weights make every later loss NaN). Each step's input batch is kept until the
-    /// next read, so a batch's device memory is not reused while queued steps still read it;
-    /// with no read wanted for 64 steps the loop reads the newest loss anyway, which bounds
-    /// the batches kept (and how late a NaN is seen).
+    /// (NaN weights make every later loss NaN).
     WhenWanted,
 }
 

@@ -5,11 +5,20 @@
 //! computes, so building and copying tensors leaves the training thread. The position a
 //! checkpoint records is the input's after the last batch *delivered* to the step, not the
 //! last one read ahead, so resume stays step-exact.
+//!
+//! Whichever thread builds a batch, its tensors are created on the training thread's device
+//! stream (cubecl keys streams by thread). Memory a stream frees is reused in that stream's
+//! order, so a batch the loop drops cannot be overwritten while a queued step still reads
+//! it; created on a stream of their own, the batches' memory would be reused in the
+//! prefetch's order instead, with nothing ordering it after the steps that read them. The
+//! host still does not wait for the copy (an asynchronous upload from pinned memory); on the
+//! device it now runs between the steps' kernels rather than beside them.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::Scope;
 
+use cubecl_common::stream_id::StreamId;
 use datasets::{Dataset, Position};
 
 use crate::error::{Error, Result};
@@ -48,8 +57,9 @@ impl<T> DeviceInput<'_, T> {
 
 /// Runs `body` over `dataset`'s batches converted by `convert`: `ahead` batches ahead, as
 /// tasks of the calling thread's CPU pool when it has more than one thread, else on a thread
-/// of their own; or on the calling thread when `ahead` is 0. The thread (or the tasks) end
-/// when `body` returns, after the batches being converted.
+/// of their own; or on the calling thread when `ahead` is 0. Every conversion runs on the
+/// calling thread's device stream. The thread (or the tasks) end when `body` returns, after
+/// the batches being converted.
 pub(super) fn with_device_input<D, T, R>(
     dataset: &mut D,
     ahead: usize,
@@ -69,6 +79,9 @@ where
         };
         return body(&mut input);
     }
+    let stream = StreamId::current();
+    let on_stream = move |item: &D::Item| stream.executes(|| convert(item));
+    let convert: &(dyn Fn(&D::Item) -> Result<T> + Sync) = &on_stream;
     if rayon::current_thread_index().is_some() && rayon::current_num_threads() > 1 {
         tracing::debug!("device tensors built {ahead} batch(es) ahead by the CPU pool's threads");
         return on_pool(dataset, ahead, convert, |next| {
@@ -191,6 +204,29 @@ mod tests {
                 assert_eq!(values, [2, 4], "{place:?} ahead {ahead}");
                 // Read ahead or not, the position is after the second item.
                 assert_eq!(position, Position::Index(2), "{place:?} ahead {ahead}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_batch_is_created_on_the_calling_threads_device_stream() {
+        for place in PLACES {
+            for ahead in [0, 1, 3] {
+                let (caller, streams) = within(place, || {
+                    let mut dataset = from_vec((0..50u32).collect());
+                    let convert = |_: &u32| Ok(StreamId::current());
+                    let streams = with_device_input(&mut dataset, ahead, &convert, |input| {
+                        std::iter::from_fn(|| input.next_batch())
+                            .map(|b| b.unwrap())
+                            .collect::<Vec<_>>()
+                    });
+                    (StreamId::current(), streams)
+                });
+                assert_eq!(streams.len(), 50, "{place:?} ahead {ahead}");
+                assert!(
+                    streams.iter().all(|s| *s == caller),
+                    "{place:?} ahead {ahead}: {streams:?} against {caller}"
+                );
             }
         }
     }

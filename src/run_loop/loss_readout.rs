@@ -10,11 +10,6 @@
 use crate::distribute::StepLoss;
 use crate::estimator::LossReadback;
 
-/// The most steps whose batches are kept before the loop waits for the device to finish
-/// them when no loss read came sooner: it bounds the memory they hold, for one drained queue
-/// in this many steps (a GPU's launch queue seldom lets the host run this far ahead).
-pub(super) const MAX_QUEUED_STEPS: usize = 64;
-
 /// The losses of recent steps: the latest read, and the one still on the device.
 #[derive(Default)]
 pub(super) struct LossReadout {
@@ -23,8 +18,6 @@ pub(super) struct LossReadout {
     latest: Option<(u64, f64)>,
     /// The last step's loss, not read yet.
     pending: Option<(u64, StepLoss)>,
-    /// Whether the host waited for every step queued so far since [`Self::take_drained`].
-    drained: bool,
 }
 
 impl LossReadout {
@@ -40,35 +33,13 @@ impl LossReadout {
     pub fn after_step(&mut self, step: u64, loss: StepLoss, wanted_now: bool) -> (u64, f64) {
         if wanted_now || loss.is_known() || self.latest.is_none() {
             self.pending = None;
-            // A read waits for everything queued before it; a known loss came back with
-            // the step's gradients, which the strategy waited for.
-            self.drained = true;
             return *self.latest.insert((step, loss.read()));
         }
         let previous = self.pending.replace((step, loss));
         if let (LossReadback::EveryStep, Some((previous, value))) = (self.readback, previous) {
             self.latest = Some((previous, value.read()));
-            self.drained = true;
         }
         self.latest.expect("set before any step is left pending")
-    }
-
-    /// Whether the device has finished every step queued before the last read, and no
-    /// step has been taken since without a read; resets it.
-    fn take_drained(&mut self) -> bool {
-        std::mem::take(&mut self.drained)
-    }
-
-    /// Drops the batches of `queued` steps once a read shows the device is past them; with
-    /// [`MAX_QUEUED_STEPS`] kept, reads the newest loss (which waits for every step queued).
-    pub fn release_finished<T>(&mut self, queued: &mut Vec<T>) {
-        if queued.len() >= MAX_QUEUED_STEPS {
-            self.last();
-            self.drained = true;
-        }
-        if self.take_drained() {
-            queued.clear();
-        }
     }
 
     /// The loss of the last step taken, reading it if it is still on the device.
@@ -145,21 +116,17 @@ mod tests {
             readout.after_step(1, on_device(1.0, &reads), false),
             (1, 1.0)
         );
-        assert!(readout.take_drained());
         for step in 2..=9 {
             assert_eq!(
                 readout.after_step(step, on_device(step as f64, &reads), false),
                 (1, 1.0)
             );
-            assert!(!readout.take_drained(), "step {step}");
         }
         assert_eq!(reads.load(Ordering::SeqCst), 1, "steps 2-9 never read");
         assert_eq!(
             readout.after_step(10, on_device(10.0, &reads), true),
             (10, 10.0)
         );
-        assert!(readout.take_drained());
-        assert!(!readout.take_drained(), "reset by the first take");
         assert_eq!(
             readout.after_step(11, on_device(11.0, &reads), false),
             (10, 10.0)
@@ -167,17 +134,6 @@ mod tests {
         // The end of training reads the last step's loss.
         assert_eq!(readout.last(), Some(11.0));
         assert_eq!(reads.load(Ordering::SeqCst), 3);
-    }
-
-    #[test]
-    fn every_step_drains_at_each_step_but_one_right_after_a_read_at_once() {
-        let reads = Arc::new(AtomicUsize::new(0));
-        let mut readout = LossReadout::default();
-        for step in 1..=5 {
-            readout.after_step(step, on_device(step as f64, &reads), false);
-            // Step 1 is read at once, so step 2 finds nothing pending to read.
-            assert_eq!(readout.take_drained(), step != 2, "step {step}");
-        }
     }
 
     #[test]

@@ -40,8 +40,8 @@ where
     pub listener: Option<&'a mut CheckpointListener<'a>>,
 }
 
-/// Where the steps of one run stand; `T`: a batch on the device.
-struct Steps<'p, T> {
+/// Where the steps of one run stand.
+struct Steps<'p> {
     start_step: u64,
     last_step: u64,
     seed: u64,
@@ -54,10 +54,6 @@ struct Steps<'p, T> {
     /// its first pull).
     first_step: Option<u64>,
     losses: LossReadout,
-    /// The batches of steps the device may still be running, kept until a loss read (which
-    /// waits for every step queued): built on the prefetch thread, on a device stream of its
-    /// own, a dropped batch's memory could be reused while a queued step still reads it.
-    queued: Vec<T>,
 }
 
 /// A step whose update was applied.
@@ -157,7 +153,6 @@ where
             steps_run: 0,
             first_step: None,
             losses: LossReadout::new(config.loss_readback),
-            queued: Vec::new(),
         };
 
         let mut begun = 0;
@@ -225,7 +220,7 @@ where
         input: &mut Input<'_, B, E>,
         hooks: &mut [Box<dyn Hook>],
         mut chief: Option<&mut Chief<'a>>,
-        steps: &mut Steps<'_, E::DeviceBatch<B>>,
+        steps: &mut Steps<'_>,
     ) -> Result<State<B, E>> {
         while state.global_step < steps.last_step {
             for hook in hooks.iter_mut() {
@@ -248,7 +243,6 @@ where
                 }
                 None => None,
             };
-            steps.queued.extend(batch);
             let previous_step = state.global_step;
             // Gradient hand-off point: averaged over replicas, pushed to parameter servers,
             // or applied as they are.
@@ -282,7 +276,6 @@ where
             let stop;
             (state, stop) =
                 self.after_step(state, input, hooks, chief.as_deref_mut(), steps, applied)?;
-            steps.losses.release_finished(&mut steps.queued);
             if stop {
                 if state.global_step < steps.last_step {
                     self.sync.leave(&state)?;
@@ -322,7 +315,7 @@ where
         input: &Input<'_, B, E>,
         hooks: &mut [Box<dyn Hook>],
         chief: Option<&mut Chief<'a>>,
-        steps: &mut Steps<'_, E::DeviceBatch<B>>,
+        steps: &mut Steps<'_>,
         applied: Applied,
     ) -> Result<(State<B, E>, bool)> {
         let Applied {

@@ -384,5 +384,3 @@ fn predictions_are_computed_on_a_pool_of_intra_op_threads() {
         assert_eq!(predictions, vec![threads as f32; 3]);
     }
 }
-
-mod queued_batches;
