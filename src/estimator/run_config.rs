@@ -54,8 +54,8 @@ pub struct RunConfig {
     /// thread, just before its step.
     #[serde(default = "default_prefetch_to_device")]
     pub prefetch_to_device: usize,
-    /// Which steps' losses training reads back from the device (default every step's, one
-    /// step late; see [`LossReadback`]).
+    /// Which steps' losses training reads back from the device (default `Auto`: every
+    /// step's, one step late, on the CPU; only the wanted ones on CUDA; see [`LossReadback`]).
     #[serde(default)]
     pub loss_readback: LossReadback,
     /// Threads one CPU operation may use in training, evaluation and prediction (TF's

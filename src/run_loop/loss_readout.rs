@@ -21,6 +21,8 @@ pub(super) struct LossReadout {
 }
 
 impl LossReadout {
+    /// Reads back every step's loss or only the wanted ones, as `readback` says once
+    /// [`LossReadback::on`] has resolved `Auto` for the device.
     pub fn new(readback: LossReadback) -> Self {
         LossReadout {
             readback,

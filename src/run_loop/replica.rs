@@ -12,7 +12,7 @@ use super::train_state::TrainState;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
 use crate::device::{cpu_threads, with_cpu_threads, CpuTrainBackend, ResolvedDevice};
 use crate::error::{Error, Result};
-use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
+use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
 use crate::optimizer::Optimizer;
 use crate::seed::build_seeded;
 
@@ -38,7 +38,9 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     // Shortens the listener's lifetime to the loop's.
     let listener = listener.map(|l| l as &mut CheckpointListener<'_>);
     let config = estimator.run_config();
-    match config.device.resolve()? {
+    let device = config.device.resolve()?;
+    let readback = config.loss_readback.on(device);
+    match device {
         ResolvedDevice::Cpu => {
             let threads = cpu_threads(config.intra_op_threads, place.replicas);
             if place.rank == 0 {
@@ -55,6 +57,7 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
                     dataset,
                     spec,
                     peers,
+                    readback,
                     listener,
                 )
             })?
@@ -63,24 +66,25 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
         ResolvedDevice::Cuda(index) => {
             type Cuda = burn::backend::Autodiff<crate::device::CudaBackend>;
             let device = burn::backend::cuda::CudaDevice::new(index + place.rank);
-            train_on::<Cuda, E, D>(estimator, device, dataset, spec, peers, listener)
+            train_on::<Cuda, E, D>(estimator, device, dataset, spec, peers, readback, listener)
         }
         #[cfg(not(feature = "cuda"))]
         ResolvedDevice::Cuda(_) => {
-            let _ = place.rank;
+            let _ = (place.rank, readback);
             Err(Error::Config("built without the `cuda` feature".into()))
         }
     }
 }
 
 /// One replica on `device` of backend `B`: a freshly built model and optimizer, and the
-/// loop over them.
+/// loop over them, reading back the losses `readback` says (resolved for the device).
 fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     estimator: &'a E,
     device: B::Device,
     dataset: D,
     spec: TrainSpec,
     peers: Peers,
+    readback: LossReadback,
     listener: Option<&'a mut CheckpointListener<'a>>,
 ) -> Result<TrainOutcome> {
     let config = estimator.run_config();
@@ -102,6 +106,7 @@ fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + 
     let train_loop = TrainLoop {
         estimator,
         sync: step_sync(peers, manager),
+        loss_readback: readback,
         listener,
     };
     train_loop.run(state, dataset, spec)

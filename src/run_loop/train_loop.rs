@@ -16,7 +16,7 @@ use super::train_state::TrainState;
 use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
 use crate::distribute::{LocalStep, StepLoss};
 use crate::error::{Error, Result};
-use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
+use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
 use crate::hooks::{
     Emit, Hook, LoggingHook, NanGuardHook, RunEnd, RunStart, StepCounterHook, StepInfo, Verdict,
 };
@@ -37,6 +37,8 @@ where
 {
     pub estimator: &'a E,
     pub sync: Box<dyn StepSync<B, E::Model<B>>>,
+    /// Which losses to read back, resolved for the device: every step's or the wanted ones.
+    pub loss_readback: LossReadback,
     pub listener: Option<&'a mut CheckpointListener<'a>>,
 }
 
@@ -152,7 +154,7 @@ where
             global_step: start_step,
             steps_run: 0,
             first_step: None,
-            losses: LossReadout::new(config.loss_readback),
+            losses: LossReadout::new(self.loss_readback),
         };
 
         let mut begun = 0;

@@ -47,6 +47,8 @@ fn losses_read_when_wanted_are_the_logged_steps_and_a_nan_still_stops_training()
     let every = loss_steps(LossReadback::EveryStep);
     assert_eq!(every[4], (5, 4));
     assert_eq!(every[9], (10, 10));
+    // The default on the CPU, where a read costs nothing.
+    assert_eq!(loss_steps(LossReadback::Auto), every);
 
     // A NaN at some step makes every later loss NaN: the next step read stops training.
     let dir = tempfile::tempdir().unwrap();

@@ -17,7 +17,7 @@ use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::device::CpuTrainBackend;
 use crate::distribute::LocalStep;
 use crate::error::{Error, Result};
-use crate::estimator::{Estimator, RunConfig, TrainOutcome, TrainSpec};
+use crate::estimator::{Estimator, LossReadback, RunConfig, TrainOutcome, TrainSpec};
 use crate::export::Signature;
 use crate::hooks::{Control, Emit, Hook, RunEnd, StepInfo};
 use crate::optimizer::{Optimizer, OptimizerSpec};
@@ -264,6 +264,7 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
     let train_loop = TrainLoop {
         estimator: &estimator,
         sync: Box::new(sync),
+        loss_readback: LossReadback::EveryStep,
         listener: None,
     };
     let outcome = train_loop.run(state, from_vec(data), spec);

@@ -164,11 +164,12 @@ pub struct TrainArgs {
     /// Example: `--intra-op-threads 4`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub intra_op_threads: usize,
-    /// Which steps' losses training reads back from the device: every-step (one step late)
-    /// or when-wanted (only logged, summarised and checkpointed steps', so that a GPU never
-    /// drains between them; a NaN is then caught at the next step read).
-    /// Example: `--loss-readback when-wanted`.
-    #[arg(long, value_name = "WHICH", default_value = "every-step")]
+    /// Which steps' losses training reads back from the device: every-step (one step late),
+    /// when-wanted (only logged, summarised and checkpointed steps', so that a GPU never
+    /// drains between them; a NaN is then caught at the next step read) or auto (every-step
+    /// on the CPU, where a read costs nothing; when-wanted on CUDA).
+    /// Example: `--loss-readback every-step`.
+    #[arg(long, value_name = "WHICH", default_value = "auto")]
     pub loss_readback: LossReadback,
     /// Batches whose device tensors (feature columns applied) are built ahead of the step
     /// (TF's prefetch_to_device): by the CPU threads of --intra-op-threads when there are
