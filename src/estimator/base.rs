@@ -58,9 +58,9 @@ pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
     ///
     /// Called on the input's prefetch thread during training and evaluation, so it should
     /// depend on nothing but the batch (no randomness: that belongs in the model functions,
-    /// which run seeded per step). The tensors it creates go on the training thread's device
-    /// stream, so the loop may drop them as soon as their step is queued. Errors name the
-    /// example or field at fault.
+    /// which run seeded per step). The tensors it creates go on the device stream of the
+    /// loop's own thread, so the loop may drop them as soon as their step is queued. Errors
+    /// name the example or field at fault.
     fn to_device<B: Backend>(
         &self,
         batch: &Self::Batch,
