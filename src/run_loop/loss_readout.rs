@@ -11,7 +11,6 @@ use crate::distribute::StepLoss;
 use crate::estimator::LossReadback;
 
 /// The losses of recent steps: the latest read, and the one still on the device.
-#[derive(Default)]
 pub(super) struct LossReadout {
     readback: LossReadback,
     /// The latest loss read: `(global step, value)`.
@@ -24,9 +23,15 @@ impl LossReadout {
     /// Reads back every step's loss or only the wanted ones, as `readback` says once
     /// [`LossReadback::on`] has resolved `Auto` for the device.
     pub fn new(readback: LossReadback) -> Self {
+        debug_assert_ne!(
+            readback,
+            LossReadback::Auto,
+            "resolved for the device first"
+        );
         LossReadout {
             readback,
-            ..Default::default()
+            latest: None,
+            pending: None,
         }
     }
 
@@ -72,7 +77,7 @@ mod tests {
     #[test]
     fn losses_are_read_one_step_late_except_where_wanted() {
         let reads = Arc::new(AtomicUsize::new(0));
-        let mut readout = LossReadout::default();
+        let mut readout = LossReadout::new(LossReadback::EveryStep);
         // The first step has nothing earlier to report: read at once.
         assert_eq!(
             readout.after_step(1, on_device(1.0, &reads), false),
@@ -140,13 +145,13 @@ mod tests {
 
     #[test]
     fn a_loss_already_on_the_host_is_reported_at_its_own_step() {
-        let mut readout = LossReadout::default();
+        let mut readout = LossReadout::new(LossReadback::EveryStep);
         assert_eq!(readout.after_step(7, StepLoss::Known(0.5), false), (7, 0.5));
         assert_eq!(
             readout.after_step(8, StepLoss::Known(0.25), false),
             (8, 0.25)
         );
         assert_eq!(readout.last(), Some(0.25));
-        assert_eq!(LossReadout::default().last(), None);
+        assert_eq!(LossReadout::new(LossReadback::EveryStep).last(), None);
     }
 }
