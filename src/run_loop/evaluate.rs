@@ -84,7 +84,7 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
             metrics.add("loss", Metric::mean_of([loss]));
             metrics.merge(&estimator.eval_metrics::<B>(&restored.model, &batch, device)?);
             batches += 1;
-            progress.update(batches, "");
+            progress.update(batches, String::new);
         }
         Ok(())
     })?;

@@ -5,6 +5,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// A progress bar that also routes log lines so they do not tear the bar.
 pub struct Progress {
     bar: ProgressBar,
+    /// Whether the bar is drawn at all: a hidden one is not updated (formatting each step's
+    /// message would cost the training thread for nothing).
+    shown: bool,
 }
 
 impl Progress {
@@ -27,13 +30,16 @@ impl Progress {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_prefix(prefix.to_string());
-        Self { bar }
+        let shown = !bar.is_hidden();
+        Self { bar, shown }
     }
 
-    /// Moves the bar to `position` with a status `message` (e.g. the loss).
-    pub fn update(&self, position: u64, message: impl Into<std::borrow::Cow<'static, str>>) {
-        self.bar.set_position(position);
-        self.bar.set_message(message);
+    /// Moves the bar to `position` with the status `message` makes (e.g. the loss).
+    pub fn update(&self, position: u64, message: impl FnOnce() -> String) {
+        if self.shown {
+            self.bar.set_position(position);
+            self.bar.set_message(message());
+        }
     }
 
     /// Logs `line` without tearing the bar.

@@ -358,10 +358,10 @@ where
             };
             state = chief.after_step(state, self.sync.as_mut(), &|| input.position(), &done)?;
         }
-        steps.progress.update(
-            state.global_step.saturating_sub(steps.start_step),
-            format!("loss {loss:.4}"),
-        );
+        let done_here = state.global_step.saturating_sub(steps.start_step);
+        steps
+            .progress
+            .update(done_here, || format!("loss {loss:.4}"));
         Ok((state, verdict.stop))
     }
 
