@@ -358,10 +358,10 @@ where
             };
             state = chief.after_step(state, self.sync.as_mut(), &|| input.position(), &done)?;
         }
-        let done_here = state.global_step.saturating_sub(steps.start_step);
+        let steps_done = state.global_step.saturating_sub(steps.start_step);
         steps
             .progress
-            .update(done_here, || format!("loss {loss:.4}"));
+            .update(steps_done, || format!("loss {loss:.4}"));
         Ok((state, verdict.stop))
     }
 
