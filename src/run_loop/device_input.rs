@@ -10,7 +10,7 @@
 //! stream (cubecl keys streams by thread). Memory a stream frees is reused in that stream's
 //! order, so a batch the loop drops cannot be overwritten while a queued step still reads
 //! it; created on a stream of their own, the batches' memory would be reused in the
-//! prefetch's order instead, with nothing ordering it after the steps that read them. The
+//! prefetch's order instead, which cubecl orders after a batch's first use only. The
 //! host still does not wait for the copy (an asynchronous upload from pinned memory); on the
 //! device it now runs between the steps' kernels rather than beside them.
 
