@@ -5,16 +5,22 @@
 //! uploaded at start), as the PyTorch comparison does. Nothing else: no input pipeline, no
 //! hooks, no checkpoint. `--input host` keeps the rows in host memory instead and copies each
 //! step's batch to the device on the training thread, as a loop fed by an input pipeline
-//! must: the difference between the two is the price of the upload alone.
+//! must: the difference between the two is the price of the upload alone. `--input
+//! prefetched` uploads each batch from a thread of its own (its own cubecl stream, so the
+//! driver's staging of the pageable copy never waits on the training stream) and the training
+//! thread copies it once on the device before use (the one cross-stream read, after which
+//! cubecl may reuse the upload's memory): the upload kept off the training stream.
 //!
 //! Run: `cargo bench --bench raw_step -- --features 784 --hidden 128,64 --batch 128
-//! --steps 1000 [--device cpu|cuda[:N]] [--read-loss every|never] [--input device|host]`
+//! --steps 1000 [--device cpu|cuda[:N]] [--read-loss every|never]
+//! [--input device|host|prefetched]`
 //! (`cuda` needs `--features cuda`). Prints one JSON line shaped like `dnn-classifier train
 //! --json`'s: `examples_per_sec` after the first min(100, 10 %) steps, `startup_secs` until
 //! then (kernel compilation on a GPU), `total_examples_per_sec`, and which `input`. `--read-loss every` reads the loss back
 //! after each step (a host-device sync per step, as PyTorch's `loss.item()`); `never`
 //! (default) reads it only where the clock starts and stops.
 
+use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
 use burn::module::Module;
@@ -66,7 +72,28 @@ struct Args {
     steps: usize,
     device: String,
     read_every_step: bool,
-    host_input: bool,
+    input: Input,
+}
+
+/// Where each step's batch comes from.
+#[derive(Clone, Copy, PartialEq)]
+enum Input {
+    /// Selected from rows already on the device.
+    Device,
+    /// Gathered on the host and uploaded on the training thread.
+    Host,
+    /// Gathered and uploaded on a thread of its own, copied on the device by the step.
+    Prefetched,
+}
+
+impl Input {
+    fn name(self) -> &'static str {
+        match self {
+            Input::Device => "device",
+            Input::Host => "host",
+            Input::Prefetched => "prefetched",
+        }
+    }
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -77,7 +104,7 @@ fn parse_args() -> Result<Args, String> {
         steps: 1000,
         device: "cpu".into(),
         read_every_step: false,
-        host_input: false,
+        input: Input::Device,
     };
     let given: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -119,10 +146,15 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "--input" => {
-                args.host_input = match value.as_str() {
-                    "host" => true,
-                    "device" => false,
-                    _ => return Err(format!("--input {value}: expected device or host")),
+                args.input = match value.as_str() {
+                    "device" => Input::Device,
+                    "host" => Input::Host,
+                    "prefetched" => Input::Prefetched,
+                    _ => {
+                        return Err(format!(
+                            "--input {value}: expected device, host or prefetched"
+                        ))
+                    }
                 }
             }
             _ => return Err(format!("unknown option {flag}")),
@@ -149,7 +181,7 @@ fn orders(rows: usize) -> Vec<Vec<i64>> {
         .collect()
 }
 
-/// The same rows and permutations in host memory (`--input host`).
+/// The same rows and permutations in host memory (`--input host` and `prefetched`).
 struct HostRows {
     x: Vec<f32>,
     y: Vec<i64>,
@@ -190,7 +222,7 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device, started: Instant) -> 
         &device,
     );
     let labels: Vec<i64> = (0..rows as i64).map(|r| r % CLASSES as i64).collect();
-    let host = args.host_input.then(|| HostRows {
+    let host = (args.input != Input::Device).then(|| HostRows {
         x: x_all.to_data().to_vec::<f32>().expect("f32 rows"),
         y: labels.clone(),
         orders: orders(rows),
@@ -207,30 +239,60 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device, started: Instant) -> 
     let warmup = (args.steps / 10).clamp(1, 100);
     let mut warm = None;
     let mut last_loss = 0.0f32;
-    for step in 1..=args.steps {
-        let position = (step - 1) % BATCHES * args.batch;
-        let epoch = (step - 1) / BATCHES % PERMUTATIONS;
-        let (x, y) = match &host {
-            Some(host) => host.batch::<B>(epoch, position, args.batch, &device),
-            None => {
-                let index = permutations[epoch].clone().narrow(0, position, args.batch);
-                (
-                    x_all.clone().select(0, index.clone()),
-                    y_all.clone().select(0, index),
-                )
+    let place = |step: usize| {
+        (
+            (step - 1) / BATCHES % PERMUTATIONS,
+            (step - 1) % BATCHES * args.batch,
+        )
+    };
+    let model = std::thread::scope(|scope| {
+        let prefetched = match (&host, args.input) {
+            (Some(host), Input::Prefetched) => {
+                let (sender, receiver) = sync_channel(2);
+                let device = device.clone();
+                scope.spawn(move || {
+                    for step in 1..=args.steps {
+                        let (epoch, position) = place(step);
+                        let batch = host.batch::<B>(epoch, position, args.batch, &device);
+                        if sender.send(batch).is_err() {
+                            break;
+                        }
+                    }
+                });
+                Some(receiver)
             }
+            _ => None,
         };
-        let loss = loss_fn.forward(model.forward(x), y);
-        let read = args.read_every_step || step == warmup || step == args.steps;
-        if read {
-            last_loss = loss.clone().into_scalar().elem::<f32>();
+        for step in 1..=args.steps {
+            let (epoch, position) = place(step);
+            let (x, y) = match (&prefetched, &host) {
+                (Some(batches), _) => {
+                    let (x, y) = batches.recv().expect("the upload thread ended early");
+                    // The upload stream's only reader: a copy on the training stream.
+                    (x.mul_scalar(1.0), y.add_scalar(0))
+                }
+                (None, Some(host)) => host.batch::<B>(epoch, position, args.batch, &device),
+                (None, None) => {
+                    let index = permutations[epoch].clone().narrow(0, position, args.batch);
+                    (
+                        x_all.clone().select(0, index.clone()),
+                        y_all.clone().select(0, index),
+                    )
+                }
+            };
+            let loss = loss_fn.forward(model.forward(x), y);
+            let read = args.read_every_step || step == warmup || step == args.steps;
+            if read {
+                last_loss = loss.clone().into_scalar().elem::<f32>();
+            }
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optim.step(1e-3, model, grads);
+            if step == warmup {
+                warm = Some(Instant::now());
+            }
         }
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optim.step(1e-3, model, grads);
-        if step == warmup {
-            warm = Some(Instant::now());
-        }
-    }
+        model
+    });
     // The last update's weights, so that the clock stops after the device has made them.
     let _ = model.output.weight.val().into_data();
     let end = Instant::now();
@@ -245,7 +307,7 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device, started: Instant) -> 
         "{{\"examples_per_sec\":{steady},\"startup_secs\":{},\"total_examples_per_sec\":{},\"final_loss\":{last_loss},\"input\":\"{}\"}}",
         (warm - started).as_secs_f64(),
         (args.steps * args.batch) as f64 / (end - started).as_secs_f64(),
-        if args.host_input { "host" } else { "device" },
+        args.input.name(),
     )
 }
 

@@ -11,8 +11,10 @@
 //! order, so a batch the loop drops cannot be overwritten while a queued step still reads
 //! it; created on a stream of their own, the batches' memory would be reused in the
 //! prefetch's order instead, which cubecl orders after a batch's first use only. The
-//! host still does not wait for the copy (an asynchronous upload from pinned memory); on the
-//! device it now runs between the steps' kernels rather than beside them.
+//! building thread does not wait for the copy: cubecl (0.10) copies the batch into a
+//! pageable buffer of its own and queues the upload to its server thread. On the device the
+//! copy runs between the steps' kernels rather than beside them, and the driver, staging it
+//! through pinned memory, may wait for the steps queued before it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{sync_channel, Receiver};
