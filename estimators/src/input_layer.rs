@@ -8,7 +8,7 @@ use burn::tensor::Tensor;
 use estimator::{Error, Result};
 
 use crate::feature_column::ResolvedColumns;
-use crate::input_tensors::InputTensors;
+use crate::input_tensors::{concat, InputTensors};
 
 /// Holds one embedding table per embedding column; its output is `[batch, input_width]`:
 /// the dense values, then each embedding column's vector, in column order.
@@ -53,12 +53,9 @@ impl<B: Backend> InputLayer<B> {
             let [_, dimension] = table.weight.shape().dims();
             parts.push(table.forward(ids.clone()).reshape([n, dimension]));
         }
-        if parts.is_empty() {
-            return Err(Error::Config(
-                "the input layer has no dense or embedding column to output".into(),
-            ));
-        }
-        Ok(Tensor::cat(parts, 1))
+        concat(parts).ok_or_else(|| {
+            Error::Config("the input layer has no dense or embedding column to output".into())
+        })
     }
 }
 

@@ -160,8 +160,9 @@ fn one_hot<B: Backend>(ids: Tensor<B, 2, Int>, width: usize) -> Tensor<B, 2> {
     ids.expand([rows, width]).equal(classes).float()
 }
 
-/// `parts` side by side; `None` when there are none.
-fn concat<B: Backend, K>(parts: Vec<Tensor<B, 2, K>>) -> Option<Tensor<B, 2, K>>
+/// `parts` side by side; `None` when there are none. One part is returned as it is: a
+/// backend's `cat` may copy even one tensor (cubecl's does, into a new buffer).
+pub(crate) fn concat<B: Backend, K>(parts: Vec<Tensor<B, 2, K>>) -> Option<Tensor<B, 2, K>>
 where
     K: burn::tensor::TensorKind<B> + burn::tensor::BasicOps<B>,
 {
