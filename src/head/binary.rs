@@ -45,8 +45,7 @@ impl BinaryClassHead {
         let ids = labels
             .map(|l| class_id(l, 2, vocab))
             .collect::<Result<Vec<_>>>()?;
-        let values = ids.iter().map(|&i| i as f32).collect();
-        Ok(HeadLabels::new(values, 1, Some(ids), weights, device))
+        Ok(HeadLabels::classes(ids, weights, device))
     }
 
     /// Per-example `max(x, 0) - x z + log(1 + exp(-|x|))`, the stable form of
@@ -58,7 +57,7 @@ impl BinaryClassHead {
     ) -> Tensor<B, 1> {
         let batch = labels.len();
         let x = logits.reshape([batch]);
-        let z = labels.values.clone().reshape([batch]);
+        let z = labels.class_ids().float();
         let softplus_neg_abs = x.clone().abs().neg().exp().add_scalar(1.0).log();
         relu(x.clone()) - x * z + softplus_neg_abs
     }

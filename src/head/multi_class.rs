@@ -51,8 +51,7 @@ impl MultiClassHead {
         let ids = labels
             .map(|l| class_id(l, self.n_classes, vocab))
             .collect::<Result<Vec<_>>>()?;
-        let values = ids.iter().map(|&i| i as f32).collect();
-        Ok(HeadLabels::new(values, 1, Some(ids), weights, device))
+        Ok(HeadLabels::classes(ids, weights, device))
     }
 
     /// Per-example cross-entropy `[batch]`.
@@ -61,10 +60,7 @@ impl MultiClassHead {
         logits: Tensor<B, 2>,
         labels: &HeadLabels<B>,
     ) -> Tensor<B, 1> {
-        let ids = labels
-            .class_ids
-            .clone()
-            .expect("classification labels carry class ids");
+        let ids = labels.class_ids();
         let batch = labels.len();
         let picked = log_softmax(logits, 1).gather(1, ids.reshape([batch, 1]));
         picked.reshape([batch]).neg()

@@ -41,10 +41,9 @@ impl RegressionHead {
                     .ok_or_else(|| Error::Label(format!("regression label {l:?} is not a number")))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(HeadLabels::new(
+        Ok(HeadLabels::values(
             values,
             self.label_dimension,
-            None,
             weights,
             device,
         ))
@@ -56,7 +55,7 @@ impl RegressionHead {
         logits: Tensor<B, 2>,
         labels: &HeadLabels<B>,
     ) -> Tensor<B, 1> {
-        let diff = logits - labels.values.clone();
+        let diff = logits - labels.target_values();
         (diff.clone() * diff).sum_dim(1).reshape([labels.len()])
     }
 
