@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::ps::{PsClientConfig, PsReplica};
 use super::{ClusterTls, GrpcConfig, GrpcTransport, Replica};
 use crate::cluster::{ClusterConfig, TaskType};
+use crate::device::{DeviceSpec, ResolvedDevice};
 use crate::error::{Error, Result};
 
 /// What the user asks for in [`RunConfig`](crate::RunConfig) (TF's `train_distribute`).
@@ -42,6 +43,33 @@ impl Distribution {
             other => Ok(other),
         }
     }
+
+    /// This distribution on `device`: `MirroredAllDevices` as one replica per device from
+    /// the configured one on (one on the CPU). On CUDA each in-process replica takes a GPU
+    /// of its own, so an explicit replica count must fit in the GPUs from there on.
+    pub fn on_device(self, device: DeviceSpec) -> Result<Self> {
+        let resolved = self.with_device_count(|| device.devices_from_here())?;
+        if let Distribution::Mirrored { replicas } = resolved {
+            if let ResolvedDevice::Cuda(index) = device.resolve()? {
+                replicas_fit(replicas, index, device.devices_from_here()?)?;
+            }
+        }
+        Ok(resolved)
+    }
+}
+
+/// Whether `replicas` replicas, one CUDA device each from `cuda:index` on, fit in the
+/// `available` devices from there on.
+fn replicas_fit(replicas: usize, index: usize, available: usize) -> Result<()> {
+    if replicas <= available {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "train_distribute: {replicas} mirrored replicas need one CUDA device each (cuda:{index} \
+         to cuda:{}), but this process sees {available} from cuda:{index} on \
+         (CUDA_VISIBLE_DEVICES decides which devices are visible)",
+        index + replicas - 1
+    )))
 }
 
 /// The strategy a run uses, resolved from a [`Distribution`] and the cluster.
@@ -277,6 +305,26 @@ mod tests {
         assert_eq!(not_asked.unwrap(), Distribution::Auto);
         let local = ClusterConfig::Local;
         assert!(StrategyPlan::choose(all, &local).is_err());
+    }
+
+    #[test]
+    fn mirrored_replicas_on_cuda_need_a_device_each_and_on_the_cpu_share_it() {
+        assert!(replicas_fit(2, 0, 2).is_ok());
+        assert!(replicas_fit(1, 3, 1).is_ok());
+        let err = replicas_fit(2, 0, 1).unwrap_err().to_string();
+        assert!(err.contains("2 mirrored replicas"), "{err}");
+        assert!(err.contains("cuda:0 to cuda:1"), "{err}");
+        assert!(err.contains("sees 1 from cuda:0"), "{err}");
+        let err = replicas_fit(3, 1, 2).unwrap_err().to_string();
+        assert!(err.contains("cuda:1 to cuda:3"), "{err}");
+        let four = Distribution::Mirrored { replicas: 4 };
+        assert_eq!(four.on_device(DeviceSpec::Cpu).unwrap(), four);
+        assert_eq!(
+            Distribution::MirroredAllDevices
+                .on_device(DeviceSpec::Cpu)
+                .unwrap(),
+            Distribution::Mirrored { replicas: 1 }
+        );
     }
 
     #[test]

@@ -11,9 +11,7 @@ use crate::estimator::RunConfig;
 /// The strategy `config` asks for in `cluster`, connected (in a cluster this waits up to
 /// `config.startup_timeout_secs` for every peer).
 pub(crate) fn strategy_for(config: &RunConfig, cluster: &ClusterConfig) -> Result<Strategy> {
-    let distribution = config
-        .train_distribute
-        .with_device_count(|| config.device.devices_from_here())?;
+    let distribution = config.train_distribute.on_device(config.device)?;
     let plan = StrategyPlan::choose(distribution, cluster)?;
     let (token, tls) = match plan {
         StrategyPlan::OneDevice | StrategyPlan::Mirrored { .. } => (None, None),

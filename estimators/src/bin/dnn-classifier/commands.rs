@@ -149,8 +149,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     // Replicas in this process, each on its own batch of every step.
     let mut in_process = 1;
     if let Some(mirrored) = args.mirrored {
-        let device = run_config.device;
-        let resolved = mirrored.with_device_count(|| device.devices_from_here())?;
+        let resolved = mirrored.on_device(run_config.device)?;
         if let Distribution::Mirrored { replicas } = resolved {
             in_process = replicas;
         }
