@@ -230,7 +230,8 @@ pub struct TrainArgs {
     #[arg(long, value_name = "REGEX", requires = "warm_start_from")]
     pub warm_start_vars: Option<String>,
     /// Train N replicas in this process, each on its own batch, averaging their gradients
-    /// (TF's MirroredStrategy; on CUDA replica i uses device cuda:i from --device's on);
+    /// (TF's MirroredStrategy; on CUDA replica i uses device cuda:i from --device's on, so N
+    /// GPUs must be visible from there);
     /// `all`: one replica per visible GPU (one on the CPU). Not with TF_CONFIG.
     /// Example: `--mirrored 2`.
     #[arg(long, value_name = "N|all", value_parser = parse_mirrored)]
