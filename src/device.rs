@@ -49,35 +49,39 @@ impl DeviceSpec {
     pub fn resolve(self) -> Result<ResolvedDevice> {
         match self {
             DeviceSpec::Cpu => Ok(ResolvedDevice::Cpu),
-            DeviceSpec::Cuda(index) => match cuda_unavailable_reason() {
-                None => Ok(cuda(index)),
-                Some(reason) => Err(Error::Config(format!("device cuda:{index}: {reason}"))),
-            },
-            DeviceSpec::Auto => match cuda_unavailable_reason() {
-                None => Ok(cuda(0)),
-                Some(reason) => {
+            DeviceSpec::Cuda(index) => {
+                let visible = visible_cuda_devices()
+                    .map_err(|reason| Error::Config(format!("device cuda:{index}: {reason}")))?;
+                if index >= visible {
+                    return Err(Error::Config(format!(
+                        "device cuda:{index}: this process sees {visible} CUDA device(s) \
+                         (CUDA_VISIBLE_DEVICES decides which devices are visible)"
+                    )));
+                }
+                Ok(cuda(index))
+            }
+            DeviceSpec::Auto => match visible_cuda_devices() {
+                Ok(visible) if visible > 0 => Ok(cuda(0)),
+                Ok(_) => {
+                    tracing::info!("device auto: using the CPU (no CUDA device is visible)");
+                    Ok(ResolvedDevice::Cpu)
+                }
+                Err(reason) => {
                     tracing::info!("device auto: using the CPU ({reason})");
                     Ok(ResolvedDevice::Cpu)
                 }
             },
         }
     }
-}
 
-impl DeviceSpec {
     /// How many devices of the resolved kind this process can train on, from the resolved
     /// one on: the visible CUDA devices from index `n` on for `cuda:n`, 1 on the CPU.
     pub fn devices_from_here(self) -> Result<usize> {
         match self.resolve()? {
             ResolvedDevice::Cpu => Ok(1),
             ResolvedDevice::Cuda(index) => {
-                let visible = cuda_device_count();
-                if index >= visible {
-                    return Err(Error::Config(format!(
-                        "device cuda:{index}: this process sees {visible} CUDA device(s)"
-                    )));
-                }
-                Ok(visible - index)
+                let visible = visible_cuda_devices().map_err(Error::Config)?;
+                Ok(visible.saturating_sub(index))
             }
         }
     }
@@ -90,16 +94,34 @@ fn cuda(index: usize) -> ResolvedDevice {
     ResolvedDevice::Cuda(index)
 }
 
-/// The CUDA devices the driver shows this process (it applies `CUDA_VISIBLE_DEVICES`).
+/// The CUDA devices the driver shows this process (it applies `CUDA_VISIBLE_DEVICES`), or
+/// why CUDA cannot be used. Asks the driver directly: Burn's count opens a context on the
+/// first device, which fails (and panics) when none is visible.
+fn visible_cuda_devices() -> std::result::Result<usize, String> {
+    if let Some(reason) = cuda_unavailable_reason() {
+        return Err(reason);
+    }
+    cuda_driver_device_count()
+}
+
 #[cfg(feature = "cuda")]
-fn cuda_device_count() -> usize {
-    use burn::tensor::backend::Backend;
-    CudaBackend::device_count(0)
+fn cuda_driver_device_count() -> std::result::Result<usize, String> {
+    use cudarc::driver::result;
+    match result::init() {
+        Ok(()) => {}
+        // What the driver says when CUDA_VISIBLE_DEVICES hides every device.
+        Err(e) if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => {
+            return Ok(0)
+        }
+        Err(e) => return Err(format!("the CUDA driver did not start: {e}")),
+    }
+    let count = result::device::get_count().map_err(|e| format!("CUDA driver: {e}"))?;
+    Ok(usize::try_from(count).unwrap_or(0))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_device_count() -> usize {
-    0
+fn cuda_driver_device_count() -> std::result::Result<usize, String> {
+    Ok(0)
 }
 
 /// Why CUDA cannot be used here, or `None` when it can.
