@@ -110,9 +110,7 @@ fn cuda_driver_device_count() -> std::result::Result<usize, String> {
     match result::init() {
         Ok(()) => {}
         // What the driver says when CUDA_VISIBLE_DEVICES hides every device.
-        Err(e) if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => {
-            return Ok(0)
-        }
+        Err(e) if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => return Ok(0),
         Err(e) => return Err(format!("the CUDA driver did not start: {e}")),
     }
     let count = result::device::get_count().map_err(|e| format!("CUDA driver: {e}"))?;
