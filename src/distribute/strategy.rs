@@ -35,7 +35,7 @@ pub enum Distribution {
 impl Distribution {
     /// `MirroredAllDevices` as the number of replicas `devices` gives (`devices` is asked
     /// only then); the others as they are.
-    pub fn with_device_count(self, devices: impl FnOnce() -> Result<usize>) -> Result<Self> {
+    fn with_device_count(self, devices: impl FnOnce() -> Result<usize>) -> Result<Self> {
         match self {
             Distribution::MirroredAllDevices => Ok(Distribution::Mirrored {
                 replicas: devices()?.max(1),
@@ -121,7 +121,7 @@ impl StrategyPlan {
                     Distribution::MirroredAllDevices => {
                         return Err(Error::Config(
                             "MirroredAllDevices must be resolved to a number of replicas \
-                             (Distribution::with_device_count) before a strategy is chosen"
+                             (Distribution::on_device) before a strategy is chosen"
                                 .into(),
                         ))
                     }
