@@ -17,14 +17,26 @@ pub fn per_task(inherited: Option<&str>, cores: usize, cluster: &ClusterSpec) ->
 }
 
 /// What a task with this `OMP_NUM_THREADS` (`None`: unset) on `cores` cores gives each CPU
-/// operation by default, for `explain`: the rule of `RunConfig::intra_op_threads` = 0.
+/// operation by default, for `explain`: the rule of `RunConfig::intra_op_threads` = 0 (the
+/// most; training takes one when a trial finds it faster).
 pub fn describe(omp_num_threads: Option<&str>, cores: usize) -> String {
     let Some(value) = omp_num_threads else {
-        return format!("{cores} per operation (the cores; {OMP_NUM_THREADS} not set)");
+        let most = up_to(cores);
+        return format!("{most} per operation (the cores; {OMP_NUM_THREADS} not set)");
     };
     match parse_omp_num_threads(value) {
-        Ok(n) => format!("{n} per operation ({OMP_NUM_THREADS}={value})"),
-        Err(_) => format!("{cores} per operation (the cores; {OMP_NUM_THREADS}={value:?} ignored)"),
+        Ok(n) => format!("{} per operation ({OMP_NUM_THREADS}={value})", up_to(n)),
+        Err(_) => format!(
+            "{} per operation (the cores; {OMP_NUM_THREADS}={value:?} ignored)",
+            up_to(cores)
+        ),
+    }
+}
+
+fn up_to(threads: usize) -> String {
+    match threads {
+        1 => "1".to_string(),
+        n => format!("up to {n}"),
     }
 }
 
@@ -70,15 +82,19 @@ mod tests {
     fn explain_reads_omp_num_threads_as_a_task_would() {
         assert_eq!(
             describe(None, 8),
-            "8 per operation (the cores; OMP_NUM_THREADS not set)"
+            "up to 8 per operation (the cores; OMP_NUM_THREADS not set)"
         );
         assert_eq!(
             describe(Some("4,2"), 8),
-            "4 per operation (OMP_NUM_THREADS=4,2)"
+            "up to 4 per operation (OMP_NUM_THREADS=4,2)"
         );
         assert_eq!(
             describe(Some("0"), 8),
-            "8 per operation (the cores; OMP_NUM_THREADS=\"0\" ignored)"
+            "up to 8 per operation (the cores; OMP_NUM_THREADS=\"0\" ignored)"
+        );
+        assert_eq!(
+            describe(Some("1"), 8),
+            "1 per operation (OMP_NUM_THREADS=1)"
         );
     }
 

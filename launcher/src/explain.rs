@@ -192,7 +192,7 @@ rank:      2 (world size 3)
 model_dir: /model/iris
 strategy:  ParameterServer (1 ps)
 gpus:      cuda is GPU 1 (CUDA_VISIBLE_DEVICES=1)
-threads:   2 per operation (OMP_NUM_THREADS=2)
+threads:   up to 2 per operation (OMP_NUM_THREADS=2)
 peers:
   chief:0               job-chief-0:2222           resolves to 10.0.0.7
   worker:0              job-worker-0:2222          resolves to 10.0.0.7
@@ -256,7 +256,7 @@ peers:
             "{text}"
         );
         assert!(
-            text.contains("threads:   4 per operation (the cores; OMP_NUM_THREADS not set)"),
+            text.contains("threads:   up to 4 per operation (the cores; OMP_NUM_THREADS not set)"),
             "{text}"
         );
     }

@@ -104,7 +104,7 @@ pub fn launch(
             Some(id) => format!(" with GPU {id} ({CUDA_VISIBLE_DEVICES}={id})"),
         };
         let threads = cpu_threads.map_or(String::new(), |n| {
-            format!(", {n} CPU thread(s) per operation ({OMP_NUM_THREADS}={n})")
+            format!(", up to {n} CPU thread(s) per operation ({OMP_NUM_THREADS}={n})")
         });
         note(&format!(
             "started {task} (pid {}) on {}{gpu}{threads}",

@@ -357,7 +357,7 @@ fn the_cores_are_shared_out_among_the_computing_tasks_unless_the_launcher_is_giv
         let threads = seen[task].iter().find(|l| l.starts_with("threads:"));
         assert_eq!(
             threads.map(String::as_str),
-            Some("threads:   6 per operation (OMP_NUM_THREADS=6)"),
+            Some("threads:   up to 6 per operation (OMP_NUM_THREADS=6)"),
             "{seen:#?}"
         );
     }

@@ -60,9 +60,11 @@ pub struct RunConfig {
     pub loss_readback: LossReadback,
     /// Threads one CPU operation may use in training, evaluation and prediction (TF's
     /// `intra_op_parallelism_threads`): large matrix products and row-wise operations are
-    /// split between them. 0 (default): `OMP_NUM_THREADS` when set (`estimator-launch` sets
-    /// it per task), else the cores this process may use, shared among its `Mirrored`
-    /// replicas. 1 runs every operation on the training thread. An exported model's
+    /// split between them. 0 (default): at most `OMP_NUM_THREADS` when set
+    /// (`estimator-launch` sets it per task), else the cores this process may use, shared
+    /// among its `Mirrored` replicas; training takes one thread instead when a trial of a
+    /// few steps on the first batch runs faster on one (small layers on fast cores), as
+    /// MKL's dynamic threading does. 1 runs every operation on the training thread. An exported model's
     /// `Predictor` computes on its caller's thread (rayon's global pool, `RAYON_NUM_THREADS`).
     #[serde(default = "default_intra_op_threads")]
     pub intra_op_threads: usize,

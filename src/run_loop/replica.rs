@@ -6,11 +6,13 @@
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Dataset;
 
+use super::peeked::Peeked;
 use super::step_sync::{step_sync, Peers};
+use super::thread_trial::fastest_pool;
 use super::train_loop::TrainLoop;
 use super::train_state::TrainState;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
-use crate::device::{cpu_threads, with_cpu_threads, CpuTrainBackend, ResolvedDevice};
+use crate::device::{cpu_pool, cpu_threads, CpuTrainBackend, ResolvedDevice};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
 use crate::optimizer::Optimizer;
@@ -42,16 +44,22 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     let readback = config.loss_readback.on(device);
     match device {
         ResolvedDevice::Cpu => {
-            let threads = cpu_threads(config.intra_op_threads, place.replicas);
+            let most = cpu_threads(config.intra_op_threads, place.replicas);
+            let mut dataset = Peeked::new(dataset);
+            let pool = match config.intra_op_threads {
+                0 => fastest_pool(estimator, &mut dataset, most)?,
+                _ => cpu_pool(most)?,
+            };
             if place.rank == 0 {
                 let each = match place.replicas {
                     1 => String::new(),
                     n => format!(" in each of {n} replicas"),
                 };
+                let threads = pool.current_num_threads();
                 tracing::info!("{threads} CPU thread(s) per operation{each}");
             }
-            with_cpu_threads(threads, || {
-                train_on::<CpuTrainBackend, E, D>(
+            pool.install(|| {
+                train_on::<CpuTrainBackend, E, _>(
                     estimator,
                     Default::default(),
                     dataset,
@@ -60,7 +68,7 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
                     readback,
                     listener,
                 )
-            })?
+            })
         }
         #[cfg(feature = "cuda")]
         ResolvedDevice::Cuda(index) => {

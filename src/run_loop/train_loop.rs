@@ -241,7 +241,13 @@ where
             let local = match &batch {
                 Some(batch) => {
                     let seed = step_seed(steps.seed, seed_step);
-                    Some(self.gradients(&state.model, batch, &state.device, seed)?)
+                    Some(local_step(
+                        self.estimator,
+                        &state.model,
+                        batch,
+                        &state.device,
+                        seed,
+                    )?)
                 }
                 None => None,
             };
@@ -286,26 +292,6 @@ where
             }
         }
         Ok(state)
-    }
-
-    /// The loss of `batch` and its gradients, with randomness seeded by `seed`. The loss
-    /// stays on the device: reading it here would wait for the step to finish.
-    fn gradients(
-        &self,
-        model: &E::Model<B>,
-        batch: &E::DeviceBatch<B>,
-        device: &B::Device,
-        seed: u64,
-    ) -> Result<LocalStep> {
-        let loss = with_seed::<B, _>(device, seed, || {
-            self.estimator.loss::<B>(model, batch, device)
-        })?;
-        let value = loss.clone().inner();
-        let grads = extract_gradients(model, &mut loss.backward());
-        Ok(LocalStep {
-            grads,
-            loss: StepLoss::OnDevice(Box::new(move || value.into_scalar().elem())),
-        })
     }
 
     /// Hooks, the chief's summaries and checkpoints, and progress after an applied step;
@@ -384,4 +370,22 @@ where
         let crc = self.sync.finish(&state)?;
         Ok((checkpoint, crc, state.global_step))
     }
+}
+
+/// The loss of `batch` and its gradients, with randomness seeded by `seed`. The loss stays
+/// on the device: reading it here would wait for the step to finish.
+pub(super) fn local_step<B: AutodiffBackend, E: Estimator>(
+    estimator: &E,
+    model: &E::Model<B>,
+    batch: &E::DeviceBatch<B>,
+    device: &B::Device,
+    seed: u64,
+) -> Result<LocalStep> {
+    let loss = with_seed::<B, _>(device, seed, || estimator.loss::<B>(model, batch, device))?;
+    let value = loss.clone().inner();
+    let grads = extract_gradients(model, &mut loss.backward());
+    Ok(LocalStep {
+        grads,
+        loss: StepLoss::OnDevice(Box::new(move || value.into_scalar().elem())),
+    })
 }

@@ -1,8 +1,11 @@
 //! How many threads a run's CPU operations get: the training loop runs inside a pool of
-//! `intra_op_threads` threads, so the hooks (on the training thread) see its size.
+//! `intra_op_threads` threads, so the hooks (on the training thread) see its size. An
+//! automatic count is the most a run may use: a trial on the first batch picks one thread
+//! when that trains faster.
 
 use std::sync::{Arc, Mutex};
 
+use estimator::datasets::DatasetExt;
 use estimator::hooks::{Control, Emit, Hook, StepInfo};
 use estimator::{EstimatorExt, Strategy, TrainSpec};
 
@@ -65,12 +68,50 @@ fn mirrored_replicas_share_the_cores_by_default() {
             Strategy::Mirrored { replicas: 2 },
         )
         .unwrap();
-    let cores = std::thread::available_parallelism().unwrap().get();
-    let expected = match estimator::cluster::omp_num_threads_from_env() {
-        Some(Ok(omp)) => omp,
-        _ => (cores / 2).max(1),
-    };
+    let most = automatic_threads(2);
     let seen = seen.0.lock().unwrap();
     assert!(!seen.is_empty());
-    assert!(seen.iter().all(|(size, _)| *size == expected), "{seen:?}");
+    assert!(
+        seen.iter().all(|(size, _)| *size == most || *size == 1),
+        "{seen:?}"
+    );
+}
+
+/// The most threads per operation each of `replicas` replicas may use by default.
+fn automatic_threads(replicas: usize) -> usize {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    match estimator::cluster::omp_num_threads_from_env() {
+        Some(Ok(omp)) => omp,
+        _ => (cores / replicas).max(1),
+    }
+}
+
+#[test]
+fn an_automatic_count_trains_every_batch_once_on_one_pool_with_the_bits_of_one_thread() {
+    // Seven batches, fewer than the steps asked for: training ends with the input.
+    let seven_batches = || Ok(train_input()?.take(7));
+    let run = |threads| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut classifier = TinyClassifier::new(dir.path());
+        classifier.run_config = classifier.run_config.with_intra_op_threads(threads);
+        let seen = Seen::default();
+        let outcome = classifier
+            .train(
+                seven_batches,
+                TrainSpec::max_steps(100).with_hook(seen.clone()),
+            )
+            .unwrap();
+        let sizes: Vec<usize> = seen.0.lock().unwrap().iter().map(|s| s.0).collect();
+        (outcome.steps_run, outcome.weights_crc32c.unwrap(), sizes)
+    };
+    let (steps, automatic, sizes) = run(0);
+    let (_, one, _) = run(1);
+    assert_eq!(steps, 7);
+    assert_eq!(
+        automatic, one,
+        "the trial's batch must be trained on, first and once"
+    );
+    let most = automatic_threads(1);
+    assert!(sizes[0] == most || sizes[0] == 1, "{sizes:?}");
+    assert!(sizes.iter().all(|size| *size == sizes[0]), "{sizes:?}");
 }

@@ -158,9 +158,10 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
     pub device: String,
     /// Threads one CPU operation may use (TF's intra_op_parallelism_threads); large matrix
-    /// products are split between them. 0: OMP_NUM_THREADS when set (estimator-launch sets
-    /// it per task), else the cores shared among the --mirrored replicas. 1: every operation
-    /// on the training thread.
+    /// products are split between them. 0: at most OMP_NUM_THREADS when set (estimator-launch
+    /// sets it per task), else the cores shared among the --mirrored replicas, and one when
+    /// a short trial on the first batch trains faster on one. 1: every operation on the
+    /// training thread.
     /// Example: `--intra-op-threads 4`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub intra_op_threads: usize,
