@@ -30,9 +30,9 @@ use crate::seed::{build_seeded, step_seed};
 const WARM_UP: usize = 8;
 const WARM_UP_TIME: Duration = Duration::from_millis(150);
 /// What one timed round aims to last: long enough to outlast a timer tick and a wake-up.
-const ROUND: Duration = Duration::from_millis(8);
+const ROUND: Duration = Duration::from_millis(4);
 /// Rounds per thread count, alternating which goes first.
-const ROUNDS: usize = 8;
+const ROUNDS: usize = 6;
 /// A step this slow on many threads keeps them without a trial.
 const SLOW: Duration = Duration::from_millis(50);
 /// After three rounds each, a trial stops once it has taken this long (slow steps).
@@ -131,7 +131,7 @@ fn trial<E: Estimator>(
     if step >= SLOW {
         return Ok(None);
     }
-    let steps = (ROUND.as_secs_f64() / step.as_secs_f64().max(1e-6)).clamp(1.0, 16.0) as usize;
+    let steps = (ROUND.as_secs_f64() / step.as_secs_f64().max(1e-6)).clamp(1.0, 8.0) as usize;
     let step;
     (step, parts) = warm_up(estimator, one, parts);
     step?;
