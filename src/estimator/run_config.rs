@@ -50,8 +50,10 @@ pub struct RunConfig {
     #[serde(default = "default_startup_timeout_secs")]
     pub startup_timeout_secs: u64,
     /// Batches turned into device tensors ahead of the step, on a background thread (TF's
-    /// `prefetch_to_device`; default 2). 0 builds each batch's tensors on the training
-    /// thread, just before its step.
+    /// `prefetch_to_device`; default 8: that thread sleeps until the loop has taken the
+    /// batches it built, then builds the next ones, so it is woken once per 7 steps rather
+    /// than at each). 0 builds each batch's tensors on the training thread, just before its
+    /// step. The batches ahead hold device memory: lower it for batches of hundreds of MB.
     #[serde(default = "default_prefetch_to_device")]
     pub prefetch_to_device: usize,
     /// Which steps' losses training reads back from the device (default `Auto`: every
@@ -91,7 +93,7 @@ fn default_startup_timeout_secs() -> u64 {
 }
 
 fn default_prefetch_to_device() -> usize {
-    2
+    8
 }
 
 fn default_intra_op_threads() -> usize {

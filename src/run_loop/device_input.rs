@@ -2,7 +2,9 @@
 //!
 //! A background thread pulls the next batches from the input and runs
 //! [`Estimator::to_device`](crate::Estimator::to_device) on them while the current step
-//! computes, so building and copying tensors leaves the training thread. The position a
+//! computes, so building and copying tensors leaves the training thread; it hands them over
+//! through a queue that wakes it only once the loop has emptied it (`refill.rs`), since each
+//! wake-up of a sleeping thread costs the waker a system call. The position a
 //! checkpoint records is the input's after the last batch *delivered* to the step, not the
 //! last one read ahead, so resume stays step-exact.
 //!
@@ -17,7 +19,6 @@
 //! through pinned memory, may wait for the steps queued before it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::Scope;
 
 use cubecl_common::stream_id::StreamId;
@@ -26,7 +27,9 @@ use datasets::{Dataset, Position};
 use crate::error::{Error, Result};
 
 mod on_pool;
+mod refill;
 use on_pool::on_pool;
+use refill::{refill_queue, Consumer};
 
 /// The name of the thread that builds batches ahead.
 const PREFETCH_THREAD: &str = "device-prefetch";
@@ -94,7 +97,7 @@ where
     std::thread::scope(|scope| {
         let next: Box<dyn FnMut() -> Option<Fetched<T>>> =
             match spawn_prefetch(scope, dataset, ahead, convert) {
-                Ok(rx) => Box::new(move || rx.recv().ok()),
+                Ok(rx) => Box::new(move || rx.recv()),
                 Err(e) => {
                     let mut failed = Some(Fetched {
                         batch: Err(Error::Config(format!(
@@ -115,13 +118,14 @@ fn spawn_prefetch<'scope, D, T>(
     dataset: &'scope mut D,
     ahead: usize,
     convert: &'scope (dyn Fn(&D::Item) -> Result<T> + Sync),
-) -> std::io::Result<Receiver<Fetched<T>>>
+) -> std::io::Result<Consumer<Fetched<T>>>
 where
     D: Dataset + Send,
     T: Send,
 {
-    // `ahead - 1` queued plus the one the thread holds while the channel is full.
-    let (tx, rx) = sync_channel(ahead - 1);
+    // `ahead - 1` queued plus the one the thread holds while the queue is full; it builds
+    // more once the loop has taken them all.
+    let (tx, rx) = refill_queue(ahead - 1);
     let prefetch = move || loop {
         let Some(fetched) = fetch(dataset, convert) else {
             return;

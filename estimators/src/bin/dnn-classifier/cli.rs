@@ -177,7 +177,7 @@ pub struct TrainArgs {
     /// several, else on a thread of their own; 0 builds each batch on the training thread,
     /// just before its step.
     /// Example: `--prefetch-to-device 0`.
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    #[arg(long, value_name = "N", default_value_t = 8)]
     pub prefetch_to_device: usize,
     /// How the learning rate changes with the global step (TF's schedules), as
     /// KIND:key=value,…; lists separated by '/'. KIND: exponential_decay (decay_steps,
