@@ -66,8 +66,9 @@ pub struct RunConfig {
     /// (`estimator-launch` sets it per task), else the cores this process may use, shared
     /// among its `Mirrored` replicas; training takes one thread instead when a trial of a
     /// few steps on the first batch runs faster on one (small layers on fast cores), as
-    /// MKL's dynamic threading does. 1 runs every operation on the training thread. An exported model's
-    /// `Predictor` computes on its caller's thread (rayon's global pool, `RAYON_NUM_THREADS`).
+    /// MKL's dynamic threading does. 1 runs every operation on the training thread. An
+    /// exported model's `Predictor` computes on its caller's thread (rayon's global pool,
+    /// `RAYON_NUM_THREADS`).
     #[serde(default = "default_intra_op_threads")]
     pub intra_op_threads: usize,
     /// Initialise the model from another run's checkpoint when training starts in a model
