@@ -10,13 +10,11 @@ use super::peeked::Peeked;
 use super::step_sync::{step_sync, Peers};
 use super::thread_trial::fastest_pool;
 use super::train_loop::TrainLoop;
-use super::train_state::TrainState;
+use super::train_state::fresh_state;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
 use crate::device::{cpu_pool, cpu_threads, CpuTrainBackend, ResolvedDevice};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
-use crate::optimizer::Optimizer;
-use crate::seed::build_seeded;
 
 /// Where a replica runs among those of its process.
 #[derive(Debug, Clone, Copy)]
@@ -96,20 +94,7 @@ fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + 
     listener: Option<&'a mut CheckpointListener<'a>>,
 ) -> Result<TrainOutcome> {
     let config = estimator.run_config();
-    let optimizer = estimator.optimizer();
-    optimizer.validate()?;
-    let model = build_seeded::<B, _>(&device, config.tf_random_seed, || {
-        estimator.build_model::<B>(&device)
-    });
-    let optimizer = Optimizer::new(&optimizer);
-    optimizer.check_part(&model).map_err(Error::Config)?;
-    let state = TrainState {
-        model,
-        optimizer,
-        sync_replicas: peers.sync_replicas(),
-        global_step: 0,
-        device,
-    };
+    let state = fresh_state::<B, E>(estimator, device, peers.sync_replicas())?;
     let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
     let train_loop = TrainLoop {
         estimator,

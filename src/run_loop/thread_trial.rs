@@ -17,12 +17,11 @@ use rayon::ThreadPool;
 
 use super::peeked::Peeked;
 use super::train_loop::local_step;
-use super::train_state::TrainState;
+use super::train_state::{fresh_state, TrainState};
 use crate::device::{cpu_pool, CpuTrainBackend};
 use crate::error::Result;
 use crate::estimator::Estimator;
-use crate::optimizer::Optimizer;
-use crate::seed::{build_seeded, step_seed};
+use crate::seed::step_seed;
 
 /// Untimed steps on each pool first, or as many as fit in `WARM_UP_TIME` (at least one): a
 /// fresh pool's first steps allocate, fault pages in and fill caches (with 1024-unit layers
@@ -111,18 +110,7 @@ fn trial<E: Estimator>(
     many: &ThreadPool,
 ) -> Result<Option<Timings>> {
     let device = Default::default();
-    let seed = estimator.run_config().tf_random_seed;
-    let optimizer = estimator.optimizer();
-    optimizer.validate()?;
-    let state = TrainState {
-        model: build_seeded::<CpuTrainBackend, _>(&device, seed, || {
-            estimator.build_model::<CpuTrainBackend>(&device)
-        }),
-        optimizer: Optimizer::new(&optimizer),
-        sync_replicas: 1,
-        global_step: 0,
-        device,
-    };
+    let state = fresh_state::<CpuTrainBackend, E>(estimator, device, 1)?;
     let batch = estimator.to_device::<CpuTrainBackend>(batch, &device)?;
     let mut parts = (state, batch);
     let step;

@@ -8,8 +8,10 @@ use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
 use crate::checkpoint::{contents, Checkpoint, CheckpointManager, WarmStartSettings};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::estimator::Estimator;
 use crate::optimizer::Optimizer;
+use crate::seed::build_seeded;
 use crate::state::weights_to_safetensors;
 
 /// The training state of one replica. Operations that replace the model take the state by
@@ -23,6 +25,28 @@ pub(crate) struct TrainState<B: AutodiffBackend, M> {
     pub sync_replicas: usize,
     pub global_step: u64,
     pub device: B::Device,
+}
+
+/// A fresh state of `estimator` on `device`: its model initialised from the run's seed, its
+/// optimizer checked against it, at step 0, each update averaging `sync_replicas` replicas.
+pub(crate) fn fresh_state<B: AutodiffBackend, E: Estimator>(
+    estimator: &E,
+    device: B::Device,
+    sync_replicas: usize,
+) -> Result<TrainState<B, E::Model<B>>> {
+    let optimizer = estimator.optimizer();
+    optimizer.validate()?;
+    let seed = estimator.run_config().tf_random_seed;
+    let model = build_seeded::<B, _>(&device, seed, || estimator.build_model::<B>(&device));
+    let optimizer = Optimizer::new(&optimizer);
+    optimizer.check_part(&model).map_err(Error::Config)?;
+    Ok(TrainState {
+        model,
+        optimizer,
+        sync_replicas,
+        global_step: 0,
+        device,
+    })
 }
 
 impl<B: AutodiffBackend, M: Module<B>> TrainState<B, M> {
