@@ -5,10 +5,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 mod cpu_threads;
+mod cuda_probe;
 #[cfg(any(feature = "cuda", test))]
 mod kernel_cache;
 
 pub(crate) use cpu_threads::{cpu_pool, cpu_threads, with_cpu_threads};
+use cuda_probe::visible_cuda_devices;
 
 /// The CPU backend every provided method uses by default.
 ///
@@ -92,65 +94,6 @@ fn cuda(index: usize) -> ResolvedDevice {
     #[cfg(feature = "cuda")]
     kernel_cache::install();
     ResolvedDevice::Cuda(index)
-}
-
-/// The CUDA devices the driver shows this process (it applies `CUDA_VISIBLE_DEVICES`), or
-/// why CUDA cannot be used. Asks the driver directly: Burn's count opens a context on the
-/// first device, which fails (and panics) when none is visible.
-fn visible_cuda_devices() -> std::result::Result<usize, String> {
-    if let Some(reason) = cuda_unavailable_reason() {
-        return Err(reason);
-    }
-    cuda_driver_device_count()
-}
-
-#[cfg(feature = "cuda")]
-fn cuda_driver_device_count() -> std::result::Result<usize, String> {
-    use cudarc::driver::result;
-    match result::init() {
-        Ok(()) => {}
-        // What the driver says when CUDA_VISIBLE_DEVICES hides every device.
-        Err(e) if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => return Ok(0),
-        Err(e) => return Err(format!("the CUDA driver did not start: {e}")),
-    }
-    let count = result::device::get_count().map_err(|e| format!("CUDA driver: {e}"))?;
-    Ok(usize::try_from(count).unwrap_or(0))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_driver_device_count() -> std::result::Result<usize, String> {
-    Ok(0)
-}
-
-/// Why CUDA cannot be used here, or `None` when it can.
-///
-/// cubecl panics when `libcuda.so` cannot be loaded, so the driver library is probed first.
-fn cuda_unavailable_reason() -> Option<String> {
-    if !cfg!(feature = "cuda") {
-        return Some("this binary was built without the `cuda` feature".into());
-    }
-    let candidates = ["libcuda.so.1", "libcuda.so"];
-    let dirs = [
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib64",
-        "/usr/local/cuda/lib64",
-        "/usr/local/cuda/lib64/stubs",
-        "/usr/lib/wsl/lib",
-        "/usr/local/nvidia/lib64",
-    ];
-    let found = dirs
-        .iter()
-        .flat_map(|d| {
-            candidates
-                .iter()
-                .map(move |c| std::path::Path::new(d).join(c))
-        })
-        .any(|p| p.exists());
-    if found {
-        None
-    } else {
-        Some("no CUDA driver library (libcuda.so) found".into())
-    }
 }
 
 #[cfg(all(test, not(feature = "cuda")))]

@@ -13,7 +13,7 @@ use super::train_loop::TrainLoop;
 use super::train_state::fresh_state;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
 use crate::device::{cpu_pool, cpu_threads, CpuTrainBackend, ResolvedDevice};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
 
 /// Where a replica runs among those of its process.
@@ -77,7 +77,9 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
         #[cfg(not(feature = "cuda"))]
         ResolvedDevice::Cuda(_) => {
             let _ = (place.rank, readback);
-            Err(Error::Config("built without the `cuda` feature".into()))
+            Err(crate::error::Error::Config(
+                "built without the `cuda` feature".into(),
+            ))
         }
     }
 }
