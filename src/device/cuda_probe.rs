@@ -69,7 +69,9 @@ fn driver_device_count() -> Result<usize, String> {
     Ok(usize::try_from(count).unwrap_or(0))
 }
 
-/// `f`'s result, or `None` when it panics; the panic prints nothing.
+/// `f`'s result, or `None` when it panics; the panic prints nothing. The hook is the
+/// process's: another thread panicking meanwhile would print nothing either (it still
+/// unwinds), which a window of one library load makes acceptable.
 #[cfg(any(feature = "cuda", test))]
 fn without_panicking<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Option<T> {
     let hook = std::panic::take_hook();
