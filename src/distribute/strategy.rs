@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ps::{PsClientConfig, PsReplica};
+use super::transport::same_host_lane_from_env;
 use super::{ClusterTls, GrpcConfig, GrpcTransport, Replica};
 use crate::cluster::{ClusterConfig, TaskType};
 use crate::device::{DeviceSpec, ResolvedDevice};
@@ -224,6 +225,7 @@ impl Strategy {
                     names: names.clone(),
                     token: config.token.clone(),
                     tls: config.tls.clone(),
+                    same_host_lane: same_host_lane_from_env(),
                 };
                 tracing::info!(
                     "{} (rank {rank} of {}): connecting to {}",

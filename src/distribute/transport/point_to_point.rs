@@ -1,6 +1,37 @@
 //! The point-to-point messaging contract every transport (in-memory, gRPC) fulfils.
 
+use bytes::Bytes;
+
 use crate::distribute::error::Result;
+
+/// A received message lent to its reader: its bytes as the consecutive pieces they arrived
+/// in (HTTP/2 frames, socket reads), read in place instead of gathered into one vector.
+#[derive(Debug, Clone, Copy)]
+pub struct Lent<'a> {
+    pieces: &'a [Bytes],
+}
+
+impl<'a> Lent<'a> {
+    /// The message made of `pieces`, in order.
+    pub fn new(pieces: &'a [Bytes]) -> Self {
+        Self { pieces }
+    }
+
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.pieces.iter().map(Bytes::len).sum()
+    }
+
+    /// Whether it holds no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its bytes, piece by piece, in order (pieces may cut an element of a typed payload).
+    pub fn pieces(&self) -> impl Iterator<Item = &'a [u8]> {
+        self.pieces.iter().map(|piece| &piece[..])
+    }
+}
 
 /// Tagged, ordered messages between the `world_size` ranks of a cluster.
 ///
@@ -30,6 +61,19 @@ pub trait Transport: Send {
 
     /// The oldest message from rank `from` with `tag`, waiting at most the transport's timeout.
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>>;
+
+    /// [`recv`](Transport::recv) lending the message to `consume` instead of returning it,
+    /// so that a transport holding it in pieces copies nothing: a collective folds it
+    /// straight into its buffer. `consume`'s error is returned as it is.
+    fn recv_lent(
+        &mut self,
+        from: usize,
+        tag: u64,
+        consume: &mut dyn FnMut(Lent<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let payload = Bytes::from(self.recv(from, tag)?);
+        consume(Lent::new(std::slice::from_ref(&payload)))
+    }
 
     /// Drops every connection at once, as a crash would, instead of the graceful shutdown
     /// that waits for peers to acknowledge: for a run that failed, whose peers may be the

@@ -1,4 +1,5 @@
-//! Which local address a rank listens on, given the address its peers reach it at.
+//! Which local address a rank listens on, given the address its peers reach it at, and
+//! whether that address is on this machine.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -7,6 +8,27 @@ use crate::distribute::error::AddressError;
 /// Where a rank whose peers reach it at `address` ("host:port") listens: the address itself
 /// for a loopback IP, otherwise every interface, on its port.
 pub(crate) fn listen_address(address: &str) -> Result<SocketAddr, AddressError> {
+    let (host, port) = host_and_port(address)?;
+    Ok(match host.parse::<IpAddr>() {
+        Ok(ip) if ip.is_loopback() => SocketAddr::new(ip, port),
+        Ok(IpAddr::V6(_)) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port),
+        _ => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port),
+    })
+}
+
+/// Whether the rank at `address` ("host:port") is on this machine, in this network
+/// namespace: a loopback IP (127.0.0.0/8, ::1) or `localhost`. Only the literal address
+/// counts: a name that merely resolves to this machine may as well be a service in front of
+/// another one.
+pub(super) fn is_same_host(address: &str) -> bool {
+    host_and_port(address).is_ok_and(|(host, _)| {
+        host.eq_ignore_ascii_case("localhost")
+            || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
+/// The host (without IPv6 brackets) and port of `address`, with or without a scheme.
+pub(super) fn host_and_port(address: &str) -> Result<(&str, u16), AddressError> {
     let authority = address
         .split_once("://")
         .map_or(address, |(_, rest)| rest)
@@ -19,12 +41,7 @@ pub(crate) fn listen_address(address: &str) -> Result<SocketAddr, AddressError> 
     let port: u16 = port.parse().map_err(|_| AddressError::Port {
         address: address.to_string(),
     })?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    Ok(match host.parse::<IpAddr>() {
-        Ok(ip) if ip.is_loopback() => SocketAddr::new(ip, port),
-        Ok(IpAddr::V6(_)) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port),
-        _ => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port),
-    })
+    Ok((host.trim_start_matches('[').trim_end_matches(']'), port))
 }
 
 #[cfg(test)]
@@ -42,5 +59,29 @@ mod tests {
         assert_eq!(at("http://worker-0:2222"), "0.0.0.0:2222");
         assert!(listen_address("worker-0").is_err());
         assert!(listen_address("worker-0:http").is_err());
+    }
+
+    #[test]
+    fn only_loopback_literals_and_localhost_are_on_this_host() {
+        for local in [
+            "127.0.0.1:5000",
+            "127.3.2.1:5000",
+            "[::1]:5000",
+            "localhost:5000",
+            "LocalHost:5000",
+            "http://127.0.0.1:5000/",
+        ] {
+            assert!(is_same_host(local), "{local}");
+        }
+        for remote in [
+            "10.0.0.7:2222",
+            "[fd00::7]:2222",
+            "worker-1.job.svc:2222",
+            "localhost.example.com:2222",
+            "127.0.0.1",
+            "0.0.0.0:2222",
+        ] {
+            assert!(!is_same_host(remote), "{remote}");
+        }
     }
 }

@@ -46,6 +46,12 @@ pub struct GrpcConfig {
     /// both ends present a certificate of the cluster's CA (see
     /// [`ClusterTls::from_env`]).
     pub tls: Option<Arc<ClusterTls>>,
+    /// Carry the messages to a peer on this machine (its address a loopback IP or
+    /// `localhost`) over a Unix-domain socket instead of HTTP/2 (default true); the
+    /// handshake, heartbeats and give-up messages stay on gRPC. A peer the socket cannot
+    /// reach falls back to gRPC. [`same_host_lane_from_env`] reads the switch from
+    /// `ESTIMATOR_SAME_HOST_LANE`.
+    pub same_host_lane: bool,
 }
 
 impl Default for GrpcConfig {
@@ -57,6 +63,7 @@ impl Default for GrpcConfig {
             names: Vec::new(),
             token: None,
             tls: None,
+            same_host_lane: true,
         }
     }
 }
@@ -69,8 +76,27 @@ impl std::fmt::Debug for GrpcConfig {
             .field("stall_warning", &self.stall_warning)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("tls", &self.tls.is_some())
+            .field("same_host_lane", &self.same_host_lane)
             .finish()
     }
+}
+
+/// The environment variable that turns the same-host lane off: `0`, `false`, `off` or `no`.
+pub(crate) const SAME_HOST_LANE_ENV: &str = "ESTIMATOR_SAME_HOST_LANE";
+
+/// Whether [`GrpcConfig::same_host_lane`] should be on, as `ESTIMATOR_SAME_HOST_LANE` says:
+/// on unless it is `0`, `false`, `off` or `no` (any case).
+pub(crate) fn same_host_lane_from_env() -> bool {
+    same_host_lane_wanted(std::env::var(SAME_HOST_LANE_ENV).ok().as_deref())
+}
+
+/// Whether the lane is wanted given the variable's `value` (unset: yes).
+fn same_host_lane_wanted(value: Option<&str>) -> bool {
+    let Some(value) = value.map(str::trim) else {
+        return true;
+    };
+    let off = ["0", "false", "off", "no"];
+    !off.iter().any(|word| value.eq_ignore_ascii_case(word))
 }
 
 // Flow control. HTTP/2's defaults (64 KiB windows, 16 KiB frames) let a stream carry one
@@ -171,4 +197,20 @@ fn server() -> Server {
         .max_frame_size(MAX_FRAME_BYTES)
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lane_is_on_unless_the_variable_turns_it_off() {
+        for on in [None, Some("1"), Some("true"), Some("")] {
+            assert!(same_host_lane_wanted(on), "{on:?}");
+        }
+        for off in ["0", "false", "OFF", " no "] {
+            assert!(!same_host_lane_wanted(Some(off)), "{off}");
+        }
+        assert!(GrpcConfig::default().same_host_lane);
+    }
 }

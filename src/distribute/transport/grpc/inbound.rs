@@ -1,6 +1,7 @@
 //! What the server shares with the transport: the sending half of each peer's inbox, and
 //! where each peer's stream to this rank stands.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -48,6 +49,13 @@ pub(super) struct Inbound {
     pub(super) watch: Arc<PeerWatch>,
     /// The sending half of each peer's inbox, taken by the peer's stream when it opens.
     senders: Vec<Mutex<Option<Sender<Event>>>>,
+    /// A second sending half of each peer's inbox, for its same-host lane: taken by the lane
+    /// when it is accepted, dropped when the peer's stream ends without one, so that an
+    /// inbox nobody feeds any more still reads as disconnected.
+    lane_senders: Vec<Mutex<Option<Sender<Event>>>>,
+    /// Whether each peer's messages come over its lane: then the lane, not the gRPC stream,
+    /// says when they are over.
+    carried_by_lane: Vec<AtomicBool>,
     state: Mutex<State>,
     changed: Condvar,
     /// The first handshake or stream this server refused: that peer will never join, which
@@ -63,16 +71,21 @@ impl Inbound {
         world_size: usize,
         watch: Arc<PeerWatch>,
     ) -> (Arc<Self>, Vec<Option<Receiver<Event>>>) {
-        let (senders, receivers) = (0..world_size)
-            .map(|peer| {
-                if peer == rank {
-                    (Mutex::new(None), None)
-                } else {
-                    let (tx, rx) = channel();
-                    (Mutex::new(Some(tx)), Some(rx))
-                }
-            })
-            .unzip();
+        let mut senders = Vec::with_capacity(world_size);
+        let mut lane_senders = Vec::with_capacity(world_size);
+        let mut receivers = Vec::with_capacity(world_size);
+        for peer in 0..world_size {
+            if peer == rank {
+                senders.push(Mutex::new(None));
+                lane_senders.push(Mutex::new(None));
+                receivers.push(None);
+            } else {
+                let (tx, rx) = channel();
+                lane_senders.push(Mutex::new(Some(tx.clone())));
+                senders.push(Mutex::new(Some(tx)));
+                receivers.push(Some(rx));
+            }
+        }
         let streams = (0..world_size)
             .map(|peer| {
                 if peer == rank {
@@ -87,6 +100,8 @@ impl Inbound {
             world_size,
             watch,
             senders,
+            lane_senders,
+            carried_by_lane: (0..world_size).map(|_| AtomicBool::new(false)).collect(),
             state: Mutex::new(State { streams }),
             changed: Condvar::new(),
             refusal: watch::Sender::new(None),
@@ -109,6 +124,27 @@ impl Inbound {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
+    }
+
+    /// The sending half of `peer`'s inbox for its same-host lane; `None` if a lane took it
+    /// already, or the peer's stream ended without one.
+    pub(super) fn take_lane_inbox(&self, peer: usize) -> Option<Sender<Event>> {
+        let sender = self.lane_senders.get(peer)?;
+        sender.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Records whether `peer`'s messages come over its same-host lane.
+    pub(super) fn set_carried_by_lane(&self, peer: usize, carried: bool) {
+        if let Some(flag) = self.carried_by_lane.get(peer) {
+            flag.store(carried, Ordering::Release);
+        }
+    }
+
+    /// Whether `peer`'s messages come over its same-host lane.
+    pub(super) fn carried_by_lane(&self, peer: usize) -> bool {
+        self.carried_by_lane
+            .get(peer)
+            .is_some_and(|carried| carried.load(Ordering::Acquire))
     }
 
     /// Marks `peer`'s stream open until the guard returned is dropped.
@@ -225,6 +261,13 @@ pub(super) struct OpenStream<'a> {
 
 impl Drop for OpenStream<'_> {
     fn drop(&mut self) {
+        // A peer opens its lane before it can close its stream: none will come now.
+        drop(
+            self.inbound.lane_senders[self.peer]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
         self.inbound.set(self.peer, Stream::Ended);
     }
 }

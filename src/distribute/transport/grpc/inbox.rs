@@ -30,15 +30,8 @@ impl Inbox {
         }
     }
 
-    /// The oldest message with `tag`, waiting at most `timeout` for it. Once the peer's
-    /// stream has ended, the messages it delivered are still returned, then the end is
-    /// reported at once.
-    ///
-    /// While waiting, `watch` says which peers are missing: one whose stream broke, or one
-    /// silent (not even a heartbeat) for the whole `timeout`, ends the wait at once, named
-    /// whichever peer this rank waits for — the same on every rank, so the task blocked
-    /// behind a missing one is not blamed. Past `watch.stall_warning` the wait is logged
-    /// once with the peers that went quiet.
+    /// [`recv_payload`](Inbox::recv_payload) gathered into one vector.
+    #[cfg(test)]
     pub(super) fn recv(
         &mut self,
         me: usize,
@@ -46,8 +39,28 @@ impl Inbox {
         timeout: Duration,
         watch: &PeerWatch,
     ) -> Result<Vec<u8>> {
+        self.recv_payload(me, tag, timeout, watch)
+            .map(Payload::into_vec)
+    }
+
+    /// The oldest message with `tag`, in the pieces it arrived in, waiting at most `timeout`
+    /// for it. Once the peer's stream has ended, the messages it delivered are still
+    /// returned, then the end is reported at once.
+    ///
+    /// While waiting, `watch` says which peers are missing: one whose stream broke, or one
+    /// silent (not even a heartbeat) for the whole `timeout`, ends the wait at once, named
+    /// whichever peer this rank waits for — the same on every rank, so the task blocked
+    /// behind a missing one is not blamed. Past `watch.stall_warning` the wait is logged
+    /// once with the peers that went quiet.
+    pub(super) fn recv_payload(
+        &mut self,
+        me: usize,
+        tag: u64,
+        timeout: Duration,
+        watch: &PeerWatch,
+    ) -> Result<Payload> {
         if let Some(payload) = self.early.get_mut(&tag).and_then(VecDeque::pop_front) {
-            return Ok(payload.into_vec());
+            return Ok(payload);
         }
         let started = Instant::now();
         let deadline = started + timeout;
@@ -83,7 +96,7 @@ impl Inbox {
             }
             let slice = watch.heartbeat.min(deadline - now);
             match self.events.recv_timeout(slice) {
-                Ok(Event::Message { tag: t, payload }) if t == tag => return Ok(payload.into_vec()),
+                Ok(Event::Message { tag: t, payload }) if t == tag => return Ok(payload),
                 Ok(Event::Message { tag: t, payload }) => {
                     self.early.entry(t).or_default().push_back(payload)
                 }

@@ -82,7 +82,7 @@ pub(crate) fn check_token(
 
 /// Whether `expected == given`, in a time that depends only on their lengths: how many
 /// leading bytes of a guess are right cannot be measured.
-fn constant_time_eq(expected: &[u8], given: &[u8]) -> bool {
+pub(super) fn constant_time_eq(expected: &[u8], given: &[u8]) -> bool {
     let mut difference = u8::from(expected.len() != given.len());
     for (i, &e) in expected.iter().enumerate() {
         difference |= e ^ given.get(i).copied().unwrap_or(!e);

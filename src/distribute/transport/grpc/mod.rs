@@ -5,7 +5,8 @@
 //! order they were sent. `send` queues onto that stream and returns; the server hands what it
 //! receives to the peer's inbox, where `recv` matches tags. `Hello` (the handshake) goes
 //! through the code tonic generates; `Deliver` carries the same protobuf messages framed by
-//! hand ([`wire`]) so that payloads are not copied on the way.
+//! hand ([`wire`]) so that payloads are not copied on the way. Messages to a peer on the
+//! same machine go over a Unix-domain socket instead ([`lane`]), into the same inbox.
 
 mod address;
 mod config;
@@ -14,6 +15,7 @@ mod dial;
 mod heartbeat;
 mod inbound;
 mod inbox;
+mod lane;
 mod metadata;
 mod outbound;
 mod peer_watch;
@@ -36,18 +38,20 @@ use tonic::service::interceptor::InterceptedService;
 pub(crate) use address::listen_address;
 pub use config::GrpcConfig;
 pub(crate) use config::MAX_MESSAGE_BYTES;
-pub(crate) use config::{endpoint, serve_grpc};
+pub(crate) use config::{endpoint, same_host_lane_from_env, serve_grpc};
 pub(crate) use metadata::TOKEN_KEY;
 
-use super::Transport;
+use super::{Lent, Transport};
 use crate::distribute::error::{DistributeError, Result};
 use dial::{dial, Caller};
 use inbound::Inbound;
 use inbox::Inbox;
+use lane::Lanes;
 pub(crate) use metadata::{check_token, token_value};
 use outbound::Outbound;
 use peer_watch::PeerWatch;
 use service::Routes;
+use wire::Payload;
 
 /// Worker threads of each transport's tokio runtime: enough for the server and the streams to
 /// peers to progress side by side; more would only compete with training for the cores.
@@ -74,6 +78,8 @@ pub struct GrpcTransport {
     inboxes: Vec<Option<Inbox>>,
     /// The state of every peer's stream to this rank's server.
     inbound: Arc<Inbound>,
+    /// The same-host lanes: to and from the peers on this machine.
+    lanes: Lanes,
     /// Stops the server gracefully: it finishes the calls under way (sends their answers).
     stop_server: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
@@ -157,6 +163,8 @@ impl GrpcTransport {
         let watch = PeerWatch::new(rank, world_size, names, heartbeat, config.stall_warning);
         let watch = Arc::new(watch);
         let (inbound, receivers) = Inbound::new(rank, world_size, Arc::clone(&watch));
+        // Listening before joining: a peer opens its lane once it has joined.
+        let lanes = Lanes::listen(rank, addresses, &config, &inbound);
         let (stop_server, stopped) = oneshot::channel::<()>();
         let server;
         {
@@ -191,6 +199,7 @@ impl GrpcTransport {
             outbound: (0..world_size).map(|_| None).collect(),
             inboxes,
             inbound,
+            lanes,
             stop_server: Some(stop_server),
             server: Some(server),
             runtime: Some(runtime),
@@ -202,10 +211,14 @@ impl GrpcTransport {
             token,
             tls: config.tls.clone(),
             heartbeat,
-            watch,
+            watch: Arc::clone(&watch),
         };
         match transport.join(addresses, &caller, config.connect_timeout) {
-            Ok(()) => Ok(transport),
+            Ok(()) => {
+                let (token, timeout) = (config.token.as_deref(), config.peer_timeout);
+                transport.lanes.connect(addresses, token, &watch, timeout);
+                Ok(transport)
+            }
             Err(e) => {
                 // Answers already decided (a refused handshake) still reach the peers, which
                 // can then report why instead of finding this rank gone.
@@ -265,6 +278,12 @@ impl GrpcTransport {
         self.local_addr
     }
 
+    /// The peers this rank sends to over a same-host lane (a Unix-domain socket) instead
+    /// of gRPC, in rank order; see [`GrpcConfig::same_host_lane`].
+    pub fn same_host_peers(&self) -> Vec<usize> {
+        self.lanes.peers()
+    }
+
     /// How long `recv` waits for a peer.
     pub fn peer_timeout(&self) -> Duration {
         self.peer_timeout
@@ -299,6 +318,7 @@ impl Transport for GrpcTransport {
         self.check_peer(to, "send to")?;
         let me = self.rank;
         let sent = match &mut self.outbound[to] {
+            _ if self.lanes.carries(to) => self.lanes.send(to, tag, payload),
             Some(stream) => stream.send(me, tag, payload),
             None => Err(DistributeError::peer(
                 to,
@@ -317,10 +337,27 @@ impl Transport for GrpcTransport {
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>> {
+        self.recv_payload(from, tag).map(Payload::into_vec)
+    }
+
+    fn recv_lent(
+        &mut self,
+        from: usize,
+        tag: u64,
+        consume: &mut dyn FnMut(Lent<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let payload = self.recv_payload(from, tag)?;
+        consume(payload.lent())
+    }
+}
+
+impl GrpcTransport {
+    /// The oldest message from `from` with `tag`, in the pieces it arrived in.
+    fn recv_payload(&mut self, from: usize, tag: u64) -> Result<Payload> {
         self.check_peer(from, "receive from")?;
         let (me, timeout) = (self.rank, self.peer_timeout);
         let received = match &mut self.inboxes[from] {
-            Some(inbox) => inbox.recv(me, tag, timeout, &self.inbound.watch),
+            Some(inbox) => inbox.recv_payload(me, tag, timeout, &self.inbound.watch),
             None => Err(DistributeError::peer(
                 from,
                 format!("no stream to rank {me}"),
@@ -328,9 +365,7 @@ impl Transport for GrpcTransport {
         };
         self.note_failure(received)
     }
-}
 
-impl GrpcTransport {
     /// Remembers the peer a failure names, to tell the others when this rank gives up.
     fn note_failure<T>(&mut self, result: Result<T>) -> Result<T> {
         if let Err(DistributeError::Peer { rank, .. }) = &result {

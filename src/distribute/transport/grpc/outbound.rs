@@ -64,14 +64,7 @@ impl Outbound {
 
     /// Queues a message; fails at once when the stream is known to be broken.
     pub(super) fn send(&mut self, me: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
-        if payload.len() > MAX_MESSAGE_BYTES {
-            return Err(DistributeError::invalid(format!(
-                "rank {me} cannot send {} bytes to rank {} in one message (at most {})",
-                payload.len(),
-                self.peer,
-                MAX_MESSAGE_BYTES
-            )));
-        }
+        check_size(me, self.peer, payload.len())?;
         // `Bytes` takes over the vector's buffer: no copy.
         let queued = self
             .messages
@@ -87,10 +80,7 @@ impl Outbound {
     fn lost(&self, me: usize, tag: u64) -> DistributeError {
         let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         let reason = failure.as_deref().unwrap_or("its stream closed");
-        DistributeError::peer(
-            self.peer,
-            format!("connection lost ({reason}) before rank {me} could send it tag {tag:#x}"),
-        )
+        lost_before_sending(me, self.peer, tag, reason)
     }
 
     /// Closes the stream: the peer acknowledges once it has received everything.
@@ -135,17 +125,45 @@ impl Outbound {
             }
             Ok(Ok(Ok(received))) => received,
         };
-        if received != self.sent {
-            return Err(DistributeError::peer(
-                peer,
-                format!(
-                    "received {received} of the {} messages rank {me} sent it",
-                    self.sent
-                ),
-            ));
-        }
-        Ok(())
+        check_received(me, peer, received, self.sent)
     }
+}
+
+/// Refuses a message of `len` bytes from rank `me` to `peer` over the size limit.
+pub(super) fn check_size(me: usize, peer: usize, len: usize) -> Result<()> {
+    if len > MAX_MESSAGE_BYTES {
+        return Err(DistributeError::invalid(format!(
+            "rank {me} cannot send {len} bytes to rank {peer} in one message (at most \
+             {MAX_MESSAGE_BYTES})"
+        )));
+    }
+    Ok(())
+}
+
+/// A message with `tag` that rank `me` could not send to `peer`, whose connection ended for
+/// `reason`.
+pub(super) fn lost_before_sending(
+    me: usize,
+    peer: usize,
+    tag: u64,
+    reason: &str,
+) -> DistributeError {
+    DistributeError::peer(
+        peer,
+        format!("connection lost ({reason}) before rank {me} could send it tag {tag:#x}"),
+    )
+}
+
+/// Checks that `peer` acknowledged as `received` every one of the `sent` messages rank `me`
+/// sent it.
+pub(super) fn check_received(me: usize, peer: usize, received: u64, sent: u64) -> Result<()> {
+    if received != sent {
+        return Err(DistributeError::peer(
+            peer,
+            format!("received {received} of the {sent} messages rank {me} sent it"),
+        ));
+    }
+    Ok(())
 }
 
 /// The `Deliver` call: streams `messages` until the sender closes them, then returns how many

@@ -76,10 +76,13 @@ impl PeerWatch {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `peer`'s stream delivered something.
+    /// `peer`'s stream (or lane) delivered something. A peer that gave up keeps saying whom
+    /// it gave up on: its lane may still bring what it sent before.
     pub(super) fn heard(&self, peer: usize) {
         if let Some(seen) = self.seen().get_mut(peer) {
-            *seen = Seen::Heard(Instant::now());
+            if !matches!(seen, Seen::GaveUp(_)) {
+                *seen = Seen::Heard(Instant::now());
+            }
         }
     }
 

@@ -108,7 +108,11 @@ async fn deliver(inbound: &Inbound, request: HttpRequest<Body>) -> Result<u64, S
             }
             Ok(None) => {
                 inbound.watch.ended(peer, None);
-                let _ = inbox.send(Event::Ended("it shut down".into()));
+                // With a lane, messages may still be on their way over it: the lane's own
+                // end closes the inbox.
+                if !inbound.carried_by_lane(peer) {
+                    let _ = inbox.send(Event::Ended("it shut down".into()));
+                }
                 return Ok(received);
             }
             Err(status) => {

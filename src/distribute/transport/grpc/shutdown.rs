@@ -29,8 +29,9 @@ impl GrpcTransport {
         let (me, timeout) = (self.rank, self.peer_timeout);
         let mut outbound: Vec<Outbound> =
             self.outbound.iter_mut().filter_map(Option::take).collect();
-        // Close every stream first, so that the peers acknowledge concurrently.
+        // Close every stream and lane first, so that the peers acknowledge concurrently.
         outbound.iter_mut().for_each(Outbound::close);
+        self.lanes.close();
         let deadline = tokio::time::Instant::now() + timeout;
         let acknowledged = runtime.block_on(async {
             let mut first = Ok(());
@@ -40,12 +41,21 @@ impl GrpcTransport {
             }
             first
         });
-        // The server keeps running meanwhile: peers still sending to this rank get their
-        // acknowledgements, so ranks shutting down together do not wait on one another.
-        let closed = self.inbound.wait_ended(Instant::now() + timeout, timeout);
+        // Each path of a peer's messages is counted on its own: the gRPC stream's count
+        // covers what went over gRPC, the lane's what went over the lane.
+        let acknowledged = acknowledged.and(self.lanes.acknowledged(deadline.into_std(), timeout));
+        // The server and the lane readers keep running meanwhile: peers still sending to
+        // this rank get their acknowledgements, so ranks shutting down together do not
+        // wait on one another.
+        let deadline = Instant::now() + timeout;
+        let closed = self.inbound.wait_ended(deadline, timeout);
+        // A peer opens its lane before it can close its stream: every lane into this rank
+        // is known by now.
+        let closed = closed.and(self.lanes.wait_ended(deadline, timeout));
         // A stream is over once its handler returned: the server may not have written the
         // acknowledgement yet. A graceful stop writes it before closing the connections.
         self.stop_server(&runtime, timeout);
+        self.lanes.stop_listening();
         runtime.shutdown_timeout(RUNTIME_GRACE);
         acknowledged.and(closed)
     }
@@ -90,6 +100,7 @@ impl GrpcTransport {
 
     /// Drops every connection at once, as a crash would: peers see the connection lost.
     pub(super) fn drop_connections(&mut self) {
+        self.lanes.cut();
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_timeout(RUNTIME_GRACE);
         }

@@ -21,6 +21,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tonic::codegen::http::HeaderMap;
 use tonic::{Code, Status};
 
+use crate::distribute::transport::Lent;
+
 use super::config::MAX_MESSAGE_BYTES;
 use super::proto::Ack;
 
@@ -188,16 +190,32 @@ fn malformed(what: &str) -> Status {
     Status::invalid_argument(format!("malformed envelope: {what}"))
 }
 
-/// A received payload as the slices of the HTTP/2 frames it arrived in, not copied yet.
+/// A received payload as the slices of the HTTP/2 frames it arrived in, not copied yet, or
+/// as the one vector a same-host lane read it into.
 #[derive(Debug, Default)]
 pub(super) struct Payload {
     chunks: Vec<Bytes>,
     len: usize,
+    /// Whether the one chunk owns a whole vector of exactly this payload, which `into_vec`
+    /// can hand back as it is.
+    whole: bool,
 }
 
 impl Payload {
-    /// The payload in a vector of its own: one copy, made by the thread that asked for it.
-    pub(super) fn into_vec(self) -> Vec<u8> {
+    /// The payload lent as the pieces it arrived in: no copy.
+    pub(super) fn lent(&self) -> Lent<'_> {
+        Lent::new(&self.chunks)
+    }
+
+    /// The payload in a vector of its own: one copy, made by the thread that asked for it;
+    /// none for a payload read whole into a vector.
+    pub(super) fn into_vec(mut self) -> Vec<u8> {
+        if self.whole {
+            if let Some(chunk) = self.chunks.pop() {
+                // The vector the chunk was made from, unless it was shared meanwhile.
+                return Vec::from(chunk);
+            }
+        }
         let mut out = Vec::with_capacity(self.len);
         for chunk in &self.chunks {
             out.extend_from_slice(chunk);
@@ -206,13 +224,14 @@ impl Payload {
     }
 }
 
-#[cfg(test)]
 impl From<Vec<u8>> for Payload {
+    /// The payload read whole into `bytes`: `Bytes` takes the vector over, no copy.
     fn from(bytes: Vec<u8>) -> Self {
         let len = bytes.len();
         Self {
             chunks: vec![bytes.into()],
             len,
+            whole: true,
         }
     }
 }
@@ -333,6 +352,7 @@ where
         let mut payload = Payload {
             chunks: Vec::new(),
             len,
+            whole: false,
         };
         let mut left = len;
         while left > 0 {

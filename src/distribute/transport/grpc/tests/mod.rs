@@ -2,6 +2,7 @@
 
 mod exchange;
 mod failures;
+mod lane;
 mod tls;
 mod token;
 
@@ -36,13 +37,21 @@ fn listeners(n: usize) -> (Vec<TcpListener>, Vec<String>) {
 /// Connects rank `r` with `configs[r]` for every rank at once, each in its own thread.
 fn try_connect(configs: Vec<GrpcConfig>) -> Vec<Result<GrpcTransport>> {
     let (listeners, addresses) = listeners(configs.len());
+    try_connect_on(listeners, &addresses, configs)
+}
+
+/// [`try_connect`] serving rank `r` on `listeners[r]`, reached at `addresses[r]`.
+fn try_connect_on(
+    listeners: Vec<TcpListener>,
+    addresses: &[String],
+    configs: Vec<GrpcConfig>,
+) -> Vec<Result<GrpcTransport>> {
     thread::scope(|scope| {
         let handles: Vec<_> = listeners
             .into_iter()
             .zip(configs)
             .enumerate()
             .map(|(rank, (listener, config))| {
-                let addresses = &addresses;
                 scope.spawn(move || {
                     GrpcTransport::connect_with_listener(rank, addresses, listener, config)
                 })

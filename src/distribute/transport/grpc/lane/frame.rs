@@ -1,0 +1,146 @@
+//! How messages travel on a lane: a fixed header (tag, length; u64 little-endian each) and
+//! the payload's bytes, nothing else. The sender's last frame says how many messages it
+//! sent, so that the receiver tells a lane closed on purpose from one cut by a crash.
+
+use std::io::{self, IoSlice, Read, Write};
+
+use super::super::config::MAX_MESSAGE_BYTES;
+
+/// The size of a frame's header.
+const HEADER_BYTES: usize = 16;
+
+/// The length that marks the last frame (no payload follows; the tag field holds how many
+/// messages were sent): no message is that long, so no tag is taken from the collectives.
+const END_OF_LANE: u64 = u64::MAX;
+
+/// What a lane brings.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Frame {
+    /// A message.
+    Message {
+        /// Its tag.
+        tag: u64,
+        /// Its payload, in a vector of exactly its size.
+        payload: Vec<u8>,
+    },
+    /// The sender closed the lane after this many messages.
+    End {
+        /// How many messages it sent.
+        sent: u64,
+    },
+}
+
+/// Writes one message: header and payload handed to the socket together, the payload not
+/// copied.
+pub(super) fn write_message(out: &mut impl Write, tag: u64, payload: &[u8]) -> io::Result<()> {
+    let header = header(tag, payload.len() as u64);
+    let mut slices = [IoSlice::new(&header), IoSlice::new(payload)];
+    let mut left = &mut slices[..];
+    while !left.is_empty() {
+        match out.write_vectored(left) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut left, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes the last frame: `sent` messages went before it.
+pub(super) fn write_end(out: &mut impl Write, sent: u64) -> io::Result<()> {
+    out.write_all(&header(sent, END_OF_LANE))
+}
+
+fn header(tag: u64, len: u64) -> [u8; HEADER_BYTES] {
+    let mut header = [0; HEADER_BYTES];
+    header[..8].copy_from_slice(&tag.to_le_bytes());
+    header[8..].copy_from_slice(&len.to_le_bytes());
+    header
+}
+
+/// The next frame; `None` when the lane ended between two frames without a last one (the
+/// sender's process is gone). Ending inside a frame, or a length over the message limit,
+/// is an error.
+pub(super) fn read_frame(input: &mut impl Read) -> io::Result<Option<Frame>> {
+    let mut header = [0; HEADER_BYTES];
+    let mut filled = 0;
+    while filled < HEADER_BYTES {
+        match input.read(&mut header[filled..]) {
+            Ok(0) if filled == 0 => return Ok(None),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let tag = u64::from_le_bytes(header[..8].try_into().expect("8 bytes"));
+    let len = u64::from_le_bytes(header[8..].try_into().expect("8 bytes"));
+    if len == END_OF_LANE {
+        return Ok(Some(Frame::End { sent: tag }));
+    }
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&len| len <= MAX_MESSAGE_BYTES)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a message of {len} bytes, over the limit of {MAX_MESSAGE_BYTES}"),
+            )
+        })?;
+    Ok(Some(Frame::Message {
+        tag,
+        payload: read_payload(input, len)?,
+    }))
+}
+
+/// `len` bytes into a vector of exactly that capacity, read from the socket straight into
+/// it (no zeroing first where the reader supports it).
+fn read_payload(input: &mut impl Read, len: usize) -> io::Result<Vec<u8>> {
+    let mut payload = Vec::with_capacity(len);
+    input.take(len as u64).read_to_end(&mut payload)?;
+    if payload.len() < len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_and_the_last_frame_read_back_as_written() {
+        let mut lane = Vec::new();
+        write_message(&mut lane, 7, b"hello").unwrap();
+        write_message(&mut lane, u64::MAX, b"").unwrap();
+        write_end(&mut lane, 2).unwrap();
+        let mut input = &lane[..];
+        let message = |tag, payload: &[u8]| {
+            Some(Frame::Message {
+                tag,
+                payload: payload.to_vec(),
+            })
+        };
+        assert_eq!(read_frame(&mut input).unwrap(), message(7, b"hello"));
+        assert_eq!(read_frame(&mut input).unwrap(), message(u64::MAX, b""));
+        assert_eq!(
+            read_frame(&mut input).unwrap(),
+            Some(Frame::End { sent: 2 })
+        );
+        assert_eq!(read_frame(&mut input).unwrap(), None);
+    }
+
+    #[test]
+    fn a_cut_frame_and_an_oversized_length_are_errors() {
+        let mut lane = Vec::new();
+        write_message(&mut lane, 1, &[9; 100]).unwrap();
+        for cut in [3, HEADER_BYTES, HEADER_BYTES + 50] {
+            let err = read_frame(&mut &lane[..cut]).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "cut at {cut}");
+        }
+        let huge = header(1, MAX_MESSAGE_BYTES as u64 + 1);
+        let err = read_frame(&mut &huge[..]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    }
+}

@@ -1,0 +1,145 @@
+//! The receiving end of the lanes into this rank: a thread per lane that hands each message
+//! to the peer's inbox, as the peer's gRPC stream would, and confirms the count when the
+//! peer closes the lane; and the record of which lanes are still open, which shutdown waits
+//! on.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::Sender;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::super::inbound::Event;
+use super::super::peer_watch::PeerWatch;
+use super::frame::{read_frame, Frame};
+use crate::distribute::error::{DistributeError, Result};
+
+/// A lane into this rank.
+enum Lane {
+    /// Delivering; the socket, to cut when this rank leaves without waiting.
+    Open(UnixStream),
+    /// Over: closed by the peer (and its count confirmed) or broken.
+    Ended,
+}
+
+/// The lanes into one rank, by peer.
+pub(super) struct InboundLanes {
+    rank: usize,
+    lanes: Mutex<BTreeMap<usize, Lane>>,
+    changed: Condvar,
+}
+
+impl InboundLanes {
+    pub(super) fn new(rank: usize) -> Self {
+        Self {
+            rank,
+            lanes: Mutex::new(BTreeMap::new()),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lanes(&self) -> MutexGuard<'_, BTreeMap<usize, Lane>> {
+        self.lanes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records `peer`'s lane, open, over `socket`.
+    pub(super) fn opened(&self, peer: usize, socket: UnixStream) {
+        self.lanes().insert(peer, Lane::Open(socket));
+    }
+
+    /// Records that `peer`'s lane is over.
+    pub(super) fn ended(&self, peer: usize) {
+        self.lanes().insert(peer, Lane::Ended);
+        self.changed.notify_all();
+    }
+
+    /// Waits until every lane into this rank is over, at most until `deadline`; the error
+    /// names a peer whose lane is still open.
+    pub(super) fn wait_ended(&self, deadline: Instant, timeout: Duration) -> Result<()> {
+        let mut lanes = self.lanes();
+        loop {
+            let open = lanes
+                .iter()
+                .find_map(|(peer, lane)| matches!(lane, Lane::Open(_)).then_some(*peer));
+            let Some(peer) = open else {
+                return Ok(());
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let me = self.rank;
+                return Err(DistributeError::peer(
+                    peer,
+                    format!(
+                        "did not close its lane to rank {me} within {timeout:?} of rank {me} \
+                         shutting down"
+                    ),
+                ));
+            }
+            lanes = self
+                .changed
+                .wait_timeout(lanes, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Cuts every open lane at once, as a crash would: the peers see them broken.
+    pub(super) fn cut(&self) {
+        for lane in self.lanes().values() {
+            if let Lane::Open(socket) = lane {
+                let _ = socket.shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// Reads `peer`'s lane to its end: each message into `inbox`, marked heard in `watch`; the
+/// peer's last frame answered with how many messages arrived; the end (or the break)
+/// recorded in `watch`, `inbox` and `lanes`.
+pub(super) fn read_lane(
+    peer: usize,
+    mut stream: UnixStream,
+    inbox: Sender<Event>,
+    watch: &PeerWatch,
+    lanes: &InboundLanes,
+) {
+    let mut received = 0u64;
+    let broken = loop {
+        match read_frame(&mut stream) {
+            Ok(Some(Frame::Message { tag, payload })) => {
+                watch.heard(peer);
+                received += 1;
+                // The inbox may be gone (the transport dropped); the lane is still read to
+                // its end so that the peer's shutdown gets its count.
+                let payload = payload.into();
+                let _ = inbox.send(Event::Message { tag, payload });
+            }
+            Ok(Some(Frame::End { sent })) => {
+                if sent != received {
+                    tracing::warn!(
+                        "rank {} read {received} of the {sent} messages rank {peer} sent on \
+                         its lane",
+                        lanes.rank
+                    );
+                }
+                watch.ended(peer, None);
+                let _ = inbox.send(Event::Ended("it shut down".into()));
+                // The count tells the peer that everything it sent is in the inbox.
+                let confirmed = stream.write_all(&received.to_le_bytes());
+                if let Err(e) = confirmed {
+                    tracing::debug!("rank {peer} left before its lane's count was sent: {e}");
+                }
+                let _ = stream.shutdown(Shutdown::Both);
+                lanes.ended(peer);
+                return;
+            }
+            Ok(None) => break "its lane closed without ending (its process is gone)".to_string(),
+            Err(e) => break format!("its lane broke: {e}"),
+        }
+    };
+    watch.ended(peer, Some(broken.clone()));
+    let _ = inbox.send(Event::Ended(broken));
+    lanes.ended(peer);
+}

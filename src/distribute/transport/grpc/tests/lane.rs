@@ -1,0 +1,288 @@
+//! The same-host lane: chosen for every peer of a cluster on loopback, exact and lossless
+//! like gRPC, and left for gRPC whenever it cannot be used or is refused.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::super::config::{same_host_lane_from_env, SAME_HOST_LANE_ENV};
+use super::super::lane::{dial_lane, LaneDirectory};
+use super::{config, connect, input, listeners, on_threads, try_connect_on};
+use crate::distribute::testing::{bits, SplitMix};
+use crate::distribute::{all_reduce_sum, GrpcConfig, GrpcTransport, Transport};
+
+/// The socket rank `address` listens on for lanes.
+fn socket_of(address: &str) -> std::path::PathBuf {
+    LaneDirectory::private()
+        .unwrap()
+        .socket_path(address)
+        .unwrap()
+}
+
+/// Every other rank of a cluster of `n`, seen from `rank`.
+fn others(rank: usize, n: usize) -> Vec<usize> {
+    (0..n).filter(|&r| r != rank).collect()
+}
+
+/// The all-reduced sums of seeded random values of each length, on every rank (bits).
+fn random_sums(ranks: Vec<GrpcTransport>, lens: &[usize]) -> Vec<Vec<Vec<u32>>> {
+    on_threads(ranks, |mut t| {
+        let sums = lens
+            .iter()
+            .map(|&len| {
+                let mut values = SplitMix(t.rank() as u64 * 31 + len as u64).f32s(len);
+                all_reduce_sum(&mut t, &mut values).unwrap();
+                bits(&values)
+            })
+            .collect();
+        t.shutdown().unwrap();
+        sums
+    })
+}
+
+#[test]
+fn every_peer_on_loopback_gets_a_lane_and_sums_are_exact_on_2_and_3_ranks() {
+    let lens = [1, 1001, (5 << 20) / 4 + 1];
+    for n in 2..=3 {
+        let ranks = connect(n, config());
+        for t in &ranks {
+            assert_eq!(t.same_host_peers(), others(t.rank(), n), "n={n}");
+        }
+        let out = on_threads(ranks, |mut t| {
+            let sums: Vec<Vec<f32>> = lens
+                .iter()
+                .map(|&len| {
+                    let mut values = input(t.rank(), len);
+                    all_reduce_sum(&mut t, &mut values).unwrap();
+                    values
+                })
+                .collect();
+            t.shutdown().unwrap();
+            sums
+        });
+        for (call, &len) in lens.iter().enumerate() {
+            let expected: Vec<f32> = (0..len)
+                .map(|i| (0..n).map(|r| ((i * 7 + r * 13) % 1000) as f32).sum())
+                .collect();
+            for (rank, sums) in out.iter().enumerate() {
+                assert!(sums[call] == expected, "n={n} len={len}: rank {rank}");
+            }
+        }
+        // Rounded sums: the lane carries the same bytes as gRPC, bit for bit.
+        let random_lens = [3, 70_001];
+        let over_lanes = random_sums(connect(n, config()), &random_lens);
+        let grpc_only = GrpcConfig {
+            same_host_lane: false,
+            ..config()
+        };
+        let over_grpc = random_sums(connect(n, grpc_only), &random_lens);
+        assert!(over_lanes == over_grpc, "n={n}: the lanes changed a sum");
+    }
+}
+
+#[test]
+fn five_mib_both_ways_and_out_of_order_tags_over_the_lane() {
+    let big = SplitMix(5).bytes(5 << 20);
+    let out = on_threads(connect(2, config()), |mut t| {
+        assert_eq!(t.same_host_peers(), vec![1 - t.rank()]);
+        let peer = 1 - t.rank();
+        let r = t.rank() as u8;
+        for (tag, byte) in [(7, 1), (9, 2), (7, 3), (9, 4)] {
+            t.send(peer, tag, vec![r, byte]).unwrap();
+        }
+        t.send(peer, 42, big.clone()).unwrap();
+        let mut got = vec![
+            t.recv(peer, 9).unwrap(),
+            t.recv(peer, 7).unwrap(),
+            t.recv(peer, 9).unwrap(),
+        ];
+        // A lane message is lent as the one vector it was read into.
+        let mut lent_pieces = 0;
+        t.recv_lent(peer, 42, &mut |lent| {
+            lent_pieces = lent.pieces().count();
+            got.push(lent.pieces().flatten().copied().collect());
+            Ok(())
+        })
+        .unwrap();
+        got.push(t.recv(peer, 7).unwrap());
+        t.shutdown().unwrap();
+        (got, lent_pieces)
+    });
+    for (rank, (got, lent_pieces)) in out.into_iter().enumerate() {
+        let p = (1 - rank) as u8;
+        assert_eq!(got[..3], [vec![p, 2], vec![p, 1], vec![p, 4]]);
+        assert!(got[3] == big, "rank {rank}: the 5 MiB message differs");
+        assert_eq!(got[4], vec![p, 3]);
+        assert_eq!(lent_pieces, 1);
+    }
+}
+
+#[test]
+fn with_the_lane_turned_off_everything_goes_over_grpc() {
+    let off = GrpcConfig {
+        same_host_lane: false,
+        ..config()
+    };
+    std::env::set_var(SAME_HOST_LANE_ENV, "0");
+    let from_env = GrpcConfig {
+        same_host_lane: same_host_lane_from_env(),
+        ..config()
+    };
+    std::env::remove_var(SAME_HOST_LANE_ENV);
+    assert!(same_host_lane_from_env());
+    for config in [off, from_env] {
+        let out = on_threads(connect(3, config), |mut t| {
+            assert!(t.same_host_peers().is_empty());
+            let mut values = input(t.rank(), 1001);
+            all_reduce_sum(&mut t, &mut values).unwrap();
+            t.shutdown().unwrap();
+            values
+        });
+        assert!(out[0] == out[1] && out[1] == out[2]);
+        assert_eq!(out[0][1], 7.0 * 3.0 + 13.0 * 3.0);
+    }
+}
+
+#[test]
+fn shutdown_right_after_sending_delivers_everything_over_the_lane() {
+    let messages: Vec<Vec<u8>> = (0..40u64)
+        .map(|i| SplitMix(i).bytes(if i == 39 { 3 << 20 } else { 100 << 10 }))
+        .collect();
+    let out = on_threads(connect(2, config()), |mut t| {
+        assert_eq!(t.same_host_peers(), vec![1 - t.rank()]);
+        if t.rank() == 0 {
+            for (tag, message) in messages.iter().enumerate() {
+                t.send(1, tag as u64, message.clone()).unwrap();
+            }
+            t.shutdown().unwrap();
+            vec![]
+        } else {
+            // Rank 0 is already shutting down when rank 1 starts reading.
+            thread::sleep(Duration::from_millis(300));
+            let got = (0..messages.len() as u64)
+                .map(|tag| t.recv(0, tag).unwrap())
+                .collect();
+            t.shutdown().unwrap();
+            got
+        }
+    });
+    assert!(out[1] == messages);
+}
+
+#[test]
+fn a_crashed_peer_is_reported_at_once_to_a_rank_waiting_on_its_lane() {
+    let mut ranks = connect(2, config());
+    let crashing = ranks.pop().unwrap();
+    let mut t = ranks.pop().unwrap();
+    assert_eq!(crashing.same_host_peers(), vec![0]);
+    let crasher = thread::spawn(move || {
+        let mut t = crashing;
+        t.send(0, 5, vec![5]).unwrap();
+        t.send(0, 6, vec![6]).unwrap();
+        t.recv(0, 100).unwrap();
+        t.crash();
+    });
+    assert_eq!(t.recv(1, 6).unwrap(), vec![6]);
+    t.send(1, 100, vec![]).unwrap();
+    let start = Instant::now();
+    let err = t.recv(1, 7).unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(err.rank(), Some(1));
+    assert!(err.to_string().contains("connection lost"), "{err}");
+    assert_eq!(t.recv(1, 5).unwrap(), vec![5]);
+    crasher.join().unwrap();
+    let start = Instant::now();
+    let err = loop {
+        match t.send(1, 8, vec![0; 1024]) {
+            Err(err) => break err,
+            Ok(()) if start.elapsed() < Duration::from_secs(5) => {
+                thread::sleep(Duration::from_millis(10))
+            }
+            Ok(()) => panic!("sending to a crashed rank still succeeds"),
+        }
+    };
+    assert_eq!(err.rank(), Some(1));
+    let message = err.to_string();
+    assert!(message.contains("connection lost"), "{message}");
+    assert!(
+        message.contains("before rank 0 could send it tag 0x8"),
+        "{message}"
+    );
+    let start = Instant::now();
+    let err = t.shutdown().unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(err.rank(), Some(1), "{err}");
+}
+
+#[test]
+fn lanes_with_a_wrong_token_and_strangers_are_refused_and_the_cluster_goes_on() {
+    let with_token = GrpcConfig {
+        token: Some("s3cret".into()),
+        ..config()
+    };
+    let out = on_threads(connect(2, with_token), |mut t| {
+        assert_eq!(t.same_host_peers(), vec![1 - t.rank()]);
+        let (me, other) = (t.rank(), 1 - t.rank());
+        let socket = socket_of(&t.local_addr().to_string());
+        // Another cluster's token, no token, or the right one for a rank that has its lane.
+        for token in [Some(&b"wrong"[..]), None, Some(&b"s3cret"[..])] {
+            let err = dial_lane(&socket, other, 2, token, me).unwrap_err();
+            assert!(err.starts_with(&format!("rank {me} refused it")), "{err}");
+        }
+        // A stranger's bytes: the connection is dropped.
+        let mut stranger = UnixStream::connect(&socket).unwrap();
+        stranger
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stranger
+            .write_all(b"GET / HTTP/1.1\r\nHost: estimator\r\n\r\n")
+            .unwrap();
+        let mut answer = Vec::new();
+        match stranger.read_to_end(&mut answer) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("a stranger got {other:?}: {answer:?}"),
+        }
+        let mut values = input(me, 1001);
+        all_reduce_sum(&mut t, &mut values).unwrap();
+        t.shutdown().unwrap();
+        values
+    });
+    assert!(out[0] == out[1]);
+    assert_eq!(out[0][1], 7.0 * 2.0 + 13.0);
+}
+
+#[test]
+fn a_rank_whose_socket_cannot_be_used_is_reached_over_grpc() {
+    let (listeners, addresses) = listeners(2);
+    // A directory where rank 1's socket would go: it can neither be bound nor replaced.
+    let blocked = socket_of(&addresses[1]);
+    std::fs::create_dir_all(blocked.join("in-the-way")).unwrap();
+    let ranks: Vec<GrpcTransport> = try_connect_on(listeners, &addresses, vec![config(); 2])
+        .into_iter()
+        .map(|t| t.expect("connect"))
+        .collect();
+    std::fs::remove_dir_all(&blocked).unwrap();
+    assert!(ranks[0].same_host_peers().is_empty());
+    assert_eq!(ranks[1].same_host_peers(), vec![0]);
+    let out = on_threads(ranks, |mut t| {
+        let peer = 1 - t.rank();
+        t.send(peer, 3, vec![t.rank() as u8; 2 << 20]).unwrap();
+        let got = t.recv(peer, 3).unwrap();
+        let mut values = input(t.rank(), 1001);
+        all_reduce_sum(&mut t, &mut values).unwrap();
+        t.shutdown().unwrap();
+        (got, values)
+    });
+    assert!(out[0].0 == vec![1; 2 << 20] && out[1].0 == vec![0; 2 << 20]);
+    assert!(out[0].1 == out[1].1);
+}
