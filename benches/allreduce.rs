@@ -1,16 +1,18 @@
-//! Ring all-reduce over the gRPC transport, in plaintext and with mutual TLS, against the
-//! same ring over raw TCP, on loopback.
+//! Ring all-reduce over the gRPC transport (HTTP/2 on loopback), over its same-host lane
+//! (a Unix-domain socket per peer), and over mutual TLS, against the same ring over raw TCP
+//! and a plain socket pair.
 //!
 //! Run: `cargo bench --bench allreduce` (add `-- --sizes 1,16 --ranks 2 --rounds 3` for a
-//! quick run, `--segment-kib 4096` to cut messages other than the default 1 MiB). Every rank is a thread of this process with its own `GrpcTransport` (own
-//! tokio runtime, own server on a free 127.0.0.1 port) and its own `TcpTransport`: a minimal
-//! transport of this file, one plain `TcpStream` per pair of ranks, a writer and a reader
-//! thread per peer, length-prefixed messages. Both run the crate's ring all-reduce, so the
-//! comparison is like for like. Each round times gRPC, gRPC over mutual TLS (a second
-//! transport per rank, certificates of a CA made for the run), raw TCP, then a plain stream
-//! of the same bytes between two sockets (A B C D, A B C D, …) because this machine's speed
-//! drifts; the report gives medians and the medians of the per-round gRPC / TCP and
-//! TLS / gRPC ratios.
+//! quick run, `--segment-kib 4096` to cap messages at other than 1 MiB, `--compression bf16`
+//! to send 16-bit values). Every rank is a thread of this process with its own transports:
+//! a `GrpcTransport` with the same-host lane off (everything over HTTP/2), one with it on
+//! (the default for peers on 127.0.0.1), one over mutual TLS (certificates of a CA made for
+//! the run; lane off), and a `TcpTransport`: a minimal transport of this file, one plain
+//! `TcpStream` per pair of ranks, a writer and a reader thread per peer, length-prefixed
+//! messages. All run the crate's ring all-reduce, so the comparison is like for like. Each
+//! round times them, then a plain stream of the same bytes between two sockets ("pair"),
+//! interleaved (A B C D E, A B C D E, …) because this machine's speed drifts; the report
+//! gives medians and the medians of the per-round ratios.
 //!
 //! algbw = buffer bytes / time; busbw = algbw · 2(n−1)/n, the bytes each rank moves per
 //! second in a ring all-reduce (NCCL's convention), comparable across rank counts.
@@ -27,11 +29,19 @@ use std::sync::Arc;
 
 use estimator::cluster::{issue_certificates, write_certificates};
 use estimator::distribute::{
-    all_reduce_sum_with, ClusterTls, CollectiveConfig, DistributeError, GrpcConfig, GrpcTransport,
-    Result, Transport,
+    all_reduce_sum_with, ClusterTls, CollectiveConfig, Compression, DistributeError, GrpcConfig,
+    GrpcTransport, Result, Transport,
 };
 
 const MIB: usize = 1 << 20;
+
+/// What each round times, in order.
+const OPS: [&str; 5] = ["gRPC", "lane", "TLS", "TCP", "pair"];
+const GRPC: usize = 0;
+const LANE: usize = 1;
+const TLS: usize = 2;
+const TCP: usize = 3;
+const PAIR: usize = 4;
 
 struct Args {
     sizes_mib: Vec<usize>,
@@ -62,6 +72,11 @@ fn parse_args() -> Args {
                 let kib: usize = it.next().expect("--segment-kib N").parse().unwrap();
                 args.collective.segment_bytes = kib << 10;
             }
+            "--compression" => {
+                let name = it.next().expect("--compression none|fp16|bf16");
+                let compression: Compression = name.parse().unwrap();
+                args.collective = args.collective.with_compression(compression);
+            }
             // `cargo bench` passes --bench; ignore it and anything unknown.
             _ => {}
         }
@@ -73,35 +88,25 @@ fn parse_args() -> Args {
 fn main() {
     let args = parse_args();
     println!(
-        "ring all-reduce (f32 sum), {} KiB segments, median of {} rounds, loopback, {} vCPU",
+        "ring all-reduce (sum), {} KiB segments at most, {} on the wire, median of {} rounds, \
+         loopback, {} vCPU",
         args.collective.segment_bytes >> 10,
+        args.collective.compression,
         args.rounds,
         thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "{:>5} {:>8} | {:>9} {:>7} {:>7} | {:>9} {:>7} {:>8} | {:>9} {:>7} {:>7} | {:>8} | {:>10}",
-        "ranks",
-        "MiB",
-        "gRPC ms",
-        "algbw",
-        "busbw",
-        "TLS ms",
-        "busbw",
-        "TLS/gRPC",
-        "TCP ms",
-        "algbw",
-        "busbw",
-        "gRPC/TCP",
-        "pair GB/s"
+        "{:>5} {:>5} | {:>8} {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>8} {:>8} {:>10}",
+        "ranks", "MiB", "gRPC ms", "busbw", "lane ms", "busbw", "TLS bw", "TCP ms", "busbw",
+        "pair", "gRPC/TCP", "lane/TCP", "TLS/gRPC", "lane/pair"
     );
     for &n in &args.ranks {
         run_ranks(n, &args);
     }
 }
 
-/// What one rank measured, per (size, round): gRPC all-reduce, gRPC over TLS, TCP
-/// all-reduce, TCP pair.
-type Timings = Vec<[Duration; 4]>;
+/// What one rank measured, per (size, round), in the order of [`OPS`].
+type Timings = Vec<[Duration; 5]>;
 
 /// `n` listeners on free loopback ports and their addresses.
 fn listeners(n: usize) -> (Vec<TcpListener>, Vec<String>) {
@@ -128,8 +133,7 @@ fn cluster_tls(n: usize, dir: &std::path::Path) -> Vec<Arc<ClusterTls>> {
 }
 
 fn run_ranks(n: usize, args: &Args) {
-    let (listeners, addresses) = self::listeners(n);
-    let (tls_listeners, tls_addresses) = self::listeners(n);
+    let clusters: Vec<(Vec<TcpListener>, Vec<String>)> = (0..3).map(|_| listeners(n)).collect();
     let certificates = tempfile::tempdir().unwrap();
     let tls = cluster_tls(n, certificates.path());
     let tcp = TcpTransport::cluster(n);
@@ -137,36 +141,66 @@ fn run_ranks(n: usize, args: &Args) {
     let mut pair_ends = vec![Some(pair_tx), Some(pair_rx)];
     pair_ends.resize_with(n, || None);
     let barrier = Barrier::new(n);
+    let mut listeners: Vec<Vec<Option<TcpListener>>> = clusters
+        .iter()
+        .map(|_| (0..n).map(|_| None).collect())
+        .collect();
+    let addresses: Vec<Vec<String>> = clusters.iter().map(|(_, a)| a.clone()).collect();
+    for (c, (ls, _)) in clusters.into_iter().enumerate() {
+        for (rank, l) in ls.into_iter().enumerate() {
+            listeners[c][rank] = Some(l);
+        }
+    }
     let per_rank: Vec<Timings> = thread::scope(|scope| {
-        let handles: Vec<_> = listeners
+        let handles: Vec<_> = tls
             .into_iter()
-            .zip(tls_listeners)
-            .zip(tls)
             .zip(tcp)
             .zip(pair_ends)
             .enumerate()
-            .map(|(rank, ((((listener, tls_listener), tls), tcp), pair))| {
-                let (addresses, tls_addresses, barrier) = (&addresses, &tls_addresses, &barrier);
+            .map(|(rank, ((tls, tcp), pair))| {
+                let mine: Vec<TcpListener> = listeners
+                    .iter_mut()
+                    .map(|ls| ls[rank].take().unwrap())
+                    .collect();
+                let (addresses, barrier) = (&addresses, &barrier);
                 scope.spawn(move || {
-                    let config = GrpcConfig {
+                    let plain = GrpcConfig {
                         peer_timeout: Duration::from_secs(120),
+                        same_host_lane: false,
                         ..GrpcConfig::default()
                     };
-                    let tls_config = GrpcConfig {
-                        tls: Some(tls),
-                        ..config.clone()
-                    };
-                    let grpc =
-                        GrpcTransport::connect_with_listener(rank, addresses, listener, config)
-                            .expect("gRPC cluster");
-                    let grpc_tls = GrpcTransport::connect_with_listener(
-                        rank,
-                        tls_addresses,
-                        tls_listener,
-                        tls_config,
-                    )
-                    .expect("gRPC cluster over TLS");
-                    rank_loop([grpc, grpc_tls], tcp, pair, barrier, args)
+                    let configs = [
+                        plain.clone(),
+                        GrpcConfig {
+                            same_host_lane: true,
+                            ..plain.clone()
+                        },
+                        GrpcConfig {
+                            tls: Some(tls),
+                            ..plain
+                        },
+                    ];
+                    let transports: Vec<GrpcTransport> = mine
+                        .into_iter()
+                        .zip(configs)
+                        .enumerate()
+                        .map(|(c, (listener, config))| {
+                            GrpcTransport::connect_with_listener(
+                                rank,
+                                &addresses[c],
+                                listener,
+                                config,
+                            )
+                            .unwrap_or_else(|e| panic!("{} cluster: {e}", OPS[c]))
+                        })
+                        .collect();
+                    assert_eq!(
+                        transports[LANE].same_host_peers().len(),
+                        n - 1,
+                        "lanes to every peer"
+                    );
+                    assert!(transports[GRPC].same_host_peers().is_empty());
+                    rank_loop(transports, tcp, pair, barrier, args)
                 })
             })
             .collect();
@@ -176,40 +210,47 @@ fn run_ranks(n: usize, args: &Args) {
     let mut i = 0;
     for &size in &args.sizes_mib {
         let bytes = (size * MIB) as f64;
-        let rounds: Vec<[Duration; 4]> = (0..args.rounds)
+        let rounds: Vec<[f64; 5]> = (0..args.rounds)
             .map(|_| {
-                let round = [0, 1, 2, 3].map(|k| per_rank.iter().map(|t| t[i][k]).max().unwrap());
+                let round = [0, 1, 2, 3, 4].map(|k| {
+                    per_rank
+                        .iter()
+                        .map(|t| t[i][k])
+                        .max()
+                        .unwrap()
+                        .as_secs_f64()
+                });
                 i += 1;
                 round
             })
             .collect();
-        let median_of = |k: usize| median(rounds.iter().map(|r| r[k].as_secs_f64()).collect());
-        let (grpc, tls, tcp, pair) = (median_of(0), median_of(1), median_of(2), median_of(3));
-        let ratio_of = |num: usize, den: usize| {
-            median(
-                rounds
-                    .iter()
-                    .map(|r| r[num].as_secs_f64() / r[den].as_secs_f64())
-                    .collect(),
-            )
-        };
-        // Speeds relative to gRPC in plaintext: above 100 % is faster.
-        let (ratio, tls_ratio) = (ratio_of(2, 0), ratio_of(0, 1));
+        let median_of = |k: usize| median(rounds.iter().map(|r| r[k]).collect());
+        // Speed of `num` relative to `den`: above 100 % is faster.
+        let ratio =
+            |num: usize, den: usize| median(rounds.iter().map(|r| r[den] / r[num]).collect());
         let bus = 2.0 * (n - 1) as f64 / n as f64;
-        let gb = |seconds: f64| bytes / seconds / 1e9;
+        let busbw = |k: usize| bytes / median_of(k) / 1e9 * bus;
+        let pair_gbps = bytes / median_of(PAIR) / 1e9;
+        let lane_of_pair = median(
+            rounds
+                .iter()
+                .map(|r| (bytes / r[LANE] * bus) / (bytes / r[PAIR]))
+                .collect(),
+        );
         println!(
-            "{n:>5} {size:>8} | {:>9.1} {:>7.2} {:>7.2} | {:>9.1} {:>7.2} {:>7.0}% | {:>9.1} {:>7.2} {:>7.2} | {:>7.0}% | {:>10.2}",
-            grpc * 1e3,
-            gb(grpc),
-            gb(grpc) * bus,
-            tls * 1e3,
-            gb(tls) * bus,
-            tls_ratio * 100.0,
-            tcp * 1e3,
-            gb(tcp),
-            gb(tcp) * bus,
-            ratio * 100.0,
-            gb(pair),
+            "{n:>5} {size:>5} | {:>8.1} {:>6.2} | {:>8.1} {:>6.2} | {:>6.2} | {:>8.1} {:>6.2} | {:>6.2} | {:>7.0}% {:>7.0}% {:>7.0}% {:>9.2}x",
+            median_of(GRPC) * 1e3,
+            busbw(GRPC),
+            median_of(LANE) * 1e3,
+            busbw(LANE),
+            busbw(TLS),
+            median_of(TCP) * 1e3,
+            busbw(TCP),
+            pair_gbps,
+            ratio(GRPC, TCP) * 100.0,
+            ratio(LANE, TCP) * 100.0,
+            ratio(TLS, GRPC) * 100.0,
+            lane_of_pair,
         );
     }
 }
@@ -221,57 +262,54 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// One rank: for every size, a warm-up of every transport, then the interleaved rounds.
 fn rank_loop(
-    [mut grpc, mut grpc_tls]: [GrpcTransport; 2],
+    mut grpc: Vec<GrpcTransport>,
     mut tcp: TcpTransport,
     mut pair: Option<TcpStream>,
     barrier: &Barrier,
     args: &Args,
 ) -> Timings {
-    let rank = grpc.rank();
+    let rank = tcp.rank();
     let mut timings = Vec::new();
-    let expected: f32 = (1..=grpc.world_size()).map(|r| r as f32).sum();
+    let expected: f32 = (1..=tcp.world_size()).map(|r| r as f32).sum();
     for &size in &args.sizes_mib {
         let mut values = vec![0.0f32; size * MIB / 4];
-        let timed = |values: &mut [f32], op: &mut dyn FnMut(&mut [f32])| {
+        let mut timed = |values: &mut [f32], op: usize| {
             values.fill(rank as f32 + 1.0);
             barrier.wait();
             let start = Instant::now();
-            op(values);
+            let config = &args.collective;
+            match op {
+                PAIR => {
+                    if let Some(stream) = pair.as_mut() {
+                        stream_bytes(stream, rank, size * MIB)
+                    }
+                }
+                TCP => all_reduce_sum_with(&mut tcp, values, config).expect("TCP all-reduce"),
+                k => all_reduce_sum_with(&mut grpc[k], values, config)
+                    .unwrap_or_else(|e| panic!("{} all-reduce: {e}", OPS[k])),
+            }
             let elapsed = start.elapsed();
             barrier.wait();
+            if op != PAIR {
+                assert!(
+                    values.iter().all(|&v| v == expected),
+                    "wrong {} sum",
+                    OPS[op]
+                );
+            }
             elapsed
         };
-        let config = &args.collective;
-        let mut grpc_op =
-            |v: &mut [f32]| all_reduce_sum_with(&mut grpc, v, config).expect("gRPC all-reduce");
-        let mut tls_op = |v: &mut [f32]| {
-            all_reduce_sum_with(&mut grpc_tls, v, config).expect("gRPC all-reduce over TLS")
-        };
-        let mut tcp_op =
-            |v: &mut [f32]| all_reduce_sum_with(&mut tcp, v, config).expect("TCP all-reduce");
-        let mut pair_op = |_: &mut [f32]| {
-            if let Some(stream) = pair.as_mut() {
-                stream_bytes(stream, rank, size * MIB)
-            }
-        };
-        // Warm-up, checking both transports sum right.
-        timed(&mut values, &mut grpc_op);
-        assert!(values.iter().all(|&v| v == expected), "wrong gRPC sum");
-        timed(&mut values, &mut tls_op);
-        assert!(values.iter().all(|&v| v == expected), "wrong TLS sum");
-        timed(&mut values, &mut tcp_op);
-        assert!(values.iter().all(|&v| v == expected), "wrong TCP sum");
-        timed(&mut values, &mut pair_op);
+        // Warm-up, checking every transport sums right.
+        for op in 0..OPS.len() {
+            timed(&mut values, op);
+        }
         for _ in 0..args.rounds {
-            let a = timed(&mut values, &mut grpc_op);
-            let b = timed(&mut values, &mut tls_op);
-            let c = timed(&mut values, &mut tcp_op);
-            let d = timed(&mut values, &mut pair_op);
-            timings.push([a, b, c, d]);
+            timings.push([0, 1, 2, 3, 4].map(|op| timed(&mut values, op)));
         }
     }
-    grpc.shutdown().expect("gRPC shutdown");
-    grpc_tls.shutdown().expect("gRPC shutdown over TLS");
+    for transport in grpc {
+        transport.shutdown().expect("gRPC shutdown");
+    }
     timings
 }
 

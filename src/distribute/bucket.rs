@@ -1,10 +1,14 @@
 //! Fusion buckets: many gradients packed into a few flat buffers, so that one all-reduce
-//! moves many tensors (Horovod's tensor fusion, PyTorch DDP's buckets).
+//! moves many tensors (Horovod's tensor fusion, PyTorch DDP's buckets); a gradient larger
+//! than a bucket is all-reduced alone, where it lies.
 
 use crate::distribute::error::{DistributeError, Result};
 
-/// Default largest bucket: 25 MiB, as PyTorch DDP.
-pub const DEFAULT_BUCKET_BYTES: usize = 25 * 1024 * 1024;
+/// Default largest bucket: 4 MiB. Small tensors are fused up to it (one all-reduce for
+/// many); larger ones are reduced alone, in their own buffer, with no packing copy. Small
+/// enough that reading the next bucket off the device overlaps the previous one's wire
+/// time, large enough that a bucket's ring keeps 8 segments of 64 KiB or more in flight.
+pub const DEFAULT_BUCKET_BYTES: usize = 4 << 20;
 
 /// Where one gradient lies in its bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,14 +126,27 @@ impl BucketPlan {
 
     /// Bucket `bucket`'s flat buffer, from `grads` listed as for [`BucketPlan::new`].
     pub fn pack<G: AsRef<[f32]>>(&self, bucket: usize, grads: &[G]) -> Result<Vec<f32>> {
+        let mut flat = Vec::new();
+        self.pack_into(bucket, grads, &mut flat)?;
+        Ok(flat)
+    }
+
+    /// [`pack`](BucketPlan::pack) into `flat`, whose allocation is reused.
+    pub fn pack_into<G: AsRef<[f32]>>(
+        &self,
+        bucket: usize,
+        grads: &[G],
+        flat: &mut Vec<f32>,
+    ) -> Result<()> {
         let bucket = self.bucket(bucket, grads.len())?;
-        let mut flat = Vec::with_capacity(bucket.len);
+        flat.clear();
+        flat.reserve(bucket.len);
         for entry in &bucket.entries {
             let grad = grads[entry.index].as_ref();
             check_len(entry, grad.len())?;
             flat.extend_from_slice(grad);
         }
-        Ok(flat)
+        Ok(())
     }
 
     /// Copies bucket `bucket`'s flat buffer back into `grads` listed as for [`BucketPlan::new`].

@@ -18,8 +18,8 @@ mod transport;
 pub use bucket::{Bucket, BucketEntry, BucketPlan, DEFAULT_BUCKET_BYTES};
 pub use collective::{
     all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with, barrier, broadcast,
-    broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig, Combine, Phase,
-    RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
+    broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig, Combine,
+    Compression, Phase, RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
 };
 pub use error::{AddressError, DistributeError, Result};
 pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
@@ -28,6 +28,6 @@ pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};
 pub(crate) use transport::listen_address;
 pub use transport::{
-    ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, TlsError, Transport,
+    ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, Lent, TlsError, Transport,
     DEFAULT_RECV_TIMEOUT,
 };

@@ -9,7 +9,7 @@ use crate::checkpoint::WarmStartSettings;
 use crate::cluster::{cluster_from_env, ClusterConfig};
 use crate::device::DeviceSpec;
 use crate::distribute::ps::PsMode;
-use crate::distribute::Distribution;
+use crate::distribute::{Compression, Distribution};
 use crate::error::{Error, Result};
 use crate::estimator::LossReadback;
 use crate::io::write_json_atomic;
@@ -39,6 +39,11 @@ pub struct RunConfig {
     /// How ps tasks apply gradients in a cluster with ps tasks (asynchronously by default).
     #[serde(default)]
     pub ps_mode: PsMode,
+    /// The format gradients travel in when synchronous replicas (Mirrored,
+    /// MultiWorkerMirrored) average them (default f32; Horovod's `Compression.fp16`):
+    /// 16-bit formats halve the bytes on the wire, sums are kept in f32.
+    #[serde(default)]
+    pub allreduce_compression: Compression,
     /// Seconds a replica waits for a silent peer before giving up on it (default 60).
     #[serde(default = "default_peer_timeout_secs")]
     pub peer_timeout_secs: u64,
@@ -115,6 +120,7 @@ impl RunConfig {
             progress: true,
             train_distribute: Distribution::Auto,
             ps_mode: PsMode::default(),
+            allreduce_compression: Compression::None,
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
             stall_warning_secs: default_stall_warning_secs(),
@@ -149,6 +155,12 @@ impl RunConfig {
     /// Apply gradients on ps tasks as `mode` says (asynchronous or synchronous).
     pub fn with_ps_mode(mut self, mode: PsMode) -> Self {
         self.ps_mode = mode;
+        self
+    }
+
+    /// Send gradients in `compression`'s format when synchronous replicas average them.
+    pub fn with_allreduce_compression(mut self, compression: Compression) -> Self {
+        self.allreduce_compression = compression;
         self
     }
 

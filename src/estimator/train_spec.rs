@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::distribute::CommStats;
 use crate::hooks::Hook;
 
 /// When training stops (TF's `steps` vs `max_steps`).
@@ -116,6 +117,9 @@ pub struct TrainOutcome {
     /// CRC-32C of the final weights (as safetensors bytes): equal on every replica of a
     /// distributed run, which checks this before returning.
     pub weights_crc32c: Option<u32>,
+    /// What averaging gradients with the other replicas cost over the run (synchronous
+    /// strategies only): per-stage seconds summed over its steps.
+    pub comm: Option<CommStats>,
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + 
     let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
     let train_loop = TrainLoop {
         estimator,
-        sync: step_sync(peers, manager),
+        sync: step_sync(peers, manager, config.allreduce_compression),
         loss_readback: readback,
         listener,
     };

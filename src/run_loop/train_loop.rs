@@ -123,6 +123,7 @@ where
                 last_loss: None,
                 checkpoint,
                 weights_crc32c: None,
+                comm: None,
             });
         }
 
@@ -212,6 +213,7 @@ where
             last_loss: steps.losses.last(),
             checkpoint,
             weights_crc32c: Some(weights_crc32c),
+            comm: self.sync.comm_totals(),
         })
     }
 

@@ -1,9 +1,11 @@
 //! Ring all-reduce over a transport: runs a [`RingSchedule`]'s messages.
 
-use super::wire::{combine_into, encode};
-use super::{Action, CollectiveConfig, RingSchedule};
+use std::time::{Duration, Instant};
+
+use super::wire::{encode, fold_into};
+use super::{Action, CollectiveConfig, Compression, RingSchedule};
 use crate::distribute::error::{DistributeError, Result};
-use crate::distribute::Transport;
+use crate::distribute::{Lent, Transport};
 
 /// Replaces `values` on every rank by their element-wise sum over all ranks, bit-identical
 /// everywhere. Every rank must pass a buffer of the same length.
@@ -11,34 +13,86 @@ pub fn all_reduce_sum<T: Transport + ?Sized>(transport: &mut T, values: &mut [f3
     all_reduce_sum_with(transport, values, &CollectiveConfig::default())
 }
 
-/// [`all_reduce_sum`] with messages cut as `config` says.
+/// [`all_reduce_sum`] with messages cut and encoded as `config` says. With a 16-bit
+/// compression every value sent is rounded to that format and every partial sum is kept in
+/// f32; the rank that completes a chunk's sum rounds it as the others will receive it, so
+/// that all ranks still end bit-identical.
 pub fn all_reduce_sum_with<T: Transport + ?Sized>(
     transport: &mut T,
     values: &mut [f32],
     config: &CollectiveConfig,
 ) -> Result<()> {
-    let schedule = RingSchedule::new(
-        transport.rank(),
-        transport.world_size(),
-        values.len(),
-        config.segment_len(4),
-    )?;
+    let mut compute = Duration::ZERO;
+    ring_all_reduce(transport, values, config, Reduce::Sum, &mut compute)
+}
+
+/// What a ring all-reduce leaves in the buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reduce {
+    /// The element-wise sum.
+    Sum,
+    /// The sum divided by the world size: by the rank completing each chunk, before it is
+    /// sent round, so the division costs no pass of its own and all ranks get its bits.
+    Mean,
+}
+
+/// [`all_reduce_sum_with`], adding to `compute` the time spent encoding what is sent and
+/// summing what is received (the rest of the call is waiting on the wire).
+pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
+    transport: &mut T,
+    values: &mut [f32],
+    config: &CollectiveConfig,
+    reduce: Reduce,
+    compute: &mut Duration,
+) -> Result<()> {
+    let (rank, world_size) = (transport.rank(), transport.world_size());
+    let divisor = match reduce {
+        Reduce::Sum => 1.0,
+        Reduce::Mean => world_size as f32,
+    };
+    let segment_len = config.ring_segment_len(values.len(), world_size);
+    let schedule = RingSchedule::new(rank, world_size, values.len(), segment_len)?;
+    let compression = config.compression;
     for action in schedule.actions() {
         match action {
-            Action::Send { to, tag, range } => transport
-                .send(to, tag.encode(), encode(&values[range]))
-                .map_err(|e| e.during(tag))?,
+            Action::Send { to, tag, range } => {
+                let started = Instant::now();
+                let payload = encode(&values[range], compression);
+                *compute += started.elapsed();
+                transport
+                    .send(to, tag.encode(), payload)
+                    .map_err(|e| e.during(tag))?
+            }
             Action::Recv {
                 from,
                 tag,
                 range,
                 combine,
             } => {
-                let payload = transport
-                    .recv(from, tag.encode())
+                let dst = &mut values[range];
+                let mut fold = |payload: Lent<'_>| {
+                    let started = Instant::now();
+                    let folded = fold_into(dst, payload, combine, compression)
+                        .map_err(|e| DistributeError::peer(from, e.to_string()));
+                    *compute += started.elapsed();
+                    folded
+                };
+                transport
+                    .recv_lent(from, tag.encode(), &mut fold)
                     .map_err(|e| e.during(tag))?;
-                combine_into(&mut values[range], &payload, combine)
-                    .map_err(|e| DistributeError::peer(from, e.to_string()).during(tag))?;
+                if schedule.completes_reduction(tag) {
+                    let started = Instant::now();
+                    match (compression, reduce) {
+                        (Compression::None, Reduce::Sum) => {}
+                        (Compression::None, Reduce::Mean) => {
+                            dst.iter_mut().for_each(|v| *v /= divisor)
+                        }
+                        _ => dst
+                            .iter_mut()
+                            .for_each(|v| *v = compression.round(*v / divisor)),
+                    }
+                    *compute += started.elapsed();
+                }
             }
         }
     }
@@ -57,13 +111,11 @@ pub fn all_reduce_mean_with<T: Transport + ?Sized>(
     values: &mut [f32],
     config: &CollectiveConfig,
 ) -> Result<()> {
-    all_reduce_sum_with(transport, values, config)?;
-    let n = transport.world_size();
-    if n > 1 {
-        let n = n as f32;
-        values.iter_mut().for_each(|v| *v /= n);
+    if transport.world_size() == 1 {
+        return Ok(());
     }
-    Ok(())
+    let mut compute = Duration::ZERO;
+    ring_all_reduce(transport, values, config, Reduce::Mean, &mut compute)
 }
 
 #[cfg(test)]
@@ -110,7 +162,7 @@ mod tests {
     fn sums_match_the_sequential_sum_and_are_bit_identical_across_ranks() {
         let configs = [
             CollectiveConfig::default(),
-            CollectiveConfig { segment_bytes: 12 },
+            CollectiveConfig::with_segment_bytes(12),
         ];
         for n in 1..=4 {
             for len in [0, 1, 2, 3, 5, 7, 64, 1001] {
@@ -134,7 +186,12 @@ mod tests {
         let run = |segment_bytes| {
             on_threads(cluster(3), |t| {
                 let mut values = data[t.rank()].clone();
-                all_reduce_sum_with(t, &mut values, &CollectiveConfig { segment_bytes }).unwrap();
+                all_reduce_sum_with(
+                    t,
+                    &mut values,
+                    &CollectiveConfig::with_segment_bytes(segment_bytes),
+                )
+                .unwrap();
                 values
             })
         };
@@ -142,6 +199,42 @@ mod tests {
         for segment_bytes in [4, 40, 1 << 20] {
             for out in run(segment_bytes) {
                 assert_eq!(bits(&out), reference, "segment_bytes={segment_bytes}");
+            }
+        }
+    }
+
+    #[test]
+    fn compressed_sums_are_bit_identical_across_ranks_and_within_the_bound() {
+        for compression in [Compression::Bf16, Compression::Fp16] {
+            for n in 2..=4 {
+                let len = 3001;
+                let data = inputs(n, len, (n * 77) as u64);
+                let config =
+                    CollectiveConfig::with_segment_bytes(256).with_compression(compression);
+                let out = on_threads(cluster(n), |t| {
+                    let mut values = data[t.rank()].clone();
+                    all_reduce_sum_with(t, &mut values, &config).unwrap();
+                    values
+                });
+                let exact = sequential_sum(&data);
+                let u = compression.unit_roundoff();
+                for (r, buf) in out.iter().enumerate() {
+                    assert_eq!(bits(buf), bits(&out[0]), "{compression} n={n}: rank {r}");
+                }
+                let mut worst = 0.0f32;
+                for i in 0..len {
+                    let magnitude: f32 = data.iter().map(|d| d[i].abs()).sum();
+                    let bound = n as f32 * u * magnitude;
+                    let error = (out[0][i] - exact[i]).abs();
+                    assert!(
+                        error <= bound,
+                        "{compression} n={n} [{i}]: {error} > {bound}"
+                    );
+                    worst = worst.max(error);
+                }
+                assert!(worst > 0.0, "{compression} n={n}: nothing was rounded");
+                // The values everyone ends with are exactly representable in the format.
+                assert!(out[0].iter().all(|v| compression.round(*v) == *v));
             }
         }
     }
@@ -172,7 +265,7 @@ mod tests {
                 .enumerate()
                 .map(|(call, &len)| {
                     let mut values = vec![(t.rank() + call) as f32; len];
-                    let config = CollectiveConfig { segment_bytes: 8 };
+                    let config = CollectiveConfig::with_segment_bytes(8);
                     all_reduce_sum_with(t, &mut values, &config).unwrap();
                     values
                 })

@@ -158,7 +158,7 @@ mod tests {
                         } else {
                             vec![0xAA; t.rank() * 3]
                         };
-                        let config = CollectiveConfig { segment_bytes: 64 };
+                        let config = CollectiveConfig::with_segment_bytes(64);
                         broadcast_with(t, root, &mut data, &config).unwrap();
                         data
                     });

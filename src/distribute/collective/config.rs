@@ -1,28 +1,68 @@
 //! Tuning of the collectives.
 
+use super::Compression;
+
 /// Default size of one message of a collective: 1 MiB, well under gRPC's default 4 MiB limit.
 pub const DEFAULT_SEGMENT_BYTES: usize = 1 << 20;
 
-/// How collectives cut their buffers into messages.
+/// Segments a ring chunk is cut into at least, so that the pipeline has work in flight on
+/// every link while the first segments are being added (NCCL cuts its chunks likewise).
+const PIPELINE_SEGMENTS: usize = 8;
+
+/// Smallest segment of a pipelined ring, in bytes: below that, per-message costs dominate.
+const MIN_PIPELINE_SEGMENT_BYTES: usize = 64 << 10;
+
+/// How collectives cut their buffers into messages, and what the all-reduce sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CollectiveConfig {
-    /// Largest payload of one message, in bytes: a ring chunk travels as segments of this size
-    /// so that a large buffer streams instead of moving as one message.
+    /// Largest payload of one message, in bytes: a ring chunk travels as segments of at
+    /// most this size so that a large buffer streams instead of moving as one message.
     pub segment_bytes: usize,
+    /// The format all-reduce values travel in (sums are kept in f32).
+    pub compression: Compression,
 }
 
 impl Default for CollectiveConfig {
     fn default() -> Self {
         Self {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
+            compression: Compression::None,
         }
     }
 }
 
 impl CollectiveConfig {
+    /// The default configuration with messages of at most `segment_bytes`.
+    pub fn with_segment_bytes(segment_bytes: usize) -> Self {
+        Self {
+            segment_bytes,
+            ..Self::default()
+        }
+    }
+
+    /// This configuration sending all-reduce values as `compression` says.
+    pub fn with_compression(self, compression: Compression) -> Self {
+        Self {
+            compression,
+            ..self
+        }
+    }
+
     /// Elements of `element_bytes` bytes per segment: at least one.
     pub fn segment_len(&self, element_bytes: usize) -> usize {
         (self.segment_bytes / element_bytes.max(1)).max(1)
+    }
+
+    /// Elements per segment of a ring all-reduce of `len` values over `world_size` ranks:
+    /// each chunk cut into about [`PIPELINE_SEGMENTS`] segments, none smaller than 64 KiB
+    /// on the wire (unless `segment_bytes` is) nor larger than `segment_bytes`. The same on
+    /// every rank, since it depends only on the call's arguments.
+    pub fn ring_segment_len(&self, len: usize, world_size: usize) -> usize {
+        let width = self.compression.element_bytes();
+        let largest = self.segment_len(width);
+        let smallest = (MIN_PIPELINE_SEGMENT_BYTES / width).min(largest);
+        let chunk = len.div_ceil(world_size.max(1));
+        chunk.div_ceil(PIPELINE_SEGMENTS).clamp(smallest, largest)
     }
 }
 
@@ -32,10 +72,33 @@ mod tests {
 
     #[test]
     fn segments_hold_at_least_one_element() {
-        let config = CollectiveConfig { segment_bytes: 10 };
+        let config = CollectiveConfig::with_segment_bytes(10);
         assert_eq!(config.segment_len(4), 2);
         assert_eq!(config.segment_len(1), 10);
-        assert_eq!(CollectiveConfig { segment_bytes: 0 }.segment_len(4), 1);
+        assert_eq!(CollectiveConfig::with_segment_bytes(0).segment_len(4), 1);
         assert_eq!(CollectiveConfig::default().segment_len(4), 1 << 18);
+        assert_eq!(
+            CollectiveConfig::with_segment_bytes(0).ring_segment_len(100, 2),
+            1
+        );
+    }
+
+    #[test]
+    fn ring_segments_follow_the_message_size() {
+        let config = CollectiveConfig::default();
+        let mib = (1 << 20) / 4;
+        // 1 MiB over 2 ranks: 512 KiB chunks in 8 segments of 64 KiB.
+        assert_eq!(config.ring_segment_len(mib, 2), (64 << 10) / 4);
+        // 64 MiB: 32 MiB chunks in segments of the 1 MiB maximum.
+        assert_eq!(config.ring_segment_len(64 * mib, 2), mib);
+        // Tiny buffers: one 64 KiB segment covers the chunk.
+        assert_eq!(config.ring_segment_len(10, 4), (64 << 10) / 4);
+        // In bf16 a segment carries twice the values for the same bytes.
+        let bf16 = config.with_compression(Compression::Bf16);
+        assert_eq!(bf16.ring_segment_len(64 * mib, 2), 2 * mib);
+        assert_eq!(
+            CollectiveConfig::with_segment_bytes(12).ring_segment_len(1000, 2),
+            3
+        );
     }
 }

@@ -1,10 +1,11 @@
 //! Collectives over a [`Transport`](super::Transport): ring all-reduce (reduce-scatter then
-//! all-gather, segmented so large buffers stream), chain broadcast and dissemination barrier.
+//! all-gather, pipelined segment by segment, optionally in 16 bits on the wire), chain broadcast and dissemination barrier.
 //! The schedules are pure values; the functions here only move their messages.
 
 mod all_reduce;
 mod barrier;
 mod broadcast;
+mod compression;
 mod config;
 mod partition;
 mod schedule;
@@ -12,8 +13,10 @@ mod tag;
 mod wire;
 
 pub use all_reduce::{all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with};
+pub(crate) use all_reduce::{ring_all_reduce, Reduce};
 pub use barrier::{barrier, dissemination_rounds};
 pub use broadcast::{broadcast, broadcast_with, BroadcastChain};
+pub use compression::Compression;
 pub use config::{CollectiveConfig, DEFAULT_SEGMENT_BYTES};
 pub use schedule::{Action, Combine, RingSchedule};
 pub use tag::{Phase, Tag};

@@ -50,9 +50,14 @@ pub enum Action {
 /// `r + 1 - s` and overwrites chunk `r - s` with what it receives. Every element is summed by
 /// exactly one rank and copied byte for byte to the others, so all ranks end bit-identical.
 ///
-/// Each chunk travels as segments of at most `segment_len` elements; within a step a rank
-/// sends segment `k` then receives segment `k`, so a transport with buffered sends never
-/// deadlocks and a large chunk streams. Empty segments are not sent.
+/// Each chunk travels as segments of at most `segment_len` elements, pipelined as NCCL's
+/// ring is: the 2(n−1) steps form one chain of hops (what a rank receives in one step is
+/// what it sends in the next, the reduced chunk of the last reduce-scatter step included),
+/// so segment `k` moves on as soon as it has arrived, while the segments after it are still
+/// on the wire. A rank sends every segment of its first hop at once, then for each segment
+/// received sends it on: every link carries many segments at a time, and with buffered
+/// sends no rank ever waits for a message that nobody has sent. Empty segments are not
+/// sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingSchedule {
     rank: usize,
@@ -114,38 +119,93 @@ impl RingSchedule {
 
     /// Every message of the all-reduce for this rank, in the order it must happen.
     pub fn actions(&self) -> impl Iterator<Item = Action> + '_ {
-        let reduce = (0..self.steps()).flat_map(|s| self.step_actions(Phase::ReduceScatter, s));
-        let gather = (0..self.steps()).flat_map(|s| self.step_actions(Phase::AllGather, s));
-        reduce.chain(gather)
+        let hops = 2 * self.steps();
+        let first = (hops > 0)
+            .then(|| self.hop(0))
+            .into_iter()
+            .flat_map(|hop| (0..hop.sends()).map(move |k| hop.send(k)));
+        let chain = (0..hops).flat_map(move |h| {
+            let (hop, next) = (self.hop(h), (h + 1 < hops).then(|| self.hop(h + 1)));
+            (0..hop.recvs()).flat_map(move |k| {
+                let onward = next
+                    .as_ref()
+                    .filter(|next| k < next.sends())
+                    .map(|next| next.send(k));
+                std::iter::once(hop.recv(k)).chain(onward)
+            })
+        });
+        first.chain(chain)
     }
 
-    fn step_actions(&self, phase: Phase, step: usize) -> impl Iterator<Item = Action> + '_ {
+    /// Whether a message with `tag` completes a segment of this rank's owned chunk: the
+    /// last reduce-scatter step, after which the segment is sent round the ring as it is.
+    pub fn completes_reduction(&self, tag: Tag) -> bool {
+        tag.phase == Phase::ReduceScatter && tag.step as usize + 1 == self.steps()
+    }
+
+    /// Hop `h` of the chain: reduce-scatter steps first, then all-gather steps.
+    fn hop(&self, h: usize) -> Hop {
+        let steps = self.steps();
+        let (phase, step) = if h < steps {
+            (Phase::ReduceScatter, h)
+        } else {
+            (Phase::AllGather, h - steps)
+        };
         let ((send, recv), combine) = match phase {
             Phase::ReduceScatter => (self.reduce_scatter_step(step), Combine::Add),
             _ => (self.all_gather_step(step), Combine::Copy),
         };
-        let (send, recv) = (self.chunk(send), self.chunk(recv));
-        let (sends, recvs) = (
-            segment_count(&send, self.segment_len),
-            segment_count(&recv, self.segment_len),
-        );
         let n = self.world_size;
-        let (to, from) = ((self.rank + 1) % n, (self.rank + n - 1) % n);
-        (0..sends.max(recvs)).flat_map(move |k| {
-            let tag = Tag::new(phase, step, k);
-            let send = (k < sends).then(|| Action::Send {
-                to,
-                tag,
-                range: segment(&send, self.segment_len, k),
-            });
-            let recv = (k < recvs).then(|| Action::Recv {
-                from,
-                tag,
-                range: segment(&recv, self.segment_len, k),
-                combine,
-            });
-            send.into_iter().chain(recv)
-        })
+        Hop {
+            phase,
+            step,
+            combine,
+            send: self.chunk(send),
+            recv: self.chunk(recv),
+            segment_len: self.segment_len,
+            to: (self.rank + 1) % n,
+            from: (self.rank + n - 1) % n,
+        }
+    }
+}
+
+/// One step of the ring as one rank sees it: the chunk it sends on, the chunk it receives.
+#[derive(Debug, Clone)]
+struct Hop {
+    phase: Phase,
+    step: usize,
+    combine: Combine,
+    send: Range<usize>,
+    recv: Range<usize>,
+    segment_len: usize,
+    to: usize,
+    from: usize,
+}
+
+impl Hop {
+    fn sends(&self) -> usize {
+        segment_count(&self.send, self.segment_len)
+    }
+
+    fn recvs(&self) -> usize {
+        segment_count(&self.recv, self.segment_len)
+    }
+
+    fn send(&self, k: usize) -> Action {
+        Action::Send {
+            to: self.to,
+            tag: Tag::new(self.phase, self.step, k),
+            range: segment(&self.send, self.segment_len, k),
+        }
+    }
+
+    fn recv(&self, k: usize) -> Action {
+        Action::Recv {
+            from: self.from,
+            tag: Tag::new(self.phase, self.step, k),
+            range: segment(&self.recv, self.segment_len, k),
+            combine: self.combine,
+        }
     }
 }
 
@@ -304,6 +364,29 @@ mod tests {
             })
             .collect();
         assert_eq!(sends, vec![(0, 5..7), (1, 7..9), (2, 9..10)]);
+    }
+
+    #[test]
+    fn a_received_segment_is_sent_on_before_the_next_one_is_awaited() {
+        // Two ranks, 4 segments per chunk: all of the first hop leaves at once, then every
+        // reduced segment goes back out right after it arrived.
+        let s = RingSchedule::new(0, 2, 16, 2).unwrap();
+        let kinds: Vec<String> = s
+            .actions()
+            .map(|a| match a {
+                Action::Send { tag, .. } => format!("s{}{}", tag.phase as u8, tag.segment),
+                Action::Recv { tag, .. } => format!("r{}{}", tag.phase as u8, tag.segment),
+            })
+            .collect();
+        assert_eq!(
+            kinds.join(" "),
+            "s10 s11 s12 s13 r10 s20 r11 s21 r12 s22 r13 s23 r20 r21 r22 r23"
+        );
+        assert!(s.completes_reduction(Tag::new(Phase::ReduceScatter, 0, 3)));
+        assert!(!s.completes_reduction(Tag::new(Phase::AllGather, 0, 3)));
+        let four = RingSchedule::new(0, 4, 16, 2).unwrap();
+        assert!(!four.completes_reduction(Tag::new(Phase::ReduceScatter, 1, 0)));
+        assert!(four.completes_reduction(Tag::new(Phase::ReduceScatter, 2, 0)));
     }
 
     #[test]

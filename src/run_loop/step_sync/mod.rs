@@ -19,7 +19,7 @@ use datasets::Position;
 use super::train_state::TrainState;
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::ps::{PsMode, PsReplica};
-use crate::distribute::{LocalStep, Replica};
+use crate::distribute::{CommStats, Compression, LocalStep, Replica};
 use crate::error::Result;
 use crate::summary::SummaryWriter;
 
@@ -53,14 +53,18 @@ impl Peers {
 
 /// The [`StepSync`] of a replica training with `peers`; `manager` is the chief's
 /// checkpoint directory.
-pub(crate) fn step_sync<B, M>(peers: Peers, manager: CheckpointManager) -> Box<dyn StepSync<B, M>>
+pub(crate) fn step_sync<B, M>(
+    peers: Peers,
+    manager: CheckpointManager,
+    compression: Compression,
+) -> Box<dyn StepSync<B, M>>
 where
     B: AutodiffBackend,
     M: Module<B>,
 {
     match peers {
         Peers::Alone => Box::new(OneDevice::new(manager)),
-        Peers::Ring(replica) => Box::new(RingSync::new(replica, manager)),
+        Peers::Ring(replica) => Box::new(RingSync::new(replica, manager, compression)),
         Peers::ParameterServers(replica, mode) => Box::new(PsSync::new(replica, mode, manager)),
     }
 }
@@ -170,4 +174,9 @@ where
 
     /// Chief: the strategy's own summaries (all-reduce volume, parameter-server rates).
     fn write_summaries(&mut self, _writer: &mut SummaryWriter, _step: u64) {}
+
+    /// What averaging gradients cost over the whole run, for strategies that do.
+    fn comm_totals(&mut self) -> Option<CommStats> {
+        None
+    }
 }

@@ -11,7 +11,8 @@ use burn::tensor::backend::AutodiffBackend;
 use super::{Ready, Restored, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::{
-    broadcast, DistributeError, GradientAverager, LocalStep, Replica, DEFAULT_BUCKET_BYTES,
+    broadcast, CommStats, Compression, DistributeError, GradientAverager, LocalStep, Replica,
+    DEFAULT_BUCKET_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::run_loop::train_state::TrainState;
@@ -21,16 +22,20 @@ use crate::summary::SummaryWriter;
 pub(crate) struct RingSync {
     replica: Replica,
     averager: GradientAverager,
+    /// What the summaries already took from the averager's counters.
+    summarised: CommStats,
     /// The chief's checkpoint directory (only the chief reads it).
     manager: CheckpointManager,
 }
 
 impl RingSync {
-    /// Synchronises over `replica`, with fusion buckets of the default size.
-    pub fn new(replica: Replica, manager: CheckpointManager) -> Self {
+    /// Synchronises over `replica`, with fusion buckets of the default size, gradients
+    /// sent as `compression` says.
+    pub fn new(replica: Replica, manager: CheckpointManager, compression: Compression) -> Self {
         Self {
             replica,
-            averager: GradientAverager::new(DEFAULT_BUCKET_BYTES),
+            averager: GradientAverager::new(DEFAULT_BUCKET_BYTES).with_compression(compression),
+            summarised: CommStats::default(),
             manager,
         }
     }
@@ -157,10 +162,12 @@ where
         Ok(crc)
     }
 
-    /// Per-step all-reduce volume, time and bus bandwidth since the last summary, and how
-    /// many tasks a stall warning named meanwhile.
+    /// Per-step all-reduce volume, time and bus bandwidth since the last summary, where
+    /// the synchronisation's time went (copying off the device, the wire, the reduction,
+    /// applying), and how many tasks a stall warning named meanwhile.
     fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {
         let stats = self.averager.take_stats();
+        self.summarised.add(&stats);
         if stats.steps == 0 {
             return;
         }
@@ -169,7 +176,19 @@ where
         writer.scalar("comm/allreduce_seconds", stats.seconds / steps, step);
         let busbw = stats.busbw_gbps(self.replica.world_size());
         writer.scalar("comm/busbw_gbps", busbw, step);
+        writer.scalar("comm/sync_seconds", stats.sync_seconds / steps, step);
+        writer.scalar("comm/copy_seconds", stats.copy_seconds / steps, step);
+        writer.scalar("comm/wire_seconds", stats.wire_seconds() / steps, step);
+        writer.scalar("comm/reduce_seconds", stats.reduce_seconds / steps, step);
+        writer.scalar("comm/apply_seconds", stats.apply_seconds / steps, step);
         let stalled = self.replica.transport().take_stalled_tasks();
         writer.scalar("cluster/stalled_tasks", stalled as f64, step);
+    }
+
+    fn comm_totals(&mut self) -> Option<CommStats> {
+        let mut totals = self.summarised;
+        totals.add(&self.averager.take_stats());
+        self.summarised = totals;
+        Some(totals)
     }
 }

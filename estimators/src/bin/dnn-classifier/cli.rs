@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
 use estimator::{Distribution, LossReadback};
 
@@ -238,7 +239,8 @@ pub struct TrainArgs {
     #[arg(long, value_name = "N|all", value_parser = parse_mirrored)]
     pub mirrored: Option<Distribution>,
     /// Print the final metrics as one JSON line on stdout (with examples_per_sec after
-    /// start-up, startup_secs and total_examples_per_sec when training).
+    /// start-up, startup_secs and total_examples_per_sec when training; with synchronous
+    /// replicas also sync_secs_per_step and its copy / wire / reduce / apply parts).
     /// Example: `--json`.
     #[arg(long)]
     pub json: bool,
@@ -256,6 +258,11 @@ pub struct TrainArgs {
     /// Example: `--max-staleness 10`.
     #[arg(long, value_name = "K")]
     pub max_staleness: Option<u64>,
+    /// MultiWorkerMirrored and Mirrored: the format gradients travel in when replicas
+    /// average them (`none`: f32; `bf16` or `fp16`: half the bytes, sums kept in f32).
+    /// Example: `--allreduce-compression bf16`.
+    #[arg(long, value_name = "none|fp16|bf16", default_value = "none")]
+    pub allreduce_compression: Compression,
     /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
     /// before it exits with a retryable code naming it (default 60).
     /// Example: `--peer-timeout-secs 30`.

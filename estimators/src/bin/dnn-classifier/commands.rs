@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
 use estimator::datasets::{CsvDataset, Dataset, DatasetExt};
 use estimator::distribute::ps::PsMode;
+use estimator::distribute::CommStats;
 use estimator::serve_parameters;
 use estimator::write_json_atomic;
 use estimator::{
@@ -126,6 +127,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         .run_config()
         .clone()
         .with_ps_mode(ps_mode(&args))
+        .with_allreduce_compression(args.allreduce_compression)
         .with_cluster(cluster.clone())
         .with_intra_op_threads(args.intra_op_threads)
         .with_loss_readback(args.loss_readback)
@@ -246,10 +248,15 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
             metrics_json(
                 outcome.global_step,
                 &[
-                    ("examples_per_sec", rates.examples_per_sec),
-                    ("startup_secs", rates.startup_secs),
-                    ("total_examples_per_sec", rates.total_examples_per_sec),
-                ],
+                    [
+                        ("examples_per_sec", rates.examples_per_sec),
+                        ("startup_secs", rates.startup_secs),
+                        ("total_examples_per_sec", rates.total_examples_per_sec),
+                    ]
+                    .as_slice(),
+                    &sync_fields(outcome.comm.as_ref()),
+                ]
+                .concat(),
                 &metrics
             )
         );
@@ -308,4 +315,19 @@ fn export(args: ExportArgs) -> Result<()> {
     let dir = classifier.export(&args.export_dir_base)?;
     println!("{}", dir.display());
     Ok(())
+}
+
+/// Per-step synchronisation times for `--json`, when replicas averaged gradients.
+fn sync_fields(comm: Option<&CommStats>) -> Vec<(&'static str, f64)> {
+    let Some(comm) = comm.filter(|c| c.steps > 0) else {
+        return Vec::new();
+    };
+    let steps = comm.steps as f64;
+    vec![
+        ("sync_secs_per_step", comm.sync_seconds / steps),
+        ("sync_copy_secs_per_step", comm.copy_seconds / steps),
+        ("sync_wire_secs_per_step", comm.wire_seconds() / steps),
+        ("sync_reduce_secs_per_step", comm.reduce_seconds / steps),
+        ("sync_apply_secs_per_step", comm.apply_seconds / steps),
+    ]
 }
