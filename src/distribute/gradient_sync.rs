@@ -290,6 +290,18 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         fusion: &mut Vec<f32>,
         transport: &mut T,
     ) -> Result<Vec<f32>> {
+        let mut control = Vec::new();
+        if let [(names, collective)] = work {
+            // One bucket (a small model): nothing to overlap, so no thread to start.
+            let mut bucket = self.take_bucket(names, *collective);
+            let mut times = WireTimes::default();
+            let reduced = times.reduce(transport, &mut bucket, fusion);
+            self.stats.seconds += times.busy.as_secs_f64();
+            self.stats.reduce_seconds += times.compute.as_secs_f64();
+            reduced?;
+            self.give_back(bucket, &mut control);
+            return Ok(control);
+        }
         let (to_wire, wire_work) = mpsc::channel::<Work>();
         let (from_wire, reduced) = mpsc::channel::<Result<Work>>();
         std::thread::scope(|scope| {
@@ -307,55 +319,60 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
             // Two buckets ahead: the next is read off the device while one is reduced.
             let mut sent = 0;
             let mut outcome = Ok(());
-            let mut control = Vec::new();
             for received in 0..work.len() {
                 while sent < work.len() && sent <= received + 1 {
                     let (names, collective) = &work[sent];
-                    let started = Instant::now();
-                    let grads = names
-                        .iter()
-                        .map(|name| (name.clone(), self.read(name)))
-                        .collect();
-                    self.stats.copy_seconds += started.elapsed().as_secs_f64();
+                    let bucket = self.take_bucket(names, *collective);
                     sent += 1;
-                    let work = Work {
-                        grads,
-                        collective: *collective,
-                    };
-                    if to_wire.send(work).is_err() {
+                    if to_wire.send(bucket).is_err() {
                         break;
                     }
                 }
-                let work = match reduced.recv() {
-                    Ok(Ok(work)) => work,
+                match reduced.recv() {
+                    Ok(Ok(bucket)) => self.give_back(bucket, &mut control),
                     Ok(Err(e)) => {
                         outcome = Err(e);
                         break;
                     }
                     Err(_) => break,
-                };
-                let started = Instant::now();
-                for (name, values) in work.grads {
-                    if name == STEP_ENTRY {
-                        control = values;
-                    } else {
-                        self.apply(name, values);
-                    }
                 }
-                self.stats.apply_seconds += started.elapsed().as_secs_f64();
             }
             drop(to_wire);
             let times = wire.join().expect("the all-reduce thread does not panic");
             self.stats.seconds += times.busy.as_secs_f64();
             self.stats.reduce_seconds += times.compute.as_secs_f64();
-            outcome?;
-            if control.len() != 2 {
-                return Err(DistributeError::invalid(
-                    "the all-reduce thread stopped before every bucket came back",
-                ));
+            outcome
+        })?;
+        if control.len() != 2 {
+            return Err(DistributeError::invalid(
+                "the all-reduce thread stopped before every bucket came back",
+            ));
+        }
+        Ok(control)
+    }
+
+    /// The gradients `names`, read off the device, as a bucket to reduce.
+    fn take_bucket(&mut self, names: &[String], collective: CollectiveConfig) -> Work {
+        let started = Instant::now();
+        let grads = names
+            .iter()
+            .map(|name| (name.clone(), self.read(name)))
+            .collect();
+        self.stats.copy_seconds += started.elapsed().as_secs_f64();
+        Work { grads, collective }
+    }
+
+    /// Turns a reduced bucket back into averaged tensors (the step entry into `control`).
+    fn give_back(&mut self, bucket: Work, control: &mut Vec<f32>) {
+        let started = Instant::now();
+        for (name, values) in bucket.grads {
+            if name == STEP_ENTRY {
+                *control = values;
+            } else {
+                self.apply(name, values);
             }
-            Ok(control)
-        })
+        }
+        self.stats.apply_seconds += started.elapsed().as_secs_f64();
     }
 
     /// Gradient `name`'s values off the device (the tensor's own buffer where the backend
