@@ -107,7 +107,7 @@ pub struct GradientAverager {
 /// What the all-reduce thread is given: the gradients of one bucket, in the bucket's order,
 /// and the format they travel in.
 struct Work {
-    grads: Vec<(String, Vec<f32>)>,
+    grads: Vec<(String, TensorData)>,
     collective: CollectiveConfig,
 }
 
@@ -182,7 +182,7 @@ impl GradientAverager {
                 self.collective.with_compression(Compression::None),
             )),
         }
-        let step = vec![if present { 1.0 } else { 0.0 }, loss as f32];
+        let step = TensorData::new(vec![if present { 1.0f32 } else { 0.0 }, loss as f32], [2]);
         let mut pipeline = Pipeline {
             taken: &mut taken,
             step: Some(step),
@@ -273,7 +273,7 @@ fn take_gradients<B: AutodiffBackend, M: Module<B>>(
 struct Pipeline<'a, B: AutodiffBackend> {
     taken: &'a mut BTreeMap<String, Taken<B>>,
     /// [1 if this rank took the step, its loss], until its bucket is filled.
-    step: Option<Vec<f32>>,
+    step: Option<TensorData>,
     /// Averaged gradients by path, as they come back.
     averaged: BTreeMap<String, Tensor<B::InnerBackend, 1>>,
     stats: CommStats,
@@ -367,7 +367,7 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         let started = Instant::now();
         for (name, values) in bucket.grads {
             if name == STEP_ENTRY {
-                *control = values;
+                *control = values.to_vec::<f32>().unwrap_or_default();
             } else {
                 self.apply(name, values);
             }
@@ -375,31 +375,29 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         self.stats.apply_seconds += started.elapsed().as_secs_f64();
     }
 
-    /// Gradient `name`'s values off the device (the tensor's own buffer where the backend
-    /// lends it), zeros for a parameter without a gradient.
-    fn read(&mut self, name: &str) -> Vec<f32> {
+    /// Gradient `name`'s values off the device, as f32 (on the CPU the tensor's own
+    /// buffer, lent without a copy), zeros for a parameter without a gradient.
+    fn read(&mut self, name: &str) -> TensorData {
         if name == STEP_ENTRY {
-            return self.step.take().unwrap_or_default();
+            return self.step.take().unwrap_or_else(|| zeros(2));
         }
         let Some(taken) = self.taken.get_mut(name) else {
-            return Vec::new();
+            return zeros(0);
         };
-        let values = taken
-            .grad
-            .take()
-            .and_then(|grad| grad.into_data().convert::<f32>().into_vec::<f32>().ok());
-        values.unwrap_or_else(|| vec![0.0; taken.len])
+        match taken.grad.take() {
+            Some(grad) => grad.into_data().convert::<f32>(),
+            None => zeros(taken.len),
+        }
     }
 
     /// Keeps the averaged `values` of gradient `name` as a tensor on its device (nothing
     /// for a parameter this rank has no gradient for).
-    fn apply(&mut self, name: String, values: Vec<f32>) {
+    fn apply(&mut self, name: String, values: TensorData) {
         let Some(device) = self.taken.get(&name).and_then(|t| t.device.as_ref()) else {
             return;
         };
-        let len = values.len();
-        let tensor = Tensor::from_data(TensorData::new(values, [len]), device);
-        self.averaged.insert(name, tensor);
+        self.averaged
+            .insert(name, Tensor::from_data(values, device));
     }
 }
 
@@ -422,19 +420,26 @@ impl WireTimes {
         let started = Instant::now();
         let config = work.collective;
         let reduced = match work.grads.as_mut_slice() {
-            [(_, alone)] => {
-                ring_all_reduce(transport, alone, &config, Reduce::Mean, &mut self.compute)
-            }
+            [(_, alone)] => ring_all_reduce(
+                transport,
+                values_of(alone)?,
+                &config,
+                Reduce::Mean,
+                &mut self.compute,
+            ),
             grads => {
                 let packing = Instant::now();
                 fusion.clear();
-                grads.iter().for_each(|(_, g)| fusion.extend_from_slice(g));
+                for (_, g) in grads.iter_mut() {
+                    fusion.extend_from_slice(values_of(g)?);
+                }
                 self.compute += packing.elapsed();
                 let reduced =
                     ring_all_reduce(transport, fusion, &config, Reduce::Mean, &mut self.compute);
                 let unpacking = Instant::now();
                 let mut at = 0;
                 for (_, g) in grads.iter_mut() {
+                    let g = values_of(g)?;
                     let len = g.len();
                     g.copy_from_slice(&fusion[at..at + len]);
                     at += len;
@@ -446,6 +451,17 @@ impl WireTimes {
         self.busy += started.elapsed();
         reduced
     }
+}
+
+/// `len` zeros as f32 tensor data.
+fn zeros(len: usize) -> TensorData {
+    TensorData::new(vec![0.0f32; len], [len])
+}
+
+/// The f32 values of `data`, to reduce where they lie.
+fn values_of(data: &mut TensorData) -> Result<&mut [f32]> {
+    data.as_mut_slice::<f32>()
+        .map_err(|e| DistributeError::invalid(format!("a gradient is not f32 values: {e:?}")))
 }
 
 struct Rebuild<B: AutodiffBackend> {

@@ -1,9 +1,10 @@
 //! Ring all-reduce over a transport: runs a [`RingSchedule`]'s messages.
 
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use super::wire::{encode, fold_into};
-use super::{Action, CollectiveConfig, Compression, RingSchedule};
+use super::wire::{encode, finalize_and_encode, fold_into};
+use super::{Action, CollectiveConfig, RingSchedule};
 use crate::distribute::error::{DistributeError, Result};
 use crate::distribute::{Lent, Transport};
 
@@ -53,11 +54,17 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
     let segment_len = config.ring_segment_len(values.len(), world_size);
     let schedule = RingSchedule::new(rank, world_size, values.len(), segment_len)?;
     let compression = config.compression;
+    // A chunk's completed segment, finalized (divided, rounded to the wire format) and
+    // encoded in the same pass, for the send that follows its last receive.
+    let mut finalized: Option<(Range<usize>, Vec<u8>)> = None;
     for action in schedule.actions() {
         match action {
             Action::Send { to, tag, range } => {
                 let started = Instant::now();
-                let payload = encode(&values[range], compression);
+                let payload = match finalized.take() {
+                    Some((done, payload)) if done == range => payload,
+                    _ => encode(&values[range], compression),
+                };
                 *compute += started.elapsed();
                 transport
                     .send(to, tag.encode(), payload)
@@ -69,7 +76,7 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                 range,
                 combine,
             } => {
-                let dst = &mut values[range];
+                let dst = &mut values[range.clone()];
                 let mut fold = |payload: Lent<'_>| {
                     let started = Instant::now();
                     let folded = fold_into(dst, payload, combine, compression)
@@ -82,15 +89,8 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                     .map_err(|e| e.during(tag))?;
                 if schedule.completes_reduction(tag) {
                     let started = Instant::now();
-                    match (compression, reduce) {
-                        (Compression::None, Reduce::Sum) => {}
-                        (Compression::None, Reduce::Mean) => {
-                            dst.iter_mut().for_each(|v| *v /= divisor)
-                        }
-                        _ => dst
-                            .iter_mut()
-                            .for_each(|v| *v = compression.round(*v / divisor)),
-                    }
+                    let payload = finalize_and_encode(dst, divisor, compression);
+                    finalized = Some((range, payload));
                     *compute += started.elapsed();
                 }
             }
@@ -124,7 +124,7 @@ mod tests {
 
     use super::*;
     use crate::distribute::testing::{bits, on_threads, SplitMix};
-    use crate::distribute::InMemoryTransport;
+    use crate::distribute::{Compression, InMemoryTransport};
 
     fn cluster(n: usize) -> Vec<InMemoryTransport> {
         InMemoryTransport::cluster_with_timeout(n, Duration::from_secs(5))

@@ -7,28 +7,88 @@ use super::compression::{bf16_from_f32, bf16_to_f32};
 use super::{Combine, Compression};
 use crate::distribute::Lent;
 
-/// The little-endian bytes of `values` in `compression`'s format.
+/// Whether values can be written and read as native words: the wire is little-endian.
+const NATIVE_IS_WIRE: bool = cfg!(target_endian = "little");
+
+/// The little-endian bytes of `values` in `compression`'s format. Written as whole words
+/// where the buffer is aligned for them (it always is, coming from the allocator), so that
+/// the loop compiles to vector code.
 pub(super) fn encode(values: &[f32], compression: Compression) -> Vec<u8> {
-    let width = compression.element_bytes();
-    let mut out = vec![0u8; values.len() * width];
+    let mut out = vec![0u8; values.len() * compression.element_bytes()];
     match compression {
-        Compression::None => {
-            for (dst, v) in out.chunks_exact_mut(4).zip(values) {
-                dst.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        Compression::Fp16 => {
-            for (dst, v) in out.chunks_exact_mut(2).zip(values) {
-                dst.copy_from_slice(&f16::from_f32(*v).to_le_bytes());
-            }
-        }
-        Compression::Bf16 => {
-            for (dst, v) in out.chunks_exact_mut(2).zip(values) {
-                dst.copy_from_slice(&bf16_from_f32(*v).to_le_bytes());
-            }
-        }
+        Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(&mut out) {
+            Ok(words) if NATIVE_IS_WIRE => words
+                .iter_mut()
+                .zip(values)
+                .for_each(|(w, v)| *w = v.to_bits()),
+            _ => encode_bytes(&mut out, values, |v| v.to_bits().to_le_bytes()),
+        },
+        Compression::Fp16 => encode_halves(&mut out, values, |v| f16::from_f32(v).to_bits()),
+        Compression::Bf16 => encode_halves(&mut out, values, bf16_from_f32),
     }
     out
+}
+
+/// Divides `values` by `divisor` and rounds them to `compression`'s format in place,
+/// returning their encoding: what the rank that completed a chunk's sum keeps and sends
+/// round the ring, in one pass over it.
+pub(super) fn finalize_and_encode(
+    values: &mut [f32],
+    divisor: f32,
+    compression: Compression,
+) -> Vec<u8> {
+    let mut out = vec![0u8; values.len() * compression.element_bytes()];
+    match compression {
+        Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(&mut out) {
+            Ok(words) if NATIVE_IS_WIRE => {
+                for (w, v) in words.iter_mut().zip(values.iter_mut()) {
+                    *v /= divisor;
+                    *w = v.to_bits();
+                }
+            }
+            _ => {
+                values.iter_mut().for_each(|v| *v /= divisor);
+                encode_bytes(&mut out, values, |v| v.to_bits().to_le_bytes());
+            }
+        },
+        Compression::Fp16 => {
+            values
+                .iter_mut()
+                .for_each(|v| *v = compression.round(*v / divisor));
+            encode_halves(&mut out, values, |v| f16::from_f32(v).to_bits());
+        }
+        Compression::Bf16 => match bytemuck::try_cast_slice_mut::<u8, u16>(&mut out) {
+            Ok(halves) if NATIVE_IS_WIRE => {
+                for (h, v) in halves.iter_mut().zip(values.iter_mut()) {
+                    *h = bf16_from_f32(*v / divisor);
+                    *v = bf16_to_f32(*h);
+                }
+            }
+            _ => {
+                values
+                    .iter_mut()
+                    .for_each(|v| *v = compression.round(*v / divisor));
+                encode_bytes(&mut out, values, |v| bf16_from_f32(v).to_le_bytes());
+            }
+        },
+    }
+    out
+}
+
+fn encode_halves(out: &mut [u8], values: &[f32], half: impl Fn(f32) -> u16) {
+    match bytemuck::try_cast_slice_mut::<u8, u16>(out) {
+        Ok(halves) if NATIVE_IS_WIRE => halves
+            .iter_mut()
+            .zip(values)
+            .for_each(|(h, v)| *h = half(*v)),
+        _ => encode_bytes(out, values, |v| half(v).to_le_bytes()),
+    }
+}
+
+fn encode_bytes<const N: usize>(out: &mut [u8], values: &[f32], bytes: impl Fn(f32) -> [u8; N]) {
+    for (dst, v) in out.chunks_exact_mut(N).zip(values) {
+        dst.copy_from_slice(&bytes(*v));
+    }
 }
 
 /// A payload whose size does not fit the buffer it is folded into.
@@ -94,31 +154,49 @@ pub(super) fn fold_into(
 }
 
 /// Folds `bytes`, exactly `dst.len()` values, into `dst`: one loop per format and
-/// combination, so that each compiles to straight vector code.
+/// combination, over whole words where the bytes are aligned for them, so that each
+/// compiles to straight vector code.
 fn fold_whole(dst: &mut [f32], bytes: &[u8], combine: Combine, compression: Compression) {
-    fn run(
-        dst: &mut [f32],
-        bytes: &[u8],
-        width: usize,
-        combine: Combine,
-        decode: fn(&[u8]) -> f32,
-    ) {
-        let incoming = bytes.chunks_exact(width).map(decode);
-        match combine {
-            Combine::Add => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d += v),
-            Combine::Copy => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d = v),
-        }
-    }
     match compression {
-        Compression::None => run(dst, bytes, 4, combine, |b| {
-            f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        Compression::None => match bytemuck::try_cast_slice::<u8, u32>(bytes) {
+            Ok(words) if NATIVE_IS_WIRE => fold_words(dst, words, combine, f32::from_bits),
+            _ => fold_bytes(dst, bytes, combine, |b: [u8; 4]| f32::from_le_bytes(b)),
+        },
+        Compression::Fp16 => fold_halves(dst, bytes, combine, |h| f16::from_bits(h).to_f32()),
+        Compression::Bf16 => fold_halves(dst, bytes, combine, bf16_to_f32),
+    }
+}
+
+fn fold_halves(dst: &mut [f32], bytes: &[u8], combine: Combine, decode: impl Fn(u16) -> f32) {
+    match bytemuck::try_cast_slice::<u8, u16>(bytes) {
+        Ok(halves) if NATIVE_IS_WIRE => fold_words(dst, halves, combine, decode),
+        _ => fold_bytes(dst, bytes, combine, |b: [u8; 2]| {
+            decode(u16::from_le_bytes(b))
         }),
-        Compression::Fp16 => run(dst, bytes, 2, combine, |b| {
-            f16::from_le_bytes([b[0], b[1]]).to_f32()
-        }),
-        Compression::Bf16 => run(dst, bytes, 2, combine, |b| {
-            bf16_to_f32(u16::from_le_bytes([b[0], b[1]]))
-        }),
+    }
+}
+
+#[inline(always)]
+fn fold_words<W: Copy>(dst: &mut [f32], words: &[W], combine: Combine, decode: impl Fn(W) -> f32) {
+    let incoming = words.iter().map(|w| decode(*w));
+    match combine {
+        Combine::Add => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d += v),
+        Combine::Copy => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d = v),
+    }
+}
+
+fn fold_bytes<const N: usize>(
+    dst: &mut [f32],
+    bytes: &[u8],
+    combine: Combine,
+    decode: impl Fn([u8; N]) -> f32,
+) {
+    let incoming = bytes
+        .chunks_exact(N)
+        .map(|b| decode(b.try_into().expect("chunks of N bytes")));
+    match combine {
+        Combine::Add => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d += v),
+        Combine::Copy => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d = v),
     }
 }
 
@@ -216,6 +294,24 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.received_bytes, 8);
         assert_eq!(err.element_bytes, 2);
+    }
+
+    #[test]
+    fn a_finalized_chunk_is_kept_as_it_is_sent() {
+        let values: Vec<f32> = (0..29).map(|i| i as f32 * 1.37 - 9.0).collect();
+        for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
+            let mut kept = values.clone();
+            let sent = finalize_and_encode(&mut kept, 3.0, c);
+            let mut received = vec![0.0f32; values.len()];
+            fold(&mut received, &[sent], Combine::Copy, c).unwrap();
+            assert_eq!(
+                received, kept,
+                "{c}: the owner keeps what the others receive"
+            );
+            for (k, v) in kept.iter().zip(&values) {
+                assert_eq!(*k, c.round(v / 3.0), "{c}");
+            }
+        }
     }
 
     #[test]
