@@ -126,27 +126,14 @@ impl BucketPlan {
 
     /// Bucket `bucket`'s flat buffer, from `grads` listed as for [`BucketPlan::new`].
     pub fn pack<G: AsRef<[f32]>>(&self, bucket: usize, grads: &[G]) -> Result<Vec<f32>> {
-        let mut flat = Vec::new();
-        self.pack_into(bucket, grads, &mut flat)?;
-        Ok(flat)
-    }
-
-    /// [`pack`](BucketPlan::pack) into `flat`, whose allocation is reused.
-    pub fn pack_into<G: AsRef<[f32]>>(
-        &self,
-        bucket: usize,
-        grads: &[G],
-        flat: &mut Vec<f32>,
-    ) -> Result<()> {
         let bucket = self.bucket(bucket, grads.len())?;
-        flat.clear();
-        flat.reserve(bucket.len);
+        let mut flat = Vec::with_capacity(bucket.len);
         for entry in &bucket.entries {
             let grad = grads[entry.index].as_ref();
             check_len(entry, grad.len())?;
             flat.extend_from_slice(grad);
         }
-        Ok(())
+        Ok(flat)
     }
 
     /// Copies bucket `bucket`'s flat buffer back into `grads` listed as for [`BucketPlan::new`].

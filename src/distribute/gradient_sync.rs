@@ -170,11 +170,14 @@ impl GradientAverager {
             let names: Vec<String> = bucket.entries().iter().map(|e| e.name.clone()).collect();
             work.push((names, self.collective));
         }
-        // The step entry rides in the last bucket when it is fused and uncompressed;
+        // The step entry rides in the last bucket when it fits and is uncompressed;
         // otherwise it is a bucket of its own, in f32 (a loss in 16 bits would be reported
-        // rounded).
+        // rounded; a large gradient reduced alone would have to be packed).
         let step_alone = self.collective.compression != Compression::None
-            || plan.buckets().last().is_none_or(|b| b.entries().len() < 2);
+            || plan
+                .buckets()
+                .last()
+                .is_none_or(|b| (b.len() + 2) * 4 > self.bucket_bytes);
         match work.last_mut() {
             Some((names, _)) if !step_alone => names.push(STEP_ENTRY.to_string()),
             _ => work.push((
@@ -189,7 +192,8 @@ impl GradientAverager {
             averaged: BTreeMap::new(),
             stats: CommStats::default(),
         };
-        let control = pipeline.run(&work, &mut self.fusion, transport)?;
+        let overlap = plan.buckets().len() > 1;
+        let control = pipeline.run(&work, overlap, &mut self.fusion, transport)?;
         let Pipeline {
             averaged, stats, ..
         } = pipeline;
@@ -281,25 +285,29 @@ struct Pipeline<'a, B: AutodiffBackend> {
 
 impl<B: AutodiffBackend> Pipeline<'_, B> {
     /// Hands the buckets of `work` (gradient names, format) to a thread that all-reduces
-    /// them in order, reading each bucket's gradients off the device just before, and
+    /// them in order (on this thread when there is nothing to `overlap`), reading each bucket's gradients off the device just before, and
     /// turns each reduced bucket back into tensors while the later ones are on the wire;
     /// returns the step entry averaged over the ranks.
     fn run<T: Transport + ?Sized>(
         &mut self,
         work: &[(Vec<String>, CollectiveConfig)],
+        overlap: bool,
         fusion: &mut Vec<f32>,
         transport: &mut T,
     ) -> Result<Vec<f32>> {
         let mut control = Vec::new();
-        if let [(names, collective)] = work {
-            // One bucket (a small model): nothing to overlap, so no thread to start.
-            let mut bucket = self.take_bucket(names, *collective);
+        if !overlap {
+            // A model of one bucket: nothing to overlap, so no thread to start.
             let mut times = WireTimes::default();
-            let reduced = times.reduce(transport, &mut bucket, fusion);
-            self.stats.seconds += times.busy.as_secs_f64();
-            self.stats.reduce_seconds += times.compute.as_secs_f64();
-            reduced?;
-            self.give_back(bucket, &mut control);
+            for (names, collective) in work {
+                let mut bucket = self.take_bucket(names, *collective);
+                let reduced = times.reduce(transport, &mut bucket, fusion);
+                self.stats.seconds += times.busy.as_secs_f64();
+                self.stats.reduce_seconds += times.compute.as_secs_f64();
+                times = WireTimes::default();
+                reduced?;
+                self.give_back(bucket, &mut control);
+            }
             return Ok(control);
         }
         let (to_wire, wire_work) = mpsc::channel::<Work>();
@@ -607,9 +615,16 @@ mod tests {
         let uncompressed = average_on_three_ranks(|| GradientAverager::new(8))
             .remove(0)
             .0;
-        for compression in [Compression::Bf16, Compression::Fp16] {
-            let results =
-                average_on_three_ranks(|| GradientAverager::new(8).with_compression(compression));
+        // 8-byte buckets: three all-reduces on a thread of their own; 64-byte buckets: one
+        // for the gradients and one for the step entry, on the training thread.
+        for (compression, bucket_bytes) in [
+            (Compression::Bf16, 8),
+            (Compression::Fp16, 8),
+            (Compression::Bf16, 64),
+        ] {
+            let results = average_on_three_ranks(|| {
+                GradientAverager::new(bucket_bytes).with_compression(compression)
+            });
             let magnitude = expected.iter().map(|g| g.abs()).fold(0.0f32, f32::max);
             for (got, loss, _) in &results {
                 assert_eq!(got, &results[0].0, "{compression}: ranks differ");
