@@ -7,7 +7,8 @@ use std::time::Duration;
 use estimator::checkpoint::CheckpointManager;
 use estimator::datasets::{from_vec, Dataset, DatasetExt, Example};
 use estimator::distribute::{
-    DistributeError, InMemoryTransport, Replica, Result as DistributeResult, Strategy, Transport,
+    Compression, DistributeError, InMemoryTransport, Replica, Result as DistributeResult, Strategy,
+    Transport,
 };
 use estimator::optimizer::Clipping;
 use estimator::{Error, EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec, WarmStartSettings};
@@ -80,11 +81,25 @@ pub fn single(model_dir: &Path, optimizer: OptimizerSpec, batch: usize) -> Train
 
 /// `n` replicas in threads over the in-memory transport, as separate processes would run.
 fn multi_worker(model_dir: &Path, optimizer: OptimizerSpec, n: usize) -> Vec<TrainOutcome> {
+    multi_worker_sending(model_dir, optimizer, n, Compression::None)
+}
+
+/// [`multi_worker`] with gradients sent as `compression` says.
+fn multi_worker_sending(
+    model_dir: &Path,
+    optimizer: OptimizerSpec,
+    n: usize,
+    compression: Compression,
+) -> Vec<TrainOutcome> {
     let names: Vec<String> = (0..n).map(|r| format!("worker:{r}")).collect();
     let handles: Vec<_> = InMemoryTransport::cluster_with_timeout(n, Duration::from_secs(20))
         .into_iter()
         .map(|transport| {
-            let estimator = classifier(model_dir, optimizer.clone());
+            let mut estimator = classifier(model_dir, optimizer.clone());
+            estimator.run_config = estimator
+                .run_config
+                .clone()
+                .with_allreduce_compression(compression);
             let replica = Replica::new(Box::new(transport), names.clone());
             std::thread::spawn(move || {
                 estimator.train_with(
@@ -134,6 +149,28 @@ fn multi_worker_mirrored_equals_one_process_with_the_combined_batch() {
             );
             assert_equivalent(&dir.path().join("mwm"), &dir.path().join("single"));
         }
+    }
+}
+
+#[test]
+fn with_compressed_gradients_replicas_stay_identical_and_close_to_one_process() {
+    // bf16 rounds each value sent to 8 significant bits (fp16: 11); after 100 SGD steps
+    // the weights stay within these bounds of one process with the combined batch (measured:
+    // 2.3e-3 and 4.5e-5, against 1e-5 uncompressed), while every replica ends
+    // bit-identical.
+    for (compression, bound) in [(Compression::Bf16, 1e-2), (Compression::Fp16, 5e-4)] {
+        let dir = tempfile::tempdir().unwrap();
+        let optimizer = OptimizerSpec::sgd(0.1);
+        let mwm = dir.path().join("mwm");
+        let outcomes = multi_worker_sending(&mwm, optimizer.clone(), 2, compression);
+        single(&dir.path().join("single"), optimizer, 2 * BATCH);
+        assert_eq!(outcomes[0].weights_crc32c, outcomes[1].weights_crc32c);
+        let diff = max_abs_diff(&weights(&mwm), &weights(&dir.path().join("single")));
+        assert!(
+            diff <= bound,
+            "{compression}: max |replicas - single| = {diff}"
+        );
+        assert!(diff > 0.0, "{compression}: nothing was rounded");
     }
 }
 
