@@ -66,6 +66,18 @@ pub enum Error {
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// Another run holds the directory this one would write.
+    #[error(
+        "{}: in use by {owner}; two runs writing one model directory would overwrite each \
+         other's checkpoints: wait for that run to end, or give this one another directory",
+        dir.display()
+    )]
+    DirInUse {
+        /// The directory.
+        dir: PathBuf,
+        /// Who holds it, as its lock file says.
+        owner: String,
+    },
     /// A ps task cannot set up its server.
     #[error("ps task cannot {what}: {source}")]
     PsTask {

@@ -43,7 +43,7 @@ pub use estimator::{
 };
 pub use export::{Exporter, Predictor, Signature};
 pub use hooks::{Control, Hook};
-pub use io::write_json_atomic;
+pub use io::{write_json_atomic, DirLock, LOCK_FILE};
 pub use metrics::{EvalHistory, EvalRecord, Metric, Metrics};
 pub use optimizer::{Algorithm, OptimizerSpec};
 pub use state::weights_to_safetensors;

@@ -15,11 +15,12 @@ use super::step_sync::{Ready, StepSync, Synced};
 use super::train_state::TrainState;
 use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
 use crate::distribute::{LocalStep, StepLoss};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
 use crate::hooks::{
     Emit, Hook, LoggingHook, NanGuardHook, RunEnd, RunStart, StepCounterHook, StepInfo, Verdict,
 };
+use crate::io::DirLock;
 use crate::optimizer::extract_gradients;
 use crate::seed::{replica_seed, step_seed, with_seed};
 
@@ -83,9 +84,11 @@ where
     {
         let config = self.estimator.run_config();
         let is_chief = self.sync.is_chief();
+        // Only the chief writes the model directory; a second run writing it is refused.
+        let _lock = is_chief
+            .then(|| DirLock::acquire(&config.model_dir, "training"))
+            .transpose()?;
         if is_chief {
-            std::fs::create_dir_all(&config.model_dir)
-                .map_err(|e| Error::io(&config.model_dir, e))?;
             config.save()?;
         }
         let limit = spec.limit;

@@ -290,3 +290,78 @@ fn a_fresh_run_trains_from_the_rows_its_statistics_pass_read_and_resumes_as_one_
         assert_eq!(whole[metric], resumed[metric], "{metric}");
     }
 }
+
+#[test]
+fn a_second_run_on_a_model_directory_in_use_is_refused_and_a_dead_ones_lock_taken_over() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    use crate::cluster::Reaper;
+
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let model = model_dir.to_str().unwrap().to_string();
+    let train = |hidden: &str, steps: &str| {
+        let mut cmd = bin();
+        cmd.args([
+            "train",
+            "--train",
+            &iris("iris_train.csv"),
+            "--label-column",
+            "label",
+        ])
+        .args([
+            "--hidden-units",
+            hidden,
+            "--max-steps",
+            steps,
+            "--model-dir",
+            &model,
+        ]);
+        cmd
+    };
+    let first = train("64", "100000000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = first.id();
+    let mut reaper = Reaper(vec![first]);
+    let lock = model_dir.join(estimator::LOCK_FILE);
+    let started = Instant::now();
+    let owns = |owner: String| owner.starts_with(&format!("pid {pid} "));
+    while !(std::fs::read_to_string(&lock).is_ok_and(owns)
+        && model_dir.join("dnn_classifier.json").exists())
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the first run never took the lock and wrote its configuration"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let config = std::fs::read(model_dir.join("dnn_classifier.json")).ok();
+    let second = run(&mut train("256,128", "10"));
+    assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
+    let message = stderr(&second);
+    assert!(
+        message.contains(&format!("in use by pid {pid} on ")),
+        "{message}"
+    );
+    assert!(message.contains("(training, since unix time"), "{message}");
+    assert_eq!(
+        std::fs::read(model_dir.join("dnn_classifier.json")).ok(),
+        config,
+        "the refused run wrote nothing"
+    );
+    // SIGKILL: the lock goes with the process; the next run takes the directory over.
+    let mut killed = reaper.0.pop().unwrap();
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let third = run(&mut train("64", "10"));
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert!(
+        stderr(&third).contains(&format!("taking over the lock left by pid {pid} ")),
+        "{}",
+        stderr(&third)
+    );
+}

@@ -11,11 +11,11 @@ use estimator::datasets::{CsvDataset, Dataset, DatasetExt};
 use estimator::distribute::ps::PsMode;
 use estimator::distribute::CommStats;
 use estimator::serve_parameters;
-use estimator::write_json_atomic;
 use estimator::{
     train_and_evaluate, DeviceSpec, Distribution, Estimator, EstimatorExt, EvalSpec, Exporter,
     Predictor, RunConfig, TrainSpec, VarsToWarmStart, WarmStartSettings,
 };
+use estimator::{write_json_atomic, DirLock};
 use estimators::DnnClassifier;
 
 use crate::classifier::{build_classifier, load_classifier, MODEL_FILE};
@@ -99,6 +99,11 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     } else {
         input_share(&cluster)?
     };
+    // The chief writes the model directory: a second run on it is refused before either
+    // configuration is read or written.
+    let _lock = chief
+        .then(|| DirLock::acquire(&args.model_dir, "training"))
+        .transpose()?;
     let saved = args.model_dir.join(MODEL_FILE);
     let (classifier, table) = if saved.exists() {
         tracing::info!("resuming the model saved in {}", args.model_dir.display());
