@@ -4,8 +4,10 @@
 //!
 //! The lock is the operating system's (`flock` through `File::try_lock`), so it dies with
 //! its process: a run killed on this host leaves nothing to clean up, and the next one takes
-//! the directory over, saying whose it was. Within one process the lock is shared (a
-//! program that takes it before writing its configuration, then trains, holds it once).
+//! the directory over, saying whose it was, and removes the temporary files that a write
+//! cut short left (no other writer can own them while the lock is held). Within one process
+//! the lock is shared (a program that takes it before writing its configuration, then
+//! trains, holds it once).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -69,6 +71,7 @@ impl DirLock {
             );
         }
         write_owner(&mut file, purpose).map_err(|e| Error::io(&path, e))?;
+        remove_interrupted_writes(&key);
         let shared = Arc::new(Held { file });
         held.retain(|_, lock| lock.strong_count() > 0);
         held.insert(key, Arc::downgrade(&shared));
@@ -85,6 +88,34 @@ impl Drop for Held {
 }
 
 const UNKNOWN_OWNER: &str = "another run";
+
+/// Removes the temporary files of atomic writes (`.<name>.tmp-<pid>`) that a killed run
+/// left in `dir`, saying so.
+fn remove_interrupted_writes(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if is_interrupted_write(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => tracing::warn!(
+                    "removed {}, left by a write that was cut short",
+                    entry.path().display()
+                ),
+                Err(e) => tracing::warn!("cannot remove {}: {e}", entry.path().display()),
+            }
+        }
+    }
+}
+
+/// Whether `name` is the temporary file of an atomic write (`write_atomic`).
+fn is_interrupted_write(name: &str) -> bool {
+    name.starts_with('.')
+        && name
+            .rsplit_once(".tmp-")
+            .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
 
 /// Who holds the lock, as its file says.
 fn owner_of(file: &mut File) -> String {
@@ -158,6 +189,38 @@ mod tests {
             "{owner}"
         );
         drop(lock);
+    }
+
+    #[test]
+    fn taking_the_lock_removes_what_interrupted_writes_left_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let left = [
+            ".ckpt-300.ckpt.tmp-4242",
+            ".checkpoint.tmp-7",
+            ".run_config.json.tmp-1",
+        ];
+        let kept = [
+            "ckpt-300.ckpt",
+            "checkpoint",
+            ".hidden",
+            ".x.tmp-",
+            ".y.tmp-12a",
+        ];
+        for name in left.iter().chain(&kept) {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        std::fs::create_dir(dir.path().join(".tmp-5-6")).unwrap();
+        let _lock = DirLock::acquire(dir.path(), "training").unwrap();
+        for name in left {
+            assert!(!dir.path().join(name).exists(), "{name} left behind");
+        }
+        for name in kept {
+            assert!(dir.path().join(name).exists(), "{name} removed");
+        }
+        assert!(
+            dir.path().join(".tmp-5-6").is_dir(),
+            "directories are not touched"
+        );
     }
 
     #[test]
