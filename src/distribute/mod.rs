@@ -5,6 +5,7 @@
 
 mod bucket;
 mod collective;
+mod comm_stats;
 mod error;
 mod gradient_sync;
 pub mod ps;
@@ -21,8 +22,9 @@ pub use collective::{
     broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig, Combine,
     Compression, Phase, RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
 };
+pub use comm_stats::CommStats;
 pub use error::{AddressError, DistributeError, Result};
-pub use gradient_sync::{CommStats, GradientAverager, LocalStep};
+pub use gradient_sync::{GradientAverager, LocalStep};
 pub use replica::Replica;
 pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};

@@ -133,7 +133,6 @@ fn owner_of(file: &mut File) -> String {
 fn write_owner(file: &mut File, purpose: &str) -> std::io::Result<()> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "this host".into());
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)

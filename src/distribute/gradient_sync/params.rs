@@ -1,0 +1,100 @@
+//! Gradients taken out of a step's `GradientsParams` by parameter path, and the averaged
+//! ones put back in their place.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+
+use crate::distribute::DistributeError;
+
+/// A parameter's gradient taken out of the step's gradients (no copy), until it is read
+/// off the device for its bucket.
+pub(super) struct Taken<B: AutodiffBackend> {
+    pub(super) len: usize,
+    /// The gradient's device; `None` when this rank has no gradient for it.
+    pub(super) device: Option<Device<B>>,
+    pub(super) grad: Option<Tensor<B::InnerBackend, 1>>,
+}
+
+pub(super) type Device<B> = burn::tensor::Device<<B as AutodiffBackend>::InnerBackend>;
+
+/// Each parameter's gradient by dotted path, taken out of `grads`.
+pub(super) fn take_gradients<B: AutodiffBackend, M: Module<B>>(
+    model: &M,
+    grads: &mut GradientsParams,
+) -> BTreeMap<String, Taken<B>> {
+    struct Take<'a, B: AutodiffBackend> {
+        grads: &'a mut GradientsParams,
+        stack: Vec<String>,
+        out: BTreeMap<String, Taken<B>>,
+    }
+    impl<B: AutodiffBackend> ModuleVisitor<B> for Take<'_, B> {
+        fn enter_module(&mut self, name: &str, _container_type: &str) {
+            self.stack.push(name.to_string());
+        }
+        fn exit_module(&mut self, _name: &str, _container_type: &str) {
+            self.stack.pop();
+        }
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            let grad = self.grads.remove::<B::InnerBackend, D>(param.id);
+            let device = grad.as_ref().map(Tensor::device);
+            let len = param.lazy_shape().num_elements();
+            let grad = grad.map(|g| g.reshape([len]));
+            self.out
+                .insert(self.stack.join("."), Taken { len, device, grad });
+        }
+    }
+    let mut take = Take {
+        grads,
+        stack: Vec::new(),
+        out: BTreeMap::new(),
+    };
+    model.visit(&mut take);
+    take.out
+}
+
+pub(super) struct Rebuild<B: AutodiffBackend> {
+    pub(super) grads: GradientsParams,
+    pub(super) averaged: BTreeMap<String, Tensor<B::InnerBackend, 1>>,
+    pub(super) stack: Vec<String>,
+    pub(super) error: Option<DistributeError>,
+    pub(super) _b: std::marker::PhantomData<B>,
+}
+
+impl<B: AutodiffBackend> Rebuild<B> {
+    fn replace<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let path = self.stack.join(".");
+        let Some(values) = self.averaged.remove(&path) else {
+            return;
+        };
+        let shape = param.lazy_shape();
+        if shape.num_elements() != values.dims()[0] {
+            self.error = Some(DistributeError::invalid(format!(
+                "gradient of '{path}' has {} values after averaging, expected {}",
+                values.dims()[0],
+                shape.num_elements()
+            )));
+            return;
+        }
+        let dims: [usize; D] = shape.dims();
+        self.grads
+            .register::<B::InnerBackend, D>(param.id, values.reshape(dims));
+    }
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Rebuild<B> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        self.replace::<D>(param);
+    }
+}

@@ -1,0 +1,220 @@
+//! One step's pass through the fusion buckets: read off the device, all-reduced on a
+//! thread of the step's own, turned back into tensors.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{Tensor, TensorData};
+
+use super::params::Taken;
+use super::STEP_ENTRY;
+use crate::distribute::collective::{ring_all_reduce, Reduce};
+use crate::distribute::{CollectiveConfig, CommStats, DistributeError, Result, Transport};
+
+/// What the all-reduce thread is given: the gradients of one bucket, in the bucket's order,
+/// and the format they travel in.
+pub(super) struct Work {
+    grads: Vec<(String, TensorData)>,
+    collective: CollectiveConfig,
+}
+
+/// One step's pass through the buckets.
+pub(super) struct Pipeline<'a, B: AutodiffBackend> {
+    pub(super) taken: &'a mut BTreeMap<String, Taken<B>>,
+    /// [1 if this rank took the step, its loss], until its bucket is filled.
+    pub(super) step: Option<TensorData>,
+    /// Averaged gradients by path, as they come back.
+    pub(super) averaged: BTreeMap<String, Tensor<B::InnerBackend, 1>>,
+    pub(super) stats: CommStats,
+}
+
+impl<B: AutodiffBackend> Pipeline<'_, B> {
+    /// Hands the buckets of `work` (gradient names, format) to a thread that all-reduces
+    /// them in order (on this thread when there is nothing to `overlap`), reading each bucket's gradients off the device just before, and
+    /// turns each reduced bucket back into tensors while the later ones are on the wire;
+    /// returns the step entry averaged over the ranks.
+    pub(super) fn run<T: Transport + ?Sized>(
+        &mut self,
+        work: &[(Vec<String>, CollectiveConfig)],
+        overlap: bool,
+        fusion: &mut Vec<f32>,
+        transport: &mut T,
+    ) -> Result<Vec<f32>> {
+        let mut control = Vec::new();
+        if !overlap {
+            // A model of one bucket: nothing to overlap, so no thread to start.
+            let mut times = WireTimes::default();
+            for (names, collective) in work {
+                let mut bucket = self.take_bucket(names, *collective);
+                let reduced = times.reduce(transport, &mut bucket, fusion);
+                self.stats.seconds += times.busy.as_secs_f64();
+                self.stats.reduce_seconds += times.compute.as_secs_f64();
+                times = WireTimes::default();
+                reduced?;
+                self.give_back(bucket, &mut control);
+            }
+            return Ok(control);
+        }
+        let (to_wire, wire_work) = mpsc::channel::<Work>();
+        let (from_wire, reduced) = mpsc::channel::<Result<Work>>();
+        std::thread::scope(|scope| {
+            let wire = scope.spawn(move || {
+                let mut times = WireTimes::default();
+                for mut work in wire_work {
+                    let done = times.reduce(transport, &mut work, fusion);
+                    let failed = done.is_err();
+                    if from_wire.send(done.map(|()| work)).is_err() || failed {
+                        break;
+                    }
+                }
+                times
+            });
+            // Two buckets ahead: the next is read off the device while one is reduced.
+            let mut sent = 0;
+            let mut outcome = Ok(());
+            for received in 0..work.len() {
+                while sent < work.len() && sent <= received + 1 {
+                    let (names, collective) = &work[sent];
+                    let bucket = self.take_bucket(names, *collective);
+                    sent += 1;
+                    if to_wire.send(bucket).is_err() {
+                        break;
+                    }
+                }
+                match reduced.recv() {
+                    Ok(Ok(bucket)) => self.give_back(bucket, &mut control),
+                    Ok(Err(e)) => {
+                        outcome = Err(e);
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+            drop(to_wire);
+            let times = wire.join().expect("the all-reduce thread does not panic");
+            self.stats.seconds += times.busy.as_secs_f64();
+            self.stats.reduce_seconds += times.compute.as_secs_f64();
+            outcome
+        })?;
+        if control.len() != 2 {
+            return Err(DistributeError::invalid(
+                "the all-reduce thread stopped before every bucket came back",
+            ));
+        }
+        Ok(control)
+    }
+
+    /// The gradients `names`, read off the device, as a bucket to reduce.
+    fn take_bucket(&mut self, names: &[String], collective: CollectiveConfig) -> Work {
+        let started = Instant::now();
+        let grads = names
+            .iter()
+            .map(|name| (name.clone(), self.read(name)))
+            .collect();
+        self.stats.copy_seconds += started.elapsed().as_secs_f64();
+        Work { grads, collective }
+    }
+
+    /// Turns a reduced bucket back into averaged tensors (the step entry into `control`).
+    fn give_back(&mut self, bucket: Work, control: &mut Vec<f32>) {
+        let started = Instant::now();
+        for (name, values) in bucket.grads {
+            if name == STEP_ENTRY {
+                *control = values.to_vec::<f32>().unwrap_or_default();
+            } else {
+                self.apply(name, values);
+            }
+        }
+        self.stats.apply_seconds += started.elapsed().as_secs_f64();
+    }
+
+    /// Gradient `name`'s values off the device, as f32 (on the CPU the tensor's own
+    /// buffer, lent without a copy), zeros for a parameter without a gradient.
+    fn read(&mut self, name: &str) -> TensorData {
+        if name == STEP_ENTRY {
+            return self.step.take().unwrap_or_else(|| zeros(2));
+        }
+        let Some(taken) = self.taken.get_mut(name) else {
+            return zeros(0);
+        };
+        match taken.grad.take() {
+            Some(grad) => grad.into_data().convert::<f32>(),
+            None => zeros(taken.len),
+        }
+    }
+
+    /// Keeps the averaged `values` of gradient `name` as a tensor on its device (nothing
+    /// for a parameter this rank has no gradient for).
+    fn apply(&mut self, name: String, values: TensorData) {
+        let Some(device) = self.taken.get(&name).and_then(|t| t.device.as_ref()) else {
+            return;
+        };
+        self.averaged
+            .insert(name, Tensor::from_data(values, device));
+    }
+}
+
+/// Time the all-reduce thread spent, and how much of it computing.
+#[derive(Default)]
+struct WireTimes {
+    busy: Duration,
+    compute: Duration,
+}
+
+impl WireTimes {
+    /// Averages one bucket's gradients in place: a single gradient in its own buffer,
+    /// several packed into `fusion` and back.
+    fn reduce<T: Transport + ?Sized>(
+        &mut self,
+        transport: &mut T,
+        work: &mut Work,
+        fusion: &mut Vec<f32>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let config = work.collective;
+        let reduced = match work.grads.as_mut_slice() {
+            [(_, alone)] => ring_all_reduce(
+                transport,
+                values_of(alone)?,
+                &config,
+                Reduce::Mean,
+                &mut self.compute,
+            ),
+            grads => {
+                let packing = Instant::now();
+                fusion.clear();
+                for (_, g) in grads.iter_mut() {
+                    fusion.extend_from_slice(values_of(g)?);
+                }
+                self.compute += packing.elapsed();
+                let reduced =
+                    ring_all_reduce(transport, fusion, &config, Reduce::Mean, &mut self.compute);
+                let unpacking = Instant::now();
+                let mut at = 0;
+                for (_, g) in grads.iter_mut() {
+                    let g = values_of(g)?;
+                    let len = g.len();
+                    g.copy_from_slice(&fusion[at..at + len]);
+                    at += len;
+                }
+                self.compute += unpacking.elapsed();
+                reduced
+            }
+        };
+        self.busy += started.elapsed();
+        reduced
+    }
+}
+
+/// `len` zeros as f32 tensor data.
+fn zeros(len: usize) -> TensorData {
+    TensorData::new(vec![0.0f32; len], [len])
+}
+
+/// The f32 values of `data`, to reduce where they lie.
+fn values_of(data: &mut TensorData) -> Result<&mut [f32]> {
+    data.as_mut_slice::<f32>()
+        .map_err(|e| DistributeError::invalid(format!("a gradient is not f32 values: {e:?}")))
+}

@@ -1,0 +1,177 @@
+//! The averager against one process with the combined batch, with and without compression.
+use super::*;
+use crate::device::CpuTrainBackend as B;
+use crate::distribute::InMemoryTransport;
+use crate::optimizer::extract_gradients;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{Tensor, TensorData};
+
+fn model() -> Linear<B> {
+    crate::seed::build_seeded::<B, _>(&Default::default(), 5, || {
+        LinearConfig::new(3, 2).init(&Default::default())
+    })
+}
+
+fn rows(from: usize, n: usize) -> Tensor<B, 2> {
+    let values: Vec<f32> = (from * 3..(from + n) * 3)
+        .map(|i| ((i * 7) % 11) as f32 - 5.0)
+        .collect();
+    Tensor::from_data(TensorData::new(values, [n, 3]), &Default::default())
+}
+
+/// Mean squared output: the loss whose gradient is compared.
+fn grads(model: &Linear<B>, x: Tensor<B, 2>) -> GradientsParams {
+    let y = model.forward(x);
+    let loss = (y.clone() * y).mean();
+    extract_gradients(model, &mut loss.backward())
+}
+
+fn weight_grad(model: &Linear<B>, grads: &GradientsParams) -> Vec<f32> {
+    let g = grads
+        .get::<<B as AutodiffBackend>::InnerBackend, 2>(model.weight.id)
+        .unwrap();
+    g.into_data().to_vec::<f32>().unwrap()
+}
+
+/// Each of 3 ranks averages the gradient of its 4 rows with `averager`; their results.
+fn average_on_three_ranks(
+    averager: impl Fn() -> GradientAverager + Sync,
+) -> Vec<(Vec<f32>, f64, CommStats)> {
+    let averager = &averager;
+    let handles: Vec<_> = InMemoryTransport::cluster(3)
+        .into_iter()
+        .map(|mut transport| {
+            let mut averager = averager();
+            std::thread::spawn(move || {
+                let m = model();
+                let rank = transport.rank();
+                let local = LocalStep {
+                    grads: grads(&m, rows(rank * 4, 4)),
+                    loss: StepLoss::Known(rank as f64 + 0.1),
+                };
+                let averaged = averager
+                    .average(&m, Some(local), &mut transport)
+                    .unwrap()
+                    .expect("every rank took the step");
+                (
+                    weight_grad(&m, &averaged.grads),
+                    averaged.loss.read(),
+                    averager.take_stats(),
+                )
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+#[test]
+fn averaged_gradients_equal_the_gradient_of_the_whole_batch() {
+    // 3 ranks with 4 rows each: the mean of their mean-loss gradients is the gradient of
+    // the mean loss over all 12 rows, i.e. one process with a 3x larger batch. Buckets
+    // of 64 bytes hold everything at once; of 8 bytes, they cut the weight in three.
+    let single = model();
+    let expected = weight_grad(&single, &grads(&single, rows(0, 12)));
+    for bucket_bytes in [64, 8] {
+        let results = average_on_three_ranks(|| GradientAverager::new(bucket_bytes));
+        for (got, loss, stats) in &results {
+            assert_eq!(got, &results[0].0, "ranks differ");
+            assert!(
+                (loss - 1.1).abs() < 1e-6,
+                "mean of the losses 0.1, 1.1, 2.1: {loss}"
+            );
+            for (a, b) in got.iter().zip(&expected) {
+                assert!((a - b).abs() < 1e-5, "{got:?} vs {expected:?}");
+            }
+            assert_eq!(stats.steps, 1);
+            assert_eq!(stats.bytes, 4 * (6 + 2 + 2), "weight, bias, step entry");
+            assert!(stats.seconds > 0.0 && stats.reduce_seconds > 0.0);
+            assert!(stats.copy_seconds > 0.0 && stats.apply_seconds > 0.0);
+            assert!(stats.sync_seconds >= stats.seconds, "{stats:?}");
+        }
+    }
+}
+
+#[test]
+fn compressed_gradients_stay_identical_and_close_and_the_loss_exact() {
+    let single = model();
+    let expected = weight_grad(&single, &grads(&single, rows(0, 12)));
+    let uncompressed = average_on_three_ranks(|| GradientAverager::new(8))
+        .remove(0)
+        .0;
+    // 8-byte buckets: three all-reduces on a thread of their own; 64-byte buckets: one
+    // for the gradients and one for the step entry, on the training thread.
+    for (compression, bucket_bytes) in [
+        (Compression::Bf16, 8),
+        (Compression::Fp16, 8),
+        (Compression::Bf16, 64),
+    ] {
+        let results = average_on_three_ranks(|| {
+            GradientAverager::new(bucket_bytes).with_compression(compression)
+        });
+        let magnitude = expected.iter().map(|g| g.abs()).fold(0.0f32, f32::max);
+        for (got, loss, _) in &results {
+            assert_eq!(got, &results[0].0, "{compression}: ranks differ");
+            assert!(
+                (loss - 1.1).abs() < 1e-6,
+                "{compression}: the loss travels in f32"
+            );
+            for (a, b) in got.iter().zip(&expected) {
+                let bound = 12.0 * compression.unit_roundoff() * magnitude + 1e-5;
+                assert!((a - b).abs() <= bound, "{compression}: {a} vs {b}");
+            }
+        }
+        assert_ne!(
+            results[0].0, uncompressed,
+            "{compression}: nothing was rounded"
+        );
+    }
+}
+
+#[test]
+fn a_rank_without_a_batch_calls_the_step_off_on_every_rank() {
+    let handles: Vec<_> = InMemoryTransport::cluster(3)
+        .into_iter()
+        .map(|mut transport| {
+            std::thread::spawn(move || {
+                let m = model();
+                let rank = transport.rank();
+                let mut averager = GradientAverager::new(64);
+                let mut taken = 0;
+                // Rank 2 runs out of input after two steps; the others have plenty.
+                for step in 0..5 {
+                    let local = (rank != 2 || step < 2).then(|| LocalStep {
+                        grads: grads(&m, rows(rank * 4, 4)),
+                        loss: StepLoss::Known(1.0),
+                    });
+                    match averager.average(&m, local, &mut transport).unwrap() {
+                        Some(_) => taken += 1,
+                        None => break,
+                    }
+                }
+                let stats = averager.take_stats();
+                assert_eq!(stats.steps, 3);
+                assert!(stats.bytes > 0 && stats.seconds > 0.0);
+                assert_eq!(averager.take_stats(), CommStats::default());
+                taken
+            })
+        })
+        .collect();
+    let taken: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(taken, vec![2, 2, 2]);
+}
+
+#[test]
+fn bus_bandwidth_follows_the_ring_formula() {
+    let stats = CommStats {
+        steps: 1,
+        bytes: 1_000_000_000,
+        seconds: 1.0,
+        reduce_seconds: 0.25,
+        ..CommStats::default()
+    };
+    assert_eq!(stats.wire_seconds(), 0.75);
+    assert_eq!(stats.busbw_gbps(2), 1.0);
+    assert_eq!(stats.busbw_gbps(4), 1.5);
+    assert_eq!(stats.busbw_gbps(1), 0.0);
+}
