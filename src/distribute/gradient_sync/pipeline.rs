@@ -32,9 +32,10 @@ pub(super) struct Pipeline<'a, B: AutodiffBackend> {
 
 impl<B: AutodiffBackend> Pipeline<'_, B> {
     /// Hands the buckets of `work` (gradient names, format) to a thread that all-reduces
-    /// them in order (on this thread when there is nothing to `overlap`), reading each bucket's gradients off the device just before, and
-    /// turns each reduced bucket back into tensors while the later ones are on the wire;
-    /// returns the step entry averaged over the ranks.
+    /// them in order (this thread does, when there is nothing to `overlap`), reading each
+    /// bucket's gradients off the device just before, and turns each reduced bucket back
+    /// into tensors while the later ones are on the wire; returns the step entry averaged
+    /// over the ranks.
     pub(super) fn run<T: Transport + ?Sized>(
         &mut self,
         work: &[(Vec<String>, CollectiveConfig)],
