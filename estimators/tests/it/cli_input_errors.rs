@@ -165,7 +165,21 @@ fn flags_and_variables_that_cannot_work_are_refused_before_training() {
         run(&mut shared),
         "TF_CONFIG.cluster gives chief:0 and worker:0 the same address '127.0.0.1:5000'",
     );
-    for model in ["m1", "m2", "m3", "m4", "m5"] {
+    // A job of no steps would exit 0 with an untrained model; a peer timeout of 0 would
+    // give every peer up at once.
+    let mut no_steps = bin();
+    no_steps
+        .args(["train", "--label-column", "label", "--max-steps", "0"])
+        .arg("--model-dir")
+        .arg(d.join("m6"))
+        .arg("--train")
+        .arg(&iris_train);
+    assert_user_error(run(&mut no_steps), "invalid value '0' for '--max-steps");
+    assert_user_error(
+        train(&d.join("m7"), &iris_train, &["--peer-timeout-secs", "0"]),
+        "invalid value '0' for '--peer-timeout-secs",
+    );
+    for model in ["m1", "m2", "m3", "m4", "m5", "m6", "m7"] {
         assert!(
             !d.join(model).join("checkpoint").exists(),
             "{model} trained"

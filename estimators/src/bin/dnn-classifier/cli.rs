@@ -120,9 +120,9 @@ pub struct TrainArgs {
     /// Example: `--batch-size 256`.
     #[arg(long, default_value_t = 128)]
     pub batch_size: usize,
-    /// Train until this global step.
+    /// Train until this global step (at least 1).
     /// Example: `--max-steps 1000`.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_steps: u64,
     /// Directory for checkpoints, summaries and the model configuration.
     /// Example: `--model-dir /tmp/iris`.
@@ -264,9 +264,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "none|fp16|bf16", default_value = "none")]
     pub allreduce_compression: Compression,
     /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
-    /// before it exits with a retryable code naming it (default 60).
+    /// before it exits with a retryable code naming it (default 60; at least 1).
     /// Example: `--peer-timeout-secs 30`.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub peer_timeout_secs: Option<u64>,
     /// In a cluster: seconds a wait for a peer may last before this task logs a stall
     /// warning naming the tasks that have not arrived (default 60).
