@@ -15,6 +15,25 @@ pub const CLUSTER_TOKEN: &str = "ESTIMATOR_CLUSTER_TOKEN";
 /// mounted Kubernetes secret, say).
 pub const CLUSTER_TOKEN_FILE: &str = "ESTIMATOR_CLUSTER_TOKEN_FILE";
 
+/// Name of the environment variable that turns the same-host lane off (`0`, `false`, `off`
+/// or `no`): every message then goes over gRPC, also between tasks on one machine.
+pub const SAME_HOST_LANE: &str = "ESTIMATOR_SAME_HOST_LANE";
+
+/// Whether tasks on one machine may talk over the same-host lane, as `$ESTIMATOR_SAME_HOST_LANE`
+/// says: yes unless it is `0`, `false`, `off` or `no` (any case).
+pub fn same_host_lane_from_env() -> bool {
+    same_host_lane_wanted(std::env::var(SAME_HOST_LANE).ok().as_deref())
+}
+
+/// Whether the lane is wanted given the variable's `value` (unset: yes).
+pub fn same_host_lane_wanted(value: Option<&str>) -> bool {
+    let Some(value) = value.map(str::trim) else {
+        return true;
+    };
+    let off = ["0", "false", "off", "no"];
+    !off.iter().any(|word| value.eq_ignore_ascii_case(word))
+}
+
 /// The cluster this process belongs to, from `$TF_CONFIG` (unset = local).
 pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
     match std::env::var(TF_CONFIG) {
@@ -101,6 +120,16 @@ fn token_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_same_host_lane_is_on_unless_the_variable_turns_it_off() {
+        for on in [None, Some("1"), Some("true"), Some("")] {
+            assert!(same_host_lane_wanted(on), "{on:?}");
+        }
+        for off in ["0", "false", "OFF", " no "] {
+            assert!(!same_host_lane_wanted(Some(off)), "{off}");
+        }
+    }
 
     #[test]
     fn the_host_name_is_never_empty() {

@@ -19,8 +19,9 @@ pub use certificates::{
     issue_certificates, write_certificates, CertificateError, IssuedCertificate,
 };
 pub use env::{
-    cluster_from_env, cluster_token_from_env, hostname, TokenError, CLUSTER_TOKEN,
-    CLUSTER_TOKEN_FILE, TF_CONFIG,
+    cluster_from_env, cluster_token_from_env, hostname, same_host_lane_from_env,
+    same_host_lane_wanted, TokenError, CLUSTER_TOKEN, CLUSTER_TOKEN_FILE, SAME_HOST_LANE,
+    TF_CONFIG,
 };
 pub use spec::ClusterSpec;
 pub use task::{Task, TaskType};

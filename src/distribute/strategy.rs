@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ps::{PsClientConfig, PsReplica};
-use super::transport::same_host_lane_from_env;
 use super::{ClusterTls, GrpcConfig, GrpcTransport, Replica};
-use crate::cluster::{ClusterConfig, TaskType};
+use crate::cluster::{same_host_lane_from_env, ClusterConfig, TaskType};
 use crate::device::{DeviceSpec, ResolvedDevice};
 use crate::error::{Error, Result};
 

@@ -131,9 +131,7 @@ fn owner_of(file: &mut File) -> String {
 
 /// Writes this process as the lock's owner.
 fn write_owner(file: &mut File, purpose: &str) -> std::io::Result<()> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "this host".into());
+    let host = crate::cluster::hostname();
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

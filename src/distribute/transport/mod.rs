@@ -6,8 +6,7 @@ mod point_to_point;
 mod tls;
 
 pub(crate) use grpc::{
-    check_token, endpoint, listen_address, same_host_lane_from_env, serve_grpc, token_value,
-    MAX_MESSAGE_BYTES, TOKEN_KEY,
+    check_token, endpoint, listen_address, serve_grpc, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY,
 };
 pub use grpc::{GrpcConfig, GrpcTransport};
 pub use in_memory::{InMemoryTransport, DEFAULT_RECV_TIMEOUT};

@@ -49,8 +49,8 @@ pub struct GrpcConfig {
     /// Carry the messages to a peer on this machine (its address a loopback IP or
     /// `localhost`) over a Unix-domain socket instead of HTTP/2 (default true); the
     /// handshake, heartbeats and give-up messages stay on gRPC. A peer the socket cannot
-    /// reach falls back to gRPC. [`same_host_lane_from_env`] reads the switch from
-    /// `ESTIMATOR_SAME_HOST_LANE`.
+    /// reach falls back to gRPC. [`same_host_lane_from_env`](crate::cluster::same_host_lane_from_env)
+    /// reads the switch from `ESTIMATOR_SAME_HOST_LANE`.
     pub same_host_lane: bool,
 }
 
@@ -79,24 +79,6 @@ impl std::fmt::Debug for GrpcConfig {
             .field("same_host_lane", &self.same_host_lane)
             .finish()
     }
-}
-
-/// The environment variable that turns the same-host lane off: `0`, `false`, `off` or `no`.
-pub(crate) const SAME_HOST_LANE_ENV: &str = "ESTIMATOR_SAME_HOST_LANE";
-
-/// Whether [`GrpcConfig::same_host_lane`] should be on, as `ESTIMATOR_SAME_HOST_LANE` says:
-/// on unless it is `0`, `false`, `off` or `no` (any case).
-pub(crate) fn same_host_lane_from_env() -> bool {
-    same_host_lane_wanted(std::env::var(SAME_HOST_LANE_ENV).ok().as_deref())
-}
-
-/// Whether the lane is wanted given the variable's `value` (unset: yes).
-fn same_host_lane_wanted(value: Option<&str>) -> bool {
-    let Some(value) = value.map(str::trim) else {
-        return true;
-    };
-    let off = ["0", "false", "off", "no"];
-    !off.iter().any(|word| value.eq_ignore_ascii_case(word))
 }
 
 // Flow control. HTTP/2's defaults (64 KiB windows, 16 KiB frames) let a stream carry one
@@ -204,13 +186,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_lane_is_on_unless_the_variable_turns_it_off() {
-        for on in [None, Some("1"), Some("true"), Some("")] {
-            assert!(same_host_lane_wanted(on), "{on:?}");
-        }
-        for off in ["0", "false", "OFF", " no "] {
-            assert!(!same_host_lane_wanted(Some(off)), "{off}");
-        }
+    fn the_lane_is_on_by_default() {
         assert!(GrpcConfig::default().same_host_lane);
     }
 }

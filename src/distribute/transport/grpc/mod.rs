@@ -38,7 +38,7 @@ use tonic::service::interceptor::InterceptedService;
 pub(crate) use address::listen_address;
 pub use config::GrpcConfig;
 pub(crate) use config::MAX_MESSAGE_BYTES;
-pub(crate) use config::{endpoint, same_host_lane_from_env, serve_grpc};
+pub(crate) use config::{endpoint, serve_grpc};
 pub(crate) use metadata::TOKEN_KEY;
 
 use super::{Lent, Transport};

@@ -6,9 +6,9 @@ use std::os::unix::net::UnixStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::super::config::{same_host_lane_from_env, SAME_HOST_LANE_ENV};
 use super::super::lane::{dial_lane, LaneDirectory};
 use super::{config, connect, input, listeners, on_threads, try_connect_on};
+use crate::cluster::{same_host_lane_from_env, SAME_HOST_LANE};
 use crate::distribute::testing::{bits, SplitMix};
 use crate::distribute::{all_reduce_sum, GrpcConfig, GrpcTransport, Transport};
 
@@ -124,12 +124,12 @@ fn with_the_lane_turned_off_everything_goes_over_grpc() {
         same_host_lane: false,
         ..config()
     };
-    std::env::set_var(SAME_HOST_LANE_ENV, "0");
+    std::env::set_var(SAME_HOST_LANE, "0");
     let from_env = GrpcConfig {
         same_host_lane: same_host_lane_from_env(),
         ..config()
     };
-    std::env::remove_var(SAME_HOST_LANE_ENV);
+    std::env::remove_var(SAME_HOST_LANE);
     assert!(same_host_lane_from_env());
     for config in [off, from_env] {
         let out = on_threads(connect(3, config), |mut t| {
