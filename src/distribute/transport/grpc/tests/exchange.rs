@@ -3,9 +3,9 @@
 use std::thread;
 use std::time::Duration;
 
-use super::{config, connect, input, listeners, on_threads};
+use super::{config, connect, expected_lanes, input, listeners, on_threads};
 use crate::distribute::testing::SplitMix;
-use crate::distribute::{all_reduce_sum, DistributeError, GrpcTransport, Transport};
+use crate::distribute::{all_reduce_sum, DistributeError, GrpcConfig, GrpcTransport, Transport};
 
 #[test]
 fn all_reduce_sums_are_exact_and_identical_on_2_3_and_4_ranks() {
@@ -108,10 +108,17 @@ fn a_five_mib_message_passes_both_ways() {
 
 #[test]
 fn shutdown_right_after_sending_delivers_everything() {
+    delivers_everything_though_the_sender_shuts_down_at_once(config());
+}
+
+/// Rank 0 sends 40 messages (the last 3 MiB) to rank 1 and shuts down at once; rank 1,
+/// reading only then, gets them all (over the lane too when `config` has it).
+pub(super) fn delivers_everything_though_the_sender_shuts_down_at_once(config: GrpcConfig) {
     let messages: Vec<Vec<u8>> = (0..40u64)
         .map(|i| SplitMix(i).bytes(if i == 39 { 3 << 20 } else { 100 << 10 }))
         .collect();
-    let out = on_threads(connect(2, config()), |mut t| {
+    let out = on_threads(connect(2, config.clone()), |mut t| {
+        assert_eq!(t.same_host_peers(), expected_lanes(&config, t.rank()));
         if t.rank() == 0 {
             for (tag, message) in messages.iter().enumerate() {
                 t.send(1, tag as u64, message.clone()).unwrap();

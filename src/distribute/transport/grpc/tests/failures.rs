@@ -3,14 +3,21 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{config, connect, input, listeners, on_threads};
+use super::{config, connect, expected_lanes, input, listeners, on_threads};
 use crate::distribute::{all_reduce_sum, GrpcConfig, GrpcTransport, Transport};
 
 #[test]
 fn a_crashed_peer_is_reported_at_once_after_what_it_sent() {
-    let mut ranks = connect(2, config());
+    crash_is_reported_at_once_after_what_was_sent(config());
+}
+
+/// Rank 1 sends two messages and crashes: rank 0 gets them, then learns at once that rank
+/// 1 is gone, waiting, sending and shutting down (over the lane too when `config` has it).
+pub(super) fn crash_is_reported_at_once_after_what_was_sent(config: GrpcConfig) {
+    let mut ranks = connect(2, config.clone());
     let crashing = ranks.pop().unwrap();
     let survivor = ranks.pop().unwrap();
+    assert_eq!(crashing.same_host_peers(), expected_lanes(&config, 1));
     let crasher = thread::spawn(move || {
         let mut t = crashing;
         t.send(0, 5, vec![5]).unwrap();

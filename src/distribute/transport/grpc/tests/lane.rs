@@ -3,11 +3,13 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::thread;
-use std::time::{Duration, Instant};
+
+use std::time::Duration;
 
 use super::super::lane::{dial_lane, LaneDirectory};
-use super::{config, connect, input, listeners, on_threads, try_connect_on};
+use super::exchange::delivers_everything_though_the_sender_shuts_down_at_once;
+use super::failures::crash_is_reported_at_once_after_what_was_sent;
+use super::{connect, input, lane_config, listeners, on_threads, try_connect_on};
 use crate::cluster::{same_host_lane_from_env, SAME_HOST_LANE};
 use crate::distribute::testing::{bits, SplitMix};
 use crate::distribute::{all_reduce_sum, GrpcConfig, GrpcTransport, Transport};
@@ -45,7 +47,7 @@ fn random_sums(ranks: Vec<GrpcTransport>, lens: &[usize]) -> Vec<Vec<Vec<u32>>> 
 fn every_peer_on_loopback_gets_a_lane_and_sums_are_exact_on_2_and_3_ranks() {
     let lens = [1, 1001, (5 << 20) / 4 + 1];
     for n in 2..=3 {
-        let ranks = connect(n, config());
+        let ranks = connect(n, lane_config());
         for t in &ranks {
             assert_eq!(t.same_host_peers(), others(t.rank(), n), "n={n}");
         }
@@ -71,10 +73,10 @@ fn every_peer_on_loopback_gets_a_lane_and_sums_are_exact_on_2_and_3_ranks() {
         }
         // Rounded sums: the lane carries the same bytes as gRPC, bit for bit.
         let random_lens = [3, 70_001];
-        let over_lanes = random_sums(connect(n, config()), &random_lens);
+        let over_lanes = random_sums(connect(n, lane_config()), &random_lens);
         let grpc_only = GrpcConfig {
             same_host_lane: false,
-            ..config()
+            ..lane_config()
         };
         let over_grpc = random_sums(connect(n, grpc_only), &random_lens);
         assert!(over_lanes == over_grpc, "n={n}: the lanes changed a sum");
@@ -84,7 +86,7 @@ fn every_peer_on_loopback_gets_a_lane_and_sums_are_exact_on_2_and_3_ranks() {
 #[test]
 fn five_mib_both_ways_and_out_of_order_tags_over_the_lane() {
     let big = SplitMix(5).bytes(5 << 20);
-    let out = on_threads(connect(2, config()), |mut t| {
+    let out = on_threads(connect(2, lane_config()), |mut t| {
         assert_eq!(t.same_host_peers(), vec![1 - t.rank()]);
         let peer = 1 - t.rank();
         let r = t.rank() as u8;
@@ -122,12 +124,12 @@ fn five_mib_both_ways_and_out_of_order_tags_over_the_lane() {
 fn with_the_lane_turned_off_everything_goes_over_grpc() {
     let off = GrpcConfig {
         same_host_lane: false,
-        ..config()
+        ..lane_config()
     };
     std::env::set_var(SAME_HOST_LANE, "0");
     let from_env = GrpcConfig {
         same_host_lane: same_host_lane_from_env(),
-        ..config()
+        ..lane_config()
     };
     std::env::remove_var(SAME_HOST_LANE);
     assert!(same_host_lane_from_env());
@@ -146,88 +148,19 @@ fn with_the_lane_turned_off_everything_goes_over_grpc() {
 
 #[test]
 fn shutdown_right_after_sending_delivers_everything_over_the_lane() {
-    let messages: Vec<Vec<u8>> = (0..40u64)
-        .map(|i| SplitMix(i).bytes(if i == 39 { 3 << 20 } else { 100 << 10 }))
-        .collect();
-    let out = on_threads(connect(2, config()), |mut t| {
-        assert_eq!(t.same_host_peers(), vec![1 - t.rank()]);
-        if t.rank() == 0 {
-            for (tag, message) in messages.iter().enumerate() {
-                t.send(1, tag as u64, message.clone()).unwrap();
-            }
-            t.shutdown().unwrap();
-            vec![]
-        } else {
-            // Rank 0 is already shutting down when rank 1 starts reading.
-            thread::sleep(Duration::from_millis(300));
-            let got = (0..messages.len() as u64)
-                .map(|tag| t.recv(0, tag).unwrap())
-                .collect();
-            t.shutdown().unwrap();
-            got
-        }
-    });
-    assert!(out[1] == messages);
+    delivers_everything_though_the_sender_shuts_down_at_once(lane_config());
 }
 
 #[test]
 fn a_crashed_peer_is_reported_at_once_to_a_rank_waiting_on_its_lane() {
-    let mut ranks = connect(2, config());
-    let crashing = ranks.pop().unwrap();
-    let mut t = ranks.pop().unwrap();
-    assert_eq!(crashing.same_host_peers(), vec![0]);
-    let crasher = thread::spawn(move || {
-        let mut t = crashing;
-        t.send(0, 5, vec![5]).unwrap();
-        t.send(0, 6, vec![6]).unwrap();
-        t.recv(0, 100).unwrap();
-        t.crash();
-    });
-    assert_eq!(t.recv(1, 6).unwrap(), vec![6]);
-    t.send(1, 100, vec![]).unwrap();
-    let start = Instant::now();
-    let err = t.recv(1, 7).unwrap_err();
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
-    );
-    assert_eq!(err.rank(), Some(1));
-    assert!(err.to_string().contains("connection lost"), "{err}");
-    assert_eq!(t.recv(1, 5).unwrap(), vec![5]);
-    crasher.join().unwrap();
-    let start = Instant::now();
-    let err = loop {
-        match t.send(1, 8, vec![0; 1024]) {
-            Err(err) => break err,
-            Ok(()) if start.elapsed() < Duration::from_secs(5) => {
-                thread::sleep(Duration::from_millis(10))
-            }
-            Ok(()) => panic!("sending to a crashed rank still succeeds"),
-        }
-    };
-    assert_eq!(err.rank(), Some(1));
-    let message = err.to_string();
-    assert!(message.contains("connection lost"), "{message}");
-    assert!(
-        message.contains("before rank 0 could send it tag 0x8"),
-        "{message}"
-    );
-    let start = Instant::now();
-    let err = t.shutdown().unwrap_err();
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
-    );
-    assert_eq!(err.rank(), Some(1), "{err}");
+    crash_is_reported_at_once_after_what_was_sent(lane_config());
 }
 
 #[test]
 fn lanes_with_a_wrong_token_and_strangers_are_refused_and_the_cluster_goes_on() {
     let with_token = GrpcConfig {
         token: Some("s3cret".into()),
-        ..config()
+        ..lane_config()
     };
     let out = on_threads(connect(2, with_token), |mut t| {
         assert_eq!(t.same_host_peers(), vec![1 - t.rank()]);
@@ -267,7 +200,7 @@ fn a_rank_whose_socket_cannot_be_used_is_reached_over_grpc() {
     // A directory where rank 1's socket would go: it can neither be bound nor replaced.
     let blocked = socket_of(&addresses[1]);
     std::fs::create_dir_all(blocked.join("in-the-way")).unwrap();
-    let ranks: Vec<GrpcTransport> = try_connect_on(listeners, &addresses, vec![config(); 2])
+    let ranks: Vec<GrpcTransport> = try_connect_on(listeners, &addresses, vec![lane_config(); 2])
         .into_iter()
         .map(|t| t.expect("connect"))
         .collect();

@@ -13,12 +13,32 @@ use std::time::Duration;
 use crate::distribute::error::Result;
 use crate::distribute::{GrpcConfig, GrpcTransport};
 
-/// Generous bounds: every wait in these tests ends well before them unless something is wrong.
+/// Generous bounds: every wait in these tests ends well before them unless something is
+/// wrong. Everything over HTTP/2: without it these loopback clusters would use the
+/// same-host lane, which `lane.rs` tests with [`lane_config`].
 fn config() -> GrpcConfig {
     GrpcConfig {
         peer_timeout: Duration::from_secs(20),
         connect_timeout: Duration::from_secs(20),
+        same_host_lane: false,
         ..GrpcConfig::default()
+    }
+}
+
+/// [`config`] with the same-host lane on, as a cluster on loopback has it by default.
+fn lane_config() -> GrpcConfig {
+    GrpcConfig {
+        same_host_lane: true,
+        ..config()
+    }
+}
+
+/// The peers of `rank` (of 2) that `config` sends to over the same-host lane.
+fn expected_lanes(config: &GrpcConfig, rank: usize) -> Vec<usize> {
+    if config.same_host_lane {
+        vec![1 - rank]
+    } else {
+        Vec::new()
     }
 }
 
