@@ -48,7 +48,8 @@ pub struct LocalStep {
 pub struct GradientAverager {
     bucket_bytes: usize,
     collective: CollectiveConfig,
-    plan: Option<(Vec<(String, usize)>, BucketPlan)>,
+    /// The all-reduces of a step, kept while the gradients keep their layout.
+    work: Option<StepWork>,
     /// The fusion buffer, allocated once.
     fusion: Vec<f32>,
     stats: CommStats,
@@ -60,7 +61,7 @@ impl GradientAverager {
         Self {
             bucket_bytes,
             collective: CollectiveConfig::default(),
-            plan: None,
+            work: None,
             fusion: Vec::new(),
             stats: CommStats::default(),
         }
@@ -100,34 +101,15 @@ impl GradientAverager {
         // Every parameter takes part, with zeros where this rank has no gradient, so that
         // all ranks reduce the same buffers whether or not they had a batch.
         let mut taken = take_gradients(model, &mut grads);
-        let layout: Vec<(String, usize)> = taken
-            .iter()
-            .map(|(path, t)| (path.clone(), t.len))
-            .collect();
-        if self.plan.as_ref().is_none_or(|(l, _)| *l != layout) {
-            self.plan = Some((layout.clone(), BucketPlan::new(&layout, self.bucket_bytes)?));
+        let fits = |work: &StepWork| {
+            work.layout.len() == taken.len()
+                && (work.layout.iter().zip(&taken)).all(|((n, l), (p, t))| n == p && *l == t.len)
+        };
+        if !self.work.as_ref().is_some_and(fits) {
+            let layout = taken.iter().map(|(p, t)| (p.clone(), t.len)).collect();
+            self.work = Some(StepWork::new(layout, self.bucket_bytes, self.collective)?);
         }
-        let (_, plan) = self.plan.as_ref().expect("plan set above");
-        let mut work = Vec::with_capacity(plan.buckets().len() + 1);
-        for bucket in plan.buckets() {
-            let names: Vec<String> = bucket.entries().iter().map(|e| e.name.clone()).collect();
-            work.push((names, self.collective));
-        }
-        // The step entry rides in the last bucket when it fits and is uncompressed;
-        // otherwise it is a bucket of its own, in f32 (a loss in 16 bits would be reported
-        // rounded; a large gradient reduced alone would have to be packed).
-        let step_alone = self.collective.compression != Compression::None
-            || plan
-                .buckets()
-                .last()
-                .is_none_or(|b| (b.len() + 2) * 4 > self.bucket_bytes);
-        match work.last_mut() {
-            Some((names, _)) if !step_alone => names.push(STEP_ENTRY.to_string()),
-            _ => work.push((
-                vec![STEP_ENTRY.to_string()],
-                self.collective.with_compression(Compression::None),
-            )),
-        }
+        let work = self.work.as_ref().expect("work set above");
         let step = TensorData::new(vec![if present { 1.0f32 } else { 0.0 }, loss as f32], [2]);
         let mut pipeline = Pipeline {
             taken: &mut taken,
@@ -135,15 +117,13 @@ impl GradientAverager {
             averaged: BTreeMap::new(),
             stats: CommStats::default(),
         };
-        let overlap = plan.buckets().len() > 1;
-        let control = pipeline.run(&work, overlap, &mut self.fusion, transport)?;
+        let control = pipeline.run(&work.buckets, work.overlap, &mut self.fusion, transport)?;
         let Pipeline {
             averaged, stats, ..
         } = pipeline;
-        let bytes = (layout.iter().map(|(_, len)| len).sum::<usize>() + 2) as u64 * 4;
         self.stats.add(&CommStats {
             steps: 1,
-            bytes,
+            bytes: work.bytes,
             ..stats
         });
         if (control[0] * world_size as f32).round() < world_size as f32 {
@@ -167,6 +147,60 @@ impl GradientAverager {
                 loss: StepLoss::Known(mean_loss),
             })),
         }
+    }
+}
+
+/// The all-reduces of one step for a layout of gradients (path, length), in order: each
+/// bucket's gradient names and the format they travel in.
+#[derive(Debug)]
+struct StepWork {
+    layout: Vec<(String, usize)>,
+    buckets: Vec<(Vec<String>, CollectiveConfig)>,
+    /// Whether there is more than one bucket of gradients to overlap with the copies.
+    overlap: bool,
+    /// Bytes all-reduced per step, in f32.
+    bytes: u64,
+}
+
+impl StepWork {
+    fn new(
+        layout: Vec<(String, usize)>,
+        bucket_bytes: usize,
+        collective: CollectiveConfig,
+    ) -> Result<Self> {
+        let plan = BucketPlan::new(&layout, bucket_bytes)?;
+        let mut buckets: Vec<(Vec<String>, CollectiveConfig)> = plan
+            .buckets()
+            .iter()
+            .map(|b| {
+                (
+                    b.entries().iter().map(|e| e.name.clone()).collect(),
+                    collective,
+                )
+            })
+            .collect();
+        // The step entry rides in the last bucket when it fits and is uncompressed;
+        // otherwise it is a bucket of its own, in f32 (a loss in 16 bits would be reported
+        // rounded; a large gradient reduced alone would have to be packed).
+        let step_alone = collective.compression != Compression::None
+            || plan
+                .buckets()
+                .last()
+                .is_none_or(|b| (b.len() + 2) * 4 > bucket_bytes);
+        match buckets.last_mut() {
+            Some((names, _)) if !step_alone => names.push(STEP_ENTRY.to_string()),
+            _ => buckets.push((
+                vec![STEP_ENTRY.to_string()],
+                collective.with_compression(Compression::None),
+            )),
+        }
+        let bytes = (layout.iter().map(|(_, len)| len).sum::<usize>() + 2) as u64 * 4;
+        Ok(Self {
+            layout,
+            buckets,
+            overlap: plan.buckets().len() > 1,
+            bytes,
+        })
     }
 }
 
