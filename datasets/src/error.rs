@@ -103,6 +103,56 @@ pub enum Error {
         header: String,
     },
 
+    /// A path that is not a regular file (a directory, a device, a FIFO, a socket): reading
+    /// one could block for ever or never end.
+    #[error("{} is {kind}, not a regular file", path.display())]
+    NotRegularFile {
+        /// The path, as given.
+        path: PathBuf,
+        /// What it is instead: `a directory`, `a character device`, `a FIFO (named pipe)`, ...
+        kind: &'static str,
+    },
+
+    /// A CSV field (or header name) that is not UTF-8: decoding it with replacement
+    /// characters would merge distinct values into one.
+    #[error(
+        "{file}:{line}: {} is not valid UTF-8: byte 0x{byte:02X} at offset {offset} of '{value}'; \
+         the file looks like Latin-1/Windows-1252 or another 8-bit encoding: re-encode it as UTF-8",
+        describe_field(.column.as_deref(), *.field)
+    )]
+    NotUtf8 {
+        /// The file.
+        file: String,
+        /// 1-based line of the record (the header is line 1).
+        line: u64,
+        /// The column's name; `None` for a header field (its name is what cannot be read).
+        column: Option<String>,
+        /// 1-based position of the field in the record.
+        field: usize,
+        /// The first byte that is not UTF-8.
+        byte: u8,
+        /// Its offset in the field.
+        offset: usize,
+        /// The field, invalid bytes replaced (cut to 40 characters).
+        value: String,
+    },
+
+    /// A record that runs past the length limit without ending: a file with no line ends,
+    /// a quote never closed, or not a CSV file at all.
+    #[error(
+        "{file}:{line}: record runs past {} without ending (no line end, or a quote never \
+         closed)",
+        size(*.limit)
+    )]
+    RecordTooLong {
+        /// The file.
+        file: String,
+        /// 1-based line the record starts on.
+        line: u64,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+
     /// A file whose contents do not match its format (an IDX file, a CSV header).
     #[error("{file}: {message}")]
     Format {
@@ -163,6 +213,23 @@ impl Error {
             "expected a {expected} position, found {}",
             found.kind()
         ))
+    }
+}
+
+/// How a [`Error::NotUtf8`] message names its field.
+fn describe_field(column: Option<&str>, field: usize) -> String {
+    match column {
+        Some(name) => format!("field '{name}' (column {field})"),
+        None => format!("header field {field}"),
+    }
+}
+
+/// A length in bytes, in MiB when it is a whole number of them.
+fn size(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 

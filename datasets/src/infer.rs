@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use crate::sources::cell;
 use crate::sources::csv::open_reader;
+use crate::sources::{cell, text};
 use crate::{ColumnType, CsvOptions, Error, Schema};
 
 #[derive(Clone, Default)]
@@ -74,9 +74,10 @@ pub fn infer_schema_with(
         let (line, record) = match reader.next_record() {
             Ok(Some(line_and_record)) => line_and_record,
             Ok(None) => break,
-            Err(e) => return Err(Error::io(path, e)),
+            Err(e) => return Err(e),
         };
-        for (s, field) in seen.iter_mut().zip(record.fields(options.delimiter)) {
+        let fields = record.fields(options.delimiter);
+        for (i, (s, field)) in seen.iter_mut().zip(fields).enumerate() {
             if cell::trim(field).is_empty() {
                 continue;
             }
@@ -84,8 +85,13 @@ pub fn infer_schema_with(
             if cell::parse_f32(field).is_some() {
                 s.floats += 1;
                 s.first_float.get_or_insert(line);
-            } else if s.first_text.is_none() {
-                s.first_text = Some((line, crate::error::excerpt(field)));
+            } else {
+                // Text in another encoding would be read as categories that are not the
+                // file's: refused here, at its line, before any row is read.
+                text::utf8(cell::trim(field), &file, line, Some(&header[i]), i + 1)?;
+                if s.first_text.is_none() {
+                    s.first_text = Some((line, crate::error::excerpt(field)));
+                }
             }
             s.classes += usize::from(cell::parse_class(field).is_some());
         }

@@ -128,7 +128,7 @@ pub use position::Position;
 pub use rng::SplitMix64;
 pub use schema::{Column, ColumnType, Schema};
 pub use sources::{
-    from_fn, from_vec, read_idx, BadRowPolicy, CsvDataset, CsvOptions, Generator, IdxArray,
-    IdxDataset, RowCounter, VecDataset,
+    from_fn, from_vec, open_regular, read_idx, BadRowPolicy, CsvDataset, CsvOptions, Generator,
+    IdxArray, IdxDataset, RowCounter, VecDataset,
 };
 pub use stats::{FeatureStats, StatsAccumulator};

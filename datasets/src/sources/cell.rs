@@ -100,15 +100,6 @@ pub(crate) fn parse_class(bytes: &[u8]) -> Option<u32> {
     std::str::from_utf8(trim(bytes)).ok()?.parse().ok()
 }
 
-/// A category value: the trimmed text (invalid UTF-8 replaced).
-pub(crate) fn parse_category(bytes: &[u8]) -> String {
-    let t = trim(bytes);
-    match std::str::from_utf8(t) {
-        Ok(s) => s.to_owned(),
-        Err(_) => String::from_utf8_lossy(t).into_owned(),
-    }
-}
-
 /// What a type is called in "cannot parse 'x' as ..." messages.
 pub(crate) fn expected_name(kind: ColumnType, is_label: bool) -> &'static str {
     match (kind, is_label) {
@@ -195,9 +186,7 @@ mod tests {
     }
 
     #[test]
-    fn categories_and_defaults() {
-        assert_eq!(parse_category(b" red "), "red");
-        assert_eq!(parse_category(&[0xff, b'a']), "\u{fffd}a");
+    fn defaults() {
         let col = Column {
             name: "x".into(),
             kind: ColumnType::Int,

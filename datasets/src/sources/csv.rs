@@ -23,7 +23,11 @@ pub use options::{BadRowPolicy, CsvOptions, RowCounter};
 ///
 /// A file is gzip if its name ends in `.gz` or it starts with the gzip magic bytes. Blank
 /// lines are skipped; quoting follows RFC 4180 (quoted fields may hold delimiters, `""`
-/// and newlines). Errors name the file, the line (the header is line 1) and the column:
+/// and newlines). Only a regular file (or a symlink to one) is opened: a device, a FIFO or
+/// a directory is an error. Text is UTF-8, a leading byte-order mark skipped; a header name
+/// or a value read that is not UTF-8 is an error at its line and column, and a file that
+/// starts as UTF-16, UTF-32 or binary data (NUL bytes) is refused on opening. A record
+/// longer than 64 MiB is an error at the line it starts on. Errors name the file, the line (the header is line 1) and the column:
 /// `iris.csv:17: column petal_width: cannot parse 'abc' as float (finite)`. The position is the
 /// number of records read plus the byte offset of the next one; restoring seeks a plain
 /// file and re-reads a gzip one up to that record.
@@ -100,6 +104,7 @@ impl CsvDataset {
             by_field[field] = Some(slots.len());
             slots.push(Slot {
                 column,
+                field: field + 1,
                 out,
                 target,
                 default: c.default.as_ref().map(|d| d.as_bytes().into()),
@@ -204,7 +209,7 @@ impl CsvDataset {
             Engine::Serial(reader) => match reader.next_record() {
                 Ok(Some((line, record))) => Some(Ok(self.parser.parse(&record, line))),
                 Ok(None) => None,
-                Err(e) => Some(Err(Error::io(&self.origin.path, e))),
+                Err(e) => Some(Err(e)),
             },
             Engine::Parallel(engine) => engine.next_record(),
         }

@@ -24,10 +24,14 @@ fn format_error(path: &Path, message: impl Into<String>) -> Error {
 }
 
 /// Reads a whole IDX file of unsigned bytes (type `0x08`), plain or gzip (by the `.gz`
-/// extension or the gzip magic bytes), checking its magic number and size.
+/// extension or the gzip magic bytes), checking its magic number and size. The path must
+/// be a regular file (or a symlink to one), not a device, a FIFO or a directory.
 pub fn read_idx(path: impl AsRef<Path>) -> Result<IdxArray, Error> {
     let path = path.as_ref();
-    let raw = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let mut raw = Vec::new();
+    super::regular::open_regular(path)?
+        .read_to_end(&mut raw)
+        .map_err(|e| Error::io(path, e))?;
     let gz = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"))

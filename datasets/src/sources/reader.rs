@@ -4,12 +4,20 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use csv_core::{ReadRecordResult, ReaderBuilder};
 use flate2::read::MultiGzDecoder;
 
+use super::regular::open_regular;
+use super::text;
+use crate::Error;
+
 const BUFFER: usize = 1 << 18;
+
+/// The longest record read: far beyond any real row, it stops a file with no line end
+/// (or a quote never closed) from being read into memory whole.
+const MAX_RECORD: usize = 64 << 20;
 
 enum Source {
     Plain(File),
@@ -61,6 +69,10 @@ impl<'a> Record<'a> {
 /// numbers of record starts.
 pub(crate) struct RecordReader {
     source: Source,
+    path: PathBuf,
+    /// The path as text, for messages.
+    file: String,
+    max_record: usize,
     gz: bool,
     buf: Vec<u8>,
     pos: usize,
@@ -95,11 +107,12 @@ fn is_gzip(path: &Path, file: &mut File) -> io::Result<bool> {
 }
 
 impl RecordReader {
-    /// Opens `path` (gzip if named `*.gz` or starting with the gzip magic bytes) and skips
-    /// a UTF-8 byte-order mark.
-    pub(crate) fn open(path: &Path, delimiter: u8) -> io::Result<Self> {
-        let mut file = File::open(path)?;
-        let gz = is_gzip(path, &mut file)?;
+    /// Opens `path` (gzip if named `*.gz` or starting with the gzip magic bytes), which must
+    /// be a regular file, refuses it if it starts as UTF-16, UTF-32 or binary data, and
+    /// skips a UTF-8 byte-order mark.
+    pub(crate) fn open(path: &Path, delimiter: u8) -> Result<Self, Error> {
+        let mut file = open_regular(path)?;
+        let gz = is_gzip(path, &mut file).map_err(|e| Error::io(path, e))?;
         let source = if gz {
             Source::Gz(Box::new(MultiGzDecoder::new(file)))
         } else {
@@ -107,6 +120,9 @@ impl RecordReader {
         };
         let mut reader = RecordReader {
             source,
+            path: path.to_path_buf(),
+            file: path.display().to_string(),
+            max_record: MAX_RECORD,
             gz,
             buf: vec![0; BUFFER],
             pos: 0,
@@ -118,13 +134,28 @@ impl RecordReader {
             out: vec![0; 1024],
             ends: vec![0; 64],
         };
-        while reader.end < 3 && !reader.eof {
+        while reader.end < text::SNIFF && !reader.eof {
             reader.fill()?;
         }
+        if let Some(message) = text::not_text(&reader.buf[..reader.end]) {
+            return Err(Error::Format {
+                file: reader.file,
+                message,
+            });
+        }
+        // Spreadsheets and Windows editors write one; it is not part of the first name.
         if reader.buf[..reader.end].starts_with(b"\xef\xbb\xbf") {
             reader.advance(3);
         }
         Ok(reader)
+    }
+
+    /// The same reader with a lower record length limit, so that tests need not write
+    /// [`MAX_RECORD`] bytes.
+    #[cfg(test)]
+    pub(crate) fn with_max_record(mut self, max_record: usize) -> Self {
+        self.max_record = max_record;
+        self
     }
 
     /// Whether the file is gzip (and so cannot seek).
@@ -138,14 +169,14 @@ impl RecordReader {
     }
 
     /// Moves a plain file's reader to `byte`, which must be a record start, at `line`.
-    pub(crate) fn seek(&mut self, byte: u64, line: u64) -> io::Result<()> {
+    pub(crate) fn seek(&mut self, byte: u64, line: u64) -> Result<(), Error> {
         let Source::Plain(file) = &mut self.source else {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "gzip streams cannot seek",
-            ));
+            let unsupported =
+                io::Error::new(io::ErrorKind::Unsupported, "gzip streams cannot seek");
+            return Err(Error::io(&self.path, unsupported));
         };
-        file.seek(SeekFrom::Start(byte))?;
+        file.seek(SeekFrom::Start(byte))
+            .map_err(|e| Error::io(&self.path, e))?;
         self.pos = 0;
         self.end = 0;
         self.eof = false;
@@ -160,15 +191,16 @@ impl RecordReader {
     }
 
     /// Reads more data after `end`, first moving the unread bytes to the front (and
-    /// growing the buffer if they fill it).
-    fn fill(&mut self) -> io::Result<()> {
+    /// growing the buffer if they fill it, to little more than the record limit).
+    fn fill(&mut self) -> Result<(), Error> {
         if self.pos > 0 {
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
             self.pos = 0;
         }
         if self.end == self.buf.len() {
-            self.buf.resize(self.buf.len() * 2, 0);
+            let grown = (self.buf.len() * 2).min(self.max_record + BUFFER);
+            self.buf.resize(grown.max(self.buf.len() + 1), 0);
         }
         loop {
             match self.source.read(&mut self.buf[self.end..]) {
@@ -181,18 +213,33 @@ impl RecordReader {
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(Error::io(&self.path, e)),
             }
+        }
+    }
+
+    fn too_long(&self, line: u64) -> Error {
+        Error::RecordTooLong {
+            file: self.file.clone(),
+            line,
+            limit: self.max_record,
         }
     }
 
     /// The next record and the line it starts on; `None` at the end of the file.
     /// Blank lines are skipped.
-    pub(crate) fn next_record(&mut self) -> io::Result<Option<(u64, Record<'_>)>> {
+    pub(crate) fn next_record(&mut self) -> Result<Option<(u64, Record<'_>)>, Error> {
+        // How many bytes from `pos` are known to hold no line end: each read looks only
+        // at the new bytes, not again at the whole of a long line.
+        let mut searched = 0;
         loop {
             let avail = &self.buf[self.pos..self.end];
-            let newline = memchr::memchr(b'\n', avail);
+            let newline = memchr::memchr(b'\n', &avail[searched..]).map(|i| searched + i);
             if newline.is_none() && !self.eof {
+                if avail.len() > self.max_record {
+                    return Err(self.too_long(self.line));
+                }
+                searched = avail.len();
                 self.fill()?;
                 continue;
             }
@@ -200,6 +247,9 @@ impl RecordReader {
                 return Ok(None);
             }
             let len = newline.unwrap_or(avail.len());
+            if len > self.max_record {
+                return Err(self.too_long(self.line));
+            }
             let mut content = &avail[..len];
             if let [rest @ .., b'\r'] = content {
                 content = rest;
@@ -213,6 +263,7 @@ impl RecordReader {
             let (start, line) = (self.pos, self.line);
             self.advance(consumed);
             self.line += u64::from(newline.is_some());
+            searched = 0;
             if content_len > 0 {
                 return Ok(Some((
                     line,
@@ -223,8 +274,8 @@ impl RecordReader {
     }
 
     /// Parses one record starting at `pos` with csv-core.
-    fn next_quoted(&mut self) -> io::Result<Option<(u64, Record<'_>)>> {
-        let line = self.line;
+    fn next_quoted(&mut self) -> Result<Option<(u64, Record<'_>)>, Error> {
+        let (line, start) = (self.line, self.offset);
         self.core.reset();
         let (mut nout_total, mut nend_total) = (0, 0);
         loop {
@@ -239,6 +290,9 @@ impl RecordReader {
             self.line += newlines;
             nout_total += nout;
             nend_total += nend;
+            if self.offset - start > self.max_record as u64 {
+                return Err(self.too_long(line));
+            }
             match result {
                 ReadRecordResult::InputEmpty => {
                     if !self.eof {
@@ -364,6 +418,56 @@ mod tests {
         assert_eq!(recs[1].1[0].len(), long.len());
         assert_eq!(recs[2].1[0].len(), long.len());
         assert_eq!(recs[2].0, 3);
+    }
+
+    /// The records of `text` read with a record limit of `max` bytes, up to the first error.
+    fn limited(text: &[u8], max: usize) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        std::fs::write(&path, text).unwrap();
+        let mut r = RecordReader::open(&path, b',')
+            .unwrap()
+            .with_max_record(max);
+        let mut out = Vec::new();
+        loop {
+            match r.next_record() {
+                Ok(Some((_, rec))) => {
+                    out.push(rec.fields(b',').iter().map(|f| f.to_vec()).collect())
+                }
+                Ok(None) => return (out, None),
+                Err(e) => {
+                    let message = e.to_string();
+                    let file = format!("{}:", path.display());
+                    return (out, Some(message.replacen(&file, "", 1)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn records_past_the_limit_are_errors_naming_their_line() {
+        let long = |n| "x".repeat(n);
+        let too_long =
+            "record runs past 1000 bytes without ending (no line end, or a quote never closed)";
+        // Up to the limit is read, past it is not, with or without a line end.
+        let (recs, err) = limited(
+            format!("a\n{}\n{}", long(1000), long(1000)).as_bytes(),
+            1000,
+        );
+        assert_eq!((recs.len(), err), (3, None));
+        let (recs, err) = limited(format!("a\n\n{}\nb\n", long(1001)).as_bytes(), 1000);
+        assert_eq!(recs.len(), 1);
+        assert_eq!(err.unwrap(), format!("3: {too_long}"));
+        let (recs, err) = limited(format!("a\n{}", long(BUFFER * 3)).as_bytes(), BUFFER);
+        assert_eq!(recs.len(), 1);
+        assert!(err.unwrap().starts_with("2: record runs past 262144 bytes"));
+        // A quote never closed takes in the lines after it, up to the limit.
+        let lines = "1,2\n".repeat(400);
+        let (recs, err) = limited(format!("a,b\n1,\"2\n{lines}").as_bytes(), 1000);
+        assert_eq!(recs.len(), 1);
+        assert_eq!(err.unwrap(), format!("2: {too_long}"));
+        let (recs, err) = limited(format!("a,b\n1,\"2\n{lines}\"\n3,4\n").as_bytes(), 4000);
+        assert_eq!((recs.len(), err), (3, None));
     }
 
     #[test]

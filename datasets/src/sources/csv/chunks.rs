@@ -113,7 +113,7 @@ impl Dataset for ChunkReader {
                     break;
                 }
                 Err(e) => {
-                    chunk.error = Some(Error::io(&self.origin.path, e));
+                    chunk.error = Some(e);
                     self.done = true;
                     break;
                 }

@@ -2,22 +2,25 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sources::cell;
 use crate::sources::reader::RecordReader;
+use crate::sources::{cell, text};
 use crate::Error;
 
-/// Opens `path` and reads its header row (names trimmed).
+/// Opens `path` and reads its header row (names trimmed, and UTF-8: a name is what a
+/// schema finds its column by).
 pub(crate) fn open_reader(
     path: &Path,
     delimiter: u8,
 ) -> Result<(RecordReader, Vec<String>), Error> {
-    let mut reader = RecordReader::open(path, delimiter).map_err(|e| Error::io(path, e))?;
-    let header = match reader.next_record().map_err(|e| Error::io(path, e))? {
-        Some((_, record)) => record
+    let mut reader = RecordReader::open(path, delimiter)?;
+    let file = path.display().to_string();
+    let header = match reader.next_record()? {
+        Some((line, record)) => record
             .fields(delimiter)
             .into_iter()
-            .map(cell::parse_category)
-            .collect(),
+            .enumerate()
+            .map(|(i, name)| Ok(text::utf8(cell::trim(name), &file, line, None, i + 1)?.to_owned()))
+            .collect::<Result<_, Error>>()?,
         None => Vec::new(),
     };
     Ok((reader, header))
@@ -58,9 +61,7 @@ impl CsvFile {
                     "byte {byte} is past the end ({len} bytes)"
                 )));
             }
-            return reader
-                .seek(byte, line)
-                .map_err(|e| Error::io(&self.path, e));
+            return reader.seek(byte, line);
         }
         let (mut fresh, header) = open_reader(&self.path, self.delimiter)?;
         if header != self.header {
@@ -70,7 +71,7 @@ impl CsvFile {
             match fresh.next_record() {
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(changed(&format!("fewer than {record} records"))),
-                Err(e) => return Err(Error::io(&self.path, e)),
+                Err(e) => return Err(e),
             }
         }
         if fresh.position().0 != byte {

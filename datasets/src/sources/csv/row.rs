@@ -1,7 +1,7 @@
 //! One CSV row into an [`Example`]: where each column goes, and the parsing of its cells.
 
-use crate::sources::cell;
 use crate::sources::reader::Record;
+use crate::sources::{cell, text};
 use crate::{Error, Example, Label, Schema};
 
 /// Where one schema column's value goes.
@@ -18,6 +18,8 @@ pub(super) enum Target {
 pub(super) struct Slot {
     /// Index of the column in the schema (for its name in errors).
     pub(super) column: usize,
+    /// 1-based position of the column in the file (for errors).
+    pub(super) field: usize,
     /// Index in `dense` or `categorical`.
     pub(super) out: usize,
     pub(super) target: Target,
@@ -132,7 +134,21 @@ impl RowParser {
         } else {
             raw
         };
+        let name = || self.schema.columns[slot.column].name.as_str();
+        let utf8 = |bytes| {
+            text::utf8(
+                cell::trim(bytes),
+                &self.file,
+                line,
+                Some(name()),
+                slot.field,
+            )
+        };
         let bad = || {
+            // A number that is not UTF-8 is most likely text in another encoding: say so.
+            if let Err(e) = utf8(raw) {
+                return e;
+            }
             let c = &self.schema.columns[slot.column];
             let is_label = matches!(
                 slot.target,
@@ -153,7 +169,7 @@ impl RowParser {
             Target::DenseInt => {
                 example.dense[slot.out] = cell::parse_i64(text).ok_or_else(bad)? as f32;
             }
-            Target::Categorical => example.categorical[slot.out] = cell::parse_category(text),
+            Target::Categorical => example.categorical[slot.out] = utf8(text)?.to_owned(),
             Target::LabelFloat => {
                 example.label = Label::Float(cell::parse_f32(text).ok_or_else(bad)?);
             }
@@ -170,7 +186,7 @@ impl RowParser {
                 }
                 example.label = Label::Class(label);
             }
-            Target::LabelName => example.label = Label::Name(cell::parse_category(text)),
+            Target::LabelName => example.label = Label::Name(utf8(text)?.to_owned()),
         }
         Ok(())
     }

@@ -246,13 +246,28 @@ fn missing_file_and_bad_schema() {
 #[test]
 fn corrupt_gzip_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(&dir, "big.csv.gz", &GOOD.repeat(200));
+    // Rows that differ, so that half the compressed bytes still hold the header and many
+    // rows: the error comes part way through, not on opening.
+    let mut text = String::from("sepal_length,petal_width,label\n");
+    for i in 0..5000 {
+        text.push_str(&format!("{}.{},{},{}\n", i % 97, i % 89, i % 83, i % 3));
+    }
+    let path = write(&dir, "big.csv.gz", &text);
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
     let mut ds = CsvDataset::open(&path, iris_like()).unwrap();
     let out = messages(&mut ds);
+    assert!(out.len() > 100, "{} rows", out.len());
     assert!(out.last().unwrap().is_err());
     assert!(ds.next_item().is_none());
+    std::fs::write(&path, &bytes[..30]).unwrap();
+    let early = CsvDataset::open(&path, iris_like()).err().unwrap();
+    assert!(
+        early
+            .to_string()
+            .starts_with(&format!("{}: ", path.display())),
+        "{early}"
+    );
 }
 
 #[test]
