@@ -66,6 +66,30 @@ pub enum Error {
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// Training stopped before its last step with no hook asking for it and input left:
+    /// the job is not done, whatever the tasks said.
+    #[error(
+        "training ended at global_step {global_step}, short of its last step {last_step}: \
+         {reason}"
+    )]
+    EndedShort {
+        /// Where training stopped.
+        global_step: u64,
+        /// Where it was to stop.
+        last_step: u64,
+        /// Who stopped it.
+        reason: String,
+    },
+    /// The directory a run writes was removed while it ran.
+    #[error(
+        "{}: removed (or replaced) while this run was writing it; nothing more is saved \
+         there — restore it, or start again with another directory",
+        dir.display()
+    )]
+    DirGone {
+        /// The directory.
+        dir: PathBuf,
+    },
     /// Another run holds the directory this one would write.
     #[error(
         "{}: in use by {owner}; two runs writing one model directory would overwrite each \

@@ -151,6 +151,15 @@ impl ShardMachine {
         Ok(())
     }
 
+    /// A training task that said it left and calls again (a restarted incarnation) counts
+    /// again: left out, it would shrink every synchronous update to fewer gradients on this
+    /// ps than on the others, and the ps tasks' global steps would part.
+    pub(super) fn rejoin(&mut self, worker: u32) {
+        if self.shutdown_since.is_none() && self.left.remove(&worker) {
+            self.changes += 1;
+        }
+    }
+
     /// (Re)initialises the variables; waiting pulls can then be answered, and waiting
     /// pushes of an older initialisation are answered `REINITIALISED`.
     pub fn init(&mut self, init: ShardInit, now: Instant) -> Result<(), ShardError> {
@@ -172,7 +181,9 @@ impl ShardMachine {
         self.max_staleness = init.max_staleness;
         self.generation = init.generation;
         self.pending.clear();
-        self.left.clear();
+        // Tasks that left stay gone across a re-initialisation: a synchronous update must not
+        // wait for a task whose input ended. One that comes back (restarted) rejoins at its
+        // next pull or push.
         self.shutdown_since = None;
         self.phase = Phase::Serving;
         self.changes += 1;
@@ -187,6 +198,7 @@ impl ShardMachine {
         now: Instant,
     ) -> Progress<Pulled, PendingPull> {
         let deadline = deadline(now, wait);
+        self.rejoin(worker);
         self.poll_pull(PendingPull { worker, deadline }, now)
     }
 

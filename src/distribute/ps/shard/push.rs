@@ -110,6 +110,7 @@ impl ShardMachine {
             ..
         } = push;
         self.called_by(worker, now)?;
+        self.rejoin(worker);
         match self.phase {
             Phase::Uninitialised => return Err(ShardError::NotInitialised),
             Phase::Finished => return Ok(Some(PushOutcome::Done)),

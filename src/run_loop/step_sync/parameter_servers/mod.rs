@@ -13,7 +13,7 @@ use super::{Ready, Restored, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::ps::{PsMode, PsReplica};
 use crate::distribute::LocalStep;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::run_loop::train_state::TrainState;
 use crate::summary::SummaryWriter;
 use session::{recorded_placement, PsSession, Pulled, Pushed};
@@ -25,6 +25,8 @@ pub(crate) struct PsSync {
     manager: CheckpointManager,
     /// The global step the ps tasks stop applying at.
     last_step: u64,
+    /// This task stopped before the last step by itself: its input ended or a hook asked.
+    stopped_early: bool,
 }
 
 impl PsSync {
@@ -34,6 +36,7 @@ impl PsSync {
             session: PsSession::new(replica, mode),
             manager,
             last_step: u64::MAX,
+            stopped_early: false,
         }
     }
 
@@ -76,6 +79,43 @@ impl PsSync {
         };
         self.session.initialise(&state, recorded, self.last_step)?;
         Ok(state)
+    }
+
+    /// Chief, told by a ps task that the job reached its last step: whether every ps did.
+    /// Each ps counts its own updates, and an update can reach one and not another (a push
+    /// lost on the way, a stopped task's gradient aggregated by some only), so their steps
+    /// may part. Then one would stop the job short of its last step on the others: the
+    /// chief puts the values they hold back on every ps at the lowest step, and training
+    /// goes on to the last step.
+    fn all_done<B, M>(&mut self, state: TrainState<B, M>) -> Result<(TrainState<B, M>, bool)>
+    where
+        B: AutodiffBackend,
+        M: Module<B>,
+    {
+        if !self.session.is_chief() {
+            return Ok((state, true));
+        }
+        let steps = self.session.steps()?;
+        let lowest = steps.iter().copied().min().unwrap_or(self.last_step);
+        if lowest >= self.last_step {
+            return Ok((state, true));
+        }
+        tracing::warn!(
+            "the ps tasks' global steps parted ({}); the last step is {}: putting their values \
+             back on every ps at global_step {lowest} and training on",
+            steps
+                .iter()
+                .enumerate()
+                .map(|(ps, step)| format!("ps:{ps} at {step}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.last_step
+        );
+        let (mut state, _) = self.session.checkpoint(state, None)?;
+        state.global_step = lowest;
+        let placement = self.session.placement().cloned();
+        self.session.initialise(&state, placement, self.last_step)?;
+        Ok((state, false))
     }
 }
 
@@ -123,6 +163,7 @@ where
     ) -> Result<(TrainState<B, M>, Ready)> {
         if !has_batch {
             tracing::info!("input exhausted at global_step {}", state.global_step);
+            self.stopped_early = true;
             return Ok((state, Ready::Stop));
         }
         loop {
@@ -171,7 +212,13 @@ where
             }
             Pushed::Done(step) => {
                 state.global_step = step;
-                Synced::Stop
+                let done;
+                (state, done) = self.all_done(state)?;
+                if done {
+                    Synced::Stop
+                } else {
+                    Synced::Skipped
+                }
             }
             Pushed::NotInitialised(which) => {
                 state = self.lost_variables(state, which)?;
@@ -197,9 +244,27 @@ where
         Ok(true)
     }
 
-    /// The chief lets the ps tasks exit; a worker leaves them.
+    /// A hook stopped this task: the others stop waiting for its gradients.
+    fn leave(&mut self, _state: &TrainState<B, M>) -> Result<()> {
+        self.stopped_early = true;
+        if !self.session.is_chief() {
+            self.session.leave();
+        }
+        Ok(())
+    }
+
+    /// The chief lets the ps tasks exit; a worker leaves them. A chief whose final
+    /// checkpoint falls short of the last step, with input left and no hook stopping it,
+    /// fails the job instead of ending it as done.
     fn finish(&mut self, state: &TrainState<B, M>) -> Result<u32> {
         if self.session.is_chief() {
+            if !self.stopped_early && state.global_step < self.last_step {
+                return Err(Error::EndedShort {
+                    global_step: state.global_step,
+                    last_step: self.last_step,
+                    reason: "the ps tasks stopped taking updates before it".into(),
+                });
+            }
             self.session.finish()?;
             self.session.shut_down()?;
         } else {

@@ -232,3 +232,115 @@ fn the_chiefs_checkpoint_takes_the_ps_step_that_other_workers_moved_on() {
         model.weight.val().into_data()
     );
 }
+
+/// The chief's client, whose first initialisation puts ps:1 `ahead` steps past ps:0: ps
+/// tasks whose steps parted.
+#[derive(Debug)]
+struct Parted {
+    inner: InMemoryParameterServers,
+    ahead: Mutex<Option<u64>>,
+}
+
+impl PsClient for Parted {
+    fn init(&self, mut requests: Vec<InitRequest>) -> Result<(), PsError> {
+        if let Some(ahead) = self.ahead.lock().unwrap().take() {
+            requests[1].global_step += ahead;
+        }
+        self.inner.init(requests)
+    }
+    fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
+        self.inner.pull(wait)
+    }
+    fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
+        self.inner.push(requests)
+    }
+    fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
+        self.inner.snapshot()
+    }
+    fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError> {
+        self.inner.control(command)
+    }
+    fn start_heartbeat(&mut self, every: Duration) {
+        self.inner.start_heartbeat(every)
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn worker(&self) -> u32 {
+        self.inner.worker()
+    }
+    fn config(&self) -> &PsClientConfig {
+        self.inner.config()
+    }
+}
+
+#[test]
+fn a_chief_told_done_by_a_ps_ahead_of_the_others_realigns_them_and_trains_to_the_last_step() {
+    use super::super::{Ready, StepSync, Synced};
+    use super::PsSync;
+    use crate::checkpoint::CheckpointManager;
+    use crate::distribute::{LocalStep, StepLoss};
+
+    let ps = InMemoryPs::start(
+        2,
+        || VariableOptimizer::new(&OptimizerSpec::sgd(0.1)),
+        "chief:0",
+    );
+    let client = Parted {
+        inner: ps.client(0, config()),
+        ahead: Mutex::new(Some(3)),
+    };
+    let replica = PsReplica::new(Box::new(client), 0, vec!["chief:0".to_string()]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut sync = PsSync::new(
+        replica,
+        PsMode::default(),
+        CheckpointManager::new(dir.path(), None),
+    );
+    let (mut state, _) = StepSync::<B, Linear<B>>::prepare(&mut sync, state(0), &|_| 5).unwrap();
+    let steps = |ps: &InMemoryPs| -> Vec<u64> {
+        let snapshots = ps.client(0, config()).snapshot().unwrap();
+        snapshots.iter().map(|s| s.step).collect()
+    };
+    assert_eq!(steps(&ps), [0, 3], "parted from the start");
+    let mut outcomes = Vec::new();
+    for _ in 0..20 {
+        let (ready, go) = sync.ready(state, true).unwrap();
+        state = ready;
+        if matches!(go, Ready::Stop) {
+            break;
+        }
+        let local = LocalStep {
+            grads: gradients(&state.model),
+            loss: StepLoss::Known(0.0),
+        };
+        let (next, synced) = sync.exchange(state, Some(local)).unwrap();
+        state = next;
+        outcomes.push(match synced {
+            Synced::Applied { .. } => "applied",
+            Synced::Skipped => "realigned",
+            Synced::Stop => "stop",
+            Synced::Apply(_) => "apply here",
+        });
+        if outcomes.last() == Some(&"stop") {
+            break;
+        }
+    }
+    // ps:1 reaches 5 after two pushes and says the third one finds the job done, which
+    // ps:0 applied (0 → 3); the chief puts both back at 3, and two more updates take both
+    // to 5.
+    assert_eq!(
+        outcomes,
+        [
+            "applied",
+            "applied",
+            "realigned",
+            "applied",
+            "applied",
+            "stop"
+        ]
+    );
+    assert_eq!(steps(&ps), [5, 5]);
+    assert_eq!(state.global_step, 5);
+    StepSync::<B, Linear<B>>::finish(&mut sync, &state).expect("a job at its last step ends");
+}

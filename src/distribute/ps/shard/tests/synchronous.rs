@@ -155,3 +155,37 @@ fn waiting_pushes_hear_of_a_reinitialisation_and_of_the_finish() {
         "a finished job sends no values"
     );
 }
+
+#[test]
+fn a_task_that_left_and_pushes_again_is_waited_for_again() {
+    let t0 = Instant::now();
+    let mut shard = shard(t0);
+    shard.init(init(2, 2), t0).unwrap();
+    // The worker failed and left; the chief's gradients are updates by themselves.
+    shard.control(1, Command::Leave, t0).unwrap();
+    assert_eq!(
+        outcome(shard.push(push(0, 0, 1.0), t0)),
+        (PushOutcome::Applied, 1)
+    );
+    // Its restarted incarnation pushes: step 1 waits for both gradients again, as on every
+    // other ps, which would otherwise count steps at another pace.
+    let worker = waiting(shard.push(push(1, 1, 2.0), t0));
+    assert_eq!(
+        outcome(shard.push(push(0, 1, 1.0), t0)),
+        (PushOutcome::Applied, 2)
+    );
+    assert_eq!(
+        outcome(shard.poll_push(worker, t0)),
+        (PushOutcome::Applied, 2)
+    );
+    // A re-initialisation keeps a task that left out until it calls again.
+    shard.control(1, Command::Leave, t0).unwrap();
+    let mut again = init(2, 2);
+    again.generation = GENERATION;
+    again.global_step = 2;
+    shard.init(again, t0).unwrap();
+    assert_eq!(
+        outcome(shard.push(push(0, 2, 1.0), t0)),
+        (PushOutcome::Applied, 3)
+    );
+}
