@@ -9,6 +9,7 @@ mod cuda_probe;
 #[cfg(any(feature = "cuda", test))]
 mod kernel_cache;
 
+pub use cpu_threads::max_intra_op_threads;
 pub(crate) use cpu_threads::{cpu_pool, cpu_threads, with_cpu_threads};
 use cuda_probe::visible_cuda_devices;
 

@@ -39,7 +39,7 @@ pub use distribute::{Distribution, Strategy};
 pub use error::{Error, Result, RETRYABLE_EXIT_CODE};
 pub use estimator::{
     CheckpointEvery, Estimator, EvalSpec, LossReadback, RunConfig, StepLimit, TrainOutcome,
-    TrainSpec,
+    TrainSpec, MAX_PREFETCH_TO_DEVICE,
 };
 pub use export::{Exporter, Predictor, Signature};
 pub use hooks::{Control, Hook};

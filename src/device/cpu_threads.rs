@@ -47,8 +47,26 @@ pub(crate) fn with_cpu_threads<R: Send>(
     Ok(cpu_pool(threads)?.install(work))
 }
 
-/// A pool of `threads` threads for CPU operations to run on (`ThreadPool::install`).
+/// Threads one CPU operation may use per core this process may use: more only add
+/// switching, and each holds its own stack.
+const THREADS_PER_CORE: usize = 8;
+
+/// The most threads one CPU operation may use on this machine.
+pub fn max_intra_op_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores * THREADS_PER_CORE
+}
+
+/// A pool of `threads` threads for CPU operations to run on (`ThreadPool::install`);
+/// refused beyond [`max_intra_op_threads`] before any thread starts.
 pub(crate) fn cpu_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    let most = max_intra_op_threads();
+    if threads > most {
+        return Err(Error::Config(format!(
+            "intra_op_threads = {threads}: more than {most} CPU threads per operation \
+             ({THREADS_PER_CORE} per core this process may use)"
+        )));
+    }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("intra-op-{i}"))

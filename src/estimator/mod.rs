@@ -10,5 +10,5 @@ mod train_spec;
 pub use base::Estimator;
 pub use eval_spec::EvalSpec;
 pub use loss_readback::LossReadback;
-pub use run_config::{CheckpointEvery, RunConfig};
+pub use run_config::{CheckpointEvery, RunConfig, MAX_PREFETCH_TO_DEVICE};
 pub use train_spec::{StepLimit, TrainOutcome, TrainSpec};

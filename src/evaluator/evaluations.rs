@@ -11,6 +11,7 @@ use super::pin::PinnedCheckpoint;
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, EvalSpec};
 use crate::export::Exporter;
+use crate::io::DirLock;
 use crate::metrics::EvalHistory;
 use crate::run_loop::evaluate;
 
@@ -35,6 +36,8 @@ pub(crate) struct Evaluations<'a, E, F> {
     results: BTreeMap<u64, BTreeMap<String, f64>>,
     /// Steps whose checkpoint could not be read.
     unreadable: BTreeSet<u64>,
+    /// The eval directory's lock, held while this evaluator runs: a second one is refused.
+    _lock: DirLock,
 }
 
 impl<'a, E, D, F> Evaluations<'a, E, F>
@@ -47,6 +50,7 @@ where
     /// evaluated, so a restarted evaluator does not evaluate them again.
     pub(crate) fn new(estimator: &'a E, input_fn: &'a F, spec: &'a EvalSpec) -> Result<Self> {
         let eval_dir = spec.eval_dir(&estimator.run_config().model_dir);
+        let lock = DirLock::acquire(&eval_dir, "evaluation")?;
         let results = EvalHistory::read(&eval_dir)?
             .into_iter()
             .map(|record| (record.global_step, record.metrics))
@@ -58,6 +62,7 @@ where
             eval_dir,
             results,
             unreadable: BTreeSet::new(),
+            _lock: lock,
         })
     }
 

@@ -9,7 +9,7 @@ use crate::checkpoint::restore_for_inference;
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
-use crate::io::{write_atomic, write_json_atomic};
+use crate::io::{write_atomic, write_json_atomic, DirLock};
 use crate::state::weights_to_safetensors;
 
 /// Weights file of an export (safetensors, readable by Python's `safetensors`).
@@ -63,7 +63,7 @@ pub fn export_checkpoint<E: Estimator>(
         checkpoint,
         || estimator.build_model::<CpuBackend>(&device),
     )?;
-    std::fs::create_dir_all(export_dir_base).map_err(|e| Error::io(export_dir_base, e))?;
+    let _lock = DirLock::acquire(export_dir_base, "export")?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

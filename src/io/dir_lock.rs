@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -33,6 +34,8 @@ pub struct DirLock {
 #[derive(Debug)]
 struct Held {
     file: File,
+    /// The directory, as given when the lock was taken.
+    dir: PathBuf,
 }
 
 impl DirLock {
@@ -72,10 +75,33 @@ impl DirLock {
         }
         write_owner(&mut file, purpose).map_err(|e| Error::io(&path, e))?;
         remove_interrupted_writes(&key);
-        let shared = Arc::new(Held { file });
+        let shared = Arc::new(Held {
+            file,
+            dir: dir.to_path_buf(),
+        });
         held.retain(|_, lock| lock.strong_count() > 0);
         held.insert(key, Arc::downgrade(&shared));
         Ok(Self { _held: shared })
+    }
+}
+
+impl DirLock {
+    /// Fails when the directory was removed (or replaced) since the lock was taken: what
+    /// this run writes next would be lost with it, or land in a directory it did not lock.
+    pub fn ensure_present(&self) -> Result<()> {
+        let held = &self._held;
+        let path = held.dir.join(LOCK_FILE);
+        let same = match (std::fs::metadata(&path), held.file.metadata()) {
+            (Ok(now), Ok(taken)) => now.dev() == taken.dev() && now.ino() == taken.ino(),
+            _ => false,
+        };
+        if same {
+            Ok(())
+        } else {
+            Err(Error::DirGone {
+                dir: held.dir.clone(),
+            })
+        }
     }
 }
 
@@ -89,24 +115,44 @@ impl Drop for Held {
 
 const UNKNOWN_OWNER: &str = "another run";
 
-/// Removes the temporary files of atomic writes (`.<name>.tmp-<pid>`) that a killed run
-/// left in `dir`, saying so.
+/// Removes the temporary files of atomic writes (`.<name>.tmp-<pid>`) and the directories
+/// of exports (`.tmp-<stamp>-<pid>`) that a killed run left in `dir`, saying so.
 fn remove_interrupted_writes(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if is_interrupted_write(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
-            match std::fs::remove_file(entry.path()) {
-                Ok(()) => tracing::warn!(
-                    "removed {}, left by a write that was cut short",
-                    entry.path().display()
-                ),
-                Err(e) => tracing::warn!("cannot remove {}: {e}", entry.path().display()),
-            }
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let removed = if kind.is_file() && is_interrupted_write(&name) {
+            std::fs::remove_file(entry.path())
+        } else if kind.is_dir() && is_interrupted_export(&name) {
+            std::fs::remove_dir_all(entry.path())
+        } else {
+            continue;
+        };
+        match removed {
+            Ok(()) => tracing::warn!(
+                "removed {}, left by a write that was cut short",
+                entry.path().display()
+            ),
+            Err(e) => tracing::warn!("cannot remove {}: {e}", entry.path().display()),
         }
     }
+}
+
+/// Whether `name` is the directory an export is written in before its rename
+/// (`.tmp-<stamp>-<pid>`).
+fn is_interrupted_export(name: &str) -> bool {
+    name.strip_prefix(".tmp-")
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(stamp, pid)| all_digits(stamp) && all_digits(pid))
+}
+
+fn all_digits(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Whether `name` is the temporary file of an atomic write (`write_atomic`).
@@ -114,7 +160,7 @@ fn is_interrupted_write(name: &str) -> bool {
     name.starts_with('.')
         && name
             .rsplit_once(".tmp-")
-            .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+            .is_some_and(|(_, pid)| all_digits(pid))
 }
 
 /// Who holds the lock, as its file says.
@@ -206,18 +252,36 @@ mod tests {
         for name in left.iter().chain(&kept) {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
-        std::fs::create_dir(dir.path().join(".tmp-5-6")).unwrap();
+        // An export cut short before its rename, with what it had written.
+        std::fs::create_dir(dir.path().join(".tmp-1800000000-6")).unwrap();
+        std::fs::write(dir.path().join(".tmp-1800000000-6/model.safetensors"), b"x").unwrap();
+        let other_dirs = [".tmp-5", ".tmp-x-6", "1800000000", ".ckpt.tmp-3"];
+        for name in other_dirs {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
         let _lock = DirLock::acquire(dir.path(), "training").unwrap();
-        for name in left {
+        for name in left.iter().chain(&[".tmp-1800000000-6"]) {
             assert!(!dir.path().join(name).exists(), "{name} left behind");
         }
-        for name in kept {
+        for name in kept.iter().chain(&other_dirs) {
             assert!(dir.path().join(name).exists(), "{name} removed");
         }
-        assert!(
-            dir.path().join(".tmp-5-6").is_dir(),
-            "directories are not touched"
-        );
+    }
+
+    #[test]
+    fn a_directory_removed_or_replaced_under_its_lock_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let model_dir = dir.path().join("model");
+        let lock = DirLock::acquire(&model_dir, "training").unwrap();
+        lock.ensure_present().unwrap();
+        std::fs::remove_dir_all(&model_dir).unwrap();
+        let err = lock.ensure_present().unwrap_err().to_string();
+        assert!(err.starts_with(&model_dir.display().to_string()), "{err}");
+        assert!(err.contains("removed (or replaced)"), "{err}");
+        // Made again by someone else: not the directory this run locked.
+        std::fs::create_dir_all(&model_dir).unwrap();
+        std::fs::write(model_dir.join(LOCK_FILE), b"").unwrap();
+        assert!(lock.ensure_present().is_err());
     }
 
     #[test]

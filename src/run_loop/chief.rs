@@ -15,6 +15,7 @@ use crate::checkpoint::{CheckpointListener, CheckpointManager, CheckpointSchedul
 use crate::error::Result;
 use crate::estimator::RunConfig;
 use crate::hooks::Emit;
+use crate::io::DirLock;
 use crate::summary::SummaryWriter;
 
 /// The chief's writer, checkpoint schedule and listener.
@@ -24,6 +25,9 @@ pub(super) struct Chief<'l> {
     schedule: CheckpointSchedule,
     manager: CheckpointManager,
     model_dir: PathBuf,
+    /// The model directory's lock: each checkpoint first checks the directory is still
+    /// there.
+    lock: DirLock,
     listener: Option<&'l mut CheckpointListener<'l>>,
     save_summary_steps: u64,
     /// The global step training started from: its first step is always summarised.
@@ -50,6 +54,7 @@ impl<'l> Chief<'l> {
         restored_step: Option<u64>,
         start_step: u64,
         now: Instant,
+        lock: DirLock,
         listener: Option<&'l mut CheckpointListener<'l>>,
     ) -> Result<Self> {
         let mut writer = SummaryWriter::create(&config.model_dir)?;
@@ -63,6 +68,7 @@ impl<'l> Chief<'l> {
             schedule: CheckpointSchedule::new(config.save_checkpoints, start_step, now),
             manager: CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max),
             model_dir: config.model_dir.clone(),
+            lock,
             listener,
             save_summary_steps: config.save_summary_steps.max(1),
             start_step,
@@ -152,6 +158,7 @@ impl<'l> Chief<'l> {
         B: AutodiffBackend,
         M: Module<B>,
     {
+        self.lock.ensure_present()?;
         let (state, checkpoint) = sync.snapshot(state, Some(position()))?;
         let path = self.manager.save(&checkpoint)?;
         if let Some(listener) = self.listener.as_mut() {

@@ -25,6 +25,7 @@ use cubecl_common::stream_id::StreamId;
 use datasets::{Dataset, Position};
 
 use crate::error::{Error, Result};
+use crate::estimator::MAX_PREFETCH_TO_DEVICE;
 
 mod on_pool;
 mod refill;
@@ -58,6 +59,18 @@ impl<T> DeviceInput<'_, T> {
     pub fn position(&self) -> Position {
         self.delivered.clone()
     }
+}
+
+/// Refuses `prefetch_to_device` beyond [`MAX_PREFETCH_TO_DEVICE`] before anything is
+/// allocated.
+pub(super) fn check_ahead(ahead: usize) -> Result<()> {
+    if ahead > MAX_PREFETCH_TO_DEVICE {
+        return Err(Error::Config(format!(
+            "prefetch_to_device = {ahead}: at most {MAX_PREFETCH_TO_DEVICE} batches can be \
+             built ahead"
+        )));
+    }
+    Ok(())
 }
 
 /// Runs `body` over `dataset`'s batches converted by `convert`: `ahead` batches ahead, as

@@ -7,12 +7,13 @@ use burn::tensor::backend::Backend;
 use burn::tensor::ElementConversion;
 use datasets::Dataset;
 
-use super::device_input::with_device_input;
+use super::device_input::{check_ahead, with_device_input};
 use super::progress::Progress;
 use crate::checkpoint::restore_for_inference;
 use crate::device::{cpu_threads, with_cpu_threads, CpuBackend, ResolvedDevice};
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
+use crate::io::DirLock;
 use crate::metrics::{eval_dir, EvalHistory, EvalRecord};
 use crate::metrics::{Metric, Metrics};
 use crate::summary::SummaryWriter;
@@ -60,6 +61,7 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     name: Option<&str>,
 ) -> Result<BTreeMap<String, f64>> {
     let config = estimator.run_config();
+    check_ahead(config.prefetch_to_device)?;
     let restored = restore_for_inference::<B, _>(
         &config.model_dir,
         config.tf_random_seed,
@@ -96,7 +98,7 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     values.insert("global_step".into(), restored.global_step as f64);
 
     let dir = eval_dir(&config.model_dir, name);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let _lock = DirLock::acquire(&dir, "evaluation")?;
     let mut writer = SummaryWriter::create(&dir)?;
     for (tag, value) in &values {
         if tag != "global_step" {

@@ -8,7 +8,7 @@ use burn::tensor::ElementConversion;
 use datasets::Dataset;
 
 use super::chief::{Chief, StepDone};
-use super::device_input::{with_device_input, DeviceInput};
+use super::device_input::{check_ahead, with_device_input, DeviceInput};
 use super::loss_readout::LossReadout;
 use super::progress::Progress;
 use super::step_sync::{Ready, StepSync, Synced};
@@ -83,9 +83,10 @@ where
         D: Dataset<Item = E::Batch> + Send,
     {
         let config = self.estimator.run_config();
+        check_ahead(config.prefetch_to_device)?;
         let is_chief = self.sync.is_chief();
         // Only the chief writes the model directory; a second run writing it is refused.
-        let _lock = is_chief
+        let lock = is_chief
             .then(|| DirLock::acquire(&config.model_dir, "training"))
             .transpose()?;
         if is_chief {
@@ -140,8 +141,8 @@ where
         // Only the chief writes summaries and checkpoints (TF: other workers' would clobber
         // them).
         let listener = self.listener.take();
-        let new_chief = || Chief::new(config, restored_step, start_step, now, listener);
-        let mut chief = is_chief.then(new_chief).transpose()?;
+        let new_chief = |lock| Chief::new(config, restored_step, start_step, now, lock, listener);
+        let mut chief = lock.map(new_chief).transpose()?;
         let bar_len = (last_step != u64::MAX).then(|| last_step - start_step);
         let progress = Progress::new(bar_len, config.progress && is_chief, "train");
         let start = RunStart {

@@ -186,3 +186,106 @@ fn flags_and_variables_that_cannot_work_are_refused_before_training() {
         );
     }
 }
+
+#[test]
+fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let iris_train = PathBuf::from(iris("iris_train.csv"));
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--intra-op-threads", "100000"],
+            "--intra-op-threads 100000: more than the",
+        ),
+        (
+            &["--prefetch-to-device", "1000000000000"],
+            "--prefetch-to-device 1000000000000: at most 1024 batches",
+        ),
+        (
+            // 256 MB a step, 82 GB ahead of it.
+            &[
+                "--prefetch-to-device",
+                "1024",
+                "--batch-size",
+                "4000000",
+                "--hidden-units",
+                "1",
+            ],
+            "--prefetch-to-device 1024 with --batch-size 4000000 holds",
+        ),
+        (&["--learning-rate", "1e39"], "1e39 is not a learning rate"),
+        (&["--learning-rate=-0.5"], "it must be at least 0"),
+        (
+            &["--replicas-to-aggregate", "0"],
+            "invalid value '0' for '--replicas-to-aggregate",
+        ),
+        (
+            &["--replicas-to-aggregate", "2"],
+            "--replicas-to-aggregate 2 applies to --ps-mode sync only",
+        ),
+    ];
+    for (i, (flags, needle)) in cases.iter().enumerate() {
+        let model = d.join(format!("m{i}"));
+        assert_user_error(train(&model, &iris_train, flags), needle);
+        assert!(!model.join("checkpoint").exists(), "{flags:?} trained");
+    }
+    let mut more_than_the_cluster = bin();
+    more_than_the_cluster
+        .args(["train", "--label-column", "label", "--max-steps", "5"])
+        .args(["--ps-mode", "sync", "--replicas-to-aggregate", "5"])
+        .arg("--model-dir")
+        .arg(d.join("cluster"))
+        .arg("--train")
+        .arg(&iris_train)
+        .env(
+            "TF_CONFIG",
+            r#"{"cluster": {"chief": ["127.0.0.1:5000"], "worker": ["127.0.0.1:5001"],
+                "ps": ["127.0.0.1:5002"]}, "task": {"type": "chief", "index": 0}}"#,
+        );
+    assert_user_error(
+        run(&mut more_than_the_cluster),
+        "--replicas-to-aggregate 5: the cluster has 2 training task(s)",
+    );
+    let mut evaluate = bin();
+    evaluate
+        .args(["evaluate", "--intra-op-threads", "100000", "--eval"])
+        .arg(&iris_train)
+        .arg("--model-dir")
+        .arg(d.join("m0"));
+    assert_user_error(run(&mut evaluate), "--intra-op-threads 100000");
+}
+
+#[test]
+fn a_closed_stdout_ends_the_run_quietly_and_a_full_one_is_named() {
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m");
+    let trained = train(&model, &PathBuf::from(iris("iris_train.csv")), &[]);
+    assert!(trained.status.success());
+    let evaluate = |stdout: Stdio| {
+        let mut cmd = bin();
+        cmd.args(["evaluate", "--json", "--eval", &iris("iris_test.csv")])
+            .arg("--model-dir")
+            .arg(&model)
+            .stdout(stdout)
+            .stderr(Stdio::piped());
+        cmd
+    };
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let output = evaluate(Stdio::from(full)).output().unwrap();
+    assert_user_error(output, "cannot write to stdout");
+    // A reader that is gone before anything is written (`| head -0`).
+    let mut child = evaluate(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        !text.contains("error") && !text.contains("panicked"),
+        "{text}"
+    );
+}

@@ -365,3 +365,103 @@ fn a_second_run_on_a_model_directory_in_use_is_refused_and_a_dead_ones_lock_take
         stderr(&third)
     );
 }
+
+#[test]
+fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replaced_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    let train = |steps: &str, extra: &[&str]| {
+        let mut cmd = bin();
+        cmd.args(["train", "--train", &iris("iris_train.csv")])
+            .args([
+                "--label-column",
+                "label",
+                "--max-steps",
+                steps,
+                "--model-dir",
+            ])
+            .arg(&model)
+            .args(extra);
+        run(&mut cmd)
+    };
+    let first = train("10", &["--hidden-units", "16", "--optimizer", "sgd"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let config = std::fs::read(model.join("dnn_classifier.json")).unwrap();
+
+    let wider = train("20", &["--hidden-units", "32,8"]);
+    assert_user_error(wider, "--hidden-units 32,8, but the model in");
+    let other = train("20", &["--optimizer", "adam"]);
+    let text = stderr(&other);
+    assert_user_error(other, "trained with sgd");
+    assert!(text.contains("--optimizer adam"), "{text}");
+    assert_eq!(
+        std::fs::read(model.join("dnn_classifier.json")).unwrap(),
+        config,
+        "a refused run changes nothing"
+    );
+
+    // The same sizes and optimizer, a new rate: trained on with it, saying so.
+    let faster = train("20", &["--hidden-units", "16", "--learning-rate", "0.2"]);
+    assert!(faster.status.success(), "{}", stderr(&faster));
+    assert!(
+        stderr(&faster).contains("--learning-rate 0.2 replaces the saved model's 0.01"),
+        "{}",
+        stderr(&faster)
+    );
+    let plain = train("30", &[]);
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    assert!(!stderr(&plain).contains("replaces"), "{}", stderr(&plain));
+}
+
+#[test]
+fn a_model_directory_removed_while_training_fails_the_run() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    let mut cmd = bin();
+    cmd.args(["train", "--train", &iris("iris_train.csv")])
+        .args(["--label-column", "label", "--max-steps", "100000000"])
+        .args(["--save-checkpoints-steps", "200", "--model-dir"])
+        .arg(&model)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    while !std::fs::read_dir(&model)
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.path().extension() == Some("ckpt".as_ref()))
+        })
+        .unwrap_or(false)
+    {
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("no checkpoint within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The run may be writing a file in it meanwhile: removing can race with that.
+    while let Err(e) = std::fs::remove_dir_all(&model) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "cannot remove: {e}"
+        );
+    }
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("training went on after its model directory was removed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let text = stderr(&output);
+    assert_user_error(
+        output,
+        "removed (or replaced) while this run was writing it",
+    );
+    assert!(text.contains(model.to_str().unwrap()), "{text}");
+}

@@ -1,6 +1,7 @@
 //! The fault campaign: a real cluster under `estimator-launch --max-restarts` loses a
-//! random task (chief, worker, ps or evaluator; SIGKILL) at a random moment, trial after
-//! trial. Each trial must end with the launcher's exit 0, the final checkpoint at exactly
+//! random task (chief, worker, ps or evaluator; SIGKILL) at a random moment, or has a
+//! synchronous parameter-server worker stopped (SIGSTOP) past the peer timeout and then
+//! continued, trial after trial. Each trial must end with the launcher's exit 0, the final checkpoint at exactly
 //! max_steps, every checkpoint on disk readable, the evaluator's last evaluation at
 //! max_steps (ps clusters run one), no task left running, and — where training is
 //! deterministic (MultiWorkerMirrored) — the same final weights as an uninterrupted run.
@@ -20,6 +21,17 @@ use crate::ps_cluster::{train_args, Launched};
 
 const MAX_STEPS: u64 = 2000;
 
+/// What happens to the victim.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fault {
+    Kill,
+    /// SIGSTOP for this long, then SIGCONT.
+    Stop(Duration),
+}
+
+/// Peer timeout of every trial, in seconds.
+const PEER_TIMEOUT_SECS: &str = "5";
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Mode {
     MultiWorkerMirrored,
@@ -31,7 +43,8 @@ impl Mode {
     fn tasks(self) -> &'static [&'static str] {
         match self {
             Mode::MultiWorkerMirrored => &["chief:0", "worker:0"],
-            _ => &["chief:0", "worker:0", "ps:0", "evaluator:0"],
+            Mode::SyncPs => &["chief:0", "worker:0", "ps:0", "ps:1", "evaluator:0"],
+            Mode::AsyncPs => &["chief:0", "worker:0", "ps:0", "evaluator:0"],
         }
     }
 
@@ -44,8 +57,11 @@ impl Mode {
             "--grace-secs",
             "15",
         ];
-        if self.evaluates() {
-            args.extend(["--ps", "1", "--evaluator"]);
+        // Two ps tasks in synchronous mode: an update can then reach one and not the other.
+        match self {
+            Mode::SyncPs => args.extend(["--ps", "2", "--evaluator"]),
+            Mode::AsyncPs => args.extend(["--ps", "1", "--evaluator"]),
+            Mode::MultiWorkerMirrored => {}
         }
         args
     }
@@ -56,7 +72,7 @@ impl Mode {
     }
 
     fn train_extra(self) -> Vec<&'static str> {
-        let mut extra = vec!["--peer-timeout-secs", "5"];
+        let mut extra = vec!["--peer-timeout-secs", PEER_TIMEOUT_SECS];
         match self {
             Mode::SyncPs => extra.extend(["--ps-mode", "sync"]),
             Mode::AsyncPs => extra.extend(["--ps-mode", "async"]),
@@ -66,9 +82,9 @@ impl Mode {
     }
 }
 
-/// Runs `mode` to MAX_STEPS in `dir`, killing `victim` `kill_after` after the first
+/// Runs `mode` to MAX_STEPS in `dir`, striking `victim` with the fault `after` the first
 /// checkpoint when given; the final checkpoint's weights, or why the trial failed.
-fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u8>, String> {
+fn run(dir: &Path, mode: Mode, victim: Option<(&str, Fault, Duration)>) -> Result<Vec<u8>, String> {
     let model_dir = dir.join("model");
     let (train, eval) = (iris("iris_train.csv"), iris("iris_test.csv"));
     let mut extra = vec!["--train", &train];
@@ -83,13 +99,24 @@ fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u
     }
     let mut cluster = Launched::start(dir, &mode.launcher_args(), &args);
     let mut killed = true;
-    if let Some((task, after)) = victim {
+    if let Some((task, fault, after)) = victim {
         cluster.wait_for_checkpoint(&model_dir, 1);
         std::thread::sleep(after);
-        killed = Command::new("kill")
-            .args(["-9", &cluster.pid(task).to_string()])
-            .status()
-            .is_ok_and(|status| status.success());
+        let pid = cluster.pid(task).to_string();
+        let signal = |name: &str| {
+            Command::new("kill")
+                .args([name, &pid])
+                .status()
+                .is_ok_and(|status| status.success())
+        };
+        killed = match fault {
+            Fault::Kill => signal("-KILL"),
+            Fault::Stop(stopped) => {
+                let stopped_ok = signal("-STOP");
+                std::thread::sleep(stopped);
+                signal("-CONT") && stopped_ok
+            }
+        };
     }
     let code = cluster.wait(LIMIT);
     let stderr = cluster.stderr();
@@ -97,7 +124,7 @@ fn run(dir: &Path, mode: Mode, victim: Option<(&str, Duration)>) -> Result<Vec<u
     if code != 0 {
         return fail(format!("launcher exited {code}"));
     }
-    if let (Some((task, _)), false) = (victim, killed) {
+    if let (Some((task, _, _)), false) = (victim, killed) {
         return fail(format!("{task} had exited before it could be killed"));
     }
     let manager = CheckpointManager::new(&model_dir, None);
@@ -151,11 +178,18 @@ fn campaign(trials: usize, seed: u64) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     for trial in 0..trials {
         let mode = modes[rng.below(modes.len())];
-        let victim = mode.tasks()[rng.below(mode.tasks().len())];
+        let mut victim = mode.tasks()[rng.below(mode.tasks().len())];
         let after = Duration::from_millis(rng.below(1500) as u64);
+        // One synchronous trial in two stops its worker past the peer timeout instead.
+        let fault = if mode == Mode::SyncPs && rng.below(2) == 0 {
+            victim = "worker:0";
+            stopped_past_the_peer_timeout()
+        } else {
+            Fault::Kill
+        };
         let dir = tempfile::tempdir().unwrap();
         let started = Instant::now();
-        let outcome = run(dir.path(), mode, Some((victim, after))).and_then(|weights| {
+        let outcome = run(dir.path(), mode, Some((victim, fault, after))).and_then(|weights| {
             match mode == Mode::MultiWorkerMirrored && weights != reference {
                 true => Err("final weights differ from the uninterrupted run's".into()),
                 false => Ok(()),
@@ -165,18 +199,34 @@ fn campaign(trials: usize, seed: u64) -> (usize, Vec<String>) {
             Ok(()) => "ok".to_string(),
             Err(why) => {
                 failures.push(format!(
-                    "trial {trial} ({mode:?}, {victim}, {after:?}): {why}"
+                    "trial {trial} ({mode:?}, {fault:?} {victim}, {after:?}): {why}"
                 ));
                 "FAILED".to_string()
             }
         };
         println!(
-            "trial {trial}: {mode:?}, kill {victim} {after:?} after the first checkpoint: \
+            "trial {trial}: {mode:?}, {fault:?} {victim} {after:?} after the first checkpoint: \
              {verdict} in {:.1?}",
             started.elapsed()
         );
     }
     (trials - failures.len(), failures)
+}
+
+/// A stop long enough for the other tasks to give the stopped one up.
+fn stopped_past_the_peer_timeout() -> Fault {
+    let timeout: u64 = PEER_TIMEOUT_SECS.parse().unwrap();
+    Fault::Stop(Duration::from_secs(timeout * 2 + 2))
+}
+
+#[test]
+fn a_synchronous_ps_worker_stopped_past_the_peer_timeout_still_ends_at_max_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = stopped_past_the_peer_timeout();
+    let victim = ("worker:0", fault, Duration::ZERO);
+    if let Err(why) = run(dir.path(), Mode::SyncPs, Some(victim)) {
+        panic!("{why}");
+    }
 }
 
 #[test]

@@ -12,7 +12,7 @@ use estimators::feature_column::{
 };
 use estimators::DnnClassifier;
 
-use crate::cli::TrainArgs;
+use crate::cli::{TrainArgs, DEFAULT_HIDDEN_UNITS};
 use crate::input::{training_facts, training_schema, TrainingFacts};
 use crate::memory_check;
 use crate::optimizer_flags::optimizer_spec;
@@ -88,26 +88,19 @@ pub fn build_classifier(
         _ => schema,
     };
     let columns = feature_columns(&schema, &facts, !args.no_normalize);
+    let hidden_units = args
+        .hidden_units
+        .clone()
+        .unwrap_or_else(|| DEFAULT_HIDDEN_UNITS.to_vec());
     if run_config.device == DeviceSpec::Cpu {
         let inputs = schema.features().count();
         let available = memory_check::available_bytes();
-        memory_check::check_fits(
-            inputs,
-            &args.hidden_units,
-            n_classes,
-            args.batch_size,
-            available,
-        )?;
+        memory_check::check_fits(inputs, &hidden_units, n_classes, args.batch_size, available)?;
+        memory_check::check_prefetch(args.prefetch_to_device, inputs, args.batch_size, available)?;
     }
-    let mut classifier = DnnClassifier::new(
-        run_config,
-        &schema,
-        columns,
-        args.hidden_units.clone(),
-        n_classes,
-    )?
-    .with_optimizer(optimizer_spec(args))
-    .with_batch_norm(args.batch_norm);
+    let mut classifier = DnnClassifier::new(run_config, &schema, columns, hidden_units, n_classes)?
+        .with_optimizer(optimizer_spec(args))
+        .with_batch_norm(args.batch_norm);
     if let Some(p) = args.dropout {
         classifier = classifier.with_dropout(p)?;
     }

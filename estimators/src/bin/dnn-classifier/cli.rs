@@ -7,7 +7,7 @@ use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
 use estimator::{Distribution, LossReadback};
 
-use crate::values::{parse_decay, parse_mirrored};
+use crate::values::{parse_decay, parse_learning_rate, parse_mirrored};
 
 /// Train, evaluate, predict with and export a DNN classifier on CSV data.
 #[derive(Debug, Parser)]
@@ -75,6 +75,9 @@ pub enum Format {
     Csv,
 }
 
+/// Hidden layer sizes without `--hidden-units`.
+pub const DEFAULT_HIDDEN_UNITS: [usize; 2] = [128, 64];
+
 /// Flags of `train` and `train-and-evaluate`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
@@ -95,10 +98,11 @@ pub struct TrainArgs {
     /// Example: `--schema schema.json`.
     #[arg(long, value_name = "schema.json")]
     pub schema: Option<PathBuf>,
-    /// Hidden layer sizes.
+    /// Hidden layer sizes (default 128,64). A resumed model keeps its own; giving other
+    /// sizes is an error.
     /// Example: `--hidden-units 256,128,64`.
-    #[arg(long, value_delimiter = ',', default_value = "128,64")]
-    pub hidden_units: Vec<usize>,
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    pub hidden_units: Option<Vec<usize>>,
     /// Number of classes (inferred from the training labels when absent).
     /// Example: `--n-classes 3`.
     #[arg(long)]
@@ -107,14 +111,16 @@ pub struct TrainArgs {
     /// Example: `--label-vocabulary setosa,versicolor,virginica`.
     #[arg(long, value_delimiter = ',')]
     pub label_vocabulary: Option<Vec<String>>,
-    /// Optimizer.
+    /// Optimizer (default adagrad). A resumed model keeps its own; giving another is an
+    /// error.
     /// Example: `--optimizer adam`.
-    #[arg(long, value_enum, default_value = "adagrad")]
-    pub optimizer: OptimizerName,
+    #[arg(long, value_enum)]
+    pub optimizer: Option<OptimizerName>,
     /// Learning rate (default: 0.05 for adagrad as TF, 0.1 for ftrl, 0.01 for sgd, 0.001
-    /// for adam, adamw and rmsprop).
+    /// for adam, adamw and rmsprop). On a resumed model it replaces the saved rate, saying
+    /// so.
     /// Example: `--learning-rate 0.01`.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_learning_rate)]
     pub learning_rate: Option<f64>,
     /// Examples per batch.
     /// Example: `--batch-size 256`.
@@ -132,7 +138,8 @@ pub struct TrainArgs {
     /// Example: `--seed 7`.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Dropout probability of the hidden layers.
+    /// Dropout probability of the hidden layers. On a resumed model it replaces the saved
+    /// one, saying so.
     /// Example: `--dropout 0.2`.
     #[arg(long)]
     pub dropout: Option<f64>,
@@ -249,11 +256,12 @@ pub struct TrainArgs {
     /// Example: `--ps-mode sync`.
     #[arg(long, value_enum, default_value = "async")]
     pub ps_mode: PsModeName,
-    /// Sync mode: gradients averaged per update (default: every training task); extra
-    /// workers are backups whose late gradients are dropped.
+    /// Sync mode: gradients averaged per update (default: every training task; at least 1,
+    /// at most the training tasks); extra workers are backups whose late gradients are
+    /// dropped.
     /// Example: `--replicas-to-aggregate 2`.
-    #[arg(long, value_name = "N")]
-    pub replicas_to_aggregate: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub replicas_to_aggregate: Option<u32>,
     /// Async mode: drop gradients computed from variables more than K steps old.
     /// Example: `--max-staleness 10`.
     #[arg(long, value_name = "K")]

@@ -24,7 +24,9 @@ use crate::cli::{
 };
 use crate::cluster_share::{batches_per_step, cluster_has_evaluator, input_share};
 use crate::input::{batches, eval_schema, schema_for};
-use crate::output::{metrics_json, PredictionWriter};
+use crate::memory_check;
+use crate::output::{metrics_json, print_line, PredictionWriter};
+use crate::resumed_flags::apply_to_resumed;
 use crate::timing::Timing;
 use crate::values::parse_device;
 
@@ -59,9 +61,30 @@ pub(crate) fn ps_mode(args: &TrainArgs) -> PsMode {
             max_staleness: args.max_staleness,
         },
         PsModeName::Sync => PsMode::Sync {
-            replicas_to_aggregate: args.replicas_to_aggregate,
+            replicas_to_aggregate: args.replicas_to_aggregate.map(|n| n as usize),
         },
     }
+}
+
+/// `--replicas-to-aggregate` against the training tasks the cluster has: more could never
+/// be gathered, and TF's `SyncReplicasOptimizer` refuses them too.
+fn check_replicas_to_aggregate(args: &TrainArgs, cluster: &ClusterConfig) -> Result<()> {
+    let Some(wanted) = args.replicas_to_aggregate else {
+        return Ok(());
+    };
+    if args.ps_mode != PsModeName::Sync {
+        bail!("--replicas-to-aggregate {wanted} applies to --ps-mode sync only");
+    }
+    if let ClusterConfig::Distributed { cluster, .. } = cluster {
+        let training = cluster.training_tasks().len();
+        if wanted as usize > training {
+            bail!(
+                "--replicas-to-aggregate {wanted}: the cluster has {training} training task(s) \
+                 (chief and workers) to gather gradients from"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The `--device` value as a [`DeviceSpec`]; whether this build and machine can use it is
@@ -77,6 +100,12 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
+    memory_check::check_threads(args.intra_op_threads)?;
+    memory_check::check_prefetch(args.prefetch_to_device, 0, args.batch_size, None)?;
+    if let Some(eval) = &args.eval {
+        // Before training, not after it: a FIFO there would block the end of the run.
+        estimator::datasets::open_regular(eval)?;
+    }
     let mut run_config = RunConfig::new(&args.model_dir)
         .with_tf_random_seed(args.seed)
         .with_device(device(&args.device)?);
@@ -84,6 +113,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         run_config = run_config.with_save_checkpoints_steps(steps);
     }
     let cluster = cluster_from_env()?;
+    check_replicas_to_aggregate(&args, &cluster)?;
     let chief = cluster.is_chief();
     let serves_variables = matches!(
         &cluster,
@@ -107,7 +137,8 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     let saved = args.model_dir.join(MODEL_FILE);
     let (classifier, table) = if saved.exists() {
         tracing::info!("resuming the model saved in {}", args.model_dir.display());
-        (load_classifier(&args.model_dir, run_config.device)?, None)
+        let saved = load_classifier(&args.model_dir, run_config.device)?;
+        (apply_to_resumed(&args, saved, &args.model_dir)?, None)
     } else {
         // Every task derives the same configuration from the same training file; only the
         // chief writes it. A task that trains on every row keeps the rows that pass read.
@@ -205,7 +236,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
                 let metrics = done.metrics.unwrap_or_default();
                 if args.json {
                     let step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
-                    println!("{}", metrics_json(step, &[], &metrics));
+                    print_line(metrics_json(step, &[], &metrics))?;
                 }
                 return Ok(());
             };
@@ -248,28 +279,26 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         rates.total_examples_per_sec
     );
     if args.json {
-        println!(
-            "{}",
-            metrics_json(
-                outcome.global_step,
-                &[
-                    [
-                        ("examples_per_sec", rates.examples_per_sec),
-                        ("startup_secs", rates.startup_secs),
-                        ("total_examples_per_sec", rates.total_examples_per_sec),
-                    ]
-                    .as_slice(),
-                    &sync_fields(outcome.comm.as_ref()),
+        print_line(metrics_json(
+            outcome.global_step,
+            &[
+                [
+                    ("examples_per_sec", rates.examples_per_sec),
+                    ("startup_secs", rates.startup_secs),
+                    ("total_examples_per_sec", rates.total_examples_per_sec),
                 ]
-                .concat(),
-                &metrics
-            )
-        );
+                .as_slice(),
+                &sync_fields(outcome.comm.as_ref()),
+            ]
+            .concat(),
+            &metrics,
+        ))?;
     }
     Ok(())
 }
 
 fn evaluate(args: EvaluateArgs) -> Result<()> {
+    memory_check::check_threads(args.intra_op_threads)?;
     let classifier = load_classifier(&args.model_dir, device(&args.device)?)?;
     let run_config = classifier.run_config().clone();
     let classifier =
@@ -278,10 +307,10 @@ fn evaluate(args: EvaluateArgs) -> Result<()> {
     let metrics = classifier.evaluate(|| batches(&args.eval, &schema, 512), None, None, None)?;
     let global_step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
     if args.json {
-        println!("{}", metrics_json(global_step, &[], &metrics));
+        print_line(metrics_json(global_step, &[], &metrics))?;
     } else {
         for (name, value) in &metrics {
-            println!("{name} = {value}");
+            print_line(format!("{name} = {value}"))?;
         }
     }
     Ok(())
@@ -318,7 +347,7 @@ fn predict(args: PredictArgs) -> Result<()> {
 fn export(args: ExportArgs) -> Result<()> {
     let classifier = load_classifier(&args.model_dir, DeviceSpec::Cpu)?;
     let dir = classifier.export(&args.export_dir_base)?;
-    println!("{}", dir.display());
+    print_line(dir.display())?;
     Ok(())
 }
 

@@ -1,12 +1,13 @@
 //! Reading the CSV files: schema, training statistics, pipelines.
 
 use std::collections::BTreeSet;
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use estimator::datasets::{
-    infer_schema, ColumnarBatch, CsvDataset, Dataset, DatasetExt, FeatureStats, Label,
-    ParallelCalls, Position, Schema, StatsAccumulator,
+    infer_schema, open_regular, ColumnarBatch, CsvDataset, Dataset, DatasetExt, FeatureStats,
+    Label, ParallelCalls, Position, Schema, StatsAccumulator,
 };
 
 /// How many rows schema inference reads.
@@ -17,7 +18,9 @@ const INFER_ROWS: usize = 1000;
 pub fn training_schema(train: &Path, label: &str, schema: Option<&Path>) -> Result<Schema> {
     let schema = match schema {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let mut text = String::new();
+            open_regular(path)?
+                .read_to_string(&mut text)
                 .with_context(|| format!("cannot read schema {}", path.display()))?;
             let schema: Schema = serde_json::from_str(&text)
                 .with_context(|| format!("{}: not a valid schema", path.display()))?;

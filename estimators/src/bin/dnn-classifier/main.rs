@@ -12,6 +12,7 @@ mod input;
 mod memory_check;
 mod optimizer_flags;
 mod output;
+mod resumed_flags;
 mod timing;
 mod values;
 
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         .init();
     match commands::run(cli.command, started) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if output::reader_gone(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("dnn-classifier: error: {}", one_line(&error));
             exit_code(&error)

@@ -53,6 +53,46 @@ pub fn check_fits(
     Ok(())
 }
 
+/// An error naming the flag when `threads` per CPU operation is more than this machine
+/// can use.
+pub fn check_threads(threads: usize) -> Result<()> {
+    let most = estimator::device::max_intra_op_threads();
+    if threads > most {
+        bail!(
+            "--intra-op-threads {threads}: more than the {most} threads per operation this \
+             machine can use (8 per core)"
+        );
+    }
+    Ok(())
+}
+
+/// An error naming the flags when the batches built ahead of the step cannot fit in half
+/// of `available` (the other half is the step's), or are more than can be queued.
+pub fn check_prefetch(
+    ahead: usize,
+    inputs: usize,
+    batch: usize,
+    available: Option<f64>,
+) -> Result<()> {
+    let most = estimator::MAX_PREFETCH_TO_DEVICE;
+    if ahead > most {
+        bail!("--prefetch-to-device {ahead}: at most {most} batches can be built ahead");
+    }
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let needed = ahead as f64 * batch as f64 * (inputs as f64 + 1.0) * VALUE;
+    if needed > available / 2.0 {
+        bail!(
+            "--prefetch-to-device {ahead} with --batch-size {batch} holds {} of batches ahead \
+             of the step, more than half the {} of memory available",
+            human(needed),
+            human(available)
+        );
+    }
+    Ok(())
+}
+
 fn human(bytes: f64) -> String {
     let units = ["B", "KB", "MB", "GB", "TB", "PB", "EB"];
     let mut value = bytes;

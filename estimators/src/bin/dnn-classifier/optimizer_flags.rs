@@ -8,7 +8,8 @@ use crate::cli::{OptimizerName, TrainArgs};
 
 /// The optimizer of `args`.
 pub fn optimizer_spec(args: &TrainArgs) -> OptimizerSpec {
-    optimizer(args.optimizer, args.learning_rate)
+    let name = args.optimizer.unwrap_or(OptimizerName::Adagrad);
+    optimizer(name, args.learning_rate)
         .with_schedule(schedule(args))
         .with_clipping(Clipping {
             global_norm: args.clip_global_norm,

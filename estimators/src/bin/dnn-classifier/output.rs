@@ -3,11 +3,29 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use estimator::head::HeadPrediction;
 use serde_json::{Map, Value};
 
 use crate::cli::Format;
+
+/// Prints `line` on stdout. A failure (a full disk) is an error naming stdout; a reader
+/// that went away (`| head -1`) is left to [`reader_gone`].
+pub fn print_line(line: impl std::fmt::Display) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")
+}
+
+/// Whether `error` is a write to a pipe whose reader closed it: the output is no longer
+/// wanted, which ends the program as a success (what `SIGPIPE` does to C programs).
+pub fn reader_gone(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
 
 /// Metrics as one JSON object, `global_step` as an integer.
 pub fn metrics_json(

@@ -5,6 +5,22 @@
 use estimator::optimizer::{Decay, Schedule};
 use estimator::{DeviceSpec, Distribution};
 
+/// Parses a `--learning-rate` value: not negative, and finite as the f32 that training uses
+/// (0 is a step that changes nothing).
+pub fn parse_learning_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if !(rate >= 0.0 && rate <= f64::from(f32::MAX)) {
+        return Err(format!(
+            "{text} is not a learning rate: it must be at least 0 and at most {:e} (the largest \
+             f32)",
+            f32::MAX
+        ));
+    }
+    Ok(rate)
+}
+
 /// Parses a `--learning-rate-schedule` value: `KIND:key=value,…` (lists with `/`).
 pub fn parse_decay(text: &str) -> Result<Decay, String> {
     let (kind, params) = text.split_once(':').unwrap_or((text, ""));
