@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use burn::tensor::backend::Backend;
 use serde::de::DeserializeOwned;
 
-use super::writer::{ExportInfo, ESTIMATOR_FILE, EXPORT_FILE, SIGNATURE_FILE, WEIGHTS_FILE};
+use super::writer::{ExportInfo, EXPORT_FILE, SIGNATURE_FILE, WEIGHTS_FILE};
 use super::Signature;
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
+use crate::estimator::ESTIMATOR_FILE;
 use crate::seed::build_seeded;
 use crate::state::load_weights;
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::checkpoint::restore_for_inference;
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
-use crate::estimator::Estimator;
+use crate::estimator::{Estimator, ESTIMATOR_FILE};
 use crate::io::{write_atomic, write_json_atomic, DirLock};
 use crate::state::weights_to_safetensors;
 
@@ -16,8 +16,6 @@ use crate::state::weights_to_safetensors;
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 /// Serving signature file of an export.
 pub const SIGNATURE_FILE: &str = "signature.json";
-/// Estimator configuration file of an export (what rebuilds the model).
-pub const ESTIMATOR_FILE: &str = "estimator.json";
 /// Export metadata file (format version, global step, estimator type).
 pub const EXPORT_FILE: &str = "export.json";
 

@@ -16,7 +16,7 @@ use super::train_state::TrainState;
 use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
 use crate::distribute::{LocalStep, StepLoss};
 use crate::error::Result;
-use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
+use crate::estimator::{save_estimator, Estimator, LossReadback, TrainOutcome, TrainSpec};
 use crate::hooks::{
     Emit, Hook, LoggingHook, NanGuardHook, RunEnd, RunStart, StepCounterHook, StepInfo, Verdict,
 };
@@ -91,6 +91,7 @@ where
             .transpose()?;
         if is_chief {
             config.save()?;
+            save_estimator(self.estimator)?;
         }
         let limit = spec.limit;
         let state = match &config.warm_start_from {

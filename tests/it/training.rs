@@ -17,7 +17,13 @@ fn train_evaluate_predict_export_round_trip() {
     assert_eq!(outcome.global_step, 200);
     assert_eq!(outcome.steps_run, 200);
 
-    let metrics = est.evaluate(eval_input, None, None, None).unwrap();
+    // What another process would rebuild from the model directory alone.
+    let saved: TinyClassifier = estimator::load_estimator(dir.path()).unwrap();
+    assert_eq!(
+        serde_json::to_value(&saved).unwrap(),
+        serde_json::to_value(&est).unwrap()
+    );
+    let metrics = saved.evaluate(eval_input, None, None, None).unwrap();
     assert_eq!(metrics["global_step"], 200.0);
     assert!(metrics["accuracy"] > 0.8, "{metrics:?}");
     assert!(metrics["loss"] < 0.7, "{metrics:?}");
