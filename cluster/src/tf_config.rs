@@ -3,6 +3,9 @@
 use serde_json::{Map, Value};
 
 use crate::{ClusterSpec, Task, TaskType};
+use same_address::Socket;
+
+mod same_address;
 
 /// What TF_CONFIG says about this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +95,8 @@ impl ClusterConfig {
 }
 
 /// Two tasks given one address would both try to listen on it; the second would fail
-/// at start-up and be restarted forever, as if it had lost a peer.
+/// at start-up and be restarted forever, as if it had lost a peer. Addresses are compared
+/// as sockets (`same_address`), not as text.
 fn refuse_shared_addresses(cluster: &ClusterSpec) -> Result<(), TfConfigError> {
     let named = cluster
         .chief
@@ -118,14 +122,28 @@ fn refuse_shared_addresses(cluster: &ClusterSpec) -> Result<(), TfConfigError> {
                 .iter()
                 .map(|a| ("evaluator:0".to_string(), a)),
         );
-    let mut seen: Vec<(String, &String)> = Vec::new();
+    let mut seen: Vec<(String, &String, Socket)> = Vec::new();
     for (task, address) in named {
-        if let Some((first, _)) = seen.iter().find(|(_, a)| *a == address) {
-            return Err(err(format!(
-                ".cluster gives {first} and {task} the same address '{address}'"
-            )));
+        // Every address was checked by `parse_addresses`.
+        let Some(socket) = Socket::parse(address) else {
+            continue;
+        };
+        let first = seen.iter().find(|(_, _, s)| s.clashes_with(&socket));
+        match first {
+            Some((first, same, _)) if *same == address => {
+                return Err(err(format!(
+                    ".cluster gives {first} and {task} the same address '{address}'"
+                )));
+            }
+            Some((first, other, _)) => {
+                return Err(err(format!(
+                    ".cluster gives {first} '{other}' and {task} '{address}': the same \
+                     address (port {} of one host), where each task needs a port of its own",
+                    socket.port
+                )));
+            }
+            None => seen.push((task, address, socket)),
         }
-        seen.push((task, address));
     }
     Ok(())
 }
@@ -202,14 +220,12 @@ fn parse_addresses(key: &str, value: &Value) -> Result<Vec<String>, TfConfigErro
         let address = v
             .as_str()
             .ok_or_else(|| err(format!(".cluster.{key}[{i}] is not a \"host:port\" string")))?;
-        match address.rsplit_once(':') {
-            Some((_, "0")) => Err(err(format!(
+        match Socket::parse(address) {
+            Some(socket) if socket.port == 0 => Err(err(format!(
                 ".cluster.{key}[{i}] = '{address}': port 0 is no address a peer can reach"
             ))),
-            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
-                Ok(address.to_string())
-            }
-            _ => Err(err(format!(
+            Some(_) => Ok(address.to_string()),
+            None => Err(err(format!(
                 ".cluster.{key}[{i}] = '{address}' is not \"host:port\""
             ))),
         }
@@ -328,6 +344,20 @@ mod tests {
     }
 
     #[test]
+    fn distinct_sockets_on_one_port_are_accepted() {
+        let (cluster, _) = distributed(
+            r#"{"cluster": {"chief": ["127.0.0.1:5000"], "worker": ["127.0.0.2:5000",
+                "[::1]:5000", "w-1.svc:5000", "w-2.svc:5000"]},
+                "task": {"type": "worker", "index": 1}}"#,
+        );
+        // The addresses are kept as written: they are what peers dial.
+        assert_eq!(cluster.workers[1], "[::1]:5000");
+        let (cluster, _) =
+            distributed(r#"{"cluster": {"worker": ["a:08080"]}, "task": {"type": "worker"}}"#);
+        assert_eq!(cluster.workers, ["a:08080"]);
+    }
+
+    #[test]
     fn an_evaluator_may_stand_outside_the_cluster() {
         let (_, task) = distributed(
             r#"{"cluster": {"chief": ["c:1"]}, "task": {"type": "evaluator", "index": 0}}"#,
@@ -384,6 +414,35 @@ mod tests {
                 r#"{"cluster": {"worker": ["h:1"], "ps": ["h:2", "h:2"]},
                     "task": {"type": "worker"}}"#,
                 "gives ps:0 and ps:1 the same address 'h:2'",
+            ),
+            (
+                r#"{"cluster": {"chief": ["127.0.0.1:5000"], "worker": ["127.0.0.1:05000"]},
+                    "task": {"type": "worker"}}"#,
+                "TF_CONFIG.cluster gives chief:0 '127.0.0.1:5000' and worker:0 \
+                 '127.0.0.1:05000': the same address (port 5000 of one host)",
+            ),
+            (
+                r#"{"cluster": {"chief": ["127.0.0.1:5000"], "worker": ["LocalHost:5000"]},
+                    "task": {"type": "chief"}}"#,
+                "gives chief:0 '127.0.0.1:5000' and worker:0 'LocalHost:5000'",
+            ),
+            (
+                r#"{"cluster": {"worker": ["[::1]:7", "w:1"], "evaluator": ["localhost:7"]},
+                    "task": {"type": "worker"}}"#,
+                "gives worker:0 '[::1]:7' and evaluator:0 'localhost:7'",
+            ),
+            (
+                r#"{"cluster": {"worker": ["Host-A:2222", "host-a.:2222"]},
+                    "task": {"type": "worker"}}"#,
+                "gives worker:0 'Host-A:2222' and worker:1 'host-a.:2222'",
+            ),
+            (
+                r#"{"cluster": {"chief": ["h:00"]}, "task": {"type": "chief"}}"#,
+                "TF_CONFIG.cluster.chief[0] = 'h:00': port 0 is no address",
+            ),
+            (
+                r#"{"cluster": {"chief": ["h:+80"]}, "task": {"type": "chief"}}"#,
+                "TF_CONFIG.cluster.chief[0] = 'h:+80' is not \"host:port\"",
             ),
         ];
         for (text, expected) in cases {

@@ -41,7 +41,7 @@ fn main() {
 }
 
 fn error(message: &str) {
-    eprintln!("estimator-launch: error: {}", message.replace('\n', " "));
+    relay::note(&format!("error: {}", message.replace('\n', " ")));
 }
 
 fn explain(args: &ExplainArgs) -> i32 {
@@ -54,10 +54,8 @@ fn explain(args: &ExplainArgs) -> i32 {
                 omp_num_threads: omp.as_deref(),
                 cores: cpus::available(),
             };
-            print!(
-                "{}",
-                explain::render(&config, args.model_dir.as_deref(), seen, explain::resolve)
-            );
+            let text = explain::render(&config, args.model_dir.as_deref(), seen, explain::resolve);
+            relay::to_stdout(text.as_bytes());
             0
         }
         Err(e) => {
@@ -71,7 +69,7 @@ fn certs(args: &CertsArgs) -> i32 {
     match tls::issue_for(&args.tasks, &args.out) {
         Ok(files) => {
             for file in files {
-                println!("{}", file.display());
+                relay::to_stdout(format!("{}\n", file.display()).as_bytes());
             }
             0
         }

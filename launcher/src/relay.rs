@@ -1,6 +1,7 @@
 //! Re-printing a task's output line by line, each line prefixed with the task's name.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Reads `source` to its end and hands every line to `emit` as one buffer: `prefix`, the
 /// line, and a newline (added to a last line that lacks one). Bytes need not be UTF-8.
@@ -24,18 +25,37 @@ pub fn relay_lines(source: impl Read, prefix: &str, mut emit: impl FnMut(&[u8]))
     }
 }
 
+/// Set once a write to stdout has failed: nothing more is written there.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// Set once a write to stderr has failed.
+static STDERR_CLOSED: AtomicBool = AtomicBool::new(false);
+
 /// Writes one whole line to stdout under its lock, so lines of concurrent tasks never mix.
-/// Errors (a closed stdout: `estimator-launch … | head`) are ignored; the task's output is
-/// still drained.
+/// A stdout closed under the launcher (`estimator-launch … | head`) is no reason to stop the
+/// job: from the first failed write on, lines are dropped, while the tasks' output is still
+/// drained (a task blocked on a full pipe would stall its whole cluster).
 pub fn to_stdout(line: &[u8]) {
-    let mut out = io::stdout().lock();
-    let _ = out.write_all(line).and_then(|()| out.flush());
+    write_line(io::stdout().lock(), &STDOUT_CLOSED, line);
 }
 
 /// As [`to_stdout`], to stderr.
 pub fn to_stderr(line: &[u8]) {
-    let mut out = io::stderr().lock();
-    let _ = out.write_all(line).and_then(|()| out.flush());
+    write_line(io::stderr().lock(), &STDERR_CLOSED, line);
+}
+
+/// A line of the launcher's own on stderr, `estimator-launch: ` first; dropped once stderr
+/// is closed (`eprintln!` would panic there, and the launcher's end kills every task).
+pub fn note(message: &str) {
+    to_stderr(format!("estimator-launch: {message}\n").as_bytes());
+}
+
+fn write_line(mut out: impl Write, closed: &AtomicBool, line: &[u8]) {
+    if closed.load(Ordering::Relaxed) {
+        return;
+    }
+    if out.write_all(line).and_then(|()| out.flush()).is_err() {
+        closed.store(true, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -59,6 +79,26 @@ mod tests {
             ]
         );
         assert!(relayed(b"").is_empty());
+    }
+
+    #[test]
+    fn a_failed_write_stops_the_writes_that_follow() {
+        struct Closed(usize);
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                self.0 += 1;
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let closed = AtomicBool::new(false);
+        let mut pipe = Closed(0);
+        write_line(&mut pipe, &closed, b"one\n");
+        write_line(&mut pipe, &closed, b"two\n");
+        assert_eq!(pipe.0, 1);
+        assert!(closed.load(Ordering::Relaxed));
     }
 
     #[test]

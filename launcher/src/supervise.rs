@@ -14,12 +14,12 @@ use estimator_cluster::{Task, TF_CONFIG};
 use crate::cpus::OMP_NUM_THREADS;
 use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;
-use crate::relay;
+use crate::relay::{self, note};
 use crate::tls::TaskCertificates;
 
 mod restart;
 mod sentinel;
-use restart::{group_to_restart, restart_group, Restart};
+use restart::{group_settled, restart_group, Restart};
 use sentinel::Sentinel;
 
 /// Exit codes from this one up are worth a restart (Kubeflow's `ExitCode` policy).
@@ -188,18 +188,31 @@ impl Running {
     }
 }
 
+/// The first task to fail with a code no restart can fix (1–127): the job's failure.
+#[derive(Debug, Clone)]
+struct Cause {
+    task: Task,
+    code: i32,
+}
+
 /// Waits for the chief, gives the others `grace` to exit, kills those still running; returns
-/// the chief's exit code.
+/// the chief's exit code — or, when the chief only lost a peer (≥ 128) after a task had failed
+/// for good (1–127), that task's. Retryable exits are restarted per `restart` until a task
+/// fails for good.
 fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: Restart) -> i32 {
     let mut chief_code = None;
+    let mut cause: Option<Cause> = None;
+    // Failures seen after the cause, in the order seen: the tasks that lost it.
+    let mut after_cause: Vec<String> = Vec::new();
+    // Retryable exits of the group that restarts together, waiting for the group to settle.
+    let mut held: Vec<(usize, ExitStatus, Instant)> = Vec::new();
     let mut deadline = None;
     loop {
-        if chief_code.is_none() {
-            if let Some(i) = group_to_restart(tasks, &restart) {
-                restart_group(tasks, i, &mut restart);
+        let now = Instant::now();
+        for (i, running) in tasks.iter_mut().enumerate() {
+            if running.exit.is_some() || held.iter().any(|(h, _, _)| *h == i) {
+                continue;
             }
-        }
-        for running in tasks.iter_mut().filter(|r| r.exit.is_none()) {
             let status = match running.child.try_wait() {
                 Ok(None) => continue,
                 Ok(Some(status)) => status,
@@ -209,12 +222,30 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: R
                 }
             };
             let code = exit_code(status);
-            let restartable = code >= RETRYABLE && running.restarts < restart.max;
-            if restartable && chief_code.is_none() && restart.together.contains(&running.task) {
-                // Restarted with its group at the top of the next round.
+            if (1..RETRYABLE).contains(&code) && cause.is_none() {
+                record(running, status, chief, &mut chief_code, None);
+                if restart.max > 0 {
+                    note(&format!(
+                        "the job has failed: codes 1 to {} are not retried, so no task will be \
+                         restarted",
+                        RETRYABLE - 1
+                    ));
+                }
+                cause = Some(Cause {
+                    task: running.task,
+                    code,
+                });
                 continue;
             }
-            if restartable && chief_code.is_none() {
+            let restartable = code >= RETRYABLE
+                && running.restarts < restart.max
+                && cause.is_none()
+                && chief_code.is_none();
+            if restartable && restart.together.contains(&running.task) {
+                held.push((i, status, now));
+                continue;
+            }
+            if restartable {
                 running.restarts += 1;
                 note(&format!(
                     "{} {}: restarting it ({} of {})",
@@ -231,18 +262,25 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: R
                     Err(e) => note(&format!("cannot restart {}: {e}", running.task)),
                 }
             }
-            running.exit = Some(code);
-            if running.task == chief {
-                chief_code = running.exit;
-                note(&format!("{} {}", running.task, describe(status)));
-            } else if !status.success() {
-                note(&format!("{} {}", running.task, describe(status)));
+            let later = cause.as_ref().map(|_| &mut after_cause);
+            record(running, status, chief, &mut chief_code, later);
+        }
+        if cause.is_some() || chief_code.is_some() {
+            for (i, status, _) in held.drain(..) {
+                let later = cause.as_ref().map(|_| &mut after_cause);
+                record(&mut tasks[i], status, chief, &mut chief_code, later);
             }
+        } else if let Some(&(i, status, _)) = held
+            .iter()
+            .find(|(_, _, at)| group_settled(tasks, &held, &restart, now, *at))
+        {
+            restart_group(tasks, i, status, &mut restart);
+            held.clear();
         }
         let left: Vec<usize> = (0..tasks.len())
-            .filter(|&i| tasks[i].exit.is_none())
+            .filter(|&i| tasks[i].exit.is_none() && !held.iter().any(|(h, _, _)| *h == i))
             .collect();
-        if left.is_empty() {
+        if left.is_empty() && held.is_empty() {
             break;
         }
         if chief_code.is_some() && deadline.is_none() {
@@ -271,7 +309,56 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: R
         }
         thread::sleep(POLL);
     }
-    chief_code.unwrap_or(1)
+    match (chief_code, cause) {
+        (Some(code), cause) if code < RETRYABLE || cause.is_none() => {
+            if let Some(cause) = cause.filter(|_| code != 0) {
+                summarise(&cause, &after_cause);
+            }
+            code
+        }
+        // The chief lost a peer that had failed for good: a restart would fail again.
+        (_, Some(cause)) => {
+            summarise(&cause, &after_cause);
+            cause.code
+        }
+        (code, None) => code.unwrap_or(1),
+    }
+}
+
+/// The launcher's last word on a job that failed for good: which task failed first, and
+/// which failed after it (those that lost it, as a rule).
+fn summarise(cause: &Cause, after_cause: &[String]) {
+    let after = if after_cause.is_empty() {
+        String::new()
+    } else {
+        format!("; after it: {}", after_cause.join(", "))
+    };
+    note(&format!(
+        "the job failed: {} failed first, with code {}{after}",
+        cause.task, cause.code
+    ));
+}
+
+/// Notes that `running` exited with `status` for good; the chief's code goes to
+/// `chief_code`, and a failure to `later` (the failures after the job's cause) when given.
+fn record(
+    running: &mut Running,
+    status: ExitStatus,
+    chief: Task,
+    chief_code: &mut Option<i32>,
+    later: Option<&mut Vec<String>>,
+) {
+    let code = exit_code(status);
+    running.exit = Some(code);
+    if running.task == chief {
+        *chief_code = Some(code);
+    }
+    if running.task == chief || code != 0 {
+        note(&format!("{} {}", running.task, describe(status)));
+    }
+    if let Some(later) = later.filter(|_| code != 0) {
+        later.push(format!("{} ({code})", running.task));
+    }
 }
 
 /// Polls `child` until it has exited, for at most `limit`.
@@ -334,11 +421,6 @@ fn spawn_relay(
         relay::relay_lines(source, &prefix, emit);
         drop(alive);
     });
-}
-
-/// A line of the launcher's own on stderr.
-fn note(message: &str) {
-    eprintln!("estimator-launch: {message}");
 }
 
 #[cfg(test)]

@@ -362,3 +362,222 @@ fn the_cores_are_shared_out_among_the_computing_tasks_unless_the_launcher_is_giv
         );
     }
 }
+
+/// Starts the launcher on a 2-task cluster whose tasks print a line, wait until `go`
+/// exists, print many more lines to both streams and leave a file in `done` — with the
+/// launcher's stdout (and, with `close_stderr`, its stderr too) closed after that first line,
+/// as `estimator-launch … | head -1` (or `2>&1 | head -1`) does. Returns the launcher's exit
+/// code and stderr (empty when closed).
+fn launch_into_closed_pipe(close_stderr: bool) -> (Option<i32>, Vec<String>, usize) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (go, done) = (dir.path().join("go"), dir.path().join("done"));
+    std::fs::create_dir(&done).unwrap();
+    let script = format!(
+        r#"echo first
+           while [ ! -e '{go}' ]; do sleep 0.02; done
+           i=0; while [ $i -lt 2000 ]; do echo "out $i"; echo "err $i" >&2; i=$((i+1)); done
+           touch '{done}'/$$"#,
+        go = go.display(),
+        done = done.display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_estimator-launch"))
+        .args(["--workers", "1", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("TF_CONFIG")
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(child.id());
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.ends_with("] first\n"), "{first:?}");
+    // The read end goes: the next write to the launcher's stdout fails with EPIPE.
+    let stderr = child.stderr.take().unwrap();
+    let lines = if close_stderr {
+        drop(stderr);
+        None
+    } else {
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let read: Vec<String> = BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+                .collect();
+            let _ = send.send(read);
+        });
+        Some(lines)
+    };
+    std::fs::write(&go, "").unwrap();
+    let deadline = Instant::now() + harness::LIMIT;
+    let status = loop {
+        match child.try_wait().unwrap() {
+            Some(status) => break status,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            None => panic!("estimator-launch still running after {:?}", harness::LIMIT),
+        }
+    };
+    drop(guard);
+    let stderr = lines.map_or_else(Vec::new, |lines| {
+        lines.recv_timeout(harness::LIMIT).expect("stderr ends")
+    });
+    let finished = std::fs::read_dir(&done).unwrap().count();
+    (status.code(), stderr, finished)
+}
+
+/// Kills a process (if still there) when a test ends, failed or not.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn a_closed_stdout_stops_the_relay_but_not_the_job() {
+    let (code, stderr, finished) = launch_into_closed_pipe(false);
+    let text = stderr.join("\n");
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(finished, 2, "every task runs to its end: {text}");
+    assert!(!text.contains("panicked"), "{text}");
+    assert!(
+        text.contains("estimator-launch: chief:0 exited with code 0"),
+        "{text}"
+    );
+    // Each task's stderr is still relayed whole.
+    for task in ["chief:0", "worker:0"] {
+        assert!(
+            text.contains(&format!("[{task}] err 1999")),
+            "{task}: {text}"
+        );
+    }
+}
+
+#[test]
+fn closed_stdout_and_stderr_do_not_stop_the_job() {
+    let (code, _, finished) = launch_into_closed_pipe(true);
+    assert_eq!(code, Some(0));
+    assert_eq!(finished, 2, "every task runs to its end");
+}
+
+/// A shell script for every task: `$me` is its name (`chief0`, `worker1`), each start is
+/// appended to `dir/starts`, then `body` runs.
+fn task_script(dir: &std::path::Path, body: &str) -> String {
+    format!(
+        r#"me=$(echo "$TF_CONFIG" | sed 's/.*"task": *{{"type": *"\([a-z]*\)", *"index": *\([0-9]*\)}}.*/\1\2/')
+           cd '{dir}'
+           echo "$me" >> starts
+           {body}"#,
+        dir = dir.display()
+    )
+}
+
+fn starts(dir: &std::path::Path) -> Vec<String> {
+    let mut starts: Vec<String> = std::fs::read_to_string(dir.join("starts"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    starts.sort();
+    starts
+}
+
+#[test]
+fn a_chief_that_fails_for_good_is_not_restarted_though_its_peers_exit_retryably_first() {
+    // The chief fails (exit 1) but takes a while to go; the workers notice at once and exit
+    // with a lost peer's 128 before it has.
+    let dir = tempfile::tempdir().unwrap();
+    let script = task_script(
+        dir.path(),
+        r#"if [ "$me" = chief0 ]; then touch failed; sleep 0.5; exit 1; fi
+           while [ ! -e failed ]; do sleep 0.02; done
+           exit 128"#,
+    );
+    let args = ["--workers", "2", "--max-restarts", "2", "--", "sh", "-c"];
+    let done = run(&[&args[..], &[script.as_str()]].concat());
+    let stderr = done.stderr.join("\n");
+    assert_eq!(done.code, Some(1), "{stderr}");
+    assert_eq!(
+        starts(dir.path()),
+        ["chief0", "worker0", "worker1"],
+        "{stderr}"
+    );
+    assert!(!stderr.contains("restarting"), "{stderr}");
+    assert!(
+        stderr.contains("the job has failed: codes 1 to 127 are not retried"),
+        "{stderr}"
+    );
+    let summary = done
+        .stderr
+        .iter()
+        .find(|l| l.contains("the job failed: "))
+        .unwrap_or_else(|| panic!("no summary in {stderr}"));
+    assert!(
+        summary.contains("the job failed: chief:0 failed first, with code 1; after it: ")
+            && summary.contains("worker:0 (128)")
+            && summary.contains("worker:1 (128)"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_worker_that_fails_for_good_fails_the_job_with_its_code() {
+    // Worker 0 has a configuration error (exit 3); the chief loses it (128): the job's
+    // code is the worker's, since a restart would fail the same way.
+    let dir = tempfile::tempdir().unwrap();
+    let script = task_script(
+        dir.path(),
+        r#"if [ "$me" = worker0 ]; then touch failed; exit 3; fi
+           while [ ! -e failed ]; do sleep 0.02; done
+           sleep 0.1; exit 128"#,
+    );
+    let args = ["--workers", "1", "--max-restarts", "1", "--", "sh", "-c"];
+    let done = run(&[&args[..], &[script.as_str()]].concat());
+    let stderr = done.stderr.join("\n");
+    assert_eq!(done.code, Some(3), "{stderr}");
+    assert_eq!(starts(dir.path()), ["chief0", "worker0"], "{stderr}");
+    assert!(
+        stderr.contains(
+            "estimator-launch: the job failed: worker:0 failed first, with code 3; after it: \
+             chief:0 (128)"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn replicas_that_exit_retryably_restart_together_once_the_group_has_settled() {
+    // Worker 1 loses a peer (128) in the first incarnation while the others still run: they
+    // are given a moment, then killed, and the three start again and finish.
+    let dir = tempfile::tempdir().unwrap();
+    let script = task_script(
+        dir.path(),
+        r#"if [ "$(grep -c . starts)" -gt 3 ]; then exit 0; fi
+           if [ "$me" = worker1 ]; then exit 128; fi
+           exec sleep 1000"#,
+    );
+    let args = ["--workers", "2", "--max-restarts", "1", "--", "sh", "-c"];
+    let started = Instant::now();
+    let done = run(&[&args[..], &[script.as_str()]].concat());
+    let stderr = done.stderr.join("\n");
+    assert_eq!(done.code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "worker:1 exited with code 128: restarting chief:0, worker:0, worker:1 together \
+             (1 of 1)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(starts(dir.path()).len(), 6, "{stderr}");
+    // Held for the others' exits, at most the settling time, not the grace.
+    assert!(started.elapsed() < Duration::from_secs(20), "{stderr}");
+}

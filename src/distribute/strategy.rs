@@ -225,6 +225,7 @@ impl Strategy {
                     token: config.token.clone(),
                     tls: config.tls.clone(),
                     same_host_lane: same_host_lane_from_env(),
+                    ..GrpcConfig::default()
                 };
                 tracing::info!(
                     "{} (rank {rank} of {}): connecting to {}",

@@ -88,6 +88,12 @@ fn tf_configs() -> Vec<(OsString, &'static str)> {
         (format!(r#"{{"cluster": {{"worker": ["h:1", "h:1"]}}, {w}}}"#), "gives worker:0 and worker:1 the same address"),
         (format!(r#"{{"cluster": {{"worker": ["h:1"], "ps": ["h:2", "h:2"]}}, {w}}}"#), "gives ps:0 and ps:1"),
         (format!(r#"{{"cluster": {{"worker": ["h:1"], "evaluator": ["h:1"]}}, {w}}}"#), "gives worker:0 and evaluator:0"),
+        (format!(r#"{{"cluster": {{"worker": ["127.0.0.1:5000", "127.0.0.1:05000"]}}, {w}}}"#), "gives worker:0 '127.0.0.1:5000' and worker:1 '127.0.0.1:05000': the same address"),
+        (r#"{"cluster": {"chief": ["localhost:5000"], "worker": ["127.0.0.1:5000"]}, "task": {"type": "chief"}}"#.into(), "gives chief:0 'localhost:5000' and worker:0 '127.0.0.1:5000'"),
+        (format!(r#"{{"cluster": {{"worker": ["[::1]:5000"], "ps": ["LOCALHOST:5000"]}}, {w}}}"#), "gives worker:0 '[::1]:5000' and ps:0 'LOCALHOST:5000'"),
+        (format!(r#"{{"cluster": {{"worker": ["Node-1:5000", "node-1:5000"]}}, {w}}}"#), "gives worker:0 'Node-1:5000' and worker:1 'node-1:5000'"),
+        (format!(r#"{{"cluster": {{"worker": ["a:00"]}}, {w}}}"#), "port 0"),
+        (format!(r#"{{"cluster": {{"worker": ["a:+1"]}}, {w}}}"#), "'a:+1'"),
     ];
     let mut all: Vec<(OsString, &str)> = cases.into_iter().map(|(t, n)| (text(&t), n)).collect();
     all.push((
@@ -237,8 +243,8 @@ fn bad_flags_are_refused_naming_the_flag() {
         (&["--hidden-units", "0"], "hidden"),
         (&["--hidden-units", "a,b"], "--hidden-units"),
         (&["--dropout", "1.5"], "dropout"),
-        (&["--learning-rate=-1"], "learning_rate"),
-        (&["--learning-rate", "nan"], "learning_rate"),
+        (&["--learning-rate=-1"], "--learning-rate"),
+        (&["--learning-rate", "nan"], "--learning-rate"),
         (&["--clip-norm", "0"], "norm"),
         (&["--l2-regularization=-1"], "l2"),
         (&["--device", "tpu"], "--device"),
@@ -354,4 +360,181 @@ fn corrupted_checkpoints_are_refused_naming_the_file() {
     let output = bounded(&mut evaluate);
     assert!(output.status.success(), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stdout).contains(r#""global_step":5"#));
+}
+
+/// Iris' training file with a column `colour` after the label, holding `colour(i)` in data
+/// row `i` (0-based), as `name`.
+fn iris_coloured(dir: &Path, name: &str, colour: impl Fn(usize) -> Vec<u8>) -> PathBuf {
+    let text = std::fs::read_to_string(iris("iris_train.csv")).unwrap();
+    let mut bytes = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b',');
+        match i {
+            0 => bytes.extend_from_slice(b"colour"),
+            _ => bytes.extend(colour(i - 1)),
+        }
+        bytes.push(b'\n');
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn text_that_is_not_utf8_is_refused_naming_the_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Decoded with replacement characters, `r\xe9d` and `r\xe8d` would both be `r\u{fffd}d`:
+    // one category where the file has two.
+    let latin1 = |i: usize| match i % 3 {
+        0 => b"blue".to_vec(),
+        1 => b"r\xe9d".to_vec(),
+        _ => b"r\xe8d".to_vec(),
+    };
+    let mut cases: Vec<(PathBuf, String, Vec<String>)> = vec![(
+        iris_coloured(d, "latin1.csv", latin1),
+        "latin1.csv:3: field 'colour' (column 6) is not valid UTF-8: byte 0xE9 at offset 1 of \
+         'r\u{fffd}d'; the file looks like Latin-1/Windows-1252"
+            .into(),
+        vec![],
+    )];
+    // Past the rows schema inference reads: a schema given, the rows are read for training.
+    let late = |i: usize| match i {
+        117 => b"gr\xfcn".to_vec(),
+        _ => b"blue".to_vec(),
+    };
+    let schema = d.join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"columns": [{"name": "sepal_length_cm", "kind": "Float"},
+            {"name": "sepal_width_cm", "kind": "Float"},
+            {"name": "petal_length_cm", "kind": "Float"},
+            {"name": "petal_width_cm", "kind": "Float"},
+            {"name": "label", "kind": "Int"},
+            {"name": "colour", "kind": "Category"}], "label": "label"}"#,
+    )
+    .unwrap();
+    cases.push((
+        iris_coloured(d, "late.csv", late),
+        "late.csv:119: field 'colour' (column 6) is not valid UTF-8: byte 0xFC at offset 2".into(),
+        vec!["--schema".into(), schema.display().to_string()],
+    ));
+    let header = "sepal_length_cm,sepal_width_cm,petal_length_cm,petal_width_cm,label";
+    let iris_text = std::fs::read_to_string(iris("iris_train.csv")).unwrap();
+    let le: Vec<u8> = iris_text
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    let be: Vec<u8> = iris_text
+        .encode_utf16()
+        .flat_map(u16::to_be_bytes)
+        .collect();
+    let files: [(&str, Vec<u8>, &str); 5] = [
+        (
+            "latin1_header.csv",
+            [header.as_bytes(), b",co\xf6lour\n1,2,3,4,0,red\n"].concat(),
+            "latin1_header.csv:1: header field 6 is not valid UTF-8: byte 0xF6 at offset 2",
+        ),
+        (
+            "utf16le.csv",
+            [&[0xff, 0xfe][..], &le].concat(),
+            "utf16le.csv: UTF-16 LE text (byte-order mark FF FE), not UTF-8: re-encode it as UTF-8",
+        ),
+        (
+            "utf16be.csv",
+            [&[0xfe, 0xff][..], &be].concat(),
+            "utf16be.csv: UTF-16 BE text (byte-order mark FE FF), not UTF-8: re-encode it as UTF-8",
+        ),
+        (
+            "utf16_no_mark.csv",
+            le,
+            "utf16_no_mark.csv: UTF-16 LE text without a byte-order mark",
+        ),
+        (
+            "zeros.csv",
+            vec![0; 4096],
+            "zeros.csv: binary data, not text (NUL byte at offset 0)",
+        ),
+    ];
+    for (name, bytes, needle) in files {
+        let path = d.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        cases.push((path, needle.into(), vec![]));
+    }
+    // A file with no line end is refused at 64 MiB, not read into memory whole.
+    let endless = d.join("endless.csv");
+    let mut bytes = format!("{header}\n1,2,3,4,0\n").into_bytes();
+    bytes.resize(bytes.len() + (64 << 20) + 1, b'7');
+    std::fs::write(&endless, bytes).unwrap();
+    cases.push((
+        endless,
+        "endless.csv:3: record runs past 64 MiB without ending".into(),
+        vec![],
+    ));
+    for (i, (path, needle, extra)) in cases.iter().enumerate() {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let output = bounded(&mut train(&d.join(format!("m{i}")), path, &extra));
+        assert_user_error(output, needle);
+    }
+}
+
+#[test]
+fn inputs_that_are_not_regular_files_are_refused_without_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fifo = d.join("eval.csv");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let iris_train = PathBuf::from(iris("iris_train.csv"));
+    let fifo_needle = format!(
+        "{} is a FIFO (named pipe), not a regular file",
+        fifo.display()
+    );
+    // Read without bound, blocked for ever, or not data at all.
+    let mut cases: Vec<(Command, String)> = vec![
+        (
+            train(&d.join("m0"), Path::new("/dev/zero"), &[]),
+            "/dev/zero is a character device, not a regular file".into(),
+        ),
+        (
+            train(&d.join("m1"), d, &[]),
+            format!("{} is a directory, not a regular file", d.display()),
+        ),
+        (train(&d.join("m2"), &fifo, &[]), fifo_needle.clone()),
+    ];
+    // As the evaluation file, after (or before) training.
+    let eval = ["--eval", fifo.to_str().unwrap()];
+    cases.push((
+        train(&d.join("m3"), &iris_train, &eval),
+        fifo_needle.clone(),
+    ));
+    let mut train_and_evaluate = train(&d.join("m4"), &iris_train, &eval);
+    let args: Vec<OsString> = train_and_evaluate.get_args().map(OsString::from).collect();
+    train_and_evaluate = bin();
+    train_and_evaluate
+        .arg("train-and-evaluate")
+        .args(&args[1..]);
+    cases.push((train_and_evaluate, fifo_needle.clone()));
+    let trained = d.join("m5");
+    assert!(bounded(&mut train(&trained, &iris_train, &[]))
+        .status
+        .success());
+    let mut evaluate = bin();
+    evaluate
+        .arg("evaluate")
+        .args(eval)
+        .arg("--model-dir")
+        .arg(&trained);
+    cases.push((evaluate, fifo_needle));
+    for (mut cmd, needle) in cases {
+        let started = Instant::now();
+        let output = bounded(&mut cmd);
+        assert!(
+            started.elapsed() < HANG / 2,
+            "{cmd:?} took {:?}",
+            started.elapsed()
+        );
+        assert_user_error(output, &needle);
+    }
 }

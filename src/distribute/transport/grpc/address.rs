@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::distribute::error::AddressError;
+use crate::distribute::error::{AddressError, DistributeError};
 
 /// Where a rank whose peers reach it at `address` ("host:port") listens: the address itself
 /// for a loopback IP, otherwise every interface, on its port.
@@ -25,6 +25,45 @@ pub(super) fn is_same_host(address: &str) -> bool {
         host.eq_ignore_ascii_case("localhost")
             || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
     })
+}
+
+/// Why rank `rank` cannot listen on `listen`, naming the task given the same port on this
+/// machine when there is one: two tasks of one cluster sharing a socket is a configuration
+/// error that no restart cures.
+pub(super) fn bind_failure(
+    rank: usize,
+    listen: SocketAddr,
+    addresses: &[String],
+    names: &[String],
+    error: &std::io::Error,
+) -> DistributeError {
+    let name = |r: usize| names.get(r).cloned().unwrap_or_else(|| format!("rank {r}"));
+    let me = name(rank);
+    let sharing = (error.kind() == std::io::ErrorKind::AddrInUse)
+        .then(|| {
+            addresses.iter().enumerate().find(|&(other, address)| {
+                other != rank
+                    && host_and_port(address).is_ok_and(|(_, port)| port == listen.port())
+                    && (is_same_host(address) || same_host_name(address, &addresses[rank]))
+            })
+        })
+        .flatten();
+    match sharing {
+        Some((other, address)) => DistributeError::invalid(format!(
+            "{me} cannot listen on {listen}: {error}; {} ('{address}') is given the same port \
+             on this machine: every task needs a port of its own",
+            name(other)
+        )),
+        None => DistributeError::invalid(format!("{me} cannot listen on {listen}: {error}")),
+    }
+}
+
+/// Whether `a` and `b` name one host, compared case-insensitively.
+fn same_host_name(a: &str, b: &str) -> bool {
+    match (host_and_port(a), host_and_port(b)) {
+        (Ok((a, _)), Ok((b, _))) => a.eq_ignore_ascii_case(b),
+        _ => false,
+    }
 }
 
 /// The host (without IPv6 brackets) and port of `address`, with or without a scheme.
@@ -59,6 +98,26 @@ mod tests {
         assert_eq!(at("http://worker-0:2222"), "0.0.0.0:2222");
         assert!(listen_address("worker-0").is_err());
         assert!(listen_address("worker-0:http").is_err());
+    }
+
+    #[test]
+    fn a_port_in_use_names_the_task_given_it_too() {
+        let addresses = ["127.0.0.1:5000".to_string(), "localhost:05000".to_string()];
+        let names = ["chief:0".to_string(), "worker:0".to_string()];
+        let listen = listen_address(&addresses[1]).unwrap();
+        let in_use = std::io::Error::from(std::io::ErrorKind::AddrInUse);
+        let message = bind_failure(1, listen, &addresses, &names, &in_use).to_string();
+        assert!(
+            message.contains("worker:0 cannot listen on 0.0.0.0:5000")
+                && message.contains("chief:0 ('127.0.0.1:5000') is given the same port"),
+            "{message}"
+        );
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let message = bind_failure(1, listen, &addresses, &names, &denied).to_string();
+        assert!(!message.contains("chief:0"), "{message}");
+        let elsewhere = ["10.0.0.1:5000".to_string(), "10.0.0.2:5000".to_string()];
+        let message = bind_failure(1, listen, &elsewhere, &names, &in_use).to_string();
+        assert!(!message.contains("chief:0"), "{message}");
     }
 
     #[test]

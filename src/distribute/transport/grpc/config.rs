@@ -11,6 +11,7 @@ use tonic::codegen::{Bytes, Service, StdError};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 
+use super::admission::{admit, ConnectionLimits, DEFAULT_HANDSHAKE_TIMEOUT};
 use crate::distribute::error::AddressError;
 use crate::distribute::transport::tls::ClusterTls;
 
@@ -52,6 +53,14 @@ pub struct GrpcConfig {
     /// reach falls back to gRPC. [`same_host_lane_from_env`](crate::cluster::same_host_lane_from_env)
     /// reads the switch from `ESTIMATOR_SAME_HOST_LANE`.
     pub same_host_lane: bool,
+    /// Connections this rank's server takes at once, before any is authenticated; one more
+    /// is closed as soon as it is accepted. `None` (the default): 4 per rank of the cluster
+    /// and 64 to spare, which leaves most of a process's descriptors to its checkpoints
+    /// however many idle connections strangers open.
+    pub max_connections: Option<usize>,
+    /// How long a connection to this rank's server may take to open with its handshake
+    /// (the HTTP/2 preface, or a TLS ClientHello) before it is closed (default 10 s).
+    pub handshake_timeout: Duration,
 }
 
 impl Default for GrpcConfig {
@@ -64,6 +73,19 @@ impl Default for GrpcConfig {
             token: None,
             tls: None,
             same_host_lane: true,
+            max_connections: None,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+        }
+    }
+}
+
+impl GrpcConfig {
+    /// What the server of a rank of `world_size` ranks admits.
+    pub(super) fn connection_limits(&self, world_size: usize) -> ConnectionLimits {
+        let limits = ConnectionLimits::for_cluster(world_size, self.handshake_timeout);
+        ConnectionLimits {
+            max_connections: self.max_connections.unwrap_or(limits.max_connections),
+            ..limits
         }
     }
 }
@@ -77,6 +99,8 @@ impl std::fmt::Debug for GrpcConfig {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("tls", &self.tls.is_some())
             .field("same_host_lane", &self.same_host_lane)
+            .field("max_connections", &self.max_connections)
+            .field("handshake_timeout", &self.handshake_timeout)
             .finish()
     }
 }
@@ -141,7 +165,8 @@ pub(crate) fn endpoint(
 }
 
 /// Serves `service` on `listener` until `stop` completes, over mutual TLS when `tls` is
-/// given; TCP_NODELAY on every connection.
+/// given; TCP_NODELAY on every connection, within the [`ConnectionLimits`] of a server
+/// that does not know its cluster's size.
 pub(crate) async fn serve_grpc<S, B>(
     service: S,
     listener: tokio::net::TcpListener,
@@ -155,8 +180,28 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<StdError>,
 {
+    let limits = ConnectionLimits::default();
+    serve_grpc_within(service, listener, tls, limits, stop).await
+}
+
+/// [`serve_grpc`] admitting connections within `limits`.
+pub(super) async fn serve_grpc_within<S, B>(
+    service: S,
+    listener: tokio::net::TcpListener,
+    tls: Option<&ClusterTls>,
+    limits: ConnectionLimits,
+    stop: impl Future<Output = ()>,
+) -> Result<(), tonic::transport::Error>
+where
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<StdError> + Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<StdError>,
+{
     // Set here: the server's own `tcp_nodelay` does not apply to a given listener.
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = admit(incoming, limits);
     match tls {
         None => {
             server()

@@ -1,6 +1,7 @@
 //! Reaching a peer: connecting (retrying while it is not up yet) and the handshake.
 
 use std::error::Error as StdError;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -9,9 +10,10 @@ use tonic::transport::Channel;
 use tonic::Code;
 
 use super::config::{endpoint, MAX_MESSAGE_BYTES};
-use super::metadata::outgoing;
+use super::metadata::{outgoing, TokenRefusals};
 use super::proto::collective_client::CollectiveClient;
 use super::proto::HelloRequest;
+use crate::cluster::{CLUSTER_TOKEN, CLUSTER_TOKEN_FILE};
 use crate::distribute::error::{DistributeError, Result};
 use crate::distribute::transport::tls::{tls_refusal, ClusterTls};
 
@@ -27,6 +29,10 @@ pub(super) struct Caller {
     pub(super) heartbeat: std::time::Duration,
     /// Where a broken stream to a peer is recorded: the peer is gone.
     pub(super) watch: std::sync::Arc<super::peer_watch::PeerWatch>,
+    /// The calls this rank's server refused for their token.
+    pub(super) token_refusals: Arc<TokenRefusals>,
+    /// The peer whose server refused this rank's token, once one has.
+    pub(super) token_refused_by: Arc<Mutex<Option<usize>>>,
 }
 
 /// Why an attempt to reach a peer failed.
@@ -75,11 +81,22 @@ pub(super) async fn dial(
                 .await
                 .map_err(|status| match (tls_refusal(&status), status.code()) {
                     (Some(refusal), _) => Failure::Refused(format!("at {address}: {refusal}")),
+                    (None, Code::Unauthenticated) => {
+                        let mut refused_by = caller
+                            .token_refused_by
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner());
+                        refused_by.get_or_insert(peer);
+                        Failure::Refused(format!(
+                            "refused the handshake of rank {}: {}",
+                            caller.rank,
+                            status.message()
+                        ))
+                    }
                     (
                         None,
                         Code::FailedPrecondition
                         | Code::InvalidArgument
-                        | Code::Unauthenticated
                         | Code::PermissionDenied
                         | Code::Unimplemented,
                     ) => Failure::Refused(format!(
@@ -113,6 +130,23 @@ pub(super) async fn dial(
             Err(_) => "no answer".to_string(),
         };
         if Instant::now() + backoff >= deadline {
+            // The peer may have come up, been refused by this rank's server for its token and
+            // left before this rank reached it: a configuration error, which no restart cures.
+            if let Some(refused) = caller.token_refusals.claiming(peer) {
+                let from = refused
+                    .from
+                    .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
+                return Err(DistributeError::Refused {
+                    rank: peer,
+                    message: format!(
+                        "could not be reached at {address} within {connect_timeout:?}, and \
+                         rank {} refused a call from {from} claiming to be rank {peer} for a \
+                         missing or wrong cluster token: every task of a cluster needs the \
+                         same {CLUSTER_TOKEN} (or {CLUSTER_TOKEN_FILE})",
+                        caller.rank
+                    ),
+                });
+            }
             return Err(DistributeError::peer(
                 peer,
                 format!(

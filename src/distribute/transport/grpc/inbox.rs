@@ -123,6 +123,9 @@ fn gone(me: usize, peer: usize, missing: Missing) -> DistributeError {
              rank {me} gives up"
         ),
         Missing::Lost(reason) => format!("connection lost ({reason}); rank {me} gives up"),
+        Missing::GaveUpOn(by) if by == peer => {
+            format!("failed and left the cluster; rank {me} gives up")
+        }
         Missing::GaveUpOn(by) => {
             format!("rank {by} gave up waiting for it; rank {me} gives up too")
         }

@@ -1,8 +1,10 @@
 //! What travels in the metadata of every call: the caller's rank and the cluster token, and
 //! the server's check of the token.
 
-use crate::cluster::TokenError;
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use crate::cluster::{TokenError, CLUSTER_TOKEN, CLUSTER_TOKEN_FILE};
 
 use tonic::codegen::http::HeaderMap;
 use tonic::metadata::AsciiMetadataValue;
@@ -57,10 +59,70 @@ pub(super) fn caller_rank(headers: &HeaderMap) -> Result<usize, Status> {
         .ok_or_else(|| Status::invalid_argument(format!("no valid {RANK_KEY} in the metadata")))
 }
 
+/// What a call refused for its token is told, and what the refusing side logs.
+const TOKEN_MISMATCH: &str = "missing or wrong cluster token";
+
+/// Calls kept at most by [`TokenRefusals`]: what a flood of strangers adds is not logged.
+const MAX_REFUSALS_KEPT: usize = 64;
+
+/// A call a server refused for its token: where it came from, and the rank it claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TokenRefusal {
+    pub(crate) from: Option<SocketAddr>,
+    pub(crate) claimed: Option<usize>,
+}
+
+/// The calls a server refused for their token. Each new (address, claimed rank) is logged
+/// once on the refusing side, naming both; a rank's `connect` reads them to tell a peer that
+/// another token kept away from one that is merely down.
+#[derive(Debug, Default)]
+pub(crate) struct TokenRefusals {
+    seen: Mutex<Vec<TokenRefusal>>,
+}
+
+impl TokenRefusals {
+    fn note(&self, refusal: TokenRefusal) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let host = |r: &TokenRefusal| r.from.map(|a| a.ip());
+        let known = seen
+            .iter()
+            .any(|r| host(r) == host(&refusal) && r.claimed == refusal.claimed);
+        if known || seen.len() >= MAX_REFUSALS_KEPT {
+            return;
+        }
+        seen.push(refusal);
+        let from = refusal
+            .from
+            .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
+        let claimed = refusal
+            .claimed
+            .map_or_else(|| "no rank".to_string(), |r| format!("rank {r}"));
+        tracing::warn!(
+            "refused a call from {from} claiming {claimed}: {TOKEN_MISMATCH} ({TOKEN_KEY}); \
+             every task of a cluster needs the same {CLUSTER_TOKEN} (or {CLUSTER_TOKEN_FILE})"
+        );
+    }
+
+    /// The first refused call that claimed to be `rank`.
+    pub(super) fn claiming(&self, rank: usize) -> Option<TokenRefusal> {
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.iter().copied().find(|r| r.claimed == Some(rank))
+    }
+}
+
 /// The server's interceptor: with an `expected` token, refuses every call that does not carry
-/// it as [`tonic::Code::Unauthenticated`]; without one, lets everything through.
+/// it as [`tonic::Code::Unauthenticated`], logging it (see [`TokenRefusals`]); without one,
+/// lets everything through.
 pub(crate) fn check_token(
     expected: Option<Arc<[u8]>>,
+) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + Sync + 'static {
+    check_token_noting(expected, Arc::default())
+}
+
+/// [`check_token`], keeping the refusals in `refusals`.
+pub(super) fn check_token_noting(
+    expected: Option<Arc<[u8]>>,
+    refusals: Arc<TokenRefusals>,
 ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + Sync + 'static {
     move |request: Request<()>| {
         let Some(expected) = &expected else {
@@ -71,12 +133,16 @@ pub(crate) fn check_token(
             .get(TOKEN_KEY)
             .map_or(&[][..], |value| value.as_bytes());
         if constant_time_eq(expected, given) {
-            Ok(request)
-        } else {
-            Err(Status::unauthenticated(format!(
-                "missing or wrong cluster token ({TOKEN_KEY})"
-            )))
+            return Ok(request);
         }
+        refusals.note(TokenRefusal {
+            from: request.remote_addr(),
+            claimed: caller_rank(request.metadata().as_ref()).ok(),
+        });
+        Err(Status::unauthenticated(format!(
+            "{TOKEN_MISMATCH} ({TOKEN_KEY}): every task of a cluster needs the same \
+             {CLUSTER_TOKEN} (or {CLUSTER_TOKEN_FILE})"
+        )))
     }
 }
 
@@ -119,9 +185,46 @@ mod tests {
         let missing = check(outgoing((), 1, None)).unwrap_err();
         assert_eq!(missing.code(), tonic::Code::Unauthenticated);
         let wrong = token_value("s3creT").unwrap();
-        assert!(check(outgoing((), 1, Some(&wrong))).is_err());
+        let refused = check(outgoing((), 1, Some(&wrong))).unwrap_err();
+        assert!(
+            refused.message().contains("ESTIMATOR_CLUSTER_TOKEN"),
+            "{refused:?}"
+        );
         let mut open = check_token(None);
         assert!(open(outgoing((), 1, None)).is_ok());
+    }
+
+    #[test]
+    fn refusals_are_kept_once_per_address_and_claimed_rank() {
+        let refusals = Arc::new(TokenRefusals::default());
+        let mut check = check_token_noting(Some(Arc::from(&b"s3cret"[..])), Arc::clone(&refusals));
+        let at = |port: u16| Some(SocketAddr::from(([127, 0, 0, 1], port)));
+        for (port, rank) in [(4000, 1), (4001, 1), (4002, 2)] {
+            let mut request = outgoing((), rank, None);
+            // What tonic's server puts into a request's extensions.
+            let info = tonic::transport::server::TcpConnectInfo {
+                local_addr: None,
+                remote_addr: at(port),
+            };
+            request.extensions_mut().insert(info);
+            assert!(check(request).is_err());
+        }
+        let seen = refusals.seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [
+                TokenRefusal {
+                    from: at(4000),
+                    claimed: Some(1)
+                },
+                TokenRefusal {
+                    from: at(4002),
+                    claimed: Some(2)
+                }
+            ]
+        );
+        assert_eq!(refusals.claiming(2).unwrap().from, at(4002));
+        assert_eq!(refusals.claiming(0), None);
     }
 
     #[test]

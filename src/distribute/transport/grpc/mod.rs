@@ -9,6 +9,7 @@
 //! same machine go over a Unix-domain socket instead ([`lane`]), into the same inbox.
 
 mod address;
+mod admission;
 mod config;
 mod control;
 mod dial;
@@ -36,6 +37,8 @@ use tokio::task::JoinHandle;
 use tonic::service::interceptor::InterceptedService;
 
 pub(crate) use address::listen_address;
+pub(crate) use admission::Admitted;
+use config::serve_grpc_within;
 pub use config::GrpcConfig;
 pub(crate) use config::MAX_MESSAGE_BYTES;
 pub(crate) use config::{endpoint, serve_grpc};
@@ -48,6 +51,7 @@ use inbound::Inbound;
 use inbox::Inbox;
 use lane::Lanes;
 pub(crate) use metadata::{check_token, token_value};
+use metadata::{check_token_noting, TokenRefusals};
 use outbound::Outbound;
 use peer_watch::PeerWatch;
 use service::Routes;
@@ -118,9 +122,8 @@ impl GrpcTransport {
             .ok_or_else(|| out_of_range(rank, addresses))?;
         let listen =
             listen_address(own).map_err(|source| DistributeError::Address { rank, source })?;
-        let listener = TcpListener::bind(listen).map_err(|e| {
-            DistributeError::invalid(format!("rank {rank} cannot listen on {listen}: {e}"))
-        })?;
+        let listener = TcpListener::bind(listen)
+            .map_err(|e| address::bind_failure(rank, listen, addresses, &config.names, &e))?;
         Self::connect_with_listener(rank, addresses, listener, config)
     }
 
@@ -165,6 +168,7 @@ impl GrpcTransport {
         let (inbound, receivers) = Inbound::new(rank, world_size, Arc::clone(&watch));
         // Listening before joining: a peer opens its lane once it has joined.
         let lanes = Lanes::listen(rank, addresses, &config, &inbound);
+        let token_refusals = Arc::new(TokenRefusals::default());
         let (stop_server, stopped) = oneshot::channel::<()>();
         let server;
         {
@@ -173,13 +177,16 @@ impl GrpcTransport {
                 .map_err(|e| io("use its listener", e))?;
             let service = Routes::new(Arc::clone(&inbound), MAX_MESSAGE_BYTES);
             let expected = config.token.as_deref().map(|t| Arc::from(t.as_bytes()));
-            let service = InterceptedService::new(service, check_token(expected));
+            let check = check_token_noting(expected, Arc::clone(&token_refusals));
+            let service = InterceptedService::new(service, check);
             let tls = config.tls.clone();
+            let limits = config.connection_limits(world_size);
             server = runtime.spawn(async move {
                 let stop = async {
                     let _ = stopped.await;
                 };
-                let served = serve_grpc(service, listener, tls.as_deref(), stop).await;
+                let served = serve_grpc_within(service, listener, tls.as_deref(), limits, stop);
+                let served = served.await;
                 if let Err(e) = served {
                     tracing::warn!("the gRPC server of rank {rank} stopped: {e}");
                 }
@@ -212,6 +219,8 @@ impl GrpcTransport {
             tls: config.tls.clone(),
             heartbeat,
             watch: Arc::clone(&watch),
+            token_refusals: Arc::clone(&token_refusals),
+            token_refused_by: Arc::default(),
         };
         match transport.join(addresses, &caller, config.connect_timeout) {
             Ok(()) => {
@@ -220,6 +229,13 @@ impl GrpcTransport {
                 Ok(transport)
             }
             Err(e) => {
+                let refused_by = *caller
+                    .token_refused_by
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                if let Some(peer) = refused_by {
+                    linger_for_token_refusal(&token_refusals, peer);
+                }
                 // Answers already decided (a refused handshake) still reach the peers, which
                 // can then report why instead of finding this rank gone.
                 if let Some(runtime) = transport.runtime.take() {
@@ -372,6 +388,22 @@ impl GrpcTransport {
             self.gave_up_on.get_or_insert(*rank);
         }
         result
+    }
+}
+
+/// How long a rank whose token a peer refused keeps serving, so that the peer's own dial
+/// reaches it and is refused in turn: longer than the longest pause between a rank's dials.
+const TOKEN_REFUSAL_LINGER: Duration = Duration::from_secs(2);
+
+/// Keeps the server of a rank whose token `peer` refused answering (with refusals) until
+/// `peer` has called and been refused too, for at most [`TOKEN_REFUSAL_LINGER`]. Without it
+/// the refused rank leaves at once, and `peer`, finding no one at its address, would wait
+/// out its start-up timeout and report a peer that could not be reached — a retryable
+/// failure — instead of the token.
+fn linger_for_token_refusal(refusals: &TokenRefusals, peer: usize) {
+    let deadline = std::time::Instant::now() + TOKEN_REFUSAL_LINGER;
+    while refusals.claiming(peer).is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

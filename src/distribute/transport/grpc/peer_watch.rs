@@ -171,6 +171,9 @@ impl PeerWatch {
             .map(|(p, why)| match why {
                 Missing::Silent(d) => format!("{} (silent for {d:.1?})", self.name(*p)),
                 Missing::Lost(reason) => format!("{} (connection lost: {reason})", self.name(*p)),
+                Missing::GaveUpOn(by) if by == p => {
+                    format!("{} (failed and left)", self.name(*p))
+                }
                 Missing::GaveUpOn(by) => {
                     format!("{} ({} gave up on it)", self.name(*p), self.name(*by))
                 }

@@ -74,13 +74,16 @@ impl GrpcTransport {
     }
 
     /// Leaves after a failure: tells every peer which rank this one gave up on, so that
-    /// they name the same one rather than this rank, which leaves first; gives them a
-    /// moment to read it; then drops every connection.
+    /// they name the same one rather than this rank, which leaves first — or, when no peer
+    /// failed it (its own error: a full disk, say), this rank itself, so that the peers
+    /// which would see a neighbour leave before it name it all the same; gives them a moment
+    /// to read it; then drops every connection.
     pub(super) fn give_up(&mut self) {
-        let (Some(runtime), Some(missing)) = (self.runtime.as_ref(), self.gave_up_on) else {
+        let Some(runtime) = self.runtime.as_ref() else {
             self.drop_connections();
             return;
         };
+        let missing = self.gave_up_on.unwrap_or(self.rank);
         let me = self.rank;
         let mut outbound: Vec<Outbound> =
             self.outbound.iter_mut().filter_map(Option::take).collect();

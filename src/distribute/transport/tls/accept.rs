@@ -7,10 +7,11 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
-use tokio_stream::StreamExt;
-use tonic::transport::server::TcpIncoming;
+use tokio_stream::{Stream, StreamExt};
+use tonic::transport::server::Connected;
 
 use super::ClusterTls;
+use crate::distribute::transport::grpc::Admitted;
 
 /// How long a connection may take to finish its handshake: a peer that opens a socket and
 /// says nothing must not hold resources for ever.
@@ -20,13 +21,16 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const QUEUE: usize = 16;
 
 /// A connection that completed the handshake.
-pub(crate) type Accepted = std::io::Result<TlsStream<TcpStream>>;
+pub(crate) type Accepted = std::io::Result<TlsStream<Admitted<TcpStream>>>;
 
 impl ClusterTls {
     /// The connections of `incoming` that complete a mutual-TLS handshake; the others are
     /// logged and dropped. Spawns on the current tokio runtime; stops accepting (closing the
     /// listener) once the stream returned is dropped.
-    pub(crate) fn accept(&self, incoming: TcpIncoming) -> ReceiverStream<Accepted> {
+    pub(crate) fn accept(
+        &self,
+        incoming: impl Stream<Item = std::io::Result<Admitted<TcpStream>>> + Send + 'static,
+    ) -> ReceiverStream<Accepted> {
         let (ready, accepted) = mpsc::channel::<Accepted>(QUEUE);
         let acceptor = self.acceptor.clone();
         tokio::spawn(async move {
@@ -44,8 +48,9 @@ impl ClusterTls {
                     },
                 };
                 let from = tcp
-                    .peer_addr()
-                    .map_or_else(|_| "an unknown address".to_string(), |a| a.to_string());
+                    .connect_info()
+                    .remote_addr()
+                    .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
                 let (acceptor, ready) = (acceptor.clone(), ready.clone());
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {

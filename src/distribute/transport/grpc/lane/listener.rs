@@ -4,7 +4,7 @@
 use std::io;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -91,7 +91,14 @@ fn bind_replacing_stale(path: &Path) -> io::Result<UnixListener> {
     }
 }
 
+/// Connections to a lane socket handled at once beyond one per peer: each holds a thread
+/// and a descriptor, and only this user can connect (the directory is theirs alone), but a
+/// stray program looping on the socket must not take them all.
+const SPARE_CONNECTIONS: usize = 8;
+
 fn accept_until_stopped(listener: &UnixListener, stop: &AtomicBool, acceptor: &Acceptor) {
+    let live = Arc::new(AtomicUsize::new(0));
+    let most = acceptor.world_size + SPARE_CONNECTIONS;
     loop {
         let accepted = listener.accept();
         if stop.load(Ordering::SeqCst) {
@@ -100,10 +107,22 @@ fn accept_until_stopped(listener: &UnixListener, stop: &AtomicBool, acceptor: &A
         match accepted {
             Ok((stream, _)) => {
                 let rank = acceptor.rank;
+                if live.fetch_add(1, Ordering::SeqCst) >= most {
+                    live.fetch_sub(1, Ordering::SeqCst);
+                    tracing::info!(
+                        "rank {rank} closed a connection to its lane socket: {most} are open \
+                         already"
+                    );
+                    continue;
+                }
                 let acceptor = acceptor.clone();
+                let counted = Live(Arc::clone(&live));
                 let spawned = std::thread::Builder::new()
                     .name(format!("estimator-lane-into-{rank}"))
-                    .spawn(move || accept_lane(stream, &acceptor));
+                    .spawn(move || {
+                        let _counted = counted;
+                        accept_lane(stream, &acceptor)
+                    });
                 if let Err(e) = spawned {
                     tracing::warn!("rank {rank}: cannot start a lane reader: {e}");
                 }
@@ -113,6 +132,15 @@ fn accept_until_stopped(listener: &UnixListener, stop: &AtomicBool, acceptor: &A
                 std::thread::sleep(ACCEPT_RETRY);
             }
         }
+    }
+}
+
+/// One connection to a lane socket, counted until dropped.
+struct Live(Arc<AtomicUsize>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -136,3 +136,35 @@ fn dropping_every_rank_at_once_does_not_hang() {
     });
     assert!(start.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn a_rank_that_fails_on_its_own_is_named_by_every_peer() {
+    // Rank 0 fails for a reason of its own; rank 1 waits for it, rank 2 for rank 1, which
+    // leaves once it has lost rank 0: both name rank 0, rank 1 in rank 0's own word.
+    let errors = on_threads(connect(3, config()), |mut t| {
+        let rank = t.rank();
+        let err = match rank {
+            0 => {
+                t.recv(1, 1).unwrap();
+                t.abandon();
+                return None;
+            }
+            1 => {
+                t.send(0, 1, vec![]).unwrap();
+                t.recv(0, 2).unwrap_err()
+            }
+            _ => t.recv(1, 3).unwrap_err(),
+        };
+        t.abandon();
+        Some(err)
+    });
+    for (rank, err) in errors.iter().enumerate().skip(1) {
+        let err = err.as_ref().unwrap();
+        assert_eq!(err.rank(), Some(0), "rank {rank}: {err}");
+    }
+    let err = errors[1].as_ref().unwrap().to_string();
+    assert!(
+        err.contains("failed and left the cluster; rank 1 gives up"),
+        "{err}"
+    );
+}

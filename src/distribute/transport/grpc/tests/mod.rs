@@ -1,5 +1,6 @@
 //! Clusters of real gRPC transports on loopback, one thread per rank.
 
+mod admission;
 mod exchange;
 mod failures;
 mod lane;
