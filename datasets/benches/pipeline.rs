@@ -11,10 +11,12 @@
 //! (`pipeline/columnar.rs`) reads 60k MNIST-width rows epoch after epoch through
 //! `cache_table` + `batch_columnar` against `cache` + `batch`; the `csv_threads` case
 //! (`pipeline/csv_threads.rs`) parses the CSV on one thread and with
-//! `with_parse_threads`, both in alternating rounds.
+//! `with_parse_threads`, both in alternating rounds; the `tfrecord` case
+//! (`pipeline/tfrecord.rs`) decodes MNIST-width tf.Examples from a TFRecord file into
+//! columnar batches on one thread and two.
 //!
 //! A name after `--` runs only the cases whose name contains it: `csv`, `csv_threads`,
-//! `mnist`, `pandas`, `map_parallel`, `columnar` (e.g. `cargo bench -p datasets --bench
+//! `mnist`, `pandas`, `map_parallel`, `columnar`, `tfrecord` (e.g. `cargo bench -p datasets --bench
 //! pipeline -- map_parallel`).
 
 use std::hint::black_box;
@@ -33,6 +35,8 @@ mod columnar;
 mod csv_threads;
 #[path = "pipeline/map_parallel.rs"]
 mod map_parallel;
+#[path = "pipeline/tfrecord.rs"]
+mod tfrecord;
 
 const ROWS: usize = 200_000;
 const COLS: usize = 64;
@@ -293,6 +297,9 @@ fn main() {
     }
     if wanted("mnist") {
         bench_mnist();
+    }
+    if wanted("tfrecord") {
+        tfrecord::bench();
     }
     if !wanted("csv") && !wanted("pandas") && !wanted("csv_threads") {
         return;

@@ -162,6 +162,33 @@ pub enum Error {
         message: String,
     },
 
+    /// A TFRecord record that cannot be read (a CRC that does not match, a file that ends
+    /// inside it, a corrupt compressed stream) or whose tf.Example does not fit the feature
+    /// spec (a missing feature, another data type, another number of values).
+    #[error(
+        "{file}: record {record} (byte {offset}{}): {message}",
+        stream_of(.compression)
+    )]
+    Record {
+        /// The file.
+        file: String,
+        /// 1-based number of the record in its file.
+        record: u64,
+        /// Byte offset of the record's start: in the file, or in the decompressed stream
+        /// of a compressed one.
+        offset: u64,
+        /// `""` for a plain file, else the compression (`GZIP`, `ZLIB`): `offset` counts
+        /// decompressed bytes.
+        compression: &'static str,
+        /// What is wrong, naming the feature where there is one.
+        message: String,
+    },
+
+    /// A feature spec that cannot work (a label that is not a one-value feature, a default
+    /// of another type or size, a data type a kind of feature cannot hold).
+    #[error("feature spec: {0}")]
+    FeatureSpec(String),
+
     /// A schema that cannot work (duplicate column, unknown label, bad default).
     #[error("schema: {0}")]
     Schema(String),
@@ -221,6 +248,15 @@ fn describe_field(column: Option<&str>, field: usize) -> String {
     match column {
         Some(name) => format!("field '{name}' (column {field})"),
         None => format!("header field {field}"),
+    }
+}
+
+/// Where a [`Error::Record`]'s offset counts from, after the number.
+fn stream_of(compression: &str) -> String {
+    if compression.is_empty() {
+        String::new()
+    } else {
+        format!(" of the {compression}-decompressed stream")
     }
 }
 

@@ -2,7 +2,7 @@
 //! sharding, background prefetch, and positions that survive a checkpoint.
 //!
 //! A pipeline is a chain of [`Dataset`]s. A source ([`CsvDataset`], [`IdxDataset`],
-//! [`from_vec`], [`from_fn`]) yields items; the combinators of [`DatasetExt`] (`map`,
+//! [`TfRecordDataset`], [`TfExampleDataset`], [`from_vec`], [`from_fn`]) yields items; the combinators of [`DatasetExt`] (`map`,
 //! `map_parallel`, `filter`, `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`,
 //! `prefetch`, `cache`, `zip`, `cache_table`, `batch_columnar`, and [`interleave`])
 //! transform them. Everything is lazy and deterministic given
@@ -127,8 +127,11 @@ pub use infer::{infer_schema, infer_schema_with};
 pub use position::Position;
 pub use rng::SplitMix64;
 pub use schema::{Column, ColumnType, Schema};
+pub use sources::tf_example::proto as tf_proto;
 pub use sources::{
-    from_fn, from_vec, open_regular, read_idx, BadRowPolicy, CsvDataset, CsvOptions, Generator,
-    IdxArray, IdxDataset, RowCounter, VecDataset,
+    from_fn, from_vec, masked_crc32c, open_regular, read_idx, BadRowPolicy, CsvDataset, CsvOptions,
+    DType, FeatureConfig, FeatureSpec, FixedLenFeature, Generator, IdxArray, IdxDataset,
+    RowCounter, TfExampleBatches, TfExampleDataset, TfRecordCompression, TfRecordDataset,
+    TfRecordWriter, VarLenFeature, VecDataset,
 };
 pub use stats::{FeatureStats, StatsAccumulator};

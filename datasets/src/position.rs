@@ -27,6 +27,17 @@ pub enum Position {
         /// Bad rows skipped so far under [`BadRowPolicy::Skip`](crate::BadRowPolicy).
         skipped: u64,
     },
+    /// TFRecord files read in order: the current file, its records read so far, and where
+    /// the next one starts.
+    #[serde(rename = "tfrecord")]
+    TfRecord {
+        /// Index of the current file in the list the dataset was opened with.
+        file: u64,
+        /// Records of that file read so far.
+        record: u64,
+        /// Byte offset of its next record (in the decompressed stream of a compressed file).
+        byte: u64,
+    },
     /// `shuffle`: restored by replaying `drawn` steps from `start` with the same seed.
     Shuffle {
         /// Per-epoch salt mixed into the seed (changed by `repeat` each epoch).
@@ -107,6 +118,7 @@ impl Position {
         match self {
             Position::Index(_) => "index",
             Position::Csv { .. } => "csv",
+            Position::TfRecord { .. } => "tfrecord",
             Position::Shuffle { .. } => "shuffle",
             Position::Shard { .. } => "shard",
             Position::Repeat { .. } => "repeat",
@@ -127,7 +139,10 @@ impl Position {
     pub fn reseeded(&self, epoch: u64) -> Position {
         let re = |p: &Position| Box::new(p.reseeded(epoch));
         match self {
-            Position::Index(_) | Position::Csv { .. } | Position::Cache { .. } => self.clone(),
+            Position::Index(_)
+            | Position::Csv { .. }
+            | Position::TfRecord { .. }
+            | Position::Cache { .. } => self.clone(),
             Position::Shuffle { salt, start, drawn } => Position::Shuffle {
                 salt: mix(*salt ^ mix(epoch.wrapping_add(0x5EED))),
                 start: re(start),

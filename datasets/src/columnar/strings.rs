@@ -112,6 +112,15 @@ impl StringColumn {
         self.ends.clear();
     }
 
+    /// Keeps the first `len` values: a row that fails half-way is taken back out.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if len < self.ends.len() {
+            self.data
+                .truncate(if len == 0 { 0 } else { self.ends[len - 1] });
+            self.ends.truncate(len);
+        }
+    }
+
     pub(crate) fn reserve(&mut self, values: usize) {
         self.ends.reserve(values);
     }

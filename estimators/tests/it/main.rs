@@ -15,4 +15,5 @@ mod ps_cluster;
 mod ps_faults;
 mod restarts;
 mod stall;
+mod tfrecord_input;
 mod tls_cluster;

@@ -14,6 +14,7 @@ use estimators::DnnClassifier;
 
 use crate::cli::{TrainArgs, DEFAULT_HIDDEN_UNITS};
 use crate::input::{training_facts, training_schema, TrainingFacts};
+use crate::input_format::InputFormat;
 use crate::memory_check;
 use crate::optimizer_flags::optimizer_spec;
 
@@ -56,9 +57,15 @@ pub fn build_classifier(
     args: &TrainArgs,
     run_config: RunConfig,
     keep_rows: bool,
+    format: &InputFormat,
 ) -> Result<(DnnClassifier, Option<Arc<ColumnarBatch>>)> {
-    let schema = training_schema(&args.train, &args.label_column, args.schema.as_deref())?;
-    let mut facts = training_facts(&args.train, &schema, keep_rows)?;
+    // A feature spec always names the label; a CSV file's must be named on the command line.
+    let label = format
+        .label()
+        .or(args.label_column.as_deref())
+        .context("--label-column NAME is required: the column to predict")?;
+    let schema = training_schema(&args.train, label, args.schema.as_deref(), format)?;
+    let mut facts = training_facts(&args.train, &schema, keep_rows, format)?;
     let string_labels = !facts.label_names.is_empty();
     let vocabulary = match (&args.label_vocabulary, string_labels) {
         (Some(vocabulary), _) => Some(vocabulary.clone()),

@@ -9,7 +9,8 @@ use estimator::{Distribution, LossReadback};
 
 use crate::values::{parse_decay, parse_learning_rate, parse_mirrored};
 
-/// Train, evaluate, predict with and export a DNN classifier on CSV data.
+/// Train, evaluate, predict with and export a DNN classifier on CSV data or TFRecord files of
+/// tf.Example.
 #[derive(Debug, Parser)]
 #[command(name = "dnn-classifier", version, about, long_about = None)]
 pub struct Cli {
@@ -21,9 +22,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Train on a CSV file (resumes from the latest checkpoint in --model-dir).
+    /// Train on a CSV or TFRecord file (resumes from the latest checkpoint in --model-dir).
     #[command(
-        after_help = "Example:\n  dnn-classifier train --train iris_train.csv --label-column label \\\n    --hidden-units 128,64 --max-steps 1000 --model-dir /tmp/iris --json"
+        after_help = "Examples:\n  dnn-classifier train --train iris_train.csv --label-column label \\\n    --hidden-units 128,64 --max-steps 1000 --model-dir /tmp/iris --json\n  dnn-classifier train --train mnist_train.tfrecord --feature-spec spec.json \\\n    --max-steps 1000 --model-dir /tmp/mnist"
     )]
     Train(TrainArgs),
     /// Train, then evaluate on --eval at the end.
@@ -81,23 +82,34 @@ pub const DEFAULT_HIDDEN_UNITS: [usize; 2] = [128, 64];
 /// Flags of `train` and `train-and-evaluate`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
-    /// Training CSV (header row; `.gz` accepted).
+    /// Training CSV (header row; `.gz` accepted), or with --feature-spec a TFRecord file of
+    /// tf.Example (`.gz` GZIP, `.zlib` ZLIB).
     /// Example: `--train data/train.csv`.
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv|FILE.tfrecord")]
     pub train: PathBuf,
-    /// Evaluation CSV (required by train-and-evaluate).
+    /// Evaluation CSV, or TFRecord file with --feature-spec (required by
+    /// train-and-evaluate).
     /// Example: `--eval data/test.csv`.
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv|FILE.tfrecord")]
     pub eval: Option<PathBuf>,
-    /// Name of the label column.
+    /// Name of the label column, required for a new model on CSV input (with
+    /// --feature-spec: the label feature, by default the spec's "label"; resuming: the
+    /// saved model's).
     /// Example: `--label-column label`.
     #[arg(long, value_name = "NAME")]
-    pub label_column: String,
+    pub label_column: Option<String>,
     /// Column types as JSON (a `datasets::Schema`); inferred from the header and first rows
     /// when absent.
     /// Example: `--schema schema.json`.
-    #[arg(long, value_name = "schema.json")]
+    #[arg(long, value_name = "schema.json", conflicts_with = "feature_spec")]
     pub schema: Option<PathBuf>,
+    /// Read --train and --eval as TFRecord files of tf.Example, through this feature spec
+    /// (JSON, as tf.io.parse_example's: {"features": {"x": {"kind": "fixed", "shape":
+    /// [784], "dtype": "float32"}, "label": {"kind": "fixed", "shape": [], "dtype":
+    /// "int64"}}, "label": "label"}); saved in --model-dir for evaluate and predict.
+    /// Example: `--feature-spec spec.json`.
+    #[arg(long, value_name = "spec.json")]
+    pub feature_spec: Option<PathBuf>,
     /// Hidden layer sizes (default 128,64). A resumed model keeps its own; giving other
     /// sizes is an error.
     /// Example: `--hidden-units 256,128,64`.
@@ -321,14 +333,20 @@ pub enum ExporterName {
 /// Flags of `evaluate`.
 #[derive(Debug, Args)]
 pub struct EvaluateArgs {
-    /// Evaluation CSV.
+    /// Evaluation CSV, or TFRecord file of tf.Example (read through --feature-spec, or the
+    /// spec a model trained on TFRecord files saved).
     /// Example: `--eval data/test.csv`.
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv|FILE.tfrecord")]
     pub eval: PathBuf,
     /// Directory the model was trained in.
     /// Example: `--model-dir /tmp/iris`.
     #[arg(long, value_name = "DIR")]
     pub model_dir: PathBuf,
+    /// Read --eval as a TFRecord file of tf.Example through this feature spec (default: the
+    /// one saved in --model-dir by training on TFRecord files).
+    /// Example: `--feature-spec spec.json`.
+    #[arg(long, value_name = "spec.json")]
+    pub feature_spec: Option<PathBuf>,
     /// Compute device: cpu, cuda, cuda:N or auto (as for train).
     /// Example: `--device auto`.
     #[arg(long, value_name = "DEVICE", default_value = "cpu")]
@@ -346,10 +364,17 @@ pub struct EvaluateArgs {
 /// Flags of `predict`.
 #[derive(Debug, Args)]
 pub struct PredictArgs {
-    /// CSV whose rows to predict (a label column, if present, is ignored).
+    /// CSV whose rows to predict (a label column, if present, is ignored), or TFRecord
+    /// file of tf.Example (read through --feature-spec, or the spec a model trained on
+    /// TFRecord files saved; the label feature is not read).
     /// Example: `--input data/test.csv`.
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv|FILE.tfrecord")]
     pub input: PathBuf,
+    /// Read --input as a TFRecord file of tf.Example through this feature spec (default,
+    /// with --model-dir: the one saved there by training on TFRecord files).
+    /// Example: `--feature-spec spec.json`.
+    #[arg(long, value_name = "spec.json")]
+    pub feature_spec: Option<PathBuf>,
     /// Predict from the latest checkpoint of this directory.
     /// Example: `--model-dir /tmp/iris`.
     #[arg(

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
-use estimator::datasets::{CsvDataset, Dataset, DatasetExt};
+use estimator::datasets::{Dataset, DatasetExt};
 use estimator::distribute::ps::PsMode;
 use estimator::distribute::CommStats;
 use estimator::serve_parameters;
@@ -24,6 +24,7 @@ use crate::cli::{
 };
 use crate::cluster_share::{batches_per_step, cluster_has_evaluator, input_share};
 use crate::input::{batches, eval_schema, schema_for};
+use crate::input_format::{InputFormat, SPEC_FILE};
 use crate::memory_check;
 use crate::output::{metrics_json, print_line, PredictionWriter};
 use crate::resumed_flags::apply_to_resumed;
@@ -95,7 +96,7 @@ fn device(text: &str) -> Result<DeviceSpec> {
 
 fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> {
     if evaluate_after && args.eval.is_none() {
-        bail!("train-and-evaluate needs --eval FILE.csv");
+        bail!("train-and-evaluate needs --eval FILE");
     }
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
@@ -106,6 +107,15 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         // Before training, not after it: a FIFO there would block the end of the run.
         estimator::datasets::open_regular(eval)?;
     }
+    let files: Vec<&Path> = std::iter::once(args.train.as_path())
+        .chain(args.eval.as_deref())
+        .collect();
+    let format = InputFormat::for_training(
+        &files,
+        args.feature_spec.as_deref(),
+        args.label_column.as_deref(),
+        &args.model_dir,
+    )?;
     let mut run_config = RunConfig::new(&args.model_dir)
         .with_tf_random_seed(args.seed)
         .with_device(device(&args.device)?);
@@ -143,7 +153,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         // Every task derives the same configuration from the same training file; only the
         // chief writes it. A task that trains on every row keeps the rows that pass read.
         let keep_rows = replicas == 1 && !evaluator_task && !serves_variables;
-        let (classifier, table) = build_classifier(&args, run_config, keep_rows)?;
+        let (classifier, table) = build_classifier(&args, run_config, keep_rows, &format)?;
         if let Some(table) = &table {
             tracing::info!(
                 "training starts from the {} rows the statistics pass kept in memory",
@@ -154,6 +164,10 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
             std::fs::create_dir_all(&args.model_dir)
                 .with_context(|| format!("cannot create {}", args.model_dir.display()))?;
             write_json_atomic(&saved, &classifier)?;
+            if let InputFormat::TfRecord(spec) = &format {
+                // Evaluate and predict read TFRecord files through it without being told.
+                write_json_atomic(&args.model_dir.join(SPEC_FILE), spec)?;
+            }
         }
         (classifier, table)
     };
@@ -205,7 +219,8 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     // shuffled as handles and copied into reused columnar batches. The table the
     // statistics pass kept, when there is one, stands for that first epoch's reading.
     let input = || {
-        let cached = CsvDataset::open(&train_file, schema.clone())?
+        let cached = format
+            .rows(&train_file, &schema)?
             .shard(replicas, rank)
             .cache_table();
         let cached = match &table {
@@ -223,13 +238,18 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         .with_auto_shard(false)
         .with_hook(timing.hook());
     let evaluate_final = |eval: &Path| -> Result<_> {
-        let eval_schema = eval_schema(eval, &schema)?;
-        Ok(classifier.evaluate(|| batches(eval, &eval_schema, batch_size), None, None, None)?)
+        let eval_schema = eval_schema(eval, &schema, &format)?;
+        Ok(classifier.evaluate(
+            || batches(eval, &eval_schema, batch_size, &format),
+            None,
+            None,
+            None,
+        )?)
     };
     let (outcome, metrics) = match (&args.eval, evaluate_after) {
         (Some(eval), true) => {
-            let eval_schema = eval_schema(eval, &schema)?;
-            let eval_input = || batches(eval, &eval_schema, batch_size);
+            let eval_schema = eval_schema(eval, &schema, &format)?;
+            let eval_input = || batches(eval, &eval_schema, batch_size, &format);
             let done = train_and_evaluate(&classifier, input, spec, eval_input, eval_spec(&args))?;
             let Some(outcome) = done.trained else {
                 // The evaluator task: it evaluated every checkpoint, the last one at the end.
@@ -303,8 +323,18 @@ fn evaluate(args: EvaluateArgs) -> Result<()> {
     let run_config = classifier.run_config().clone();
     let classifier =
         classifier.with_run_config(run_config.with_intra_op_threads(args.intra_op_threads));
-    let schema = eval_schema(&args.eval, classifier.schema())?;
-    let metrics = classifier.evaluate(|| batches(&args.eval, &schema, 512), None, None, None)?;
+    let format = InputFormat::for_model(
+        &args.eval,
+        args.feature_spec.as_deref(),
+        Some(&args.model_dir),
+    )?;
+    let schema = eval_schema(&args.eval, classifier.schema(), &format)?;
+    let metrics = classifier.evaluate(
+        || batches(&args.eval, &schema, 512, &format),
+        None,
+        None,
+        None,
+    )?;
     let global_step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
     if args.json {
         print_line(metrics_json(global_step, &[], &metrics))?;
@@ -324,10 +354,15 @@ fn predict(args: PredictArgs) -> Result<()> {
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
     let mut writer = PredictionWriter::new(out, args.format);
+    let format = InputFormat::for_model(
+        &args.input,
+        args.feature_spec.as_deref(),
+        args.model_dir.as_deref(),
+    )?;
     if let Some(export_dir) = &args.export_dir {
         let predictor = Predictor::<DnnClassifier>::load(export_dir)?;
-        let schema = schema_for(&args.input, predictor.estimator().schema())?;
-        let mut data = batches(&args.input, &schema, 512)?;
+        let schema = schema_for(&args.input, predictor.estimator().schema(), &format)?;
+        let mut data = batches(&args.input, &schema, 512, &format)?;
         while let Some(batch) = data.next_item() {
             for prediction in predictor.predict(&batch?)? {
                 writer.write(&prediction)?;
@@ -336,8 +371,10 @@ fn predict(args: PredictArgs) -> Result<()> {
     } else {
         let model_dir: PathBuf = args.model_dir.clone().unwrap_or_default();
         let classifier = load_classifier(&model_dir, DeviceSpec::Cpu)?;
-        let schema = schema_for(&args.input, classifier.schema())?;
-        for prediction in classifier.predict(|| batches(&args.input, &schema, 512), None)? {
+        let schema = schema_for(&args.input, classifier.schema(), &format)?;
+        for prediction in
+            classifier.predict(|| batches(&args.input, &schema, 512, &format), None)?
+        {
             writer.write(&prediction?)?;
         }
     }

@@ -1,4 +1,5 @@
-//! Reading the CSV files: schema, training statistics, pipelines.
+//! Reading the input files (CSV, or TFRecord through a feature spec): schema, training
+//! statistics, pipelines.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -6,27 +7,38 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use estimator::datasets::{
-    infer_schema, open_regular, ColumnarBatch, CsvDataset, Dataset, DatasetExt, FeatureStats,
-    Label, ParallelCalls, Position, Schema, StatsAccumulator,
+    infer_schema, open_regular, BoxDataset, ColumnarBatch, CsvDataset, Dataset, DatasetExt,
+    FeatureStats, Label, ParallelCalls, Schema, StatsAccumulator,
 };
+
+use crate::input_format::{row_place, InputFormat};
 
 /// How many rows schema inference reads.
 const INFER_ROWS: usize = 1000;
 
-/// The training file's schema: `--schema` when given, else inferred from the header and
-/// first rows; the label column must exist.
-pub fn training_schema(train: &Path, label: &str, schema: Option<&Path>) -> Result<Schema> {
-    let schema = match schema {
-        Some(path) => {
-            let mut text = String::new();
-            open_regular(path)?
-                .read_to_string(&mut text)
-                .with_context(|| format!("cannot read schema {}", path.display()))?;
-            let schema: Schema = serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a valid schema", path.display()))?;
-            schema.label(label)
-        }
-        None => infer_schema(train, Some(label), INFER_ROWS)?,
+/// The training file's schema: the feature spec's layout for TFRecord input; for CSV
+/// `--schema` when given, else inferred from the header and first rows; the label column
+/// must exist.
+pub fn training_schema(
+    train: &Path,
+    label: &str,
+    schema: Option<&Path>,
+    format: &InputFormat,
+) -> Result<Schema> {
+    let schema = match (format, schema) {
+        (InputFormat::TfRecord(spec), _) => spec.schema(),
+        (InputFormat::Csv, schema) => match schema {
+            Some(path) => {
+                let mut text = String::new();
+                open_regular(path)?
+                    .read_to_string(&mut text)
+                    .with_context(|| format!("cannot read schema {}", path.display()))?;
+                let schema: Schema = serde_json::from_str(&text)
+                    .with_context(|| format!("{}: not a valid schema", path.display()))?;
+                schema.label(label)
+            }
+            None => infer_schema(train, Some(label), INFER_ROWS)?,
+        },
     };
     if schema.get(label).is_none() {
         let names: Vec<&str> = schema.columns.iter().map(|c| c.name.as_str()).collect();
@@ -58,12 +70,21 @@ pub struct TrainingFacts {
     pub table: Option<ColumnarBatch>,
 }
 
-/// Reads the training file once, parsing on every core: nothing else runs yet, and rows
-/// still arrive in file order, so the statistics are the same as on one thread. With
-/// `keep_rows` the rows are kept as one table.
-pub fn training_facts(train: &Path, schema: &Schema, keep_rows: bool) -> Result<TrainingFacts> {
-    let mut data =
-        CsvDataset::open(train, schema.clone())?.with_parse_threads(ParallelCalls::Autotune);
+/// Reads the training file once, a CSV file parsing on every core: nothing else runs yet,
+/// and rows still arrive in file order, so the statistics are the same as on one thread.
+/// With `keep_rows` the rows are kept as one table.
+pub fn training_facts(
+    train: &Path,
+    schema: &Schema,
+    keep_rows: bool,
+    format: &InputFormat,
+) -> Result<TrainingFacts> {
+    let mut data: BoxDataset<_> = match format {
+        InputFormat::Csv => CsvDataset::open(train, schema.clone())?
+            .with_parse_threads(ParallelCalls::Autotune)
+            .boxed(),
+        InputFormat::TfRecord(_) => format.rows(train, schema)?,
+    };
     let mut stats = StatsAccumulator::new();
     let mut categories = vec![BTreeSet::new(); schema.num_categorical()];
     let mut names = BTreeSet::new();
@@ -71,12 +92,9 @@ pub fn training_facts(train: &Path, schema: &Schema, keep_rows: bool) -> Result<
     let mut rows = 0u64;
     let mut table = keep_rows.then(ColumnarBatch::default);
     loop {
-        // Where the next record starts (blank lines before it included): the line an error
-        // about its values names.
-        let line = match data.position() {
-            Position::Csv { line, .. } => line,
-            _ => 0,
-        };
+        // Where the next record starts (blank lines before it included): the line or record
+        // an error about its values names.
+        let place = row_place(train, &data.position());
         let Some(example) = data.next_item() else {
             break;
         };
@@ -101,8 +119,7 @@ pub fn training_facts(train: &Path, schema: &Schema, keep_rows: bool) -> Result<
                 n_classes_seen = n_classes_seen.max(*v as usize + 1)
             }
             Label::Float(v) => bail!(
-                "{}:{line}: column {}: label {v} is not a class id (use integer or string labels)",
-                train.display(),
+                "{place}: column {}: label {v} is not a class id (use integer or string labels)",
                 schema.label.as_deref().unwrap_or_default()
             ),
             Label::None => {}
@@ -129,8 +146,12 @@ pub fn training_facts(train: &Path, schema: &Schema, keep_rows: bool) -> Result<
     })
 }
 
-/// The schema for reading a file that may lack the label column (prediction input).
-pub fn schema_for(path: &Path, schema: &Schema) -> Result<Schema> {
+/// The schema for reading a file that may lack the label column (prediction input); a
+/// TFRecord file is read without it.
+pub fn schema_for(path: &Path, schema: &Schema, format: &InputFormat) -> Result<Schema> {
+    if let InputFormat::TfRecord(_) = format {
+        return Ok(strip_label(schema));
+    }
     let header = CsvDataset::open(path, strip_label(schema))?
         .header()
         .to_vec();
@@ -141,8 +162,18 @@ pub fn schema_for(path: &Path, schema: &Schema) -> Result<Schema> {
 }
 
 /// The schema to evaluate `path` with: it must have the label column and a data row.
-pub fn eval_schema(path: &Path, schema: &Schema) -> Result<Schema> {
-    let eval = schema_for(path, schema)?;
+pub fn eval_schema(path: &Path, schema: &Schema, format: &InputFormat) -> Result<Schema> {
+    if let InputFormat::TfRecord(_) = format {
+        if schema.label.is_none() {
+            bail!("{}: the model has no label to evaluate", path.display());
+        }
+        match format.rows(path, schema)?.next_item() {
+            None => bail!("{}: no records to evaluate", path.display()),
+            Some(first) => first?,
+        };
+        return Ok(schema.clone());
+    }
+    let eval = schema_for(path, schema, format)?;
     if eval.label.is_none() {
         bail!(
             "{}: has no label column '{}'",
@@ -165,11 +196,12 @@ fn strip_label(schema: &Schema) -> Schema {
     stripped
 }
 
-/// Batches of a CSV file in file order.
+/// Batches of an input file in file order.
 pub fn batches(
     path: &Path,
     schema: &Schema,
     batch_size: usize,
-) -> Result<impl Dataset<Item = ColumnarBatch>, estimator::datasets::Error> {
-    Ok(CsvDataset::open(path, schema.clone())?.batch_columnar(batch_size, false))
+    format: &InputFormat,
+) -> Result<BoxDataset<ColumnarBatch>, estimator::datasets::Error> {
+    format.batches(path, schema, batch_size)
 }

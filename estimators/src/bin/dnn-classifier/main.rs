@@ -1,5 +1,5 @@
-//! `dnn-classifier`: train, evaluate, predict with and export a DNN classifier on CSV files,
-//! as TF's `DNNClassifier` from the command line.
+//! `dnn-classifier`: train, evaluate, predict with and export a DNN classifier on CSV files
+//! or TFRecord files of tf.Example, as TF's `DNNClassifier` from the command line.
 //!
 //! Run `dnn-classifier --help` (or `cargo run --release -p estimators --bin dnn-classifier --
 //! --help`) for the subcommands, each with an example.
@@ -9,6 +9,7 @@ mod cli;
 mod cluster_share;
 mod commands;
 mod input;
+mod input_format;
 mod memory_check;
 mod optimizer_flags;
 mod output;

@@ -1,0 +1,96 @@
+//! [`TfRecordWriter`]: records framed as TensorFlow writes them, optionally compressed.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::write::{GzEncoder, ZlibEncoder};
+
+use super::crc::masked_crc32c;
+use super::TfRecordCompression;
+use crate::Error;
+
+enum Sink {
+    Plain(BufWriter<File>),
+    Gzip(GzEncoder<BufWriter<File>>),
+    Zlib(ZlibEncoder<BufWriter<File>>),
+}
+
+impl Sink {
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Sink::Plain(w) => w,
+            Sink::Gzip(w) => w,
+            Sink::Zlib(w) => w,
+        }
+    }
+}
+
+/// Writes a TFRecord file that `tf.data.TFRecordDataset` (with the same `compression_type`)
+/// and [`TfRecordDataset`](crate::TfRecordDataset) read back.
+///
+/// ```
+/// use datasets::{Dataset, DatasetExt, TfRecordCompression, TfRecordDataset, TfRecordWriter};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("data.tfrecord.gz");
+/// let mut writer = TfRecordWriter::create(&path, TfRecordCompression::Gzip)?;
+/// writer.write_record(b"first")?;
+/// writer.write_record(b"")?;
+/// writer.finish()?;
+/// let records: Vec<Vec<u8>> = TfRecordDataset::open([&path])?.iter().collect::<Result<_, _>>()?;
+/// assert_eq!(records, [b"first".to_vec(), Vec::new()]);
+/// # Ok::<(), datasets::Error>(())
+/// ```
+pub struct TfRecordWriter {
+    sink: Sink,
+    path: PathBuf,
+}
+
+impl TfRecordWriter {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: impl AsRef<Path>, compression: TfRecordCompression) -> Result<Self, Error> {
+        let path = path.as_ref().to_path_buf();
+        let file = BufWriter::new(File::create(&path).map_err(|e| Error::io(&path, e))?);
+        let level = flate2::Compression::default();
+        let sink = match compression {
+            TfRecordCompression::None => Sink::Plain(file),
+            TfRecordCompression::Gzip => Sink::Gzip(GzEncoder::new(file, level)),
+            TfRecordCompression::Zlib => Sink::Zlib(ZlibEncoder::new(file, level)),
+        };
+        Ok(TfRecordWriter { sink, path })
+    }
+
+    /// Appends one record.
+    pub fn write_record(&mut self, data: &[u8]) -> Result<(), Error> {
+        let length = (data.len() as u64).to_le_bytes();
+        let mut header = [0u8; 12];
+        header[..8].copy_from_slice(&length);
+        header[8..].copy_from_slice(&masked_crc32c(&length).to_le_bytes());
+        let footer = masked_crc32c(data).to_le_bytes();
+        let w = self.sink.writer();
+        w.write_all(&header)
+            .and_then(|()| w.write_all(data))
+            .and_then(|()| w.write_all(&footer))
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Appends a tf.Example.
+    pub fn write_example(&mut self, example: &crate::tf_proto::Example) -> Result<(), Error> {
+        self.write_record(&prost::Message::encode_to_vec(example))
+    }
+
+    /// Ends the compressed stream, flushes and syncs the file: an error here means the file
+    /// is incomplete.
+    pub fn finish(self) -> Result<(), Error> {
+        let path = self.path;
+        let io = |e| Error::io(&path, e);
+        let file = match self.sink {
+            Sink::Plain(w) => w,
+            Sink::Gzip(w) => w.finish().map_err(io)?,
+            Sink::Zlib(w) => w.finish().map_err(io)?,
+        };
+        let file = file.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)
+    }
+}
