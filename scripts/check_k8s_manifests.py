@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Validates the Kubeflow TFJob manifests in examples/k8s/ without a cluster.
+"""Validates the Kubeflow job manifests in examples/k8s/ without a cluster.
 
-Every TFJob document is checked against the v1 schema of the vendored TFJob CRD
-(examples/k8s/crd/kubeflow.org_tfjobs.yaml) with `jsonschema`, then against the rules the
-schema cannot express but the training operator's admission webhook, the Kubernetes pod
-validation or TensorFlow's TF_CONFIG enforce (replica types and counts, the `tensorflow`
-container, restart policies, volumes and claims, GPU limits).
+Every TFJob, PyTorchJob and MPIJob document is checked against the schema of its version in
+the vendored CRDs (examples/k8s/crd/*.yaml) with `jsonschema`, then against the rules the
+schema cannot express but the operators' admission checks, the Kubernetes pod validation or
+the job's launcher enforce (replica types and counts, the container the operator configures,
+restart policies, volumes and claims, GPU limits; mpirun's process count and rendezvous).
 
     check_k8s_manifests.py [FILE ...]           # default: examples/k8s/*.yaml
     check_k8s_manifests.py --expect-invalid DIR # every DIR/*.yaml must be rejected
@@ -24,18 +24,26 @@ import jsonschema
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULT_CRD = ROOT / "examples/k8s/crd/kubeflow.org_tfjobs.yaml"
+DEFAULT_CRDS = ROOT / "examples/k8s/crd"
 DEFAULT_DIR = ROOT / "examples/k8s"
 
 # From the operator's API (pkg/apis/kubeflow.org/v1): the CRD leaves these as free strings,
 # and an unknown replica type or policy is silently ignored by the controller.
 REPLICA_TYPES = ("Chief", "Master", "Worker", "PS", "Evaluator")
+PYTORCH_REPLICA_TYPES = ("Master", "Worker")
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POD_POLICIES = ("All", "Running", "None")
 SUCCESS_POLICIES = ("", "AllWorkers")
 MANAGED_BY = ("kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue")
-# The operator sets TF_CONFIG only in the container of this name.
+# The training operator sets TF_CONFIG only in the container named `tensorflow`, and reads
+# the PyTorchJob's MASTER_PORT from the container named `pytorch`.
 CONTAINER = "tensorflow"
+PYTORCH_CONTAINER = "pytorch"
+# The MPI operator's validation (pkg/apis/kubeflow/validation, v0.6.0).
+MPI_REPLICA_TYPES = ("Launcher", "Worker")
+MPI_RESTART_POLICIES = ("Never", "OnFailure")
+MPI_IMPLEMENTATIONS = ("OpenMPI", "Intel", "MPICH")
+MPI_MANAGED_BY = ("kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue")
 DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 INT_BOUNDS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
@@ -155,25 +163,25 @@ Validator = jsonschema.validators.extend(jsonschema.Draft4Validator,
                                          {"listMapKeys": list_map_keys})
 
 
-def load_crd_validators(crd_path):
-    crd = yaml.load(crd_path.read_text(), Loader=Loader)
-    group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+def load_crd_validators(crd_paths):
+    """{kind: {apiVersion: validator}} for every served version of every CRD."""
     validators = {}
-    for version in crd["spec"]["versions"]:
-        if not version.get("served", True):
-            continue
-        schema = to_json_schema(version["schema"]["openAPIV3Schema"])
-        Validator.check_schema(schema)
-        validators[f"{group}/{version['name']}"] = Validator(schema)
-    return kind, validators
+    for crd_path in crd_paths:
+        crd = next(d for d in yaml.load_all(crd_path.read_text(), Loader=Loader) if d)
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            if not version.get("served", True):
+                continue
+            schema = to_json_schema(version["schema"]["openAPIV3Schema"])
+            Validator.check_schema(schema)
+            validators.setdefault(kind, {})[f"{group}/{version['name']}"] = Validator(schema)
+    return validators
 
 
 # --- What the schema cannot say ----------------------------------------------------------
 
 
-def check_tfjob(doc, claims_known):
-    """The operator webhook's rules (pkg/webhooks/tensorflow), pod validation the operator
-    only meets when it creates the pods, and TF_CONFIG's limits."""
+def check_name_and_run_policy(doc, managed_by=MANAGED_BY):
     name = doc["metadata"].get("name")
     if not isinstance(name, str) or len(name) > 63 or not DNS1035.fullmatch(name):
         raise Fault(["metadata", "name"],
@@ -185,9 +193,23 @@ def check_tfjob(doc, claims_known):
     if run_policy.get("cleanPodPolicy", "None") not in CLEAN_POD_POLICIES:
         raise Fault(["spec", "runPolicy", "cleanPodPolicy"],
                     f"{run_policy['cleanPodPolicy']!r} is not one of {', '.join(CLEAN_POD_POLICIES)}")
-    if "managedBy" in run_policy and run_policy["managedBy"] not in MANAGED_BY:
+    if "managedBy" in run_policy and run_policy["managedBy"] not in managed_by:
         raise Fault(["spec", "runPolicy", "managedBy"],
-                    f"{run_policy['managedBy']!r} is not one of {', '.join(MANAGED_BY)}")
+                    f"{run_policy['managedBy']!r} is not one of {', '.join(managed_by)}")
+    return name, spec
+
+
+def replica_count(rspec, at):
+    count = rspec.get("replicas", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise Fault(at + ["replicas"], f"{count!r} is not a positive integer")
+    return count
+
+
+def check_tfjob(doc, claims_known):
+    """The operator webhook's rules (pkg/webhooks/tensorflow), pod validation the operator
+    only meets when it creates the pods, and TF_CONFIG's limits."""
+    name, spec = check_name_and_run_policy(doc)
     if spec.get("successPolicy", "") not in SUCCESS_POLICIES:
         raise Fault(["spec", "successPolicy"],
                     f"{spec['successPolicy']!r} is not one of '', 'AllWorkers'")
@@ -205,9 +227,7 @@ def check_tfjob(doc, claims_known):
             raise Fault(at, f"unknown replica type {rtype!r} (one of {', '.join(REPLICA_TYPES)})")
         if rspec is None:
             raise Fault(at, "empty replica spec")
-        count = rspec.get("replicas", 1)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise Fault(at + ["replicas"], f"{count!r} is not a positive integer")
+        count = replica_count(rspec, at)
         # TF_CONFIG holds one chief, and tf.estimator runs at most one evaluator.
         if rtype in ("Chief", "Master", "Evaluator") and count != 1:
             raise Fault(at + ["replicas"], f"{rtype} must have 1 replica, not {count}")
@@ -221,11 +241,125 @@ def check_tfjob(doc, claims_known):
     return f"TFJob {name} ({', '.join(counts)})"
 
 
-def check_pod(pod, at, claims_known):
+def check_pytorchjob(doc, claims_known):
+    """The operator webhook's rules (pkg/webhooks/pytorch): Master and Worker only, one
+    master, a container named `pytorch` (whose `pytorchjob-port` gives MASTER_PORT); the
+    pods' rules as for a TFJob."""
+    name, spec = check_name_and_run_policy(doc)
+    replicas = spec.get("pytorchReplicaSpecs")
+    if not replicas:
+        raise Fault(["spec", "pytorchReplicaSpecs"], "no replica types")
+    if "Master" not in replicas:
+        raise Fault(["spec", "pytorchReplicaSpecs"],
+                    "no Master: without one the operator sets no RANK, MASTER_ADDR or MASTER_PORT")
+    counts = []
+    for rtype, rspec in replicas.items():
+        at = ["spec", "pytorchReplicaSpecs", rtype]
+        if rtype not in PYTORCH_REPLICA_TYPES:
+            raise Fault(at, f"unknown replica type {rtype!r} (one of "
+                        f"{', '.join(PYTORCH_REPLICA_TYPES)})")
+        if rspec is None:
+            raise Fault(at, "empty replica spec")
+        count = replica_count(rspec, at)
+        if rtype == "Master" and count != 1:
+            raise Fault(at + ["replicas"], f"Master must have 1 replica, not {count}")
+        policy = rspec.get("restartPolicy", "Never")
+        if policy not in RESTART_POLICIES:
+            raise Fault(at + ["restartPolicy"],
+                        f"{policy!r} is not one of {', '.join(RESTART_POLICIES)}")
+        check_pod(rspec.get("template", {}).get("spec", {}), at + ["template", "spec"],
+                  claims_known, PYTORCH_CONTAINER, "the operator reads MASTER_PORT from that one")
+        counts.append(f"{rtype} {count}")
+    return f"PyTorchJob {name} ({', '.join(counts)})"
+
+
+def mpirun_options(argv):
+    """mpirun's process count (-np / -n / --np) and the variables its -x options pass."""
+    processes, passed = None, {}
+    for i, arg in enumerate(argv[:-1]):
+        if arg in ("-np", "-n", "--np", "-c"):
+            processes = argv[i + 1]
+        elif arg == "-x":
+            key, _, value = argv[i + 1].partition("=")
+            passed[key] = value
+    return processes, passed
+
+
+def check_mpijob(doc, claims_known):
+    """The MPI operator's validation (v2beta1): a Launcher of one replica, Workers, restart
+    policies Never or OnFailure, a known MPI implementation; and what `mpirun` must give
+    dnn-classifier: one process per worker slot, and rank 0's host in MASTER_ADDR when the
+    ranks run on several workers (each rank finds the others through rank 0)."""
+    name, spec = check_name_and_run_policy(doc, MPI_MANAGED_BY)
+    implementation = spec.get("mpiImplementation", "OpenMPI")
+    if implementation not in MPI_IMPLEMENTATIONS:
+        raise Fault(["spec", "mpiImplementation"],
+                    f"{implementation!r} is not one of {', '.join(MPI_IMPLEMENTATIONS)}")
+    slots = spec.get("slotsPerWorker", 1)
+    replicas = spec.get("mpiReplicaSpecs")
+    if not replicas or "Launcher" not in replicas:
+        raise Fault(["spec", "mpiReplicaSpecs"], "no Launcher replica spec")
+    counts = {}
+    for rtype, rspec in replicas.items():
+        at = ["spec", "mpiReplicaSpecs", rtype]
+        if rtype not in MPI_REPLICA_TYPES:
+            raise Fault(at, f"unknown replica type {rtype!r} (one of "
+                        f"{', '.join(MPI_REPLICA_TYPES)})")
+        if rspec is None:
+            raise Fault(at, "empty replica spec")
+        if "replicas" not in rspec:
+            raise Fault(at, "no replicas: the operator requires the number")
+        count = replica_count(rspec, at)
+        if rtype == "Launcher" and count != 1:
+            raise Fault(at + ["replicas"], f"Launcher must have 1 replica, not {count}")
+        default = "OnFailure" if rtype == "Launcher" else "Never"
+        policy = rspec.get("restartPolicy", default)
+        if policy not in MPI_RESTART_POLICIES:
+            raise Fault(at + ["restartPolicy"],
+                        f"{policy!r} is not one of {', '.join(MPI_RESTART_POLICIES)}")
+        check_pod(rspec.get("template", {}).get("spec", {}), at + ["template", "spec"],
+                  claims_known, None, None)
+        counts[rtype] = count
+    workers = counts.get("Worker", 0)
+    longest = f"{name}-worker-{max(workers - 1, 0)}"
+    if len(longest) > 63:
+        raise Fault(["metadata", "name"], f"{name!r} makes the pod host name {longest!r} "
+                    "longer than 63 characters")
+    launcher_at = ["spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers"]
+    for i, container in enumerate(replicas["Launcher"]["template"]["spec"]["containers"]):
+        argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+        if not argv or pathlib.PurePath(argv[0]).name not in ("mpirun", "mpiexec"):
+            continue
+        if not any("dnn-classifier" in a for a in argv):
+            continue
+        processes, passed = mpirun_options(argv)
+        if processes is not None and str(processes) != str(workers * slots):
+            raise Fault(launcher_at + [i, "command"],
+                        f"mpirun -np {processes}, but the {workers} worker(s) have "
+                        f"{workers * slots} slot(s)")
+        if workers * slots > 1 and "MASTER_ADDR" not in passed:
+            raise Fault(launcher_at + [i, "command"],
+                        "mpirun starts ranks on several pods without -x MASTER_ADDR=<worker 0's "
+                        "host>: the ranks cannot find rank 0")
+        expected = f"{name}-worker-0.{name}"
+        address = passed.get("MASTER_ADDR")
+        if address is not None and address != expected and not address.startswith(expected + "."):
+            raise Fault(launcher_at + [i, "command"],
+                        f"MASTER_ADDR={address}, but rank 0 runs on {expected} (the first "
+                        "worker of the hostfile)")
+    return f"MPIJob {name} (Launcher 1, Worker {workers})"
+
+
+CHECKS = {"TFJob": check_tfjob, "PyTorchJob": check_pytorchjob, "MPIJob": check_mpijob}
+
+
+def check_pod(pod, at, claims_known, main=CONTAINER,
+              why="the operator sets TF_CONFIG only in that one"):
     containers = pod.get("containers") or []
-    if not any(c.get("name") == CONTAINER for c in containers):
-        raise Fault(at + ["containers"], f"no container named {CONTAINER!r} "
-                    "(the operator sets TF_CONFIG only in that one)")
+    if not containers:
+        raise Fault(at + ["containers"], "no container")
+    if main is not None and not any(c.get("name") == main for c in containers):
+        raise Fault(at + ["containers"], f"no container named {main!r} ({why})")
     volumes = {v.get("name"): (i, v) for i, v in enumerate(pod.get("volumes") or [])}
     for i, container in enumerate(containers):
         c_at = at + ["containers", i]
@@ -235,7 +369,7 @@ def check_pod(pod, at, claims_known):
             if mount.get("name") not in volumes:
                 raise Fault(c_at + ["volumeMounts", j, "name"],
                             f"mounts {mount.get('name')!r}, which the pod's volumes do not declare")
-        check_resources(container, c_at)
+        check_resources(container, c_at, main)
     for name, (i, volume) in volumes.items():
         claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
         if claim is not None and claim not in claims_known:
@@ -249,7 +383,7 @@ def is_extended_resource(name):
     return bool(domain) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
 
 
-def check_resources(container, at):
+def check_resources(container, at, main):
     resources = container.get("resources") or {}
     limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
     # The API server refuses a pod whose extended resource (a GPU) is requested but not
@@ -264,7 +398,7 @@ def check_resources(container, at):
             raise Fault(at + ["resources", "requests", name],
                         f"{name} is requested ({value!r}) but {limit}: an extended resource "
                         "goes in limits (its request defaults to the limit)")
-    if container.get("name") != CONTAINER:
+    if main is not None and container.get("name") != main:
         return
     argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
     on_cuda = any(a.startswith("--device=cuda") or (a == "--device" and i + 1 < len(argv)
@@ -307,7 +441,7 @@ def claims_in_reach(path, text, docs):
     return claims
 
 
-def check_file(path, kind, validators):
+def check_file(path, validators):
     """One summary line for the file, or a Fault-bearing error line."""
     try:
         text, docs = load_documents(path)
@@ -325,22 +459,23 @@ def check_file(path, kind, validators):
             if not isinstance(doc.get("metadata"), dict):
                 raise Fault(["metadata"], "no metadata")
             where += f" ({doc['kind']} {doc['metadata'].get('name', '?')})"
-            if doc["kind"] != kind:
-                summary.append(f"{doc['kind']} {doc['metadata'].get('name', '?')}")
+            kind = doc["kind"]
+            if kind not in validators:
+                summary.append(f"{kind} {doc['metadata'].get('name', '?')}")
                 continue
-            validator = validators.get(doc["apiVersion"])
+            validator = validators[kind].get(doc["apiVersion"])
             if validator is None:
-                raise Fault(["apiVersion"], f"{doc['apiVersion']!r} is not served by the CRD "
-                            f"({', '.join(validators)})")
+                raise Fault(["apiVersion"], f"{doc['apiVersion']!r} is not served by the "
+                            f"{kind} CRD ({', '.join(validators[kind])})")
             error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
             if error is not None:
                 raise Fault(error.absolute_path, error.message)
-            summary.append(check_tfjob(doc, claims))
+            summary.append(CHECKS[kind](doc, claims))
         except Fault as fault:
             line = line_of(node, fault.path)
             return False, f"{path}:{line}: {where}: {json_path(fault.path)}: {fault.message}"
-    if not any(s.startswith(f"{kind} ") for s in summary):
-        return True, f"{path}: no {kind} ({'; '.join(summary) or 'empty'})"
+    if not any(s.split(" ")[0] in validators for s in summary):
+        return True, f"{path}: no job ({'; '.join(summary) or 'empty'})"
     return True, f"{path}: {'; '.join(summary)}"
 
 
@@ -355,12 +490,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=pathlib.Path,
                         help="manifests to check (default: examples/k8s/*.yaml)")
-    parser.add_argument("--crd", type=pathlib.Path, default=DEFAULT_CRD)
+    parser.add_argument("--crd", type=pathlib.Path, action="append",
+                        help="a CRD to check against (repeatable; default: "
+                             "examples/k8s/crd/*.yaml)")
     parser.add_argument("--expect-invalid", type=pathlib.Path, metavar="DIR",
                         help="every DIR/*.yaml must be rejected, for the fault its "
                              "`# expect-error:` comment names")
     args = parser.parse_args()
-    kind, validators = load_crd_validators(args.crd)
+    validators = load_crd_validators(args.crd or sorted(DEFAULT_CRDS.glob("*.yaml")))
 
     if args.expect_invalid:
         fixtures = sorted(args.expect_invalid.glob("*.yaml"))
@@ -369,7 +506,7 @@ def main():
         failed = False
         for path in fixtures:
             expected = re.search(r"^# expect-error: (.+)$", path.read_text(), re.M)
-            ok, line = check_file(display(path), kind, validators)
+            ok, line = check_file(display(path), validators)
             if ok:
                 print(f"check_k8s_manifests: {line}: accepted, but must be rejected",
                       file=sys.stderr)
@@ -386,7 +523,7 @@ def main():
     files = args.files or sorted(DEFAULT_DIR.glob("*.yaml"))
     failed = False
     for path in files:
-        ok, line = check_file(display(path), kind, validators)
+        ok, line = check_file(display(path), validators)
         if ok:
             print(f"ok  {line}")
         else:

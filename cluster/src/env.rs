@@ -2,7 +2,11 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
 
+use crate::launched::{launched_rank, LaunchedRank, Launcher};
+use crate::rendezvous::rendezvous;
 use crate::{ClusterConfig, TfConfigError};
 
 /// Name of the environment variable TensorFlow and Kubeflow write the cluster to.
@@ -34,13 +38,82 @@ pub fn same_host_lane_wanted(value: Option<&str>) -> bool {
     !off.iter().any(|word| value.eq_ignore_ascii_case(word))
 }
 
-/// The cluster this process belongs to, from `$TF_CONFIG` (unset = local).
-pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
+/// Name of the environment variable bounding the rendezvous of ranks a launcher started, in
+/// seconds (default [`DEFAULT_RENDEZVOUS_TIMEOUT_SECS`]).
+pub const RENDEZVOUS_TIMEOUT_SECS: &str = "ESTIMATOR_RENDEZVOUS_TIMEOUT_SECS";
+
+/// The rendezvous' default bound: the transport's default start-up timeout, since rank 0
+/// may be the last process to start.
+pub const DEFAULT_RENDEZVOUS_TIMEOUT_SECS: u64 = 300;
+
+/// Where this process's cluster comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterSource {
+    /// `$TF_CONFIG`, set and not blank: it wins over any launcher's variables.
+    TfConfig {
+        /// What it says.
+        config: ClusterConfig,
+        /// A launcher whose variables are set too, and ignored.
+        over: Option<Launcher>,
+    },
+    /// A launcher's variables (torchrun, mpirun, srun): the cluster is known once the ranks
+    /// have met at rank 0 ([`cluster_from_env`]).
+    Launched(LaunchedRank),
+    /// Neither: a local process.
+    Local,
+}
+
+/// Where this process's cluster comes from, read without meeting anyone: TF_CONFIG when it
+/// is set and not blank, else a launcher's variables ([`launched_rank`]), else local.
+pub fn cluster_source_from_env() -> Result<ClusterSource, TfConfigError> {
+    // Bytes that are not text fail as a value that is not a number, naming the variable.
+    let var = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
     match std::env::var(TF_CONFIG) {
-        Ok(text) => ClusterConfig::parse(&text),
-        Err(std::env::VarError::NotPresent) => Ok(ClusterConfig::Local),
+        Ok(text) if !text.trim().is_empty() => {
+            let config = ClusterConfig::parse(&text)?;
+            let over = launched_rank(var).ok().flatten().map(|rank| rank.launcher);
+            return Ok(ClusterSource::TfConfig { config, over });
+        }
+        Ok(_) | Err(std::env::VarError::NotPresent) => {}
         // Training alone when a cluster was meant would be silently wrong.
-        Err(std::env::VarError::NotUnicode(_)) => Err(TfConfigError::not_unicode()),
+        Err(std::env::VarError::NotUnicode(_)) => return Err(TfConfigError::not_unicode()),
+    }
+    Ok(match launched_rank(var)? {
+        Some(rank) => ClusterSource::Launched(rank),
+        None => ClusterSource::Local,
+    })
+}
+
+/// The cluster this process belongs to: `$TF_CONFIG`'s; else, for a rank that torchrun,
+/// mpirun or srun started, the cluster its world forms, rank 0 the chief, after the
+/// rendezvous at rank 0 (once per process: later calls return the same cluster); else local.
+pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
+    let rank = match cluster_source_from_env()? {
+        ClusterSource::TfConfig { config, .. } => return Ok(config),
+        ClusterSource::Local => return Ok(ClusterConfig::Local),
+        ClusterSource::Launched(rank) => rank,
+    };
+    // A second rendezvous would find rank 0 gone: the ports picked by the first are the ones
+    // the peers were told.
+    static MET: OnceLock<Result<ClusterConfig, TfConfigError>> = OnceLock::new();
+    MET.get_or_init(|| {
+        let token = cluster_token_from_env().map_err(|e| TfConfigError::launcher(e.to_string()))?;
+        let timeout = rendezvous_timeout(std::env::var(RENDEZVOUS_TIMEOUT_SECS).ok().as_deref())?;
+        rendezvous(&rank, token.as_deref(), timeout)
+    })
+    .clone()
+}
+
+/// The rendezvous' bound from the variable's `value` (unset: the default).
+fn rendezvous_timeout(value: Option<&str>) -> Result<Duration, TfConfigError> {
+    match value.map(str::trim) {
+        None => Ok(Duration::from_secs(DEFAULT_RENDEZVOUS_TIMEOUT_SECS)),
+        Some(text) => match text.parse::<u64>() {
+            Ok(secs) if (1..=86_400).contains(&secs) => Ok(Duration::from_secs(secs)),
+            _ => Err(TfConfigError::launcher(format!(
+                "{RENDEZVOUS_TIMEOUT_SECS} = '{text}' is not a number of seconds from 1 to 86400"
+            ))),
+        },
     }
 }
 
@@ -128,6 +201,22 @@ mod tests {
         }
         for off in ["0", "false", "OFF", " no "] {
             assert!(!same_host_lane_wanted(Some(off)), "{off}");
+        }
+    }
+
+    #[test]
+    fn the_rendezvous_bound_is_a_positive_number_of_seconds() {
+        assert_eq!(rendezvous_timeout(None), Ok(Duration::from_secs(300)));
+        assert_eq!(
+            rendezvous_timeout(Some(" 20 ")),
+            Ok(Duration::from_secs(20))
+        );
+        for bad in ["0", "-1", "soon", "86401"] {
+            let message = rendezvous_timeout(Some(bad)).unwrap_err().to_string();
+            assert!(
+                message.starts_with(&format!("ESTIMATOR_RENDEZVOUS_TIMEOUT_SECS = '{bad}'")),
+                "{message}"
+            );
         }
     }
 

@@ -1,5 +1,6 @@
-//! Cluster membership from TF_CONFIG, parsed by a pure function into typed values; the
-//! cluster's shared token, its TLS files (and certificates to put in them), this machine's
+//! Cluster membership from TF_CONFIG, parsed by a pure function into typed values, or from
+//! the variables torchrun, mpirun or srun set and a rendezvous at rank 0; the cluster's
+//! shared token, its TLS files (and certificates to put in them), this machine's
 //! host name and the threads per CPU operation it is given (`OMP_NUM_THREADS`); the only code
 //! of the training framework that reads the environment.
 //!
@@ -9,6 +10,9 @@
 
 mod certificates;
 mod env;
+mod hostlist;
+mod launched;
+mod rendezvous;
 mod spec;
 mod task;
 mod tf_config;
@@ -19,9 +23,14 @@ pub use certificates::{
     issue_certificates, write_certificates, CertificateError, IssuedCertificate,
 };
 pub use env::{
-    cluster_from_env, cluster_token_from_env, hostname, same_host_lane_from_env,
-    same_host_lane_wanted, TokenError, CLUSTER_TOKEN, CLUSTER_TOKEN_FILE, SAME_HOST_LANE,
+    cluster_from_env, cluster_source_from_env, cluster_token_from_env, hostname,
+    same_host_lane_from_env, same_host_lane_wanted, ClusterSource, TokenError, CLUSTER_TOKEN,
+    CLUSTER_TOKEN_FILE, DEFAULT_RENDEZVOUS_TIMEOUT_SECS, RENDEZVOUS_TIMEOUT_SECS, SAME_HOST_LANE,
     TF_CONFIG,
+};
+pub use launched::{
+    launched_rank, LaunchedRank, Launcher, RendezvousAddress, DEFAULT_RENDEZVOUS_PORT,
+    RENDEZVOUS_PORT,
 };
 pub use spec::ClusterSpec;
 pub use task::{Task, TaskType};

@@ -21,19 +21,26 @@ pub enum ClusterConfig {
     },
 }
 
-/// A TF_CONFIG that cannot be used; the message names the field at fault.
+/// A cluster description that cannot be used — TF_CONFIG, or a launcher's variables and the
+/// rendezvous they lead to; the message names the field, variable or rank at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("TF_CONFIG{0}")]
+#[error("{0}")]
 pub struct TfConfigError(String);
 
 fn err(message: impl Into<String>) -> TfConfigError {
-    TfConfigError(message.into())
+    TfConfigError(format!("TF_CONFIG{}", message.into()))
 }
 
 impl TfConfigError {
     /// The variable is set but its bytes are not UTF-8 text.
     pub fn not_unicode() -> Self {
         err(" is set but is not valid UTF-8")
+    }
+
+    /// A launcher's variables (torchrun's, mpirun's, srun's) or the rendezvous at rank 0 fail;
+    /// `message` names the variable or the rank.
+    pub(crate) fn launcher(message: impl Into<String>) -> Self {
+        TfConfigError(message.into())
     }
 }
 
@@ -53,8 +60,8 @@ impl ClusterConfig {
             .as_object()
             .ok_or_else(|| err(" must be a JSON object"))?;
         let cluster = match root.get("cluster") {
-            None | Some(Value::Null) => return Ok(ClusterConfig::Local),
-            Some(Value::Object(map)) if map.is_empty() => return Ok(ClusterConfig::Local),
+            None | Some(Value::Null) => return local(root.get("task")),
+            Some(Value::Object(map)) if map.is_empty() => return local(root.get("task")),
             Some(Value::Object(map)) => parse_cluster(map)?,
             Some(_) => return Err(err(".cluster must be an object of role -> addresses")),
         };
@@ -148,19 +155,53 @@ fn refuse_shared_addresses(cluster: &ClusterSpec) -> Result<(), TfConfigError> {
     Ok(())
 }
 
+/// Without a cluster a process trains alone as worker 0, as TF's RunConfig has it; a task
+/// naming another role or index was meant for a cluster that is missing, and training alone
+/// would be silently wrong, so TF raises there and so does this.
+fn local(task: Option<&Value>) -> Result<ClusterConfig, TfConfigError> {
+    let task = match task {
+        None | Some(Value::Null) => return Ok(ClusterConfig::Local),
+        Some(Value::Object(task)) => task,
+        Some(other) => return Err(err(format!(".task = {other} is not an object"))),
+    };
+    let without_cluster = "but .cluster names no task: without a cluster a process is worker 0";
+    let kind = match task.get("type") {
+        None | Some(Value::Null) => TaskType::Worker,
+        Some(_) => parse_kind(task)?,
+    };
+    if kind != TaskType::Worker {
+        let name = task.get("type").and_then(Value::as_str).unwrap_or_default();
+        return Err(err(format!(".task.type = '{name}' {without_cluster}")));
+    }
+    match parse_index(task)? {
+        0 => Ok(ClusterConfig::Local),
+        index => Err(err(format!(".task.index = {index} {without_cluster}"))),
+    }
+}
+
 fn parse_task(task: Option<&Value>) -> Result<Task, TfConfigError> {
     let task = task
         .and_then(Value::as_object)
         .ok_or_else(|| err(".task is missing (a cluster needs task.type and task.index)"))?;
+    Ok(Task {
+        kind: parse_kind(task)?,
+        index: parse_index(task)?,
+    })
+}
+
+fn parse_kind(task: &Map<String, Value>) -> Result<TaskType, TfConfigError> {
     let kind_name = task
         .get("type")
         .and_then(Value::as_str)
         .ok_or_else(|| err(".task.type is missing or not a string"))?;
-    let kind = TaskType::parse(kind_name).ok_or_else(|| {
+    TaskType::parse(kind_name).ok_or_else(|| {
         err(format!(
             ".task.type = '{kind_name}' is not one of chief, master, worker, ps, evaluator"
         ))
-    })?;
+    })
+}
+
+fn parse_index(task: &Map<String, Value>) -> Result<usize, TfConfigError> {
     let index = match task.get("index") {
         None => 0,
         Some(Value::Number(n)) => n
@@ -172,7 +213,7 @@ fn parse_task(task: Option<&Value>) -> Result<Task, TfConfigError> {
             .map_err(|_| err(format!(".task.index = '{s}' is not a non-negative integer")))?,
         Some(other) => return Err(err(format!(".task.index = {other} is not an integer"))),
     };
-    Ok(Task { kind, index })
+    Ok(index)
 }
 
 fn parse_cluster(map: &Map<String, Value>) -> Result<ClusterSpec, TfConfigError> {
@@ -283,10 +324,56 @@ mod tests {
             "{}",
             r#"{"cluster": {}}"#,
             r#"{"task": {"type": "worker", "index": 0}}"#,
+            r#"{"cluster": {}, "task": {"type": "worker", "index": "0"}}"#,
+            r#"{"cluster": null, "task": {}}"#,
+            r#"{"task": null}"#,
         ] {
             let config = ClusterConfig::parse(text).unwrap();
             assert_eq!(config, ClusterConfig::Local);
             assert!(config.is_chief());
+        }
+    }
+
+    #[test]
+    fn a_task_other_than_worker_0_without_a_cluster_is_refused_naming_it() {
+        let cases = [
+            (
+                r#"{"cluster": {}, "task": {"type": "ps", "index": 0}}"#,
+                "TF_CONFIG.task.type = 'ps' but .cluster names no task",
+            ),
+            (
+                r#"{"task": {"type": "chief"}}"#,
+                "TF_CONFIG.task.type = 'chief' but .cluster names no task",
+            ),
+            (
+                r#"{"cluster": null, "task": {"type": "evaluator", "index": 0}}"#,
+                "TF_CONFIG.task.type = 'evaluator' but",
+            ),
+            (
+                r#"{"cluster": {}, "task": {"type": "worker", "index": 1}}"#,
+                "TF_CONFIG.task.index = 1 but .cluster names no task: without a cluster a \
+                 process is worker 0",
+            ),
+            (
+                r#"{"cluster": {}, "task": {"type": "worker", "index": 99999999999999999999}}"#,
+                "TF_CONFIG.task.index = 1e+20 is not a non-negative integer",
+            ),
+            (
+                r#"{"task": {"type": "worker", "index": "99999999999999999999"}}"#,
+                "TF_CONFIG.task.index = '99999999999999999999' is not",
+            ),
+            (
+                r#"{"task": {"type": "boss"}}"#,
+                "TF_CONFIG.task.type = 'boss' is not one of",
+            ),
+            (
+                r#"{"cluster": {}, "task": 5}"#,
+                "TF_CONFIG.task = 5 is not an object",
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = ClusterConfig::parse(text).unwrap_err().to_string();
+            assert!(message.starts_with(expected), "{text}: {message}");
         }
     }
 

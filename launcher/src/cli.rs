@@ -13,7 +13,7 @@ use crate::layout::Roles;
 pub const USAGE: i32 = 2;
 
 /// Start a local TF_CONFIG cluster (a chief, workers, ps, an evaluator) running one command,
-/// or explain what TF_CONFIG makes of this process.
+/// or explain what TF_CONFIG (or another launcher's variables) makes of this process.
 #[derive(Debug, Parser)]
 #[command(
     name = "estimator-launch",
@@ -45,8 +45,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print this process's role, chief, rank, world size, strategy and peers (from
-    /// TF_CONFIG), and whether each peer's host resolves.
+    /// Print where this process's cluster comes from (TF_CONFIG, or torchrun's, mpirun's or
+    /// srun's variables), its role, chief, rank, world size, strategy and peers, and whether
+    /// each peer's host resolves.
     #[command(
         after_help = "Example (inside a TFJob pod):\n  estimator-launch explain --model-dir /model/iris"
     )]

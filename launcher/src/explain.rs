@@ -1,11 +1,11 @@
-//! `estimator-launch explain`: what TF_CONFIG makes of this process, for debugging a pod or
-//! a local cluster.
+//! `estimator-launch explain`: what TF_CONFIG — or torchrun's, mpirun's or srun's variables —
+//! make of this process, for debugging a pod or a local cluster.
 
 use std::fmt::Write;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::Path;
 
-use estimator_cluster::{ClusterConfig, ClusterSpec, Task, TaskType};
+use estimator_cluster::{ClusterConfig, ClusterSource, ClusterSpec, LaunchedRank, Task, TaskType};
 
 use crate::{cpus, gpus};
 
@@ -18,6 +18,108 @@ pub struct Seen<'a> {
     pub omp_num_threads: Option<&'a str>,
     /// The cores it may use.
     pub cores: usize,
+}
+
+/// What `explain` prints for `source`: where the cluster comes from, then [`render`]'s
+/// description — for a launcher's rank, what its variables say before the rendezvous.
+pub fn render_source(
+    source: &ClusterSource,
+    model_dir: Option<&Path>,
+    seen: Seen<'_>,
+    resolve: impl Fn(&str) -> Result<IpAddr, String>,
+) -> String {
+    let mut out = String::new();
+    match source {
+        ClusterSource::TfConfig { config, over } => {
+            let _ = match over {
+                None => writeln!(out, "source:    TF_CONFIG"),
+                Some(launcher) => writeln!(
+                    out,
+                    "source:    TF_CONFIG (it wins over {} and {}, also set by {launcher})",
+                    launcher.rank_variable(),
+                    launcher.size_variable()
+                ),
+            };
+            out.push_str(&render(config, model_dir, seen, resolve));
+        }
+        ClusterSource::Local => {
+            out.push_str(
+                "source:    none (no TF_CONFIG, and no rank from torchrun, mpirun or srun)\n",
+            );
+            out.push_str(&render(&ClusterConfig::Local, model_dir, seen, resolve));
+        }
+        ClusterSource::Launched(rank) => {
+            out.push_str(&render_launched(rank, model_dir, seen, resolve));
+        }
+    }
+    out
+}
+
+/// A rank a launcher started: its role follows from its rank; its peers' addresses are known
+/// only after the rendezvous, whose address is shown with what `resolve` makes of it.
+fn render_launched(
+    me: &LaunchedRank,
+    model_dir: Option<&Path>,
+    seen: Seen<'_>,
+    resolve: impl Fn(&str) -> Result<IpAddr, String>,
+) -> String {
+    let launcher = me.launcher;
+    let model_dir =
+        model_dir.map_or_else(|| "(not given)".to_string(), |d| d.display().to_string());
+    let task = match me.rank {
+        0 => "chief:0".to_string(),
+        rank => format!("worker:{}", rank - 1),
+    };
+    let local = me
+        .local_rank
+        .map_or(String::new(), |local| format!(", local rank {local}"));
+    let at = &me.rendezvous;
+    let resolved = match resolve(&at.to_string()) {
+        Ok(ip) => format!("resolves to {ip}"),
+        Err(reason) => format!("does not resolve: {reason}"),
+    };
+    let mut out = String::new();
+    let mut field = |name: &str, value: &str| {
+        let _ = writeln!(out, "{:<11}{value}", format!("{name}:"));
+    };
+    field(
+        "source",
+        &format!(
+            "{launcher} ({}={}, {}={})",
+            launcher.rank_variable(),
+            me.rank,
+            launcher.size_variable(),
+            me.world_size
+        ),
+    );
+    field("task", &task);
+    field(
+        "chief",
+        &if me.rank == 0 {
+            "yes (rank 0)".to_string()
+        } else {
+            format!("no (the chief is rank 0, on {})", at.host)
+        },
+    );
+    field(
+        "rank",
+        &format!("{} (world size {}{local})", me.rank, me.world_size),
+    );
+    field("model_dir", &model_dir);
+    field(
+        "strategy",
+        &format!("MultiWorkerMirrored ({} replicas)", me.world_size),
+    );
+    field("gpus", &gpus::describe(seen.cuda_visible_devices));
+    field("threads", &cpus::describe(seen.omp_num_threads, seen.cores));
+    field(
+        "peers",
+        &format!(
+            "from the rendezvous at {at} ({}), which {resolved}",
+            at.from
+        ),
+    );
+    out
 }
 
 /// The description of `config` that `explain` prints: role, chief, rank and world size,
@@ -258,6 +360,63 @@ peers:
         assert!(
             text.contains("threads:   up to 4 per operation (the cores; OMP_NUM_THREADS not set)"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_torchrun_rank_is_described_before_the_rendezvous() {
+        let rank = estimator_cluster::launched_rank(|name| {
+            let value = match name {
+                "RANK" => "2",
+                "WORLD_SIZE" => "3",
+                "LOCAL_RANK" => "0",
+                "MASTER_ADDR" => "job-master-0",
+                "MASTER_PORT" => "23456",
+                _ => return None,
+            };
+            Some(value.to_string())
+        })
+        .unwrap()
+        .unwrap();
+        let seen = Seen {
+            cores: 4,
+            ..Seen::default()
+        };
+        let text = render_source(&ClusterSource::Launched(rank), None, seen, fake);
+        let expected = "\
+source:    torchrun (RANK=2, WORLD_SIZE=3)
+task:      worker:1
+chief:     no (the chief is rank 0, on job-master-0)
+rank:      2 (world size 3, local rank 0)
+model_dir: (not given)
+strategy:  MultiWorkerMirrored (3 replicas)
+gpus:      all (CUDA_VISIBLE_DEVICES not set): cuda:N is GPU N
+threads:   up to 4 per operation (the cores; OMP_NUM_THREADS not set)
+peers:     from the rendezvous at job-master-0:23456 (MASTER_ADDR, MASTER_PORT), which resolves to 10.0.0.7
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn tf_config_says_it_wins_and_local_says_why() {
+        let config = parse(r#"{"cluster": {"chief": ["c:1"]}, "task": {"type": "chief"}}"#);
+        let source = ClusterSource::TfConfig {
+            config,
+            over: Some(estimator_cluster::Launcher::OpenMpi),
+        };
+        let text = render_source(&source, None, Seen::default(), fake);
+        assert!(
+            text.starts_with(
+                "source:    TF_CONFIG (it wins over OMPI_COMM_WORLD_RANK and \
+                 OMPI_COMM_WORLD_SIZE, also set by Open MPI's mpirun)\ntask:      chief:0\n"
+            ),
+            "{text}"
+        );
+        let local = render_source(&ClusterSource::Local, None, Seen::default(), fake);
+        assert!(
+            local.starts_with("source:    none (no TF_CONFIG, and no rank from torchrun")
+                && local.contains("\ntask:      local"),
+            "{local}"
         );
     }
 

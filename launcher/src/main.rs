@@ -1,6 +1,7 @@
 //! `estimator-launch`: start a local cluster — a chief, workers, parameter servers, an
 //! evaluator — each task running the same command with its own TF_CONFIG, as TensorFlow and
-//! Kubeflow's TFJob would; or explain what TF_CONFIG makes of this process.
+//! Kubeflow's TFJob would; or explain what TF_CONFIG (or torchrun's, mpirun's or srun's
+//! variables) make of this process.
 //!
 //! Run `estimator-launch --help` for the flags.
 
@@ -15,7 +16,7 @@ mod relay;
 mod supervise;
 mod tls;
 
-use estimator_cluster::cluster_from_env;
+use estimator_cluster::cluster_source_from_env;
 
 use crate::cli::{CertsArgs, Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
 use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
@@ -45,8 +46,9 @@ fn error(message: &str) {
 }
 
 fn explain(args: &ExplainArgs) -> i32 {
-    match cluster_from_env() {
-        Ok(config) => {
+    // The source alone: explaining must not wait for a rendezvous.
+    match cluster_source_from_env() {
+        Ok(source) => {
             let visible = std::env::var(CUDA_VISIBLE_DEVICES).ok();
             let omp = std::env::var(cpus::OMP_NUM_THREADS).ok();
             let seen = explain::Seen {
@@ -54,7 +56,8 @@ fn explain(args: &ExplainArgs) -> i32 {
                 omp_num_threads: omp.as_deref(),
                 cores: cpus::available(),
             };
-            let text = explain::render(&config, args.model_dir.as_deref(), seen, explain::resolve);
+            let model_dir = args.model_dir.as_deref();
+            let text = explain::render_source(&source, model_dir, seen, explain::resolve);
             relay::to_stdout(text.as_bytes());
             0
         }

@@ -1,6 +1,7 @@
 //! Starting the tasks, relaying their output, waiting for the chief, and leaving no process
 //! behind (the tasks' process group and its sentinel: `sentinel.rs`).
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -17,10 +18,14 @@ use crate::layout::Layout;
 use crate::relay::{self, note};
 use crate::tls::TaskCertificates;
 
+mod lost;
 mod restart;
 mod sentinel;
+mod summary;
+use lost::Blame;
 use restart::{group_settled, restart_group, Restart};
 use sentinel::Sentinel;
+use summary::{Ending, Outcome};
 
 /// Exit codes from this one up are worth a restart (Kubeflow's `ExitCode` policy).
 const RETRYABLE: i32 = 128;
@@ -77,7 +82,16 @@ pub fn launch(
     };
     let (relays_alive, relays_done) = mpsc::channel::<()>();
     let group = sentinel.as_ref().map(Sentinel::group);
+    let blame = Blame::default();
+    // Each task's incarnation, as `Running::restarts` counts them: a line heard from an
+    // earlier one names no one in the current one.
+    let mut incarnations: HashMap<Task, u32> = HashMap::new();
     let mut spawn = |task: Task| -> io::Result<Child> {
+        let incarnation = {
+            let next = incarnations.entry(task).or_insert(0);
+            *next += 1;
+            *next - 1
+        };
         let mut cmd = Command::new(&command[0]);
         cmd.args(&command[1..])
             .env(TF_CONFIG, layout.tf_config(task))
@@ -116,7 +130,12 @@ pub fn launch(
             spawn_relay(out, prefix.clone(), relay::to_stdout, relays_alive.clone());
         }
         if let Some(err) = child.stderr.take() {
-            spawn_relay(err, prefix, relay::to_stderr, relays_alive.clone());
+            let (blame, tasks) = (blame.clone(), layout.tasks.clone());
+            let hear = move |line: &[u8]| {
+                blame.hear(task, incarnation, line, &tasks);
+                relay::to_stderr(line);
+            };
+            spawn_relay(err, prefix, hear, relays_alive.clone());
         }
         Ok(child)
     };
@@ -128,6 +147,7 @@ pub fn launch(
                 child,
                 exit: None,
                 restarts: 0,
+                ending: Ending::Exited { signal: None },
             }),
             Err(e) => {
                 for running in tasks.iter_mut() {
@@ -151,7 +171,7 @@ pub fn launch(
         spawn: &mut spawn,
         together,
     };
-    let code = supervise(&mut tasks, layout.chief(), grace, restart);
+    let code = supervise(&mut tasks, layout.chief(), grace, restart, &blame);
     finish(sentinel, relays_alive, relays_done);
     Ok(code)
 }
@@ -173,6 +193,8 @@ struct Running {
     exit: Option<i32>,
     /// Times it was started again.
     restarts: u32,
+    /// How it ended (once `exit` is set).
+    ending: Ending,
 }
 
 impl Running {
@@ -184,7 +206,19 @@ impl Running {
         let _ = self.child.kill();
         let status = reap(&mut self.child, SETTLE);
         self.exit = Some(status.map_or(1, exit_code));
+        if status.is_none() {
+            self.ending = Ending::NotReaped;
+        }
         status
+    }
+
+    fn outcome(&self) -> Outcome {
+        Outcome {
+            task: self.task,
+            code: self.exit.unwrap_or(1),
+            restarts: self.restarts,
+            ending: self.ending.clone(),
+        }
     }
 }
 
@@ -198,8 +232,15 @@ struct Cause {
 /// Waits for the chief, gives the others `grace` to exit, kills those still running; returns
 /// the chief's exit code — or, when the chief only lost a peer (≥ 128) after a task had failed
 /// for good (1–127), that task's. Retryable exits are restarted per `restart` until a task
-/// fails for good.
-fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: Restart) -> i32 {
+/// fails for good. Tasks left running once every other has exited, named lost by them (per
+/// `blame`), are ended without waiting for the grace.
+fn supervise(
+    tasks: &mut [Running],
+    chief: Task,
+    grace: Duration,
+    mut restart: Restart,
+    blame: &Blame,
+) -> i32 {
     let mut chief_code = None;
     let mut cause: Option<Cause> = None;
     // Failures seen after the cause, in the order seen: the tasks that lost it.
@@ -283,6 +324,40 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: R
         if left.is_empty() && held.is_empty() {
             break;
         }
+        let lost = if held.is_empty() {
+            lost::to_end(tasks, &left, blame)
+        } else {
+            Vec::new()
+        };
+        for (i, accusers) in lost {
+            let names: Vec<String> = accusers.iter().map(Task::to_string).collect();
+            let term_grace = lost::TERM_GRACE.min(grace);
+            note(&format!(
+                "ending {}: every other task has exited, and {} named it lost (SIGTERM, then \
+                 SIGKILL after {} s)",
+                tasks[i].task,
+                names.join(" and "),
+                term_grace.as_secs()
+            ));
+            let status = lost::end(&mut tasks[i], term_grace);
+            let later = cause.as_ref().map(|_| &mut after_cause);
+            match status {
+                Some(status) => record(&mut tasks[i], status, chief, &mut chief_code, later),
+                None => {
+                    note(&format!(
+                        "{} could not be reaped after the kill",
+                        tasks[i].task
+                    ));
+                    tasks[i].exit = Some(1);
+                    tasks[i].ending = Ending::NotReaped;
+                    continue;
+                }
+            }
+            tasks[i].ending = Ending::EndedAsLost(accusers);
+        }
+        if tasks.iter().all(|t| t.exit.is_some()) && held.is_empty() {
+            break;
+        }
         if chief_code.is_some() && deadline.is_none() {
             deadline = Some(Instant::now() + grace);
             note(&format!(
@@ -301,7 +376,10 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: R
                 ));
                 let task = tasks[i].task;
                 match tasks[i].kill() {
-                    Some(status) => note(&format!("{task} {}", describe(status))),
+                    Some(status) => {
+                        note(&format!("{task} {}", describe(status)));
+                        tasks[i].ending = Ending::KilledAfterGrace(grace);
+                    }
                     None => note(&format!("{task} could not be reaped after the kill")),
                 }
             }
@@ -309,20 +387,23 @@ fn supervise(tasks: &mut [Running], chief: Task, grace: Duration, mut restart: R
         }
         thread::sleep(POLL);
     }
-    match (chief_code, cause) {
+    let (code, whose) = match (chief_code, cause) {
         (Some(code), cause) if code < RETRYABLE || cause.is_none() => {
             if let Some(cause) = cause.filter(|_| code != 0) {
                 summarise(&cause, &after_cause);
             }
-            code
+            (code, format!("{chief}'s"))
         }
         // The chief lost a peer that had failed for good: a restart would fail again.
         (_, Some(cause)) => {
             summarise(&cause, &after_cause);
-            cause.code
+            (cause.code, format!("{}'s, which failed first", cause.task))
         }
-        (code, None) => code.unwrap_or(1),
-    }
+        (code, None) => (code.unwrap_or(1), format!("{chief}'s")),
+    };
+    let outcomes: Vec<Outcome> = tasks.iter().map(Running::outcome).collect();
+    note(&summary::line(&outcomes, code, &whose));
+    code
 }
 
 /// The launcher's last word on a job that failed for good: which task failed first, and
@@ -350,6 +431,9 @@ fn record(
 ) {
     let code = exit_code(status);
     running.exit = Some(code);
+    running.ending = Ending::Exited {
+        signal: status.signal(),
+    };
     if running.task == chief {
         *chief_code = Some(code);
     }
@@ -414,7 +498,7 @@ fn spawn_failure(program: &OsString, e: &io::Error) -> Failure {
 fn spawn_relay(
     source: impl Read + Send + 'static,
     prefix: String,
-    emit: fn(&[u8]),
+    emit: impl FnMut(&[u8]) + Send + 'static,
     alive: mpsc::Sender<()>,
 ) {
     thread::spawn(move || {

@@ -187,6 +187,13 @@ fn the_chief_exit_code_is_returned_and_a_lingering_worker_is_killed_after_the_gr
         stderr.contains("estimator-launch: killing worker:0"),
         "{stderr}"
     );
+    // The last line: every task's end, in start order, and whose code the launcher's is.
+    assert_eq!(
+        done.stderr.last().unwrap(),
+        "estimator-launch: chief:0 exited 3, worker:0 killed after the 1 s grace (137), \
+         worker:1 exited 7; exit code 3 (chief:0's)",
+        "{stderr}"
+    );
     let pids = started_pids(&done.stderr);
     assert_eq!(pids.len(), 3, "{stderr}");
     for (task, pid) in pids {
@@ -277,6 +284,52 @@ fn explain_describes_a_kubeflow_task() {
     assert!(
         unresolvable.contains("iris-worker-1.invalid:2222  does not resolve: "),
         "{text}"
+    );
+}
+
+#[test]
+fn explain_names_a_torchrun_rank_without_waiting_for_the_rendezvous() {
+    // No rank 0 listens at the rendezvous address: explain reads the variables only.
+    let env = [
+        ("RANK", "1"),
+        ("WORLD_SIZE", "2"),
+        ("LOCAL_RANK", "1"),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", "29999"),
+    ];
+    let started = Instant::now();
+    let done = Launcher::start_with(&["explain"], None, &env).finish();
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let text = done.stdout.join("\n");
+    for expected in [
+        "source:    torchrun (RANK=1, WORLD_SIZE=2)",
+        "task:      worker:0",
+        "rank:      1 (world size 2, local rank 1)",
+        "strategy:  MultiWorkerMirrored (2 replicas)",
+        "peers:     from the rendezvous at 127.0.0.1:29999 (MASTER_ADDR, MASTER_PORT), which \
+         resolves to 127.0.0.1",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+    // TF_CONFIG wins, and says so.
+    let tf_config = r#"{"cluster": {"chief": ["127.0.0.1:2222"]}, "task": {"type": "chief"}}"#;
+    let done = Launcher::start_with(&["explain"], Some(tf_config), &env).finish();
+    assert_eq!(done.code, Some(0), "{:#?}", done.stderr);
+    assert_eq!(
+        done.stdout[0],
+        "source:    TF_CONFIG (it wins over RANK and WORLD_SIZE, also set by torchrun)"
+    );
+}
+
+#[test]
+fn explain_rejects_an_unusable_launcher_variable_in_one_line() {
+    let env = [("RANK", "one"), ("WORLD_SIZE", "2")];
+    let done = Launcher::start_with(&["explain"], None, &env).finish();
+    assert_eq!(done.code, Some(1));
+    assert_eq!(
+        done.stderr,
+        ["estimator-launch: error: RANK = 'one' is not a non-negative integer (torchrun)"]
     );
 }
 
@@ -552,6 +605,12 @@ fn a_worker_that_fails_for_good_fails_the_job_with_its_code() {
         ),
         "{stderr}"
     );
+    assert_eq!(
+        done.stderr.last().unwrap(),
+        "estimator-launch: chief:0 exited 128, worker:0 exited 3; exit code 3 (worker:0's, \
+         which failed first)",
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -580,4 +639,130 @@ fn replicas_that_exit_retryably_restart_together_once_the_group_has_settled() {
     assert_eq!(starts(dir.path()).len(), 6, "{stderr}");
     // Held for the others' exits, at most the settling time, not the grace.
     assert!(started.elapsed() < Duration::from_secs(20), "{stderr}");
+    assert_eq!(
+        done.stderr.last().unwrap(),
+        "estimator-launch: chief:0 exited 0 (restarted 1 time), worker:0 exited 0 (restarted 1 \
+         time), worker:1 exited 0 (restarted 1 time); exit code 0 (chief:0's)",
+        "{stderr}"
+    );
+}
+
+/// A task's shell lines that wait until the process whose pid the file `stopped` holds is
+/// stopped (the test's own bound limits the wait).
+const WAIT_STOPPED: &str = r#"
+    until [ -s stopped ] && [ "$(cut -d' ' -f3 /proc/$(cat stopped)/stat 2>/dev/null)" = T ]; do
+        sleep 0.02
+    done"#;
+
+#[test]
+fn a_stopped_task_named_lost_by_every_other_is_ended_without_waiting_the_grace() {
+    // Worker 1 stops itself (SIGSTOP, as a frozen process); the others then exit as a lost
+    // peer makes them, naming it. The default grace is 90 s.
+    let dir = tempfile::tempdir().unwrap();
+    let script = task_script(
+        dir.path(),
+        &format!(
+            r#"if [ "$me" = worker1 ]; then echo $$ > stopped.tmp; mv stopped.tmp stopped; kill -STOP $$; exit 0; fi
+               {WAIT_STOPPED}
+               echo "task: error: lost worker:1: silent for 10.0s" >&2
+               exit 128"#
+        ),
+    );
+    let started = Instant::now();
+    let done = run(&["--workers", "2", "--", "sh", "-c", &script]);
+    let elapsed = started.elapsed();
+    let stderr = done.stderr.join("\n");
+    assert_eq!(done.code, Some(128), "{stderr}");
+    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "estimator-launch: ending worker:1: every other task has exited, and chief:0 and \
+             worker:0 named it lost (SIGTERM, then SIGKILL after 3 s)"
+        ),
+        "{stderr}"
+    );
+    // A stopped process dies only of the SIGKILL.
+    assert!(
+        stderr.contains("estimator-launch: worker:1 exited with code 137 (killed by signal 9)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("waiting up to"), "{stderr}");
+    assert_eq!(
+        done.stderr.last().unwrap(),
+        "estimator-launch: chief:0 exited 128, worker:0 exited 128, worker:1 ended after \
+         chief:0 and worker:0 named it lost (137); exit code 128 (chief:0's)",
+        "{stderr}"
+    );
+    for (task, pid) in started_pids(&done.stderr) {
+        assert!(!alive(pid), "{task} (pid {pid}) is still there");
+    }
+}
+
+#[test]
+fn a_chief_named_lost_ends_on_sigterm_and_its_code_is_the_launchers() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = task_script(
+        dir.path(),
+        r#"if [ "$me" = chief0 ]; then touch up; exec sleep 1000; fi
+           while [ ! -e up ]; do sleep 0.02; done
+           echo "task: error: training failed: lost chief:0: connection lost" >&2
+           exit 128"#,
+    );
+    let started = Instant::now();
+    let done = run(&["--workers", "1", "--", "sh", "-c", &script]);
+    let stderr = done.stderr.join("\n");
+    assert_eq!(done.code, Some(143), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{stderr}");
+    assert_eq!(
+        done.stderr.last().unwrap(),
+        "estimator-launch: chief:0 ended after worker:0 named it lost (143), worker:0 exited \
+         128; exit code 143 (chief:0's)",
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_named_task_is_not_ended_while_a_task_no_one_named_still_runs() {
+    // Worker 0 names worker 1 lost and exits, but the chief, not named, runs on for a second:
+    // worker 1 is ended only once the chief too has exited.
+    let dir = tempfile::tempdir().unwrap();
+    let script = task_script(
+        dir.path(),
+        r#"if [ "$me" = worker1 ]; then exec sleep 1000; fi
+           if [ "$me" = worker0 ]; then echo "task: error: lost worker:1: gone" >&2; touch named; exit 128; fi
+           while [ ! -e named ]; do sleep 0.02; done
+           sleep 1; exit 0"#,
+    );
+    let done = run(&[
+        "--workers",
+        "2",
+        "--grace-secs",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stderr = done.stderr.join("\n");
+    assert_eq!(done.code, Some(0), "{stderr}");
+    let at = |needle: &str| {
+        done.stderr
+            .iter()
+            .position(|l| l.starts_with(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in {stderr}"))
+    };
+    assert!(
+        at("estimator-launch: chief:0 exited with code 0")
+            < at(
+                "estimator-launch: ending worker:1: every other task has exited, and worker:0 \
+                  named it lost"
+            ),
+        "{stderr}"
+    );
+    assert_eq!(
+        done.stderr.last().unwrap(),
+        "estimator-launch: chief:0 exited 0, worker:0 exited 128, worker:1 ended after worker:0 \
+         named it lost (143); exit code 0 (chief:0's)",
+        "{stderr}"
+    );
 }

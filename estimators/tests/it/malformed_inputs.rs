@@ -94,6 +94,11 @@ fn tf_configs() -> Vec<(OsString, &'static str)> {
         (format!(r#"{{"cluster": {{"worker": ["Node-1:5000", "node-1:5000"]}}, {w}}}"#), "gives worker:0 'Node-1:5000' and worker:1 'node-1:5000'"),
         (format!(r#"{{"cluster": {{"worker": ["a:00"]}}, {w}}}"#), "port 0"),
         (format!(r#"{{"cluster": {{"worker": ["a:+1"]}}, {w}}}"#), "'a:+1'"),
+        (r#"{"cluster": {}, "task": {"type": "ps", "index": 0}}"#.into(), ".task.type = 'ps' but .cluster names no task"),
+        (r#"{"task": {"type": "chief", "index": 0}}"#.into(), ".task.type = 'chief' but .cluster names no task"),
+        (r#"{"cluster": {}, "task": {"type": "worker", "index": 1}}"#.into(), ".task.index = 1 but .cluster names no task"),
+        (r#"{"cluster": {}, "task": {"type": "worker", "index": 99999999999999999999}}"#.into(), ".task.index = 1e+20 is not a non-negative integer"),
+        (r#"{"cluster": {}, "task": 5}"#.into(), ".task = 5 is not an object"),
     ];
     let mut all: Vec<(OsString, &str)> = cases.into_iter().map(|(t, n)| (text(&t), n)).collect();
     all.push((
