@@ -6,13 +6,21 @@
 //! last is answered) with p50 / p99 latency, then an open-loop run at half that rate
 //! (requests sent on a fixed schedule, latency counted from the scheduled time, so a stall
 //! is not hidden by the clients waiting) with its p50 / p99.
+//!
+//! `--idle N` opens N connections that send nothing before each run and keeps them open
+//! through it (the descriptor soft limit is raised to the hard one for them; both are
+//! printed); `--max-connections N` caps the server's connections (default: its own cap,
+//! from the descriptor limit). Each round then reports how many idle connections the
+//! server closed to make room.
 
+use std::io::{ErrorKind, Read};
+use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainSpec};
-use estimator_serve::{Background, Batching, Loaders, ModelConfig, Server};
+use estimator_serve::{Background, Batching, Limits, Loaders, ModelConfig, Server};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 
@@ -39,7 +47,7 @@ fn export_iris(dir: &Path) -> std::path::PathBuf {
 }
 
 /// A server on a free loopback port, batching as `batching` says; stopped when dropped.
-fn start(base: &Path, batching: Option<Batching>) -> (Background, String) {
+fn start(base: &Path, batching: Option<Batching>, limits: Limits) -> (Background, String) {
     let mut loaders = Loaders::canned();
     if let Some(batching) = batching {
         loaders = loaders.with_batching(batching);
@@ -48,7 +56,7 @@ fn start(base: &Path, batching: Option<Batching>) -> (Background, String) {
         name: "iris".into(),
         base_path: base.to_path_buf(),
     }];
-    let server = Server::load(models, loaders).unwrap();
+    let server = Server::load(models, loaders).unwrap().with_limits(limits);
     let background = server.spawn("127.0.0.1:0", Duration::ZERO).unwrap();
     let url = format!("http://{}/v1/models/iris:predict", background.address());
     (background, url)
@@ -111,6 +119,48 @@ fn load(url: &str, clients: usize, seconds: f64, rate: Option<f64>) -> (f64, Vec
     (all.len() as f64 / elapsed, all)
 }
 
+/// `n` connections to the server at `url` that send nothing, opened one after another.
+fn open_idle(url: &str, n: usize) -> Vec<TcpStream> {
+    let address = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let idle: Vec<TcpStream> = (0..n)
+        .map(|_| TcpStream::connect(&address).expect("an idle connection"))
+        .collect();
+    // Time for the server to accept them all before the clients start.
+    std::thread::sleep(Duration::from_millis(500));
+    idle
+}
+
+/// How many of `idle` the server has closed.
+fn closed(idle: &[TcpStream]) -> usize {
+    let mut byte = [0u8; 1];
+    idle.iter()
+        .filter(|stream| {
+            let mut stream: &TcpStream = stream;
+            stream.set_nonblocking(true).unwrap();
+            match stream.read(&mut byte) {
+                Ok(0) => true,
+                Err(e) => e.kind() != ErrorKind::WouldBlock,
+                Ok(_) => false,
+            }
+        })
+        .count()
+}
+
+/// Raises the descriptor soft limit to the hard one; the two limits after.
+fn raise_descriptor_limit() -> (Option<u64>, Option<u64>) {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    limit.current = limit.maximum;
+    let _ = setrlimit(Resource::Nofile, limit);
+    let after = getrlimit(Resource::Nofile);
+    (after.current, after.maximum)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1e3
@@ -123,15 +173,32 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let (mut rounds, mut seconds, mut clients) = (3, 5.0, 16);
+    let (mut idle, mut max_connections) = (0, None);
     let args: Vec<String> = std::env::args().collect();
     for w in args.windows(2) {
         match w[0].as_str() {
             "--rounds" => rounds = w[1].parse().expect("--rounds N"),
             "--seconds" => seconds = w[1].parse().expect("--seconds S"),
             "--clients" => clients = w[1].parse().expect("--clients N"),
+            "--idle" => idle = w[1].parse().expect("--idle N"),
+            "--max-connections" => {
+                max_connections = Some(w[1].parse().expect("--max-connections N"))
+            }
             _ => {}
         }
     }
+    if idle > 0 {
+        let (soft, hard) = raise_descriptor_limit();
+        println!("descriptor limit: soft {soft:?}, hard {hard:?}");
+    }
+    let mut limits = Limits::default();
+    if let Some(cap) = max_connections {
+        limits.max_connections = cap;
+    }
+    println!(
+        "{clients} clients, {idle} idle connections, server cap {} connections",
+        limits.max_connections
+    );
     let dir = tempfile::tempdir().unwrap();
     let base = export_iris(dir.path());
     let settings = [
@@ -147,12 +214,18 @@ fn main() {
     let mut rates = vec![Vec::new(); settings.len()];
     for round in 0..rounds {
         for (k, (name, batching)) in settings.iter().enumerate() {
-            let (_server, url) = start(&base, *batching);
+            let (_server, url) = start(&base, *batching, limits);
+            let idle = open_idle(&url, idle);
             load(&url, clients, 0.5, None); // warm-up
             let (rate, latencies) = load(&url, clients, seconds, None);
             let (_, paced) = load(&url, clients, seconds, Some(rate / 2.0));
+            let closed_note = if idle.is_empty() {
+                String::new()
+            } else {
+                format!(" | idle closed by the server: {}", closed(&idle))
+            };
             println!(
-                "round {round} {name}: {rate:>7.0} predictions/s (p50 {:.2} ms, p99 {:.2} ms) | at {:.0}/s: p50 {:.2} ms, p99 {:.2} ms",
+                "round {round} {name}: {rate:>7.0} predictions/s (p50 {:.2} ms, p99 {:.2} ms) | at {:.0}/s: p50 {:.2} ms, p99 {:.2} ms{closed_note}",
                 percentile(&latencies, 0.5),
                 percentile(&latencies, 0.99),
                 rate / 2.0,

@@ -66,25 +66,22 @@ impl Servable for Batched {
 
     fn predict(&self, instances: &[Instance]) -> Predictions {
         match self.predict_later(instances.to_vec()) {
-            Some(answer) => answer.blocking_recv().unwrap_or_else(|_| Err(stopped())),
-            None => Err(stopped()),
+            Ok(answer) => answer.blocking_recv().unwrap_or_else(|_| Err(stopped())),
+            Err(_) => Err(stopped()),
         }
     }
 
     fn predict_later(
         &self,
         instances: Vec<Instance>,
-    ) -> Option<tokio::sync::oneshot::Receiver<Predictions>> {
+    ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job = Job { instances, reply };
         let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        match jobs.send(job) {
-            Ok(()) => Some(answer),
-            Err(refused) => {
-                let _ = refused.0.reply.send(Err(stopped()));
-                Some(answer)
-            }
+        if let Err(refused) = jobs.send(job) {
+            let _ = refused.0.reply.send(Err(stopped()));
         }
+        Ok(answer)
     }
 }
 

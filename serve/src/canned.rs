@@ -101,14 +101,23 @@ fn check_inputs(
 }
 
 /// A number input; a one-element list counts as its element (TF's `[batch, 1]` inputs).
+/// Inputs are float32 whatever their declared type, so a number beyond float32's range is
+/// refused rather than fed to the model as infinity (the CSV reader refuses it too).
 fn number(value: &Value, index: usize, name: &str) -> Result<f32, ServeError> {
-    match scalar(value) {
-        Value::Number(n) => n
-            .as_f64()
-            .map(|x| x as f32)
-            .ok_or_else(|| bad(index, name, value, "a number")),
-        _ => Err(bad(index, name, value, "a number")),
+    let Value::Number(n) = scalar(value) else {
+        return Err(bad(index, name, value, "a number"));
+    };
+    let x = n
+        .as_f64()
+        .map(|x| x as f32)
+        .ok_or_else(|| bad(index, name, value, "a number"))?;
+    if x.is_infinite() {
+        return Err(ServeError::BadRequest(format!(
+            "instance {index}: input '{name}' is {n}, outside float32's range (±{:e})",
+            f32::MAX
+        )));
     }
+    Ok(x)
 }
 
 /// A category input: a string, or an integer as its decimal text.

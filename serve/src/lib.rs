@@ -5,14 +5,20 @@
 //! Every canned estimator serves with no code ([`Loaders::canned`]); a user's estimator
 //! serves once it implements [`ServableEstimator`] and is added with [`Loaders::with`].
 
+mod accept;
 mod background;
 mod batching;
+mod budget;
 mod canned;
+mod connection;
+mod connections;
 mod error;
+mod limits;
 mod loaders;
 mod metrics;
 mod request;
 mod routes;
+mod same_export;
 mod servable;
 mod server;
 mod versions;
@@ -20,9 +26,13 @@ mod versions;
 pub use background::Background;
 pub use batching::{Batched, Batching};
 pub use error::ServeError;
+pub use limits::{
+    default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,
+    DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
+};
 pub use loaders::Loaders;
 pub use metrics::Metrics;
 pub use request::Format;
 pub use servable::{Instance, Predictions, Servable, ServableEstimator, Served};
-pub use server::{ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT};
+pub use server::{ModelConfig, ModelConfigFile, Server};
 pub use versions::ModelVersions;

@@ -9,7 +9,9 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use estimator::DeviceSpec;
 use estimator_serve::{
-    Batching, Loaders, ModelConfig, ModelConfigFile, Server, DEFAULT_BODY_LIMIT,
+    default_max_connections, Batching, Limits, Loaders, ModelConfig, ModelConfigFile, Server,
+    DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT, DEFAULT_MAX_INSTANCES_PER_REQUEST,
+    DEFAULT_TIMEOUT,
 };
 
 /// Serve exported models over TF Serving's REST API.
@@ -60,6 +62,26 @@ struct Cli {
     /// Largest request body in bytes (413 beyond).
     #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]
     max_body_bytes: usize,
+    /// Most instances (rows, columnar values or examples) in one request (413 beyond).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_INSTANCES_PER_REQUEST)]
+    max_instances_per_request: usize,
+    /// The decoding budget: most instances decoded or being predicted at once, over all
+    /// requests; a request waits until its instances fit. At least
+    /// --max-instances-per-request.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_INSTANCES_IN_FLIGHT)]
+    max_instances_in_flight: usize,
+    /// Most open connections; past it the connection idle longest is closed to make room,
+    /// and with none idle the new one is answered 503. Default: the descriptor limit
+    /// (ulimit -n) less 64, at most 4096.
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// Longest a request head may take from its first byte, in milliseconds (0: no limit).
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
+    header_read_timeout_ms: u64,
+    /// Longest a connection may stay open with no request under way, in milliseconds (0:
+    /// no limit).
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
+    idle_timeout_ms: u64,
 }
 
 /// A `--device` value: `cpu`, `cuda` (device 0), `cuda:N` or `auto`.
@@ -90,6 +112,33 @@ fn models(cli: &Cli) -> Result<Vec<ModelConfig>> {
         }]),
         _ => bail!("give --model-name and --model-base-path, or --model-config-file"),
     }
+}
+
+/// The limits the flags give; a budget below one request's cap, or a zero cap, is refused.
+fn limits(cli: &Cli) -> Result<Limits> {
+    if cli.max_instances_per_request == 0 {
+        bail!("--max-instances-per-request must be at least 1");
+    }
+    if cli.max_instances_in_flight < cli.max_instances_per_request {
+        bail!(
+            "--max-instances-in-flight ({}) must be at least --max-instances-per-request ({}): \
+             a request of the largest size must fit",
+            cli.max_instances_in_flight,
+            cli.max_instances_per_request
+        );
+    }
+    if cli.max_connections == Some(0) {
+        bail!("--max-connections must be at least 1");
+    }
+    let timeout = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
+    Ok(Limits {
+        max_body_bytes: cli.max_body_bytes,
+        max_instances_per_request: cli.max_instances_per_request,
+        max_instances_in_flight: cli.max_instances_in_flight,
+        max_connections: cli.max_connections.unwrap_or_else(default_max_connections),
+        header_read_timeout: timeout(cli.header_read_timeout_ms),
+        idle_timeout: timeout(cli.idle_timeout_ms),
+    })
 }
 
 async fn shutdown_signal() {
@@ -127,14 +176,19 @@ fn run(cli: Cli) -> Result<()> {
             batch_timeout: Duration::from_micros(cli.batch_timeout_micros),
         });
     }
-    let server = Server::load(models(&cli)?, loaders)?.with_body_limit(cli.max_body_bytes);
+    let limits = limits(&cli)?;
+    let server = Server::load(models(&cli)?, loaders)?.with_limits(limits);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let address = format!("{}:{}", cli.host, cli.port);
         let listener = tokio::net::TcpListener::bind(&address)
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
-        tracing::info!("serving the REST API on http://{}", listener.local_addr()?);
+        tracing::info!(
+            "serving the REST API on http://{} (at most {} connections)",
+            listener.local_addr()?,
+            limits.max_connections
+        );
         let poll = Duration::from_secs(cli.file_system_poll_wait_seconds);
         server.run(listener, poll, shutdown_signal()).await?;
         Ok(())

@@ -16,24 +16,29 @@ pub enum Format {
     Columnar,
 }
 
-fn object(body: &Value) -> Result<&Map<String, Value>, ServeError> {
-    body.as_object()
-        .ok_or_else(|| ServeError::BadRequest("the request body must be a JSON object".into()))
+fn object(body: Value) -> Result<Map<String, Value>, ServeError> {
+    match body {
+        Value::Object(map) => Ok(map),
+        _ => Err(ServeError::BadRequest(
+            "the request body must be a JSON object".into(),
+        )),
+    }
 }
 
-/// The instances of a `:predict` body, by input name.
+/// The instances of a `:predict` body, by input name. The body is taken apart, not
+/// copied: a large request's values are held once.
 pub fn predict_instances(
-    body: &Value,
+    body: Value,
     signature: &Signature,
 ) -> Result<(Format, Vec<Instance>), ServeError> {
-    let body = object(body)?;
-    match (body.get("instances"), body.get("inputs")) {
+    let mut body = object(body)?;
+    match (body.remove("instances"), body.remove("inputs")) {
         (Some(_), Some(_)) => Err(ServeError::BadRequest(
             "the request has both 'instances' and 'inputs': use one".into(),
         )),
         (Some(Value::Array(rows)), None) => {
             let instances = rows
-                .iter()
+                .into_iter()
                 .enumerate()
                 .map(|(i, row)| instance(i, row, signature))
                 .collect::<Result<_, _>>()?;
@@ -49,10 +54,10 @@ pub fn predict_instances(
 
 /// Instance `index`: a named-feature object, a list of every input in signature order, or
 /// (one input) its value.
-fn instance(index: usize, row: &Value, signature: &Signature) -> Result<Instance, ServeError> {
+fn instance(index: usize, row: Value, signature: &Signature) -> Result<Instance, ServeError> {
     let names: Vec<&str> = signature.inputs.iter().map(|i| i.name.as_str()).collect();
     match row {
-        Value::Object(map) => Ok(map.clone()),
+        Value::Object(map) => Ok(map),
         Value::Array(values) if names.len() > 1 => {
             if values.len() != names.len() {
                 return Err(ServeError::BadRequest(format!(
@@ -62,13 +67,9 @@ fn instance(index: usize, row: &Value, signature: &Signature) -> Result<Instance
                     names.join(", ")
                 )));
             }
-            Ok(names
-                .iter()
-                .map(|n| n.to_string())
-                .zip(values.iter().cloned())
-                .collect())
+            Ok(names.iter().map(|n| n.to_string()).zip(values).collect())
         }
-        value if names.len() == 1 => Ok(Map::from_iter([(names[0].to_string(), value.clone())])),
+        value if names.len() == 1 => Ok(Map::from_iter([(names[0].to_string(), value)])),
         other => Err(ServeError::BadRequest(format!(
             "instance {index} must be an object of the inputs ({}) or a list of their values, \
              got {other}",
@@ -79,11 +80,11 @@ fn instance(index: usize, row: &Value, signature: &Signature) -> Result<Instance
 
 /// The columnar `inputs`: an object of input name → one value per instance (or, with one
 /// input, the list itself), all of one length.
-fn columns(inputs: &Value, signature: &Signature) -> Result<Vec<Instance>, ServeError> {
+fn columns(inputs: Value, signature: &Signature) -> Result<Vec<Instance>, ServeError> {
     let named: Map<String, Value> = match inputs {
-        Value::Object(map) => map.clone(),
+        Value::Object(map) => map,
         Value::Array(_) if signature.inputs.len() == 1 => {
-            Map::from_iter([(signature.inputs[0].name.clone(), inputs.clone())])
+            Map::from_iter([(signature.inputs[0].name.clone(), inputs)])
         }
         _ => {
             return Err(ServeError::BadRequest(
@@ -92,7 +93,8 @@ fn columns(inputs: &Value, signature: &Signature) -> Result<Vec<Instance>, Serve
         }
     };
     let mut rows: Option<usize> = None;
-    for (name, values) in &named {
+    let mut lists = Vec::with_capacity(named.len());
+    for (name, values) in named {
         let Value::Array(values) = values else {
             return Err(ServeError::BadRequest(format!(
                 "inputs['{name}'] must be a list (one value per instance)"
@@ -108,37 +110,38 @@ fn columns(inputs: &Value, signature: &Signature) -> Result<Vec<Instance>, Serve
             }
             _ => rows = Some(values.len()),
         }
+        lists.push((name, values.into_iter()));
     }
     Ok((0..rows.unwrap_or(0))
-        .map(|i| {
-            named
-                .iter()
-                .map(|(name, values)| (name.clone(), values[i].clone()))
+        .map(|_| {
+            lists
+                .iter_mut()
+                .map(|(name, values)| (name.clone(), values.next().unwrap_or(Value::Null)))
                 .collect()
         })
         .collect())
 }
 
 /// The examples of a `:classify` / `:regress` body, each with the `context` features.
-pub fn examples(body: &Value) -> Result<Vec<Instance>, ServeError> {
-    let body = object(body)?;
-    let context = match body.get("context") {
+pub fn examples(body: Value) -> Result<Vec<Instance>, ServeError> {
+    let mut body = object(body)?;
+    let context = match body.remove("context") {
         None => Map::new(),
-        Some(Value::Object(map)) => map.clone(),
+        Some(Value::Object(map)) => map,
         Some(_) => return Err(ServeError::BadRequest("'context' must be an object".into())),
     };
-    let Some(Value::Array(examples)) = body.get("examples") else {
+    let Some(Value::Array(examples)) = body.remove("examples") else {
         return Err(ServeError::BadRequest(
             "the request needs 'examples': a list of feature objects".into(),
         ));
     };
     examples
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, example)| match example {
             Value::Object(features) => {
                 let mut merged = context.clone();
-                merged.extend(features.clone());
+                merged.extend(features);
                 Ok(merged)
             }
             other => Err(ServeError::BadRequest(format!(

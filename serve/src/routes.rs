@@ -157,10 +157,12 @@ pub(crate) async fn prometheus(State(server): State<Server>) -> String {
 }
 
 /// A request body, or the 413 / 400 TF Serving gives when it cannot be read.
-fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ServeError> {
+fn body_bytes(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Bytes, ServeError> {
     body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ServeError::TooLarge(format!("the request body is above the limit: {rejection}"))
+            ServeError::TooLarge(format!(
+                "the request body is above the limit of {limit} bytes (--max-body-bytes)"
+            ))
         } else {
             ServeError::BadRequest(format!("cannot read the request body: {rejection}"))
         }
@@ -227,25 +229,25 @@ pub(crate) async fn answer_request(
     verb: &str,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Value, ServeError> {
-    let body = body_bytes(body)?;
+    let body = body_bytes(body, server.limits.max_body_bytes)?;
     let body_len = body.len();
+    let (_, servable) = server.servable(model, which)?;
+    // Held until the answer is made: the decoded instances and their predictions are what
+    // the budget bounds.
+    let _room = server.budget.admit(&body).await?;
     let body: Value = serde_json::from_slice(&body)
         .map_err(|e| ServeError::BadRequest(format!("the request body is not JSON: {e}")))?;
-    let (_, servable) = server.servable(model, which)?;
-    let call = Call::parse(verb, &body, servable.signature())?;
-    let instances = call.instances;
-    let predictions = if let Some(answer) = servable.predict_later(instances.clone()) {
+    let call = Call::parse(verb, body, servable.signature())?;
+    let predictions = match servable.predict_later(call.instances) {
         // Batched: the batching thread answers; this worker serves other requests meanwhile.
-        answer
+        Ok(answer) => answer
             .await
-            .map_err(|_| ServeError::Internal("the batching thread has stopped".into()))??
-    } else if body_len <= INLINE_BODY_BYTES {
+            .map_err(|_| ServeError::Internal("the batching thread has stopped".into()))??,
         // A few instances take less time than a hand-off to the blocking pool and back.
-        servable.predict(&instances)?
-    } else {
-        tokio::task::spawn_blocking(move || servable.predict(&instances))
+        Err(instances) if body_len <= INLINE_BODY_BYTES => servable.predict(&instances)?,
+        Err(instances) => tokio::task::spawn_blocking(move || servable.predict(&instances))
             .await
-            .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))??
+            .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))??,
     };
     call.answer.respond(predictions)
 }
@@ -266,7 +268,7 @@ enum Answer {
 }
 
 impl Call {
-    fn parse(verb: &str, body: &Value, signature: &Signature) -> Result<Self, ServeError> {
+    fn parse(verb: &str, body: Value, signature: &Signature) -> Result<Self, ServeError> {
         let (instances, answer) = match verb {
             "predict" => {
                 let (format, instances) = predict_instances(body, signature)?;

@@ -44,12 +44,12 @@ pub trait Servable: Send + Sync {
     fn predict(&self, instances: &[Instance]) -> Predictions;
 
     /// For a servable whose predictions another thread makes (batching): the answer to
-    /// `instances`, to await. `None`: call [`Servable::predict`].
+    /// `instances`, to await. `Err` gives the instances back: call [`Servable::predict`].
     fn predict_later(
         &self,
-        _instances: Vec<Instance>,
-    ) -> Option<tokio::sync::oneshot::Receiver<Predictions>> {
-        None
+        instances: Vec<Instance>,
+    ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
+        Err(instances)
     }
 }
 

@@ -12,7 +12,10 @@ use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 
+use crate::budget::InstanceBudget;
+use crate::connection::Timeouts;
 use crate::error::ServeError;
+use crate::limits::Limits;
 use crate::loaders::Loaders;
 use crate::metrics::Metrics;
 use crate::routes::{call, call_on, metadata, metadata_of, prometheus, status, status_of, Which};
@@ -47,9 +50,6 @@ impl ModelConfigFile {
     }
 }
 
-/// Request bodies above this many bytes are refused with 413 (TF Serving's default).
-pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
-
 pub(crate) struct Model {
     config: ModelConfig,
     versions: RwLock<Arc<ModelVersions>>,
@@ -60,7 +60,8 @@ pub(crate) struct Model {
 pub struct Server {
     pub(crate) models: Arc<BTreeMap<String, Model>>,
     loaders: Loaders,
-    body_limit: usize,
+    pub(crate) limits: Limits,
+    pub(crate) budget: InstanceBudget,
     pub(crate) metrics: Arc<Metrics>,
 }
 
@@ -98,18 +99,39 @@ impl Server {
             };
             loaded.insert(config.name, model);
         }
+        let limits = Limits::default();
         Ok(Self {
             models: Arc::new(loaded),
             loaders,
-            body_limit: DEFAULT_BODY_LIMIT,
+            budget: InstanceBudget::new(
+                limits.max_instances_per_request,
+                limits.max_instances_in_flight,
+            ),
+            limits,
             metrics: Arc::default(),
         })
     }
 
+    /// Serves within `limits` (request sizes, the decoding budget, connections and their
+    /// timeouts) instead of [`Limits::default`].
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.budget = InstanceBudget::new(
+            limits.max_instances_per_request,
+            limits.max_instances_in_flight,
+        );
+        self.limits = limits;
+        self
+    }
+
     /// Refuses request bodies above `bytes` with 413.
     pub fn with_body_limit(mut self, bytes: usize) -> Self {
-        self.body_limit = bytes;
+        self.limits.max_body_bytes = bytes;
         self
+    }
+
+    /// What this server accepts.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Looks for new (or removed) versions of every model once; versions already loaded
@@ -153,13 +175,14 @@ impl Server {
                 get(metadata_of),
             )
             .route("/monitoring/prometheus/metrics", get(prometheus))
-            .layer(DefaultBodyLimit::max(self.body_limit))
+            .layer(DefaultBodyLimit::max(self.limits.max_body_bytes))
             .with_state(self.clone())
     }
 
     /// Serves on `listener` until `shutdown` completes, then finishes the requests under
     /// way; a rescan runs every `poll` (TF Serving's
-    /// `--file_system_poll_wait_seconds`; zero: never).
+    /// `--file_system_poll_wait_seconds`; zero: never). Connections are held to the
+    /// limits' cap and timeouts.
     pub async fn run(
         self,
         listener: tokio::net::TcpListener,
@@ -178,13 +201,27 @@ impl Server {
                 }
             })
         });
-        let served = axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let timeouts = Timeouts {
+            header_read: self.limits.header_read_timeout,
+            idle: self.limits.idle_timeout,
+        };
+        let served = crate::accept::serve(
+            listener,
+            self.router(),
+            self.limits.max_connections,
+            timeouts,
+            shutdown,
+        )
+        .await;
         if let Some(watcher) = watcher {
             watcher.abort();
         }
         served
+    }
+
+    /// The versions of model `name` served now: loaded, refused (and why), labels.
+    pub fn model_versions(&self, name: &str) -> Option<Arc<ModelVersions>> {
+        self.versions(name).ok()
     }
 
     pub(crate) fn versions(&self, name: &str) -> Result<Arc<ModelVersions>, ServeError> {

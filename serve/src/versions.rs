@@ -4,12 +4,21 @@
 //! the base path itself or one level down, where the directory between names a label
 //! (`export/latest/…`, `export/best/…`: the layouts of the exporters); the label points at
 //! the newest version under it.
+//!
+//! Names are read as numbers, as TF Serving reads them, so `01800000000` is version
+//! 1800000000, and `latest/7` and `final/7` are both version 7. Directories naming one
+//! version that hold the same export (the latest and final exporters exporting one
+//! checkpoint within a second) serve as that version. Holding different exports, the
+//! version is ambiguous: TF Serving warns and loads one of them; here neither is served and
+//! an error names every directory, since serving either could answer with the wrong model.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use crate::loaders::Loaders;
+use crate::same_export::same_export;
 use crate::servable::Servable;
 
 /// One model's loaded versions and labels.
@@ -19,10 +28,15 @@ pub struct ModelVersions {
     pub versions: BTreeMap<u64, Arc<dyn Servable>>,
     /// Label → version number.
     pub labels: BTreeMap<String, u64>,
-    /// Version number → its directory (loaded or refused).
-    pub dirs: BTreeMap<u64, PathBuf>,
+    /// Version number → the directories naming it (loaded from the first, or refused).
+    pub dirs: BTreeMap<u64, Vec<PathBuf>>,
     /// Version number → why it did not load.
     pub refused: BTreeMap<u64, String>,
+    /// Versions named by directories holding different exports: never served.
+    pub ambiguous: BTreeSet<u64>,
+    /// Version named by several directories → those directories with their modification
+    /// times when compared, so that they are compared again only once they change.
+    compared: BTreeMap<u64, Vec<(PathBuf, Option<SystemTime>)>>,
 }
 
 impl ModelVersions {
@@ -34,23 +48,55 @@ impl ModelVersions {
     /// Loads the versions under `base` that `known` does not hold yet, keeping those it
     /// holds (a version directory is never rewritten: exports are renamed into place
     /// whole). A version that fails to load is logged and left out; it is tried again at
-    /// the next scan.
+    /// the next scan. An ambiguous version is logged when it becomes ambiguous, and left
+    /// out until its directories change.
     pub fn scan(base: &Path, known: &ModelVersions, loaders: &Loaders) -> std::io::Result<Self> {
+        let mut claims: BTreeMap<u64, Vec<PathBuf>> = BTreeMap::new();
         let mut next = ModelVersions::default();
         for (version, dir, label) in version_dirs(base)? {
             if let Some(label) = label {
                 let newest = next.labels.entry(label).or_insert(version);
                 *newest = (*newest).max(version);
             }
-            if next.dirs.contains_key(&version) {
-                continue;
+            claims.entry(version).or_default().push(dir);
+        }
+        for (version, dirs) in claims {
+            next.dirs.insert(version, dirs.clone());
+            if dirs.len() > 1 {
+                let stamped: Vec<_> = dirs
+                    .iter()
+                    .map(|d| {
+                        (
+                            d.clone(),
+                            std::fs::metadata(d).and_then(|m| m.modified()).ok(),
+                        )
+                    })
+                    .collect();
+                let seen = known.compared.get(&version) == Some(&stamped);
+                next.compared.insert(version, stamped);
+                if seen && known.ambiguous.contains(&version) {
+                    next.ambiguous.insert(version);
+                    if let Some(why) = known.refused.get(&version) {
+                        next.refused.insert(version, why.clone());
+                    }
+                    continue;
+                }
+                if !seen {
+                    if let Err(why) = one_export(version, &dirs) {
+                        tracing::error!("{why}");
+                        next.ambiguous.insert(version);
+                        next.refused.insert(version, why);
+                        continue;
+                    }
+                }
             }
-            next.dirs.insert(version, dir.clone());
-            if let Some(loaded) = known.versions.get(&version) {
+            let dir = &dirs[0];
+            let loaded_from = known.dirs.get(&version).and_then(|d| d.first());
+            if let (Some(loaded), true) = (known.versions.get(&version), loaded_from == Some(dir)) {
                 next.versions.insert(version, Arc::clone(loaded));
                 continue;
             }
-            match loaders.load(&dir) {
+            match loaders.load(dir) {
                 Ok(loaded) => {
                     tracing::info!("loaded version {version} from {}", dir.display());
                     next.versions.insert(version, loaded);
@@ -66,6 +112,36 @@ impl ModelVersions {
             .retain(|_, version| next.versions.contains_key(version));
         Ok(next)
     }
+}
+
+/// Whether the directories naming `version` hold one export; if not, why it is ambiguous.
+fn one_export(version: u64, dirs: &[PathBuf]) -> Result<(), String> {
+    let names = || {
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
+    for other in &dirs[1..] {
+        match same_export(&dirs[0], other) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(format!(
+                    "version {version} is ambiguous: {} hold different exports; none of them \
+                     is served (remove or renumber all but one)",
+                    names()
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "version {version} is ambiguous: {} cannot be compared ({e}); none of \
+                     them is served",
+                    names()
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every numbered directory in `base` (no label) and one level down (labelled by the

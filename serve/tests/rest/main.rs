@@ -1,8 +1,12 @@
 //! The server over loopback, driven by a real HTTP client as a TF Serving client would:
 //! status, metadata, both `:predict` formats, `:classify`, `:regress`, versions and labels,
-//! a new version under load, and the errors with their status codes.
+//! a new version under load, and the errors with their status codes; ambiguous versions,
+//! request limits, and connections held to their cap and timeouts.
 
+mod ambiguity;
+mod connections;
 mod errors;
+mod limits;
 mod predict;
 mod support;
 mod versions;

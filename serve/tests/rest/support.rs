@@ -1,12 +1,15 @@
 //! What the REST tests share: Iris exports, a server on a loopback port, a real HTTP
 //! client, and the answers `Predictor` gives directly.
 
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
-use estimator_serve::{Background, Server};
+use estimator_serve::{Background, Limits, Loaders, ModelConfig, Server};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 use serde_json::{json, Value};
@@ -126,4 +129,230 @@ pub(crate) fn error_of(body: &Value) -> &str {
     body["error"]
         .as_str()
         .unwrap_or_else(|| panic!("no error member: {body}"))
+}
+
+/// A server started with `limits`, on a free loopback port.
+pub(crate) fn start_iris_with(dir: &Path, limits: Limits) -> Running {
+    let base = dir.join("export");
+    export_iris(&dir.join("model"), &base, 20);
+    let server = Server::load(
+        vec![ModelConfig {
+            name: "iris".into(),
+            base_path: base,
+        }],
+        Loaders::canned(),
+    )
+    .unwrap()
+    .with_limits(limits);
+    Running::start(server)
+}
+
+/// A `POST` of `body` to `path`, written by hand (keep-alive).
+pub(crate) fn request_bytes(path: &str, body: &str) -> Vec<u8> {
+    format!(
+        "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The status and body of the answer read from `stream`, whole, by its content-length.
+pub(crate) fn read_answer(stream: &mut TcpStream) -> (u16, String) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let status = head[9..12].parse().unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().unwrap())
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).unwrap();
+    (status, String::from_utf8(body).unwrap())
+}
+
+/// One request on `stream`, written by hand, and its answer.
+pub(crate) fn raw_post(stream: &mut TcpStream, path: &str, body: &str) -> (u16, String) {
+    stream.write_all(&request_bytes(path, body)).unwrap();
+    read_answer(stream)
+}
+
+/// How many of `streams` the server closes within `within` (stopping once `enough` are).
+pub(crate) fn count_closed(streams: &mut [TcpStream], enough: usize, within: Duration) -> usize {
+    let deadline = Instant::now() + within;
+    let mut closed = vec![false; streams.len()];
+    loop {
+        for (stream, closed) in streams.iter_mut().zip(closed.iter_mut()) {
+            if !*closed {
+                *closed = closed_after(stream, Duration::from_millis(5)).is_some();
+            }
+        }
+        let n = closed.iter().filter(|c| **c).count();
+        if n >= enough || Instant::now() > deadline {
+            return n;
+        }
+    }
+}
+
+/// How long until the server closes `stream`, waiting at most `within`; `None` if it is
+/// still open then. Anything the server sends first is read and dropped.
+pub(crate) fn closed_after(stream: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    let mut sink = [0u8; 1024];
+    loop {
+        let left = within.checked_sub(start.elapsed())?;
+        stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .unwrap();
+        match stream.read(&mut sink) {
+            Ok(0) => return Some(start.elapsed()),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return Some(start.elapsed()),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return None
+            }
+            Err(e) => panic!("reading the connection: {e}"),
+        }
+    }
+}
+
+/// The `estimator-serve` binary, run with `args` (and `--port 0`) under a descriptor limit
+/// of `descriptors` when given; killed when dropped.
+pub(crate) struct Binary {
+    child: Child,
+    pub(crate) url: String,
+    /// Every line the server logged up to the one saying where it listens.
+    pub(crate) log: Vec<String>,
+    /// The lines logged since (read all along, so that the server never blocks on a full
+    /// pipe).
+    later: std::sync::mpsc::Receiver<String>,
+}
+
+impl Binary {
+    pub(crate) fn start(args: &[&str], descriptors: Option<u64>) -> Self {
+        let binary = env!("CARGO_BIN_EXE_estimator-serve");
+        let limit = descriptors.map_or(String::new(), |n| format!("ulimit -n {n} && "));
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{limit}exec \"$0\" \"$@\""))
+            .arg(binary)
+            .args(args)
+            .args(["--port", "0", "--file-system-poll-wait-seconds", "0"])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (lines, received) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut log = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match received.recv_timeout(left) {
+                Ok(line) => line,
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("the server did not start; it logged:\n{}", log.join("\n"));
+                }
+            };
+            log.push(line.clone());
+            if let Some(at) = line.find("serving the REST API on http://") {
+                let url = line[at + "serving the REST API on ".len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_string();
+                return Self {
+                    child,
+                    url,
+                    log,
+                    later: received,
+                };
+            }
+        }
+    }
+
+    /// The lines logged since the server started listening, waiting up to `within` for one
+    /// that contains `text`.
+    pub(crate) fn logged(&self, text: &str, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        let mut lines = Vec::new();
+        while let Ok(line) = self
+            .later
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            let found = line.contains(text);
+            lines.push(line);
+            if found {
+                break;
+            }
+        }
+        lines
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the `estimator-serve` binary run with `args` logs before it exits, and its exit
+/// status; it must exit within two minutes.
+pub(crate) fn run_to_exit(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_estimator-serve"))
+        .args(args)
+        .args(["--port", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("estimator-serve {args:?} did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, reader.join().unwrap())
+}
+
+/// Copies the export directory `from` to `to`, file by file.
+pub(crate) fn copy_export(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
 }

@@ -1,0 +1,226 @@
+//! [`InstanceBudget`]: the instances a request may decode — at most so many per request, and
+//! at most so many over every request decoded or predicted at once.
+//!
+//! The instances are counted before the body is decoded: decoding builds a JSON tree a few
+//! hundred times the size of the body's numbers, so it is the decoding itself that must wait
+//! or be refused.
+
+use std::sync::Arc;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::ServeError;
+
+/// The per-request cap and the budget shared by the requests of one server.
+#[derive(Clone)]
+pub(crate) struct InstanceBudget {
+    per_request: usize,
+    in_flight: usize,
+    permits: Arc<Semaphore>,
+}
+
+impl InstanceBudget {
+    pub(crate) fn new(per_request: usize, in_flight: usize) -> Self {
+        // A semaphore counts at most u32::MAX permits taken at once.
+        let in_flight = in_flight.min(u32::MAX as usize);
+        Self {
+            per_request,
+            in_flight,
+            permits: Arc::new(Semaphore::new(in_flight)),
+        }
+    }
+
+    /// Room for the instances of `body`, held until the permit is dropped; waits while the
+    /// requests under way hold the budget. 413 for a request above either limit.
+    pub(crate) async fn admit(&self, body: &[u8]) -> Result<OwnedSemaphorePermit, ServeError> {
+        let instances = count_instances(body);
+        if instances > self.per_request {
+            return Err(ServeError::TooLarge(format!(
+                "the request has {instances} instances, above the limit of {} per request \
+                 (--max-instances-per-request)",
+                self.per_request
+            )));
+        }
+        if instances > self.in_flight {
+            return Err(ServeError::TooLarge(format!(
+                "the request has {instances} instances, above the server's budget of {} \
+                 instances in flight (--max-instances-in-flight)",
+                self.in_flight
+            )));
+        }
+        let wanted = u32::try_from(instances).unwrap_or(u32::MAX);
+        Arc::clone(&self.permits)
+            .acquire_many_owned(wanted)
+            .await
+            .map_err(|_| ServeError::Internal("the instance budget is closed".into()))
+    }
+}
+
+/// How many instances a request body holds — the length of its `instances` or `examples`
+/// list, or of the longest `inputs` column — read without building the values. A body that
+/// is not a JSON object counts none: decoding it gives the error.
+pub(crate) fn count_instances(body: &[u8]) -> usize {
+    #[derive(Deserialize)]
+    struct Lists {
+        instances: Option<Count>,
+        inputs: Option<Count>,
+        examples: Option<Count>,
+    }
+    match serde_json::from_slice::<Lists>(body) {
+        Ok(lists) => [lists.instances, lists.inputs, lists.examples]
+            .into_iter()
+            .flatten()
+            .map(|count| count.0)
+            .max()
+            .unwrap_or(0),
+        Err(_) => 0,
+    }
+}
+
+/// The length of a list (its elements skipped, not built); of an object, the longest list
+/// among its members (columnar `inputs`); of anything else, zero.
+struct Count(usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(Counter { columns: true })
+            .map(Count)
+    }
+}
+
+/// Counts the elements of a list; with `columns`, also the longest list among an object's
+/// members (an object inside a column is one value, not a column).
+#[derive(Clone, Copy)]
+struct Counter {
+    columns: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Counter {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Counter {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<usize, A::Error> {
+        let mut n = 0;
+        while items.next_element::<IgnoredAny>()?.is_some() {
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<usize, A::Error> {
+        let mut longest = 0;
+        while members.next_key::<IgnoredAny>()?.is_some() {
+            if self.columns {
+                longest = longest.max(members.next_value_seed(Counter { columns: false })?);
+            } else {
+                members.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(longest)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<usize, E> {
+        Ok(0)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<usize, E> {
+        Ok(0)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<usize, E> {
+        Ok(0)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<usize, E> {
+        Ok(0)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<usize, E> {
+        Ok(0)
+    }
+
+    fn visit_unit<E>(self) -> Result<usize, E> {
+        Ok(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_rows_columns_and_examples_without_decoding_them() {
+        assert_eq!(
+            count_instances(br#"{"instances": [{"a": 1}, [1, 2], 3]}"#),
+            3
+        );
+        assert_eq!(
+            count_instances(
+                br#"{"inputs": {"a": [1, 2, 3, 4], "b": [1], "c": {"d": [1, 2, 3, 4, 5]}}}"#
+            ),
+            4
+        );
+        assert_eq!(count_instances(br#"{"inputs": [[1, 2], [3, 4]]}"#), 2);
+        assert_eq!(
+            count_instances(br#"{"context": {"x": [1, 2, 3]}, "examples": [{}, {}]}"#),
+            2
+        );
+        assert_eq!(
+            count_instances(br#"{"signature_name": "serving_default"}"#),
+            0
+        );
+        assert_eq!(count_instances(br#"{"instances": "#), 0);
+        assert_eq!(count_instances(b"[1, 2, 3]"), 0);
+    }
+
+    #[tokio::test]
+    async fn a_request_above_either_limit_gets_413_naming_it_and_others_wait_their_turn() {
+        let budget = InstanceBudget::new(3, 4);
+        let err = budget
+            .admit(br#"{"instances": [1, 2, 3, 4]}"#)
+            .await
+            .unwrap_err();
+        assert_eq!(err.status(), axum::http::StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(
+            err.to_string().contains(
+                "4 instances, above the limit of 3 per request (--max-instances-per-request)"
+            ),
+            "{err}"
+        );
+        let small = InstanceBudget::new(10, 2);
+        let err = small
+            .admit(br#"{"examples": [{}, {}, {}]}"#)
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("--max-instances-in-flight"),
+            "{err}"
+        );
+
+        let held = budget.admit(br#"{"instances": [1, 2, 3]}"#).await.unwrap();
+        let waiting = budget.admit(br#"{"instances": [1, 2]}"#);
+        tokio::pin!(waiting);
+        let early = tokio::time::timeout(std::time::Duration::from_millis(50), &mut waiting).await;
+        assert!(
+            early.is_err(),
+            "two instances fit beside three in a budget of four"
+        );
+        drop(held);
+        let admitted = tokio::time::timeout(std::time::Duration::from_secs(5), waiting).await;
+        assert!(matches!(admitted, Ok(Ok(_))));
+    }
+}
