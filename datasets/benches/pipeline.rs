@@ -13,10 +13,12 @@
 //! (`pipeline/csv_threads.rs`) parses the CSV on one thread and with
 //! `with_parse_threads`, both in alternating rounds; the `tfrecord` case
 //! (`pipeline/tfrecord.rs`) decodes MNIST-width tf.Examples from a TFRecord file into
-//! columnar batches on one thread and two.
+//! columnar batches on one thread and two; the `parquet` case (`pipeline/parquet.rs`)
+//! reads MNIST-width rows uncached from a Parquet file into columnar batches against the
+//! same rows from CSV.
 //!
 //! A name after `--` runs only the cases whose name contains it: `csv`, `csv_threads`,
-//! `mnist`, `pandas`, `map_parallel`, `columnar`, `tfrecord` (e.g. `cargo bench -p datasets --bench
+//! `mnist`, `pandas`, `map_parallel`, `columnar`, `tfrecord`, `parquet` (e.g. `cargo bench -p datasets --bench
 //! pipeline -- map_parallel`).
 
 use std::hint::black_box;
@@ -35,6 +37,8 @@ mod columnar;
 mod csv_threads;
 #[path = "pipeline/map_parallel.rs"]
 mod map_parallel;
+#[path = "pipeline/parquet.rs"]
+mod parquet;
 #[path = "pipeline/tfrecord.rs"]
 mod tfrecord;
 
@@ -300,6 +304,9 @@ fn main() {
     }
     if wanted("tfrecord") {
         tfrecord::bench();
+    }
+    if wanted("parquet") {
+        parquet::bench();
     }
     if !wanted("csv") && !wanted("pandas") && !wanted("csv_threads") {
         return;

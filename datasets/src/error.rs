@@ -184,6 +184,24 @@ pub enum Error {
         message: String,
     },
 
+    /// A Parquet file that cannot be read (not Parquet, a damaged page or footer, a codec
+    /// this build lacks) or whose values do not fit the schema (a null without a default,
+    /// a type the column's kind cannot take, a non-finite float). Row groups and rows count
+    /// from 0, as pyarrow's `read_row_group(i)` and its rows do.
+    #[error("{file}: {}{message}", parquet_place(*.row_group, *.row, .column.as_deref()))]
+    Parquet {
+        /// The file.
+        file: String,
+        /// The row group, when the error is in one.
+        row_group: Option<usize>,
+        /// The row of that row group, when the error is about one.
+        row: Option<u64>,
+        /// The column, when the error is about one.
+        column: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+
     /// A feature spec that cannot work (a label that is not a one-value feature, a default
     /// of another type or size, a data type a kind of feature cannot hold).
     #[error("feature spec: {0}")]
@@ -249,6 +267,22 @@ fn describe_field(column: Option<&str>, field: usize) -> String {
         Some(name) => format!("field '{name}' (column {field})"),
         None => format!("header field {field}"),
     }
+}
+
+/// Where in a Parquet file an [`Error::Parquet`] is, before its message.
+fn parquet_place(row_group: Option<usize>, row: Option<u64>, column: Option<&str>) -> String {
+    let mut place = String::new();
+    if let Some(group) = row_group {
+        place.push_str(&format!("row group {group}"));
+        if let Some(row) = row {
+            place.push_str(&format!(", row {row}"));
+        }
+        place.push_str(": ");
+    }
+    if let Some(column) = column {
+        place.push_str(&format!("column {column}: "));
+    }
+    place
 }
 
 /// Where a [`Error::Record`]'s offset counts from, after the number.

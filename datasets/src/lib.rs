@@ -2,7 +2,8 @@
 //! sharding, background prefetch, and positions that survive a checkpoint.
 //!
 //! A pipeline is a chain of [`Dataset`]s. A source ([`CsvDataset`], [`IdxDataset`],
-//! [`TfRecordDataset`], [`TfExampleDataset`], [`from_vec`], [`from_fn`]) yields items; the combinators of [`DatasetExt`] (`map`,
+//! [`TfRecordDataset`], [`TfExampleDataset`], [`ParquetDataset`], [`from_vec`], [`from_fn`])
+//! yields items; the combinators of [`DatasetExt`] (`map`,
 //! `map_parallel`, `filter`, `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`,
 //! `prefetch`, `cache`, `zip`, `cache_table`, `batch_columnar`, and [`interleave`])
 //! transform them. Everything is lazy and deterministic given
@@ -95,6 +96,14 @@
 //! # }
 //! ```
 //!
+//! **Many files.** [`InputFiles::resolve`] expands a list of paths and globs
+//! (`"data/train-*.csv"`, matches sorted); [`InputFiles::for_worker`] gives each worker of a
+//! cluster its share under TF's [`AutoShardPolicy`] (`FILE`: its own files; `DATA`: its own
+//! rows of every file); [`InputFiles::read`] reads the files one after another or
+//! interleaved (tf.data's `interleave(cycle_length, block_length)`), its position naming the
+//! file and the place in it. [`ParquetDataset`] reads Parquet files' columns straight into
+//! columnar batches.
+//!
 //! Errors are values, never panics: bad cells, ragged rows, truncated files and bad
 //! arguments (`shard(0, 0)`) come back as [`Error`]s whose messages name the file, line
 //! and column, e.g. `iris.csv:17: column petal_width: cannot parse 'abc' as float (finite)`.
@@ -106,6 +115,7 @@ mod dataset;
 mod error;
 mod example;
 mod ext;
+mod files;
 mod forward;
 mod infer;
 mod position;
@@ -117,11 +127,12 @@ mod stats;
 pub use columnar::{
     BatchRow, ColumnarBatch, ColumnarRow, LabelRef, Labels, StringColumn, TableRow,
 };
-pub use combinators::{interleave, ParallelCalls};
+pub use combinators::{interleave, Inputs, ParallelCalls};
 pub use dataset::Dataset;
 pub use error::Error;
 pub use example::{Example, Label};
 pub use ext::{DatasetExt, Iter};
+pub use files::{AutoShardPolicy, FileInputs, InputFiles, WorkerShare};
 pub use forward::BoxDataset;
 pub use infer::{infer_schema, infer_schema_with};
 pub use position::Position;
@@ -129,9 +140,10 @@ pub use rng::SplitMix64;
 pub use schema::{Column, ColumnType, Schema};
 pub use sources::tf_example::proto as tf_proto;
 pub use sources::{
-    from_fn, from_vec, masked_crc32c, open_regular, read_idx, BadRowPolicy, CsvDataset, CsvOptions,
-    DType, FeatureConfig, FeatureSpec, FixedLenFeature, Generator, IdxArray, IdxDataset,
-    RowCounter, TfExampleBatches, TfExampleDataset, TfRecordCompression, TfRecordDataset,
-    TfRecordWriter, VarLenFeature, VecDataset,
+    from_fn, from_vec, infer_parquet_schema, masked_crc32c, open_regular, parquet_column_names,
+    read_idx, BadRowPolicy, CsvDataset, CsvOptions, DType, FeatureConfig, FeatureSpec,
+    FixedLenFeature, Generator, IdxArray, IdxDataset, ParquetBatches, ParquetDataset, RowCounter,
+    TfExampleBatches, TfExampleDataset, TfRecordCompression, TfRecordDataset, TfRecordWriter,
+    VarLenFeature, VecDataset,
 };
 pub use stats::{FeatureStats, StatsAccumulator};

@@ -38,6 +38,13 @@ pub enum Position {
         /// Byte offset of its next record (in the decompressed stream of a compressed file).
         byte: u64,
     },
+    /// A Parquet file: the row group read now and its rows read so far.
+    Parquet {
+        /// Index of the row group (the number of row groups once all are read).
+        row_group: u64,
+        /// Rows of that row group read so far.
+        row: u64,
+    },
     /// `shuffle`: restored by replaying `drawn` steps from `start` with the same seed.
     Shuffle {
         /// Per-epoch salt mixed into the seed (changed by `repeat` each epoch).
@@ -91,16 +98,29 @@ pub enum Position {
         /// Right-hand dataset.
         right: Box<Position>,
     },
-    /// `interleave`: which input is current and where every input stands.
+    /// `interleave`: which slot of the cycle is current, which input each slot reads and
+    /// where it stands (for files: which file, and where in it).
     Interleave {
-        /// Index of the input read next.
+        /// Index of the slot read next.
         current: u64,
-        /// Items already taken from the current input in this block.
+        /// Items already taken from the current slot in this block.
         in_block: u64,
-        /// Whether each input is exhausted.
+        /// Whether each slot is empty (its input read to the end, or none opened yet).
         done: Vec<bool>,
-        /// Every input's position.
+        /// Each slot's input's position (`index 0` for an empty slot).
         inputs: Vec<Position>,
+        /// Which input (file) each slot reads; absent in positions written when every
+        /// input had a slot of its own: slot `i` reads input `i`.
+        #[serde(default)]
+        slot_inputs: Vec<u64>,
+        /// Inputs opened so far; absent in positions written when every input was open
+        /// from the start.
+        #[serde(default)]
+        opened: Option<u64>,
+        /// The name of each slot's input (a file's path; `""` for an empty slot), when the
+        /// inputs have names: a position of other files is refused.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        names: Vec<String>,
     },
     /// `map_parallel(..).deterministic(false)`: items may have been yielded out of order.
     UnorderedMap {
@@ -119,6 +139,7 @@ impl Position {
             Position::Index(_) => "index",
             Position::Csv { .. } => "csv",
             Position::TfRecord { .. } => "tfrecord",
+            Position::Parquet { .. } => "parquet",
             Position::Shuffle { .. } => "shuffle",
             Position::Shard { .. } => "shard",
             Position::Repeat { .. } => "repeat",
@@ -142,6 +163,7 @@ impl Position {
             Position::Index(_)
             | Position::Csv { .. }
             | Position::TfRecord { .. }
+            | Position::Parquet { .. }
             | Position::Cache { .. } => self.clone(),
             Position::Shuffle { salt, start, drawn } => Position::Shuffle {
                 salt: mix(*salt ^ mix(epoch.wrapping_add(0x5EED))),
@@ -180,11 +202,17 @@ impl Position {
                 in_block,
                 done,
                 inputs,
+                slot_inputs,
+                opened,
+                names,
             } => Position::Interleave {
                 current: *current,
                 in_block: *in_block,
                 done: done.clone(),
                 inputs: inputs.iter().map(|p| p.reseeded(epoch)).collect(),
+                slot_inputs: slot_inputs.clone(),
+                opened: *opened,
+                names: names.clone(),
             },
             Position::UnorderedMap { inner, yielded } => Position::UnorderedMap {
                 inner: re(inner),

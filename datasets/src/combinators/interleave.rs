@@ -1,85 +1,256 @@
-//! `interleave`: round-robin over several datasets (e.g. one per file).
+//! `interleave`: tf.data's interleave over several inputs (e.g. one per file): `cycle_length`
+//! of them read at a time, `block_length` items from each in turn, an input that ends
+//! replaced by the next one not yet opened.
 
 use crate::{Dataset, Error, Position};
 
-/// Round-robin over several datasets of the same type, `block_length` items at a time,
-/// from [`interleave`]. Exhausted inputs drop out; it ends when all have.
-pub struct Interleave<D> {
-    inputs: Vec<D>,
+/// The inputs an [`Interleave`] reads, opened one at a time and in order as the cycle
+/// reaches them: datasets built up front ([`interleave`]) or files opened on demand
+/// ([`InputFiles::read`](crate::InputFiles::read)).
+pub trait Inputs: Send {
+    /// What each input is.
+    type Input: Dataset;
+
+    /// Number of inputs.
+    fn count(&self) -> usize;
+
+    /// Input `index` at its start.
+    fn open(&mut self, index: usize) -> Result<Self::Input, Error>;
+
+    /// Takes back input `index` once the interleave is done with it (read to its end, or
+    /// put aside by a restore); by default it is dropped.
+    fn close(&mut self, index: usize, input: Self::Input) {
+        let _ = (index, input);
+    }
+
+    /// Items of all inputs together, when known without reading them.
+    fn len_hint(&self) -> Option<usize> {
+        None
+    }
+
+    /// A name for input `index` (a file's path) that positions record, so that a position
+    /// is not restored into another list of inputs that happens to have as many.
+    fn name(&self, index: usize) -> Option<String> {
+        let _ = index;
+        None
+    }
+}
+
+/// Datasets built up front, handed out by [`Inputs::open`] and taken back by
+/// [`Inputs::close`], so that a restore can open one again.
+pub struct Built<D: Dataset> {
+    held: Vec<Option<D>>,
+    /// Each input's position when it was given: where opening it again starts it.
+    starts: Vec<Position>,
+    /// Whether each input has been opened before (and may have been read since).
+    used: Vec<bool>,
+    len_hint: Option<usize>,
+}
+
+impl<D: Dataset> Inputs for Built<D> {
+    type Input = D;
+
+    fn count(&self) -> usize {
+        self.held.len()
+    }
+
+    fn open(&mut self, index: usize) -> Result<D, Error> {
+        let mut input = self.held[index].take().ok_or_else(|| {
+            Error::InvalidArgument(format!("interleave input {index} is open already"))
+        })?;
+        if std::mem::replace(&mut self.used[index], true) {
+            input.restore(&self.starts[index])?;
+        }
+        Ok(input)
+    }
+
+    fn close(&mut self, index: usize, input: D) {
+        self.held[index] = Some(input);
+    }
+
+    fn len_hint(&self) -> Option<usize> {
+        self.len_hint
+    }
+}
+
+/// One input being read: which one, and the dataset.
+struct Slot<D> {
+    input: usize,
+    data: D,
+}
+
+/// Items of several inputs, `block_length` at a time from each of the `cycle_length` open
+/// ones in turn, from [`interleave`] or [`InputFiles::read`](crate::InputFiles::read), as
+/// `tf.data.Dataset.interleave` (deterministic): a slot whose input ends takes the next
+/// input not yet opened, and the whole ends when every input has been read.
+pub struct Interleave<I: Inputs> {
+    inputs: I,
     block_length: usize,
+    /// `cycle_length` slots, `None` while empty.
+    slots: Vec<Option<Slot<I::Input>>>,
+    /// Inputs opened so far: the next one to open.
+    opened: usize,
+    /// The slot read next.
     current: usize,
     in_block: usize,
-    done: Vec<bool>,
+    /// `cycle_length` as asked, for the error when it is 0.
+    cycle_length: usize,
     failed: bool,
 }
 
 /// Interleaves `inputs` (e.g. one [`CsvDataset`](crate::CsvDataset) per file),
 /// `block_length` items from each in turn, as `tf.data.Dataset.interleave` with
 /// `cycle_length = inputs.len()`. `block_length == 0` is an error on the first pull.
-pub fn interleave<D: Dataset>(inputs: Vec<D>, block_length: usize) -> Interleave<D> {
-    let done = vec![false; inputs.len()];
-    Interleave {
-        inputs,
-        block_length,
-        current: 0,
-        in_block: 0,
-        done,
-        failed: false,
-    }
+pub fn interleave<D: Dataset>(inputs: Vec<D>, block_length: usize) -> Interleave<Built<D>> {
+    let cycle_length = inputs.len().max(1);
+    let len_hint = inputs.iter().map(Dataset::len_hint).sum();
+    let starts = inputs.iter().map(Dataset::position).collect();
+    let used = vec![false; inputs.len()];
+    let built = Built {
+        held: inputs.into_iter().map(Some).collect(),
+        starts,
+        used,
+        len_hint,
+    };
+    Interleave::new(built, cycle_length, block_length)
 }
 
-impl<D> Interleave<D> {
+impl<I: Inputs> Interleave<I> {
+    /// `inputs` read `cycle_length` at a time, `block_length` items from each in turn; 0
+    /// for either is an error on the first pull.
+    pub fn new(inputs: I, cycle_length: usize, block_length: usize) -> Self {
+        let slots = (0..cycle_length.min(inputs.count()))
+            .map(|_| None)
+            .collect();
+        Interleave {
+            inputs,
+            block_length,
+            slots,
+            opened: 0,
+            current: 0,
+            in_block: 0,
+            cycle_length,
+            failed: false,
+        }
+    }
+
+    /// The inputs.
+    pub fn inputs(&self) -> &I {
+        &self.inputs
+    }
+
     fn advance(&mut self) {
         self.in_block = 0;
-        self.current = (self.current + 1) % self.inputs.len();
+        self.current = (self.current + 1) % self.slots.len();
+    }
+
+    /// Hands the input of slot `index` back, leaving the slot empty.
+    fn close_slot(&mut self, index: usize) {
+        if let Some(slot) = self.slots[index].take() {
+            self.inputs.close(slot.input, slot.data);
+        }
+    }
+
+    /// The name of each slot's input (`""` for an empty slot); none when inputs have no
+    /// names.
+    fn slot_names(&self) -> Vec<String> {
+        let names: Vec<Option<String>> = (self.slots.iter())
+            .map(|s| s.as_ref().and_then(|s| self.inputs.name(s.input)))
+            .collect();
+        if names.iter().all(Option::is_none) {
+            return Vec::new();
+        }
+        names.into_iter().map(Option::unwrap_or_default).collect()
+    }
+
+    /// Back to the start: no input open.
+    fn rewind(&mut self) {
+        for i in 0..self.slots.len() {
+            self.close_slot(i);
+        }
+        self.opened = 0;
+        self.current = 0;
+        self.in_block = 0;
+        self.failed = false;
+    }
+
+    fn fail(&mut self, error: Error) -> Option<Result<<I::Input as Dataset>::Item, Error>> {
+        self.failed = true;
+        Some(Err(error))
     }
 }
 
-impl<D: Dataset> Dataset for Interleave<D> {
-    type Item = D::Item;
+impl<I: Inputs> Dataset for Interleave<I> {
+    type Item = <I::Input as Dataset>::Item;
 
-    fn next_item(&mut self) -> Option<Result<D::Item, Error>> {
-        if self.block_length == 0 {
-            if self.failed {
-                return None;
-            }
-            self.failed = true;
-            return Some(Err(Error::InvalidArgument(
-                "interleave block_length must be at least 1".into(),
+    fn next_item(&mut self) -> Option<Result<Self::Item, Error>> {
+        if self.failed {
+            return None;
+        }
+        if self.block_length == 0 || self.cycle_length == 0 {
+            return self.fail(Error::InvalidArgument(format!(
+                "interleave needs a cycle_length and a block_length of at least 1 (got {} \
+                 and {})",
+                self.cycle_length, self.block_length
             )));
         }
-        while !self.done.iter().all(|&d| d) {
-            if self.done[self.current] {
-                self.advance();
-                continue;
+        let count = self.inputs.count();
+        loop {
+            if self.opened >= count && self.slots.iter().all(Option::is_none) {
+                return None;
             }
-            match self.inputs[self.current].next_item() {
-                None => {
-                    self.done[self.current] = true;
-                    self.advance();
-                }
-                Some(item) => {
-                    self.in_block += 1;
-                    if self.in_block >= self.block_length {
+            let current = self.current;
+            match &mut self.slots[current] {
+                Some(slot) => match slot.data.next_item() {
+                    Some(item) => {
+                        self.in_block += 1;
+                        if self.in_block >= self.block_length {
+                            self.advance();
+                        }
+                        return Some(item);
+                    }
+                    None => {
+                        self.close_slot(current);
                         self.advance();
                     }
-                    return Some(item);
-                }
+                },
+                // As tf.data: the empty slot takes the next input and is read at once.
+                None if self.opened < count => match self.inputs.open(self.opened) {
+                    Ok(data) => {
+                        self.slots[current] = Some(Slot {
+                            input: self.opened,
+                            data,
+                        });
+                        self.opened += 1;
+                    }
+                    Err(e) => return self.fail(e),
+                },
+                None => self.advance(),
             }
         }
-        None
     }
 
     fn len_hint(&self) -> Option<usize> {
-        self.inputs.iter().map(Dataset::len_hint).sum()
+        self.inputs.len_hint()
     }
 
     fn position(&self) -> Position {
+        let slots = &self.slots;
         Position::Interleave {
             current: self.current as u64,
             in_block: self.in_block as u64,
-            done: self.done.clone(),
-            inputs: self.inputs.iter().map(Dataset::position).collect(),
+            done: slots.iter().map(Option::is_none).collect(),
+            inputs: slots
+                .iter()
+                .map(|s| s.as_ref().map_or(Position::Index(0), |s| s.data.position()))
+                .collect(),
+            slot_inputs: slots
+                .iter()
+                .enumerate()
+                .map(|(i, s)| s.as_ref().map_or(i, |s| s.input) as u64)
+                .collect(),
+            opened: Some(self.opened as u64),
+            names: self.slot_names(),
         }
     }
 
@@ -89,23 +260,67 @@ impl<D: Dataset> Dataset for Interleave<D> {
             in_block,
             done,
             inputs,
+            slot_inputs,
+            opened,
+            names,
         } = position
         else {
             return Err(Error::position_mismatch("interleave", position));
         };
-        if inputs.len() != self.inputs.len() || done.len() != self.inputs.len() {
+        let (slots, count) = (self.slots.len(), self.inputs.count());
+        if inputs.len() != slots || done.len() != slots {
             return Err(Error::Position(format!(
-                "interleave position has {} inputs, the pipeline {}",
+                "interleave position has {} inputs, the pipeline {slots}",
                 inputs.len(),
-                self.inputs.len()
             )));
         }
-        for (input, pos) in self.inputs.iter_mut().zip(inputs) {
-            input.restore(pos)?;
+        // A position written before slots were recorded: every input had its own slot and
+        // all were open from the start.
+        let slot_input = |i: usize| slot_inputs.get(i).map_or(i as u64, |&k| k);
+        let opened = opened.unwrap_or(count as u64);
+        let bad = (0..slots).find(|&i| !done[i] && slot_input(i) >= opened.min(count as u64));
+        if opened > count as u64 || bad.is_some() || (*current as usize) >= slots.max(1) {
+            return Err(Error::Position(format!(
+                "interleave position does not fit {count} inputs in {slots} slots"
+            )));
         }
-        self.current = (*current as usize).min(self.inputs.len().saturating_sub(1));
+        for (i, name) in names.iter().enumerate().filter(|(i, _)| !done[*i]) {
+            let ours = self.inputs.name(slot_input(i) as usize);
+            if let Some(ours) = ours.filter(|ours| ours != name) {
+                return Err(Error::Position(format!(
+                    "interleave slot {i} read {name}, but input {} of this pipeline is {ours}",
+                    slot_input(i)
+                )));
+            }
+        }
+        self.rewind();
+        for (i, pos) in inputs.iter().enumerate() {
+            if done[i] {
+                continue;
+            }
+            let input = slot_input(i) as usize;
+            let restored = self
+                .inputs
+                .open(input)
+                .and_then(|mut data| match data.restore(pos) {
+                    Ok(()) => Ok(data),
+                    Err(e) => {
+                        self.inputs.close(input, data);
+                        Err(e)
+                    }
+                });
+            match restored {
+                Ok(data) => self.slots[i] = Some(Slot { input, data }),
+                Err(e) => {
+                    // Half restored is no place to read from: back to the start.
+                    self.rewind();
+                    return Err(e);
+                }
+            }
+        }
+        self.opened = opened as usize;
+        self.current = *current as usize;
         self.in_block = *in_block as usize;
-        self.done.clone_from(done);
         self.failed = false;
         Ok(())
     }
@@ -113,7 +328,7 @@ impl<D: Dataset> Dataset for Interleave<D> {
 
 #[cfg(test)]
 mod tests {
-    use super::interleave;
+    use super::{interleave, Built, Interleave};
     use crate::{from_vec, Dataset, DatasetExt, Error, Position};
 
     fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
@@ -126,6 +341,12 @@ mod tests {
             from_vec(vec![10]),
             from_vec(vec![20, 21, 22, 23]),
         ]
+    }
+
+    /// `inputs()` read `cycle` at a time.
+    fn cycled(cycle: usize, block: usize) -> Interleave<Built<crate::VecDataset<i32>>> {
+        let all = interleave(inputs(), block);
+        Interleave::new(all.inputs, cycle, block)
     }
 
     #[test]
@@ -143,31 +364,62 @@ mod tests {
     }
 
     #[test]
-    fn zero_block_is_an_error() {
-        let mut ds = interleave(inputs(), 0);
-        assert!(matches!(
-            ds.next_item(),
-            Some(Err(Error::InvalidArgument(_)))
-        ));
-        assert!(ds.next_item().is_none());
+    fn a_shorter_cycle_opens_the_next_input_where_one_ends() {
+        // As tf.data: [1,2,3] and [10] in the cycle; [10] ends, and [20..] takes its slot
+        // when the cycle comes back to it.
+        assert_eq!(collect(cycled(2, 1)), vec![1, 10, 2, 3, 20, 21, 22, 23]);
+        assert_eq!(collect(cycled(1, 1)), vec![1, 2, 3, 10, 20, 21, 22, 23]);
+        assert_eq!(collect(cycled(2, 2)), vec![1, 2, 10, 3, 20, 21, 22, 23]);
+        assert_eq!(collect(cycled(5, 1)), collect(interleave(inputs(), 1)));
+    }
+
+    #[test]
+    fn zero_block_or_cycle_is_an_error() {
+        for mut ds in [interleave(inputs(), 0), cycled(0, 1)] {
+            assert!(matches!(
+                ds.next_item(),
+                Some(Err(Error::InvalidArgument(_)))
+            ));
+            assert!(ds.next_item().is_none());
+        }
     }
 
     #[test]
     fn restore_mid_way() {
-        let full = collect(interleave(inputs(), 2));
-        for k in 0..=full.len() {
-            let mut ds = interleave(inputs(), 2);
-            for _ in 0..k {
-                ds.next_item();
+        for (cycle, block) in [(3, 2), (2, 1), (1, 3), (2, 2)] {
+            let full = collect(cycled(cycle, block));
+            for k in 0..=full.len() {
+                let mut ds = cycled(cycle, block);
+                for _ in 0..k {
+                    ds.next_item();
+                }
+                let pos = ds.position();
+                let json = serde_json::to_string(&pos).unwrap();
+                let mut fresh = cycled(cycle, block);
+                fresh
+                    .restore(&serde_json::from_str(&json).unwrap())
+                    .unwrap();
+                assert_eq!(collect(fresh), full[k..].to_vec(), "{cycle} {block} {k}");
+                // The same pipeline, read to its end, goes back too: inputs it had finished
+                // are opened again where the position says.
+                ds.iter().for_each(drop);
+                ds.restore(&pos).unwrap();
+                assert_eq!(collect(ds), full[k..].to_vec(), "{cycle} {block} {k} again");
             }
-            let pos = ds.position();
-            let mut fresh = interleave(inputs(), 2);
-            fresh.restore(&pos).unwrap();
-            assert_eq!(collect(fresh), full[k..].to_vec());
         }
         let mut ds = interleave(inputs(), 2);
         assert!(ds.restore(&Position::Index(0)).is_err());
         let two = interleave(vec![from_vec(vec![1]), from_vec(vec![2])], 1).position();
         assert!(ds.restore(&two).is_err());
+    }
+
+    #[test]
+    fn positions_written_before_slots_were_recorded_still_restore() {
+        // Every input in its own slot and open: input 1 read to its end, input 2 at 2.
+        let old = r#"{"interleave": {"current": 2, "in_block": 0, "done": [false, true, false],
+            "inputs": [{"index": 1}, {"index": 1}, {"index": 2}]}}"#;
+        let mut ds = interleave(inputs(), 1);
+        ds.restore(&serde_json::from_str(old).unwrap()).unwrap();
+        assert_eq!(collect(ds), vec![22, 2, 23, 3]);
     }
 }

@@ -21,7 +21,7 @@ pub use batch_columnar::BatchColumnar;
 pub use cache::Cache;
 pub use cache_table::CacheTable;
 pub use filter::Filter;
-pub use interleave::{interleave, Interleave};
+pub use interleave::{interleave, Built, Inputs, Interleave};
 pub use map::{Map, TryMap};
 pub use parallel_map::{ParallelCalls, ParallelMap};
 pub use prefetch::Prefetch;

@@ -1,10 +1,11 @@
-//! Sources: where items come from (CSV, IDX and TFRecord files, memory, generators).
+//! Sources: where items come from (CSV, IDX, TFRecord and Parquet files, memory, generators).
 
 pub(crate) mod cell;
 pub(crate) mod csv;
 mod generator;
 mod idx;
 mod memory;
+pub(crate) mod parquet;
 mod reader;
 mod regular;
 pub(crate) mod text;
@@ -15,6 +16,7 @@ pub use self::csv::{BadRowPolicy, CsvDataset, CsvOptions, RowCounter};
 pub use generator::{from_fn, Generator};
 pub use idx::{read_idx, IdxArray, IdxDataset};
 pub use memory::{from_vec, VecDataset};
+pub use parquet::{infer_parquet_schema, parquet_column_names, ParquetBatches, ParquetDataset};
 pub use regular::open_regular;
 pub use tf_example::{
     DType, FeatureConfig, FeatureSpec, FixedLenFeature, TfExampleBatches, TfExampleDataset,

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use estimator::datasets::{ColumnType, ColumnarBatch, Schema};
+use estimator::datasets::{ColumnType, ColumnarBatch, InputFiles, Schema};
 use estimator::{DeviceSpec, Estimator, RunConfig};
 use estimators::feature_column::{
     categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
@@ -14,7 +14,7 @@ use estimators::DnnClassifier;
 
 use crate::cli::{TrainArgs, DEFAULT_HIDDEN_UNITS};
 use crate::input::{training_facts, training_schema, TrainingFacts};
-use crate::input_format::InputFormat;
+use crate::input_format::{describe, InputFormat, Interleaving};
 use crate::memory_check;
 use crate::optimizer_flags::optimizer_spec;
 
@@ -51,21 +51,22 @@ fn feature_columns(schema: &Schema, facts: &TrainingFacts, normalize: bool) -> V
     columns
 }
 
-/// The classifier the command line and the training file describe; with `keep_rows`, also
-/// the training rows read for its statistics, as the table training can start from.
+/// The classifier the command line and the training files describe; with `keep_rows`, also
+/// the training rows read for its statistics (in the order `interleaving` reads them), as
+/// the table training can start from.
 pub fn build_classifier(
     args: &TrainArgs,
     run_config: RunConfig,
     keep_rows: bool,
-    format: &InputFormat,
+    (train, format, interleaving): (&InputFiles, &InputFormat, Interleaving),
 ) -> Result<(DnnClassifier, Option<Arc<ColumnarBatch>>)> {
     // A feature spec always names the label; a CSV file's must be named on the command line.
     let label = format
         .label()
         .or(args.label_column.as_deref())
         .context("--label-column NAME is required: the column to predict")?;
-    let schema = training_schema(&args.train, label, args.schema.as_deref(), format)?;
-    let mut facts = training_facts(&args.train, &schema, keep_rows, format)?;
+    let schema = training_schema(train, label, args.schema.as_deref(), format)?;
+    let mut facts = training_facts(train, &schema, keep_rows, format, interleaving)?;
     let string_labels = !facts.label_names.is_empty();
     let vocabulary = match (&args.label_vocabulary, string_labels) {
         (Some(vocabulary), _) => Some(vocabulary.clone()),
@@ -79,7 +80,7 @@ pub fn build_classifier(
     };
     tracing::info!(
         "{}: {} rows, {} features, {n_classes} classes",
-        args.train.display(),
+        describe(train),
         facts.rows,
         schema.features().count()
     );

@@ -3,14 +3,15 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use estimator::datasets::AutoShardPolicy;
 use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
 use estimator::{Distribution, LossReadback};
 
 use crate::values::{parse_decay, parse_learning_rate, parse_mirrored};
 
-/// Train, evaluate, predict with and export a DNN classifier on CSV data or TFRecord files of
-/// tf.Example.
+/// Train, evaluate, predict with and export a DNN classifier on CSV or Parquet data or
+/// TFRecord files of tf.Example.
 #[derive(Debug, Parser)]
 #[command(name = "dnn-classifier", version, about, long_about = None)]
 pub struct Cli {
@@ -22,7 +23,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Train on a CSV or TFRecord file (resumes from the latest checkpoint in --model-dir).
+    /// Train on CSV, Parquet or TFRecord files (resumes from the latest checkpoint in
+    /// --model-dir).
     #[command(
         after_help = "Examples:\n  dnn-classifier train --train iris_train.csv --label-column label \\\n    --hidden-units 128,64 --max-steps 1000 --model-dir /tmp/iris --json\n  dnn-classifier train --train mnist_train.tfrecord --feature-spec spec.json \\\n    --max-steps 1000 --model-dir /tmp/mnist"
     )]
@@ -33,12 +35,12 @@ pub enum Command {
         after_help = "Example:\n  dnn-classifier train-and-evaluate --train iris_train.csv --eval iris_test.csv \\\n    --label-column label --max-steps 1000 --model-dir /tmp/iris --json"
     )]
     TrainAndEvaluate(TrainArgs),
-    /// Evaluate the latest checkpoint of --model-dir on a CSV file.
+    /// Evaluate the latest checkpoint of --model-dir on CSV, Parquet or TFRecord files.
     #[command(
         after_help = "Example:\n  dnn-classifier evaluate --eval iris_test.csv --model-dir /tmp/iris --json"
     )]
     Evaluate(EvaluateArgs),
-    /// Predict every row of a CSV file, from a checkpoint or an export.
+    /// Predict every row of CSV, Parquet or TFRecord files, from a checkpoint or an export.
     #[command(
         after_help = "Examples:\n  dnn-classifier predict --input iris_test.csv --model-dir /tmp/iris\n  dnn-classifier predict --input iris_test.csv --export-dir /tmp/iris/export/1700000000 --format csv"
     )]
@@ -82,16 +84,35 @@ pub const DEFAULT_HIDDEN_UNITS: [usize; 2] = [128, 64];
 /// Flags of `train` and `train-and-evaluate`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
-    /// Training CSV (header row; `.gz` accepted), or with --feature-spec a TFRecord file of
-    /// tf.Example (`.gz` GZIP, `.zlib` ZLIB).
-    /// Example: `--train data/train.csv`.
-    #[arg(long, value_name = "FILE.csv|FILE.tfrecord")]
-    pub train: PathBuf,
-    /// Evaluation CSV, or TFRecord file with --feature-spec (required by
-    /// train-and-evaluate).
+    /// Training CSV (header row; `.gz` accepted), Parquet (`*.parquet`, `*.pq`), or with
+    /// --feature-spec TFRecord files of tf.Example (`.gz` GZIP, `.zlib` ZLIB): one file, a
+    /// comma-separated list, or globs (`*`, `?`, `[..]`, `**`; matches sorted by path).
+    /// Example: `--train 'data/train-*.csv'`.
+    #[arg(long, value_name = "FILES")]
+    pub train: String,
+    /// Evaluation CSV or Parquet, or TFRecord files with --feature-spec (required by
+    /// train-and-evaluate); a list or globs as for --train, read one after another.
     /// Example: `--eval data/test.csv`.
-    #[arg(long, value_name = "FILE.csv|FILE.tfrecord")]
-    pub eval: Option<PathBuf>,
+    #[arg(long, value_name = "FILES")]
+    pub eval: Option<String>,
+    /// In a cluster: how the training tasks split the --train files (TF's
+    /// AutoShardPolicy): file (file i to task i % tasks: each file read by one task; needs
+    /// at least as many files as tasks), data (every task reads every file, keeping every
+    /// n-th row), off (every task reads everything), or auto (file when there are at least
+    /// as many files as tasks, else data).
+    /// Example: `--auto-shard-policy file`.
+    #[arg(long, value_name = "auto|file|data|off", default_value = "auto")]
+    pub auto_shard_policy: AutoShardPolicy,
+    /// Training files read at a time, rows taken from each in turn (tf.data's interleave
+    /// cycle_length); 1 reads them one after another.
+    /// Example: `--cycle-length 4`.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub cycle_length: u64,
+    /// Rows taken from one training file before going on to the next of the cycle
+    /// (interleave's block_length).
+    /// Example: `--block-length 16`.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub block_length: u64,
     /// Name of the label column, required for a new model on CSV input (with
     /// --feature-spec: the label feature, by default the spec's "label"; resuming: the
     /// saved model's).
@@ -333,11 +354,12 @@ pub enum ExporterName {
 /// Flags of `evaluate`.
 #[derive(Debug, Args)]
 pub struct EvaluateArgs {
-    /// Evaluation CSV, or TFRecord file of tf.Example (read through --feature-spec, or the
-    /// spec a model trained on TFRecord files saved).
+    /// Evaluation CSV or Parquet, or TFRecord files of tf.Example (read through
+    /// --feature-spec, or the spec a model trained on TFRecord files saved); a list or globs
+    /// as for train.
     /// Example: `--eval data/test.csv`.
-    #[arg(long, value_name = "FILE.csv|FILE.tfrecord")]
-    pub eval: PathBuf,
+    #[arg(long, value_name = "FILES")]
+    pub eval: String,
     /// Directory the model was trained in.
     /// Example: `--model-dir /tmp/iris`.
     #[arg(long, value_name = "DIR")]
@@ -364,12 +386,13 @@ pub struct EvaluateArgs {
 /// Flags of `predict`.
 #[derive(Debug, Args)]
 pub struct PredictArgs {
-    /// CSV whose rows to predict (a label column, if present, is ignored), or TFRecord
-    /// file of tf.Example (read through --feature-spec, or the spec a model trained on
-    /// TFRecord files saved; the label feature is not read).
+    /// CSV or Parquet whose rows to predict (a label column, if present, is ignored), or
+    /// TFRecord files of tf.Example (read through --feature-spec, or the spec a model trained
+    /// on TFRecord files saved; the label feature is not read); a list or globs as for
+    /// train, predicted in file order.
     /// Example: `--input data/test.csv`.
-    #[arg(long, value_name = "FILE.csv|FILE.tfrecord")]
-    pub input: PathBuf,
+    #[arg(long, value_name = "FILES")]
+    pub input: String,
     /// Read --input as a TFRecord file of tf.Example through this feature spec (default,
     /// with --model-dir: the one saved there by training on TFRecord files).
     /// Example: `--feature-spec spec.json`.

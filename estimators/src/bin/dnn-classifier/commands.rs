@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use estimator::cluster::{cluster_from_env, ClusterConfig, TaskType};
-use estimator::datasets::{Dataset, DatasetExt};
+use estimator::datasets::{Dataset, DatasetExt, InputFiles};
 use estimator::distribute::ps::PsMode;
 use estimator::distribute::CommStats;
 use estimator::serve_parameters;
@@ -24,11 +24,12 @@ use crate::cli::{
 };
 use crate::cluster_share::{batches_per_step, cluster_has_evaluator, input_share};
 use crate::input::{batches, eval_schema, schema_for};
-use crate::input_format::{InputFormat, SPEC_FILE};
+use crate::input_format::{InputFormat, Interleaving, SPEC_FILE};
 use crate::memory_check;
 use crate::output::{metrics_json, print_line, PredictionWriter};
 use crate::resumed_flags::apply_to_resumed;
 use crate::timing::Timing;
+use crate::training_input::TrainingInput;
 use crate::values::parse_device;
 
 /// Runs one subcommand; `started` is when the process started, the origin of
@@ -103,12 +104,21 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     }
     memory_check::check_threads(args.intra_op_threads)?;
     memory_check::check_prefetch(args.prefetch_to_device, 0, args.batch_size, None)?;
-    if let Some(eval) = &args.eval {
+    let train_files = InputFiles::resolve(&args.train)?;
+    let eval_files = args.eval.as_deref().map(InputFiles::resolve).transpose()?;
+    if let Some(eval) = &eval_files {
         // Before training, not after it: a FIFO there would block the end of the run.
-        estimator::datasets::open_regular(eval)?;
+        for file in eval.paths() {
+            estimator::datasets::open_regular(file)?;
+        }
     }
-    let files: Vec<&Path> = std::iter::once(args.train.as_path())
-        .chain(args.eval.as_deref())
+    let interleaving = Interleaving {
+        cycle_length: usize::try_from(args.cycle_length).unwrap_or(usize::MAX),
+        block_length: usize::try_from(args.block_length).unwrap_or(usize::MAX),
+    };
+    let files: Vec<&Path> = (train_files.paths().iter())
+        .chain(eval_files.iter().flat_map(InputFiles::paths))
+        .map(PathBuf::as_path)
         .collect();
     let format = InputFormat::for_training(
         &files,
@@ -139,6 +149,14 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     } else {
         input_share(&cluster)?
     };
+    // Refused here, before the statistics pass: FILE with fewer files than tasks.
+    let training_input = TrainingInput::new(
+        &train_files,
+        args.auto_shard_policy,
+        replicas,
+        rank,
+        interleaving,
+    )?;
     // The chief writes the model directory: a second run on it is refused before either
     // configuration is read or written.
     let _lock = chief
@@ -150,10 +168,15 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         let saved = load_classifier(&args.model_dir, run_config.device)?;
         (apply_to_resumed(&args, saved, &args.model_dir)?, None)
     } else {
-        // Every task derives the same configuration from the same training file; only the
+        // Every task derives the same configuration from the same training files; only the
         // chief writes it. A task that trains on every row keeps the rows that pass read.
         let keep_rows = replicas == 1 && !evaluator_task && !serves_variables;
-        let (classifier, table) = build_classifier(&args, run_config, keep_rows, &format)?;
+        let (classifier, table) = build_classifier(
+            &args,
+            run_config,
+            keep_rows,
+            (&train_files, &format, interleaving),
+        )?;
         if let Some(table) = &table {
             tracing::info!(
                 "training starts from the {} rows the statistics pass kept in memory",
@@ -212,17 +235,18 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
         return Ok(serve_parameters(&classifier)?);
     }
     let schema = classifier.schema().clone();
-    let (train_file, batch_size, seed) = (args.train.clone(), args.batch_size, args.seed);
+    let (batch_size, seed) = (args.batch_size, args.seed);
     let buffer = args.shuffle_buffer.max(1);
-    // Each replica reads its own rows (sharded before shuffling, as TF's auto-sharding by
-    // data) and keeps them in memory after the first epoch as one table, whose rows are
-    // shuffled as handles and copied into reused columnar batches. The table the
-    // statistics pass kept, when there is one, stands for that first epoch's reading.
+    if !evaluator_task {
+        training_input.log_plan(replicas, rank);
+    }
+    // Each replica reads its own files, or its own rows of every file (sharded before
+    // shuffling, as TF's auto-sharding), and keeps them in memory after the first epoch as
+    // one table, whose rows are shuffled as handles and copied into reused columnar
+    // batches. The table the statistics pass kept, when there is one, stands for that first
+    // epoch's reading.
     let input = || {
-        let cached = format
-            .rows(&train_file, &schema)?
-            .shard(replicas, rank)
-            .cache_table();
+        let cached = training_input.rows(&format, &schema)?.cache_table();
         let cached = match &table {
             Some(table) => cached.with_table(table.clone()),
             None => cached,
@@ -237,7 +261,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
     let spec = TrainSpec::max_steps(args.max_steps)
         .with_auto_shard(false)
         .with_hook(timing.hook());
-    let evaluate_final = |eval: &Path| -> Result<_> {
+    let evaluate_final = |eval: &InputFiles| -> Result<_> {
         let eval_schema = eval_schema(eval, &schema, &format)?;
         Ok(classifier.evaluate(
             || batches(eval, &eval_schema, batch_size, &format),
@@ -246,7 +270,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
             None,
         )?)
     };
-    let (outcome, metrics) = match (&args.eval, evaluate_after) {
+    let (outcome, metrics) = match (&eval_files, evaluate_after) {
         (Some(eval), true) => {
             let eval_schema = eval_schema(eval, &schema, &format)?;
             let eval_input = || batches(eval, &eval_schema, batch_size, &format);
@@ -278,6 +302,7 @@ fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<()> 
             (outcome, metrics)
         }
     };
+    training_input.log_rows_read();
     let examples_per_step =
         (batch_size * in_process * batches_per_step(&cluster, &args, replicas)) as u64;
     let rates = timing.report(
@@ -323,18 +348,12 @@ fn evaluate(args: EvaluateArgs) -> Result<()> {
     let run_config = classifier.run_config().clone();
     let classifier =
         classifier.with_run_config(run_config.with_intra_op_threads(args.intra_op_threads));
-    let format = InputFormat::for_model(
-        &args.eval,
-        args.feature_spec.as_deref(),
-        Some(&args.model_dir),
-    )?;
-    let schema = eval_schema(&args.eval, classifier.schema(), &format)?;
-    let metrics = classifier.evaluate(
-        || batches(&args.eval, &schema, 512, &format),
-        None,
-        None,
-        None,
-    )?;
+    let eval = InputFiles::resolve(&args.eval)?;
+    let format =
+        InputFormat::for_model(&eval, args.feature_spec.as_deref(), Some(&args.model_dir))?;
+    let schema = eval_schema(&eval, classifier.schema(), &format)?;
+    let metrics =
+        classifier.evaluate(|| batches(&eval, &schema, 512, &format), None, None, None)?;
     let global_step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
     if args.json {
         print_line(metrics_json(global_step, &[], &metrics))?;
@@ -354,15 +373,16 @@ fn predict(args: PredictArgs) -> Result<()> {
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
     let mut writer = PredictionWriter::new(out, args.format);
+    let input = InputFiles::resolve(&args.input)?;
     let format = InputFormat::for_model(
-        &args.input,
+        &input,
         args.feature_spec.as_deref(),
         args.model_dir.as_deref(),
     )?;
     if let Some(export_dir) = &args.export_dir {
         let predictor = Predictor::<DnnClassifier>::load(export_dir)?;
-        let schema = schema_for(&args.input, predictor.estimator().schema(), &format)?;
-        let mut data = batches(&args.input, &schema, 512, &format)?;
+        let schema = schema_for(&input, predictor.estimator().schema(), &format)?;
+        let mut data = batches(&input, &schema, 512, &format)?;
         while let Some(batch) = data.next_item() {
             for prediction in predictor.predict(&batch?)? {
                 writer.write(&prediction)?;
@@ -371,10 +391,8 @@ fn predict(args: PredictArgs) -> Result<()> {
     } else {
         let model_dir: PathBuf = args.model_dir.clone().unwrap_or_default();
         let classifier = load_classifier(&model_dir, DeviceSpec::Cpu)?;
-        let schema = schema_for(&args.input, classifier.schema(), &format)?;
-        for prediction in
-            classifier.predict(|| batches(&args.input, &schema, 512, &format), None)?
-        {
+        let schema = schema_for(&input, classifier.schema(), &format)?;
+        for prediction in classifier.predict(|| batches(&input, &schema, 512, &format), None)? {
             writer.write(&prediction?)?;
         }
     }

@@ -1,5 +1,6 @@
-//! `dnn-classifier`: train, evaluate, predict with and export a DNN classifier on CSV files
-//! or TFRecord files of tf.Example, as TF's `DNNClassifier` from the command line.
+//! `dnn-classifier`: train, evaluate, predict with and export a DNN classifier on CSV or
+//! Parquet files or TFRecord files of tf.Example, as TF's `DNNClassifier` from the command
+//! line.
 //!
 //! Run `dnn-classifier --help` (or `cargo run --release -p estimators --bin dnn-classifier --
 //! --help`) for the subcommands, each with an example.
@@ -15,6 +16,7 @@ mod optimizer_flags;
 mod output;
 mod resumed_flags;
 mod timing;
+mod training_input;
 mod values;
 
 use std::io::IsTerminal;

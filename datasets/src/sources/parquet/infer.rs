@@ -1,0 +1,88 @@
+//! Schema inference from a Parquet file's own schema: its column types say it all, no rows
+//! are read.
+
+use std::path::Path;
+
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+
+use super::file::{values_of, Values};
+use crate::{open_regular, ColumnType, Error, Schema};
+
+/// The schema of a Parquet file, from the types in its footer: every column, in file
+/// order; floating-point columns `Float`; integer and boolean columns `Int`; text columns
+/// (plain, large, view or dictionary-encoded) `Category`. The `label` column, which must
+/// exist, is read by the same rule: class ids from integers, regression targets from
+/// floats, class names from text. A column of another type (a date, a list, a struct,
+/// binary) is an error naming it and its type: give a schema without it.
+pub fn infer_parquet_schema(path: impl AsRef<Path>, label: Option<&str>) -> Result<Schema, Error> {
+    let path = path.as_ref();
+    let file = path.display().to_string();
+    let metadata = footer(path)?;
+    let fields = metadata.schema().fields();
+    let bad_column = |column: &str, message: String| Error::Parquet {
+        file: file.clone(),
+        row_group: None,
+        row: None,
+        column: Some(column.to_string()),
+        message,
+    };
+    if let Some(label) = label {
+        if !fields.iter().any(|f| f.name() == label) {
+            let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+            return Err(bad_column(
+                label,
+                format!(
+                    "the file has no such column (its columns: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    let mut schema = Schema::new();
+    for field in fields {
+        let kind = match values_of(field.data_type()) {
+            Some(Values::Float) => ColumnType::Float,
+            Some(Values::Integer | Values::Boolean) => ColumnType::Int,
+            Some(Values::Text) => ColumnType::Category,
+            None => {
+                return Err(bad_column(
+                    field.name(),
+                    format!(
+                        "holds {} values, which no column type reads: give a schema \
+                         without it",
+                        field.data_type()
+                    ),
+                ))
+            }
+        };
+        schema = schema.add(field.name().clone(), kind);
+    }
+    if let Some(label) = label {
+        schema = schema.label(label);
+    }
+    schema.validate()?;
+    Ok(schema)
+}
+
+/// The names of a Parquet file's columns, in file order, whatever their types.
+pub fn parquet_column_names(path: impl AsRef<Path>) -> Result<Vec<String>, Error> {
+    let metadata = footer(path.as_ref())?;
+    Ok(metadata
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect())
+}
+
+/// The footer of the Parquet file at `path` (a regular file).
+fn footer(path: &Path) -> Result<ArrowReaderMetadata, Error> {
+    let handle = open_regular(path)?;
+    ArrowReaderMetadata::load(&handle, ArrowReaderOptions::new()).map_err(|e| Error::Parquet {
+        file: path.display().to_string(),
+        row_group: None,
+        row: None,
+        column: None,
+        message: format!("not a readable Parquet file: {e}"),
+    })
+}
