@@ -11,7 +11,7 @@ use datasets::Position;
 
 use super::{Ready, Restored, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
-use crate::distribute::ps::{PsMode, PsReplica};
+use crate::distribute::ps::{Command, PsMode, PsReplica};
 use crate::distribute::LocalStep;
 use crate::error::{Error, Result};
 use crate::run_loop::train_state::TrainState;
@@ -95,7 +95,8 @@ impl PsSync {
         if !self.session.is_chief() {
             return Ok((state, true));
         }
-        let steps = self.session.steps()?;
+        let replies = self.session.replica.servers.control(Command::Heartbeat)?;
+        let steps: Vec<u64> = replies.iter().map(|r| r.step).collect();
         let lowest = steps.iter().copied().min().unwrap_or(self.last_step);
         if lowest >= self.last_step {
             return Ok((state, true));

@@ -363,12 +363,6 @@ impl PsSession {
         Ok(())
     }
 
-    /// Each ps task's global step.
-    pub(super) fn steps(&self) -> Result<Vec<u64>> {
-        let replies = self.replica.servers.control(Command::Heartbeat)?;
-        Ok(replies.iter().map(|r| r.step).collect())
-    }
-
     /// Chief: the ps tasks may exit once the training tasks have left.
     pub(super) fn shut_down(&self) -> Result<()> {
         self.replica.servers.control(Command::Shutdown)?;

@@ -27,38 +27,27 @@ fn config() -> PsClientConfig {
     }
 }
 
-/// The chief's client, which initialises ps:1 at once but ps:0 (given its previous request
-/// again meanwhile) only when the test says: a chief caught between the two ps tasks.
-#[derive(Debug)]
-struct HalfwayInit {
+/// What an intercepted client does with the chief's initialisations.
+type InitHook =
+    Box<dyn Fn(&InMemoryParameterServers, Vec<InitRequest>) -> Result<(), PsError> + Send + Sync>;
+
+/// The chief's client, passing its initialisations through `hook`.
+struct Intercepted {
     inner: InMemoryParameterServers,
-    previous: Mutex<Option<Vec<InitRequest>>>,
-    held_back: Arc<Mutex<Option<Vec<InitRequest>>>>,
+    hook: InitHook,
 }
 
-impl HalfwayInit {
-    /// Completes the held-back initialisation.
-    fn complete(inner: &InMemoryParameterServers, held_back: &Mutex<Option<Vec<InitRequest>>>) {
-        let requests = held_back
-            .lock()
-            .unwrap()
-            .take()
-            .expect("an initialisation held back");
-        inner.init(requests).unwrap();
+impl std::fmt::Debug for Intercepted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Intercepted")
+            .field("inner", &self.inner)
+            .finish()
     }
 }
 
-impl PsClient for HalfwayInit {
+impl PsClient for Intercepted {
     fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError> {
-        let mut previous = self.previous.lock().unwrap();
-        match previous.replace(requests.clone()) {
-            None => self.inner.init(requests),
-            Some(mut before) => {
-                before[1] = requests[1].clone();
-                *self.held_back.lock().unwrap() = Some(requests);
-                self.inner.init(before)
-            }
-        }
+        (self.hook)(&self.inner, requests)
     }
     fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
         self.inner.pull(wait)
@@ -83,6 +72,57 @@ impl PsClient for HalfwayInit {
     }
     fn config(&self) -> &PsClientConfig {
         self.inner.config()
+    }
+}
+
+/// The chief's client, which initialises ps:1 at once but ps:0 (given its previous request
+/// again meanwhile) only when the test says (`complete`): a chief caught between the two ps
+/// tasks.
+fn halfway_init(
+    inner: InMemoryParameterServers,
+    held_back: Arc<Mutex<Option<Vec<InitRequest>>>>,
+) -> Intercepted {
+    let previous: Mutex<Option<Vec<InitRequest>>> = Mutex::new(None);
+    let hook = move |inner: &InMemoryParameterServers, requests: Vec<InitRequest>| {
+        let mut previous = previous.lock().unwrap();
+        match previous.replace(requests.clone()) {
+            None => inner.init(requests),
+            Some(mut before) => {
+                before[1] = requests[1].clone();
+                *held_back.lock().unwrap() = Some(requests);
+                inner.init(before)
+            }
+        }
+    };
+    Intercepted {
+        inner,
+        hook: Box::new(hook),
+    }
+}
+
+/// Completes the initialisation [`halfway_init`] held back.
+fn complete(inner: &InMemoryParameterServers, held_back: &Mutex<Option<Vec<InitRequest>>>) {
+    let requests = held_back
+        .lock()
+        .unwrap()
+        .take()
+        .expect("an initialisation held back");
+    inner.init(requests).unwrap();
+}
+
+/// The chief's client, whose first initialisation puts ps:1 `ahead` steps past ps:0: ps
+/// tasks whose steps parted.
+fn parted(inner: InMemoryParameterServers, ahead: u64) -> Intercepted {
+    let ahead = Mutex::new(Some(ahead));
+    let hook = move |inner: &InMemoryParameterServers, mut requests: Vec<InitRequest>| {
+        if let Some(ahead) = ahead.lock().unwrap().take() {
+            requests[1].global_step += ahead;
+        }
+        inner.init(requests)
+    };
+    Intercepted {
+        inner,
+        hook: Box::new(hook),
     }
 }
 
@@ -115,11 +155,7 @@ fn a_pull_during_the_chiefs_initialisation_waits_for_every_ps_so_their_steps_sta
         "chief:0",
     );
     let held_back = Arc::new(Mutex::new(None));
-    let chief_client = HalfwayInit {
-        inner: ps.client(0, config()),
-        previous: Mutex::new(None),
-        held_back: Arc::clone(&held_back),
-    };
+    let chief_client = halfway_init(ps.client(0, config()), Arc::clone(&held_back));
     let chief_replica = PsReplica::new(Box::new(chief_client), 0, names.clone());
     let mut chief = PsSession::new(chief_replica, PsMode::default());
     let worker_replica = PsReplica::in_memory(&ps, 1, names, config());
@@ -136,7 +172,7 @@ fn a_pull_during_the_chiefs_initialisation_waits_for_every_ps_so_their_steps_sta
     std::thread::scope(|scope| {
         scope.spawn(|| {
             std::thread::sleep(Duration::from_millis(200));
-            HalfwayInit::complete(&completer, &held_back);
+            complete(&completer, &held_back);
         });
         let Ok(Pulled::Model(model, step)) = worker.pull(model) else {
             panic!("a pull after the initialisation gives values");
@@ -233,47 +269,6 @@ fn the_chiefs_checkpoint_takes_the_ps_step_that_other_workers_moved_on() {
     );
 }
 
-/// The chief's client, whose first initialisation puts ps:1 `ahead` steps past ps:0: ps
-/// tasks whose steps parted.
-#[derive(Debug)]
-struct Parted {
-    inner: InMemoryParameterServers,
-    ahead: Mutex<Option<u64>>,
-}
-
-impl PsClient for Parted {
-    fn init(&self, mut requests: Vec<InitRequest>) -> Result<(), PsError> {
-        if let Some(ahead) = self.ahead.lock().unwrap().take() {
-            requests[1].global_step += ahead;
-        }
-        self.inner.init(requests)
-    }
-    fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
-        self.inner.pull(wait)
-    }
-    fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
-        self.inner.push(requests)
-    }
-    fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
-        self.inner.snapshot()
-    }
-    fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError> {
-        self.inner.control(command)
-    }
-    fn start_heartbeat(&mut self, every: Duration) {
-        self.inner.start_heartbeat(every)
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn worker(&self) -> u32 {
-        self.inner.worker()
-    }
-    fn config(&self) -> &PsClientConfig {
-        self.inner.config()
-    }
-}
-
 #[test]
 fn a_chief_told_done_by_a_ps_ahead_of_the_others_realigns_them_and_trains_to_the_last_step() {
     use super::super::{Ready, StepSync, Synced};
@@ -286,10 +281,7 @@ fn a_chief_told_done_by_a_ps_ahead_of_the_others_realigns_them_and_trains_to_the
         || VariableOptimizer::new(&OptimizerSpec::sgd(0.1)),
         "chief:0",
     );
-    let client = Parted {
-        inner: ps.client(0, config()),
-        ahead: Mutex::new(Some(3)),
-    };
+    let client = parted(ps.client(0, config()), 3);
     let replica = PsReplica::new(Box::new(client), 0, vec!["chief:0".to_string()]);
     let dir = tempfile::tempdir().unwrap();
     let mut sync = PsSync::new(
