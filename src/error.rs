@@ -116,15 +116,13 @@ pub enum Error {
         /// The thread, e.g. `Mirrored replica:1`.
         thread: String,
     },
-    /// The cluster description (TF_CONFIG) cannot be used.
-    #[error("invalid configuration: {0}")]
-    Cluster(#[from] crate::cluster::TfConfigError),
+    /// The cluster cannot be described (TF_CONFIG, a launcher's variables), met (the
+    /// rendezvous at rank 0: retryable when a rank was lost) or secured (the token).
+    #[error("{}{}", if .0.is_retryable() { "" } else { "invalid configuration: " }, .0)]
+    Cluster(#[from] crate::cluster::Error),
     /// Optimizer state cannot be written or read back.
     #[error(transparent)]
     OptimizerState(#[from] crate::optimizer::OptimizerStateError),
-    /// The cluster token cannot be read.
-    #[error("invalid configuration: {0}")]
-    ClusterToken(#[from] crate::cluster::TokenError),
     /// The cluster's TLS files cannot be used.
     #[error("invalid configuration: {0}")]
     Tls(#[from] crate::distribute::TlsError),
@@ -162,6 +160,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::PeerLost { .. } => RETRYABLE_EXIT_CODE,
+            Error::Cluster(cluster) if cluster.is_retryable() => RETRYABLE_EXIT_CODE,
             _ => 1,
         }
     }
@@ -180,5 +179,29 @@ impl Error {
             path: path.into(),
             message: message.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Error as ClusterError;
+
+    #[test]
+    fn a_rendezvous_that_lost_a_rank_is_retryable_and_a_disagreement_a_configuration_error() {
+        let lost = Error::from(ClusterError::RendezvousLost(
+            "rank 1 cannot reach rank 0's rendezvous".into(),
+        ));
+        assert_eq!(lost.exit_code(), RETRYABLE_EXIT_CODE);
+        assert_eq!(lost.to_string(), "rank 1 cannot reach rank 0's rendezvous");
+        let refused = Error::from(ClusterError::RendezvousRefused(
+            "rank 1 has WORLD_SIZE = 3, rank 0 has 2".into(),
+        ));
+        assert_eq!(refused.exit_code(), 1);
+        assert_eq!(
+            refused.to_string(),
+            "invalid configuration: rank 1 has WORLD_SIZE = 3, rank 0 has 2"
+        );
+        assert_eq!(Error::from(ClusterError::TokenEmpty).exit_code(), 1);
     }
 }

@@ -2,37 +2,14 @@
 //! (`estimator-launch --tls`, `estimator-launch certs`, tests).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
 
-use crate::TlsFiles;
-
-/// Why certificates cannot be made or written.
-#[derive(Debug, thiserror::Error)]
-pub enum CertificateError {
-    /// A host name cannot go into a certificate.
-    #[error("cannot issue a certificate for {task} (hosts {hosts:?}): {reason}")]
-    Issue {
-        /// The task.
-        task: String,
-        /// Its host names.
-        hosts: Vec<String>,
-        /// What rcgen said.
-        reason: String,
-    },
-    /// A file cannot be written.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-}
+use crate::{Error, TlsFiles};
 
 /// A certificate and its key, PEM.
 #[derive(Debug, Clone)]
@@ -52,8 +29,8 @@ pub struct IssuedCertificate {
 pub fn issue_certificates(
     ca_name: &str,
     tasks: &[(String, Vec<String>)],
-) -> Result<(String, Vec<IssuedCertificate>), CertificateError> {
-    let failed = |task: &str, hosts: &[String], e: rcgen::Error| CertificateError::Issue {
+) -> Result<(String, Vec<IssuedCertificate>), Error> {
+    let failed = |task: &str, hosts: &[String], e: rcgen::Error| Error::CertificateIssue {
         task: task.to_string(),
         hosts: hosts.to_vec(),
         reason: e.to_string(),
@@ -98,10 +75,10 @@ pub fn write_certificates(
     dir: &Path,
     ca_pem: &str,
     issued: &[IssuedCertificate],
-) -> Result<Vec<TlsFiles>, CertificateError> {
-    std::fs::create_dir_all(dir).map_err(|source| CertificateError::Write {
+) -> Result<Vec<TlsFiles>, Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::CertificateWrite {
         path: dir.to_path_buf(),
-        source,
+        source: source.into(),
     })?;
     let ca = dir.join("ca.crt");
     write_atomically(&ca, ca_pem.as_bytes(), false)?;
@@ -122,10 +99,10 @@ pub fn write_certificates(
     Ok(files)
 }
 
-fn write_atomically(path: &Path, bytes: &[u8], secret: bool) -> Result<(), CertificateError> {
-    let failed = |source| CertificateError::Write {
+fn write_atomically(path: &Path, bytes: &[u8], secret: bool) -> Result<(), Error> {
+    let failed = |source: std::io::Error| Error::CertificateWrite {
         path: path.to_path_buf(),
-        source,
+        source: source.into(),
     };
     let temporary = path.with_extension("tmp");
     let mut options = std::fs::OpenOptions::new();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::launched::{launched_rank, LaunchedRank, Launcher};
 use crate::rendezvous::rendezvous;
-use crate::{ClusterConfig, TfConfigError};
+use crate::{ClusterConfig, Error};
 
 /// Name of the environment variable TensorFlow and Kubeflow write the cluster to.
 pub const TF_CONFIG: &str = "TF_CONFIG";
@@ -65,7 +65,7 @@ pub enum ClusterSource {
 
 /// Where this process's cluster comes from, read without meeting anyone: TF_CONFIG when it
 /// is set and not blank, else a launcher's variables ([`launched_rank`]), else local.
-pub fn cluster_source_from_env() -> Result<ClusterSource, TfConfigError> {
+pub fn cluster_source_from_env() -> Result<ClusterSource, Error> {
     // Bytes that are not text fail as a value that is not a number, naming the variable.
     let var = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
     match std::env::var(TF_CONFIG) {
@@ -76,7 +76,9 @@ pub fn cluster_source_from_env() -> Result<ClusterSource, TfConfigError> {
         }
         Ok(_) | Err(std::env::VarError::NotPresent) => {}
         // Training alone when a cluster was meant would be silently wrong.
-        Err(std::env::VarError::NotUnicode(_)) => return Err(TfConfigError::not_unicode()),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(Error::tf_config(" is set but is not valid UTF-8"))
+        }
     }
     Ok(match launched_rank(var)? {
         Some(rank) => ClusterSource::Launched(rank),
@@ -87,7 +89,7 @@ pub fn cluster_source_from_env() -> Result<ClusterSource, TfConfigError> {
 /// The cluster this process belongs to: `$TF_CONFIG`'s; else, for a rank that torchrun,
 /// mpirun or srun started, the cluster its world forms, rank 0 the chief, after the
 /// rendezvous at rank 0 (once per process: later calls return the same cluster); else local.
-pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
+pub fn cluster_from_env() -> Result<ClusterConfig, Error> {
     let rank = match cluster_source_from_env()? {
         ClusterSource::TfConfig { config, .. } => return Ok(config),
         ClusterSource::Local => return Ok(ClusterConfig::Local),
@@ -95,9 +97,9 @@ pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
     };
     // A second rendezvous would find rank 0 gone: the ports picked by the first are the ones
     // the peers were told.
-    static MET: OnceLock<Result<ClusterConfig, TfConfigError>> = OnceLock::new();
+    static MET: OnceLock<Result<ClusterConfig, Error>> = OnceLock::new();
     MET.get_or_init(|| {
-        let token = cluster_token_from_env().map_err(|e| TfConfigError::launcher(e.to_string()))?;
+        let token = cluster_token_from_env()?;
         let timeout = rendezvous_timeout(std::env::var(RENDEZVOUS_TIMEOUT_SECS).ok().as_deref())?;
         rendezvous(&rank, token.as_deref(), timeout)
     })
@@ -105,14 +107,17 @@ pub fn cluster_from_env() -> Result<ClusterConfig, TfConfigError> {
 }
 
 /// The rendezvous' bound from the variable's `value` (unset: the default).
-fn rendezvous_timeout(value: Option<&str>) -> Result<Duration, TfConfigError> {
+fn rendezvous_timeout(value: Option<&str>) -> Result<Duration, Error> {
     match value.map(str::trim) {
         None => Ok(Duration::from_secs(DEFAULT_RENDEZVOUS_TIMEOUT_SECS)),
         Some(text) => match text.parse::<u64>() {
             Ok(secs) if (1..=86_400).contains(&secs) => Ok(Duration::from_secs(secs)),
-            _ => Err(TfConfigError::launcher(format!(
+            _ => Err(Error::variable(
+                RENDEZVOUS_TIMEOUT_SECS,
+                format!(
                 "{RENDEZVOUS_TIMEOUT_SECS} = '{text}' is not a number of seconds from 1 to 86400"
-            ))),
+            ),
+            )),
         },
     }
 }
@@ -137,55 +142,29 @@ pub fn hostname() -> String {
 /// `distribute::GrpcConfig::token`): `$ESTIMATOR_CLUSTER_TOKEN`,
 /// or the content of the file `$ESTIMATOR_CLUSTER_TOKEN_FILE` names, trimmed. `None` when
 /// neither is set. Setting both, an empty token or an unreadable file is an error.
-pub fn cluster_token_from_env() -> Result<Option<String>, TokenError> {
+pub fn cluster_token_from_env() -> Result<Option<String>, Error> {
     token_from(
         std::env::var_os(CLUSTER_TOKEN),
         std::env::var_os(CLUSTER_TOKEN_FILE),
     )
 }
 
-/// Why the cluster token cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum TokenError {
-    /// Both ways of giving the token are used.
-    #[error("both {CLUSTER_TOKEN} and {CLUSTER_TOKEN_FILE} are set; set one")]
-    BothSet,
-    /// The variable holds bytes that are not text.
-    #[error("{CLUSTER_TOKEN} is not valid UTF-8")]
-    NotUtf8,
-    /// The file the variable names cannot be read.
-    #[error("cannot read the cluster token from {} ({CLUSTER_TOKEN_FILE}): {source}", path.display())]
-    Unreadable {
-        /// The token file.
-        path: PathBuf,
-        /// Why it cannot be read.
-        source: std::io::Error,
-    },
-    /// The token holds characters a gRPC header cannot carry.
-    #[error("the cluster token must be printable ASCII")]
-    NotPrintable,
-    /// The token is empty (or only white space, in the file).
-    #[error("the cluster token ({CLUSTER_TOKEN} or {CLUSTER_TOKEN_FILE}) is empty")]
-    Empty,
-}
-
-fn token_from(
-    token: Option<OsString>,
-    file: Option<OsString>,
-) -> Result<Option<String>, TokenError> {
+fn token_from(token: Option<OsString>, file: Option<OsString>) -> Result<Option<String>, Error> {
     let token = match (token, file) {
         (None, None) => return Ok(None),
-        (Some(_), Some(_)) => return Err(TokenError::BothSet),
-        (Some(token), None) => token.into_string().map_err(|_| TokenError::NotUtf8)?,
+        (Some(_), Some(_)) => return Err(Error::TokenTwice),
+        (Some(token), None) => token.into_string().map_err(|_| Error::TokenNotUtf8)?,
         (None, Some(path)) => {
             let path = PathBuf::from(path);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|source| TokenError::Unreadable { path, source })?;
+            let text = std::fs::read_to_string(&path).map_err(|source| Error::TokenUnreadable {
+                path,
+                source: source.into(),
+            })?;
             text.trim().to_string()
         }
     };
     if token.is_empty() {
-        return Err(TokenError::Empty);
+        return Err(Error::TokenEmpty);
     }
     Ok(Some(token))
 }
@@ -206,10 +185,10 @@ mod tests {
 
     #[test]
     fn the_rendezvous_bound_is_a_positive_number_of_seconds() {
-        assert_eq!(rendezvous_timeout(None), Ok(Duration::from_secs(300)));
+        assert_eq!(rendezvous_timeout(None).unwrap(), Duration::from_secs(300));
         assert_eq!(
-            rendezvous_timeout(Some(" 20 ")),
-            Ok(Duration::from_secs(20))
+            rendezvous_timeout(Some(" 20 ")).unwrap(),
+            Duration::from_secs(20)
         );
         for bad in ["0", "-1", "soon", "86401"] {
             let message = rendezvous_timeout(Some(bad)).unwrap_err().to_string();

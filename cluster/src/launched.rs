@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::hostlist::first_host;
-use crate::TfConfigError;
+use crate::Error;
 
 /// The rendezvous port when nothing names one: torchrun's default `MASTER_PORT`.
 pub const DEFAULT_RENDEZVOUS_PORT: u16 = 29500;
@@ -125,9 +125,7 @@ pub struct LaunchedRank {
 /// locally); an error naming the variable when they are set but unusable. When several
 /// launchers' variables are set, the innermost launcher wins: torchrun (run by srun or
 /// mpirun), then mpirun (run inside a Slurm allocation), then Slurm.
-pub fn launched_rank(
-    var: impl Fn(&str) -> Option<String>,
-) -> Result<Option<LaunchedRank>, TfConfigError> {
+pub fn launched_rank(var: impl Fn(&str) -> Option<String>) -> Result<Option<LaunchedRank>, Error> {
     let set = |name: &str| var(name).is_some_and(|v| !v.trim().is_empty());
     let launcher = if set("RANK") || set("WORLD_SIZE") {
         Launcher::Torchrun
@@ -142,38 +140,48 @@ pub fn launched_rank(
     } else {
         return Ok(None);
     };
-    let number = |name: &str| -> Result<usize, TfConfigError> {
+    let number = |name: &str| -> Result<usize, Error> {
         let value = var(name).ok_or_else(|| {
-            TfConfigError::launcher(format!(
-                "{name} is not set, though {} is: {launcher} sets both",
-                if name == launcher.rank_variable() {
-                    launcher.size_variable()
-                } else {
-                    launcher.rank_variable()
-                }
-            ))
+            Error::variable(
+                name,
+                format!(
+                    "{name} is not set, though {} is: {launcher} sets both",
+                    if name == launcher.rank_variable() {
+                        launcher.size_variable()
+                    } else {
+                        launcher.rank_variable()
+                    }
+                ),
+            )
         })?;
         value.trim().parse().map_err(|_| {
-            TfConfigError::launcher(format!(
-                "{name} = '{value}' is not a non-negative integer ({launcher})"
-            ))
+            Error::variable(
+                name,
+                format!("{name} = '{value}' is not a non-negative integer ({launcher})"),
+            )
         })
     };
     let world_size = number(launcher.size_variable())?;
     let rank = number(launcher.rank_variable())?;
     if world_size == 0 {
-        return Err(TfConfigError::launcher(format!(
-            "{} = 0: a world needs at least one process",
-            launcher.size_variable()
-        )));
+        return Err(Error::variable(
+            launcher.size_variable(),
+            format!(
+                "{} = 0: a world needs at least one process",
+                launcher.size_variable()
+            ),
+        ));
     }
     if rank >= world_size {
-        return Err(TfConfigError::launcher(format!(
-            "{} = {rank} but {} = {world_size}: ranks run from 0 to {}",
+        return Err(Error::variable(
             launcher.rank_variable(),
-            launcher.size_variable(),
-            world_size - 1
-        )));
+            format!(
+                "{} = {rank} but {} = {world_size}: ranks run from 0 to {}",
+                launcher.rank_variable(),
+                launcher.size_variable(),
+                world_size - 1
+            ),
+        ));
     }
     if world_size == 1 {
         return Ok(None);
@@ -203,7 +211,7 @@ fn rendezvous_address(
     launcher: Launcher,
     var: &impl Fn(&str) -> Option<String>,
     all_on_one_host: bool,
-) -> Result<RendezvousAddress, TfConfigError> {
+) -> Result<RendezvousAddress, Error> {
     let value = |name: &str| {
         var(name)
             .map(|v| v.trim().to_string())
@@ -212,7 +220,8 @@ fn rendezvous_address(
     let (host, host_from) = match value("MASTER_ADDR") {
         Some(host) => (host, "MASTER_ADDR".to_string()),
         None if launcher == Launcher::Torchrun => {
-            return Err(TfConfigError::launcher(
+            return Err(Error::variable(
+                "MASTER_ADDR",
                 "MASTER_ADDR is not set, though RANK and WORLD_SIZE are: rank 0's host is \
                  needed to find the other ranks",
             ))
@@ -220,28 +229,33 @@ fn rendezvous_address(
         None if launcher == Launcher::Slurm => {
             let list = value("SLURM_STEP_NODELIST").unwrap_or_default();
             let host = first_host(&list).ok_or_else(|| {
-                TfConfigError::launcher(format!(
-                    "SLURM_STEP_NODELIST = '{list}' is not a Slurm host list"
-                ))
+                Error::variable(
+                    "SLURM_STEP_NODELIST",
+                    format!("SLURM_STEP_NODELIST = '{list}' is not a Slurm host list"),
+                )
             })?;
             (host, "the first host of SLURM_STEP_NODELIST".to_string())
         }
         None if all_on_one_host => ("127.0.0.1".to_string(), "every rank on this host".into()),
         None => {
-            return Err(TfConfigError::launcher(format!(
+            return Err(Error::variable(
+                "MASTER_ADDR",
+                format!(
                 "MASTER_ADDR is not set, and {launcher} started ranks on several hosts: set it \
                  to rank 0's host (mpirun -x MASTER_ADDR=…)"
-            )))
+            ),
+            ))
         }
     };
-    let port_from = |name: &str| -> Result<Option<u16>, TfConfigError> {
+    let port_from = |name: &str| -> Result<Option<u16>, Error> {
         match value(name) {
             None => Ok(None),
             Some(text) => match text.parse::<u16>() {
                 Ok(port) if port > 0 => Ok(Some(port)),
-                _ => Err(TfConfigError::launcher(format!(
-                    "{name} = '{text}' is not a port (1 to 65535)"
-                ))),
+                _ => Err(Error::variable(
+                    name,
+                    format!("{name} = '{text}' is not a port (1 to 65535)"),
+                )),
             },
         }
     };
@@ -252,17 +266,21 @@ fn rendezvous_address(
     } else if let Some(port) = port_from("MASTER_PORT")? {
         if launcher == Launcher::Torchrun && agent_store {
             let above = port.checked_add(1).ok_or_else(|| {
-                TfConfigError::launcher(format!(
-                    "MASTER_PORT = {port}: torchrun's agent holds it and there is no port \
+                Error::variable(
+                    RENDEZVOUS_PORT,
+                    format!(
+                        "MASTER_PORT = {port}: torchrun's agent holds it and there is no port \
                      above it; set {RENDEZVOUS_PORT}"
-                ))
+                    ),
+                )
             })?;
             (above, "MASTER_PORT + 1, above torchrun's store".to_string())
         } else {
             (port, "MASTER_PORT".to_string())
         }
     } else if launcher == Launcher::Torchrun {
-        return Err(TfConfigError::launcher(
+        return Err(Error::variable(
+            "MASTER_PORT",
             "MASTER_PORT is not set, though RANK and WORLD_SIZE are",
         ));
     } else {

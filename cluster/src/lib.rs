@@ -10,6 +10,7 @@
 
 mod certificates;
 mod env;
+mod error;
 mod hostlist;
 mod launched;
 mod rendezvous;
@@ -19,23 +20,20 @@ mod tf_config;
 mod threads;
 mod tls;
 
-pub use certificates::{
-    issue_certificates, write_certificates, CertificateError, IssuedCertificate,
-};
+pub use certificates::{issue_certificates, write_certificates, IssuedCertificate};
 pub use env::{
     cluster_from_env, cluster_source_from_env, cluster_token_from_env, hostname,
-    same_host_lane_from_env, same_host_lane_wanted, ClusterSource, TokenError, CLUSTER_TOKEN,
+    same_host_lane_from_env, same_host_lane_wanted, ClusterSource, CLUSTER_TOKEN,
     CLUSTER_TOKEN_FILE, DEFAULT_RENDEZVOUS_TIMEOUT_SECS, RENDEZVOUS_TIMEOUT_SECS, SAME_HOST_LANE,
     TF_CONFIG,
 };
+pub use error::Error;
 pub use launched::{
     launched_rank, LaunchedRank, Launcher, RendezvousAddress, DEFAULT_RENDEZVOUS_PORT,
     RENDEZVOUS_PORT,
 };
 pub use spec::ClusterSpec;
 pub use task::{Task, TaskType};
-pub use tf_config::{ClusterConfig, TfConfigError};
+pub use tf_config::ClusterConfig;
 pub use threads::{omp_num_threads_from_env, parse_omp_num_threads, OMP_NUM_THREADS};
-pub use tls::{
-    tls_files_from_env, TlsEnvError, TlsFiles, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME,
-};
+pub use tls::{tls_files_from_env, TlsFiles, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME};

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::launched::{host_port, LaunchedRank};
-use crate::{ClusterConfig, ClusterSpec, Task, TaskType, TfConfigError, CLUSTER_TOKEN};
+use crate::{ClusterConfig, ClusterSpec, Error, Task, TaskType, CLUSTER_TOKEN};
 
 /// Longest a connection to rank 0 may take to say who it is: a stranger (a port scanner, a
 /// health check) holds rank 0 up no longer than this.
@@ -53,7 +53,7 @@ pub(crate) fn rendezvous(
     me: &LaunchedRank,
     token: Option<&str>,
     timeout: Duration,
-) -> Result<ClusterConfig, TfConfigError> {
+) -> Result<ClusterConfig, Error> {
     let deadline = Instant::now() + timeout;
     let addresses = if me.rank == 0 {
         gather(me, token, deadline, timeout)?
@@ -80,8 +80,14 @@ pub(crate) fn rendezvous(
     Ok(ClusterConfig::Distributed { cluster, task })
 }
 
-fn refused(message: impl Into<String>) -> TfConfigError {
-    TfConfigError::launcher(message)
+/// The ranks disagree: a restart cannot mend it.
+fn refused(message: impl Into<String>) -> Error {
+    Error::RendezvousRefused(message.into())
+}
+
+/// A rank is missing or rank 0 is out of reach: a restart can mend it.
+fn lost(message: impl Into<String>) -> Error {
+    Error::RendezvousLost(message.into())
 }
 
 /// The address rank 0 listens on: its loopback address when `MASTER_ADDR` is one (as the
@@ -103,11 +109,11 @@ fn gather(
     token: Option<&str>,
     deadline: Instant,
     timeout: Duration,
-) -> Result<Vec<String>, TfConfigError> {
+) -> Result<Vec<String>, Error> {
     let at = &me.rendezvous;
     let ip = listen_ip(&at.host);
     let listener = TcpListener::bind((ip, at.port)).map_err(|e| {
-        refused(format!(
+        lost(format!(
             "rank 0 cannot listen for the rendezvous on {} ({}): {e}",
             SocketAddr::new(ip, at.port),
             at.from
@@ -115,10 +121,10 @@ fn gather(
     })?;
     let own = TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr().map(|a| (l, a.port())))
-        .map_err(|e| refused(format!("rank 0 cannot pick a port on {ip}: {e}")))?;
+        .map_err(|e| lost(format!("rank 0 cannot pick a port on {ip}: {e}")))?;
     listener
         .set_nonblocking(true)
-        .map_err(|e| refused(format!("rank 0's rendezvous listener: {e}")))?;
+        .map_err(|e| lost(format!("rank 0's rendezvous listener: {e}")))?;
     let mut joined: Vec<Option<(TcpStream, String)>> = (0..me.world_size).map(|_| None).collect();
     let own_address = host_port(&at.host, own.1);
     // Connections turned away (strangers, another token), for the message on a timeout.
@@ -134,7 +140,7 @@ fn gather(
             } else {
                 format!("; turned away: {}", turned_away.join(", "))
             };
-            return Err(refused(format!(
+            return Err(lost(format!(
                 "rank 0 waited {} s at {at} ({}) for rank(s) {} of {} ({}) to join the \
                  rendezvous{away}",
                 timeout.as_secs(),
@@ -218,7 +224,7 @@ fn join(
     token: Option<&str>,
     deadline: Instant,
     timeout: Duration,
-) -> Result<Vec<String>, TfConfigError> {
+) -> Result<Vec<String>, Error> {
     let at = &me.rendezvous;
     let target = at.to_string();
     let rank = me.rank;
@@ -228,7 +234,7 @@ fn join(
             Err(e) => e,
         };
         if Instant::now() + REDIAL >= deadline {
-            return Err(refused(format!(
+            return Err(lost(format!(
                 "rank {rank} cannot reach rank 0's rendezvous at {target} ({}) within {} s: \
                  {last_error}",
                 at.from,
@@ -239,11 +245,11 @@ fn join(
     };
     let local_ip = stream
         .local_addr()
-        .map_err(|e| refused(format!("rank {rank}: the rendezvous connection: {e}")))?
+        .map_err(|e| lost(format!("rank {rank}: the rendezvous connection: {e}")))?
         .ip();
     let own = TcpListener::bind((local_ip, 0))
         .and_then(|l| l.local_addr().map(|a| (l, a)))
-        .map_err(|e| refused(format!("rank {rank} cannot pick a port on {local_ip}: {e}")))?;
+        .map_err(|e| lost(format!("rank {rank} cannot pick a port on {local_ip}: {e}")))?;
     let address = own.1.to_string();
     let message = Join {
         rank,
@@ -251,18 +257,19 @@ fn join(
         address: address.clone(),
         token: token.map(String::from),
     };
-    let lost = |what: &str| {
-        refused(format!(
+    let said = |what: &str| {
+        format!(
             "rank {rank}: rank 0's rendezvous at {target} ({}) {what}",
             at.from
-        ))
+        )
     };
+    let broke_off = |what: &str| lost(said(what));
     let mut line = serde_json::to_string(&message).expect("a join is JSON");
     line.push('\n');
     let _ = stream.set_write_timeout(Some(DIAL));
     (&stream)
         .write_all(line.as_bytes())
-        .map_err(|e| lost(&format!("took no message: {e}")))?;
+        .map_err(|e| broke_off(&format!("took no message: {e}")))?;
     let left = deadline.saturating_duration_since(Instant::now());
     let _ = stream.set_read_timeout(Some(left.max(Duration::from_millis(1))));
     let mut text = String::new();
@@ -271,17 +278,17 @@ fn join(
         .take(64 + 300 * me.world_size as u64)
         .read_line(&mut text);
     match read {
-        Ok(0) => return Err(lost("closed the connection without an answer")),
+        Ok(0) => return Err(broke_off("closed the connection without an answer")),
         Ok(_) => {}
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            return Err(lost(&format!(
+            return Err(broke_off(&format!(
                 "did not answer within {} s: not every rank joined ({} = {})",
                 timeout.as_secs(),
                 me.launcher.size_variable(),
                 me.world_size
             )))
         }
-        Err(e) => return Err(lost(&format!("failed: {e}"))),
+        Err(e) => return Err(broke_off(&format!("failed: {e}"))),
     }
     match serde_json::from_str::<Answer>(text.trim()) {
         Ok(Answer::Addresses(addresses))
@@ -290,14 +297,14 @@ fn join(
             drop(own);
             Ok(addresses)
         }
-        Ok(Answer::Addresses(addresses)) => Err(lost(&format!(
+        Ok(Answer::Addresses(addresses)) => Err(refused(said(&format!(
             "answered a list of {} that does not hold this rank's address {address} at {rank}",
             addresses.len()
-        ))),
-        Ok(Answer::Refused(why)) => Err(lost(&format!("refused rank {rank}: {why}"))),
-        Err(_) => Err(lost(
+        )))),
+        Ok(Answer::Refused(why)) => Err(refused(said(&format!("refused rank {rank}: {why}")))),
+        Err(_) => Err(refused(said(
             "answered with something that is not a rendezvous answer",
-        )),
+        ))),
     }
 }
 

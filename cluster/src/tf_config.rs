@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{ClusterSpec, Task, TaskType};
+use crate::{ClusterSpec, Error, Task, TaskType};
 use same_address::Socket;
 
 mod same_address;
@@ -21,27 +21,8 @@ pub enum ClusterConfig {
     },
 }
 
-/// A cluster description that cannot be used — TF_CONFIG, or a launcher's variables and the
-/// rendezvous they lead to; the message names the field, variable or rank at fault.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TfConfigError(String);
-
-fn err(message: impl Into<String>) -> TfConfigError {
-    TfConfigError(format!("TF_CONFIG{}", message.into()))
-}
-
-impl TfConfigError {
-    /// The variable is set but its bytes are not UTF-8 text.
-    pub fn not_unicode() -> Self {
-        err(" is set but is not valid UTF-8")
-    }
-
-    /// A launcher's variables (torchrun's, mpirun's, srun's) or the rendezvous at rank 0 fail;
-    /// `message` names the variable or the rank.
-    pub(crate) fn launcher(message: impl Into<String>) -> Self {
-        TfConfigError(message.into())
-    }
+fn err(detail: impl Into<String>) -> Error {
+    Error::tf_config(detail)
 }
 
 impl ClusterConfig {
@@ -50,7 +31,7 @@ impl ClusterConfig {
     /// in the cluster (an evaluator may be absent from it); unknown keys (Kubeflow's
     /// `environment`) are ignored; Kubeflow's `{"index": "address"}` form is accepted when it
     /// lists every index.
-    pub fn parse(text: &str) -> Result<Self, TfConfigError> {
+    pub fn parse(text: &str) -> Result<Self, Error> {
         if text.trim().is_empty() {
             return Ok(ClusterConfig::Local);
         }
@@ -104,7 +85,7 @@ impl ClusterConfig {
 /// Two tasks given one address would both try to listen on it; the second would fail
 /// at start-up and be restarted forever, as if it had lost a peer. Addresses are compared
 /// as sockets (`same_address`), not as text.
-fn refuse_shared_addresses(cluster: &ClusterSpec) -> Result<(), TfConfigError> {
+fn refuse_shared_addresses(cluster: &ClusterSpec) -> Result<(), Error> {
     let named = cluster
         .chief
         .iter()
@@ -158,7 +139,7 @@ fn refuse_shared_addresses(cluster: &ClusterSpec) -> Result<(), TfConfigError> {
 /// Without a cluster a process trains alone as worker 0, as TF's RunConfig has it; a task
 /// naming another role or index was meant for a cluster that is missing, and training alone
 /// would be silently wrong, so TF raises there and so does this.
-fn local(task: Option<&Value>) -> Result<ClusterConfig, TfConfigError> {
+fn local(task: Option<&Value>) -> Result<ClusterConfig, Error> {
     let task = match task {
         None | Some(Value::Null) => return Ok(ClusterConfig::Local),
         Some(Value::Object(task)) => task,
@@ -179,7 +160,7 @@ fn local(task: Option<&Value>) -> Result<ClusterConfig, TfConfigError> {
     }
 }
 
-fn parse_task(task: Option<&Value>) -> Result<Task, TfConfigError> {
+fn parse_task(task: Option<&Value>) -> Result<Task, Error> {
     let task = task
         .and_then(Value::as_object)
         .ok_or_else(|| err(".task is missing (a cluster needs task.type and task.index)"))?;
@@ -189,7 +170,7 @@ fn parse_task(task: Option<&Value>) -> Result<Task, TfConfigError> {
     })
 }
 
-fn parse_kind(task: &Map<String, Value>) -> Result<TaskType, TfConfigError> {
+fn parse_kind(task: &Map<String, Value>) -> Result<TaskType, Error> {
     let kind_name = task
         .get("type")
         .and_then(Value::as_str)
@@ -201,7 +182,7 @@ fn parse_kind(task: &Map<String, Value>) -> Result<TaskType, TfConfigError> {
     })
 }
 
-fn parse_index(task: &Map<String, Value>) -> Result<usize, TfConfigError> {
+fn parse_index(task: &Map<String, Value>) -> Result<usize, Error> {
     let index = match task.get("index") {
         None => 0,
         Some(Value::Number(n)) => n
@@ -216,7 +197,7 @@ fn parse_index(task: &Map<String, Value>) -> Result<usize, TfConfigError> {
     Ok(index)
 }
 
-fn parse_cluster(map: &Map<String, Value>) -> Result<ClusterSpec, TfConfigError> {
+fn parse_cluster(map: &Map<String, Value>) -> Result<ClusterSpec, Error> {
     let mut spec = ClusterSpec::default();
     let mut chief_key: Option<&str> = None;
     for (key, value) in map {
@@ -256,8 +237,8 @@ fn parse_cluster(map: &Map<String, Value>) -> Result<ClusterSpec, TfConfigError>
     Ok(spec)
 }
 
-fn parse_addresses(key: &str, value: &Value) -> Result<Vec<String>, TfConfigError> {
-    let check = |i: &str, v: &Value| -> Result<String, TfConfigError> {
+fn parse_addresses(key: &str, value: &Value) -> Result<Vec<String>, Error> {
+    let check = |i: &str, v: &Value| -> Result<String, Error> {
         let address = v
             .as_str()
             .ok_or_else(|| err(format!(".cluster.{key}[{i}] is not a \"host:port\" string")))?;

@@ -6,7 +6,7 @@
 //! therefore sets how many cores its operations use, and with one thread every operation
 //! runs on the loop's own thread, with no hand-off at all.
 
-use estimator_cluster::{omp_num_threads_from_env, OMP_NUM_THREADS};
+use estimator_cluster::omp_num_threads_from_env;
 
 use crate::error::{Error, Result};
 
@@ -21,16 +21,14 @@ pub(crate) fn cpu_threads(setting: usize, replicas_here: usize) -> usize {
 fn threads_for(
     setting: usize,
     replicas_here: usize,
-    omp: Option<Result<usize, String>>,
+    omp: Option<Result<usize, estimator_cluster::Error>>,
     cores: usize,
 ) -> usize {
     match (setting, omp) {
         (0, Some(Ok(n))) => n,
         (0, unset_or_unusable) => {
-            if let Some(Err(value)) = unset_or_unusable {
-                tracing::warn!(
-                    "{OMP_NUM_THREADS}={value:?} is not a positive number of threads; ignored"
-                );
+            if let Some(Err(unusable)) = unset_or_unusable {
+                tracing::warn!("{unusable}; ignored");
             }
             (cores / replicas_here.max(1)).max(1)
         }
@@ -135,6 +133,7 @@ mod tests {
         assert_eq!(threads_for(0, 1, None, 16), 16);
         assert_eq!(threads_for(0, 4, None, 16), 4);
         assert_eq!(threads_for(0, 3, None, 2), 1);
-        assert_eq!(threads_for(0, 2, Some(Err("many".into())), 16), 8);
+        let unusable = estimator_cluster::parse_omp_num_threads("many");
+        assert_eq!(threads_for(0, 2, Some(unusable), 16), 8);
     }
 }

@@ -1,6 +1,6 @@
 use super::*;
 
-fn launched(vars: &[(&str, &str)]) -> Result<Option<LaunchedRank>, TfConfigError> {
+fn launched(vars: &[(&str, &str)]) -> Result<Option<LaunchedRank>, Error> {
     launched_rank(|name| {
         vars.iter()
             .find(|(n, _)| *n == name)

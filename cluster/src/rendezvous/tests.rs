@@ -34,7 +34,7 @@ fn rank(rank: usize, world_size: usize, port: u16) -> LaunchedRank {
 fn meet(
     ranks: Vec<(LaunchedRank, Option<&'static str>)>,
     timeout: Duration,
-) -> Vec<Result<ClusterConfig, TfConfigError>> {
+) -> Vec<Result<ClusterConfig, Error>> {
     let threads: Vec<_> = ranks
         .into_iter()
         .map(|(me, token)| thread::spawn(move || rendezvous(&me, token, timeout)))
@@ -93,6 +93,10 @@ fn a_rank_with_another_world_size_fails_itself_and_rank_0_naming_the_variable() 
         vec![(rank(0, 2, port), None), (rank(1, 3, port), None)],
         Duration::from_secs(20),
     );
+    // Ranks that disagree stay in disagreement: a restart cannot mend it.
+    assert!(results
+        .iter()
+        .all(|r| r.as_ref().is_err_and(|e| !e.is_retryable())));
     let rank0 = results[0].as_ref().unwrap_err().to_string();
     assert!(
         rank0.starts_with("rank 1 at 127.0.0.1:")
@@ -113,9 +117,10 @@ fn a_rank_with_another_world_size_fails_itself_and_rank_0_naming_the_variable() 
 fn a_rank_without_rank_0_gives_up_at_its_deadline_naming_the_address() {
     let port = free_port();
     let started = Instant::now();
-    let error = rendezvous(&rank(1, 2, port), None, Duration::from_secs(1))
-        .unwrap_err()
-        .to_string();
+    let error = rendezvous(&rank(1, 2, port), None, Duration::from_secs(1)).unwrap_err();
+    // Rank 0 may come up late: a restart can mend it.
+    assert!(error.is_retryable(), "{error}");
+    let error = error.to_string();
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -145,16 +150,18 @@ fn rank_0_names_the_ranks_that_never_joined_and_the_strangers_it_turned_away() {
         }
     };
     stranger.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
-    let wrong = rendezvous(&rank(2, 3, port), Some("other"), Duration::from_secs(3))
-        .unwrap_err()
-        .to_string();
+    let wrong = rendezvous(&rank(2, 3, port), Some("other"), Duration::from_secs(3)).unwrap_err();
+    assert!(!wrong.is_retryable(), "{wrong}");
+    let wrong = wrong.to_string();
     assert!(
         wrong.ends_with(
             "refused rank 2: its cluster token (ESTIMATOR_CLUSTER_TOKEN) is not rank 0's"
         ),
         "{wrong}"
     );
-    let error = rank0.join().unwrap().unwrap_err().to_string();
+    let error = rank0.join().unwrap().unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    let error = error.to_string();
     assert!(
         error.starts_with(&format!(
             "rank 0 waited 3 s at 127.0.0.1:{port} (MASTER_ADDR, MASTER_PORT) for rank(s) 1, 2 \

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use crate::cluster::{TokenError, CLUSTER_TOKEN, CLUSTER_TOKEN_FILE};
+use crate::cluster::{Error as ClusterError, CLUSTER_TOKEN, CLUSTER_TOKEN_FILE};
 
 use tonic::codegen::http::HeaderMap;
 use tonic::metadata::AsciiMetadataValue;
@@ -18,14 +18,14 @@ pub(crate) const TOKEN_KEY: &str = "x-estimator-cluster-token";
 
 /// The token as it goes on the wire: refuses an empty one (it would check nothing) and one
 /// that is not printable ASCII (HTTP/2 header values cannot hold it).
-pub(crate) fn token_value(token: &str) -> Result<AsciiMetadataValue, TokenError> {
+pub(crate) fn token_value(token: &str) -> Result<AsciiMetadataValue, ClusterError> {
     if token.is_empty() {
-        return Err(TokenError::Empty);
+        return Err(ClusterError::TokenEmpty);
     }
     let printable = token.bytes().all(|b| (0x20..0x7f).contains(&b));
     match AsciiMetadataValue::try_from(token) {
         Ok(value) if printable => Ok(value),
-        _ => Err(TokenError::NotPrintable),
+        _ => Err(ClusterError::TokenNotPrintable),
     }
 }
 
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn empty_and_non_ascii_tokens_are_refused() {
-        assert!(matches!(token_value(""), Err(TokenError::Empty)));
+        assert!(matches!(token_value(""), Err(ClusterError::TokenEmpty)));
         assert!(token_value("jeton-\u{e9}").is_err());
         assert!(token_value("a\tb").is_err());
         assert_eq!(token_value("s3cret").unwrap(), "s3cret");

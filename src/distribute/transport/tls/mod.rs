@@ -20,7 +20,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 use tonic::transport::{Certificate, ClientTlsConfig, Identity};
 
-use crate::cluster::{tls_files_from_env, TlsEnvError, TlsFiles, TLS_CA, TLS_CERT, TLS_KEY};
+use crate::cluster::{tls_files_from_env, TlsFiles, TLS_CA, TLS_CERT, TLS_KEY};
 pub(crate) use refusal::tls_refusal;
 use verifier::NamingVerifier;
 
@@ -29,7 +29,7 @@ use verifier::NamingVerifier;
 pub enum TlsError {
     /// The environment names the files wrongly.
     #[error(transparent)]
-    Env(#[from] TlsEnvError),
+    Env(#[from] crate::cluster::Error),
     /// A file cannot be read.
     #[error("{variable} ({}): {source}", path.display())]
     Read {
