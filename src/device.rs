@@ -25,6 +25,12 @@ pub type CpuTrainBackend = burn::backend::Autodiff<CpuBackend>;
 #[cfg(feature = "cuda")]
 pub type CudaBackend = burn::backend::Cuda;
 
+/// Whether backend `B` keeps tensors on `device` in host memory (Flex, NdArray), where a
+/// tensor's data is read and made without a transfer.
+pub(crate) fn in_host_memory<B: burn::tensor::backend::Backend>(device: &B::Device) -> bool {
+    matches!(B::name(device).as_str(), "flex" | "ndarray")
+}
+
 /// Which device to compute on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]

@@ -17,6 +17,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::TensorData;
 
 use super::{BucketPlan, CollectiveConfig, CommStats, Compression, Result, StepLoss, Transport};
+use crate::device::in_host_memory;
 use params::{take_gradients, Rebuild};
 use pipeline::Pipeline;
 
@@ -52,6 +53,9 @@ pub struct GradientAverager {
     work: Option<StepWork>,
     /// The fusion buffer, allocated once.
     fusion: Vec<f32>,
+    /// Whether buckets cross between device and host as one tensor; `None`: where the
+    /// backend keeps tensors off host memory.
+    device_fusion: Option<bool>,
     stats: CommStats,
 }
 
@@ -63,8 +67,16 @@ impl GradientAverager {
             collective: CollectiveConfig::default(),
             work: None,
             fusion: Vec::new(),
+            device_fusion: None,
             stats: CommStats::default(),
         }
+    }
+
+    /// This averager moving each bucket between device and host as one tensor (`true`) or
+    /// gradient by gradient (`false`), whatever the backend.
+    pub fn with_device_fusion(mut self, fuse: bool) -> Self {
+        self.device_fusion = Some(fuse);
+        self
     }
 
     /// This averager sending gradients in `compression`'s format (the step's loss and
@@ -111,11 +123,18 @@ impl GradientAverager {
         }
         let work = self.work.as_ref().expect("work set above");
         let step = TensorData::new(vec![if present { 1.0f32 } else { 0.0 }, loss as f32], [2]);
+        // Host-memory backends lend each gradient's buffer without a copy; elsewhere each
+        // read and upload has a fixed cost, paid once per bucket when fused.
+        let fuse_on_device = self.device_fusion.unwrap_or_else(|| {
+            let device = taken.values().find_map(|t| t.device.as_ref());
+            device.is_some_and(|d| !in_host_memory::<B::InnerBackend>(d))
+        });
         let mut pipeline = Pipeline {
             taken: &mut taken,
             step: Some(step),
             averaged: BTreeMap::new(),
             stats: CommStats::default(),
+            fuse_on_device,
         };
         let control = pipeline.run(&work.buckets, work.overlap, &mut self.fusion, transport)?;
         let Pipeline {

@@ -13,10 +13,21 @@ use super::STEP_ENTRY;
 use crate::distribute::collective::{ring_all_reduce, Reduce};
 use crate::distribute::{CollectiveConfig, CommStats, DistributeError, Result, Transport};
 
+/// Gradients by name, in a bucket's order.
+type Gradients = Vec<(String, TensorData)>;
+
+/// Gradients (path, length) held one after another in one buffer.
+type Layout = Vec<(String, usize)>;
+
+/// Name of the entry holding a bucket's gradients read off the device as one tensor.
+const FUSED_ENTRY: &str = "~fused";
+
 /// What the all-reduce thread is given: the gradients of one bucket, in the bucket's order,
 /// and the format they travel in.
 pub(super) struct Work {
-    grads: Vec<(String, TensorData)>,
+    grads: Gradients,
+    /// The gradients the fused entry holds, if any.
+    fused: Layout,
     collective: CollectiveConfig,
 }
 
@@ -28,6 +39,10 @@ pub(super) struct Pipeline<'a, B: AutodiffBackend> {
     /// Averaged gradients by path, as they come back.
     pub(super) averaged: BTreeMap<String, Tensor<B::InnerBackend, 1>>,
     pub(super) stats: CommStats,
+    /// Whether a bucket of several gradients crosses between device and host as one tensor
+    /// each way (concatenated on the device, sliced there after): one transfer per bucket
+    /// instead of one per gradient, where each transfer has a fixed cost (CUDA).
+    pub(super) fuse_on_device: bool,
 }
 
 impl<B: AutodiffBackend> Pipeline<'_, B> {
@@ -110,12 +125,53 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
     /// The gradients `names`, read off the device, as a bucket to reduce.
     fn take_bucket(&mut self, names: &[String], collective: CollectiveConfig) -> Work {
         let started = Instant::now();
-        let grads = names
-            .iter()
-            .map(|name| (name.clone(), self.read(name)))
-            .collect();
+        let (grads, fused) = self.read_fused(names).unwrap_or_else(|| {
+            let grads = names
+                .iter()
+                .map(|name| (name.clone(), self.read(name)))
+                .collect();
+            (grads, Vec::new())
+        });
         self.stats.copy_seconds += started.elapsed().as_secs_f64();
-        Work { grads, collective }
+        Work {
+            grads,
+            fused,
+            collective,
+        }
+    }
+
+    /// The gradients `names` (the step entry aside) concatenated on the device and read
+    /// off it at once, with their layout; `None` when they are read one by one: without
+    /// `fuse_on_device`, for fewer than two gradients, or on a rank that has no gradient
+    /// to show the device. A flat bucket either way, so ranks reading differently agree.
+    fn read_fused(&mut self, names: &[String]) -> Option<(Gradients, Layout)> {
+        let params: Vec<&String> = names.iter().filter(|n| *n != STEP_ENTRY).collect();
+        if !self.fuse_on_device
+            || params.len() < 2
+            || !params.iter().all(|name| self.taken.contains_key(*name))
+        {
+            return None;
+        }
+        let device = params
+            .iter()
+            .find_map(|name| self.taken[*name].device.clone())?;
+        let mut parts = Vec::with_capacity(params.len());
+        let mut layout = Vec::with_capacity(params.len());
+        for name in params {
+            let taken = self.taken.get_mut(name).expect("checked above");
+            let part = taken
+                .grad
+                .take()
+                .unwrap_or_else(|| Tensor::zeros([taken.len], &device));
+            parts.push(part);
+            layout.push((name.clone(), taken.len));
+        }
+        let values = Tensor::cat(parts, 0).into_data().convert::<f32>();
+        let mut grads = vec![(FUSED_ENTRY.to_string(), values)];
+        if names.iter().any(|n| n == STEP_ENTRY) {
+            grads.push((STEP_ENTRY.to_string(), self.read(STEP_ENTRY)));
+        }
+        Some((grads, layout))
     }
 
     /// Turns a reduced bucket back into averaged tensors (the step entry into `control`).
@@ -124,6 +180,8 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         for (name, values) in bucket.grads {
             if name == STEP_ENTRY {
                 *control = values.to_vec::<f32>().unwrap_or_default();
+            } else if name == FUSED_ENTRY {
+                self.apply_fused(values, &bucket.fused);
             } else {
                 self.apply(name, values);
             }
@@ -154,6 +212,27 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         };
         self.averaged
             .insert(name, Tensor::from_data(values, device));
+    }
+}
+
+impl<B: AutodiffBackend> Pipeline<'_, B> {
+    /// Puts the averaged `values` of the gradients of `layout` on the device as one tensor
+    /// and keeps each gradient's slice of it (as [`apply`](Self::apply) does, nothing for a
+    /// parameter this rank has no gradient for).
+    fn apply_fused(&mut self, values: TensorData, layout: &[(String, usize)]) {
+        let device_of = |name: &String| self.taken.get(name).and_then(|t| t.device.clone());
+        let Some(device) = layout.iter().find_map(|(name, _)| device_of(name)) else {
+            return;
+        };
+        let fused = Tensor::<B::InnerBackend, 1>::from_data(values, &device);
+        let mut at = 0;
+        for (name, len) in layout {
+            if device_of(name).is_some() {
+                let part = fused.clone().narrow(0, at, *len);
+                self.averaged.insert(name.clone(), part);
+            }
+            at += len;
+        }
     }
 }
 

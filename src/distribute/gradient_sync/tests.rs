@@ -129,6 +129,63 @@ fn compressed_gradients_stay_identical_and_close_and_the_loss_exact() {
 }
 
 #[test]
+fn buckets_read_off_the_device_as_one_tensor_average_to_the_same_bits() {
+    // 64-byte buckets hold weight, bias and the step entry in one: fused, the weight and
+    // bias cross as one tensor each way; 8-byte buckets leave one gradient to a bucket,
+    // which is never fused. Compressed or not, the bits are those of the unfused path.
+    for (bucket_bytes, compression) in [
+        (64, Compression::None),
+        (64, Compression::Bf16),
+        (8, Compression::None),
+    ] {
+        let averager = |fuse| {
+            move || {
+                GradientAverager::new(bucket_bytes)
+                    .with_compression(compression)
+                    .with_device_fusion(fuse)
+            }
+        };
+        let fused = average_on_three_ranks(averager(true));
+        let unfused = average_on_three_ranks(averager(false));
+        for ((got, loss, _), (want, want_loss, _)) in fused.iter().zip(&unfused) {
+            assert_eq!(got, want, "{bucket_bytes} bytes, {compression}");
+            assert_eq!(loss, want_loss);
+        }
+    }
+}
+
+#[test]
+fn a_rank_reading_buckets_one_gradient_at_a_time_agrees_with_ranks_that_fuse() {
+    // Rank 1 has no batch at the third step, so no gradient to show the device: it reads
+    // zeros gradient by gradient while the others fuse; the step is off for all.
+    let handles: Vec<_> = InMemoryTransport::cluster(3)
+        .into_iter()
+        .map(|mut transport| {
+            std::thread::spawn(move || {
+                let m = model();
+                let rank = transport.rank();
+                let mut averager = GradientAverager::new(64).with_device_fusion(true);
+                let mut seen = Vec::new();
+                for step in 0..3 {
+                    let local = (rank != 1 || step < 2).then(|| LocalStep {
+                        grads: grads(&m, rows(rank * 4 + step, 4)),
+                        loss: StepLoss::Known(1.0),
+                    });
+                    let averaged = averager.average(&m, local, &mut transport).unwrap();
+                    seen.push(averaged.map(|a| weight_grad(&m, &a.grads)));
+                }
+                seen
+            })
+        })
+        .collect();
+    let seen: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for rank in &seen {
+        assert_eq!(rank, &seen[0], "ranks differ");
+        assert!(rank[0].is_some() && rank[1].is_some() && rank[2].is_none());
+    }
+}
+
+#[test]
 fn a_rank_without_a_batch_calls_the_step_off_on_every_rank() {
     let handles: Vec<_> = InMemoryTransport::cluster(3)
         .into_iter()
