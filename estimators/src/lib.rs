@@ -6,18 +6,23 @@
 //! `train` / `evaluate` / `predict` / `export` methods of [`estimator::Estimator`]:
 //!
 //! ```
-//! use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
+//! use estimator::datasets::{bundled, CsvDataset, DatasetExt};
 //! use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
-//! use estimators::feature_column::standardized_numeric_columns;
+//! use estimators::feature_column::{fit_columns, numeric_column, FeatureColumn};
 //! use estimators::DnnClassifier;
 //!
 //! # fn main() -> estimator::Result<()> {
 //! # let dir = tempfile::tempdir().unwrap();
 //! let schema = bundled::iris_schema();
 //! let train = bundled::iris_train_path();
-//! let stats = FeatureStats::compute(CsvDataset::open(&train, schema.clone())?)?;
-//! // One numeric_column per feature, standardised with the training set's statistics.
-//! let columns = standardized_numeric_columns(&schema, &stats)?;
+//! // One numeric_column per feature, standardised with the training set's statistics,
+//! // which fit_columns learns in one pass over it.
+//! let columns: Vec<FeatureColumn> = schema
+//!     .dense_names()
+//!     .into_iter()
+//!     .map(|name| numeric_column(name).with_learned_normalizer().into())
+//!     .collect();
+//! let columns = fit_columns(columns, &schema, CsvDataset::open(&train, schema.clone())?)?;
 //! let config = RunConfig::new(dir.path()).with_progress(false);
 //! let classifier = DnnClassifier::new(config, &schema, columns, [16, 8], 3)?
 //!     .with_optimizer(OptimizerSpec::adam(0.01));
@@ -43,6 +48,12 @@
 //!
 //! Columns of different kinds go in one list with `.into()`, e.g.
 //! `vec![numeric_column("age").into(), indicator_column(vocabulary).into()]`.
+//!
+//! A model of one's own uses the same columns through the same three stages as the canned
+//! ones — [`ResolvedColumns::fit`](feature_column::ResolvedColumns::fit) (or
+//! [`fit_columns`](feature_column::fit_columns)), [`InputTensors::new`] in its
+//! `to_device`, and an [`InputLayer`] in its model: see [`feature_column`] and
+//! `docs/feature-columns.md`.
 
 pub mod canned;
 pub mod feature_column;

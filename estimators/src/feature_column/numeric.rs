@@ -31,6 +31,10 @@ pub struct NumericColumn {
     pub key: String,
     /// Optional standardisation, applied before the value enters the model.
     pub normalizer: Option<Normalizer>,
+    /// Whether [`fit_columns`](super::fit_columns) still has to learn the normaliser from
+    /// the training input; absent from the saved form once it has.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    learn_normalizer: bool,
 }
 
 /// A numeric feature read from input column `key`, fed as it is.
@@ -38,6 +42,7 @@ pub fn numeric_column(key: impl Into<String>) -> NumericColumn {
     NumericColumn {
         key: key.into(),
         normalizer: None,
+        learn_normalizer: false,
     }
 }
 
@@ -67,7 +72,22 @@ impl NumericColumn {
     /// Standardises the value: `(x - mean) / std` (a `std` of 0 counts as 1).
     pub fn with_normalizer(mut self, mean: f32, std: f32) -> Self {
         self.normalizer = Some(Normalizer { mean, std });
+        self.learn_normalizer = false;
         self
+    }
+
+    /// Standardises the value with the mean and (population) standard deviation of the
+    /// training input, which [`fit_columns`](super::fit_columns) learns in its one pass
+    /// (Keras' `Normalization().adapt(data)`).
+    pub fn with_learned_normalizer(mut self) -> Self {
+        self.normalizer = None;
+        self.learn_normalizer = true;
+        self
+    }
+
+    /// Whether the normaliser is still to be learned by [`fit_columns`](super::fit_columns).
+    pub fn learns_normalizer(&self) -> bool {
+        self.learn_normalizer
     }
 
     /// The column's name: its key.
@@ -82,6 +102,12 @@ impl NumericColumn {
         schema: &Schema,
         user: &str,
     ) -> Result<()> {
+        if self.learn_normalizer {
+            return Err(Error::Config(format!(
+                "feature column '{user}' learns its normalizer from the training input: pass \
+                 the columns through fit_columns (or ResolvedColumns::fit) first"
+            )));
+        }
         if let Some(n) = &self.normalizer {
             if !n.mean.is_finite() || !n.std.is_finite() || n.std < 0.0 {
                 return Err(Error::Config(format!(

@@ -122,6 +122,11 @@ impl ResolvedColumns {
         &self.columns
     }
 
+    /// The column named `name` (TF's naming: `price`, `site_embedding`, `a_X_b_indicator`).
+    pub fn column(&self, name: &str) -> Option<&FeatureColumn> {
+        self.columns.iter().find(|c| c.name() == name)
+    }
+
     /// Values per example in the dense matrix.
     pub fn dense_width(&self) -> usize {
         self.columns.iter().map(|c| self.dense_width_of(c)).sum()

@@ -7,7 +7,7 @@ use datasets::{ColumnType, ColumnarBatch, ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-/// The position of one input feature in an [`Example`].
+/// The position of one input feature in an [`Example`](datasets::Example).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum InputSource {
@@ -159,6 +159,24 @@ impl InputSources {
             )));
         }
         Ok(())
+    }
+
+    /// Checks that `row` has the schema's layout.
+    pub(crate) fn check_row(&self, row: &dyn ColumnarRow) -> Result<()> {
+        let (dense, categorical) = (row.dense().len(), row.categorical_len());
+        if dense != self.num_dense || categorical != self.num_categorical {
+            return Err(Error::Config(format!(
+                "a row has {dense} numeric and {categorical} category values, the input schema \
+                 has {} and {}",
+                self.num_dense, self.num_categorical
+            )));
+        }
+        Ok(())
+    }
+
+    /// Where `key` was found, if it was.
+    pub(crate) fn source(&self, key: &str) -> Option<InputSource> {
+        self.sources.get(key).copied()
     }
 
     /// The raw value of `key` in `example` (whose layout was checked).

@@ -28,8 +28,22 @@ pub struct VocabularyListColumn {
     pub num_oov_buckets: usize,
     /// The id of an unknown value when `num_oov_buckets` is 0.
     pub default_value: Option<usize>,
+    /// How [`fit_columns`](super::fit_columns) is still to learn the vocabulary from the
+    /// training input; absent from the saved form once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    learn: Option<LearnedVocabulary>,
     #[serde(skip)]
     index: VocabularyIndex,
+}
+
+/// Which values of the training input a learned vocabulary keeps (tf.Transform's
+/// `vocabulary(top_k, frequency_threshold)`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LearnedVocabulary {
+    /// Keep at most this many values, the most frequent.
+    pub max_size: Option<usize>,
+    /// Keep only values seen at least this many times.
+    pub min_count: u64,
 }
 
 /// A lazily built value → id map (not serialised; rebuilt on first use).
@@ -52,8 +66,21 @@ pub fn categorical_column_with_vocabulary_list<S: Into<String>>(
         vocabulary: vocabulary.into_iter().map(Into::into).collect(),
         num_oov_buckets: 1,
         default_value: None,
+        learn: None,
         index: VocabularyIndex::default(),
     }
+}
+
+/// A category from input column `key` whose vocabulary [`fit_columns`](super::fit_columns)
+/// learns from the training input: every value seen, most frequent first (ties in byte
+/// order, so every task of a cluster learns the same ids), then one OOV bucket.
+pub fn categorical_column_with_learned_vocabulary(key: impl Into<String>) -> VocabularyListColumn {
+    let mut column = categorical_column_with_vocabulary_list(key, Vec::<String>::new());
+    column.learn = Some(LearnedVocabulary {
+        max_size: None,
+        min_count: 1,
+    });
+    column
 }
 
 impl VocabularyListColumn {
@@ -61,6 +88,55 @@ impl VocabularyListColumn {
     pub fn with_num_oov_buckets(mut self, n: usize) -> Self {
         self.num_oov_buckets = n;
         self
+    }
+
+    /// Keeps the `n` most frequent values of a learned vocabulary (the rest go to the OOV
+    /// buckets). No effect on a vocabulary given as a list.
+    pub fn with_max_size(mut self, n: usize) -> Self {
+        if let Some(learn) = &mut self.learn {
+            learn.max_size = Some(n);
+        }
+        self
+    }
+
+    /// Keeps only values seen at least `n` times in a learned vocabulary. No effect on a
+    /// vocabulary given as a list.
+    pub fn with_min_count(mut self, n: u64) -> Self {
+        if let Some(learn) = &mut self.learn {
+            learn.min_count = n;
+        }
+        self
+    }
+
+    /// How the vocabulary is still to be learned; `None` once it is known.
+    pub fn learns_vocabulary(&self) -> Option<LearnedVocabulary> {
+        self.learn
+    }
+
+    /// Sets the vocabulary `fit_columns` learned: the values of `counts` it keeps, most
+    /// frequent first, ties in byte order.
+    pub(crate) fn set_learned(&mut self, counts: &HashMap<String, u64>) -> Result<()> {
+        let Some(learn) = self.learn else {
+            return Ok(());
+        };
+        let mut kept: Vec<(&String, u64)> = counts
+            .iter()
+            .filter(|(_, &n)| n >= learn.min_count)
+            .map(|(v, &n)| (v, n))
+            .collect();
+        kept.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        kept.truncate(learn.max_size.unwrap_or(usize::MAX));
+        if kept.is_empty() {
+            return Err(Error::Config(format!(
+                "feature column '{}': the learned vocabulary is empty (no value of the training \
+                 input was seen min_count {} times or more, or max_size is 0)",
+                self.key, learn.min_count
+            )));
+        }
+        self.vocabulary = kept.into_iter().map(|(v, _)| v.clone()).collect();
+        self.learn = None;
+        self.index = VocabularyIndex::default();
+        Ok(())
     }
 
     /// The id of an unknown value when there are no OOV buckets.
@@ -112,11 +188,20 @@ impl VocabularyListColumn {
                 self.key
             )))
         };
+        if self.learn.is_some() {
+            return bad(
+                "its vocabulary is learned from the training input: pass the columns through \
+                 fit_columns (or ResolvedColumns::fit) first"
+                    .into(),
+            );
+        }
         if self.vocabulary.is_empty() {
             return bad("the vocabulary is empty".into());
         }
-        for (i, v) in self.vocabulary.iter().enumerate() {
-            if self.vocabulary[..i].contains(v) {
+        // A set, not a scan of the values before: learned vocabularies can be large.
+        let mut seen = std::collections::HashSet::with_capacity(self.vocabulary.len());
+        for v in &self.vocabulary {
+            if !seen.insert(v.as_str()) {
                 return bad(format!("'{v}' appears twice in the vocabulary"));
             }
         }
