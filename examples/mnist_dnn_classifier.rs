@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model_dir = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "model_dir/mnist_dnn".into());
-    let files = bundled::find_mnist()
+    let files = bundled::find_mnist_in(estimator::cluster::mnist_dirs_from_env())
         .ok_or("MNIST IDX files not found: set MNIST_DIR (see datasets/data/README.md)")?;
     let schema = (0..784)
         .fold(Schema::new(), |s, i| s.float(format!("pixel_{i}")))

@@ -49,5 +49,6 @@ pub use optimizer::{Algorithm, OptimizerSpec};
 pub use state::weights_to_safetensors;
 pub use tasks::{
     main, serve_parameters, serve_parameters_in, train_and_evaluate, train_and_evaluate_in,
-    EstimatorExt, TrainAndEvaluateOutcome,
+    train_and_evaluate_task, training_task, EstimatorExt, TaskOutcome, TaskRole,
+    TrainAndEvaluateOutcome,
 };

@@ -5,19 +5,13 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::credential_variables::{CLUSTER_TOKEN, CLUSTER_TOKEN_FILE};
 use crate::launched::{launched_rank, LaunchedRank, Launcher};
 use crate::rendezvous::rendezvous;
 use crate::{ClusterConfig, Error};
 
 /// Name of the environment variable TensorFlow and Kubeflow write the cluster to.
 pub const TF_CONFIG: &str = "TF_CONFIG";
-
-/// Name of the environment variable holding the cluster's shared token.
-pub const CLUSTER_TOKEN: &str = "ESTIMATOR_CLUSTER_TOKEN";
-
-/// Name of the environment variable naming a file that holds the cluster's shared token (a
-/// mounted Kubernetes secret, say).
-pub const CLUSTER_TOKEN_FILE: &str = "ESTIMATOR_CLUSTER_TOKEN_FILE";
 
 /// Name of the environment variable that turns the same-host lane off (`0`, `false`, `off`
 /// or `no`): every message then goes over gRPC, also between tasks on one machine.

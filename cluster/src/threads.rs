@@ -8,9 +8,13 @@ pub const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
 
 /// This process's `OMP_NUM_THREADS`: `None` when unset, else [`parse_omp_num_threads`] of it.
 pub fn omp_num_threads_from_env() -> Option<Result<usize, Error>> {
-    std::env::var(OMP_NUM_THREADS)
-        .ok()
-        .map(|value| parse_omp_num_threads(&value))
+    omp_num_threads_text_from_env().map(|value| parse_omp_num_threads(&value))
+}
+
+/// This process's `OMP_NUM_THREADS` as set, for a program that passes it on (the launcher
+/// divides it among the tasks it starts); `None` when unset or not Unicode.
+pub fn omp_num_threads_text_from_env() -> Option<String> {
+    std::env::var(OMP_NUM_THREADS).ok()
 }
 
 /// A value of `OMP_NUM_THREADS` as a number of threads; OpenMP's list form for nested

@@ -4,22 +4,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::credential_variables::{TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME};
 use crate::Error;
-
-/// Name of the environment variable naming this task's certificate (PEM; the chain, leaf
-/// first).
-pub const TLS_CERT: &str = "ESTIMATOR_TLS_CERT";
-
-/// Name of the environment variable naming this task's private key (PEM).
-pub const TLS_KEY: &str = "ESTIMATOR_TLS_KEY";
-
-/// Name of the environment variable naming the CA certificate (PEM) that issued every
-/// task's certificate: peers are trusted when theirs chains to it.
-pub const TLS_CA: &str = "ESTIMATOR_TLS_CA";
-
-/// Name of the optional environment variable giving the name every peer's certificate is
-/// checked against; unset, a peer's certificate must name the host of its address.
-pub const TLS_SERVER_NAME: &str = "ESTIMATOR_TLS_SERVER_NAME";
 
 /// The files of mutual TLS between the tasks of a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -204,7 +204,7 @@ fn bench_cached_epochs(path: &Path) {
 }
 
 fn bench_mnist() {
-    let Some(files) = bundled::find_mnist() else {
+    let Some(files) = bundled::find_mnist_in(estimator_cluster::mnist_dirs_from_env()) else {
         println!(
             "mnist: IDX files not found (set MNIST_DIR or see datasets/data/README.md); skipped"
         );

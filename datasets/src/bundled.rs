@@ -93,15 +93,10 @@ impl MnistFiles {
     }
 }
 
-/// Finds a directory holding the MNIST files: `$MNIST_DIR` if set, else
-/// `../shared/data/mnist` next to the workspace (where CI keeps them). `None` if neither
-/// has the four files. Nothing is ever downloaded; see `datasets/data/README.md`.
-pub fn find_mnist() -> Option<MnistFiles> {
-    let from_env = std::env::var_os("MNIST_DIR").map(PathBuf::from);
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/mnist");
-    from_env
-        .into_iter()
-        .chain(std::iter::once(shared))
+/// The MNIST files of the first of `dirs` that holds all four; `None` if none does.
+/// Nothing is ever downloaded; see `datasets/data/README.md`.
+pub fn find_mnist_in<P: AsRef<Path>>(dirs: impl IntoIterator<Item = P>) -> Option<MnistFiles> {
+    dirs.into_iter()
         .map(MnistFiles::in_dir)
         .find(MnistFiles::exist)
 }
@@ -143,7 +138,12 @@ mod tests {
             dir.path().join("t10k-images.idx3-ubyte.gz")
         );
         assert!(!files.exist());
-        if let Some(found) = find_mnist() {
+        assert_eq!(find_mnist_in([dir.path()]), None);
+        std::fs::write(dir.path().join("train-images.idx3-ubyte.gz"), b"").unwrap();
+        std::fs::write(dir.path().join("train-labels.idx1-ubyte.gz"), b"").unwrap();
+        let found = find_mnist_in([Path::new("/nonexistent"), dir.path()]).unwrap();
+        assert_eq!(found, MnistFiles::in_dir(dir.path()));
+        if let Some(found) = find_mnist_in(estimator_cluster::mnist_dirs_from_env()) {
             assert!(found.exist());
         }
     }

@@ -251,14 +251,6 @@ impl Error {
             source,
         }
     }
-
-    /// An [`Error::Position`] saying which kind of position was expected and what came.
-    pub(crate) fn position_mismatch(expected: &str, found: &crate::Position) -> Self {
-        Error::Position(format!(
-            "expected a {expected} position, found {}",
-            found.kind()
-        ))
-    }
 }
 
 /// How a [`Error::NotUtf8`] message names its field.

@@ -138,7 +138,7 @@ pub use infer::{infer_schema, infer_schema_with};
 pub use position::Position;
 pub use rng::SplitMix64;
 pub use schema::{Column, ColumnType, Schema};
-pub use sources::tf_example::proto as tf_proto;
+pub use sources::tf_example::example_proto as tf_proto;
 pub use sources::{
     from_fn, from_vec, infer_parquet_schema, masked_crc32c, open_regular, parquet_column_names,
     read_idx, BadRowPolicy, CsvDataset, CsvOptions, DType, FeatureConfig, FeatureSpec,

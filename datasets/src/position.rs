@@ -232,6 +232,18 @@ impl Position {
     }
 }
 
+// Here rather than in error.rs, so that the error type needs nothing of the positions.
+impl crate::Error {
+    /// An [`Error::Position`](crate::Error::Position) saying which kind of position was
+    /// expected and what came.
+    pub(crate) fn position_mismatch(expected: &str, found: &Position) -> Self {
+        crate::Error::Position(format!(
+            "expected a {expected} position, found {}",
+            found.kind()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -130,7 +130,7 @@ impl Schema {
             }
             if let Some(d) = &c.default {
                 let is_label = self.label.as_deref() == Some(c.name.as_str());
-                crate::sources::cell::check_default(c, d, is_label)?;
+                c.check_default(d, is_label)?;
             }
         }
         if let Some(label) = &self.label {

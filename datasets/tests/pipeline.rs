@@ -208,7 +208,7 @@ fn iris_pipeline_epoch_sizes() {
 
 #[test]
 fn mnist_test_set_if_present() {
-    let Some(files) = bundled::find_mnist() else {
+    let Some(files) = bundled::find_mnist_in(estimator_cluster::mnist_dirs_from_env()) else {
         eprintln!("MNIST files not found (set MNIST_DIR); skipping");
         return;
     };

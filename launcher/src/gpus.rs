@@ -4,8 +4,7 @@
 
 use estimator_cluster::{ClusterSpec, Task, TaskType};
 
-/// The variable the CUDA driver reads to decide which GPUs a process sees, and in which order.
-pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+pub use estimator_cluster::CUDA_VISIBLE_DEVICES;
 
 /// The GPU ids a `CUDA_VISIBLE_DEVICES` value lists (indices or `GPU-…` UUIDs), in order.
 fn listed(value: &str) -> Vec<&str> {

@@ -16,10 +16,12 @@ mod relay;
 mod supervise;
 mod tls;
 
-use estimator_cluster::cluster_source_from_env;
+use estimator_cluster::{
+    cluster_source_from_env, cuda_visible_devices_from_env, omp_num_threads_text_from_env,
+};
 
 use crate::cli::{CertsArgs, Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
-use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
+use crate::gpus::GpuPlan;
 use crate::layout::Layout;
 
 fn main() {
@@ -49,8 +51,8 @@ fn explain(args: &ExplainArgs) -> i32 {
     // The source alone: explaining must not wait for a rendezvous.
     match cluster_source_from_env() {
         Ok(source) => {
-            let visible = std::env::var(CUDA_VISIBLE_DEVICES).ok();
-            let omp = std::env::var(cpus::OMP_NUM_THREADS).ok();
+            let visible = cuda_visible_devices_from_env();
+            let omp = omp_num_threads_text_from_env();
             let seen = explain::Seen {
                 cuda_visible_devices: visible.as_deref(),
                 omp_num_threads: omp.as_deref(),
@@ -96,7 +98,7 @@ fn launch(args: &LaunchArgs) -> i32 {
         error(&message);
         return USAGE;
     }
-    let inherited = std::env::var(CUDA_VISIBLE_DEVICES).ok();
+    let inherited = cuda_visible_devices_from_env();
     let gpus = match args
         .gpus
         .map(|count| GpuPlan::new(count, inherited.as_deref()))
@@ -140,7 +142,7 @@ fn run(
     gpus: Option<&GpuPlan>,
     certificates: Option<&tls::TaskCertificates>,
 ) -> i32 {
-    let inherited = std::env::var(cpus::OMP_NUM_THREADS).ok();
+    let inherited = omp_num_threads_text_from_env();
     let cpu_threads = cpus::per_task(inherited.as_deref(), cpus::available(), &layout.cluster);
     let extras = supervise::Extras {
         gpus,

@@ -8,6 +8,7 @@
 //! input position), when one is due ([`CheckpointSchedule`]), restoring a model for
 //! inference, and the listeners called after each save.
 
+mod cadence;
 pub(crate) mod contents;
 mod file;
 mod index;
@@ -17,9 +18,9 @@ mod manager;
 mod naming;
 mod restore;
 mod retention;
-mod schedule;
 mod warm_start;
 
+pub use cadence::{CheckpointEvery, CheckpointSchedule};
 pub use contents::{MODEL_SECTION, OPTIMIZER_SECTION};
 pub use file::{Checkpoint, FORMAT_VERSION, MAGIC};
 pub use index::{CheckpointIndex, INDEX_FILE_NAME};
@@ -29,5 +30,4 @@ pub use manager::CheckpointManager;
 pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};
 pub(crate) use restore::restore_for_inference;
 pub use retention::checkpoints_to_delete;
-pub use schedule::{CheckpointEvery, CheckpointSchedule};
 pub use warm_start::{VarsToWarmStart, WarmStartSettings};

@@ -9,7 +9,7 @@ mod comm_stats;
 mod error;
 mod gradient_sync;
 pub mod ps;
-mod replica;
+mod replica_seat;
 mod step_loss;
 mod strategy;
 #[cfg(test)]
@@ -19,13 +19,13 @@ mod transport;
 pub use bucket::{Bucket, BucketEntry, BucketPlan, DEFAULT_BUCKET_BYTES};
 pub use collective::{
     all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with, barrier, broadcast,
-    broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig, Combine,
-    Compression, Phase, RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
+    broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig,
+    CollectivePhase, Combine, Compression, RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
 };
 pub use comm_stats::CommStats;
 pub use error::{AddressError, DistributeError, Result};
 pub use gradient_sync::{GradientAverager, LocalStep};
-pub use replica::Replica;
+pub use replica_seat::Replica;
 pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};
 pub(crate) use transport::listen_address;

@@ -14,14 +14,14 @@ pub enum Control {
 
 /// The combined verdicts of every hook for one step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Verdict {
+pub struct CombinedControl {
     /// Some hook asked for a checkpoint.
     pub save: bool,
     /// Some hook asked to stop.
     pub stop: bool,
 }
 
-impl Verdict {
+impl CombinedControl {
     /// Folds one hook's [`Control`] into the verdict.
     pub fn add(&mut self, control: Control) {
         match control {

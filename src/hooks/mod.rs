@@ -8,7 +8,7 @@ mod nan_guard;
 mod step_counter;
 mod stop_at_step;
 
-pub use control::{Control, Verdict};
+pub use control::{CombinedControl, Control};
 pub use early_stopping::{should_stop, EarlyStoppingHook, Improvement};
 pub use hook::{Emit, Hook, RunEnd, RunStart, StepInfo};
 pub use logging::LoggingHook;

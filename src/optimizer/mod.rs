@@ -9,8 +9,8 @@ mod ftrl;
 mod gradients;
 mod host_pass;
 mod keras;
+mod learning_rate_schedule;
 mod regularization;
-mod schedule;
 mod spec;
 mod state_error;
 
@@ -20,7 +20,7 @@ pub use clipping::Clipping;
 pub use ftrl::{Ftrl, FtrlState};
 pub use gradients::{extract_gradients, gradient_values, param_paths};
 pub use keras::{Adagrad, AdagradState, AdamW, AdamWState, Rmsprop, RmspropState};
+pub use learning_rate_schedule::{Decay, Schedule};
 pub use regularization::Regularization;
-pub use schedule::{Decay, Schedule};
 pub use spec::{Algorithm, OptimizerSpec, PartOptimizer};
 pub use state_error::OptimizerStateError;

@@ -8,7 +8,7 @@ use burn::tensor::ElementConversion;
 use datasets::Dataset;
 
 use super::device_input::{check_ahead, with_device_input};
-use super::progress::Progress;
+use super::progress::RunProgressBar;
 use crate::checkpoint::restore_for_inference;
 use crate::device::{cpu_threads, with_cpu_threads, CpuBackend, ResolvedDevice};
 use crate::error::{Error, Result};
@@ -69,7 +69,7 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
         checkpoint,
         || estimator.build_model::<B>(device),
     )?;
-    let progress = Progress::new(steps, config.progress, "eval");
+    let progress = RunProgressBar::new(steps, config.progress, "eval");
     let mut metrics = Metrics::new();
     let mut batches = 0u64;
     let to_device = |batch: &E::Batch| estimator.to_device::<B>(batch, device);

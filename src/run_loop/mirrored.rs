@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use datasets::{Dataset, Position};
 
-use super::replica::{train_replica, InProcess};
 use super::step_sync::Peers;
+use super::training_replica::{train_replica, InProcess};
 use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
 use crate::distribute::{InMemoryTransport, Replica};
 use crate::error::{Error, Result};

@@ -11,12 +11,12 @@ mod mirrored;
 mod peeked;
 mod predict;
 mod progress;
-mod replica;
 mod step_sync;
 mod thread_trial;
 mod train;
 mod train_loop;
 mod train_state;
+mod training_replica;
 
 pub(crate) use evaluate::evaluate;
 pub(crate) use predict::predict;

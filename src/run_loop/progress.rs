@@ -3,14 +3,14 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A progress bar that also routes log lines so they do not tear the bar.
-pub struct Progress {
+pub struct RunProgressBar {
     bar: ProgressBar,
     /// Whether the bar is drawn at all: a hidden one is not updated (formatting each step's
     /// message would cost the training thread for nothing).
     shown: bool,
 }
 
-impl Progress {
+impl RunProgressBar {
     /// A bar over `len` steps (or a spinner when unknown); hidden unless `enabled` and
     /// stderr is a terminal.
     pub fn new(len: Option<u64>, enabled: bool, prefix: &str) -> Self {

@@ -4,8 +4,8 @@
 use datasets::{Dataset, DatasetExt};
 
 use super::input::ReplicaInput;
-use super::replica::{train_replica, InProcess};
 use super::step_sync::Peers;
+use super::training_replica::{train_replica, InProcess};
 use crate::checkpoint::CheckpointListener;
 use crate::distribute::Strategy;
 use crate::error::Result;

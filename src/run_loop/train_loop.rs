@@ -10,7 +10,7 @@ use datasets::Dataset;
 use super::chief::{Chief, StepDone};
 use super::device_input::{check_ahead, with_device_input, DeviceInput};
 use super::loss_readout::LossReadout;
-use super::progress::Progress;
+use super::progress::RunProgressBar;
 use super::step_sync::{Ready, StepSync, Synced};
 use super::train_state::TrainState;
 use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
@@ -18,7 +18,8 @@ use crate::distribute::{LocalStep, StepLoss};
 use crate::error::Result;
 use crate::estimator::{save_estimator, Estimator, LossReadback, TrainOutcome, TrainSpec};
 use crate::hooks::{
-    Emit, Hook, LoggingHook, NanGuardHook, RunEnd, RunStart, StepCounterHook, StepInfo, Verdict,
+    CombinedControl, Emit, Hook, LoggingHook, NanGuardHook, RunEnd, RunStart, StepCounterHook,
+    StepInfo,
 };
 use crate::io::DirLock;
 use crate::optimizer::extract_gradients;
@@ -48,7 +49,7 @@ struct Steps<'p> {
     start_step: u64,
     last_step: u64,
     seed: u64,
-    progress: &'p Progress,
+    progress: &'p RunProgressBar,
     /// The global step reached, kept when a failed step takes the state with it.
     global_step: u64,
     /// Steps this replica computed whose update was applied.
@@ -145,7 +146,7 @@ where
         let new_chief = |lock| Chief::new(config, restored_step, start_step, now, lock, listener);
         let mut chief = lock.map(new_chief).transpose()?;
         let bar_len = (last_step != u64::MAX).then(|| last_step - start_step);
-        let progress = Progress::new(bar_len, config.progress && is_chief, "train");
+        let progress = RunProgressBar::new(bar_len, config.progress && is_chief, "train");
         let start = RunStart {
             global_step: start_step,
             last_step,
@@ -334,7 +335,7 @@ where
             duration: now - started,
         };
         let mut emit = Emit::default();
-        let mut verdict = Verdict::default();
+        let mut verdict = CombinedControl::default();
         for hook in hooks.iter_mut() {
             verdict.add(hook.after_step(&info, &mut emit)?);
         }

@@ -8,7 +8,7 @@
 
 use super::error::DecodeError;
 use super::histogram::Histogram;
-use super::wire::{push_doubles, Decoder, Encoder, Field};
+use super::protobuf_primitives::{push_doubles, Decoder, Encoder, Field};
 
 /// One record of an events file.
 #[derive(Debug, Clone, PartialEq)]

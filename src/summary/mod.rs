@@ -9,7 +9,7 @@ mod event;
 mod event_file;
 mod file_name;
 mod histogram;
-mod wire;
+mod protobuf_primitives;
 mod writer;
 
 pub use error::{DecodeError, RecordError, SummaryError};

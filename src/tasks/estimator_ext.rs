@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 
 use datasets::Dataset;
 
-use super::connect::strategy_for;
-use super::serve_parameters::serve_parameters_in;
-use crate::cluster::TaskType;
+use super::training_task::{training_task, TaskOutcome};
 use crate::distribute::Strategy;
 use crate::error::Result;
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
@@ -30,23 +28,12 @@ pub trait EstimatorExt: Estimator {
         F: FnOnce() -> std::result::Result<D, datasets::Error>,
         D: Dataset<Item = Self::Batch> + Send,
     {
-        let config = self.run_config();
-        let cluster = config.resolve_cluster()?;
-        match cluster.task_type() {
-            Some(TaskType::Ps) => {
-                serve_parameters_in(&cluster, self)?;
-                return Ok(TrainOutcome::default());
+        match training_task(self, input_fn, spec)? {
+            TaskOutcome::Trained { outcome, .. } => Ok(outcome),
+            TaskOutcome::ServedParameters | TaskOutcome::Evaluated(_) => {
+                Ok(TrainOutcome::default())
             }
-            Some(TaskType::Evaluator) => {
-                tracing::info!(
-                    "evaluator task: nothing to train (train_and_evaluate evaluates checkpoints)"
-                );
-                return Ok(TrainOutcome::default());
-            }
-            _ => {}
         }
-        let strategy = strategy_for(config, &cluster)?;
-        run_loop::train(self, input_fn()?, spec, strategy, None)
     }
 
     /// [`EstimatorExt::train`] with an explicit distribution strategy instead of the one

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
 
+use crate::cluster::log_filter_from_env;
 use crate::error::Error;
 
 /// Runs `program` as a training program's `main`: starts logging to standard error
@@ -32,7 +33,7 @@ pub fn main<E>(program: impl FnOnce() -> Result<(), E>) -> ExitCode
 where
     E: Into<Box<dyn StdError + Send + Sync>> + 'static,
 {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = log_filter(log_filter_from_env().as_deref());
     // A program that set up its own subscriber keeps it.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -92,6 +93,14 @@ fn one_line(error: &(dyn StdError + 'static)) -> String {
     line.replace('\n', " ")
 }
 
+/// The filter `RUST_LOG`'s value (`rust_log`) asks for, as every tracing program reads it;
+/// `info` when unset or unreadable.
+fn log_filter(rust_log: Option<&str>) -> EnvFilter {
+    rust_log
+        .and_then(|value| EnvFilter::try_new(value).ok())
+        .unwrap_or_else(|| EnvFilter::new("info"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +133,16 @@ mod tests {
         );
         let other: Box<dyn std::error::Error + Send + Sync> = "not ours".into();
         assert_eq!(exit_code(causes(other.as_ref())), 1);
+    }
+
+    #[test]
+    fn the_log_filter_is_rust_logs_when_it_parses_and_info_otherwise() {
+        assert_eq!(
+            log_filter(Some("estimator=debug")).to_string(),
+            "estimator=debug"
+        );
+        assert_eq!(log_filter(None).to_string(), "info");
+        assert_eq!(log_filter(Some("estimator=loudest")).to_string(), "info");
     }
 
     #[test]

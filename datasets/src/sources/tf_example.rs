@@ -3,10 +3,10 @@
 //! [`into_batches`](TfExampleDataset::into_batches) straight into [`ColumnarBatch`]es.
 
 mod batches;
+pub mod example_proto;
+mod field_walk;
 mod parser;
-pub mod proto;
 mod spec;
-mod wire;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use super::wire::{encode, finalize_and_encode, fold_into};
+use super::payload_codec::{encode, finalize_and_encode, fold_into};
 use super::{Action, CollectiveConfig, RingSchedule};
 use crate::distribute::error::{DistributeError, Result};
 use crate::distribute::{Lent, Transport};

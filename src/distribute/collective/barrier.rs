@@ -1,7 +1,7 @@
 //! Barrier: no rank leaves before every rank has arrived (dissemination algorithm).
 
 use super::partition::check_rank;
-use super::{Phase, Tag};
+use super::{CollectivePhase, Tag};
 use crate::distribute::error::Result;
 use crate::distribute::Transport;
 
@@ -29,7 +29,7 @@ pub fn barrier<T: Transport + ?Sized>(transport: &mut T) -> Result<()> {
         .into_iter()
         .enumerate()
     {
-        let tag = Tag::new(Phase::Barrier, round, 0);
+        let tag = Tag::new(CollectivePhase::Barrier, round, 0);
         transport
             .send(to, tag.encode(), Vec::new())
             .map_err(|e| e.during(tag))?;

@@ -1,7 +1,7 @@
 //! Broadcast of bytes from one root to every rank, pipelined along a chain of ranks.
 
 use super::partition::{check_rank, segment, segment_count};
-use super::{CollectiveConfig, Phase, Tag};
+use super::{CollectiveConfig, CollectivePhase, Tag};
 use crate::distribute::error::{DistributeError, Result};
 use crate::distribute::Transport;
 
@@ -59,7 +59,7 @@ pub fn broadcast_with<T: Transport + ?Sized>(
     config: &CollectiveConfig,
 ) -> Result<()> {
     let chain = BroadcastChain::new(transport.rank(), transport.world_size(), root)?;
-    let length_tag = Tag::new(Phase::BroadcastLength, 0, 0);
+    let length_tag = Tag::new(CollectivePhase::BroadcastLength, 0, 0);
     let len = match chain.prev() {
         None => data.len(),
         Some(prev) => {
@@ -90,7 +90,7 @@ pub fn broadcast_with<T: Transport + ?Sized>(
     let whole = 0..len;
     let segment_len = config.segment_len(1);
     for k in 0..segment_count(&whole, segment_len) {
-        let tag = Tag::new(Phase::BroadcastData, 0, k);
+        let tag = Tag::new(CollectivePhase::BroadcastData, 0, k);
         let range = segment(&whole, segment_len, k);
         let payload = match chain.prev() {
             None => data[range].to_vec(),

@@ -4,7 +4,7 @@ use std::fmt;
 
 /// Which part of which collective a message belongs to: the top byte of its tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Phase {
+pub enum CollectivePhase {
     /// All-reduce, first half: partial sums travel round the ring.
     ReduceScatter = 1,
     /// All-reduce, second half: the reduced chunks travel round the ring.
@@ -17,25 +17,25 @@ pub enum Phase {
     Barrier = 5,
 }
 
-impl Phase {
+impl CollectivePhase {
     fn from_byte(byte: u8) -> Option<Self> {
         Some(match byte {
-            1 => Phase::ReduceScatter,
-            2 => Phase::AllGather,
-            3 => Phase::BroadcastLength,
-            4 => Phase::BroadcastData,
-            5 => Phase::Barrier,
+            1 => CollectivePhase::ReduceScatter,
+            2 => CollectivePhase::AllGather,
+            3 => CollectivePhase::BroadcastLength,
+            4 => CollectivePhase::BroadcastData,
+            5 => CollectivePhase::Barrier,
             _ => return None,
         })
     }
 
     fn name(self) -> &'static str {
         match self {
-            Phase::ReduceScatter => "all-reduce reduce-scatter",
-            Phase::AllGather => "all-reduce all-gather",
-            Phase::BroadcastLength => "broadcast length",
-            Phase::BroadcastData => "broadcast data",
-            Phase::Barrier => "barrier",
+            CollectivePhase::ReduceScatter => "all-reduce reduce-scatter",
+            CollectivePhase::AllGather => "all-reduce all-gather",
+            CollectivePhase::BroadcastLength => "broadcast length",
+            CollectivePhase::BroadcastData => "broadcast data",
+            CollectivePhase::Barrier => "barrier",
         }
     }
 }
@@ -47,7 +47,7 @@ impl Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tag {
     /// The collective and its half.
-    pub phase: Phase,
+    pub phase: CollectivePhase,
     /// The ring step (or barrier round); 24 bits.
     pub step: u32,
     /// The segment within the step's chunk.
@@ -58,7 +58,7 @@ const STEP_MASK: u32 = (1 << 24) - 1;
 
 impl Tag {
     /// The tag of `segment` of `step` of `phase` (wrapping as described on [`Tag`]).
-    pub fn new(phase: Phase, step: usize, segment: usize) -> Self {
+    pub fn new(phase: CollectivePhase, step: usize, segment: usize) -> Self {
         Self {
             phase,
             step: step as u32 & STEP_MASK,
@@ -74,7 +74,7 @@ impl Tag {
     /// The collective tag `tag` encodes, `None` for a tag outside the collectives' space.
     pub fn decode(tag: u64) -> Option<Self> {
         Some(Self {
-            phase: Phase::from_byte((tag >> 56) as u8)?,
+            phase: CollectivePhase::from_byte((tag >> 56) as u8)?,
             step: (tag >> 32) as u32 & STEP_MASK,
             segment: tag as u32,
         })
@@ -100,11 +100,11 @@ mod tests {
     #[test]
     fn tags_round_trip_and_stay_out_of_the_callers_space() {
         for phase in [
-            Phase::ReduceScatter,
-            Phase::AllGather,
-            Phase::BroadcastLength,
-            Phase::BroadcastData,
-            Phase::Barrier,
+            CollectivePhase::ReduceScatter,
+            CollectivePhase::AllGather,
+            CollectivePhase::BroadcastLength,
+            CollectivePhase::BroadcastData,
+            CollectivePhase::Barrier,
         ] {
             let tag = Tag::new(phase, 3, 70_000);
             assert_eq!(Tag::decode(tag.encode()), Some(tag));
@@ -112,17 +112,17 @@ mod tests {
         }
         assert_eq!(Tag::decode(42), None);
         assert_eq!(
-            Tag::new(Phase::AllGather, 1, 2).to_string(),
+            Tag::new(CollectivePhase::AllGather, 1, 2).to_string(),
             "all-reduce all-gather step 1 segment 2"
         );
     }
 
     #[test]
     fn distinct_positions_get_distinct_tags() {
-        let a = Tag::new(Phase::ReduceScatter, 1, 2).encode();
-        let b = Tag::new(Phase::ReduceScatter, 2, 1).encode();
-        let c = Tag::new(Phase::AllGather, 1, 2).encode();
+        let a = Tag::new(CollectivePhase::ReduceScatter, 1, 2).encode();
+        let b = Tag::new(CollectivePhase::ReduceScatter, 2, 1).encode();
+        let c = Tag::new(CollectivePhase::AllGather, 1, 2).encode();
         assert!(a != b && a != c && b != c);
-        assert_eq!(Tag::new(Phase::Barrier, 1 << 24, 0).step, 0);
+        assert_eq!(Tag::new(CollectivePhase::Barrier, 1 << 24, 0).step, 0);
     }
 }

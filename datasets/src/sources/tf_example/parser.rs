@@ -11,8 +11,8 @@ use std::collections::HashSet;
 
 use serde_json::Value as Json;
 
+use super::field_walk::{varint, Fields, Value, WireError};
 use super::spec::{column_names, DType, FeatureConfig, FeatureSpec};
-use super::wire::{varint, Fields, Value, WireError};
 use crate::{ColumnarBatch, Error, Labels, StringColumn};
 
 /// The three lists a Feature may hold, by field number.
@@ -809,5 +809,15 @@ fn flatten<'a>(value: &'a Json, out: &mut Vec<&'a Json>) {
     match value {
         Json::Array(items) => items.iter().for_each(|v| flatten(v, out)),
         scalar => out.push(scalar),
+    }
+}
+// Here rather than in spec.rs: validating is building a parser, and the spec's types import
+// nothing of the parser that reads them.
+impl FeatureSpec {
+    /// Checks what the JSON form cannot: at least one feature, a label that is a fixed
+    /// feature of one value, shapes with values, defaults of the feature's type and size,
+    /// var-len features of strings or ids, and column names that do not collide.
+    pub fn validate(&self) -> Result<(), Error> {
+        ExampleParser::new(self).map(|_| ())
     }
 }

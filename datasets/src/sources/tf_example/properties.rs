@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use prost::Message;
 use serde_json::json;
 
+use super::example_proto::{feature::Kind, Example as TfExample, Feature, Features};
 use super::parser::{ExampleParser, Found};
-use super::proto::{feature::Kind, Example as TfExample, Feature, Features};
 use super::tests::{floats, ints, strings};
 use super::{DType, FeatureConfig, FeatureSpec, FixedLenFeature, VarLenFeature};
 use crate::{ColumnarBatch, Example, Label};

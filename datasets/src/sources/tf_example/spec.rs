@@ -176,13 +176,6 @@ impl FeatureSpec {
             .map(|(_, f)| f)
     }
 
-    /// Checks what the JSON form cannot: at least one feature, a label that is a fixed
-    /// feature of one value, shapes with values, defaults of the feature's type and size,
-    /// var-len features of strings or ids, and column names that do not collide.
-    pub fn validate(&self) -> Result<(), Error> {
-        super::parser::ExampleParser::new(self).map(|_| ())
-    }
-
     /// The layout of the rows read with this spec, as a [`Schema`]: one column per value
     /// (see the type's documentation for the names), the label column last in its place.
     pub fn schema(&self) -> Schema {

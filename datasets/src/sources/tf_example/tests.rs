@@ -1,7 +1,7 @@
 use prost::Message;
 
-use super::proto::{feature::Kind, BytesList, Example as TfExample, Feature, Features};
-use super::proto::{FloatList, Int64List};
+use super::example_proto::{feature::Kind, BytesList, Example as TfExample, Feature, Features};
+use super::example_proto::{FloatList, Int64List};
 use super::*;
 use crate::{ColumnType, DatasetExt, Label, Labels};
 

@@ -1,9 +1,9 @@
 //! [`RecordChunks`]: records read a batch's worth at a time into buffers of their own, for
 //! decoding on worker threads; the buffers come back through a [`BufferPool`] once decoded.
 
-use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
+use super::reader::Framed;
 use super::{RecordFile, RecordMeta, TfRecordDataset};
 use crate::{Dataset, Error, Position};
 
@@ -36,9 +36,6 @@ impl BufferPool {
         }
     }
 }
-
-/// Records framed in one buffer: each one's data range in it and origin.
-pub(crate) type Framed = Vec<(Range<usize>, RecordMeta)>;
 
 /// The records of one batch, their CRCs not yet checked: one buffer per file they came
 /// from (usually one), each with its records.

@@ -13,7 +13,6 @@ use std::path::Path;
 
 use flate2::read::{MultiGzDecoder, ZlibDecoder};
 
-use super::chunks::Framed;
 use super::crc::masked_crc32c;
 use super::TfRecordCompression;
 use crate::{open_regular, Error};
@@ -38,6 +37,9 @@ pub(crate) struct RecordMeta {
     /// The data's masked CRC-32C, as stored.
     pub(crate) crc: u32,
 }
+
+/// Records framed in one buffer: each one's data range in it and origin.
+pub(crate) type Framed = Vec<(Range<usize>, RecordMeta)>;
 
 /// A file of a TFRecord dataset: how to open it and how errors name it.
 #[derive(Clone, Debug)]

@@ -12,11 +12,11 @@ use estimators::feature_column::{
 };
 use estimators::DnnClassifier;
 
-use crate::cli::{TrainArgs, DEFAULT_HIDDEN_UNITS};
 use crate::input::{training_facts, training_schema, TrainingFacts};
 use crate::input_format::{describe, InputFormat, Interleaving};
 use crate::memory_check;
 use crate::optimizer_flags::optimizer_spec;
+use crate::train_args::{TrainArgs, DEFAULT_HIDDEN_UNITS};
 
 /// File in the model directory holding the classifier's configuration.
 pub const MODEL_FILE: &str = "dnn_classifier.json";

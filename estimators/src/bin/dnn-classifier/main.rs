@@ -7,7 +7,6 @@
 
 mod classifier;
 mod cli;
-mod cluster_share;
 mod commands;
 mod input;
 mod input_format;
@@ -15,7 +14,10 @@ mod memory_check;
 mod optimizer_flags;
 mod output;
 mod resumed_flags;
+mod run_flags;
 mod timing;
+mod train_args;
+mod train_command;
 mod training_input;
 mod values;
 
@@ -30,8 +32,9 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let ansi = std::io::stderr().is_terminal();
     // `RUST_LOG` as every tracing program reads it; info when unset or unreadable.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = estimator::cluster::log_filter_from_env()
+        .and_then(|value| tracing_subscriber::EnvFilter::try_new(value).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

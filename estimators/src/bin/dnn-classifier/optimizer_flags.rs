@@ -4,7 +4,7 @@
 use estimator::optimizer::{Clipping, Regularization, Schedule};
 use estimator::OptimizerSpec;
 
-use crate::cli::{OptimizerName, TrainArgs};
+use crate::train_args::{OptimizerName, TrainArgs};
 
 /// The optimizer of `args`.
 pub fn optimizer_spec(args: &TrainArgs) -> OptimizerSpec {

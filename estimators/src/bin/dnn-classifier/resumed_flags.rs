@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use estimator::Estimator;
 use estimators::DnnClassifier;
 
-use crate::cli::TrainArgs;
+use crate::train_args::TrainArgs;
 
 /// `saved` (the model in `model_dir`) with the flags of `args` that may change on resume;
 /// an error naming the flag and both values when one that may not change differs.

@@ -87,6 +87,12 @@ pub fn parse_device(text: &str) -> Result<DeviceSpec, String> {
     }
 }
 
+/// The `--device` value as a [`DeviceSpec`]; whether this build and machine can use it is
+/// checked when the model first runs.
+pub fn device_flag(text: &str) -> anyhow::Result<DeviceSpec> {
+    parse_device(text).map_err(|reason| anyhow::anyhow!("--device {text}: {reason}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,10 +9,10 @@ use tonic::metadata::AsciiMetadataValue;
 use tonic::transport::Channel;
 use tonic::Code;
 
+use super::collective_proto::collective_client::CollectiveClient;
+use super::collective_proto::HelloRequest;
 use super::config::{endpoint, MAX_MESSAGE_BYTES};
 use super::metadata::{outgoing, TokenRefusals};
-use super::proto::collective_client::CollectiveClient;
-use super::proto::HelloRequest;
 use crate::cluster::{CLUSTER_TOKEN, CLUSTER_TOKEN_FILE};
 use crate::distribute::error::{DistributeError, Result};
 use crate::distribute::transport::tls::{tls_refusal, ClusterTls};

@@ -12,7 +12,7 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
 use super::control::HEARTBEAT_TAG;
-use super::wire::envelope_frames;
+use super::deliver_framing::envelope_frames;
 
 /// `inner`'s frames, with a heartbeat whenever it has had nothing to send for `interval`.
 pub(super) struct WithHeartbeats<B> {

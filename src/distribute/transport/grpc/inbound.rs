@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::deliver_framing::Payload;
 use super::peer_watch::PeerWatch;
-use super::wire::Payload;
 use crate::distribute::error::{DistributeError, Result};
 
 /// What a peer's stream delivers to its inbox.

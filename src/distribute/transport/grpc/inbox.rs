@@ -5,9 +5,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use super::deliver_framing::Payload;
 use super::inbound::Event;
 use super::peer_watch::{Missing, PeerWatch};
-use super::wire::Payload;
 use crate::distribute::error::{DistributeError, Result};
 
 /// Messages from one peer to this rank.

@@ -10,8 +10,10 @@
 
 mod address;
 mod admission;
+mod collective_proto;
 mod config;
 mod control;
+mod deliver_framing;
 mod dial;
 mod heartbeat;
 mod inbound;
@@ -20,12 +22,10 @@ mod lane;
 mod metadata;
 mod outbound;
 mod peer_watch;
-mod proto;
 mod service;
 mod shutdown;
 #[cfg(test)]
 mod tests;
-mod wire;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -46,6 +46,7 @@ pub(crate) use metadata::TOKEN_KEY;
 
 use super::{Lent, Transport};
 use crate::distribute::error::{DistributeError, Result};
+use deliver_framing::Payload;
 use dial::{dial, Caller};
 use inbound::Inbound;
 use inbox::Inbox;
@@ -55,7 +56,6 @@ use metadata::{check_token_noting, TokenRefusals};
 use outbound::Outbound;
 use peer_watch::PeerWatch;
 use service::Routes;
-use wire::Payload;
 
 /// Worker threads of each transport's tokio runtime: enough for the server and the streams to
 /// peers to progress side by side; more would only compete with training for the cores.

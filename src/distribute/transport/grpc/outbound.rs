@@ -14,10 +14,10 @@ use tonic::transport::Channel;
 use tonic::Status;
 
 use super::config::MAX_MESSAGE_BYTES;
+use super::deliver_framing::{read_ack, EnvelopeBody, Outgoing, DELIVER_PATH};
 use super::dial::{chain, Caller};
 use super::heartbeat::WithHeartbeats;
 use super::metadata::outgoing_headers;
-use super::wire::{read_ack, EnvelopeBody, Outgoing, DELIVER_PATH};
 use crate::distribute::error::{DistributeError, Result};
 
 /// The stream of messages to one peer.

@@ -101,10 +101,11 @@ fn the_cluster_keeps_training_while_a_stranger_is_refused() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let refused = runtime.block_on(async {
             let channel = stranger.connect().await;
-            let mut client = super::super::proto::collective_client::CollectiveClient::new(
-                channel.map_err(|e| e.to_string())?,
-            );
-            let hello = super::super::proto::HelloRequest {
+            let mut client =
+                super::super::collective_proto::collective_client::CollectiveClient::new(
+                    channel.map_err(|e| e.to_string())?,
+                );
+            let hello = super::super::collective_proto::HelloRequest {
                 rank: 1 - t.rank() as u32,
                 world_size: 2,
             };

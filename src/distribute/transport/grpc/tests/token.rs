@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use tonic::Code;
 
+use super::super::collective_proto::collective_client::CollectiveClient;
+use super::super::collective_proto::{Envelope, HelloRequest};
 use super::super::metadata;
-use super::super::proto::collective_client::CollectiveClient;
-use super::super::proto::{Envelope, HelloRequest};
 use super::super::token_value;
 use super::{config, connect, input, listeners, on_threads, try_connect};
 use crate::distribute::{all_reduce_sum, DistributeError, GrpcConfig, GrpcTransport, Transport};

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use super::*;
-use crate::distribute::transport::grpc::proto::Envelope;
+use crate::distribute::transport::grpc::collective_proto::Envelope;
 
 /// A body made of given chunks.
 pub(super) struct Chunks(VecDeque<Bytes>);

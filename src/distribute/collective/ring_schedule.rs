@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use super::partition::{check_rank, part, segment, segment_count};
-use super::{Phase, Tag};
+use super::{CollectivePhase, Tag};
 use crate::distribute::error::{DistributeError, Result};
 
 /// What a received segment does to the local buffer.
@@ -140,19 +140,19 @@ impl RingSchedule {
     /// Whether a message with `tag` completes a segment of this rank's owned chunk: the
     /// last reduce-scatter step, after which the segment is sent round the ring as it is.
     pub fn completes_reduction(&self, tag: Tag) -> bool {
-        tag.phase == Phase::ReduceScatter && tag.step as usize + 1 == self.steps()
+        tag.phase == CollectivePhase::ReduceScatter && tag.step as usize + 1 == self.steps()
     }
 
     /// Hop `h` of the chain: reduce-scatter steps first, then all-gather steps.
     fn hop(&self, h: usize) -> Hop {
         let steps = self.steps();
         let (phase, step) = if h < steps {
-            (Phase::ReduceScatter, h)
+            (CollectivePhase::ReduceScatter, h)
         } else {
-            (Phase::AllGather, h - steps)
+            (CollectivePhase::AllGather, h - steps)
         };
         let ((send, recv), combine) = match phase {
-            Phase::ReduceScatter => (self.reduce_scatter_step(step), Combine::Add),
+            CollectivePhase::ReduceScatter => (self.reduce_scatter_step(step), Combine::Add),
             _ => (self.all_gather_step(step), Combine::Copy),
         };
         let n = self.world_size;
@@ -172,7 +172,7 @@ impl RingSchedule {
 /// One step of the ring as one rank sees it: the chunk it sends on, the chunk it receives.
 #[derive(Debug, Clone)]
 struct Hop {
-    phase: Phase,
+    phase: CollectivePhase,
     step: usize,
     combine: Combine,
     send: Range<usize>,
@@ -281,7 +281,7 @@ mod tests {
             actions[0],
             Action::Send {
                 to: 1,
-                tag: Tag::new(Phase::ReduceScatter, 0, 0),
+                tag: Tag::new(CollectivePhase::ReduceScatter, 0, 0),
                 range: 0..3
             }
         );
@@ -289,7 +289,7 @@ mod tests {
             actions[1],
             Action::Recv {
                 from: 2,
-                tag: Tag::new(Phase::ReduceScatter, 0, 0),
+                tag: Tag::new(CollectivePhase::ReduceScatter, 0, 0),
                 range: 6..9,
                 combine: Combine::Add
             }
@@ -357,7 +357,7 @@ mod tests {
         let sends: Vec<_> = s
             .actions()
             .filter_map(|a| match a {
-                Action::Send { tag, range, .. } if tag.phase == Phase::ReduceScatter => {
+                Action::Send { tag, range, .. } if tag.phase == CollectivePhase::ReduceScatter => {
                     Some((tag.segment, range))
                 }
                 _ => None,
@@ -382,11 +382,11 @@ mod tests {
             kinds.join(" "),
             "s10 s11 s12 s13 r10 s20 r11 s21 r12 s22 r13 s23 r20 r21 r22 r23"
         );
-        assert!(s.completes_reduction(Tag::new(Phase::ReduceScatter, 0, 3)));
-        assert!(!s.completes_reduction(Tag::new(Phase::AllGather, 0, 3)));
+        assert!(s.completes_reduction(Tag::new(CollectivePhase::ReduceScatter, 0, 3)));
+        assert!(!s.completes_reduction(Tag::new(CollectivePhase::AllGather, 0, 3)));
         let four = RingSchedule::new(0, 4, 16, 2).unwrap();
-        assert!(!four.completes_reduction(Tag::new(Phase::ReduceScatter, 1, 0)));
-        assert!(four.completes_reduction(Tag::new(Phase::ReduceScatter, 2, 0)));
+        assert!(!four.completes_reduction(Tag::new(CollectivePhase::ReduceScatter, 1, 0)));
+        assert!(four.completes_reduction(Tag::new(CollectivePhase::ReduceScatter, 2, 0)));
     }
 
     #[test]

@@ -23,8 +23,8 @@ use tonic::{Code, Status};
 
 use crate::distribute::transport::Lent;
 
+use super::collective_proto::Ack;
 use super::config::MAX_MESSAGE_BYTES;
-use super::proto::Ack;
 
 /// The HTTP/2 path of `Deliver`.
 pub(super) const DELIVER_PATH: &str = "/estimator.collective.Collective/Deliver";

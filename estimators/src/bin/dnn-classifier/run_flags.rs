@@ -1,0 +1,97 @@
+//! The training flags as the library's settings: the run configuration's cluster,
+//! distribution and timing settings, and the evaluation spec of train-and-evaluate.
+
+use anyhow::{bail, Result};
+use estimator::cluster::ClusterConfig;
+use estimator::distribute::ps::PsMode;
+use estimator::{Distribution, EvalSpec, Exporter, RunConfig, VarsToWarmStart, WarmStartSettings};
+
+use crate::train_args::{ExporterName, PsModeName, TrainArgs};
+
+/// Evaluation of train-and-evaluate: the whole eval file, with the exporters asked for.
+pub fn eval_spec(args: &TrainArgs) -> EvalSpec {
+    args.exporters
+        .iter()
+        .fold(EvalSpec::new(), |spec, exporter| {
+            spec.with_exporter(match exporter {
+                ExporterName::Latest => Exporter::latest("latest"),
+                ExporterName::Best => Exporter::best("best", "loss", false),
+                ExporterName::Final => Exporter::final_exporter("final"),
+            })
+        })
+}
+
+fn ps_mode(args: &TrainArgs) -> PsMode {
+    match args.ps_mode {
+        PsModeName::Async => PsMode::Async {
+            max_staleness: args.max_staleness,
+        },
+        PsModeName::Sync => PsMode::Sync {
+            replicas_to_aggregate: args.replicas_to_aggregate.map(|n| n as usize),
+        },
+    }
+}
+
+/// `--replicas-to-aggregate` against the training tasks the cluster has: more could never
+/// be gathered, and TF's `SyncReplicasOptimizer` refuses them too.
+pub fn check_replicas_to_aggregate(args: &TrainArgs, cluster: &ClusterConfig) -> Result<()> {
+    let Some(wanted) = args.replicas_to_aggregate else {
+        return Ok(());
+    };
+    if args.ps_mode != PsModeName::Sync {
+        bail!("--replicas-to-aggregate {wanted} applies to --ps-mode sync only");
+    }
+    if let ClusterConfig::Distributed { cluster, .. } = cluster {
+        let training = cluster.training_tasks().len();
+        if wanted as usize > training {
+            bail!(
+                "--replicas-to-aggregate {wanted}: the cluster has {training} training task(s) \
+                 (chief and workers) to gather gradients from"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `model`'s run configuration with the command line's cluster settings, also for a model
+/// resumed from its saved configuration; and the replicas this process trains, each on its
+/// own batch of every step.
+pub fn cluster_run_config(
+    args: &TrainArgs,
+    model: &RunConfig,
+    cluster: &ClusterConfig,
+) -> Result<(RunConfig, usize)> {
+    let mut run_config = model
+        .clone()
+        .with_ps_mode(ps_mode(args))
+        .with_allreduce_compression(args.allreduce_compression)
+        .with_cluster(cluster.clone())
+        .with_intra_op_threads(args.intra_op_threads)
+        .with_loss_readback(args.loss_readback)
+        .with_prefetch_to_device(args.prefetch_to_device);
+    if let Some(secs) = args.peer_timeout_secs {
+        run_config = run_config.with_peer_timeout_secs(secs);
+    }
+    if let Some(secs) = args.stall_warning_secs {
+        run_config = run_config.with_stall_warning_secs(secs);
+    }
+    if let Some(secs) = args.startup_timeout_secs {
+        run_config = run_config.with_startup_timeout_secs(secs);
+    }
+    if let Some(from) = &args.warm_start_from {
+        let mut settings = WarmStartSettings::new(from);
+        if let Some(regex) = &args.warm_start_vars {
+            settings = settings.with_vars(VarsToWarmStart::Regex(regex.clone()));
+        }
+        run_config = run_config.with_warm_start_from(settings);
+    }
+    let mut in_process = 1;
+    if let Some(mirrored) = args.mirrored {
+        let resolved = mirrored.on_device(run_config.device)?;
+        if let Distribution::Mirrored { replicas } = resolved {
+            in_process = replicas;
+        }
+        run_config = run_config.with_train_distribute(resolved);
+    }
+    Ok((run_config, in_process))
+}

@@ -1,0 +1,302 @@
+//! Flags of `train` and `train-and-evaluate`: the model, its optimizer, the input and the
+//! cluster settings a training run takes from the command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use estimator::datasets::AutoShardPolicy;
+use estimator::distribute::Compression;
+use estimator::optimizer::Decay;
+use estimator::{Distribution, LossReadback};
+
+use crate::values::{parse_decay, parse_learning_rate, parse_mirrored};
+
+/// Optimizers selectable from the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OptimizerName {
+    /// Adam.
+    Adam,
+    /// Adagrad (TF's DNNClassifier default).
+    Adagrad,
+    /// Plain SGD.
+    Sgd,
+    /// FTRL-Proximal (TF's linear-model default), with TF's defaults.
+    Ftrl,
+    /// RMSprop, with TF's defaults.
+    Rmsprop,
+    /// AdamW (decoupled weight decay 0.004), with TF's defaults.
+    Adamw,
+}
+
+/// Hidden layer sizes without `--hidden-units`.
+pub const DEFAULT_HIDDEN_UNITS: [usize; 2] = [128, 64];
+
+/// Flags of `train` and `train-and-evaluate`.
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Training CSV (header row; `.gz` accepted), Parquet (`*.parquet`, `*.pq`), or with
+    /// --feature-spec TFRecord files of tf.Example (`.gz` GZIP, `.zlib` ZLIB): one file, a
+    /// comma-separated list, or globs (`*`, `?`, `[..]`, `**`; matches sorted by path).
+    /// Example: `--train 'data/train-*.csv'`.
+    #[arg(long, value_name = "FILES")]
+    pub train: String,
+    /// Evaluation CSV or Parquet, or TFRecord files with --feature-spec (required by
+    /// train-and-evaluate); a list or globs as for --train, read one after another.
+    /// Example: `--eval data/test.csv`.
+    #[arg(long, value_name = "FILES")]
+    pub eval: Option<String>,
+    /// In a cluster: how the training tasks split the --train files (TF's
+    /// AutoShardPolicy): file (file i to task i % tasks: each file read by one task; needs
+    /// at least as many files as tasks), data (every task reads every file, keeping every
+    /// n-th row), off (every task reads everything), or auto (file when there are at least
+    /// as many files as tasks, else data).
+    /// Example: `--auto-shard-policy file`.
+    #[arg(long, value_name = "auto|file|data|off", default_value = "auto")]
+    pub auto_shard_policy: AutoShardPolicy,
+    /// Training files read at a time, rows taken from each in turn (tf.data's interleave
+    /// cycle_length); 1 reads them one after another.
+    /// Example: `--cycle-length 4`.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub cycle_length: u64,
+    /// Rows taken from one training file before going on to the next of the cycle
+    /// (interleave's block_length).
+    /// Example: `--block-length 16`.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub block_length: u64,
+    /// Name of the label column, required for a new model on CSV input (with
+    /// --feature-spec: the label feature, by default the spec's "label"; resuming: the
+    /// saved model's).
+    /// Example: `--label-column label`.
+    #[arg(long, value_name = "NAME")]
+    pub label_column: Option<String>,
+    /// Column types as JSON (a `datasets::Schema`); inferred from the header and first rows
+    /// when absent.
+    /// Example: `--schema schema.json`.
+    #[arg(long, value_name = "schema.json", conflicts_with = "feature_spec")]
+    pub schema: Option<PathBuf>,
+    /// Read --train and --eval as TFRecord files of tf.Example, through this feature spec
+    /// (JSON, as tf.io.parse_example's: {"features": {"x": {"kind": "fixed", "shape":
+    /// [784], "dtype": "float32"}, "label": {"kind": "fixed", "shape": [], "dtype":
+    /// "int64"}}, "label": "label"}); saved in --model-dir for evaluate and predict.
+    /// Example: `--feature-spec spec.json`.
+    #[arg(long, value_name = "spec.json")]
+    pub feature_spec: Option<PathBuf>,
+    /// Hidden layer sizes (default 128,64). A resumed model keeps its own; giving other
+    /// sizes is an error.
+    /// Example: `--hidden-units 256,128,64`.
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    pub hidden_units: Option<Vec<usize>>,
+    /// Number of classes (inferred from the training labels when absent).
+    /// Example: `--n-classes 3`.
+    #[arg(long)]
+    pub n_classes: Option<usize>,
+    /// Class names in id order, for string labels (sorted distinct labels when absent).
+    /// Example: `--label-vocabulary setosa,versicolor,virginica`.
+    #[arg(long, value_delimiter = ',')]
+    pub label_vocabulary: Option<Vec<String>>,
+    /// Optimizer (default adagrad). A resumed model keeps its own; giving another is an
+    /// error.
+    /// Example: `--optimizer adam`.
+    #[arg(long, value_enum)]
+    pub optimizer: Option<OptimizerName>,
+    /// Learning rate (default: 0.05 for adagrad as TF, 0.1 for ftrl, 0.01 for sgd, 0.001
+    /// for adam, adamw and rmsprop). On a resumed model it replaces the saved rate, saying
+    /// so.
+    /// Example: `--learning-rate 0.01`.
+    #[arg(long, value_parser = parse_learning_rate)]
+    pub learning_rate: Option<f64>,
+    /// Examples per batch.
+    /// Example: `--batch-size 256`.
+    #[arg(long, default_value_t = 128)]
+    pub batch_size: usize,
+    /// Train until this global step (at least 1).
+    /// Example: `--max-steps 1000`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_steps: u64,
+    /// Directory for checkpoints, summaries and the model configuration.
+    /// Example: `--model-dir /tmp/iris`.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: PathBuf,
+    /// Seed for initialisation, dropout and shuffling.
+    /// Example: `--seed 7`.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Dropout probability of the hidden layers. On a resumed model it replaces the saved
+    /// one, saying so.
+    /// Example: `--dropout 0.2`.
+    #[arg(long)]
+    pub dropout: Option<f64>,
+    /// Batch normalisation after each hidden layer.
+    /// Example: `--batch-norm`.
+    #[arg(long)]
+    pub batch_norm: bool,
+    /// Do not standardise numeric columns with the training data's mean and std.
+    /// Example: `--no-normalize`.
+    #[arg(long)]
+    pub no_normalize: bool,
+    /// Shuffle buffer size (examples).
+    /// Example: `--shuffle-buffer 1000`.
+    #[arg(long, default_value_t = 10_000)]
+    pub shuffle_buffer: usize,
+    /// Save a checkpoint every N steps (default: every 600 s, and at the end).
+    /// Example: `--save-checkpoints-steps 500`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub save_checkpoints_steps: Option<u64>,
+    /// Compute device: cpu, cuda (CUDA device 0), cuda:N, or auto (CUDA when this build
+    /// has it and a driver is installed, else the CPU). CUDA needs a build with the `cuda`
+    /// feature.
+    /// Example: `--device cuda:1`.
+    #[arg(long, value_name = "DEVICE", default_value = "cpu")]
+    pub device: String,
+    /// Threads one CPU operation may use (TF's intra_op_parallelism_threads); large matrix
+    /// products are split between them. 0: at most OMP_NUM_THREADS when set (estimator-launch
+    /// sets it per task), else the cores shared among the --mirrored replicas, and one when
+    /// a short trial on the first batch trains faster on one. 1: every operation on the
+    /// training thread.
+    /// Example: `--intra-op-threads 4`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub intra_op_threads: usize,
+    /// Which steps' losses training reads back from the device: every-step (one step late),
+    /// when-wanted (only logged, summarised and checkpointed steps', so that a GPU never
+    /// drains between them; a NaN is then caught at the next step read) or auto (every-step
+    /// on the CPU, where a read costs nothing; when-wanted on CUDA).
+    /// Example: `--loss-readback every-step`.
+    #[arg(long, value_name = "WHICH", default_value = "auto")]
+    pub loss_readback: LossReadback,
+    /// Batches whose device tensors (feature columns applied) are built ahead of the step
+    /// (TF's prefetch_to_device): by the CPU threads of --intra-op-threads when there are
+    /// several, else on a thread of their own; 0 builds each batch on the training thread,
+    /// just before its step.
+    /// Example: `--prefetch-to-device 0`.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub prefetch_to_device: usize,
+    /// How the learning rate changes with the global step (TF's schedules), as
+    /// KIND:key=value,…; lists separated by '/'. KIND: exponential_decay (decay_steps,
+    /// decay_rate, staircase), piecewise_constant (boundaries, values), polynomial_decay
+    /// (decay_steps, end_learning_rate, power, cycle), cosine_decay (decay_steps, alpha),
+    /// cosine_decay_restarts (first_decay_steps, t_mul, m_mul, alpha).
+    /// Example: `--learning-rate-schedule exponential_decay:decay_steps=1000,decay_rate=0.96`.
+    #[arg(long, value_name = "KIND:KEY=VALUE,...", value_parser = parse_decay)]
+    pub learning_rate_schedule: Option<Decay>,
+    /// Raise the learning rate linearly over the first N steps; the schedule starts after.
+    /// Example: `--warmup-steps 500`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup_steps: u64,
+    /// Multiply the learning rate by the number of replicas averaged per update (Horovod's
+    /// recipe for a larger global batch).
+    /// Example: `--scale-learning-rate-by-replicas --warmup-steps 500`.
+    #[arg(long)]
+    pub scale_learning_rate_by_replicas: bool,
+    /// Scale the gradients so that their global L2 norm is at most this (TF's
+    /// clip_gradients_by_norm, Keras' global_clipnorm); under MultiWorkerMirrored the
+    /// averaged gradient is clipped, with parameter servers each pushed one.
+    /// Example: `--clip-global-norm 1.0`.
+    #[arg(long, value_name = "NORM")]
+    pub clip_global_norm: Option<f32>,
+    /// Scale each variable's gradient so that its L2 norm is at most this (Keras' clipnorm).
+    /// Example: `--clip-norm 5.0`.
+    #[arg(long, value_name = "NORM")]
+    pub clip_norm: Option<f32>,
+    /// Clamp every gradient value into [-VALUE, VALUE] (Keras' clipvalue).
+    /// Example: `--clip-value 0.5`.
+    #[arg(long, value_name = "VALUE")]
+    pub clip_value: Option<f32>,
+    /// L1 penalty on the kernels (weights, embedding tables; not biases), added to the loss.
+    /// Example: `--l1-regularization 0.001`.
+    #[arg(long, value_name = "STRENGTH", default_value_t = 0.0)]
+    pub l1_regularization: f32,
+    /// L2 penalty (strength · Σw²) on the kernels, added to the loss.
+    /// Example: `--l2-regularization 0.01`.
+    #[arg(long, value_name = "STRENGTH", default_value_t = 0.0)]
+    pub l2_regularization: f32,
+    /// Initialise the model from another run before the first step (TF's warm start): a
+    /// model directory (its latest checkpoint) or a checkpoint file. Only when MODEL_DIR has
+    /// no checkpoint yet; optimizer state is not carried over.
+    /// Example: `--warm-start-from /tmp/iris`.
+    #[arg(long, value_name = "DIR|FILE")]
+    pub warm_start_from: Option<PathBuf>,
+    /// With --warm-start-from: only the variables whose name matches this regular
+    /// expression from its start (default: every trainable variable), e.g. 'hidden' to
+    /// leave the logits layer fresh.
+    /// Example: `--warm-start-vars hidden`.
+    #[arg(long, value_name = "REGEX", requires = "warm_start_from")]
+    pub warm_start_vars: Option<String>,
+    /// Train N replicas in this process, each on its own batch, averaging their gradients
+    /// (TF's MirroredStrategy; on CUDA replica i uses device cuda:i from --device's on, so N
+    /// GPUs must be visible from there);
+    /// `all`: one replica per visible GPU (one on the CPU). Not with TF_CONFIG.
+    /// Example: `--mirrored 2`.
+    #[arg(long, value_name = "N|all", value_parser = parse_mirrored)]
+    pub mirrored: Option<Distribution>,
+    /// Print the final metrics as one JSON line on stdout (with examples_per_sec after
+    /// start-up, startup_secs and total_examples_per_sec when training; with synchronous
+    /// replicas also sync_secs_per_step and its copy / wire / reduce / apply parts).
+    /// Example: `--json`.
+    #[arg(long)]
+    pub json: bool,
+    /// With ps tasks in TF_CONFIG: apply each worker's gradients on arrival (async) or
+    /// average them into one update per step (sync).
+    /// Example: `--ps-mode sync`.
+    #[arg(long, value_enum, default_value = "async")]
+    pub ps_mode: PsModeName,
+    /// Sync mode: gradients averaged per update (default: every training task; at least 1,
+    /// at most the training tasks); extra workers are backups whose late gradients are
+    /// dropped.
+    /// Example: `--replicas-to-aggregate 2`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub replicas_to_aggregate: Option<u32>,
+    /// Async mode: drop gradients computed from variables more than K steps old.
+    /// Example: `--max-staleness 10`.
+    #[arg(long, value_name = "K")]
+    pub max_staleness: Option<u64>,
+    /// MultiWorkerMirrored and Mirrored: the format gradients travel in when replicas
+    /// average them (`none`: f32; `bf16` or `fp16`: half the bytes, sums kept in f32).
+    /// Example: `--allreduce-compression bf16`.
+    #[arg(long, value_name = "none|fp16|bf16", default_value = "none")]
+    pub allreduce_compression: Compression,
+    /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
+    /// before it exits with a retryable code naming it (default 60; at least 1).
+    /// Example: `--peer-timeout-secs 30`.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub peer_timeout_secs: Option<u64>,
+    /// In a cluster: seconds a wait for a peer may last before this task logs a stall
+    /// warning naming the tasks that have not arrived (default 60).
+    /// Example: `--stall-warning-secs 10`.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub stall_warning_secs: Option<u64>,
+    /// In a cluster: seconds to wait at start for every peer to come up before exiting with
+    /// a retryable code naming the missing one (default 300).
+    /// Example: `--startup-timeout-secs 60`.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub startup_timeout_secs: Option<u64>,
+    /// train-and-evaluate: exporters run after evaluations, into MODEL_DIR/export/<name>
+    /// (latest: every evaluation; best: when the loss improves; final: at the end).
+    /// Example: `--exporters latest,best,final`.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "latest,final"
+    )]
+    pub exporters: Vec<ExporterName>,
+}
+
+/// How ps tasks apply gradients.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PsModeName {
+    /// On arrival (TF's default).
+    Async,
+    /// Averaged per step (TF's SyncReplicasOptimizer).
+    Sync,
+}
+
+/// Exporters of train-and-evaluate.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ExporterName {
+    /// After every evaluation (keeps 5).
+    Latest,
+    /// When the evaluation loss is the lowest so far.
+    Best,
+    /// Once, after the last evaluation.
+    Final,
+}
