@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
+use crate::error::LaunchError;
 use crate::layout::Roles;
 
 /// Exit code of a usage error.
@@ -145,14 +146,10 @@ impl LaunchArgs {
     }
 
     /// The command, checked to be there.
-    pub fn checked_command(&self) -> Result<&[OsString], String> {
+    pub fn checked_command(&self) -> Result<&[OsString], LaunchError> {
         match self.command.first() {
-            None => Err("no command to run: give it after --, as in \
-                         estimator-launch --workers 2 -- dnn-classifier train …"
-                .into()),
-            Some(program) if program.is_empty() => {
-                Err("the command after -- is an empty string".into())
-            }
+            None => Err(LaunchError::NoCommand),
+            Some(program) if program.is_empty() => Err(LaunchError::EmptyCommand),
             Some(_) => Ok(&self.command),
         }
     }
@@ -277,10 +274,13 @@ mod tests {
                 _ => panic!("{args:?} parsed"),
             }
         }
-        assert!(launch(&["--workers", "2"])
-            .checked_command()
-            .unwrap_err()
-            .contains("no command"));
+        let error = launch(&["--workers", "2"]).checked_command().unwrap_err();
+        assert!(matches!(error, LaunchError::NoCommand));
+        assert!(
+            error.to_string().starts_with("no command to run"),
+            "{error}"
+        );
+        assert_eq!(error.exit_code(), USAGE);
         assert!(matches!(parsed(&["--help"]), Parsed::Print(_)));
     }
 }

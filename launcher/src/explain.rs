@@ -26,7 +26,7 @@ pub fn render_source(
     source: &ClusterSource,
     model_dir: Option<&Path>,
     seen: Seen<'_>,
-    resolve: impl Fn(&str) -> Result<IpAddr, String>,
+    resolve: impl Fn(&str) -> std::io::Result<IpAddr>,
 ) -> String {
     let mut out = String::new();
     match source {
@@ -61,7 +61,7 @@ fn render_launched(
     me: &LaunchedRank,
     model_dir: Option<&Path>,
     seen: Seen<'_>,
-    resolve: impl Fn(&str) -> Result<IpAddr, String>,
+    resolve: impl Fn(&str) -> std::io::Result<IpAddr>,
 ) -> String {
     let launcher = me.launcher;
     let model_dir =
@@ -129,7 +129,7 @@ pub fn render(
     config: &ClusterConfig,
     model_dir: Option<&Path>,
     seen: Seen<'_>,
-    resolve: impl Fn(&str) -> Result<IpAddr, String>,
+    resolve: impl Fn(&str) -> std::io::Result<IpAddr>,
 ) -> String {
     let visible = seen.cuda_visible_devices;
     let threads = cpus::describe(seen.omp_num_threads, seen.cores);
@@ -251,21 +251,23 @@ fn all_tasks(cluster: &ClusterSpec) -> Vec<(Task, &str)> {
 }
 
 /// Resolves a `host:port` address with the system resolver (the first address it gives).
-pub fn resolve(address: &str) -> Result<IpAddr, String> {
-    let mut addresses = address.to_socket_addrs().map_err(|e| e.to_string())?;
-    addresses
-        .next()
-        .map(|a| a.ip())
-        .ok_or_else(|| "the resolver returned no address".to_string())
+pub fn resolve(address: &str) -> std::io::Result<IpAddr> {
+    let mut addresses = address.to_socket_addrs()?;
+    addresses.next().map(|a| a.ip()).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the resolver returned no address",
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn fake(address: &str) -> Result<IpAddr, String> {
+    fn fake(address: &str) -> std::io::Result<IpAddr> {
         match address.split_once(".invalid") {
-            Some(_) => Err("Name or service not known".into()),
+            Some(_) => Err(std::io::Error::other("Name or service not known")),
             None => Ok("10.0.0.7".parse().unwrap()),
         }
     }
@@ -422,7 +424,8 @@ peers:     from the rendezvous at job-master-0:23456 (MASTER_ADDR, MASTER_PORT),
 
     #[test]
     fn the_system_resolver_reads_ip_literals_and_names_a_failure() {
-        assert_eq!(resolve("127.0.0.1:80"), Ok("127.0.0.1".parse().unwrap()));
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(resolve("127.0.0.1:80").unwrap(), ip);
         assert!(resolve("no-port").is_err());
     }
 }

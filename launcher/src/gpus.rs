@@ -4,6 +4,8 @@
 
 use estimator_cluster::{ClusterSpec, Task, TaskType};
 
+use crate::error::LaunchError;
+
 pub use estimator_cluster::CUDA_VISIBLE_DEVICES;
 
 /// The GPU ids a `CUDA_VISIBLE_DEVICES` value lists (indices or `GPU-…` UUIDs), in order.
@@ -27,17 +29,17 @@ impl GpuPlan {
     /// `CUDA_VISIBLE_DEVICES` (`inherited`) is set, else GPUs `0..count`.
     ///
     /// The error is one line naming `--gpus`.
-    pub fn new(count: usize, inherited: Option<&str>) -> Result<GpuPlan, String> {
+    pub fn new(count: usize, inherited: Option<&str>) -> Result<GpuPlan, LaunchError> {
         let ids = match inherited {
             None => (0..count).map(|i| i.to_string()).collect(),
             Some(value) => {
                 let visible = listed(value);
                 if visible.len() < count {
-                    return Err(format!(
-                        "--gpus {count}: {CUDA_VISIBLE_DEVICES}=\"{value}\" lists only {} GPU{}",
-                        visible.len(),
-                        if visible.len() == 1 { "" } else { "s" }
-                    ));
+                    return Err(LaunchError::TooFewGpus {
+                        count,
+                        visible: value.to_string(),
+                        listed: visible.len(),
+                    });
                 }
                 visible[..count].iter().map(|id| id.to_string()).collect()
             }
@@ -136,12 +138,17 @@ mod tests {
             "GPU-8f2e"
         );
         assert_eq!(
-            GpuPlan::new(3, Some("3,5")).unwrap_err(),
+            GpuPlan::new(3, Some("3,5")).unwrap_err().to_string(),
             "--gpus 3: CUDA_VISIBLE_DEVICES=\"3,5\" lists only 2 GPUs"
         );
-        assert!(GpuPlan::new(1, Some(""))
-            .unwrap_err()
-            .contains("lists only 0 GPUs"));
+        assert_eq!(
+            GpuPlan::new(2, Some("7")).unwrap_err().to_string(),
+            "--gpus 2: CUDA_VISIBLE_DEVICES=\"7\" lists only 1 GPU"
+        );
+        assert!(matches!(
+            GpuPlan::new(1, Some("")).unwrap_err(),
+            LaunchError::TooFewGpus { listed: 0, .. }
+        ));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use estimator_cluster::{ClusterSpec, Task, TaskType};
 use serde::Serialize;
 
+use crate::error::LaunchError;
+
 /// How many tasks of each role to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Roles {
@@ -19,11 +21,9 @@ pub struct Roles {
 
 impl Roles {
     /// Checks that the cluster has a training task to act as chief.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), LaunchError> {
         if !self.chief && self.workers == 0 {
-            return Err(
-                "--no-chief needs --workers 1 or more (worker 0 then acts as chief)".into(),
-            );
+            return Err(LaunchError::NoTrainingTask);
         }
         Ok(())
     }
@@ -223,10 +223,10 @@ mod tests {
         let text = layout.tf_config(layout.tasks[0]);
         assert!(!text.contains("chief"), "{text}");
         assert!(ClusterConfig::parse(&text).unwrap().is_chief());
-        assert!(roles(false, 0, 1, false)
-            .validate()
-            .unwrap_err()
-            .contains("--no-chief"));
+        assert!(matches!(
+            roles(false, 0, 1, false).validate(),
+            Err(LaunchError::NoTrainingTask)
+        ));
         assert!(roles(true, 0, 0, false).validate().is_ok());
     }
 

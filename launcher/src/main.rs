@@ -7,6 +7,7 @@
 
 mod cli;
 mod cpus;
+mod error;
 mod explain;
 mod gpus;
 mod layout;
@@ -78,9 +79,9 @@ fn certs(args: &CertsArgs) -> i32 {
             }
             0
         }
-        Err(message) => {
-            error(&message);
-            1
+        Err(failure) => {
+            error(&failure.to_string());
+            failure.exit_code()
         }
     }
 }
@@ -88,15 +89,15 @@ fn certs(args: &CertsArgs) -> i32 {
 fn launch(args: &LaunchArgs) -> i32 {
     let command = match args.checked_command() {
         Ok(command) => command,
-        Err(message) => {
-            error(&message);
-            return USAGE;
+        Err(failure) => {
+            error(&failure.to_string());
+            return failure.exit_code();
         }
     };
     let roles = args.roles();
-    if let Err(message) = roles.validate() {
-        error(&message);
-        return USAGE;
+    if let Err(failure) = roles.validate() {
+        error(&failure.to_string());
+        return failure.exit_code();
     }
     let inherited = cuda_visible_devices_from_env();
     let gpus = match args
@@ -105,9 +106,9 @@ fn launch(args: &LaunchArgs) -> i32 {
         .transpose()
     {
         Ok(gpus) => gpus,
-        Err(message) => {
-            error(&message);
-            return USAGE;
+        Err(failure) => {
+            error(&failure.to_string());
+            return failure.exit_code();
         }
     };
     let ports = match ports::free_ports(&args.host, roles.tasks().len()) {
@@ -125,9 +126,9 @@ fn launch(args: &LaunchArgs) -> i32 {
         None => None,
         Some(dir) => match tls::TaskCertificates::issue(&layout, &args.host, dir) {
             Ok(certificates) => Some(certificates),
-            Err(message) => {
-                error(&format!("--tls-dir {}: {message}", dir.display()));
-                return 1;
+            Err(failure) => {
+                error(&format!("--tls-dir {}: {failure}", dir.display()));
+                return failure.exit_code();
             }
         },
     };

@@ -8,6 +8,7 @@ use estimator_cluster::{
     issue_certificates, write_certificates, Task, TlsFiles, TLS_CA, TLS_CERT, TLS_KEY,
 };
 
+use crate::error::LaunchError;
 use crate::layout::Layout;
 
 /// Name of the CA a launcher makes.
@@ -22,7 +23,7 @@ pub struct TaskCertificates {
 impl TaskCertificates {
     /// A new CA and a certificate for every task of `layout` (named after it, `CN=worker:0`,
     /// valid for `host` and localhost), written to `dir`.
-    pub fn issue(layout: &Layout, host: &str, dir: &Path) -> Result<Self, String> {
+    pub fn issue(layout: &Layout, host: &str, dir: &Path) -> Result<Self, LaunchError> {
         let mut hosts = vec![host.to_string()];
         if host != "localhost" {
             hosts.push("localhost".to_string());
@@ -32,8 +33,8 @@ impl TaskCertificates {
             .iter()
             .map(|task| (task.to_string(), hosts.clone()))
             .collect();
-        let (ca, issued) = issue_certificates(CA_NAME, &tasks).map_err(|e| e.to_string())?;
-        let files = write_certificates(dir, &ca, &issued).map_err(|e| e.to_string())?;
+        let (ca, issued) = issue_certificates(CA_NAME, &tasks)?;
+        let files = write_certificates(dir, &ca, &issued)?;
         Ok(Self {
             files: layout.tasks.iter().copied().zip(files).collect(),
         })
@@ -52,22 +53,22 @@ impl TaskCertificates {
 
 /// Certificates for the tasks `specs` describe (`NAME=HOST[,HOST…]`: the certificate of
 /// NAME is valid for those hosts), written to `dir` with the CA; the files written.
-pub fn issue_for(specs: &[String], dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn issue_for(specs: &[String], dir: &Path) -> Result<Vec<PathBuf>, LaunchError> {
     let tasks = specs
         .iter()
         .map(|spec| parse_task(spec))
         .collect::<Result<Vec<_>, _>>()?;
-    let (ca, issued) = issue_certificates(CA_NAME, &tasks).map_err(|e| e.to_string())?;
-    let files = write_certificates(dir, &ca, &issued).map_err(|e| e.to_string())?;
+    let (ca, issued) = issue_certificates(CA_NAME, &tasks)?;
+    let files = write_certificates(dir, &ca, &issued)?;
     let mut written = vec![dir.join("ca.crt")];
     written.extend(files.into_iter().flat_map(|f| [f.cert, f.key]));
     Ok(written)
 }
 
-fn parse_task(spec: &str) -> Result<(String, Vec<String>), String> {
+fn parse_task(spec: &str) -> Result<(String, Vec<String>), LaunchError> {
     let (name, hosts) = spec
         .split_once('=')
-        .ok_or_else(|| format!("--task '{spec}': expected NAME=HOST[,HOST...]"))?;
+        .ok_or_else(|| LaunchError::TaskSpec(spec.to_string()))?;
     let hosts: Vec<String> = hosts
         .split(',')
         .map(str::trim)
@@ -75,9 +76,7 @@ fn parse_task(spec: &str) -> Result<(String, Vec<String>), String> {
         .map(String::from)
         .collect();
     if name.trim().is_empty() || hosts.is_empty() {
-        return Err(format!(
-            "--task '{spec}': expected NAME=HOST[,HOST...] with a name and a host"
-        ));
+        return Err(LaunchError::TaskSpec(spec.to_string()));
     }
     Ok((name.trim().to_string(), hosts))
 }
@@ -117,7 +116,8 @@ mod tests {
         assert!(written[1].ends_with("job-chief-0.crt"));
         for bad in ["job-chief-0", "=host", "name="] {
             let error = issue_for(&[bad.to_string()], dir.path()).unwrap_err();
-            assert!(error.starts_with(&format!("--task '{bad}'")), "{error}");
+            assert!(matches!(&error, LaunchError::TaskSpec(spec) if spec == bad));
+            assert!(error.to_string().starts_with(&format!("--task '{bad}'")));
         }
     }
 }
