@@ -8,10 +8,8 @@ use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::LaunchError;
+pub use crate::error::USAGE;
 use crate::layout::Roles;
-
-/// Exit code of a usage error.
-pub const USAGE: i32 = 2;
 
 /// Start a local TF_CONFIG cluster (a chief, workers, ps, an evaluator) running one command,
 /// or explain what TF_CONFIG (or another launcher's variables) makes of this process.

@@ -3,6 +3,9 @@
 
 use estimator_cluster::CUDA_VISIBLE_DEVICES;
 
+/// Exit code of a usage error.
+pub const USAGE: i32 = 2;
+
 /// Why a cluster cannot be started (or certificates issued).
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -40,12 +43,12 @@ pub enum LaunchError {
 }
 
 impl LaunchError {
-    /// The exit code: [`USAGE`](crate::cli::USAGE) for a command line that cannot work,
+    /// The exit code: [`USAGE`] for a command line that cannot work,
     /// 1 for a failure to write certificates.
     pub fn exit_code(&self) -> i32 {
         match self {
             LaunchError::Certificates(_) => 1,
-            _ => crate::cli::USAGE,
+            _ => USAGE,
         }
     }
 }

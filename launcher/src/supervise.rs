@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{self, Read};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use estimator_cluster::{Task, TF_CONFIG};
 
@@ -20,20 +20,16 @@ use crate::tls::TaskCertificates;
 
 mod lost;
 mod restart;
+mod running;
 mod sentinel;
 mod summary;
+mod watch;
 use lost::Blame;
-use restart::{group_settled, restart_group, Restart};
+use restart::Restart;
+use running::{Running, SETTLE};
 use sentinel::Sentinel;
-use summary::{Ending, Outcome};
-
-/// Exit codes from this one up are worth a restart (Kubeflow's `ExitCode` policy).
-const RETRYABLE: i32 = 128;
-
-/// How often the tasks are polled for their exit.
-const POLL: Duration = Duration::from_millis(20);
-/// How long a killed process may take to be reaped, and the output relays to finish.
-const SETTLE: Duration = Duration::from_secs(5);
+use summary::Ending;
+use watch::supervise;
 
 /// A launch that could not start: the one-line message and the exit code.
 #[derive(Debug)]
@@ -184,297 +180,6 @@ fn finish(sentinel: Option<Sentinel>, relays_alive: mpsc::Sender<()>, relays: mp
     drop(relays_alive);
     // Every relay holds a sender: the channel disconnects when the last one has finished.
     let _ = relays.recv_timeout(SETTLE);
-}
-
-/// A task and, once it has exited, its exit code.
-struct Running {
-    task: Task,
-    child: Child,
-    exit: Option<i32>,
-    /// Times it was started again.
-    restarts: u32,
-    /// How it ended (once `exit` is set).
-    ending: Ending,
-}
-
-impl Running {
-    /// Kills the task if it still runs and reaps it (SIGKILL through `Child::kill`).
-    fn kill(&mut self) -> Option<ExitStatus> {
-        if self.exit.is_some() {
-            return None;
-        }
-        let _ = self.child.kill();
-        let status = reap(&mut self.child, SETTLE);
-        self.exit = Some(status.map_or(1, exit_code));
-        if status.is_none() {
-            self.ending = Ending::NotReaped;
-        }
-        status
-    }
-
-    fn outcome(&self) -> Outcome {
-        Outcome {
-            task: self.task,
-            code: self.exit.unwrap_or(1),
-            restarts: self.restarts,
-            ending: self.ending.clone(),
-        }
-    }
-}
-
-/// The first task to fail with a code no restart can fix (1–127): the job's failure.
-#[derive(Debug, Clone)]
-struct Cause {
-    task: Task,
-    code: i32,
-}
-
-/// Waits for the chief, gives the others `grace` to exit, kills those still running; returns
-/// the chief's exit code — or, when the chief only lost a peer (≥ 128) after a task had failed
-/// for good (1–127), that task's. Retryable exits are restarted per `restart` until a task
-/// fails for good. Tasks left running once every other has exited, named lost by them (per
-/// `blame`), are ended without waiting for the grace.
-fn supervise(
-    tasks: &mut [Running],
-    chief: Task,
-    grace: Duration,
-    mut restart: Restart,
-    blame: &Blame,
-) -> i32 {
-    let mut chief_code = None;
-    let mut cause: Option<Cause> = None;
-    // Failures seen after the cause, in the order seen: the tasks that lost it.
-    let mut after_cause: Vec<String> = Vec::new();
-    // Retryable exits of the group that restarts together, waiting for the group to settle.
-    let mut held: Vec<(usize, ExitStatus, Instant)> = Vec::new();
-    let mut deadline = None;
-    loop {
-        let now = Instant::now();
-        for (i, running) in tasks.iter_mut().enumerate() {
-            if running.exit.is_some() || held.iter().any(|(h, _, _)| *h == i) {
-                continue;
-            }
-            let status = match running.child.try_wait() {
-                Ok(None) => continue,
-                Ok(Some(status)) => status,
-                Err(e) => {
-                    note(&format!("cannot wait for {}: {e}", running.task));
-                    ExitStatus::from_raw(1 << 8)
-                }
-            };
-            let code = exit_code(status);
-            if (1..RETRYABLE).contains(&code) && cause.is_none() {
-                record(running, status, chief, &mut chief_code, None);
-                if restart.max > 0 {
-                    note(&format!(
-                        "the job has failed: codes 1 to {} are not retried, so no task will be \
-                         restarted",
-                        RETRYABLE - 1
-                    ));
-                }
-                cause = Some(Cause {
-                    task: running.task,
-                    code,
-                });
-                continue;
-            }
-            let restartable = code >= RETRYABLE
-                && running.restarts < restart.max
-                && cause.is_none()
-                && chief_code.is_none();
-            if restartable && restart.together.contains(&running.task) {
-                held.push((i, status, now));
-                continue;
-            }
-            if restartable {
-                running.restarts += 1;
-                note(&format!(
-                    "{} {}: restarting it ({} of {})",
-                    running.task,
-                    describe(status),
-                    running.restarts,
-                    restart.max
-                ));
-                match (restart.spawn)(running.task) {
-                    Ok(child) => {
-                        running.child = child;
-                        continue;
-                    }
-                    Err(e) => note(&format!("cannot restart {}: {e}", running.task)),
-                }
-            }
-            let later = cause.as_ref().map(|_| &mut after_cause);
-            record(running, status, chief, &mut chief_code, later);
-        }
-        if cause.is_some() || chief_code.is_some() {
-            for (i, status, _) in held.drain(..) {
-                let later = cause.as_ref().map(|_| &mut after_cause);
-                record(&mut tasks[i], status, chief, &mut chief_code, later);
-            }
-        } else if let Some(&(i, status, _)) = held
-            .iter()
-            .find(|(_, _, at)| group_settled(tasks, &held, &restart, now, *at))
-        {
-            restart_group(tasks, i, status, &mut restart);
-            held.clear();
-        }
-        let left: Vec<usize> = (0..tasks.len())
-            .filter(|&i| tasks[i].exit.is_none() && !held.iter().any(|(h, _, _)| *h == i))
-            .collect();
-        if left.is_empty() && held.is_empty() {
-            break;
-        }
-        let lost = if held.is_empty() {
-            lost::to_end(tasks, &left, blame)
-        } else {
-            Vec::new()
-        };
-        for (i, accusers) in lost {
-            let names: Vec<String> = accusers.iter().map(Task::to_string).collect();
-            let term_grace = lost::TERM_GRACE.min(grace);
-            note(&format!(
-                "ending {}: every other task has exited, and {} named it lost (SIGTERM, then \
-                 SIGKILL after {} s)",
-                tasks[i].task,
-                names.join(" and "),
-                term_grace.as_secs()
-            ));
-            let status = lost::end(&mut tasks[i], term_grace);
-            let later = cause.as_ref().map(|_| &mut after_cause);
-            match status {
-                Some(status) => record(&mut tasks[i], status, chief, &mut chief_code, later),
-                None => {
-                    note(&format!(
-                        "{} could not be reaped after the kill",
-                        tasks[i].task
-                    ));
-                    tasks[i].exit = Some(1);
-                    tasks[i].ending = Ending::NotReaped;
-                    continue;
-                }
-            }
-            tasks[i].ending = Ending::EndedAsLost(accusers);
-        }
-        if tasks.iter().all(|t| t.exit.is_some()) && held.is_empty() {
-            break;
-        }
-        if chief_code.is_some() && deadline.is_none() {
-            deadline = Some(Instant::now() + grace);
-            note(&format!(
-                "waiting up to {} s for {} other task{} to exit",
-                grace.as_secs(),
-                left.len(),
-                if left.len() == 1 { "" } else { "s" }
-            ));
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            for i in left {
-                note(&format!(
-                    "killing {}: still running {} s after {chief} exited",
-                    tasks[i].task,
-                    grace.as_secs()
-                ));
-                let task = tasks[i].task;
-                match tasks[i].kill() {
-                    Some(status) => {
-                        note(&format!("{task} {}", describe(status)));
-                        tasks[i].ending = Ending::KilledAfterGrace(grace);
-                    }
-                    None => note(&format!("{task} could not be reaped after the kill")),
-                }
-            }
-            break;
-        }
-        thread::sleep(POLL);
-    }
-    let (code, whose) = match (chief_code, cause) {
-        (Some(code), cause) if code < RETRYABLE || cause.is_none() => {
-            if let Some(cause) = cause.filter(|_| code != 0) {
-                summarise(&cause, &after_cause);
-            }
-            (code, format!("{chief}'s"))
-        }
-        // The chief lost a peer that had failed for good: a restart would fail again.
-        (_, Some(cause)) => {
-            summarise(&cause, &after_cause);
-            (cause.code, format!("{}'s, which failed first", cause.task))
-        }
-        (code, None) => (code.unwrap_or(1), format!("{chief}'s")),
-    };
-    let outcomes: Vec<Outcome> = tasks.iter().map(Running::outcome).collect();
-    note(&summary::line(&outcomes, code, &whose));
-    code
-}
-
-/// The launcher's last word on a job that failed for good: which task failed first, and
-/// which failed after it (those that lost it, as a rule).
-fn summarise(cause: &Cause, after_cause: &[String]) {
-    let after = if after_cause.is_empty() {
-        String::new()
-    } else {
-        format!("; after it: {}", after_cause.join(", "))
-    };
-    note(&format!(
-        "the job failed: {} failed first, with code {}{after}",
-        cause.task, cause.code
-    ));
-}
-
-/// Notes that `running` exited with `status` for good; the chief's code goes to
-/// `chief_code`, and a failure to `later` (the failures after the job's cause) when given.
-fn record(
-    running: &mut Running,
-    status: ExitStatus,
-    chief: Task,
-    chief_code: &mut Option<i32>,
-    later: Option<&mut Vec<String>>,
-) {
-    let code = exit_code(status);
-    running.exit = Some(code);
-    running.ending = Ending::Exited {
-        signal: status.signal(),
-    };
-    if running.task == chief {
-        *chief_code = Some(code);
-    }
-    if running.task == chief || code != 0 {
-        note(&format!("{} {}", running.task, describe(status)));
-    }
-    if let Some(later) = later.filter(|_| code != 0) {
-        later.push(format!("{} ({code})", running.task));
-    }
-}
-
-/// Polls `child` until it has exited, for at most `limit`.
-fn reap(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => thread::sleep(POLL),
-            _ => return None,
-        }
-    }
-}
-
-/// The exit code a shell would report: the code, or 128 + the signal that killed it.
-pub fn exit_code(status: ExitStatus) -> i32 {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => code,
-        (None, Some(signal)) => 128 + signal,
-        (None, None) => 1,
-    }
-}
-
-/// "exited with code 3", "exited with code 137 (killed by signal 9)".
-fn describe(status: ExitStatus) -> String {
-    match status.signal() {
-        Some(signal) => format!(
-            "exited with code {} (killed by signal {signal})",
-            exit_code(status)
-        ),
-        None => format!("exited with code {}", exit_code(status)),
-    }
 }
 
 fn spawn_failure(program: &OsString, e: &io::Error) -> Failure {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use estimator_cluster::Task;
 
-use super::{reap, Running, SETTLE};
+use super::running::{reap, Running, SETTLE};
 
 /// Longest an ended task may take to exit after SIGTERM before it is killed.
 pub(super) const TERM_GRACE: Duration = Duration::from_secs(3);

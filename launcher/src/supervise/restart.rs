@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use estimator_cluster::Task;
 
-use super::{describe, note, reap, Running, SETTLE};
+use super::running::{describe, reap, Running, SETTLE};
+use crate::relay::note;
 
 /// Longest a retryable exit of the group waits for the rest of the group before the restart.
 const SETTLE_BEFORE_RESTART: Duration = Duration::from_secs(2);

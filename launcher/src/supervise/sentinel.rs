@@ -10,7 +10,7 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use super::{reap, SETTLE};
+use super::running::{reap, SETTLE};
 
 /// The leader of the tasks' process group; kills the group when its stdin closes.
 pub(super) struct Sentinel {

@@ -1,3 +1,7 @@
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use super::running::{describe, exit_code};
 use super::*;
 
 #[test]
