@@ -5,6 +5,7 @@ mod chunks;
 mod compression;
 mod crc;
 mod reader;
+mod record_file;
 mod writer;
 
 use std::path::Path;
@@ -16,7 +17,7 @@ use reader::RecordReader;
 pub(crate) use chunks::{BufferPool, RecordChunk, RecordChunks};
 pub use compression::TfRecordCompression;
 pub use crc::masked_crc32c;
-pub(crate) use reader::{RecordFile, RecordMeta};
+pub(crate) use record_file::{RecordFile, RecordMeta};
 pub use writer::TfRecordWriter;
 
 /// The records of one or more TFRecord files, read in order, each as its bytes.

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::reader::Framed;
+use super::record_file::Framed;
 use super::{RecordFile, RecordMeta, TfRecordDataset};
 use crate::{Dataset, Error, Position};
 
