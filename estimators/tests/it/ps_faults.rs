@@ -26,6 +26,7 @@ fn a_stopped_ps_is_named_by_every_training_task_within_the_timeout() {
     let ps = cluster.pid("ps:0");
     assert!(signal("-STOP", ps));
     let stopped = Instant::now();
+    let exits = exit_times(&cluster, stopped, &["chief:0", "worker:0"]);
     let code = cluster.wait(Duration::from_secs(60));
     let waited = stopped.elapsed();
     let stderr = cluster.stderr();
@@ -39,16 +40,48 @@ fn a_stopped_ps_is_named_by_every_training_task_within_the_timeout() {
         let error = error_line(&stderr, &format!("[{task}] "));
         assert!(error.contains("lost ps:0"), "{error}");
     }
+    // Every task names the ps at the timeout plus the common margin (1 s here) after its
+    // last answer, which came just before the stop: none waits longer than another.
+    for exit in &exits {
+        assert!(
+            (Duration::from_millis(5_500)..Duration::from_millis(6_700)).contains(exit),
+            "exits {exits:?} after the stop\n{stderr}"
+        );
+    }
+    let skew = exits[0].abs_diff(exits[1]);
+    assert!(
+        skew < Duration::from_millis(400),
+        "the chief and the worker exited {skew:?} apart ({exits:?})\n{stderr}"
+    );
     // The launcher kills the frozen ps after its 3 s grace and says so, with the code.
     assert!(
         stderr.contains("ps:0 exited with code 137 (killed by signal 9)"),
         "{stderr}"
     );
-    // Both noticed within 1.5 times the timeout.
     assert!(
         waited < Duration::from_secs(7 + 3 + 2),
         "{waited:?}\n{stderr}"
     );
+}
+
+/// How long after `since` the launcher reported each of `tasks` exited, watching its
+/// output every 20 ms (for up to 30 s).
+fn exit_times(cluster: &Launched, since: Instant, tasks: &[&str]) -> Vec<Duration> {
+    let mut exits: Vec<Option<Duration>> = vec![None; tasks.len()];
+    while exits.iter().any(Option::is_none) && since.elapsed() < Duration::from_secs(30) {
+        let stderr = cluster.stderr();
+        for (task, exit) in tasks.iter().zip(&mut exits) {
+            if exit.is_none() && stderr.contains(&format!("{task} exited with code")) {
+                *exit = Some(since.elapsed());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    exits
+        .into_iter()
+        .zip(tasks)
+        .map(|(exit, task)| exit.unwrap_or_else(|| panic!("{task} never exited")))
+        .collect()
 }
 
 #[test]

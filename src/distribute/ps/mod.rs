@@ -12,7 +12,9 @@
 //!   down, a retryable failure when the chief vanishes);
 //! - `PsClient`: a training task's calls on every ps, made by [`ParameterServers`] over gRPC
 //!   (concurrent calls, retries with backoff while a ps restarts) or by
-//!   [`InMemoryParameterServers`] on the shards of an [`InMemoryPs`] in this process.
+//!   [`InMemoryParameterServers`] on the shards of an [`InMemoryPs`] in this process;
+//! - `worker`: a training task's side of the protocol without I/O (what a push says, what
+//!   replies mean), which the run loop drives over a `PsClient`.
 
 mod client;
 mod mode;
@@ -23,22 +25,22 @@ mod server;
 mod shard;
 mod variable_optimizer;
 mod wire;
+mod worker;
 
 pub(crate) use client::PsClient;
 pub use client::{InMemoryParameterServers, InMemoryPs, ParameterServers, PsClientConfig, PsError};
 pub use mode::PsMode;
 pub use placement::Placement;
+pub(crate) use proto::{Command, ControlReply, InitRequest};
 #[cfg(test)]
-pub(crate) use proto::SnapshotReply;
-pub(crate) use proto::{
-    Command, ControlReply, InitRequest, PullReply, PushOutcome, PushReply, PushRequest,
-};
+pub(crate) use proto::{PullReply, PushOutcome, PushReply, PushRequest, SnapshotReply};
 pub use replica::PsReplica;
 pub use server::{serve, PsServerConfig};
 pub use shard::CHIEF_RANK;
 pub use variable_optimizer::{VariableOptimizer, VariableOptimizerError};
 pub use wire::RaggedValues;
 pub(crate) use wire::{f32_values, shape, variable};
+pub(crate) use worker::{PsWorker, PullAnswer, PushAnswer};
 #[cfg(test)]
 mod load_test_support;
 #[cfg(test)]

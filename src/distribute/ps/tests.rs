@@ -304,6 +304,15 @@ fn a_ps_that_accepts_but_never_answers_is_reported_lost_within_the_timeout() {
         "{message}"
     );
     assert!(waited < Duration::from_secs(3), "noticed after {waited:?}");
+    // A task that named the ps leaves without waiting for it again: its exit would trail
+    // that of a task that does not leave (the chief) by a whole margin.
+    let leaving = std::time::Instant::now();
+    client.leave().expect("leaving skips a silent ps");
+    let left_after = leaving.elapsed();
+    assert!(
+        left_after < Duration::from_millis(200),
+        "left after {left_after:?}"
+    );
     drop(client);
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     holder.join().unwrap();

@@ -2,6 +2,8 @@
 //! backoff while a ps restarts, and errors that name the task at fault.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
@@ -56,6 +58,10 @@ pub struct ParameterServers {
     chief_name: String,
     worker: u32,
     config: PsClientConfig,
+    /// Per ps: it let a call run past its deadline and has not answered since. Leaving
+    /// skips it, so that a task that names a silent ps exits at once rather than waiting
+    /// for it a second time (which skewed the tasks' exits by that wait).
+    silent: Arc<Vec<AtomicBool>>,
     heartbeat: Option<JoinHandle<()>>,
     runtime: Runtime,
 }
@@ -105,6 +111,11 @@ impl ParameterServers {
             chief_name: chief_name.to_string(),
             worker: worker as u32,
             config,
+            silent: Arc::new(
+                (0..addresses.len())
+                    .map(|_| AtomicBool::new(false))
+                    .collect(),
+            ),
             heartbeat: None,
             runtime,
         })
@@ -159,10 +170,14 @@ impl ParameterServers {
                         message: format!("the call failed: {e}"),
                     })
                 })?;
-                let reply = reply.map_err(|_| PsError::Unresponsive {
-                    ps: i,
-                    waited: within,
+                let reply = reply.map_err(|_| {
+                    self.silent[i].store(true, Ordering::Relaxed);
+                    PsError::Unresponsive {
+                        ps: i,
+                        waited: within,
+                    }
                 })?;
+                self.silent[i].store(false, Ordering::Relaxed);
                 out.push(reply.map_err(|status| self.error(i, status))?);
             }
             Ok(out)
@@ -190,12 +205,10 @@ impl ParameterServers {
                 task: self.chief_name.clone(),
                 message: format!("{} ({name} says)", status.message()),
             }),
-            Code::Unavailable | Code::Unknown | Code::Cancelled => {
-                PsError::Failed(Error::PeerLost {
-                    task: name.clone(),
-                    message: format!("cannot reach it: {}", status.message()),
-                })
-            }
+            Code::Unavailable | Code::Unknown | Code::Cancelled => PsError::Unreachable {
+                ps,
+                message: status.message().to_string(),
+            },
             _ => PsError::Failed(Error::Config(format!("{name}: {}", status.message()))),
         }
     }
@@ -255,13 +268,21 @@ impl PsClient for ParameterServers {
         })
     }
 
+    /// Skips the ps tasks found silent: every task then exits as soon as it names one.
     fn leave(&self) -> Result<(), PsError> {
         let request = ControlRequest {
             worker: self.worker,
             command: Command::Leave as i32,
         };
-        self.on_all(None, Duration::ZERO, move |_, mut client| async move {
-            client.control(request).await.map(drop)
+        let silent = self.silent.clone();
+        self.on_all(None, Duration::ZERO, move |i, mut client| {
+            let skip = silent[i].load(Ordering::Relaxed);
+            async move {
+                if skip {
+                    return Ok(());
+                }
+                client.control(request).await.map(drop)
+            }
         })
         .map(drop)
     }

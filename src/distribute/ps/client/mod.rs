@@ -48,6 +48,14 @@ pub enum PsError {
         /// What the ps said.
         message: String,
     },
+    /// A ps refused the connection or dropped the call before acting on it (restarting,
+    /// or gone): a push is not sent again, but the next pull retries with backoff.
+    Unreachable {
+        /// The ps at fault.
+        ps: usize,
+        /// Why the call failed.
+        message: String,
+    },
     /// A ps kept the call open without answering past its wait and a margin: stopped or
     /// hung (a restarting ps refuses connections instead, which is worth another try).
     Unresponsive {
@@ -77,6 +85,10 @@ impl From<PsError> for Error {
                     .collect::<Vec<_>>()
                     .join(", "),
                 message,
+            },
+            PsError::Unreachable { ps, message } => Error::PeerLost {
+                task: format!("ps:{ps}"),
+                message: format!("cannot reach it: {message}"),
             },
             PsError::Unresponsive { ps, waited } => Error::PeerLost {
                 task: format!("ps:{ps}"),

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use super::super::proto::{self, ControlReply};
 use super::super::variable_optimizer::VariableOptimizer;
 use super::{
-    Patience, Progress, Pulled, Pushed, ShardError, ShardInit, ShardMachine, ShardPush, Snapshot,
-    Verdict,
+    Patience, Progress, ShardError, ShardInit, ShardMachine, ShardPulled, ShardPush, ShardPushed,
+    Snapshot, Verdict,
 };
 
 /// One ps task's shard, callable from many threads; calls that must wait block.
@@ -89,7 +89,7 @@ impl Shard {
     }
 
     /// The current values, waiting up to `wait` for a chief to initialise them.
-    pub fn pull(&self, worker: u32, wait: Duration) -> Result<Pulled, ShardError> {
+    pub fn pull(&self, worker: u32, wait: Duration) -> Result<ShardPulled, ShardError> {
         self.until_answered(
             |machine, now| machine.pull(worker, wait, now),
             |machine, pull, now| machine.poll_pull(pull, now),
@@ -99,7 +99,7 @@ impl Shard {
 
     /// Applies or contributes `push`; a synchronous one returns once its step's update was
     /// applied, or after its wait.
-    pub fn push(&self, push: ShardPush) -> Result<Pushed, ShardError> {
+    pub fn push(&self, push: ShardPush) -> Result<ShardPushed, ShardError> {
         self.until_answered(
             |machine, now| machine.push(push, now),
             |machine, push, now| machine.poll_push(push, now),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::super::proto::{self, ControlReply};
 use super::super::variable_optimizer::VariableOptimizer;
 use super::super::wire;
-use super::{Pulled, ShardError, ShardInit, Snapshot};
+use super::{ShardError, ShardInit, ShardPulled, Snapshot};
 
 /// Rank of the chief among training tasks: its calls keep the ps alive.
 pub const CHIEF_RANK: u32 = 0;
@@ -39,7 +39,7 @@ impl PendingPull {
     }
 }
 
-pub(super) enum Phase {
+pub(super) enum ShardPhase {
     Uninitialised,
     Serving,
     Finished,
@@ -61,7 +61,7 @@ pub(super) struct Counters {
 /// One ps task's shard; see the [module docs](self).
 pub struct ShardMachine {
     pub(super) chief_name: String,
-    pub(super) phase: Phase,
+    pub(super) phase: ShardPhase,
     pub(super) generation: u64,
     pub(super) variables: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
     pub(super) optimizer: VariableOptimizer,
@@ -94,7 +94,7 @@ impl ShardMachine {
     pub fn new(optimizer: VariableOptimizer, chief_name: String, now: Instant) -> Self {
         Self {
             chief_name,
-            phase: Phase::Uninitialised,
+            phase: ShardPhase::Uninitialised,
             generation: 0,
             variables: BTreeMap::new(),
             optimizer,
@@ -125,7 +125,7 @@ impl ShardMachine {
     /// Why the job failed, once it did.
     pub fn failure(&self) -> Option<ShardError> {
         match self.phase {
-            Phase::Failed { silent_for, .. } => Some(self.chief_lost(silent_for)),
+            ShardPhase::Failed { silent_for, .. } => Some(self.chief_lost(silent_for)),
             _ => None,
         }
     }
@@ -185,7 +185,7 @@ impl ShardMachine {
         // wait for a task whose input ended. One that comes back (restarted) rejoins at its
         // next pull or push.
         self.shutdown_since = None;
-        self.phase = Phase::Serving;
+        self.phase = ShardPhase::Serving;
         self.changes += 1;
         Ok(())
     }
@@ -196,28 +196,32 @@ impl ShardMachine {
         worker: u32,
         wait: Duration,
         now: Instant,
-    ) -> Progress<Pulled, PendingPull> {
+    ) -> Progress<ShardPulled, PendingPull> {
         let deadline = deadline(now, wait);
         self.rejoin(worker);
         self.poll_pull(PendingPull { worker, deadline }, now)
     }
 
     /// A waiting pull again, at `now`.
-    pub fn poll_pull(&mut self, pull: PendingPull, now: Instant) -> Progress<Pulled, PendingPull> {
+    pub fn poll_pull(
+        &mut self,
+        pull: PendingPull,
+        now: Instant,
+    ) -> Progress<ShardPulled, PendingPull> {
         if let Err(error) = self.called_by(pull.worker, now) {
             return Progress::Answered(Err(error));
         }
         match self.phase {
-            Phase::Serving => {}
-            Phase::Finished => return Progress::Answered(Ok(Pulled::Done)),
-            Phase::Uninitialised if now >= pull.deadline => {
+            ShardPhase::Serving => {}
+            ShardPhase::Finished => return Progress::Answered(Ok(ShardPulled::Done)),
+            ShardPhase::Uninitialised if now >= pull.deadline => {
                 return Progress::Answered(Err(ShardError::NotInitialised))
             }
-            Phase::Uninitialised => return Progress::Waiting(pull),
-            Phase::Failed { .. } => unreachable!("called_by refuses calls to a failed shard"),
+            ShardPhase::Uninitialised => return Progress::Waiting(pull),
+            ShardPhase::Failed { .. } => unreachable!("called_by refuses calls to a failed shard"),
         }
         let variables = self.values();
-        Progress::Answered(Ok(Pulled::Values {
+        Progress::Answered(Ok(ShardPulled::Values {
             step: self.step,
             generation: self.generation,
             variables,
@@ -238,7 +242,7 @@ impl ShardMachine {
     /// Values, optimizer state and step, between two updates (a call of the chief's).
     pub fn snapshot(&mut self, now: Instant) -> Result<Snapshot, ShardError> {
         self.called_by(CHIEF_RANK, now)?;
-        if let Phase::Uninitialised = self.phase {
+        if let ShardPhase::Uninitialised = self.phase {
             return Err(ShardError::NotInitialised);
         }
         let variables: Vec<proto::Variable> = self
@@ -267,8 +271,8 @@ impl ShardMachine {
         match command {
             proto::Command::Heartbeat => {}
             proto::Command::Finish => {
-                if let Phase::Serving | Phase::Uninitialised = self.phase {
-                    self.phase = Phase::Finished;
+                if let ShardPhase::Serving | ShardPhase::Uninitialised = self.phase {
+                    self.phase = ShardPhase::Finished;
                 }
             }
             proto::Command::Shutdown => {
@@ -277,7 +281,7 @@ impl ShardMachine {
             }
             proto::Command::Leave => {
                 self.left.insert(worker);
-                if let Phase::Serving = self.phase {
+                if let ShardPhase::Serving = self.phase {
                     self.aggregate_if_complete()?;
                 }
             }

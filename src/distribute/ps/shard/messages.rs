@@ -110,7 +110,7 @@ fn decode(variables: Vec<proto::Variable>) -> Result<Vec<(String, Vec<f32>)>, Ra
 }
 
 /// The values a pull returns.
-pub enum Pulled {
+pub enum ShardPulled {
     /// The job is over: stop training.
     Done,
     /// The variables at `step`.
@@ -124,14 +124,14 @@ pub enum Pulled {
     },
 }
 
-impl From<Pulled> for PullReply {
-    fn from(pulled: Pulled) -> Self {
+impl From<ShardPulled> for PullReply {
+    fn from(pulled: ShardPulled) -> Self {
         match pulled {
-            Pulled::Done => PullReply {
+            ShardPulled::Done => PullReply {
                 done: true,
                 ..Default::default()
             },
-            Pulled::Values {
+            ShardPulled::Values {
                 step,
                 generation,
                 variables,
@@ -146,7 +146,7 @@ impl From<Pulled> for PullReply {
 }
 
 /// What a push did.
-pub struct Pushed {
+pub struct ShardPushed {
     /// Applied, dropped, or the job is done.
     pub outcome: PushOutcome,
     /// The step after it.
@@ -157,8 +157,8 @@ pub struct Pushed {
     pub variables: Vec<proto::Variable>,
 }
 
-impl From<Pushed> for PushReply {
-    fn from(pushed: Pushed) -> Self {
+impl From<ShardPushed> for PushReply {
+    fn from(pushed: ShardPushed) -> Self {
         PushReply {
             outcome: pushed.outcome as i32,
             step: pushed.step,

@@ -14,5 +14,5 @@ mod tests;
 pub use driver::Shard;
 pub use error::ShardError;
 pub use machine::{Progress, ShardMachine, CHIEF_RANK};
-pub use messages::{Pulled, Pushed, ShardInit, ShardPush, Snapshot};
+pub use messages::{ShardInit, ShardPulled, ShardPush, ShardPushed, Snapshot};
 pub use supervise::{Patience, Verdict};

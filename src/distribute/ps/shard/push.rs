@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::super::proto::PushOutcome;
-use super::machine::{deadline, Phase, Progress};
-use super::{Pushed, ShardError, ShardMachine, ShardPush};
+use super::machine::{deadline, Progress, ShardPhase};
+use super::{ShardError, ShardMachine, ShardPush, ShardPushed};
 
 /// A synchronous push waiting for the other gradients of its step.
 #[derive(Debug, Clone, Copy)]
@@ -32,7 +32,7 @@ impl ShardMachine {
     /// computed from the values of a step of an initialisation; answers with the outcome and
     /// the step after it, and when asked the values then (unless the job is done). A
     /// synchronous push waits until its step's update was applied, or its wait passed.
-    pub fn push(&mut self, push: ShardPush, now: Instant) -> Progress<Pushed, PendingPush> {
+    pub fn push(&mut self, push: ShardPush, now: Instant) -> Progress<ShardPushed, PendingPush> {
         let pending = PendingPush {
             worker: push.worker,
             step: push.step,
@@ -49,13 +49,17 @@ impl ShardMachine {
     }
 
     /// A waiting synchronous push again, at `now`.
-    pub fn poll_push(&mut self, push: PendingPush, now: Instant) -> Progress<Pushed, PendingPush> {
+    pub fn poll_push(
+        &mut self,
+        push: PendingPush,
+        now: Instant,
+    ) -> Progress<ShardPushed, PendingPush> {
         let outcome = if self.generation != push.generation {
             PushOutcome::Reinitialised
-        } else if let Phase::Failed { silent_for, .. } = self.phase {
+        } else if let ShardPhase::Failed { silent_for, .. } = self.phase {
             self.told.insert(push.worker);
             return Progress::Answered(Err(self.chief_lost(silent_for)));
-        } else if let Phase::Finished = self.phase {
+        } else if let ShardPhase::Finished = self.phase {
             PushOutcome::Done
         } else if self.step > push.step {
             PushOutcome::Applied
@@ -80,13 +84,13 @@ impl ShardMachine {
     }
 
     /// The answer to a push, with the values when asked for and the job goes on.
-    fn pushed(&mut self, outcome: PushOutcome, pull: bool) -> Pushed {
+    fn pushed(&mut self, outcome: PushOutcome, pull: bool) -> ShardPushed {
         let variables = if pull && outcome != PushOutcome::Done {
             self.values()
         } else {
             Vec::new()
         };
-        Pushed {
+        ShardPushed {
             outcome,
             step: self.step,
             generation: self.generation,
@@ -112,9 +116,9 @@ impl ShardMachine {
         self.called_by(worker, now)?;
         self.rejoin(worker);
         match self.phase {
-            Phase::Uninitialised => return Err(ShardError::NotInitialised),
-            Phase::Finished => return Ok(Some(PushOutcome::Done)),
-            Phase::Serving | Phase::Failed { .. } => {}
+            ShardPhase::Uninitialised => return Err(ShardError::NotInitialised),
+            ShardPhase::Finished => return Ok(Some(PushOutcome::Done)),
+            ShardPhase::Serving | ShardPhase::Failed { .. } => {}
         }
         if generation != self.generation {
             return Ok(Some(PushOutcome::Reinitialised));

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::machine::Phase;
+use super::machine::ShardPhase;
 use super::{ShardError, ShardMachine};
 
 /// A gap between two checks this long means this task was not running: the supervising
@@ -54,7 +54,7 @@ impl ShardMachine {
                 Verdict::Serve
             };
         }
-        if let Phase::Failed { silent_for, since } = self.phase {
+        if let ShardPhase::Failed { silent_for, since } = self.phase {
             let all_told = training_tasks
                 .clone()
                 .all(|w| self.told.contains(&w) || self.left.contains(&w));
@@ -71,7 +71,7 @@ impl ShardMachine {
         };
         let silent_for = now.saturating_duration_since(self.last_chief_call);
         if silent_for >= limit {
-            self.phase = Phase::Failed {
+            self.phase = ShardPhase::Failed {
                 silent_for,
                 since: now,
             };

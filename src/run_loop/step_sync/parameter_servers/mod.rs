@@ -16,7 +16,7 @@ use crate::distribute::LocalStep;
 use crate::error::{Error, Result};
 use crate::run_loop::train_state::TrainState;
 use crate::summary::SummaryWriter;
-use session::{recorded_placement, PsSession, Pulled, Pushed};
+use session::{recorded_placement, ModelPull, PsSession, PushVerdict};
 
 /// A training task's side of the parameter-server strategy.
 pub(crate) struct PsSync {
@@ -169,18 +169,18 @@ where
         }
         loop {
             match self.session.pull(state.model)? {
-                Pulled::Model(model, step) => {
+                ModelPull::Model(model, step) => {
                     // The values are the ps tasks' at their global step, which other
                     // workers' pushes may have moved.
                     state.model = model;
                     state.global_step = step;
                     return Ok((state, Ready::Compute { seed_step: step }));
                 }
-                Pulled::Done(model) => {
+                ModelPull::Done(model) => {
                     state.model = model;
                     return Ok((state, Ready::Stop));
                 }
-                Pulled::NotInitialised(model, which) => {
+                ModelPull::NotInitialised(model, which) => {
                     state.model = model;
                     state = self.lost_variables(state, which)?;
                 }
@@ -201,17 +201,17 @@ where
         let grads = spec.regularization.apply(&state.model, local.grads);
         let grads = spec.clipping.apply(&state.model, grads);
         let synced = match self.session.push(&state.model, &grads)? {
-            Pushed::Applied(step) => {
+            PushVerdict::Applied(step) => {
                 state.global_step = step;
                 Synced::Applied {
                     loss: local.loss.read(),
                 }
             }
-            Pushed::Dropped(step) => {
+            PushVerdict::Dropped(step) => {
                 state.global_step = step;
                 Synced::Skipped
             }
-            Pushed::Done(step) => {
+            PushVerdict::Done(step) => {
                 state.global_step = step;
                 let done;
                 (state, done) = self.all_done(state)?;
@@ -221,7 +221,7 @@ where
                     Synced::Skipped
                 }
             }
-            Pushed::NotInitialised(which) => {
+            PushVerdict::NotInitialised(which) => {
                 state = self.lost_variables(state, which)?;
                 Synced::Skipped
             }

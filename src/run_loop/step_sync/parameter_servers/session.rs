@@ -11,8 +11,8 @@ use burn::tensor::backend::AutodiffBackend;
 
 use crate::checkpoint::{contents, Checkpoint};
 use crate::distribute::ps::{
-    f32_values, shape, variable, Command, ControlReply, InitRequest, Placement, PsError, PsMode,
-    PsReplica, PullReply, PushOutcome, PushReply, PushRequest,
+    f32_values, shape, variable, Command, ControlReply, InitRequest, Placement, PsMode, PsReplica,
+    PsWorker, PullAnswer, PushAnswer,
 };
 use crate::error::{Error, Result};
 use crate::optimizer::gradient_values;
@@ -23,7 +23,7 @@ use crate::state::{load_values, parameter_values, untrained_values};
 pub const PLACEMENT_KEY: &str = "placement";
 
 /// What a pull gave.
-pub(super) enum Pulled<M> {
+pub(super) enum ModelPull<M> {
     /// The model with the ps tasks' values, at this global step.
     Model(M, u64),
     /// The job is over.
@@ -33,7 +33,7 @@ pub(super) enum Pulled<M> {
 }
 
 /// What a push did.
-pub(super) enum Pushed {
+pub(super) enum PushVerdict {
     /// Applied (or aggregated into a synchronous update); the global step after it.
     Applied(u64),
     /// Not applied (stale, re-initialised meanwhile, or a ps unreachable); pull again.
@@ -49,15 +49,10 @@ pub(super) struct PsSession {
     pub(super) replica: PsReplica,
     mode: PsMode,
     placement: Option<Placement>,
-    /// The ps of every variable, as pulls show it.
-    owners: BTreeMap<String, usize>,
-    /// Each ps's step and initialisation at the last pull.
-    pulled_steps: Vec<u64>,
-    pulled_generations: Vec<u64>,
+    /// What pushes say and what replies mean.
+    protocol: PsWorker,
     /// How long a pull waits for the chief's initialisation.
     init_wait: Duration,
-    /// The values the last push brought back, for the next step.
-    prefetched: Option<Vec<PullReply>>,
     pub(super) pull_seconds: f64,
     pub(super) pulls: u64,
     pub(super) last_counters: Option<(Instant, Vec<ControlReply>)>,
@@ -79,15 +74,13 @@ impl PsSession {
         } else {
             config.startup_timeout
         };
+        let protocol = PsWorker::new(replica.servers.worker(), num_ps, config.peer_timeout);
         Self {
             replica,
             mode,
             placement: None,
-            owners: BTreeMap::new(),
-            pulled_steps: vec![0; num_ps],
-            pulled_generations: vec![0; num_ps],
+            protocol,
             init_wait,
-            prefetched: None,
             pull_seconds: 0.0,
             pulls: 0,
             last_counters: None,
@@ -171,59 +164,44 @@ impl PsSession {
             requests[ps].variables.push(variable(path, shape, values));
         }
         self.replica.servers.init(requests)?;
-        self.prefetched = None;
+        self.protocol.forget_prefetched();
         self.placement = Some(placement);
         Ok(())
     }
 
     /// The ps tasks' values loaded into `model`.
-    pub(super) fn pull<B: AutodiffBackend, M: Module<B>>(&mut self, model: M) -> Result<Pulled<M>> {
+    pub(super) fn pull<B: AutodiffBackend, M: Module<B>>(
+        &mut self,
+        model: M,
+    ) -> Result<ModelPull<M>> {
         let started = Instant::now();
-        let replies = loop {
-            let (replies, fresh) = match self.prefetched.take() {
-                Some(replies) => (replies, false),
-                None => match self.replica.servers.pull(self.init_wait) {
-                    Ok(replies) => (replies, true),
-                    Err(PsError::NotInitialised { ps }) => {
-                        return Ok(Pulled::NotInitialised(model, ps))
-                    }
-                    Err(error) => return Err(error.into()),
-                },
+        let (step, mut values) = loop {
+            let (replies, fresh) = match self.protocol.take_prefetched() {
+                Some(replies) => (Ok(replies), false),
+                None => (self.replica.servers.pull(self.init_wait), true),
             };
-            // The chief initialises every ps with one generation. Mixed generations mean its
-            // initialisation is under way: a push now would be applied by the ps tasks it
-            // already reached and refused by the others, and their global steps would part.
-            if replies.iter().any(|r| r.done) || same_generation(&replies) {
-                break replies;
-            }
-            let waited = started.elapsed();
-            if fresh && waited > self.replica.servers.config().peer_timeout {
-                return Err(Error::PeerLost {
-                    task: self.replica.chief_name().to_string(),
-                    message: format!(
-                        "the ps tasks still hold different initialisations after {waited:.0?} \
-                         (generations {:?}): the chief stopped while initialising them",
-                        replies.iter().map(|r| r.generation).collect::<Vec<_>>()
-                    ),
-                });
-            }
-            if fresh {
-                std::thread::sleep(Duration::from_millis(10));
+            match self.protocol.on_pull(replies)? {
+                PullAnswer::Values { step, values } => break (step, values),
+                PullAnswer::Done => return Ok(ModelPull::Done(model)),
+                PullAnswer::NotInitialised(ps) => return Ok(ModelPull::NotInitialised(model, ps)),
+                PullAnswer::Mixed(generations) => {
+                    let waited = started.elapsed();
+                    if fresh && waited > self.replica.servers.config().peer_timeout {
+                        return Err(Error::PeerLost {
+                            task: self.replica.chief_name().to_string(),
+                            message: format!(
+                                "the ps tasks still hold different initialisations after \
+                                 {waited:.0?} (generations {generations:?}): the chief stopped \
+                                 while initialising them"
+                            ),
+                        });
+                    }
+                    if fresh {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
             }
         };
-        if replies.iter().any(|r| r.done) {
-            return Ok(Pulled::Done(model));
-        }
-        let mut values = BTreeMap::new();
-        for (ps, reply) in replies.iter().enumerate() {
-            self.pulled_steps[ps] = reply.step;
-            self.pulled_generations[ps] = reply.generation;
-            for v in &reply.variables {
-                let decoded = f32_values(v).map_err(|e| Error::Config(format!("ps:{ps}: {e}")))?;
-                self.owners.insert(v.path.clone(), ps);
-                values.insert(v.path.clone(), decoded);
-            }
-        }
         let model = load_values(model, &mut values)?;
         self.pull_seconds += started.elapsed().as_secs_f64();
         self.pulls += 1;
@@ -231,7 +209,7 @@ impl PsSession {
             // Once training runs, a restarting ps is waited for as long as a silent peer.
             self.init_wait = self.replica.servers.config().peer_timeout;
         }
-        Ok(Pulled::Model(model, replies[0].step))
+        Ok(ModelPull::Model(model, step))
     }
 
     /// Pushes `grads` (of `model`'s parameters) to the ps tasks holding them.
@@ -239,42 +217,20 @@ impl PsSession {
         &mut self,
         model: &M,
         grads: &GradientsParams,
-    ) -> Result<Pushed> {
-        let num_ps = self.replica.num_ps();
-        let mut requests: Vec<PushRequest> = (0..num_ps)
-            .map(|ps| PushRequest {
-                worker: self.replica.servers.worker(),
-                step: self.pulled_steps[ps],
-                generation: self.pulled_generations[ps],
-                gradients: Vec::new(),
-                wait_ms: self.replica.servers.config().peer_timeout.as_millis() as u64,
-                pull: true,
-                assign: Vec::new(),
-            })
-            .collect();
-        // Running statistics the forward pass updated here: the ps keeps the latest.
-        for (path, values) in untrained_values(model) {
-            if let Some(&ps) = self.owners.get(&path) {
-                requests[ps].assign.push(variable(&path, &[], &values));
-            }
-        }
-        for (path, grad) in gradient_values(model, grads, false) {
-            let ps = *self.owners.get(&path).ok_or_else(|| {
-                Error::Config(format!(
-                    "parameter '{path}' is on no ps task (another model?)"
-                ))
-            })?;
-            requests[ps].gradients.push(variable(&path, &[], &grad));
-        }
-        let replies = match self.replica.servers.push(requests) {
-            Ok(replies) => replies,
-            Err(PsError::NotInitialised { ps }) => return Ok(Pushed::NotInitialised(ps)),
-            Err(PsError::Failed(Error::PeerLost { task, message })) if task.starts_with("ps:") => {
-                // The next pull retries with backoff and reports the ps if it stays away.
-                tracing::warn!("push to {task} failed ({message}); pulling again");
-                return Ok(Pushed::Dropped(self.pulled_steps[0]));
-            }
-            Err(PsError::TasksMissing { ranks, message }) => {
+    ) -> Result<PushVerdict> {
+        // Running statistics the forward pass updated here travel along: the ps keeps the
+        // latest.
+        let requests = self.protocol.push_requests(
+            untrained_values(model),
+            gradient_values(model, grads, false),
+        )?;
+        let replies = self.replica.servers.push(requests);
+        Ok(match self.protocol.on_push(replies)? {
+            PushAnswer::Applied(step) => PushVerdict::Applied(step),
+            PushAnswer::Dropped(step) => PushVerdict::Dropped(step),
+            PushAnswer::Done(step) => PushVerdict::Done(step),
+            PushAnswer::NotInitialised(ps) => PushVerdict::NotInitialised(ps),
+            PushAnswer::TasksMissing { ranks, message } => {
                 let names: Vec<String> = ranks
                     .iter()
                     .map(|&r| self.replica.name(r as usize))
@@ -284,31 +240,6 @@ impl PsSession {
                     message,
                 });
             }
-            Err(error) => return Err(error.into()),
-        };
-        let step = replies[0].step;
-        let outcome =
-            |r: &PushReply| PushOutcome::try_from(r.outcome).unwrap_or(PushOutcome::Stale);
-        if replies.iter().any(|r| outcome(r) == PushOutcome::Done) {
-            return Ok(Pushed::Done(step));
-        }
-        let applied = outcome(&replies[0]) == PushOutcome::Applied;
-        // Every ps answered with its values after the update: the next step's pull.
-        self.prefetched = Some(
-            replies
-                .into_iter()
-                .map(|r| PullReply {
-                    step: r.step,
-                    generation: r.generation,
-                    done: false,
-                    variables: r.variables,
-                })
-                .collect(),
-        );
-        Ok(if applied {
-            Pushed::Applied(step)
-        } else {
-            Pushed::Dropped(step)
         })
     }
 
@@ -381,13 +312,6 @@ impl PsSession {
     pub(super) fn placement(&self) -> Option<&Placement> {
         self.placement.as_ref()
     }
-}
-
-/// Whether every ps holds the same initialisation.
-fn same_generation(replies: &[PullReply]) -> bool {
-    replies
-        .windows(2)
-        .all(|w| w[0].generation == w[1].generation)
 }
 
 /// The placement a checkpoint recorded, if any.

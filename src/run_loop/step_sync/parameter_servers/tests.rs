@@ -8,7 +8,7 @@ use burn::nn::{Linear, LinearConfig};
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 
-use super::session::{PsSession, Pulled, Pushed};
+use super::session::{ModelPull, PsSession, PushVerdict};
 use crate::device::CpuTrainBackend as B;
 use crate::distribute::ps::{
     Command, ControlReply, InMemoryParameterServers, InMemoryPs, InitRequest, PsClient,
@@ -163,7 +163,7 @@ fn a_pull_during_the_chiefs_initialisation_waits_for_every_ps_so_their_steps_sta
 
     let start = state(0);
     chief.initialise(&start, None, 100).unwrap();
-    let Ok(Pulled::Model(model, 0)) = worker.pull(start.model.clone()) else {
+    let Ok(ModelPull::Model(model, 0)) = worker.pull(start.model.clone()) else {
         panic!("the first pull gives the initial values");
     };
     // The chief puts a checkpoint at step 5 back on the ps tasks; only ps:1 has it so far.
@@ -174,7 +174,7 @@ fn a_pull_during_the_chiefs_initialisation_waits_for_every_ps_so_their_steps_sta
             std::thread::sleep(Duration::from_millis(200));
             complete(&completer, &held_back);
         });
-        let Ok(Pulled::Model(model, step)) = worker.pull(model) else {
+        let Ok(ModelPull::Model(model, step)) = worker.pull(model) else {
             panic!("a pull after the initialisation gives values");
         };
         assert_eq!(step, 5);
@@ -185,7 +185,7 @@ fn a_pull_during_the_chiefs_initialisation_waits_for_every_ps_so_their_steps_sta
         let grads = gradients(&model);
         assert!(matches!(
             worker.push(&model, &grads),
-            Ok(Pushed::Applied(6))
+            Ok(PushVerdict::Applied(6))
         ));
     });
     let steps: Vec<u64> = ps
@@ -214,7 +214,7 @@ fn a_synchronous_push_that_times_out_names_the_task_that_pushed_nothing() {
     let mut chief = PsSession::new(chief_replica, PsMode::sync());
     let start = state(0);
     chief.initialise(&start, None, 100).unwrap();
-    let Ok(Pulled::Model(model, 0)) = chief.pull(start.model.clone()) else {
+    let Ok(ModelPull::Model(model, 0)) = chief.pull(start.model.clone()) else {
         panic!("the first pull gives the initial values");
     };
     // worker:0 never pushes: the chief's synchronous update cannot gather its gradients.
@@ -245,16 +245,16 @@ fn the_chiefs_checkpoint_takes_the_ps_step_that_other_workers_moved_on() {
     );
     let start = state(0);
     chief.initialise(&start, None, 100).unwrap();
-    let Ok(Pulled::Model(mut model, 0)) = worker.pull(start.model.clone()) else {
+    let Ok(ModelPull::Model(mut model, 0)) = worker.pull(start.model.clone()) else {
         panic!("the first pull gives the initial values");
     };
     for expected in 1..=3 {
         let grads = gradients(&model);
         assert!(matches!(
             worker.push(&model, &grads),
-            Ok(Pushed::Applied(step)) if step == expected
+            Ok(PushVerdict::Applied(step)) if step == expected
         ));
-        let Ok(Pulled::Model(next, _)) = worker.pull(model) else {
+        let Ok(ModelPull::Model(next, _)) = worker.pull(model) else {
             panic!("a pull gives values");
         };
         model = next;

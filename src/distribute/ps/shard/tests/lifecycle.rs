@@ -12,12 +12,12 @@ const PATIENCE: Patience = Patience {
     grace: Duration::from_secs(5),
 };
 
-fn pulled_step(progress: Progress<Pulled, PendingPull>) -> (u64, u64) {
+fn pulled_step(progress: Progress<ShardPulled, PendingPull>) -> (u64, u64) {
     match answered(progress).unwrap() {
-        Pulled::Values {
+        ShardPulled::Values {
             step, generation, ..
         } => (step, generation),
-        Pulled::Done => panic!("the job is not done"),
+        ShardPulled::Done => panic!("the job is not done"),
     }
 }
 
@@ -114,7 +114,7 @@ fn updates_stop_at_the_last_step_and_pulls_end_at_the_finish() {
     shard.control(0, Command::Finish, t0).unwrap();
     assert!(matches!(
         answered(shard.pull(1, Duration::ZERO, t0)),
-        Ok(Pulled::Done)
+        Ok(ShardPulled::Done)
     ));
     assert_eq!(
         outcome(shard.push(push(1, 2, 1.0), t0)).0,

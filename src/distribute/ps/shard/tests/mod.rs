@@ -84,7 +84,7 @@ fn waiting<T, W>(progress: Progress<T, W>) -> W {
 }
 
 /// The outcome and step of a push that must not wait.
-fn outcome(progress: Progress<Pushed, PendingPush>) -> (PushOutcome, u64) {
+fn outcome(progress: Progress<ShardPushed, PendingPush>) -> (PushOutcome, u64) {
     let pushed = answered(progress).unwrap();
     (pushed.outcome, pushed.step)
 }
