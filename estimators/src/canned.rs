@@ -6,6 +6,7 @@ mod classification;
 mod dnn;
 mod dnn_options;
 mod linear;
+mod serving;
 mod task;
 mod weight_column;
 mod wide_deep;

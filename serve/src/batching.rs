@@ -6,10 +6,11 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use estimator::export::Instance;
 use estimator::Signature;
 
 use crate::error::ServeError;
-use crate::servable::{Instance, Predictions, Servable};
+use crate::servable::{Predictions, Servable};
 
 /// How requests are merged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,6 +21,8 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::body_timeout::TimedBody;
+
 /// What a connection is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -169,6 +171,7 @@ impl AsyncWrite for Watched {
 pub(crate) struct Timeouts {
     pub(crate) header_read: Option<Duration>,
     pub(crate) idle: Option<Duration>,
+    pub(crate) body_read: Option<Duration>,
 }
 
 /// Serves `router` on `stream` until the client closes, a timeout expires or `activity`
@@ -185,8 +188,9 @@ pub(crate) async fn serve(
     });
     let app = TowerToHyperService::new(router);
     let requests = Arc::clone(&activity);
-    let service = hyper::service::service_fn(move |request| {
+    let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
         let answering = requests.begin();
+        let request = request.map(|body| TimedBody::new(body, timeouts.body_read));
         let answer = hyper::service::Service::call(&app, request);
         async move {
             let response = answer.await;

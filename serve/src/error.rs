@@ -3,6 +3,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use estimator::export::ServingError;
 
 /// A failed request: the status and the message of TF Serving's `{"error": "..."}` body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,6 +12,8 @@ pub enum ServeError {
     BadRequest(String),
     /// 404: no such model, version or label.
     NotFound(String),
+    /// 408: the body did not arrive within the body-read timeout.
+    Timeout(String),
     /// 413: the body is above the server's limit.
     TooLarge(String),
     /// 500: the model failed on a well-formed request.
@@ -23,6 +26,7 @@ impl ServeError {
         match self {
             ServeError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ServeError::NotFound(_) => StatusCode::NOT_FOUND,
+            ServeError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             ServeError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -32,8 +36,18 @@ impl ServeError {
         match self {
             ServeError::BadRequest(m)
             | ServeError::NotFound(m)
+            | ServeError::Timeout(m)
             | ServeError::TooLarge(m)
             | ServeError::Internal(m) => m,
+        }
+    }
+}
+
+impl From<ServingError> for ServeError {
+    fn from(error: ServingError) -> Self {
+        match error {
+            ServingError::BadRequest(m) => ServeError::BadRequest(m),
+            ServingError::Internal(m) => ServeError::Internal(m),
         }
     }
 }
@@ -49,6 +63,15 @@ impl std::error::Error for ServeError {}
 impl IntoResponse for ServeError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.message() });
-        (self.status(), Json(body)).into_response()
+        let mut response = (self.status(), Json(body)).into_response();
+        if matches!(self, ServeError::Timeout(_)) {
+            // The rest of the body may still come: the connection cannot carry another
+            // request, so the client is told it closes.
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        response
     }
 }

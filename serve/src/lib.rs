@@ -3,19 +3,22 @@
 //! status and metadata), loading new versions as they appear under each model's base path.
 //!
 //! Every canned estimator serves with no code ([`Loaders::canned`]); a user's estimator
-//! serves once it implements [`ServableEstimator`] and is added with [`Loaders::with`].
+//! serves once it implements [`ServableEstimator`] (a trait of the core `estimator` crate,
+//! re-exported here, so the user's library need not depend on this one) and is added with
+//! [`Loaders::with`].
 
 mod accept;
 mod background;
 mod batching;
+mod body_timeout;
 mod budget;
-mod canned;
 mod connection;
 mod connections;
 mod error;
 mod limits;
 mod loaders;
 mod metrics;
+mod program;
 mod request;
 mod routes;
 mod same_export;
@@ -26,13 +29,18 @@ mod versions;
 pub use background::Background;
 pub use batching::{Batched, Batching};
 pub use error::ServeError;
+pub use estimator::export::{
+    check_instance, check_instances, float_input, floats_input, prediction_json, text_input,
+    Instance, ServableEstimator, ServingError,
+};
 pub use limits::{
     default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
 };
 pub use loaders::Loaders;
 pub use metrics::Metrics;
+pub use program::{serve, serve_with};
 pub use request::Format;
-pub use servable::{Instance, Predictions, Servable, ServableEstimator, Served};
+pub use servable::{Predictions, Servable, Served};
 pub use server::{ModelConfig, ModelConfigFile, Server};
 pub use versions::ModelVersions;

@@ -16,7 +16,8 @@ pub const DEFAULT_MAX_INSTANCES_PER_REQUEST: usize = 10_000;
 pub const DEFAULT_MAX_INSTANCES_IN_FLIGHT: usize = 4 * DEFAULT_MAX_INSTANCES_PER_REQUEST;
 
 /// TF Serving's REST timeout (`--rest_api_timeout_in_ms`), for a request head to arrive
-/// once it has started and for a connection to stay idle.
+/// once it has started, for its body to arrive once the head has, and for a connection to
+/// stay idle.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most connections a default cap allows, whatever the descriptor limit: each idle
@@ -44,6 +45,9 @@ pub struct Limits {
     pub header_read_timeout: Option<Duration>,
     /// Longest a connection may stay open with no request under way (`None`: no limit).
     pub idle_timeout: Option<Duration>,
+    /// Longest a request body may take to arrive once its head has (`None`: no limit);
+    /// past it the request is answered 408 and its connection closed.
+    pub body_read_timeout: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -55,6 +59,7 @@ impl Default for Limits {
             max_connections: default_max_connections(),
             header_read_timeout: Some(DEFAULT_TIMEOUT),
             idle_timeout: Some(DEFAULT_TIMEOUT),
+            body_read_timeout: Some(DEFAULT_TIMEOUT),
         }
     }
 }

@@ -1,4 +1,6 @@
-//! [`Loaders`]: which estimator types a server can load, by the type name an export records.
+//! [`Loaders`]: which estimators a server can load, by the name an export records: the
+//! estimator's stable [`export_name`](estimator::Estimator::export_name), or for an export
+//! made before names were recorded, its Rust type name.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,39 +15,55 @@ use estimators::{
 };
 
 use crate::batching::{Batched, Batching};
-use crate::servable::{Servable, ServableEstimator, Served};
+use estimator::export::ServableEstimator;
+
+use crate::servable::{Servable, Served};
 
 type Load = fn(&Path, ResolvedDevice) -> estimator::Result<Arc<dyn Servable>>;
 
-/// The estimator types a server loads, keyed by the type name in an export's
-/// `export.json`.
+/// The estimators a server loads, keyed by the name in an export's `export.json`.
 #[derive(Clone)]
 pub struct Loaders {
-    by_type: BTreeMap<String, Load>,
+    by_name: BTreeMap<String, Load>,
     batching: Option<Batching>,
     device: DeviceSpec,
 }
 
 impl Loaders {
-    /// Every canned estimator.
-    pub fn canned() -> Self {
+    /// No estimator yet: add each with [`Loaders::with`].
+    pub fn new() -> Self {
         Self {
-            by_type: BTreeMap::new(),
+            by_name: BTreeMap::new(),
             batching: None,
             device: DeviceSpec::Cpu,
         }
-        .with::<DnnClassifier>()
-        .with::<DnnRegressor>()
-        .with::<LinearClassifier>()
-        .with::<LinearRegressor>()
-        .with::<DnnLinearCombinedClassifier>()
-        .with::<DnnLinearCombinedRegressor>()
-        .with::<BaselineClassifier>()
-        .with::<BaselineRegressor>()
     }
 
-    /// Also loads exports of `E` (a user's estimator).
-    pub fn with<E: ServableEstimator>(mut self) -> Self {
+    /// Every canned estimator.
+    pub fn canned() -> Self {
+        Self::new()
+            .with::<DnnClassifier>()
+            .with::<DnnRegressor>()
+            .with::<LinearClassifier>()
+            .with::<LinearRegressor>()
+            .with::<DnnLinearCombinedClassifier>()
+            .with::<DnnLinearCombinedRegressor>()
+            .with::<BaselineClassifier>()
+            .with::<BaselineRegressor>()
+    }
+
+    /// Also loads exports of `E` (a user's estimator): those recording its
+    /// [`export_name`](estimator::Estimator::export_name), and older ones recording its
+    /// type name.
+    pub fn with<E: ServableEstimator>(self) -> Self {
+        let type_name = std::any::type_name::<E>();
+        self.with_former_name::<E>(type_name)
+    }
+
+    /// Also loads, as exports of `E`, those recording `name`: the type name (or stable
+    /// name) `E` had before it was renamed or moved, as `export.json`'s `estimator_type`
+    /// (or `estimator_name`) says.
+    pub fn with_former_name<E: ServableEstimator>(mut self, name: &str) -> Self {
         fn load<E: ServableEstimator>(
             dir: &Path,
             device: ResolvedDevice,
@@ -69,8 +87,8 @@ impl Loaders {
                 )),
             }
         }
-        self.by_type
-            .insert(std::any::type_name::<E>().to_string(), load::<E>);
+        self.by_name.insert(E::export_name(), load::<E>);
+        self.by_name.insert(name.to_string(), load::<E>);
         self
     }
 
@@ -86,21 +104,26 @@ impl Loaders {
         self
     }
 
-    /// Loads the export in `dir`; an error names the directory and, for an estimator type
-    /// this server does not know, the type.
+    /// Loads the export in `dir`; an error names the directory and, for an estimator this
+    /// server does not know, its name.
     pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, String> {
         let info_path = dir.join(EXPORT_FILE);
         let info: ExportInfo = std::fs::read(&info_path)
             .map_err(|e| e.to_string())
             .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
             .map_err(|e| format!("{}: {e}", info_path.display()))?;
-        let load = self.by_type.get(&info.estimator_type).ok_or_else(|| {
-            format!(
-                "{}: estimator type {} is not one this server loads",
-                dir.display(),
-                info.estimator_type
-            )
-        })?;
+        let load = self
+            .by_name
+            .get(info.estimator_key())
+            .or_else(|| self.by_name.get(&info.estimator_type))
+            .ok_or_else(|| {
+                format!(
+                    "{}: estimator {} is not one this server loads (it loads {})",
+                    dir.display(),
+                    info.estimator_key(),
+                    self.by_name.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })?;
         let device = self
             .device
             .resolve()
@@ -110,5 +133,11 @@ impl Loaders {
             Some(batching) => Arc::new(Batched::new(loaded, batching)),
             None => loaded,
         })
+    }
+}
+
+impl Default for Loaders {
+    fn default() -> Self {
+        Self::new()
     }
 }

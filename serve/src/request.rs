@@ -5,7 +5,7 @@ use estimator::Signature;
 use serde_json::{Map, Value};
 
 use crate::error::ServeError;
-use crate::servable::Instance;
+use estimator::export::Instance;
 
 /// How a `:predict` request was written, which decides how its answer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use estimator::export::DType;
 use estimator::Signature;
 use serde_json::{json, Value};
 
+use crate::body_timeout::BodyTimeout;
 use crate::error::ServeError;
 use crate::request::{
     classify_response, examples, predict_instances, predict_response, regress_response, Format,
@@ -159,7 +160,9 @@ pub(crate) async fn prometheus(State(server): State<Server>) -> String {
 /// A request body, or the 413 / 400 TF Serving gives when it cannot be read.
 fn body_bytes(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Bytes, ServeError> {
     body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        if let Some(timeout) = BodyTimeout::find(&rejection) {
+            ServeError::Timeout(timeout.to_string())
+        } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ServeError::TooLarge(format!(
                 "the request body is above the limit of {limit} bytes (--max-body-bytes)"
             ))
@@ -257,7 +260,7 @@ const INLINE_BODY_BYTES: usize = 4096;
 
 /// A parsed request: the instances to predict and how to answer.
 struct Call {
-    instances: Vec<crate::servable::Instance>,
+    instances: Vec<estimator::export::Instance>,
     answer: Answer,
 }
 

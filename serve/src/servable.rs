@@ -1,39 +1,19 @@
-//! [`Servable`]: one loaded model version, as the server calls it; [`ServableEstimator`]:
-//! what an estimator adds to its export to be served.
+//! [`Servable`]: one loaded model version, as the server calls it, and [`Served`]: an
+//! export of a [`ServableEstimator`] loaded as one.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use burn::tensor::backend::Backend;
-use estimator::{CpuBackend, Estimator, Predictor, Signature};
+use estimator::export::{check_instances, Instance, ServableEstimator};
+use estimator::{CpuBackend, Predictor, Signature};
 use serde_json::{Map, Value};
 
 use crate::error::ServeError;
 
-/// One request instance: feature name → JSON value.
-pub type Instance = Map<String, Value>;
-
 /// One prediction per instance (an object of output key → value), or why not.
 pub type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
-
-/// What an estimator needs, beyond its export, to answer TF Serving requests: turn request
-/// instances into its batch and its predictions into JSON.
-///
-/// Every canned estimator implements it; a user estimator implements it to be served by a
-/// server built with [`Loaders::with`](crate::Loaders::with).
-pub trait ServableEstimator: Estimator + serde::de::DeserializeOwned + Send + 'static {
-    /// A batch of `instances`, each holding every input of the signature by name. Errors
-    /// name the instance (by index) and the feature.
-    fn batch_from_instances(
-        &self,
-        signature: &Signature,
-        instances: &[Instance],
-    ) -> Result<Self::Batch, ServeError>;
-
-    /// A prediction as JSON: an object with one member per output key.
-    fn prediction_json(&self, prediction: &Self::Prediction) -> Value;
-}
 
 /// A loaded model version.
 pub trait Servable: Send + Sync {
@@ -100,6 +80,9 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
     }
 
     fn predict(&self, instances: &[Instance]) -> Predictions {
+        // Before the estimator sees them: no implementation can answer an instance with an
+        // unknown input, or one of the wrong type or shape, from what was left.
+        check_instances(&self.signature, instances)?;
         let predictor = self.predictor();
         let batch = predictor
             .estimator()

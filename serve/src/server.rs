@@ -204,6 +204,7 @@ impl Server {
         let timeouts = Timeouts {
             header_read: self.limits.header_read_timeout,
             idle: self.limits.idle_timeout,
+            body_read: self.limits.body_read_timeout,
         };
         let served = crate::accept::serve(
             listener,

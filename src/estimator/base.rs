@@ -97,4 +97,12 @@ pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
 
     /// The serving signature written with exports.
     fn serving_signature(&self) -> Signature;
+
+    /// The name every export records for this estimator and a server finds it by. The
+    /// default, the Rust type's path, changes when the crate or the type is renamed or
+    /// moved, which would orphan the exports already made: declare a name of your own
+    /// (`"iris_mlp"`) and keep it.
+    fn export_name() -> String {
+        std::any::type_name::<Self>().to_string()
+    }
 }

@@ -1,14 +1,18 @@
 //! Export directories (weights + signature + configuration), the exporters run after
-//! evaluations, and the `Predictor` loader.
+//! evaluations, the `Predictor` loader, and what serving an export needs of an estimator.
 
 mod exporters;
+mod instances;
 mod predictor;
+mod serving;
 mod signature;
 mod writer;
 
 pub use crate::estimator::ESTIMATOR_FILE;
 pub use exporters::{Exporter, BEST_FILE, DEFAULT_EXPORTS_TO_KEEP};
+pub use instances::{check_instance, check_instances, float_input, floats_input, text_input};
 pub use predictor::Predictor;
+pub use serving::{prediction_json, Instance, ServableEstimator, ServingError};
 pub use signature::{DType, InputSpec, Signature};
 pub use writer::{
     export, export_checkpoint, export_stamps, ExportInfo, EXPORT_FILE, EXPORT_FORMAT_VERSION,

@@ -16,7 +16,7 @@ use crate::state::weights_to_safetensors;
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 /// Serving signature file of an export.
 pub const SIGNATURE_FILE: &str = "signature.json";
-/// Export metadata file (format version, global step, estimator type).
+/// Export metadata file (format version, global step, estimator name and type).
 pub const EXPORT_FILE: &str = "export.json";
 
 /// Export format version written to [`EXPORT_FILE`].
@@ -29,8 +29,22 @@ pub struct ExportInfo {
     pub format_version: u32,
     /// Global step of the exported checkpoint.
     pub global_step: u64,
-    /// Rust type name of the estimator that wrote it.
+    /// Rust type name of the estimator that wrote it (the key of exports made before
+    /// [`estimator_name`](ExportInfo::estimator_name)).
     pub estimator_type: String,
+    /// The estimator's stable name ([`Estimator::export_name`]); absent from older exports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimator_name: Option<String>,
+}
+
+impl ExportInfo {
+    /// The name the export's estimator is found by: its stable name, or the type name an
+    /// older export recorded instead.
+    pub fn estimator_key(&self) -> &str {
+        self.estimator_name
+            .as_deref()
+            .unwrap_or(&self.estimator_type)
+    }
 }
 
 /// Exports the latest checkpoint of `estimator` to `export_dir_base/<unix-timestamp>/`.
@@ -96,6 +110,7 @@ pub fn export_checkpoint<E: Estimator>(
         format_version: EXPORT_FORMAT_VERSION,
         global_step: restored.global_step,
         estimator_type: std::any::type_name::<E>().to_string(),
+        estimator_name: Some(E::export_name()),
     };
     write_json_atomic(&tmp_dir.join(EXPORT_FILE), &info)?;
     std::fs::rename(&tmp_dir, &final_dir).map_err(|e| Error::io(&final_dir, e))?;

@@ -7,6 +7,7 @@
 mod columns;
 pub mod data;
 mod model;
+mod serving;
 
 pub use columns::{ctr_feature_columns, ctr_features_schema, ctr_schema, SITE_VOCABULARY_SIZE};
 pub use model::{CtrBatch, CtrClassifier, CtrModel};

@@ -162,4 +162,10 @@ impl Estimator for CtrClassifier {
             .into_iter()
             .fold(signature, Signature::with_output)
     }
+
+    /// Exports say "ctr_classifier", not this type's path, so that renaming the crate or
+    /// moving the type leaves them loadable.
+    fn export_name() -> String {
+        "ctr_classifier".into()
+    }
 }

@@ -1,6 +1,7 @@
 //! A hand-written estimator from outside the `estimator` workspace: a two-layer MLP that
 //! classifies Iris flowers. It implements only the model function; training, evaluation,
-//! prediction, export, checkpoints and TensorBoard summaries come from the trait.
+//! prediction, export, checkpoints and TensorBoard summaries come from the trait; serving
+//! its exports, from one more (`serving.rs`).
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
@@ -12,6 +13,8 @@ use estimator::datasets::{Example, FeatureStats};
 use estimator::export::DType;
 use estimator::{Error, Estimator, Metric, Metrics, OptimizerSpec, Result, RunConfig, Signature};
 use serde::{Deserialize, Serialize};
+
+mod serving;
 
 /// The network: input -> hidden (ReLU) -> logits.
 #[derive(Module, Debug)]
@@ -215,6 +218,12 @@ impl Estimator for IrisClassifier {
             .with_shaped_input("features", DType::Float32, vec![self.stats.len()])
             .with_output("class_id")
             .with_output("probabilities")
+    }
+
+    /// Exports say "iris_mlp", not this type's path, so that renaming the crate or moving
+    /// the type leaves them loadable.
+    fn export_name() -> String {
+        "iris_mlp".into()
     }
 }
 

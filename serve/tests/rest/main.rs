@@ -1,9 +1,10 @@
 //! The server over loopback, driven by a real HTTP client as a TF Serving client would:
 //! status, metadata, both `:predict` formats, `:classify`, `:regress`, versions and labels,
 //! a new version under load, and the errors with their status codes; ambiguous versions,
-//! request limits, and connections held to their cap and timeouts.
+//! request limits, connections held to their cap and timeouts, and the body-read timeout.
 
 mod ambiguity;
+mod body_timeout;
 mod connections;
 mod errors;
 mod limits;

@@ -1,0 +1,11 @@
+//! Serves exports of the click-through-rate model over TF Serving's REST API, with
+//! `estimator-serve`'s flags, limits and timeouts:
+//!
+//! `cargo run --release -p ctr_estimator --features serve --bin ctr_estimator_serve --
+//! --model-name ctr --model-base-path model_dir/ctr/export`
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    estimator_serve::serve::<ctr_estimator::CtrClassifier>()
+}
