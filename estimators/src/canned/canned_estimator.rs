@@ -120,6 +120,15 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
         &self.run_config
     }
 
+    /// TF's name of the canned estimator (`DNNClassifier`, `LinearRegressor`,
+    /// `DNNLinearCombinedClassifier`), which survives any move of the Rust types.
+    fn export_name() -> String {
+        match N::NAME {
+            "" => std::any::type_name::<Self>().to_string(),
+            network => format!("{network}{}", K::NAME),
+        }
+    }
+
     fn build_model<B: Backend>(&self, device: &B::Device) -> N::Model<B> {
         self.network.build(self.head.logits_dimension(), device)
     }
@@ -234,6 +243,18 @@ mod tests {
         embedding_column, indicator_column, numeric_column, CrossSource,
     };
     use crate::network::Activation;
+
+    #[test]
+    fn canned_estimators_export_under_tf_s_names() {
+        use crate::canned::{BaselineRegressor, LinearClassifier};
+        assert_eq!(DnnClassifier::export_name(), "DNNClassifier");
+        assert_eq!(
+            DnnLinearCombinedRegressor::export_name(),
+            "DNNLinearCombinedRegressor"
+        );
+        assert_eq!(LinearClassifier::export_name(), "LinearClassifier");
+        assert_eq!(BaselineRegressor::export_name(), "BaselineRegressor");
+    }
 
     fn schema() -> Schema {
         Schema::new()

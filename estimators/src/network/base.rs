@@ -14,6 +14,10 @@ use serde::Serialize;
 /// A network's configuration (serialisable; saved with exports) and how to run it: a
 /// canned estimator is a `Network` plus a head.
 pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Send + Sync {
+    /// The model's name in TF's canned estimator names (`DNN` in `DNNClassifier`), for the
+    /// stable export name; empty (the default) keeps the Rust type's path.
+    const NAME: &'static str = "";
+
     /// The Burn module holding the weights.
     type Model<B: Backend>: Module<B>;
 

@@ -24,6 +24,8 @@ pub struct BaselineModel<B: Backend> {
 }
 
 impl Network for BaselineNetwork {
+    const NAME: &'static str = "Baseline";
+
     type Model<B: Backend> = BaselineModel<B>;
 
     fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> BaselineModel<B> {

@@ -127,6 +127,8 @@ impl<B: Backend> DnnModel<B> {
 }
 
 impl Network for DnnNetwork {
+    const NAME: &'static str = "DNN";
+
     type Model<B: Backend> = DnnModel<B>;
 
     fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> DnnModel<B> {

@@ -81,6 +81,8 @@ impl<B: Backend> LinearModel<B> {
 }
 
 impl Network for LinearNetwork {
+    const NAME: &'static str = "Linear";
+
     type Model<B: Backend> = LinearModel<B>;
 
     fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> LinearModel<B> {

@@ -39,6 +39,8 @@ impl WideDeepNetwork {
 }
 
 impl Network for WideDeepNetwork {
+    const NAME: &'static str = "DNNLinearCombined";
+
     type Model<B: Backend> = WideDeepModel<B>;
 
     fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> WideDeepModel<B> {

@@ -144,3 +144,28 @@ fn a_model_config_list_serves_several_models_each_under_its_name() {
     let err = Server::load(models, on_cuda).err().unwrap().to_string();
     assert!(err.contains("device cuda:0"), "{err}");
 }
+
+#[test]
+fn a_canned_export_records_tf_s_name_and_one_made_before_names_were_recorded_still_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let export = export_iris(&dir.path().join("model"), &base, 20);
+    let info_path = export.join("export.json");
+    let mut info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&info_path).unwrap()).unwrap();
+    assert_eq!(info["estimator_name"], "DNNClassifier");
+    // An older export: the Rust type's path only.
+    info.as_object_mut().unwrap().remove("estimator_name");
+    std::fs::write(&info_path, info.to_string()).unwrap();
+    let server = Server::load(
+        vec![ModelConfig {
+            name: "iris".into(),
+            base_path: base.clone(),
+        }],
+        Loaders::canned(),
+    )
+    .unwrap();
+    let running = Running::start(server);
+    let (code, body) = running.post("/v1/models/iris:predict", &json!({"instances": rows()}));
+    assert_eq!(code, 200, "{body}");
+}
