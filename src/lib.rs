@@ -31,6 +31,28 @@ pub use datasets;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+/// The guides' code blocks under docs/, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/your-own-crate.md")]
+pub struct YourOwnCrateDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/training.md")]
+pub struct TrainingDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/distributed.md")]
+pub struct DistributedDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/gpu.md")]
+pub struct GpuDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/data.md")]
+pub struct DataDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/serving-versions.md")]
+pub struct ServingVersionsDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/ARCHITECTURE.md")]
+pub struct ArchitectureDoctests;
 pub use checkpoint::{VarsToWarmStart, WarmStartSettings};
 pub use cluster::ClusterConfig;
 pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};

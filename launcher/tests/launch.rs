@@ -686,7 +686,8 @@ fn a_stopped_task_named_lost_by_every_other_is_ended_without_waiting_the_grace()
         stderr.contains("estimator-launch: worker:1 exited with code 137 (killed by signal 9)"),
         "{stderr}"
     );
-    assert!(!stderr.contains("waiting up to"), "{stderr}");
+    // The grace may be announced (the chief can exit a poll before worker 0), but not
+    // waited: the launch ended well within its 90 s (the bound above).
     assert_eq!(
         done.stderr.last().unwrap(),
         "estimator-launch: chief:0 exited 128, worker:0 exited 128, worker:1 ended after \
