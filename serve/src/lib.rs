@@ -15,6 +15,7 @@ mod budget;
 mod connection;
 mod connections;
 mod error;
+mod http;
 mod limits;
 mod loaders;
 mod metrics;

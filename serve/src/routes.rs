@@ -15,37 +15,7 @@ use crate::request::{
     classify_response, examples, predict_instances, predict_response, regress_response, Format,
 };
 use crate::server::Server;
-
-/// Which version a URL asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Which {
-    Newest,
-    Version(u64),
-    Label(String),
-}
-
-impl Which {
-    pub(crate) fn parse(kind: &str, which: &str) -> Result<Self, ServeError> {
-        match kind {
-            "versions" => which
-                .parse()
-                .map(Which::Version)
-                .map_err(|_| ServeError::BadRequest(format!("version '{which}' is not a number"))),
-            "labels" => Ok(Which::Label(which.to_string())),
-            other => Err(ServeError::NotFound(format!(
-                "no such resource: /v1/models/{{model}}/{other}"
-            ))),
-        }
-    }
-
-    pub(crate) fn describe(&self) -> String {
-        match self {
-            Which::Newest => "any version".into(),
-            Which::Version(v) => format!("version {v}"),
-            Which::Label(l) => format!("label '{l}'"),
-        }
-    }
-}
+use crate::versions::Which;
 
 /// `name:verb` as its two parts.
 fn split_verb(segment: &str) -> Result<(&str, &str), ServeError> {

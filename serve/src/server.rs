@@ -1,26 +1,19 @@
-//! [`Server`]: the models, the REST routes over them, and the watcher that loads new
-//! versions.
+//! [`Server`]: the models and the versions served of each; its REST routes and serving
+//! loop are in `http.rs`.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
-use axum::Router;
 use serde::Deserialize;
 
 use crate::budget::InstanceBudget;
-use crate::connection::Timeouts;
 use crate::error::ServeError;
 use crate::limits::Limits;
 use crate::loaders::Loaders;
 use crate::metrics::Metrics;
-use crate::routes::{call, call_on, metadata, metadata_of, prometheus, status, status_of, Which};
 use crate::servable::Servable;
-use crate::versions::ModelVersions;
+use crate::versions::{ModelVersions, Which};
 
 /// One model to serve: its name in the URLs and the directory holding its versions.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -159,65 +152,6 @@ impl Server {
                 ),
             }
         }
-    }
-
-    /// The REST routes.
-    pub fn router(&self) -> Router {
-        Router::new()
-            .route("/v1/models/{model}", get(status).post(call))
-            .route("/v1/models/{model}/metadata", get(metadata))
-            .route(
-                "/v1/models/{model}/{kind}/{which}",
-                get(status_of).post(call_on),
-            )
-            .route(
-                "/v1/models/{model}/{kind}/{which}/metadata",
-                get(metadata_of),
-            )
-            .route("/monitoring/prometheus/metrics", get(prometheus))
-            .layer(DefaultBodyLimit::max(self.limits.max_body_bytes))
-            .with_state(self.clone())
-    }
-
-    /// Serves on `listener` until `shutdown` completes, then finishes the requests under
-    /// way; a rescan runs every `poll` (TF Serving's
-    /// `--file_system_poll_wait_seconds`; zero: never). Connections are held to the
-    /// limits' cap and timeouts.
-    pub async fn run(
-        self,
-        listener: tokio::net::TcpListener,
-        poll: Duration,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
-        let watcher = (!poll.is_zero()).then(|| {
-            let server = self.clone();
-            tokio::spawn(async move {
-                let mut every = tokio::time::interval(poll);
-                every.tick().await;
-                loop {
-                    every.tick().await;
-                    let server = server.clone();
-                    let _ = tokio::task::spawn_blocking(move || server.rescan()).await;
-                }
-            })
-        });
-        let timeouts = Timeouts {
-            header_read: self.limits.header_read_timeout,
-            idle: self.limits.idle_timeout,
-            body_read: self.limits.body_read_timeout,
-        };
-        let served = crate::accept::serve(
-            listener,
-            self.router(),
-            self.limits.max_connections,
-            timeouts,
-            shutdown,
-        )
-        .await;
-        if let Some(watcher) = watcher {
-            watcher.abort();
-        }
-        served
     }
 
     /// The versions of model `name` served now: loaded, refused (and why), labels.

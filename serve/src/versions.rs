@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::error::ServeError;
 use crate::loaders::Loaders;
 use crate::same_export::same_export;
 use crate::servable::Servable;
@@ -175,4 +176,35 @@ fn version_dirs(base: &Path) -> std::io::Result<Vec<(u64, PathBuf, Option<String
     labelled.sort();
     found.extend(labelled);
     Ok(found)
+}
+
+/// Which version a URL asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Which {
+    Newest,
+    Version(u64),
+    Label(String),
+}
+
+impl Which {
+    pub(crate) fn parse(kind: &str, which: &str) -> Result<Self, ServeError> {
+        match kind {
+            "versions" => which
+                .parse()
+                .map(Which::Version)
+                .map_err(|_| ServeError::BadRequest(format!("version '{which}' is not a number"))),
+            "labels" => Ok(Which::Label(which.to_string())),
+            other => Err(ServeError::NotFound(format!(
+                "no such resource: /v1/models/{{model}}/{other}"
+            ))),
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Which::Newest => "any version".into(),
+            Which::Version(v) => format!("version {v}"),
+            Which::Label(l) => format!("label '{l}'"),
+        }
+    }
 }
