@@ -39,7 +39,7 @@ impl<B: AutodiffBackend> Optimizer<B> {
 
     /// An error when the spec's part names a module that holds none of `model`'s
     /// parameters (a misspelt module would otherwise train nothing with its rule).
-    pub fn check_part<M: Module<B>>(&self, model: &M) -> Result<(), String> {
+    pub fn check_part<M: Module<B>>(&self, model: &M) -> crate::error::Result<()> {
         let Some(part) = &self.spec.part else {
             return Ok(());
         };
@@ -49,10 +49,10 @@ impl<B: AutodiffBackend> Optimizer<B> {
         {
             return Ok(());
         }
-        Err(format!(
+        Err(crate::error::Error::Config(format!(
             "optimizer part: module '{}' holds no parameter of the model",
             part.module
-        ))
+        )))
     }
 
     /// What this optimizer was built from.

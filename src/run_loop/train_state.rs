@@ -8,7 +8,7 @@ use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
 use crate::checkpoint::{contents, Checkpoint, CheckpointManager, WarmStartSettings};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::estimator::Estimator;
 use crate::optimizer::Optimizer;
 use crate::seed::build_seeded;
@@ -39,7 +39,7 @@ pub(crate) fn fresh_state<B: AutodiffBackend, E: Estimator>(
     let seed = estimator.run_config().tf_random_seed;
     let model = build_seeded::<B, _>(&device, seed, || estimator.build_model::<B>(&device));
     let optimizer = Optimizer::new(&optimizer);
-    optimizer.check_part(&model).map_err(Error::Config)?;
+    optimizer.check_part(&model)?;
     Ok(TrainState {
         model,
         optimizer,

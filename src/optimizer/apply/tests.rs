@@ -64,7 +64,7 @@ fn a_part_naming_no_module_of_the_model_is_an_error() {
         .check_part(&model)
         .unwrap_err();
     assert_eq!(
-        err,
-        "optimizer part: module 'linear' holds no parameter of the model"
+        err.to_string(),
+        "invalid configuration: optimizer part: module 'linear' holds no parameter of the model"
     );
 }
