@@ -309,9 +309,9 @@ fn join(
 }
 
 /// One dial of every address `target` resolves to, each bounded by [`DIAL`].
-fn dial(target: &str, deadline: Instant) -> Result<TcpStream, String> {
-    let addresses = target.to_socket_addrs().map_err(|e| e.to_string())?;
-    let mut last = String::from("the name resolves to no address");
+fn dial(target: &str, deadline: Instant) -> std::io::Result<TcpStream> {
+    let addresses = target.to_socket_addrs()?;
+    let mut last = std::io::Error::new(ErrorKind::NotFound, "the name resolves to no address");
     for address in addresses {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -319,7 +319,7 @@ fn dial(target: &str, deadline: Instant) -> Result<TcpStream, String> {
         }
         match TcpStream::connect_timeout(&address, DIAL.min(left)) {
             Ok(stream) => return Ok(stream),
-            Err(e) => last = e.to_string(),
+            Err(e) => last = e,
         }
     }
     Err(last)
