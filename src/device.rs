@@ -5,12 +5,14 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 mod cpu_threads;
+mod cuda_fault;
 mod cuda_probe;
 #[cfg(any(feature = "cuda", test))]
 mod kernel_cache;
 
 pub use cpu_threads::max_intra_op_threads;
 pub(crate) use cpu_threads::{cpu_pool, cpu_threads, with_cpu_threads};
+pub use cuda_fault::CudaFault;
 use cuda_probe::visible_cuda_devices;
 
 /// The CPU backend every provided method uses by default.
@@ -59,13 +61,13 @@ impl DeviceSpec {
         match self {
             DeviceSpec::Cpu => Ok(ResolvedDevice::Cpu),
             DeviceSpec::Cuda(index) => {
-                let visible = visible_cuda_devices()
-                    .map_err(|reason| Error::Config(format!("device cuda:{index}: {reason}")))?;
+                let visible =
+                    visible_cuda_devices().map_err(|fault| Error::Device { index, fault })?;
                 if index >= visible {
-                    return Err(Error::Config(format!(
-                        "device cuda:{index}: this process sees {visible} CUDA device(s) \
-                         (CUDA_VISIBLE_DEVICES decides which devices are visible)"
-                    )));
+                    return Err(Error::Device {
+                        index,
+                        fault: CudaFault::NotVisible { visible },
+                    });
                 }
                 Ok(cuda(index))
             }
@@ -89,7 +91,8 @@ impl DeviceSpec {
         match self.resolve()? {
             ResolvedDevice::Cpu => Ok(1),
             ResolvedDevice::Cuda(index) => {
-                let visible = visible_cuda_devices().map_err(Error::Config)?;
+                let visible =
+                    visible_cuda_devices().map_err(|fault| Error::Device { index, fault })?;
                 Ok(visible.saturating_sub(index))
             }
         }

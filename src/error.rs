@@ -1,6 +1,26 @@
 //! The one error type of the core crate.
+//!
+//! Every failure of the crate is an [`Error`]: a caller matches its variants, or asks its
+//! [`kind`](Error::kind) for what to do about it. Where a failure has several causes worth
+//! telling apart, the variant carries a plain detail type (`…Fault`) that is never returned
+//! on its own.
+
+mod kind;
 
 use std::path::PathBuf;
+
+pub use kind::ErrorKind;
+
+use crate::checkpoint::IndexFault;
+use crate::device::CudaFault;
+use crate::distribute::TlsFault;
+use crate::export::ExportFault;
+use crate::export::RequestFault;
+use crate::head::LabelFault;
+use crate::summary::SummaryFault;
+
+/// What every configuration-kind message starts with.
+const INVALID: &str = "invalid configuration: ";
 
 /// Everything that can go wrong in `estimator`, each message naming what it is about.
 #[derive(Debug, thiserror::Error)]
@@ -21,16 +41,44 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
-    /// The input pipeline failed.
+    /// The checkpoint index file is corrupt.
+    #[error("{path}: corrupt checkpoint index: {fault}")]
+    CheckpointIndex {
+        /// The index file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        fault: IndexFault,
+    },
+    /// Optimizer state cannot be serialised (for a checkpoint or a ps task).
+    #[error("cannot serialise the optimizer state: {0}")]
+    OptimizerStateEncode(#[from] rmp_serde::encode::Error),
+    /// Bytes are not optimizer state of this optimizer (a damaged checkpoint or snapshot).
+    #[error("cannot read the optimizer state: {0}")]
+    OptimizerStateDecode(#[from] rmp_serde::decode::Error),
+    /// The input pipeline failed; its message names the file and line or record.
     #[error("input: {0}")]
     Input(#[from] datasets::Error),
-    /// A JSON file could not be parsed or written.
-    #[error("{path}: {message}")]
+    /// A label cannot be used by the head (unknown class, out of range, missing).
+    #[error("{0}")]
+    Label(LabelFault),
+    /// A JSON file could not be parsed, or a value could not be written as JSON.
+    #[error("{path}: {source}{}", read_as(.expected))]
     Json {
         /// The JSON file at fault.
         path: PathBuf,
         /// What the parser said.
-        message: String,
+        source: serde_json::Error,
+        /// The estimator type a saved estimator was read as: one of another type is the
+        /// likely cause.
+        expected: Option<&'static str>,
+    },
+    /// An events file cannot be read back.
+    #[error("{path}: {fault}")]
+    Summary {
+        /// The events file at fault.
+        path: PathBuf,
+        /// What is wrong with it, naming the record.
+        fault: SummaryFault,
     },
     /// Training produced a non-finite loss.
     #[error("loss is {value} at step {step}: training stopped (NaN/Inf loss guard)")]
@@ -40,17 +88,23 @@ pub enum Error {
         /// The offending value.
         value: f64,
     },
-    /// An export directory is missing a file or holds an inconsistent one.
-    #[error("export {path}: {message}")]
+    /// An export directory is missing a file or holds one this build cannot load.
+    #[error("export {path}: {fault}")]
     Export {
         /// The export directory or file at fault.
         path: PathBuf,
         /// What is wrong with it.
-        message: String,
+        fault: ExportFault,
     },
-    /// A label cannot be used by the head (unknown class, out of range, missing).
-    #[error("{0}")]
-    Label(String),
+    /// A serving request's instance does not fit the export's signature (TF Serving
+    /// answers it with 400).
+    #[error("instance {instance}: {fault}")]
+    Request {
+        /// The instance's index in the request.
+        instance: usize,
+        /// What is wrong with it, naming the input.
+        fault: RequestFault,
+    },
     /// A collective operation or a peer failed.
     #[error(transparent)]
     Distribute(#[from] crate::distribute::DistributeError),
@@ -64,8 +118,24 @@ pub enum Error {
         message: String,
     },
     /// A configuration value is invalid.
-    #[error("invalid configuration: {0}")]
+    #[error("{INVALID}{0}")]
     Config(String),
+    /// The cluster's TLS files (named by `ESTIMATOR_TLS_*`) cannot be used.
+    #[error("{INVALID}{0}")]
+    Tls(TlsFault),
+    /// The cluster cannot be described (TF_CONFIG, a launcher's variables), met (the
+    /// rendezvous at rank 0: retryable when a rank was lost) or secured (the token, the
+    /// TLS variables).
+    #[error("{}{}", if .0.is_retryable() { "" } else { INVALID }, .0)]
+    Cluster(#[from] crate::cluster::Error),
+    /// The device the run asks for cannot be used here.
+    #[error("device cuda:{index}: {fault}")]
+    Device {
+        /// The CUDA device's index.
+        index: usize,
+        /// Why it cannot be used.
+        fault: CudaFault,
+    },
     /// Training stopped before its last step with no hook asking for it and input left:
     /// the job is not done, whatever the tasks said.
     #[error(
@@ -116,34 +186,13 @@ pub enum Error {
         /// The thread, e.g. `Mirrored replica:1`.
         thread: String,
     },
-    /// The cluster cannot be described (TF_CONFIG, a launcher's variables), met (the
-    /// rendezvous at rank 0: retryable when a rank was lost) or secured (the token).
-    #[error("{}{}", if .0.is_retryable() { "" } else { "invalid configuration: " }, .0)]
-    Cluster(#[from] crate::cluster::Error),
-    /// Optimizer state cannot be written or read back.
-    #[error(transparent)]
-    OptimizerState(#[from] crate::optimizer::OptimizerStateError),
-    /// The cluster's TLS files cannot be used.
-    #[error("invalid configuration: {0}")]
-    Tls(#[from] crate::distribute::TlsError),
-    /// The checkpoint index file is corrupt.
-    #[error("{path}: corrupt checkpoint index: {source}")]
-    CheckpointIndex {
-        /// The index file at fault.
-        path: PathBuf,
-        /// What is wrong with it.
-        source: crate::checkpoint::IndexError,
-    },
-    /// An events file cannot be read back.
-    #[error(transparent)]
-    Summary(#[from] crate::summary::SummaryError),
-    /// A hook failed.
-    #[error("hook {hook}: {message}")]
+    /// A hook failed; a user's hook keeps its own error as the source.
+    #[error("hook {hook}: {source}")]
     Hook {
         /// The hook's name.
         hook: String,
         /// What went wrong.
-        message: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -156,11 +205,10 @@ pub const RETRYABLE_EXIT_CODE: i32 = 128;
 
 impl Error {
     /// The process exit code this error calls for: [`RETRYABLE_EXIT_CODE`] when a restart
-    /// of the cluster can fix it, 1 otherwise.
+    /// of the cluster can fix it (a [`ErrorKind::PeerLost`]), 1 otherwise.
     pub fn exit_code(&self) -> i32 {
-        match self {
-            Error::PeerLost { .. } => RETRYABLE_EXIT_CODE,
-            Error::Cluster(cluster) if cluster.is_retryable() => RETRYABLE_EXIT_CODE,
+        match self.kind() {
+            ErrorKind::PeerLost => RETRYABLE_EXIT_CODE,
             _ => 1,
         }
     }
@@ -180,28 +228,23 @@ impl Error {
             message: message.into(),
         }
     }
+
+    /// An [`Error::Json`] about `path`.
+    pub fn json(path: impl Into<PathBuf>, source: serde_json::Error) -> Self {
+        Error::Json {
+            path: path.into(),
+            source,
+            expected: None,
+        }
+    }
+}
+
+/// The hint a JSON error gives when the file was read as `expected`.
+fn read_as(expected: &Option<&'static str>) -> String {
+    expected.map_or_else(String::new, |expected| {
+        format!(" (saved by another estimator type, or another version of it, than {expected})")
+    })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cluster::Error as ClusterError;
-
-    #[test]
-    fn a_rendezvous_that_lost_a_rank_is_retryable_and_a_disagreement_a_configuration_error() {
-        let lost = Error::from(ClusterError::RendezvousLost(
-            "rank 1 cannot reach rank 0's rendezvous".into(),
-        ));
-        assert_eq!(lost.exit_code(), RETRYABLE_EXIT_CODE);
-        assert_eq!(lost.to_string(), "rank 1 cannot reach rank 0's rendezvous");
-        let refused = Error::from(ClusterError::RendezvousRefused(
-            "rank 1 has WORLD_SIZE = 3, rank 0 has 2".into(),
-        ));
-        assert_eq!(refused.exit_code(), 1);
-        assert_eq!(
-            refused.to_string(),
-            "invalid configuration: rank 1 has WORLD_SIZE = 3, rank 0 has 2"
-        );
-        assert_eq!(Error::from(ClusterError::TokenEmpty).exit_code(), 1);
-    }
-}
+mod tests;

@@ -1,18 +1,22 @@
 //! Export directories (weights + signature + configuration), the exporters run after
 //! evaluations, the `Predictor` loader, and what serving an export needs of an estimator.
 
+mod export_fault;
 mod exporters;
 mod instances;
 mod predictor;
+mod request_fault;
 mod serving;
 mod signature;
 mod writer;
 
 pub use crate::estimator::ESTIMATOR_FILE;
+pub use export_fault::ExportFault;
 pub use exporters::{Exporter, BEST_FILE, DEFAULT_EXPORTS_TO_KEEP};
 pub use instances::{check_instance, check_instances, float_input, floats_input, text_input};
 pub use predictor::Predictor;
-pub use serving::{prediction_json, Instance, ServableEstimator, ServingError};
+pub use request_fault::RequestFault;
+pub use serving::{prediction_json, Instance, ServableEstimator};
 pub use signature::{DType, InputSpec, Signature};
 pub use writer::{
     export, export_checkpoint, export_stamps, ExportInfo, EXPORT_FILE, EXPORT_FORMAT_VERSION,

@@ -4,6 +4,7 @@
 mod base;
 mod binary;
 mod host;
+mod label_fault;
 mod labels;
 mod multi_class;
 mod prediction;
@@ -15,6 +16,7 @@ mod merge_tests;
 
 pub use base::Head;
 pub use binary::BinaryClassHead;
+pub use label_fault::LabelFault;
 pub use labels::HeadLabels;
 pub use multi_class::{MultiClassHead, TOP_K};
 pub use prediction::HeadPrediction;

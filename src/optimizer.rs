@@ -12,7 +12,6 @@ mod keras;
 mod learning_rate_schedule;
 mod regularization;
 mod spec;
-mod state_error;
 
 pub use any::{AnyOptimizer, AnyState};
 pub use apply::Optimizer;
@@ -23,4 +22,3 @@ pub use keras::{Adagrad, AdagradState, AdamW, AdamWState, Rmsprop, RmspropState}
 pub use learning_rate_schedule::{Decay, Schedule};
 pub use regularization::Regularization;
 pub use spec::{Algorithm, OptimizerSpec, PartOptimizer};
-pub use state_error::OptimizerStateError;

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use estimator::export::ServingError;
+use estimator::{Error, ErrorKind};
 
 /// A failed request: the status and the message of TF Serving's `{"error": "..."}` body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,11 +43,13 @@ impl ServeError {
     }
 }
 
-impl From<ServingError> for ServeError {
-    fn from(error: ServingError) -> Self {
-        match error {
-            ServingError::BadRequest(m) => ServeError::BadRequest(m),
-            ServingError::Internal(m) => ServeError::Internal(m),
+impl From<Error> for ServeError {
+    /// A request that does not fit the signature is the client's to fix (400); anything
+    /// else failed on the server's side (500).
+    fn from(error: Error) -> Self {
+        match error.kind() {
+            ErrorKind::Request => ServeError::BadRequest(error.to_string()),
+            _ => ServeError::Internal(error.to_string()),
         }
     }
 }

@@ -32,7 +32,7 @@ pub use batching::{Batched, Batching};
 pub use error::ServeError;
 pub use estimator::export::{
     check_instance, check_instances, float_input, floats_input, prediction_json, text_input,
-    Instance, ServableEstimator, ServingError,
+    Instance, RequestFault, ServableEstimator,
 };
 pub use limits::{
     default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::index_error::IndexError;
+use super::index_fault::IndexFault;
 use super::naming::parse_checkpoint_file_name;
 use crate::error::{Error, Result};
 use crate::io::write_json_atomic;
@@ -44,13 +44,14 @@ impl CheckpointIndex {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(path, e)),
         };
-        let parsed = serde_json::from_slice::<CheckpointIndex>(&bytes)
-            .map_err(IndexError::from)
-            .and_then(|index| index.validate().map(|()| index));
-        match parsed {
-            Ok(index) => Ok(Some(index)),
-            Err(source) => Err(Error::CheckpointIndex { path, source }),
-        }
+        let fault = match serde_json::from_slice::<CheckpointIndex>(&bytes) {
+            Ok(index) => match index.fault() {
+                None => return Ok(Some(index)),
+                Some(fault) => fault,
+            },
+            Err(e) => IndexFault::Json(e),
+        };
+        Err(Error::CheckpointIndex { path, fault })
     }
 
     /// Writes the index of `model_dir` atomically (readers see the old or the new one).
@@ -84,30 +85,30 @@ impl CheckpointIndex {
         true
     }
 
-    /// Checks the invariants the manager relies on; `Err` says which one is broken.
-    pub fn validate(&self) -> std::result::Result<(), IndexError> {
+    /// The first invariant the manager relies on that this index breaks, if any.
+    pub fn fault(&self) -> Option<IndexFault> {
         let mut seen = BTreeSet::new();
         for name in &self.all {
             if parse_checkpoint_file_name(name).is_none() {
-                return Err(IndexError::NotACheckpoint { name: name.clone() });
+                return Some(IndexFault::NotACheckpoint { name: name.clone() });
             }
             if !seen.insert(name) {
-                return Err(IndexError::ListedTwice { name: name.clone() });
+                return Some(IndexFault::ListedTwice { name: name.clone() });
             }
         }
         if self.timestamps.len() != self.all.len() {
-            return Err(IndexError::Timestamps {
+            return Some(IndexFault::Timestamps {
                 timestamps: self.timestamps.len(),
                 checkpoints: self.all.len(),
             });
         }
         if self.latest.as_ref() != self.all.last() {
-            return Err(IndexError::LatestNotLast {
+            return Some(IndexFault::LatestNotLast {
                 latest: self.latest.clone(),
                 last: self.all.last().cloned(),
             });
         }
-        Ok(())
+        None
     }
 }
 
@@ -137,7 +138,7 @@ mod tests {
         assert_eq!(idx.latest.as_deref(), Some("ckpt-200.ckpt"));
         assert!(idx.remove("ckpt-200.ckpt"));
         assert_eq!(idx, CheckpointIndex::default());
-        assert!(idx.validate().is_ok());
+        assert!(idx.fault().is_none());
     }
 
     #[test]

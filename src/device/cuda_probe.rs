@@ -9,34 +9,28 @@
 
 use std::sync::OnceLock;
 
+use super::cuda_fault::CudaFault;
+
 /// The CUDA devices the driver shows this process (it applies `CUDA_VISIBLE_DEVICES`), or
 /// why CUDA cannot be used.
-pub(super) fn visible_cuda_devices() -> Result<usize, String> {
-    static PROBED: OnceLock<Result<usize, String>> = OnceLock::new();
+pub(super) fn visible_cuda_devices() -> Result<usize, CudaFault> {
+    static PROBED: OnceLock<Result<usize, CudaFault>> = OnceLock::new();
     PROBED.get_or_init(probe).clone()
 }
 
 #[cfg(not(feature = "cuda"))]
-fn probe() -> Result<usize, String> {
-    Err("this binary was built without the `cuda` feature".into())
+fn probe() -> Result<usize, CudaFault> {
+    Err(CudaFault::NotBuilt)
 }
 
 #[cfg(feature = "cuda")]
-fn probe() -> Result<usize, String> {
-    let devices = without_panicking(driver_device_count).ok_or_else(|| {
-        "the CUDA driver library (libcuda.so) cannot be loaded: no NVIDIA driver here, or, \
-         in a container, no NVIDIA container runtime"
-            .to_string()
-    })??;
+fn probe() -> Result<usize, CudaFault> {
+    let devices = without_panicking(driver_device_count).ok_or(CudaFault::NoDriver)??;
     if devices > 0 {
         const KERNEL: &str = "extern \"C\" __global__ void probe(float *x) { x[0] = 1.0f; }";
         without_panicking(|| cudarc::nvrtc::compile_ptx(KERNEL))
-            .ok_or_else(|| {
-                "NVRTC (libnvrtc.so, which compiles the CUDA kernels) cannot be loaded: put \
-                 the CUDA toolkit's library directory on LD_LIBRARY_PATH"
-                    .to_string()
-            })?
-            .map_err(|e| format!("NVRTC cannot compile a kernel: {}", compile_error(e)))?;
+            .ok_or(CudaFault::NoNvrtc)?
+            .map_err(|e| CudaFault::Nvrtc(compile_error(e)))?;
     }
     Ok(devices)
 }
@@ -57,15 +51,15 @@ fn compile_error(error: cudarc::nvrtc::CompileError) -> String {
 /// Asks the driver directly: Burn's count opens a context on the first device, which fails
 /// (and panics) when none is visible.
 #[cfg(feature = "cuda")]
-fn driver_device_count() -> Result<usize, String> {
+fn driver_device_count() -> Result<usize, CudaFault> {
     use cudarc::driver::result;
     match result::init() {
         Ok(()) => {}
         // What the driver says when CUDA_VISIBLE_DEVICES hides every device.
         Err(e) if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => return Ok(0),
-        Err(e) => return Err(format!("the CUDA driver did not start: {e}")),
+        Err(e) => return Err(CudaFault::DriverStart(e.to_string())),
     }
-    let count = result::device::get_count().map_err(|e| format!("CUDA driver: {e}"))?;
+    let count = result::device::get_count().map_err(|e| CudaFault::DeviceCount(e.to_string()))?;
     Ok(usize::try_from(count).unwrap_or(0))
 }
 

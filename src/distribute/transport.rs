@@ -12,4 +12,4 @@ pub use grpc::{GrpcConfig, GrpcTransport};
 pub use in_memory::{InMemoryTransport, DEFAULT_RECV_TIMEOUT};
 pub use point_to_point::{Lent, Transport};
 pub(crate) use tls::tls_refusal;
-pub use tls::{ClusterTls, TlsError};
+pub use tls::{ClusterTls, TlsFault};

@@ -31,11 +31,9 @@ pub(crate) fn save_estimator<E: Estimator>(estimator: &E) -> Result<()> {
 pub fn load_estimator<E: Estimator>(model_dir: &Path) -> Result<E> {
     let path = estimator_path(model_dir);
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::Json {
+    serde_json::from_slice(&bytes).map_err(|source| Error::Json {
         path,
-        message: format!(
-            "{e} (saved by another estimator type, or another version of it, than {})",
-            std::any::type_name::<E>()
-        ),
+        source,
+        expected: Some(std::any::type_name::<E>()),
     })
 }

@@ -43,10 +43,7 @@ impl TrainFinished {
         };
         serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|e| Error::Json {
-                path,
-                message: e.to_string(),
-            })
+            .map_err(|e| Error::json(path, e))
     }
 
     /// Removes the marker (done when training starts); no marker is fine.

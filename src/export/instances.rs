@@ -5,11 +5,13 @@
 
 use serde_json::Value;
 
-use super::serving::{Instance, ServingError};
+use super::request_fault::RequestFault;
+use super::serving::Instance;
 use super::{DType, InputSpec, Signature};
+use crate::error::{Error, Result};
 
 /// Checks every instance ([`check_instance`]).
-pub fn check_instances(signature: &Signature, instances: &[Instance]) -> Result<(), ServingError> {
+pub fn check_instances(signature: &Signature, instances: &[Instance]) -> Result<()> {
     instances
         .iter()
         .enumerate()
@@ -19,11 +21,7 @@ pub fn check_instances(signature: &Signature, instances: &[Instance]) -> Result<
 /// Instance number `index` of a request holds every input of `signature`, nothing else,
 /// each of its type and per-example shape. A scalar input may be written as a one-element
 /// list (TF's `[batch, 1]` inputs).
-pub fn check_instance(
-    signature: &Signature,
-    index: usize,
-    instance: &Instance,
-) -> Result<(), ServingError> {
+pub fn check_instance(signature: &Signature, index: usize, instance: &Instance) -> Result<()> {
     let names = || {
         signature
             .inputs
@@ -36,18 +34,23 @@ pub fn check_instance(
         .keys()
         .find(|key| !signature.inputs.iter().any(|input| &input.name == *key))
     {
-        return Err(ServingError::BadRequest(format!(
-            "instance {index}: '{unknown}' is not an input of the signature ({})",
-            names()
-        )));
+        return Err(refused(
+            index,
+            RequestFault::UnknownInput {
+                name: unknown.clone(),
+                inputs: names(),
+            },
+        ));
     }
     for input in &signature.inputs {
         let Some(value) = instance.get(&input.name) else {
-            return Err(ServingError::BadRequest(format!(
-                "instance {index}: input '{}' is missing (the signature's inputs: {})",
-                input.name,
-                names()
-            )));
+            return Err(refused(
+                index,
+                RequestFault::Missing {
+                    input: input.name.clone(),
+                    inputs: Some(names()),
+                },
+            ));
         };
         check_value(input, index, value)?;
     }
@@ -55,19 +58,14 @@ pub fn check_instance(
 }
 
 /// `value` is `input`'s per-example shape of elements of its type.
-fn check_value(input: &InputSpec, index: usize, value: &Value) -> Result<(), ServingError> {
+fn check_value(input: &InputSpec, index: usize, value: &Value) -> Result<()> {
     if input.shape.is_empty() {
         return check_element(input, index, scalar(value));
     }
     check_nested(input, index, value, &input.shape)
 }
 
-fn check_nested(
-    input: &InputSpec,
-    index: usize,
-    value: &Value,
-    shape: &[usize],
-) -> Result<(), ServingError> {
+fn check_nested(input: &InputSpec, index: usize, value: &Value, shape: &[usize]) -> Result<()> {
     let Some((&length, inner)) = shape.split_first() else {
         return check_element(input, index, value);
     };
@@ -75,14 +73,18 @@ fn check_nested(
         Value::Array(items) if items.len() == length => items
             .iter()
             .try_for_each(|item| check_nested(input, index, item, inner)),
-        _ => Err(ServingError::BadRequest(format!(
-            "instance {index}: input '{}' must have shape {:?}, got {value}",
-            input.name, input.shape
-        ))),
+        _ => Err(refused(
+            index,
+            RequestFault::Shape {
+                input: input.name.clone(),
+                shape: input.shape.clone(),
+                value: value.clone(),
+            },
+        )),
     }
 }
 
-fn check_element(input: &InputSpec, index: usize, value: &Value) -> Result<(), ServingError> {
+fn check_element(input: &InputSpec, index: usize, value: &Value) -> Result<()> {
     match input.dtype {
         DType::Float32 => number(value, index, &input.name).map(drop),
         DType::Int64 => match value {
@@ -95,23 +97,14 @@ fn check_element(input: &InputSpec, index: usize, value: &Value) -> Result<(), S
 
 /// The float32 value of scalar input `name` of instance `index` (a one-element list counts
 /// as its element).
-pub fn float_input(instance: &Instance, index: usize, name: &str) -> Result<f32, ServingError> {
+pub fn float_input(instance: &Instance, index: usize, name: &str) -> Result<f32> {
     number(scalar(present(instance, index, name)?), index, name)
 }
 
 /// The float32 values of input `name` of instance `index`, nested lists flattened in row
 /// order (an input of shape `[4]` gives 4 values, `[2, 3]` gives 6).
-pub fn floats_input(
-    instance: &Instance,
-    index: usize,
-    name: &str,
-) -> Result<Vec<f32>, ServingError> {
-    fn flatten(
-        value: &Value,
-        index: usize,
-        name: &str,
-        out: &mut Vec<f32>,
-    ) -> Result<(), ServingError> {
+pub fn floats_input(instance: &Instance, index: usize, name: &str) -> Result<Vec<f32>> {
+    fn flatten(value: &Value, index: usize, name: &str, out: &mut Vec<f32>) -> Result<()> {
         match value {
             Value::Array(items) => items
                 .iter()
@@ -129,23 +122,25 @@ pub fn floats_input(
 
 /// The text of scalar string input `name` of instance `index`; an integer counts as its
 /// decimal text (category ids written as numbers).
-pub fn text_input(instance: &Instance, index: usize, name: &str) -> Result<String, ServingError> {
+pub fn text_input(instance: &Instance, index: usize, name: &str) -> Result<String> {
     text(present(instance, index, name)?, index, name)
 }
 
-fn present<'i>(
-    instance: &'i Instance,
-    index: usize,
-    name: &str,
-) -> Result<&'i Value, ServingError> {
+fn present<'i>(instance: &'i Instance, index: usize, name: &str) -> Result<&'i Value> {
     instance.get(name).ok_or_else(|| {
-        ServingError::BadRequest(format!("instance {index}: input '{name}' is missing"))
+        refused(
+            index,
+            RequestFault::Missing {
+                input: name.to_string(),
+                inputs: None,
+            },
+        )
     })
 }
 
 /// A number that fits float32: one beyond its range is refused rather than fed to the
 /// model as infinity (the CSV reader refuses it too).
-fn number(value: &Value, index: usize, name: &str) -> Result<f32, ServingError> {
+fn number(value: &Value, index: usize, name: &str) -> Result<f32> {
     let Value::Number(n) = value else {
         return Err(bad(index, name, value, "a number"));
     };
@@ -154,15 +149,18 @@ fn number(value: &Value, index: usize, name: &str) -> Result<f32, ServingError> 
         .map(|x| x as f32)
         .ok_or_else(|| bad(index, name, value, "a number"))?;
     if x.is_infinite() {
-        return Err(ServingError::BadRequest(format!(
-            "instance {index}: input '{name}' is {n}, outside float32's range (±{:e})",
-            f32::MAX
-        )));
+        return Err(refused(
+            index,
+            RequestFault::OutOfRange {
+                input: name.to_string(),
+                number: n.clone(),
+            },
+        ));
     }
     Ok(x)
 }
 
-fn text(value: &Value, index: usize, name: &str) -> Result<String, ServingError> {
+fn text(value: &Value, index: usize, name: &str) -> Result<String> {
     match scalar(value) {
         Value::String(s) => Ok(s.clone()),
         Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
@@ -177,10 +175,19 @@ fn scalar(value: &Value) -> &Value {
     }
 }
 
-fn bad(index: usize, name: &str, value: &Value, wanted: &str) -> ServingError {
-    ServingError::BadRequest(format!(
-        "instance {index}: input '{name}' must be {wanted}, got {value}"
-    ))
+fn bad(index: usize, name: &str, value: &Value, wanted: &'static str) -> Error {
+    refused(
+        index,
+        RequestFault::Type {
+            input: name.to_string(),
+            wanted,
+            value: value.clone(),
+        },
+    )
+}
+
+fn refused(instance: usize, fault: RequestFault) -> Error {
+    Error::Request { instance, fault }
 }
 
 #[cfg(test)]
@@ -211,7 +218,7 @@ mod tests {
                 instance(value),
             ],
         ) {
-            Err(ServingError::BadRequest(m)) => m,
+            Err(error @ Error::Request { .. }) => error.to_string(),
             other => panic!("not refused: {other:?}"),
         }
     }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use burn::tensor::backend::Backend;
 use serde::de::DeserializeOwned;
 
+use super::export_fault::ExportFault;
 use super::writer::{ExportInfo, EXPORT_FILE, SIGNATURE_FILE, WEIGHTS_FILE};
 use super::Signature;
 use crate::device::CpuBackend;
@@ -28,11 +29,11 @@ fn read_json<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
     let path = dir.join(file);
     let bytes = std::fs::read(&path).map_err(|e| Error::Export {
         path: path.clone(),
-        message: format!("cannot read: {e}"),
+        fault: ExportFault::Unreadable(e),
     })?;
     serde_json::from_slice(&bytes).map_err(|e| Error::Export {
         path,
-        message: e.to_string(),
+        fault: ExportFault::Json(e),
     })
 }
 
@@ -51,7 +52,7 @@ impl<E: Estimator, B: Backend> Predictor<E, B> {
         if info.format_version != super::writer::EXPORT_FORMAT_VERSION {
             return Err(Error::Export {
                 path: dir.join(EXPORT_FILE),
-                message: format!("unsupported export format version {}", info.format_version),
+                fault: ExportFault::Version(info.format_version),
             });
         }
         let estimator: E = read_json(&dir, ESTIMATOR_FILE)?;
@@ -59,7 +60,7 @@ impl<E: Estimator, B: Backend> Predictor<E, B> {
         let weights_path = dir.join(WEIGHTS_FILE);
         let weights = std::fs::read(&weights_path).map_err(|e| Error::Export {
             path: weights_path.clone(),
-            message: format!("cannot read: {e}"),
+            fault: ExportFault::Unreadable(e),
         })?;
         let model = build_seeded::<B, _>(&device, estimator.run_config().tf_random_seed, || {
             estimator.build_model::<B>(&device)

@@ -9,30 +9,11 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::Signature;
+use crate::error::Result;
 use crate::estimator::Estimator;
 
 /// One request instance: input name → JSON value.
 pub type Instance = Map<String, Value>;
-
-/// Why instances could not become a batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServingError {
-    /// The request does not fit the signature (answered 400); the message names the
-    /// instance and the input.
-    BadRequest(String),
-    /// The instances were valid but the batch could not be made (answered 500).
-    Internal(String),
-}
-
-impl std::fmt::Display for ServingError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ServingError::BadRequest(m) | ServingError::Internal(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for ServingError {}
 
 /// What an estimator needs, beyond its export, to answer TF Serving requests.
 ///
@@ -43,13 +24,14 @@ impl std::error::Error for ServingError {}
 /// [`float_input`](super::float_input), [`floats_input`](super::floats_input) and
 /// [`text_input`](super::text_input).
 pub trait ServableEstimator: Estimator + Send + 'static {
-    /// A batch of `instances` (already checked against `signature`). Errors name the
-    /// instance (by index) and the input.
+    /// A batch of `instances` (already checked against `signature`). An instance that
+    /// does not fit is an [`Error::Request`](crate::Error::Request) naming it (by index)
+    /// and the input, which the server answers with 400; any other error is a 500.
     fn batch_from_instances(
         &self,
         signature: &Signature,
         instances: &[Instance],
-    ) -> Result<Self::Batch, ServingError>;
+    ) -> Result<Self::Batch>;
 
     /// A prediction as JSON: an object with one member per output key. The default is the
     /// prediction's serde form with every `f32` in its shortest digits

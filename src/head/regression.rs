@@ -6,6 +6,7 @@ use datasets::LabelRef;
 use serde::{Deserialize, Serialize};
 
 use super::host::to_host;
+use super::label_fault::LabelFault;
 use super::{HeadLabels, HeadPrediction};
 use crate::error::{Error, Result};
 use crate::metrics::{Metric, Metrics};
@@ -37,8 +38,11 @@ impl RegressionHead {
     ) -> Result<HeadLabels<B>> {
         let values = labels
             .map(|l| {
-                l.as_f32()
-                    .ok_or_else(|| Error::Label(format!("regression label {l:?} is not a number")))
+                l.as_f32().ok_or_else(|| {
+                    Error::Label(LabelFault::NotANumber {
+                        label: format!("{l:?}"),
+                    })
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(HeadLabels::values(

@@ -2,6 +2,7 @@
 
 use datasets::LabelRef;
 
+use super::label_fault::LabelFault;
 use crate::error::{Error, Result};
 
 /// The class id of `label` among `n_classes`, looking strings up in `vocabulary`.
@@ -13,29 +14,29 @@ pub fn class_id(
     let id = match (label, vocabulary) {
         (LabelRef::Name(name), Some(vocab)) => {
             vocab.iter().position(|v| v == name).ok_or_else(|| {
-                Error::Label(format!(
-                    "label '{name}' is not in the label vocabulary {vocab:?}"
-                ))
+                Error::Label(LabelFault::NotInVocabulary {
+                    name: name.to_string(),
+                    vocabulary: vocab.to_vec(),
+                })
             })?
         }
         (LabelRef::Name(name), None) => {
-            return Err(Error::Label(format!(
-                "label '{name}' is a string: give a label vocabulary (or integer labels)"
-            )))
+            return Err(Error::Label(LabelFault::NoVocabulary {
+                name: name.to_string(),
+            }))
         }
         (LabelRef::Class(c), _) => c as usize,
         (LabelRef::Float(v), _) if v.fract() == 0.0 && v >= 0.0 => v as usize,
         (LabelRef::Float(v), _) => {
-            return Err(Error::Label(format!(
-                "label {v} is not a class id (0..{n_classes})"
-            )))
+            return Err(Error::Label(LabelFault::NotAClassId {
+                value: v,
+                n_classes,
+            }))
         }
-        (LabelRef::None, _) => return Err(Error::Label("an example has no label".into())),
+        (LabelRef::None, _) => return Err(Error::Label(LabelFault::Missing)),
     };
     if id >= n_classes {
-        return Err(Error::Label(format!(
-            "label {id} is out of range for {n_classes} classes"
-        )));
+        return Err(Error::Label(LabelFault::OutOfRange { id, n_classes }));
     }
     Ok(id as i64)
 }

@@ -37,9 +37,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Serialises `value` as pretty JSON and writes it atomically to `path`.
 pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let json = serde_json::to_vec_pretty(value).map_err(|e| Error::Json {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let json = serde_json::to_vec_pretty(value).map_err(|e| Error::json(path, e))?;
     write_atomic(path, &json)
 }

@@ -38,10 +38,7 @@ impl EvalHistory {
     /// Appends `record` (one line, flushed and synced).
     pub fn append(eval_dir: &Path, record: &EvalRecord) -> Result<()> {
         let path = Self::path(eval_dir);
-        let mut line = serde_json::to_string(record).map_err(|e| Error::Json {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
+        let mut line = serde_json::to_string(record).map_err(|e| Error::json(&path, e))?;
         line.push('\n');
         let mut file = OpenOptions::new()
             .create(true)

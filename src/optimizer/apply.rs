@@ -1,7 +1,7 @@
 //! Applies gradients to a module with the optimizer an [`OptimizerSpec`] names, one
 //! parameter at a time.
 
-use super::{param_paths, AnyOptimizer, OptimizerSpec, OptimizerStateError};
+use super::{param_paths, AnyOptimizer, OptimizerSpec};
 use std::collections::BTreeMap;
 
 use burn::module::{Module, ModuleMapper, Param};
@@ -86,7 +86,7 @@ impl<B: AutodiffBackend> Optimizer<B> {
     }
 
     /// The state serialised deterministically (MessagePack, sorted by path).
-    pub fn state_bytes(&self) -> Result<Vec<u8>, OptimizerStateError> {
+    pub fn state_bytes(&self) -> crate::error::Result<Vec<u8>> {
         let items: BTreeMap<&String, StateItem<B>> = self
             .states
             .iter()
@@ -100,7 +100,7 @@ impl<B: AutodiffBackend> Optimizer<B> {
         &mut self,
         bytes: &[u8],
         device: &B::Device,
-    ) -> Result<(), OptimizerStateError> {
+    ) -> crate::error::Result<()> {
         self.states.clear();
         self.merge_state_bytes(bytes, device)
     }
@@ -133,10 +133,7 @@ impl<B: AutodiffBackend> Optimizer<B> {
     }
 
     /// The state of the parameters `keep` accepts, serialised as [`Optimizer::state_bytes`].
-    pub fn state_bytes_of(
-        &self,
-        keep: impl Fn(&str) -> bool,
-    ) -> Result<Vec<u8>, OptimizerStateError> {
+    pub fn state_bytes_of(&self, keep: impl Fn(&str) -> bool) -> crate::error::Result<Vec<u8>> {
         let items: BTreeMap<&String, StateItem<B>> = self
             .states
             .iter()
@@ -152,7 +149,7 @@ impl<B: AutodiffBackend> Optimizer<B> {
         &mut self,
         bytes: &[u8],
         device: &B::Device,
-    ) -> Result<(), OptimizerStateError> {
+    ) -> crate::error::Result<()> {
         let items: BTreeMap<String, StateItem<B>> = rmp_serde::from_slice(bytes)?;
         self.states.extend(
             items

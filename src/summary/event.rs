@@ -6,7 +6,7 @@
 //! `Value { tag = 1; simple_value = 2; histo = 5 }`, `HistogramProto { min = 1 … bucket = 7 }`,
 //! `SessionLog { status = 1 }`.
 
-use super::error::DecodeError;
+use super::fault::SummaryFault;
 use super::histogram::Histogram;
 use super::protobuf_primitives::{push_doubles, Decoder, Encoder, Field};
 
@@ -117,7 +117,7 @@ impl Event {
     }
 
     /// Parses a protobuf `Event` message, or says why it is not one.
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+    pub fn decode(bytes: &[u8]) -> Result<Self, SummaryFault> {
         let mut event = Event {
             wall_time: 0.0,
             step: 0,
@@ -161,23 +161,23 @@ fn encode_value(value: &SummaryValue) -> Vec<u8> {
     e.finish()
 }
 
-fn utf8(bytes: &[u8]) -> Result<String, DecodeError> {
-    Ok(String::from_utf8(bytes.to_vec())?)
+fn utf8(bytes: &[u8]) -> Result<String, SummaryFault> {
+    String::from_utf8(bytes.to_vec()).map_err(SummaryFault::Utf8)
 }
 
-fn not_a_double(message: &'static str, field: &'static str) -> DecodeError {
-    DecodeError::NotADouble { message, field }
+fn not_a_double(message: &'static str, field: &'static str) -> SummaryFault {
+    SummaryFault::NotADouble { message, field }
 }
 
-fn malformed(message: &'static str, field: u32, found: Field<'_>) -> DecodeError {
-    DecodeError::Malformed {
+fn malformed(message: &'static str, field: u32, found: Field<'_>) -> SummaryFault {
+    SummaryFault::Malformed {
         message,
         field,
         found: format!("{found:?}"),
     }
 }
 
-fn decode_summary(bytes: &[u8]) -> Result<Vec<SummaryValue>, DecodeError> {
+fn decode_summary(bytes: &[u8]) -> Result<Vec<SummaryValue>, SummaryFault> {
     let mut values = Vec::new();
     let mut d = Decoder::new(bytes);
     while let Some((number, field)) = d.next_field()? {
@@ -188,7 +188,7 @@ fn decode_summary(bytes: &[u8]) -> Result<Vec<SummaryValue>, DecodeError> {
     Ok(values)
 }
 
-fn decode_value(bytes: &[u8]) -> Result<SummaryValue, DecodeError> {
+fn decode_value(bytes: &[u8]) -> Result<SummaryValue, SummaryFault> {
     let mut value = SummaryValue {
         tag: String::new(),
         value: Value::Other,
@@ -207,7 +207,7 @@ fn decode_value(bytes: &[u8]) -> Result<SummaryValue, DecodeError> {
     Ok(value)
 }
 
-fn decode_histogram(bytes: &[u8]) -> Result<Histogram, DecodeError> {
+fn decode_histogram(bytes: &[u8]) -> Result<Histogram, SummaryFault> {
     let mut h = Histogram {
         min: 0.0,
         max: 0.0,
@@ -240,7 +240,7 @@ fn decode_histogram(bytes: &[u8]) -> Result<Histogram, DecodeError> {
     Ok(h)
 }
 
-fn decode_session_log(bytes: &[u8]) -> Result<SessionStatus, DecodeError> {
+fn decode_session_log(bytes: &[u8]) -> Result<SessionStatus, SummaryFault> {
     let mut status = SessionStatus::Unspecified;
     let mut d = Decoder::new(bytes);
     while let Some((number, field)) = d.next_field()? {

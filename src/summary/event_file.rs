@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::{RecordError, SummaryError};
 use super::event::Event;
+use super::fault::SummaryFault;
 use super::file_name::is_events_file;
 use crate::error::{Error, Result};
 
@@ -22,19 +22,16 @@ pub fn masked_crc32c(data: &[u8]) -> u32 {
 /// Every event of the events file at `path`, in order; fails on a bad CRC or a truncated record.
 pub fn read_event_file(path: &Path) -> Result<Vec<Event>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let records = parse_records(&bytes).map_err(|source| SummaryError::Record {
+    let damaged = |fault| Error::Summary {
         path: path.to_path_buf(),
-        source,
-    })?;
-    let events = records
+        fault,
+    };
+    parse_records(&bytes)
+        .map_err(damaged)?
         .into_iter()
         .map(Event::decode)
         .collect::<std::result::Result<_, _>>()
-        .map_err(|source| SummaryError::Decode {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    Ok(events)
+        .map_err(damaged)
 }
 
 /// The events files directly in `dir`, sorted by name (the order TensorBoard reads them in).
@@ -50,27 +47,27 @@ pub fn event_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn parse_records(mut bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, RecordError> {
+fn parse_records(mut bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, SummaryFault> {
     let mut records = Vec::new();
     while !bytes.is_empty() {
         let record = records.len();
         let header = bytes
             .get(..12)
-            .ok_or(RecordError::TruncatedHeader { record })?;
+            .ok_or(SummaryFault::TruncatedHeader { record })?;
         let (len_bytes, len_crc) = header.split_at(8);
         if masked_crc32c(len_bytes) != u32::from_le_bytes(len_crc.try_into().expect("4 bytes")) {
-            return Err(RecordError::LengthCrc { record });
+            return Err(SummaryFault::LengthCrc { record });
         }
         let len = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes"));
-        let len = usize::try_from(len).map_err(|_| RecordError::Length { record, len })?;
+        let len = usize::try_from(len).map_err(|_| SummaryFault::RecordLength { record, len })?;
         let rest = &bytes[12..];
         if rest.len() < len.saturating_add(4) {
-            return Err(RecordError::TruncatedData { record, len });
+            return Err(SummaryFault::TruncatedData { record, len });
         }
         let (data, rest) = rest.split_at(len);
         let (data_crc, rest) = rest.split_at(4);
         if masked_crc32c(data) != u32::from_le_bytes(data_crc.try_into().expect("4 bytes")) {
-            return Err(RecordError::DataCrc { record });
+            return Err(SummaryFault::DataCrc { record });
         }
         records.push(data);
         bytes = rest;

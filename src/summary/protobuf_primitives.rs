@@ -1,6 +1,6 @@
 //! The few protobuf wire-format primitives the event messages need, encoding and decoding.
 
-use super::error::DecodeError;
+use super::fault::SummaryFault;
 
 /// Wire type of varint fields (int64, enums).
 const VARINT: u8 = 0;
@@ -104,25 +104,25 @@ impl<'a> Decoder<'a> {
         Decoder { data }
     }
 
-    fn varint(&mut self) -> Result<u64, DecodeError> {
+    fn varint(&mut self) -> Result<u64, SummaryFault> {
         let mut value = 0_u64;
         for shift in (0..64).step_by(7) {
             let (&byte, rest) = self
                 .data
                 .split_first()
-                .ok_or(DecodeError::TruncatedVarint)?;
+                .ok_or(SummaryFault::TruncatedVarint)?;
             self.data = rest;
             value |= u64::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
                 return Ok(value);
             }
         }
-        Err(DecodeError::VarintTooLong)
+        Err(SummaryFault::VarintTooLong)
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], SummaryFault> {
         if self.data.len() < n {
-            return Err(DecodeError::Truncated {
+            return Err(SummaryFault::Truncated {
                 needed: n,
                 left: self.data.len(),
             });
@@ -133,30 +133,30 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next field, `None` at the end, or why the bytes are not a valid message.
-    pub(crate) fn next_field(&mut self) -> Result<Option<(u32, Field<'a>)>, DecodeError> {
+    pub(crate) fn next_field(&mut self) -> Result<Option<(u32, Field<'a>)>, SummaryFault> {
         if self.data.is_empty() {
             return Ok(None);
         }
         let key = self.varint()?;
         let field =
-            u32::try_from(key >> 3).map_err(|_| DecodeError::FieldNumber { number: key >> 3 })?;
+            u32::try_from(key >> 3).map_err(|_| SummaryFault::FieldNumber { number: key >> 3 })?;
         let value = match (key & 7) as u8 {
             VARINT => Field::Varint(self.varint()?),
             FIXED64 => Field::Fixed64(self.take(8)?.try_into().expect("8 bytes")),
             LEN => {
                 let len = self.varint()?;
-                let len = usize::try_from(len).map_err(|_| DecodeError::Length { len })?;
+                let len = usize::try_from(len).map_err(|_| SummaryFault::FieldLength { len })?;
                 Field::Len(self.take(len)?)
             }
             FIXED32 => Field::Fixed32(self.take(4)?.try_into().expect("4 bytes")),
-            wire_type => return Err(DecodeError::WireType { wire_type, field }),
+            wire_type => return Err(SummaryFault::WireType { wire_type, field }),
         };
         Ok(Some((field, value)))
     }
 }
 
 /// Decodes a packed (or a single unpacked) repeated double field into `out`.
-pub(crate) fn push_doubles(field: Field<'_>, out: &mut Vec<f64>) -> Result<(), DecodeError> {
+pub(crate) fn push_doubles(field: Field<'_>, out: &mut Vec<f64>) -> Result<(), SummaryFault> {
     match field {
         Field::Fixed64(b) => out.push(f64::from_le_bytes(b)),
         Field::Len(bytes) if bytes.len() % 8 == 0 => out.extend(
@@ -165,7 +165,7 @@ pub(crate) fn push_doubles(field: Field<'_>, out: &mut Vec<f64>) -> Result<(), D
                 .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))),
         ),
         other => {
-            return Err(DecodeError::NotDoubles {
+            return Err(SummaryFault::NotDoubles {
                 found: format!("{other:?}"),
             })
         }

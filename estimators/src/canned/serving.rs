@@ -5,16 +5,14 @@
 use super::{CannedEstimator, Task};
 use crate::network::Network;
 use datasets::{ColumnType, ColumnarBatch, Example};
-use estimator::export::{
-    float_input, text_input, Instance, ServableEstimator, ServingError, Signature,
-};
+use estimator::export::{float_input, text_input, Instance, ServableEstimator, Signature};
 
 impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstimator<N, K> {
     fn batch_from_instances(
         &self,
         _signature: &Signature,
         instances: &[Instance],
-    ) -> Result<ColumnarBatch, ServingError> {
+    ) -> estimator::Result<ColumnarBatch> {
         // The server has checked every instance against the signature, whose inputs are
         // the schema's features: each is there, of its type.
         let schema = self.schema();
@@ -42,7 +40,7 @@ impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstima
                 }
                 Ok(example)
             })
-            .collect::<Result<Vec<_>, ServingError>>()?;
-        ColumnarBatch::from_examples(&rows).map_err(|e| ServingError::Internal(e.to_string()))
+            .collect::<estimator::Result<Vec<_>>>()?;
+        Ok(ColumnarBatch::from_examples(&rows)?)
     }
 }

@@ -8,9 +8,7 @@
 //! the HTTP server; only `ctr_estimator_serve` does.
 
 use estimator::datasets::{ColumnType, ColumnarBatch, Example};
-use estimator::export::{
-    float_input, text_input, Instance, ServableEstimator, ServingError, Signature,
-};
+use estimator::export::{float_input, text_input, Instance, ServableEstimator, Signature};
 
 use crate::{ctr_features_schema, CtrClassifier};
 
@@ -19,7 +17,7 @@ impl ServableEstimator for CtrClassifier {
         &self,
         _signature: &Signature,
         instances: &[Instance],
-    ) -> Result<ColumnarBatch, ServingError> {
+    ) -> estimator::Result<ColumnarBatch> {
         let schema = ctr_features_schema();
         let rows = instances
             .iter()
@@ -42,7 +40,7 @@ impl ServableEstimator for CtrClassifier {
                 }
                 Ok(example)
             })
-            .collect::<Result<Vec<_>, ServingError>>()?;
-        ColumnarBatch::from_examples(&rows).map_err(|e| ServingError::Internal(e.to_string()))
+            .collect::<estimator::Result<Vec<_>>>()?;
+        Ok(ColumnarBatch::from_examples(&rows)?)
     }
 }

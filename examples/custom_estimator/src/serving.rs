@@ -7,7 +7,7 @@
 //! the HTTP server; only `custom_estimator_serve` does.
 
 use estimator::datasets::Example;
-use estimator::export::{floats_input, Instance, ServableEstimator, ServingError};
+use estimator::export::{floats_input, Instance, ServableEstimator};
 use estimator::Signature;
 
 use crate::IrisClassifier;
@@ -17,7 +17,7 @@ impl ServableEstimator for IrisClassifier {
         &self,
         _signature: &Signature,
         instances: &[Instance],
-    ) -> Result<Vec<Example>, ServingError> {
+    ) -> estimator::Result<Vec<Example>> {
         instances
             .iter()
             .enumerate()

@@ -7,6 +7,7 @@
 //! refused and why.
 
 mod accept;
+mod fault;
 mod refusal;
 mod verifier;
 
@@ -21,40 +22,10 @@ use tokio_rustls::TlsAcceptor;
 use tonic::transport::{Certificate, ClientTlsConfig, Identity};
 
 use crate::cluster::{tls_files_from_env, TlsFiles, TLS_CA, TLS_CERT, TLS_KEY};
+use crate::error::{Error, Result};
+pub use fault::TlsFault;
 pub(crate) use refusal::tls_refusal;
 use verifier::NamingVerifier;
-
-/// Why the cluster's TLS files cannot be used; each names the variable and the file.
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    /// The environment names the files wrongly.
-    #[error(transparent)]
-    Env(#[from] crate::cluster::Error),
-    /// A file cannot be read.
-    #[error("{variable} ({}): {source}", path.display())]
-    Read {
-        /// The variable naming the file.
-        variable: &'static str,
-        /// The file.
-        path: std::path::PathBuf,
-        /// Why it cannot be read.
-        source: std::io::Error,
-    },
-    /// A file holds no usable PEM item of the kind expected.
-    #[error("{variable} ({}): {message}", path.display())]
-    Pem {
-        /// The variable naming the file.
-        variable: &'static str,
-        /// The file.
-        path: std::path::PathBuf,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The files are each readable but do not make a configuration (a key that is not the
-    /// certificate's, say).
-    #[error("{TLS_CERT} and {TLS_KEY}: {0}")]
-    Mismatch(String),
-}
 
 /// A task's TLS identity and the CA it trusts, ready for the gRPC servers and clients.
 pub struct ClusterTls {
@@ -74,7 +45,7 @@ impl std::fmt::Debug for ClusterTls {
 impl ClusterTls {
     /// The TLS the environment asks for (`ESTIMATOR_TLS_CERT`, `_KEY`, `_CA`, and the
     /// optional `_SERVER_NAME`), loaded; `None` when none of the files is named.
-    pub fn from_env() -> Result<Option<Arc<Self>>, TlsError> {
+    pub fn from_env() -> Result<Option<Arc<Self>>> {
         match tls_files_from_env()? {
             Some(files) => Ok(Some(Arc::new(Self::load(&files)?))),
             None => Ok(None),
@@ -82,46 +53,51 @@ impl ClusterTls {
     }
 
     /// Reads and checks `files`: the certificate chain, its key, and the CA.
-    pub fn load(files: &TlsFiles) -> Result<Self, TlsError> {
+    pub fn load(files: &TlsFiles) -> Result<Self> {
         let cert_pem = read(TLS_CERT, &files.cert)?;
         let key_pem = read(TLS_KEY, &files.key)?;
         let ca_pem = read(TLS_CA, &files.ca)?;
         let chain = certificates(TLS_CERT, &files.cert, &cert_pem)?;
-        let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| TlsError::Pem {
-            variable: TLS_KEY,
-            path: files.key.clone(),
-            message: format!("no private key: {e}"),
+        let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+            Error::Tls(TlsFault::Pem {
+                variable: TLS_KEY,
+                path: files.key.clone(),
+                message: format!("no private key: {e}"),
+            })
         })?;
         let mut roots = RootCertStore::empty();
         for ca in certificates(TLS_CA, &files.ca, &ca_pem)? {
-            roots.add(ca).map_err(|e| TlsError::Pem {
-                variable: TLS_CA,
-                path: files.ca.clone(),
-                message: format!("not a CA certificate: {e}"),
+            roots.add(ca).map_err(|e| {
+                Error::Tls(TlsFault::Pem {
+                    variable: TLS_CA,
+                    path: files.ca.clone(),
+                    message: format!("not a CA certificate: {e}"),
+                })
             })?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier =
             WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
                 .build()
-                .map_err(|e| TlsError::Pem {
-                    variable: TLS_CA,
-                    path: files.ca.clone(),
-                    message: e.to_string(),
+                .map_err(|e| {
+                    Error::Tls(TlsFault::Pem {
+                        variable: TLS_CA,
+                        path: files.ca.clone(),
+                        message: e.to_string(),
+                    })
                 })?;
         let mut server = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError::Mismatch(e.to_string()))?
+            .map_err(|e| Error::Tls(TlsFault::Unusable(e.to_string())))?
             .with_client_cert_verifier(Arc::new(NamingVerifier::new(verifier)))
             .with_single_cert(chain, key)
             .map_err(|e| {
-                TlsError::Mismatch(match e {
-                    rustls::Error::InconsistentKeys(_) => format!(
-                        "{} is not the private key of {}",
-                        files.key.display(),
-                        files.cert.display()
-                    ),
-                    other => other.to_string(),
+                Error::Tls(match e {
+                    rustls::Error::InconsistentKeys(_) => TlsFault::KeyMismatch {
+                        cert: files.cert.clone(),
+                        key: files.key.clone(),
+                    },
+                    other => TlsFault::Unusable(other.to_string()),
                 })
             })?;
         server.alpn_protocols = vec![b"h2".to_vec()];
@@ -145,11 +121,13 @@ impl ClusterTls {
     }
 }
 
-fn read(variable: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
-        variable,
-        path: path.to_path_buf(),
-        source,
+fn read(variable: &'static str, path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| {
+        Error::Tls(TlsFault::Unreadable {
+            variable,
+            path: path.to_path_buf(),
+            source,
+        })
     })
 }
 
@@ -158,11 +136,13 @@ fn certificates(
     variable: &'static str,
     path: &Path,
     pem: &[u8],
-) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let invalid = |message: String| TlsError::Pem {
-        variable,
-        path: path.to_path_buf(),
-        message,
+) -> Result<Vec<CertificateDer<'static>>> {
+    let invalid = |message: String| {
+        Error::Tls(TlsFault::Pem {
+            variable,
+            path: path.to_path_buf(),
+            message,
+        })
     };
     let chain = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()

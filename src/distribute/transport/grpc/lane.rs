@@ -18,6 +18,7 @@
 mod frame;
 mod handshake;
 mod listener;
+mod no_lane;
 mod path;
 mod reader;
 mod writer;
@@ -36,6 +37,7 @@ use super::peer_watch::PeerWatch;
 use super::GrpcConfig;
 use crate::distribute::error::{DistributeError, Result};
 use listener::{Acceptor, LaneListener};
+use no_lane::NoLane;
 use reader::InboundLanes;
 use writer::LaneWriter;
 
@@ -91,7 +93,7 @@ impl Lanes {
             };
             let bound = directory.socket_path(&addresses[rank]).and_then(|path| {
                 LaneListener::bind(path.clone(), acceptor)
-                    .map_err(|e| format!("cannot listen at {}: {e}", path.display()))
+                    .map_err(|source| NoLane::Listen { path, source })
             });
             match bound {
                 Ok(listener) => lanes.listener = Some(listener),
@@ -126,7 +128,7 @@ impl Lanes {
                 let token = token.map(str::as_bytes);
                 let stream = handshake::dial_lane(&path, me, world_size, token, peer)?;
                 LaneWriter::start(peer, stream, Arc::clone(watch), peer_timeout)
-                    .map_err(|e| format!("cannot start its writer: {e}"))
+                    .map_err(NoLane::Writer)
             });
             match opened {
                 Ok(writer) => self.writers[peer] = Some(writer),

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::super::metadata::constant_time_eq;
+use super::no_lane::NoLane;
 
 /// The first bytes of every handshake: a connection that does not start with them is not a
 /// lane of this program.
@@ -46,9 +47,9 @@ pub(in crate::distribute::transport::grpc) fn dial_lane(
     world_size: usize,
     token: Option<&[u8]>,
     peer: usize,
-) -> Result<UnixStream, String> {
-    let mut stream = UnixStream::connect(path).map_err(|e| format!("cannot connect: {e}"))?;
-    let io = |e: io::Error| format!("the handshake failed: {e}");
+) -> Result<UnixStream, NoLane> {
+    let mut stream = UnixStream::connect(path).map_err(NoLane::Connect)?;
+    let io = NoLane::Handshake;
     stream
         .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
         .map_err(io)?;
@@ -69,21 +70,22 @@ pub(in crate::distribute::transport::grpc) fn dial_lane(
                 io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
             ) =>
         {
-            return Err(format!(
-                "rank {peer} refused it (another cluster token or world size? its log says)"
-            ))
+            return Err(NoLane::Refused { peer })
         }
         Err(e) => return Err(io(e)),
     }
     if welcome[..12] != identity(0, 0)[..12] {
-        return Err("the socket does not speak this version of the lane protocol".into());
+        return Err(NoLane::Protocol);
     }
     let (rank, world) = (word(&welcome[12..20]), word(&welcome[20..28]));
     if (rank, world) != (peer as u64, world_size as u64) {
-        return Err(format!(
-            "the socket is rank {rank} of {world}'s, where rank {me} expects rank {peer} of \
-             {world_size}'s"
-        ));
+        return Err(NoLane::WrongPeer {
+            rank,
+            world,
+            me,
+            peer,
+            world_size,
+        });
     }
     stream.set_read_timeout(None).map_err(io)?;
     stream.set_write_timeout(None).map_err(io)?;
@@ -173,7 +175,7 @@ mod tests {
     fn handshake<T: Send>(
         token: Option<&[u8]>,
         accept: impl FnOnce(UnixStream) -> T + Send,
-    ) -> (Result<UnixStream, String>, T) {
+    ) -> (Result<UnixStream, NoLane>, T) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lane");
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
@@ -201,7 +203,7 @@ mod tests {
             read_hello(&mut stream, 0, 3, Some(b"s3cret")).unwrap_err()
         });
         let err = dialled.unwrap_err();
-        assert!(err.starts_with("rank 0 refused it"), "{err}");
+        assert!(matches!(err, NoLane::Refused { peer: 0 }), "{err}");
         assert!(
             matches!(&refusal, Refusal::Peer { rank: 1, reason } if reason.contains("token")),
             "{refusal:?}"
@@ -221,7 +223,7 @@ mod tests {
             read_hello(&mut stream, 0, 3, None).unwrap();
             write_welcome(&mut stream, 2, 3).unwrap();
         });
-        let err = dialled.unwrap_err();
+        let err = dialled.unwrap_err().to_string();
         assert!(err.contains("is rank 2 of 3's"), "{err}");
     }
 }

@@ -7,6 +7,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::PathBuf;
 
 use super::super::address::host_and_port;
+use super::no_lane::NoLane;
 
 /// The longest path a Unix socket address holds: `sun_path` is 108 bytes, NUL included.
 const MAX_SOCKET_PATH_BYTES: usize = 107;
@@ -23,30 +24,43 @@ pub(in crate::distribute::transport::grpc) struct LaneDirectory {
 impl LaneDirectory {
     /// `estimator-lanes-<uid>` in the temporary directory, created private (0700) if it is
     /// not there; the reason when it cannot be used.
-    pub(in crate::distribute::transport::grpc) fn private() -> Result<Self, String> {
-        let proc_self = std::fs::metadata("/proc/self")
-            .map_err(|e| format!("cannot read /proc/self to learn this user's id: {e}"))?;
+    pub(in crate::distribute::transport::grpc) fn private() -> Result<Self, NoLane> {
+        let proc_self = std::fs::metadata("/proc/self").map_err(NoLane::UserId)?;
         let uid = proc_self.uid();
         let namespace = std::fs::metadata("/proc/self/ns/net")
-            .map_err(|e| format!("cannot read this process's network namespace: {e}"))?
+            .map_err(NoLane::Namespace)?
             .ino();
         let dir = std::env::temp_dir().join(format!("estimator-lanes-{uid}"));
         match DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+            Err(source) => {
+                return Err(NoLane::Directory {
+                    what: "create",
+                    dir,
+                    source,
+                })
+            }
         }
         // Whoever made it, it must be this user's alone, or another user could listen in
         // a rank's place (or read the token a rank presents).
-        let made = std::fs::symlink_metadata(&dir)
-            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let made = match std::fs::symlink_metadata(&dir) {
+            Ok(made) => made,
+            Err(source) => {
+                return Err(NoLane::Directory {
+                    what: "read",
+                    dir,
+                    source,
+                })
+            }
+        };
         if !made.is_dir() || made.uid() != uid || made.mode() & 0o077 != 0 {
-            return Err(format!(
-                "{} is not a directory private to user {uid} (mode {:o}, owner {})",
-                dir.display(),
-                made.mode() & 0o7777,
-                made.uid()
-            ));
+            return Err(NoLane::NotPrivate {
+                dir,
+                uid,
+                mode: made.mode() & 0o7777,
+                owner: made.uid(),
+            });
         }
         Ok(Self { dir, namespace })
     }
@@ -56,8 +70,8 @@ impl LaneDirectory {
     pub(in crate::distribute::transport::grpc) fn socket_path(
         &self,
         address: &str,
-    ) -> Result<PathBuf, String> {
-        let (host, port) = host_and_port(address).map_err(|e| e.to_string())?;
+    ) -> Result<PathBuf, NoLane> {
+        let (host, port) = host_and_port(address).map_err(NoLane::Address)?;
         // The host keeps 127.0.0.1:5000 and [::1]:5000 apart; anything but the characters
         // of an IP or a host name is dropped from the file name.
         let host: String = host
@@ -67,10 +81,10 @@ impl LaneDirectory {
             .collect();
         let path = self.dir.join(format!("{}-{host}-{port}", self.namespace));
         if path.as_os_str().len() > MAX_SOCKET_PATH_BYTES {
-            return Err(format!(
-                "{} is longer than a Unix socket path may be ({MAX_SOCKET_PATH_BYTES} bytes)",
-                path.display()
-            ));
+            return Err(NoLane::PathTooLong {
+                path,
+                max: MAX_SOCKET_PATH_BYTES,
+            });
         }
         Ok(path)
     }
@@ -100,6 +114,10 @@ mod tests {
             ..lanes
         };
         let err = deep.socket_path("127.0.0.1:5000").unwrap_err();
-        assert!(err.contains("longer than a Unix socket path"), "{err}");
+        assert!(matches!(err, NoLane::PathTooLong { .. }), "{err}");
+        assert!(
+            err.to_string().contains("longer than a Unix socket path"),
+            "{err}"
+        );
     }
 }

@@ -19,7 +19,27 @@ type Queued = (u64, Vec<u8>);
 
 /// How a lane's writer thread ended: how many messages the peer said it read, or why the
 /// lane broke.
-type Outcome = std::result::Result<u64, String>;
+type Outcome = std::result::Result<u64, Broke>;
+
+/// Why a lane broke while this rank wrote to it.
+#[derive(Debug)]
+enum Broke {
+    /// A write (or the shutdown after the last one) failed.
+    Writing(std::io::Error),
+    /// The peer's count of what it read did not arrive.
+    Unconfirmed(std::io::Error),
+}
+
+impl std::fmt::Display for Broke {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Broke::Writing(e) => write!(f, "the lane to it broke: {e}"),
+            Broke::Unconfirmed(e) => {
+                write!(f, "its lane ended before it confirmed what it read: {e}")
+            }
+        }
+    }
+}
 
 /// The lane from this rank to one peer on the same machine.
 pub(super) struct LaneWriter {
@@ -57,10 +77,11 @@ impl LaneWriter {
                 // The queue outlives the failure's record: a `send` that finds it closed
                 // finds the reason too.
                 let written = write_all_queued(stream, &rx, ack_timeout);
-                if let Err(reason) = &written {
+                if let Err(broke) = &written {
                     // The peer is gone (or this rank cut the lane): waits for it end now.
+                    let reason = broke.to_string();
                     watch.ended(peer, Some(reason.clone()));
-                    *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
+                    *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
                 }
                 drop(rx);
                 let _ = done.send(written);
@@ -143,7 +164,7 @@ fn write_all_queued(
     queue: &Receiver<Queued>,
     ack_timeout: Duration,
 ) -> Outcome {
-    let broke = |e: std::io::Error| format!("the lane to it broke: {e}");
+    let broke = Broke::Writing;
     let mut written = 0u64;
     // Ends when the transport drops the sender, after every message queued before.
     for (tag, payload) in queue.iter() {
@@ -154,8 +175,6 @@ fn write_all_queued(
     stream.shutdown(Shutdown::Write).map_err(broke)?;
     stream.set_read_timeout(Some(ack_timeout)).map_err(broke)?;
     let mut count = [0; 8];
-    stream
-        .read_exact(&mut count)
-        .map_err(|e| format!("its lane ended before it confirmed what it read: {e}"))?;
+    stream.read_exact(&mut count).map_err(Broke::Unconfirmed)?;
     Ok(u64::from_le_bytes(count))
 }

@@ -168,7 +168,9 @@ fn lanes_with_a_wrong_token_and_strangers_are_refused_and_the_cluster_goes_on() 
         let socket = socket_of(&t.local_addr().to_string());
         // Another cluster's token, no token, or the right one for a rank that has its lane.
         for token in [Some(&b"wrong"[..]), None, Some(&b"s3cret"[..])] {
-            let err = dial_lane(&socket, other, 2, token, me).unwrap_err();
+            let err = dial_lane(&socket, other, 2, token, me)
+                .unwrap_err()
+                .to_string();
             assert!(err.starts_with(&format!("rank {me} refused it")), "{err}");
         }
         // A stranger's bytes: the connection is dropped.

@@ -1,0 +1,116 @@
+use std::path::PathBuf;
+
+use super::*;
+use crate::cluster::Error as ClusterError;
+
+#[test]
+fn a_rendezvous_that_lost_a_rank_is_retryable_and_a_disagreement_a_configuration_error() {
+    let lost = Error::from(ClusterError::RendezvousLost(
+        "rank 1 cannot reach rank 0's rendezvous".into(),
+    ));
+    assert_eq!(lost.exit_code(), RETRYABLE_EXIT_CODE);
+    assert_eq!(lost.kind(), ErrorKind::PeerLost);
+    assert_eq!(lost.to_string(), "rank 1 cannot reach rank 0's rendezvous");
+    let refused = Error::from(ClusterError::RendezvousRefused(
+        "rank 1 has WORLD_SIZE = 3, rank 0 has 2".into(),
+    ));
+    assert_eq!(refused.exit_code(), 1);
+    assert_eq!(refused.kind(), ErrorKind::Config);
+    assert_eq!(
+        refused.to_string(),
+        "invalid configuration: rank 1 has WORLD_SIZE = 3, rank 0 has 2"
+    );
+    assert_eq!(Error::from(ClusterError::TokenEmpty).exit_code(), 1);
+}
+
+/// What a caller does with an error: retry, fix a setting, or point at a damaged file.
+fn advice(error: &Error) -> String {
+    match error {
+        Error::Tls(TlsFault::Unreadable { variable, path, .. }) => {
+            format!("fix {variable}: {} cannot be read", path.display())
+        }
+        Error::CheckpointIndex { path, fault } => {
+            format!("repair or remove {} ({fault})", path.display())
+        }
+        other => match other.kind() {
+            ErrorKind::PeerLost => "restart the cluster".into(),
+            ErrorKind::Config => "fix the configuration".into(),
+            ErrorKind::Request => "fix the request".into(),
+            _ => "report it".into(),
+        },
+    }
+}
+
+#[test]
+fn callers_match_the_variant_or_its_kind() {
+    let tls = Error::Tls(TlsFault::Unreadable {
+        variable: "ESTIMATOR_TLS_CA",
+        path: PathBuf::from("/s/ca.crt"),
+        source: std::io::ErrorKind::NotFound.into(),
+    });
+    assert_eq!(tls.kind(), ErrorKind::Config);
+    assert_eq!(tls.exit_code(), 1);
+    assert_eq!(
+        advice(&tls),
+        "fix ESTIMATOR_TLS_CA: /s/ca.crt cannot be read"
+    );
+    assert!(
+        tls.to_string()
+            .starts_with("invalid configuration: ESTIMATOR_TLS_CA (/s/ca.crt): "),
+        "{tls}"
+    );
+
+    let index = Error::CheckpointIndex {
+        path: PathBuf::from("/m/checkpoint"),
+        fault: IndexFault::ListedTwice {
+            name: "ckpt-5.ckpt".into(),
+        },
+    };
+    assert_eq!(index.kind(), ErrorKind::Checkpoint);
+    assert_eq!(
+        index.to_string(),
+        "/m/checkpoint: corrupt checkpoint index: 'ckpt-5.ckpt' is listed twice"
+    );
+    assert_eq!(
+        advice(&index),
+        "repair or remove /m/checkpoint ('ckpt-5.ckpt' is listed twice)"
+    );
+
+    let lost = Error::PeerLost {
+        task: "worker:1".into(),
+        message: "connection reset".into(),
+    };
+    assert_eq!(
+        (advice(&lost), lost.exit_code()),
+        ("restart the cluster".into(), RETRYABLE_EXIT_CODE)
+    );
+    let device = Error::Device {
+        index: 1,
+        fault: CudaFault::NotBuilt,
+    };
+    assert_eq!(device.kind(), ErrorKind::Device);
+    assert_eq!(
+        device.to_string(),
+        "device cuda:1: this binary was built without the `cuda` feature"
+    );
+}
+
+#[test]
+fn only_a_lost_peer_is_retryable() {
+    let errors = [
+        Error::Config("x".into()),
+        Error::Label(LabelFault::Missing),
+        Error::Panicked { thread: "t".into() },
+        Error::Request {
+            instance: 0,
+            fault: RequestFault::Missing {
+                input: "x".into(),
+                inputs: None,
+            },
+        },
+    ];
+    for error in errors {
+        assert_ne!(error.kind(), ErrorKind::PeerLost, "{error}");
+        assert_eq!(error.exit_code(), 1, "{error}");
+    }
+}

@@ -1,0 +1,28 @@
+//! Why an export cannot be loaded; apart from the loader so that `error.rs` can hold it
+//! without an import cycle.
+
+use std::fmt;
+
+/// What is wrong with a file of an export, carried by [`Error::Export`](crate::Error::Export)
+/// with the file's path.
+#[derive(Debug)]
+pub enum ExportFault {
+    /// The file cannot be read (a missing file: not an export, or an unfinished one).
+    Unreadable(std::io::Error),
+    /// The file is not the JSON it should be.
+    Json(serde_json::Error),
+    /// The export was written in a format this build does not load.
+    Version(u32),
+}
+
+impl fmt::Display for ExportFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExportFault::Unreadable(e) => write!(f, "cannot read: {e}"),
+            ExportFault::Json(e) => write!(f, "{e}"),
+            ExportFault::Version(version) => {
+                write!(f, "unsupported export format version {version}")
+            }
+        }
+    }
+}
