@@ -13,34 +13,42 @@
 //! - `PsClient`: a training task's calls on every ps, made by [`ParameterServers`] over gRPC
 //!   (concurrent calls, retries with backoff while a ps restarts) or by
 //!   [`InMemoryParameterServers`] on the shards of an [`InMemoryPs`] in this process;
-//! - `worker`: a training task's side of the protocol without I/O (what a push says, what
-//!   replies mean), which the run loop drives over a `PsClient`.
+//! - `messages`: what the tasks say to each other, as the crate's types; the clients, the
+//!   shards and the worker side speak them, and `wire` converts them to and from protobuf
+//!   at the gRPC client and server, nowhere else;
+//! - `worker`: a training task's side of the protocol without I/O (what a pull asks, what
+//!   a push says, what replies mean), and `session`, which carries it out over a
+//!   `PsClient` on plain values for the run loop.
 
 mod client;
+mod messages;
 mod mode;
 mod placement;
 mod proto;
+mod ragged_values;
 mod replica;
 mod server;
+mod session;
 mod shard;
 mod variable_optimizer;
 mod wire;
 mod worker;
 
+#[cfg(test)]
+pub(crate) use client::Intercepted;
 pub(crate) use client::PsClient;
 pub use client::{InMemoryParameterServers, InMemoryPs, ParameterServers, PsClientConfig, PsError};
+#[cfg(test)]
+pub(crate) use messages::{Command, Pull, Pulled, Push};
 pub use mode::PsMode;
 pub use placement::Placement;
-pub(crate) use proto::{Command, ControlReply, InitRequest};
-#[cfg(test)]
-pub(crate) use proto::{PullReply, PushOutcome, PushReply, PushRequest, SnapshotReply};
+pub use ragged_values::RaggedValues;
 pub use replica::PsReplica;
 pub use server::{serve, PsServerConfig};
+pub(crate) use session::{Initial, PsSession};
 pub use shard::CHIEF_RANK;
 pub use variable_optimizer::{VariableOptimizer, VariableOptimizerError};
-pub use wire::RaggedValues;
-pub(crate) use wire::{f32_values, shape, variable};
-pub(crate) use worker::{PsWorker, PullAnswer, PushAnswer};
+pub(crate) use worker::{PullAnswer, PushAnswer};
 #[cfg(test)]
 mod load_test_support;
 #[cfg(test)]

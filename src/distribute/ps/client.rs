@@ -1,21 +1,23 @@
 //! A training task's view of the ps tasks: the calls it makes on all of them at once
-//! ([`PsClient`]), over gRPC ([`ParameterServers`]) or to shards of this process
-//! ([`InMemoryParameterServers`]).
+//! ([`PsClient`], in the crate's messages), over gRPC ([`ParameterServers`], which converts
+//! them at the edge) or to shards of this process ([`InMemoryParameterServers`]).
 
 use std::time::Duration;
 
-use super::proto::{
-    Command, ControlReply, InitRequest, PullReply, PushReply, PushRequest, SnapshotReply,
-};
+use super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
 use crate::error::Error;
 
 mod grpc;
 mod in_memory;
 #[cfg(test)]
+mod intercepted;
+#[cfg(test)]
 mod tests;
 
 pub use grpc::ParameterServers;
 pub use in_memory::{InMemoryParameterServers, InMemoryPs};
+#[cfg(test)]
+pub(crate) use intercepted::Intercepted;
 
 /// Settings of a [`PsClient`].
 #[derive(Debug, Clone)]
@@ -105,21 +107,22 @@ impl From<PsError> for Error {
 /// at once (request `i` to ps `i`) and returns their replies in ps order, or the first
 /// failure in ps order.
 pub(crate) trait PsClient: Send + Sync + std::fmt::Debug {
-    /// Initialises ps `i` with `requests[i]` (the chief).
-    fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError>;
+    /// Initialises ps `i` with `inits[i]` (the chief).
+    fn init(&self, inits: Vec<Init>) -> Result<(), PsError>;
 
-    /// Every ps's values; a ps not initialised yet is waited for, up to `wait`.
-    fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError>;
+    /// Every ps's values; a ps not initialised yet (or, when the pull asks, on an older
+    /// initialisation) is waited for, up to the pull's wait.
+    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>, PsError>;
 
-    /// Pushes `requests[i]` to ps `i`; a synchronous push returns once its step's update
-    /// was applied.
-    fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError>;
+    /// Pushes `pushes[i]` to ps `i`; a synchronous push returns once its step's update was
+    /// applied.
+    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>, PsError>;
 
     /// Every ps's values and optimizer state (the chief, for checkpoints).
-    fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError>;
+    fn snapshot(&self) -> Result<Vec<Snapshot>, PsError>;
 
     /// Sends `command` to every ps; their counters.
-    fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError>;
+    fn control(&self, command: Command) -> Result<Vec<Counters>, PsError>;
 
     /// Tells every ps this training task leaves, once and briefly: a task that failed
     /// because a ps stopped answering must not wait for it again.

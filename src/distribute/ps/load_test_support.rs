@@ -5,10 +5,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::client::PsClient;
+use super::messages::{Counters, Init, Pull, Pulled, Push, PushOutcome};
 use super::placement::Placement;
-use super::proto::{ControlReply, InitRequest, PushOutcome, PushRequest};
 use super::variable_optimizer::VariableOptimizer;
-use super::wire::{f32_values, variable};
 use crate::optimizer::OptimizerSpec;
 
 /// Variables `a` (4 values) and `b` (2×3), zero, placed greedily over `num_ps` (`b` on ps 0,
@@ -17,34 +16,34 @@ pub(super) fn init_requests(
     num_ps: usize,
     workers: usize,
     replicas_to_aggregate: usize,
-) -> Vec<InitRequest> {
+) -> Vec<Init> {
     let sizes = [("a".to_string(), 4), ("b".to_string(), 6)];
     let placement = Placement::greedy(&sizes, num_ps);
     let empty_state = VariableOptimizer::new(&OptimizerSpec::sgd(1.0))
         .state_bytes()
         .unwrap();
-    let mut requests: Vec<InitRequest> = (0..num_ps)
-        .map(|_| InitRequest {
-            variables: Vec::new(),
+    let mut inits: Vec<Init> = (0..num_ps)
+        .map(|_| Init {
+            variables: BTreeMap::new(),
             optimizer_state: empty_state.clone(),
             optimizer: "sgd".into(),
             learning_rate: 1.0,
+            schedule: Default::default(),
             global_step: 0,
             last_step: u64::MAX,
-            workers: workers as u32,
-            replicas_to_aggregate: replicas_to_aggregate as u32,
+            workers,
+            replicas_to_aggregate,
             max_staleness: None,
             generation: 7,
-            learning_rate_schedule: String::new(),
         })
         .collect();
-    requests[placement.ps_of("a").unwrap()]
+    inits[placement.ps_of("a").unwrap()]
         .variables
-        .push(variable("a", &[4], &[0.0; 4]));
-    requests[placement.ps_of("b").unwrap()]
+        .insert("a".into(), (vec![4], vec![0.0; 4]));
+    inits[placement.ps_of("b").unwrap()]
         .variables
-        .push(variable("b", &[2, 3], &[0.0; 6]));
-    requests
+        .insert("b".into(), (vec![2, 3], vec![0.0; 6]));
+    inits
 }
 
 /// Worker `w` pulls then pushes a gradient of all `w + 1` to every variable, `pushes` times;
@@ -52,31 +51,38 @@ pub(super) fn init_requests(
 pub(super) fn work(client: &dyn PsClient, w: usize, pushes: u64) -> u64 {
     let mut applied = 0;
     for _ in 0..pushes {
-        let pulled = client.pull(Duration::from_secs(20)).unwrap();
-        let requests = pulled
-            .iter()
-            .map(|reply| PushRequest {
-                worker: w as u32,
-                step: reply.step,
-                generation: reply.generation,
-                gradients: reply
-                    .variables
-                    .iter()
-                    .map(|v| {
-                        let n = f32_values(v).unwrap().len();
-                        variable(&v.path, &[], &vec![(w + 1) as f32; n])
-                    })
-                    .collect(),
-                wait_ms: 20_000,
-                pull: false,
-                assign: Vec::new(),
+        let pull = Pull {
+            wait: Duration::from_secs(20),
+            min_generation: None,
+        };
+        let pushes = client
+            .pull(pull)
+            .unwrap()
+            .into_iter()
+            .map(|reply| {
+                let Pulled::Values {
+                    step,
+                    generation,
+                    variables,
+                } = reply
+                else {
+                    panic!("the job ended early");
+                };
+                let gradient =
+                    |(path, v): (String, Vec<f32>)| (path, vec![(w + 1) as f32; v.len()]);
+                Push {
+                    worker: w as u32,
+                    step,
+                    generation,
+                    gradients: variables.into_iter().map(gradient).collect(),
+                    assign: Vec::new(),
+                    wait: Duration::from_secs(20),
+                    pull: false,
+                }
             })
             .collect();
-        let replies = client.push(requests).unwrap();
-        if replies
-            .iter()
-            .all(|r| r.outcome == PushOutcome::Applied as i32)
-        {
+        let replies = client.push(pushes).unwrap();
+        if replies.iter().all(|r| r.outcome == PushOutcome::Applied) {
             applied += 1;
         }
     }
@@ -85,7 +91,7 @@ pub(super) fn work(client: &dyn PsClient, w: usize, pushes: u64) -> u64 {
 
 /// What a load test ends with: each ps's global step, every variable's values, each ps's
 /// counters.
-pub(super) type LoadTestEnd = (Vec<u64>, BTreeMap<String, Vec<f32>>, Vec<ControlReply>);
+pub(super) type LoadTestEnd = (Vec<u64>, BTreeMap<String, Vec<f32>>, Vec<Counters>);
 
 /// Checks a load test of `workers` workers pushing `pushes` times each against 2 ps tasks,
 /// synchronous (every update averages one gradient of each worker) or not (every push is

@@ -1,5 +1,6 @@
 //! A ps task: the gRPC service over a [`Shard`] driver, and the loop that ends the task when
-//! the chief says the job is done (exit 0) or vanishes (a retryable failure).
+//! the chief says the job is done (exit 0) or vanishes (a retryable failure). The service
+//! is the protocol's server edge: it converts the wire messages to the shard's and back.
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -9,12 +10,13 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Response, Status};
 
 use super::client::MISSING_RANKS_KEY;
+use super::messages::{Command, Init, Pull, Push};
 use super::proto::parameter_server_server::{ParameterServer, ParameterServerServer};
 use super::proto::{
     self, ControlReply, ControlRequest, InitReply, InitRequest, PullReply, PullRequest, PushReply,
     PushRequest, SnapshotReply, SnapshotRequest,
 };
-use super::shard::{Patience, Shard, ShardError, ShardInit, ShardPush, Verdict};
+use super::shard::{Patience, Shard, ShardError, Verdict};
 use super::variable_optimizer::VariableOptimizer;
 use crate::distribute::transport::{check_token, serve_grpc, ClusterTls, MAX_MESSAGE_BYTES};
 use crate::error::{Error, Result};
@@ -159,7 +161,7 @@ fn status(error: ShardError) -> Status {
 #[tonic::async_trait]
 impl ParameterServer for Service {
     async fn init(&self, request: Request<InitRequest>) -> Result<Response<InitReply>, Status> {
-        let init = ShardInit::try_from(request.into_inner())
+        let init = Init::try_from(request.into_inner())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         self.blocking(move |shard| shard.init(init)).await?;
         Ok(Response::new(InitReply {}))
@@ -167,15 +169,14 @@ impl ParameterServer for Service {
 
     async fn pull(&self, request: Request<PullRequest>) -> Result<Response<PullReply>, Status> {
         let r = request.into_inner();
-        let wait = Duration::from_millis(r.wait_ms);
-        let pulled = self
-            .blocking(move |shard| shard.pull(r.worker, wait))
-            .await?;
+        let worker = r.worker;
+        let pull = Pull::from(r);
+        let pulled = self.blocking(move |shard| shard.pull(worker, pull)).await?;
         Ok(Response::new(pulled.into()))
     }
 
     async fn push(&self, request: Request<PushRequest>) -> Result<Response<PushReply>, Status> {
-        let push = ShardPush::try_from(request.into_inner())
+        let push = Push::try_from(request.into_inner())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let pushed = self.blocking(move |shard| shard.push(push)).await?;
         Ok(Response::new(pushed.into()))
@@ -194,11 +195,12 @@ impl ParameterServer for Service {
         request: Request<ControlRequest>,
     ) -> Result<Response<ControlReply>, Status> {
         let r = request.into_inner();
-        let command = proto::Command::try_from(r.command)
-            .map_err(|_| Status::invalid_argument(format!("unknown command {}", r.command)))?;
-        let reply = self
+        let command: Command = proto::Command::try_from(r.command)
+            .map_err(|_| Status::invalid_argument(format!("unknown command {}", r.command)))?
+            .into();
+        let counters = self
             .blocking(move |shard| shard.control(r.worker, command))
             .await?;
-        Ok(Response::new(reply))
+        Ok(Response::new(counters.into()))
     }
 }

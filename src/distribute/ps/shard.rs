@@ -5,7 +5,6 @@
 mod driver;
 mod error;
 mod machine;
-mod messages;
 mod push;
 mod supervise;
 #[cfg(test)]
@@ -14,5 +13,4 @@ mod tests;
 pub use driver::Shard;
 pub use error::ShardError;
 pub use machine::{Progress, ShardMachine, CHIEF_RANK};
-pub use messages::{ShardInit, ShardPulled, ShardPush, ShardPushed, Snapshot};
 pub use supervise::{Patience, Verdict};

@@ -6,6 +6,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::load_test_support::{assert_exact_totals, init_requests, work, LoadTestEnd};
+use super::messages::PushOutcome;
 use super::*;
 use crate::error::Error;
 use crate::optimizer::OptimizerSpec;
@@ -57,9 +58,9 @@ fn values(client: &ParameterServers) -> (Vec<u64>, BTreeMap<String, Vec<f32>>) {
     let snapshots = client.snapshot().unwrap();
     let steps = snapshots.iter().map(|s| s.step).collect();
     let values = snapshots
-        .iter()
-        .flat_map(|s| &s.variables)
-        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
+        .into_iter()
+        .flat_map(|s| s.variables)
+        .map(|(path, (_, values))| (path, values))
         .collect();
     (steps, values)
 }
@@ -114,36 +115,36 @@ fn backup_workers_and_stale_pushes_are_dropped_and_counted() {
     let mut init = init_requests(1, WORKERS, 2);
     init[0].workers = 3;
     clients[0].init(init).unwrap();
-    let push = |w: usize, step: u64| PushRequest {
+    let push = |w: usize, step: u64| Push {
         worker: w as u32,
         step,
         generation: 7,
-        gradients: vec![variable("a", &[], &[1.0; 4])],
-        wait_ms: 20_000,
-        pull: false,
+        gradients: vec![("a".into(), vec![1.0; 4])],
         assign: Vec::new(),
+        wait: Duration::from_secs(20),
+        pull: false,
     };
     // Workers 0 and 1 make step 0's update; worker 2, a backup, comes too late.
     std::thread::scope(|scope| {
         let first = scope.spawn(|| clients[0].push(vec![push(0, 0)]).unwrap());
         let second = scope.spawn(|| clients[1].push(vec![push(1, 0)]).unwrap());
         for reply in [first.join().unwrap(), second.join().unwrap()] {
-            assert_eq!(reply[0].outcome, PushOutcome::Applied as i32);
+            assert_eq!(reply[0].outcome, PushOutcome::Applied);
             assert_eq!(reply[0].step, 1);
         }
     });
     let late = clients[2].push(vec![push(2, 0)]).unwrap();
-    assert_eq!(late[0].outcome, PushOutcome::Stale as i32);
-    let gone = clients[2].push(vec![PushRequest {
+    assert_eq!(late[0].outcome, PushOutcome::Stale);
+    let gone = clients[2].push(vec![Push {
         generation: 6,
         ..push(2, 1)
     }]);
-    assert_eq!(gone.unwrap()[0].outcome, PushOutcome::Reinitialised as i32);
+    assert_eq!(gone.unwrap()[0].outcome, PushOutcome::Reinitialised);
     let counters = clients[0].control(Command::Finish).unwrap();
     assert_eq!(counters[0].pushes_applied, 2);
     assert_eq!(counters[0].pushes_dropped, 1);
     let done = clients[1].push(vec![push(1, 1)]).unwrap();
-    assert_eq!(done[0].outcome, PushOutcome::Done as i32);
+    assert_eq!(done[0].outcome, PushOutcome::Done);
     clients[0].control(Command::Shutdown).unwrap();
     clients[1].control(Command::Leave).unwrap();
     clients[2].control(Command::Leave).unwrap();
@@ -158,21 +159,21 @@ fn an_asynchronous_staleness_bound_drops_old_gradients() {
     init[0].max_staleness = Some(1);
     init[0].workers = 1;
     client.init(init).unwrap();
-    let push = |step: u64| PushRequest {
+    let push = |step: u64| Push {
         worker: 0,
         step,
         generation: 7,
-        gradients: vec![variable("a", &[], &[1.0; 4])],
-        wait_ms: 1000,
-        pull: true,
+        gradients: vec![("a".into(), vec![1.0; 4])],
         assign: Vec::new(),
+        wait: Duration::from_secs(1),
+        pull: true,
     };
-    let outcomes: Vec<i32> = [0, 0, 0, 3]
+    let outcomes: Vec<PushOutcome> = [0, 0, 0, 3]
         .into_iter()
         .map(|step| client.push(vec![push(step)]).unwrap()[0].outcome)
         .collect();
     // Pulled at 0: applied at 0 (staleness 0) and 1 (staleness 1); at 2 it is 2 steps old.
-    let (applied, stale) = (PushOutcome::Applied as i32, PushOutcome::Stale as i32);
+    let (applied, stale) = (PushOutcome::Applied, PushOutcome::Stale);
     assert_eq!(outcomes, vec![applied, applied, stale, applied]);
     let counters = client.control(Command::Finish).unwrap();
     assert_eq!(
@@ -192,8 +193,12 @@ fn a_silent_chief_fails_the_ps_and_the_workers_hear_who() {
     init[0].workers = 2;
     chief.init(init).unwrap();
     drop(chief);
-    std::thread::sleep(Duration::from_millis(900));
-    let error = Error::from(worker.pull(Duration::from_secs(1)).unwrap_err());
+    // Held for an initialisation that never comes, the pull is answered by the failure.
+    let pull = Pull {
+        wait: Duration::from_secs(10),
+        min_generation: Some(u64::MAX),
+    };
+    let error = Error::from(worker.pull(pull).unwrap_err());
     assert!(
         matches!(&error, Error::PeerLost { task, .. } if task == "chief:0"),
         "{error}"
@@ -224,7 +229,11 @@ fn an_unreachable_ps_is_named_after_the_retries() {
     };
     let client = ParameterServers::connect(&[address], 1, "chief:0", config).unwrap();
     let started = std::time::Instant::now();
-    let error = Error::from(client.pull(Duration::from_millis(100)).unwrap_err());
+    let pull = Pull {
+        wait: Duration::from_millis(100),
+        min_generation: None,
+    };
+    let error = Error::from(client.pull(pull).unwrap_err());
     assert!(
         matches!(&error, Error::PeerLost { task, .. } if task == "ps:0"),
         "{error}"
@@ -243,21 +252,17 @@ fn assigned_values_replace_the_variables_as_they_are() {
     init[0].workers = 1;
     client.init(init).unwrap();
     let reply = client
-        .push(vec![PushRequest {
+        .push(vec![Push {
             worker: 0,
             step: 0,
             generation: 7,
-            gradients: vec![variable("a", &[], &[1.0; 4])],
-            wait_ms: 1000,
+            gradients: vec![("a".into(), vec![1.0; 4])],
+            assign: vec![("b".into(), vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5])],
+            wait: Duration::from_secs(1),
             pull: true,
-            assign: vec![variable("b", &[], &[0.5, 1.5, 2.5, 3.5, 4.5, 5.5])],
         }])
         .unwrap();
-    let pulled: BTreeMap<String, Vec<f32>> = reply[0]
-        .variables
-        .iter()
-        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
-        .collect();
+    let pulled: BTreeMap<String, Vec<f32>> = reply[0].variables.iter().cloned().collect();
     // `a` took an SGD step; `b` (running statistics, say) was set.
     assert_eq!(pulled["a"], vec![-1.0; 4]);
     assert_eq!(pulled["b"], vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
@@ -270,18 +275,18 @@ fn a_ps_that_accepts_but_never_answers_is_reported_lost_within_the_timeout() {
     // A stopped (SIGSTOP) ps: the kernel still accepts connections, nothing answers.
     let frozen = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = frozen.local_addr().unwrap().to_string();
+    let frozen_address = address.clone();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stop = std::sync::Arc::clone(&done);
+    // Accepts and keeps every connection, answering nothing, until told to stop (by a
+    // last connection once `done` is set).
     let holder = std::thread::spawn(move || {
         let mut held = Vec::new();
-        frozen.set_nonblocking(true).unwrap();
-        let until = std::time::Instant::now() + Duration::from_secs(10);
-        while std::time::Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed)
-        {
-            if let Ok((stream, _)) = frozen.accept() {
-                held.push(stream);
+        for stream in frozen.incoming() {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            held.extend(stream.ok());
         }
     });
     let config = PsClientConfig {
@@ -291,7 +296,7 @@ fn a_ps_that_accepts_but_never_answers_is_reported_lost_within_the_timeout() {
     let client = ParameterServers::connect(&[address], 1, "chief:0", config).unwrap();
     let started = std::time::Instant::now();
     let error = client
-        .pull(Duration::ZERO)
+        .pull(Pull::default())
         .expect_err("a frozen ps answered");
     let waited = started.elapsed();
     assert!(
@@ -315,5 +320,44 @@ fn a_ps_that_accepts_but_never_answers_is_reported_lost_within_the_timeout() {
     );
     drop(client);
     done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = std::net::TcpStream::connect(&frozen_address);
     holder.join().unwrap();
+}
+
+#[test]
+fn a_pull_asking_for_a_newer_initialisation_is_held_until_the_chief_brings_it() {
+    let (addresses, servers) = start(1, Duration::from_secs(30));
+    let chief = ParameterServers::connect(&addresses, 0, "chief:0", client_config()).unwrap();
+    let worker = ParameterServers::connect(&addresses, 1, "chief:0", client_config()).unwrap();
+    let mut init = init_requests(1, 2, 0);
+    chief.init(init.clone()).unwrap();
+    let asks = |min_generation| Pull {
+        wait: Duration::from_secs(20),
+        min_generation,
+    };
+    // Without a generation (as an older training task asks), the ps answers at once.
+    let now = worker.pull(asks(None)).unwrap();
+    assert!(matches!(now[0], Pulled::Values { generation: 7, .. }));
+    init[0].generation = 8;
+    init[0].global_step = 5;
+    std::thread::scope(|scope| {
+        let held = scope.spawn(|| worker.pull(asks(Some(8))).unwrap());
+        chief.init(init).unwrap();
+        let pulled = held.join().unwrap();
+        assert!(
+            matches!(
+                pulled[0],
+                Pulled::Values {
+                    step: 5,
+                    generation: 8,
+                    ..
+                }
+            ),
+            "{pulled:?}"
+        );
+    });
+    chief.control(Command::Finish).unwrap();
+    chief.control(Command::Shutdown).unwrap();
+    worker.control(Command::Leave).unwrap();
+    servers.into_iter().next().unwrap().join().unwrap().unwrap();
 }

@@ -1,8 +1,19 @@
-//! Variables on the wire: `f32` values as little-endian bytes.
+//! The gRPC edge of the ps protocol: the crate's messages (`messages.rs`) to and from those
+//! of `proto/parameter_server.proto`, with `f32` values as little-endian bytes. Only the
+//! gRPC client and server use it.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::messages::{Command, Init, Pull, Push, Shaped, Values};
 use super::proto;
+use super::ragged_values::RaggedValues;
+use super::shard::ShardError;
+
+mod replies;
+#[cfg(test)]
+mod tests;
 
 /// `values` as the bytes of a [`proto::Variable`].
 pub fn f32_bytes(values: &[f32]) -> Bytes {
@@ -11,16 +22,6 @@ pub fn f32_bytes(values: &[f32]) -> Bytes {
         out.extend_from_slice(&value.to_le_bytes());
     }
     Bytes::from(out)
-}
-
-/// A variable whose bytes are not a whole number of `f32` values.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("variable {path}: {bytes} bytes is not a whole number of f32 values")]
-pub struct RaggedValues {
-    /// The variable.
-    pub path: String,
-    /// Its byte count.
-    pub bytes: usize,
 }
 
 /// The values of a [`proto::Variable`]; an error names the variable when the byte count is
@@ -54,28 +55,163 @@ pub fn shape(variable: &proto::Variable) -> Vec<usize> {
     variable.shape.iter().map(|&d| d as usize).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+fn encode_values(values: &Values) -> Vec<proto::Variable> {
+    values
+        .iter()
+        .map(|(path, values)| variable(path, &[], values))
+        .collect()
+}
 
-    #[test]
-    fn values_round_trip_bit_exactly() {
-        let values = [0.0, -1.5, f32::MIN_POSITIVE, 3.25e7, f32::NAN];
-        let encoded = variable("w", &[5], &values);
-        let decoded = f32_values(&encoded).unwrap();
-        assert_eq!(
-            values.map(f32::to_bits).to_vec(),
-            decoded.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        );
-        assert_eq!(shape(&encoded), vec![5]);
-        let broken = proto::Variable {
-            path: "w".into(),
-            shape: vec![],
-            values: Bytes::from_static(&[1, 2, 3]),
+fn decode_values(variables: Vec<proto::Variable>) -> Result<Values, RaggedValues> {
+    variables
+        .into_iter()
+        .map(|v| f32_values(&v).map(|values| (v.path, values)))
+        .collect()
+}
+
+fn encode_shaped(variables: &Shaped) -> Vec<proto::Variable> {
+    variables
+        .iter()
+        .map(|(path, (shape, values))| variable(path, shape, values))
+        .collect()
+}
+
+fn decode_shaped(variables: Vec<proto::Variable>) -> Result<Shaped, RaggedValues> {
+    variables
+        .into_iter()
+        .map(|v| Ok((v.path.clone(), (shape(&v), f32_values(&v)?))))
+        .collect()
+}
+
+impl TryFrom<&Init> for proto::InitRequest {
+    type Error = serde_json::Error;
+
+    /// Fails only if the schedule cannot be written as JSON.
+    fn try_from(init: &Init) -> Result<Self, serde_json::Error> {
+        let learning_rate_schedule = match init.schedule.is_constant() {
+            true => String::new(),
+            false => serde_json::to_string(&init.schedule)?,
         };
-        assert!(f32_values(&broken)
-            .unwrap_err()
-            .to_string()
-            .contains("variable w"));
+        Ok(proto::InitRequest {
+            variables: encode_shaped(&init.variables),
+            optimizer_state: init.optimizer_state.clone(),
+            optimizer: init.optimizer.clone(),
+            learning_rate: init.learning_rate,
+            global_step: init.global_step,
+            last_step: init.last_step,
+            workers: init.workers as u32,
+            replicas_to_aggregate: init.replicas_to_aggregate as u32,
+            max_staleness: init.max_staleness,
+            generation: init.generation,
+            learning_rate_schedule,
+        })
     }
+}
+
+impl TryFrom<proto::InitRequest> for Init {
+    type Error = ShardError;
+
+    fn try_from(r: proto::InitRequest) -> Result<Self, ShardError> {
+        let schedule = match r.learning_rate_schedule.as_str() {
+            "" => Default::default(),
+            json => serde_json::from_str(json)
+                .map_err(|e| ShardError::BadSchedule(format!("{e}: {json}")))?,
+        };
+        Ok(Init {
+            variables: decode_shaped(r.variables)?,
+            optimizer_state: r.optimizer_state,
+            optimizer: r.optimizer,
+            learning_rate: r.learning_rate,
+            schedule,
+            global_step: r.global_step,
+            last_step: r.last_step,
+            workers: r.workers as usize,
+            replicas_to_aggregate: r.replicas_to_aggregate as usize,
+            max_staleness: r.max_staleness,
+            generation: r.generation,
+        })
+    }
+}
+
+/// Training task `worker`'s pull.
+pub fn pull_request(worker: u32, pull: Pull) -> proto::PullRequest {
+    proto::PullRequest {
+        worker,
+        wait_ms: millis(pull.wait),
+        min_generation: pull.min_generation,
+    }
+}
+
+impl From<proto::PullRequest> for Pull {
+    fn from(r: proto::PullRequest) -> Self {
+        Pull {
+            wait: Duration::from_millis(r.wait_ms),
+            min_generation: r.min_generation,
+        }
+    }
+}
+
+impl From<&Push> for proto::PushRequest {
+    fn from(push: &Push) -> Self {
+        proto::PushRequest {
+            worker: push.worker,
+            step: push.step,
+            generation: push.generation,
+            gradients: encode_values(&push.gradients),
+            wait_ms: millis(push.wait),
+            pull: push.pull,
+            assign: encode_values(&push.assign),
+        }
+    }
+}
+
+impl TryFrom<proto::PushRequest> for Push {
+    type Error = RaggedValues;
+
+    fn try_from(r: proto::PushRequest) -> Result<Self, RaggedValues> {
+        Ok(Push {
+            worker: r.worker,
+            step: r.step,
+            generation: r.generation,
+            gradients: decode_values(r.gradients)?,
+            assign: decode_values(r.assign)?,
+            wait: Duration::from_millis(r.wait_ms),
+            pull: r.pull,
+        })
+    }
+}
+
+impl From<Command> for proto::Command {
+    fn from(command: Command) -> Self {
+        match command {
+            Command::Heartbeat => proto::Command::Heartbeat,
+            Command::Finish => proto::Command::Finish,
+            Command::Shutdown => proto::Command::Shutdown,
+            Command::Leave => proto::Command::Leave,
+        }
+    }
+}
+
+impl From<proto::Command> for Command {
+    fn from(command: proto::Command) -> Self {
+        match command {
+            proto::Command::Heartbeat => Command::Heartbeat,
+            proto::Command::Finish => Command::Finish,
+            proto::Command::Shutdown => Command::Shutdown,
+            proto::Command::Leave => Command::Leave,
+        }
+    }
+}
+
+/// Training task `worker`'s `command`.
+pub fn control_request(worker: u32, command: Command) -> proto::ControlRequest {
+    proto::ControlRequest {
+        worker,
+        command: proto::Command::from(command) as i32,
+    }
+}
+
+/// A wait in whole milliseconds, as the wire carries it.
+fn millis(wait: Duration) -> u64 {
+    u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
 }

@@ -1,14 +1,16 @@
-//! A training task's side of the ps protocol, without I/O: what its pushes say (each ps's
-//! step and initialisation as its last pull showed them, every gradient sent to the ps that
-//! holds its variable) and what the ps tasks' replies mean. The run loop drives it over a
-//! `PsClient`; tests feed it replies directly.
+//! A training task's side of the ps protocol, without I/O: what its pulls ask (how long a
+//! ps may hold them, which initialisation they need), what its pushes say (each ps's step
+//! and initialisation as its last pull showed them, every gradient sent to the ps that holds
+//! its variable) and what the ps tasks' replies mean — for the chief, which re-initialises
+//! a ps that lost its variables, and for the other tasks, which wait for it. `PsSession`
+//! carries it out over a `PsClient`; tests feed it replies directly.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::client::PsError;
-use super::proto::{PullReply, PushOutcome, PushReply, PushRequest};
-use super::wire::{f32_values, variable};
+use super::messages::{Pull, Pulled, Push, PushOutcome, Pushed};
+use super::shard::CHIEF_RANK;
 use crate::error::Error;
 
 /// What the ps tasks' replies to a pull say.
@@ -23,11 +25,12 @@ pub enum PullAnswer {
     },
     /// The job is over.
     Done,
-    /// This ps lost its variables (it restarted): the chief re-initialises every ps.
-    NotInitialised(usize),
-    /// The ps tasks hold different initialisations (these generations): the chief is
-    /// initialising them, and a push now would be applied by some and refused by others.
-    Mixed(Vec<u64>),
+    /// The chief: this ps lost its variables (it restarted); re-initialise every ps.
+    Reinitialise(usize),
+    /// Pull again ([`PsWorker::pull_request`]): the ps tasks hold different
+    /// initialisations (the chief is between two of them), or a ps waits for the chief to
+    /// re-initialise it.
+    Again,
 }
 
 /// What the ps tasks did with a push.
@@ -35,53 +38,90 @@ pub enum PullAnswer {
 pub enum PushAnswer {
     /// Applied (or aggregated into a synchronous update); the global step after it.
     Applied(u64),
-    /// Not applied (stale, re-initialised meanwhile, or a ps unreachable); the global step.
+    /// Not applied (stale, re-initialised meanwhile, or a ps unreachable or waiting for the
+    /// chief); the global step.
     Dropped(u64),
     /// The job reached its last step or finished; the global step.
     Done(u64),
-    /// This ps lost its variables.
-    NotInitialised(usize),
-    /// A synchronous update gave up waiting for these training tasks (ranks).
-    TasksMissing {
-        /// The ranks that pushed nothing for the step.
-        ranks: Vec<u32>,
-        /// What the ps said.
-        message: String,
-    },
+    /// The chief: this ps lost its variables; re-initialise every ps.
+    Reinitialise(usize),
+}
+
+/// Pulls found the ps tasks on different initialisations.
+#[derive(Debug, Clone, Copy)]
+struct Mixed {
+    /// The newest initialisation seen: the one the chief is putting on every ps.
+    newest: u64,
+    since: Instant,
 }
 
 /// One training task's protocol state with the ps tasks; see the [module docs](self).
 #[derive(Debug)]
 pub struct PsWorker {
     worker: u32,
-    /// How long a synchronous push waits on a ps for the other tasks' gradients.
-    push_wait: Duration,
+    /// The training tasks' names, by rank (errors name them).
+    names: Vec<String>,
+    /// How long a synchronous push waits on a ps for the other tasks' gradients, and how
+    /// long the ps tasks may disagree on their initialisation.
+    peer_timeout: Duration,
+    /// How long a pull waits for the chief's (re-)initialisation.
+    init_wait: Duration,
     /// The ps of every variable, as pulls show it.
     owners: BTreeMap<String, usize>,
     /// Each ps's step and initialisation at the last pull.
     steps: Vec<u64>,
     generations: Vec<u64>,
     /// The values the last push brought back, for the next step.
-    prefetched: Option<Vec<PullReply>>,
+    prefetched: Option<Vec<Pulled>>,
+    mixed: Option<Mixed>,
 }
 
 impl PsWorker {
-    /// Training task `worker` with `num_ps` ps tasks, whose synchronous pushes wait up to
-    /// `push_wait`.
-    pub fn new(worker: u32, num_ps: usize, push_wait: Duration) -> Self {
+    /// Training task `worker` of the tasks `names` (rank order, the chief first), with
+    /// `num_ps` ps tasks; `peer_timeout` bounds every wait once training runs, a first pull
+    /// waits up to `startup_timeout` for the chief.
+    pub fn new(
+        worker: u32,
+        names: Vec<String>,
+        num_ps: usize,
+        peer_timeout: Duration,
+        startup_timeout: Duration,
+    ) -> Self {
+        // The chief initialises the ps tasks itself: waiting for that would wait for nobody.
+        let init_wait = if worker == CHIEF_RANK {
+            Duration::ZERO
+        } else {
+            startup_timeout
+        };
         Self {
             worker,
-            push_wait,
+            names,
+            peer_timeout,
+            init_wait,
             owners: BTreeMap::new(),
             steps: vec![0; num_ps],
             generations: vec![0; num_ps],
             prefetched: None,
+            mixed: None,
         }
+    }
+
+    /// Whether this task initialises the ps tasks.
+    pub fn is_chief(&self) -> bool {
+        self.worker == CHIEF_RANK
+    }
+
+    /// The task name of training task `rank` (`worker:1`), or "rank N".
+    pub fn name(&self, rank: usize) -> String {
+        self.names
+            .get(rank)
+            .cloned()
+            .unwrap_or_else(|| format!("rank {rank}"))
     }
 
     /// The replies of a pull the last push made unnecessary (it brought the values after
     /// its update back), once.
-    pub fn take_prefetched(&mut self) -> Option<Vec<PullReply>> {
+    pub fn take_prefetched(&mut self) -> Option<Vec<Pulled>> {
         self.prefetched.take()
     }
 
@@ -90,40 +130,100 @@ impl PsWorker {
         self.prefetched = None;
     }
 
-    /// What a pull's `replies` say; values are only taken when every ps holds one
-    /// initialisation, and then become what the next push refers to.
+    /// The pull to send at `now`. After the ps tasks were found on different
+    /// initialisations it asks for the newest, which each ps holds the pull for: the task
+    /// is woken when the chief reaches it, within what is left of the peer timeout.
+    pub fn pull_request(&self, now: Instant) -> Pull {
+        match self.mixed {
+            Some(mixed) => Pull {
+                wait: (mixed.since + self.peer_timeout).saturating_duration_since(now),
+                min_generation: Some(mixed.newest),
+            },
+            None => Pull {
+                wait: self.init_wait,
+                min_generation: None,
+            },
+        }
+    }
+
+    /// What a pull's `replies` (received at `now`) say; values are only taken when every
+    /// ps holds one initialisation, and then become what the next push refers to.
     pub fn on_pull(
         &mut self,
-        replies: Result<Vec<PullReply>, PsError>,
+        replies: Result<Vec<Pulled>, PsError>,
+        now: Instant,
     ) -> Result<PullAnswer, Error> {
         let replies = match replies {
             Ok(replies) => replies,
-            Err(PsError::NotInitialised { ps }) => return Ok(PullAnswer::NotInitialised(ps)),
+            Err(PsError::NotInitialised { ps }) => {
+                // Every ps gets a new initialisation: the one the others held is moot.
+                self.mixed = None;
+                return Ok(match self.is_chief() {
+                    true => PullAnswer::Reinitialise(ps),
+                    false => PullAnswer::Again,
+                });
+            }
             Err(error) => return Err(error.into()),
         };
-        if replies.iter().any(|r| r.done) {
-            return Ok(PullAnswer::Done);
-        }
-        if !replies
-            .windows(2)
-            .all(|w| w[0].generation == w[1].generation)
-        {
-            return Ok(PullAnswer::Mixed(
-                replies.iter().map(|r| r.generation).collect(),
-            ));
-        }
-        let mut values = BTreeMap::new();
-        for (ps, reply) in replies.iter().enumerate() {
-            self.steps[ps] = reply.step;
-            self.generations[ps] = reply.generation;
-            for v in &reply.variables {
-                let decoded = f32_values(v).map_err(|e| Error::Config(format!("ps:{ps}: {e}")))?;
-                self.owners.insert(v.path.clone(), ps);
-                values.insert(v.path.clone(), decoded);
+        let mut values = Vec::with_capacity(replies.len());
+        for reply in replies {
+            match reply {
+                Pulled::Done => return Ok(PullAnswer::Done),
+                Pulled::Values {
+                    step,
+                    generation,
+                    variables,
+                } => values.push((step, generation, variables)),
             }
         }
-        let step = replies.first().map_or(0, |r| r.step);
-        Ok(PullAnswer::Values { step, values })
+        let generations: Vec<u64> = values.iter().map(|(_, g, _)| *g).collect();
+        if generations.windows(2).any(|w| w[0] != w[1]) {
+            return self.mixed(generations, now).map(|()| PullAnswer::Again);
+        }
+        self.mixed = None;
+        let step = values.first().map_or(0, |(step, _, _)| *step);
+        let mut by_path = BTreeMap::new();
+        for (ps, (step, generation, variables)) in values.into_iter().enumerate() {
+            self.steps[ps] = step;
+            self.generations[ps] = generation;
+            for (path, values) in variables {
+                self.owners.insert(path.clone(), ps);
+                by_path.insert(path, values);
+            }
+        }
+        if !self.is_chief() {
+            // Once training runs, a restarting ps is waited for as long as a silent peer.
+            self.init_wait = self.peer_timeout;
+        }
+        Ok(PullAnswer::Values {
+            step,
+            values: by_path,
+        })
+    }
+
+    /// The ps tasks hold `generations`: wait for the newest, unless they have disagreed
+    /// for the peer timeout already (the chief stopped half-way).
+    fn mixed(&mut self, generations: Vec<u64>, now: Instant) -> Result<(), Error> {
+        let newest = generations.iter().copied().max().unwrap_or(0);
+        let mixed = match self.mixed {
+            Some(before) => Mixed {
+                newest: newest.max(before.newest),
+                since: before.since,
+            },
+            None => Mixed { newest, since: now },
+        };
+        let waited = now.saturating_duration_since(mixed.since);
+        if waited >= self.peer_timeout {
+            return Err(Error::PeerLost {
+                task: self.name(CHIEF_RANK as usize),
+                message: format!(
+                    "the ps tasks still hold different initialisations after {waited:.0?} \
+                     (generations {generations:?}): the chief stopped while initialising them"
+                ),
+            });
+        }
+        self.mixed = Some(mixed);
+        Ok(())
     }
 
     /// One push per ps: the `gradients` of the variables it holds, computed from the values
@@ -133,21 +233,21 @@ impl PsWorker {
         &self,
         assign: impl IntoIterator<Item = (String, Vec<f32>)>,
         gradients: impl IntoIterator<Item = (String, Vec<f32>)>,
-    ) -> Result<Vec<PushRequest>, Error> {
-        let mut requests: Vec<PushRequest> = (0..self.steps.len())
-            .map(|ps| PushRequest {
+    ) -> Result<Vec<Push>, Error> {
+        let mut pushes: Vec<Push> = (0..self.steps.len())
+            .map(|ps| Push {
                 worker: self.worker,
                 step: self.steps[ps],
                 generation: self.generations[ps],
                 gradients: Vec::new(),
-                wait_ms: self.push_wait.as_millis() as u64,
-                pull: true,
                 assign: Vec::new(),
+                wait: self.peer_timeout,
+                pull: true,
             })
             .collect();
         for (path, values) in assign {
             if let Some(&ps) = self.owners.get(&path) {
-                requests[ps].assign.push(variable(&path, &[], &values));
+                pushes[ps].assign.push((path, values));
             }
         }
         for (path, grad) in gradients {
@@ -156,47 +256,48 @@ impl PsWorker {
                     "parameter '{path}' is on no ps task (another model?)"
                 ))
             })?;
-            requests[ps].gradients.push(variable(&path, &[], &grad));
+            pushes[ps].gradients.push((path, grad));
         }
-        Ok(requests)
+        Ok(pushes)
     }
 
     /// What a push's `replies` say. A push that did not reach a ps is not sent again (it
     /// may have arrived: a doubled update would corrupt); the next pull retries instead.
-    pub fn on_push(
-        &mut self,
-        replies: Result<Vec<PushReply>, PsError>,
-    ) -> Result<PushAnswer, PsError> {
+    pub fn on_push(&mut self, replies: Result<Vec<Pushed>, PsError>) -> Result<PushAnswer, Error> {
         let replies = match replies {
             Ok(replies) => replies,
-            Err(PsError::NotInitialised { ps }) => return Ok(PushAnswer::NotInitialised(ps)),
+            Err(PsError::NotInitialised { ps }) if self.is_chief() => {
+                return Ok(PushAnswer::Reinitialise(ps))
+            }
+            // The next pull waits for the chief's re-initialisation.
+            Err(PsError::NotInitialised { .. }) => return Ok(PushAnswer::Dropped(self.steps[0])),
             Err(PsError::Unreachable { ps, message }) => {
                 tracing::warn!("push to ps:{ps} failed ({message}); pulling again");
                 return Ok(PushAnswer::Dropped(self.steps[0]));
             }
             Err(PsError::TasksMissing { ranks, message }) => {
-                return Ok(PushAnswer::TasksMissing { ranks, message })
+                let names: Vec<String> = ranks.iter().map(|&r| self.name(r as usize)).collect();
+                return Err(Error::PeerLost {
+                    task: names.join(", "),
+                    message,
+                });
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         };
         let step = replies.first().map_or(0, |r| r.step);
-        // An outcome this build does not know counts as not applied.
-        let outcome =
-            |r: &PushReply| PushOutcome::try_from(r.outcome).unwrap_or(PushOutcome::Stale);
-        if replies.iter().any(|r| outcome(r) == PushOutcome::Done) {
+        if replies.iter().any(|r| r.outcome == PushOutcome::Done) {
             return Ok(PushAnswer::Done(step));
         }
         let applied = replies
             .first()
-            .is_some_and(|r| outcome(r) == PushOutcome::Applied);
+            .is_some_and(|r| r.outcome == PushOutcome::Applied);
         // Every ps answered with its values after the update: the next step's pull.
         self.prefetched = Some(
             replies
                 .into_iter()
-                .map(|r| PullReply {
+                .map(|r| Pulled::Values {
                     step: r.step,
                     generation: r.generation,
-                    done: false,
                     variables: r.variables,
                 })
                 .collect(),

@@ -1,5 +1,7 @@
 //! A training task's connection to every ps task over gRPC: concurrent calls, retries with
-//! backoff while a ps restarts, and errors that name the task at fault.
+//! backoff while a ps restarts, and errors that name the task at fault. The client's edge of
+//! the protocol: the crate's messages become the wire's here, and replies come back as the
+//! crate's.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,11 +17,11 @@ use tonic::service::Interceptor;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 
+use super::super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
 use super::super::proto::parameter_server_client::ParameterServerClient;
-use super::super::proto::{
-    Command, ControlReply, ControlRequest, InitRequest, PullReply, PullRequest, PushReply,
-    PushRequest, SnapshotReply, SnapshotRequest,
-};
+use super::super::proto::{InitRequest, PushRequest, SnapshotRequest};
+use super::super::ragged_values::RaggedValues;
+use super::super::wire::{control_request, pull_request};
 use super::{PsClient, PsClientConfig, PsError, MISSING_RANKS_KEY};
 use crate::distribute::transport::{
     endpoint, tls_refusal, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY,
@@ -184,6 +186,21 @@ impl ParameterServers {
         })
     }
 
+    /// Replies decoded into the crate's messages; values of a broken length name their ps.
+    fn decoded<P, T>(&self, replies: Vec<P>) -> Result<Vec<T>, PsError>
+    where
+        T: TryFrom<P, Error = RaggedValues>,
+    {
+        replies
+            .into_iter()
+            .enumerate()
+            .map(|(i, reply)| {
+                T::try_from(reply)
+                    .map_err(|e| PsError::Failed(Error::Config(format!("{}: {e}", self.names[i]))))
+            })
+            .collect()
+    }
+
     /// A refused call as the error that names the task at fault.
     fn error(&self, ps: usize, status: Status) -> PsError {
         let name = &self.names[ps];
@@ -215,8 +232,15 @@ impl ParameterServers {
 }
 
 impl PsClient for ParameterServers {
-    fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError> {
-        let requests = std::sync::Arc::new(requests);
+    fn init(&self, inits: Vec<Init>) -> Result<(), PsError> {
+        let requests: Vec<InitRequest> = inits
+            .iter()
+            .map(InitRequest::try_from)
+            .collect::<Result<_, _>>()
+            .map_err(|e| {
+                PsError::Failed(Error::Config(format!("cannot send the schedule: {e}")))
+            })?;
+        let requests = Arc::new(requests);
         let patience = self.config.peer_timeout;
         self.on_all(Some(patience), patience, move |i, mut client| {
             let request = requests[i].clone();
@@ -225,55 +249,50 @@ impl PsClient for ParameterServers {
         Ok(())
     }
 
-    fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
-        let request = PullRequest {
-            worker: self.worker,
-            wait_ms: wait.as_millis() as u64,
-        };
-        let patience = self.config.peer_timeout.max(wait);
-        self.on_all(Some(patience), wait, move |_, mut client| async move {
+    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>, PsError> {
+        let request = pull_request(self.worker, pull);
+        let patience = self.config.peer_timeout.max(pull.wait);
+        let replies = self.on_all(Some(patience), pull.wait, move |_, mut client| async move {
             client.pull(request).await.map(|r| r.into_inner())
-        })
+        })?;
+        self.decoded(replies)
     }
 
     /// Not retried: a push that may have reached its ps is never sent twice (a lost one
     /// costs a step's gradient, a doubled one would corrupt).
-    fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
-        let waits = requests.iter().map(|r| r.wait_ms).max().unwrap_or(0);
-        let requests = std::sync::Arc::new(requests);
-        self.on_all(None, Duration::from_millis(waits), move |i, mut client| {
+    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>, PsError> {
+        let waits = pushes.iter().map(|p| p.wait).max().unwrap_or_default();
+        let requests: Arc<Vec<PushRequest>> = Arc::new(pushes.iter().map(Into::into).collect());
+        let replies = self.on_all(None, waits, move |i, mut client| {
             let request = requests[i].clone();
             async move { client.push(request).await.map(|r| r.into_inner()) }
-        })
+        })?;
+        self.decoded(replies)
     }
 
-    fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
+    fn snapshot(&self) -> Result<Vec<Snapshot>, PsError> {
         let patience = self.config.peer_timeout;
-        self.on_all(Some(patience), patience, |_, mut client| async move {
+        let replies = self.on_all(Some(patience), patience, |_, mut client| async move {
             client
                 .snapshot(SnapshotRequest {})
                 .await
                 .map(|r| r.into_inner())
-        })
+        })?;
+        self.decoded(replies)
     }
 
-    fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError> {
-        let request = ControlRequest {
-            worker: self.worker,
-            command: command as i32,
-        };
+    fn control(&self, command: Command) -> Result<Vec<Counters>, PsError> {
+        let request = control_request(self.worker, command);
         let patience = self.config.peer_timeout;
-        self.on_all(Some(patience), patience, move |_, mut client| async move {
+        let replies = self.on_all(Some(patience), patience, move |_, mut client| async move {
             client.control(request).await.map(|r| r.into_inner())
-        })
+        })?;
+        Ok(replies.into_iter().map(Counters::from).collect())
     }
 
     /// Skips the ps tasks found silent: every task then exits as soon as it names one.
     fn leave(&self) -> Result<(), PsError> {
-        let request = ControlRequest {
-            worker: self.worker,
-            command: Command::Leave as i32,
-        };
+        let request = control_request(self.worker, Command::Leave);
         let silent = self.silent.clone();
         self.on_all(None, Duration::ZERO, move |i, mut client| {
             let skip = silent[i].load(Ordering::Relaxed);
@@ -289,10 +308,7 @@ impl PsClient for ParameterServers {
 
     fn start_heartbeat(&mut self, every: Duration) {
         let clients = self.clients.clone();
-        let request = ControlRequest {
-            worker: self.worker,
-            command: Command::Heartbeat as i32,
-        };
+        let request = control_request(self.worker, Command::Heartbeat);
         self.heartbeat = Some(self.runtime.spawn(async move {
             loop {
                 for client in &clients {

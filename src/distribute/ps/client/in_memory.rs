@@ -1,15 +1,14 @@
 //! Ps tasks as shards of this process, and a training task's client that calls them
-//! directly: the same rules and the same errors as over gRPC, without sockets.
+//! directly with the crate's messages: the same rules and the same errors as over gRPC,
+//! without sockets or encoding.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::super::proto::{
-    Command, ControlReply, InitRequest, PullReply, PushReply, PushRequest, SnapshotReply,
-};
-use super::super::shard::{Shard, ShardError, ShardInit, ShardPush};
+use super::super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
+use super::super::shard::{Shard, ShardError};
 use super::super::variable_optimizer::VariableOptimizer;
 use super::{PsClient, PsClientConfig, PsError};
 use crate::error::Error;
@@ -50,6 +49,12 @@ impl InMemoryPs {
     #[cfg(test)]
     pub(crate) fn shards(&self) -> &[Shard] {
         &self.shards
+    }
+
+    /// Ps `ps` restarted: it lost its variables, and updates with `optimizer` afresh.
+    #[cfg(test)]
+    pub(crate) fn restart(&self, ps: usize, optimizer: VariableOptimizer) {
+        self.shards[ps].restart(optimizer);
     }
 }
 
@@ -128,34 +133,26 @@ fn refused(ps: usize, error: ShardError) -> PsError {
 }
 
 impl PsClient for InMemoryParameterServers {
-    fn init(&self, requests: Vec<InitRequest>) -> Result<(), PsError> {
-        self.on_all(requests, |shard, request| {
-            shard.init(ShardInit::try_from(request)?)
-        })?;
+    fn init(&self, inits: Vec<Init>) -> Result<(), PsError> {
+        self.on_all(inits, Shard::init)?;
         Ok(())
     }
 
-    fn pull(&self, wait: Duration) -> Result<Vec<PullReply>, PsError> {
+    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>, PsError> {
         self.on_all(self.to_every_ps(), |shard, ()| {
-            shard.pull(self.worker, wait).map(PullReply::from)
+            shard.pull(self.worker, pull)
         })
     }
 
-    fn push(&self, requests: Vec<PushRequest>) -> Result<Vec<PushReply>, PsError> {
-        self.on_all(requests, |shard, request| {
-            shard
-                .push(ShardPush::try_from(request)?)
-                .map(PushReply::from)
-        })
+    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>, PsError> {
+        self.on_all(pushes, Shard::push)
     }
 
-    fn snapshot(&self) -> Result<Vec<SnapshotReply>, PsError> {
-        self.on_all(self.to_every_ps(), |shard, ()| {
-            shard.snapshot().map(SnapshotReply::from)
-        })
+    fn snapshot(&self) -> Result<Vec<Snapshot>, PsError> {
+        self.on_all(self.to_every_ps(), |shard, ()| shard.snapshot())
     }
 
-    fn control(&self, command: Command) -> Result<Vec<ControlReply>, PsError> {
+    fn control(&self, command: Command) -> Result<Vec<Counters>, PsError> {
         self.on_all(self.to_every_ps(), |shard, ()| {
             shard.control(self.worker, command)
         })

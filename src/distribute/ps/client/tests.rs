@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use super::super::load_test_support::{assert_exact_totals, init_requests, work, LoadTestEnd};
+use super::super::messages::Pulled;
 use super::super::shard::{Patience, Verdict};
 use super::super::variable_optimizer::VariableOptimizer;
-use super::super::wire::f32_values;
 use super::*;
 use crate::optimizer::OptimizerSpec;
 
@@ -53,9 +53,9 @@ fn load_test(replicas_to_aggregate: usize) -> LoadTestEnd {
     let snapshots = clients[0].snapshot().unwrap();
     let steps = snapshots.iter().map(|s| s.step).collect();
     let values = snapshots
-        .iter()
-        .flat_map(|s| &s.variables)
-        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
+        .into_iter()
+        .flat_map(|s| s.variables)
+        .map(|(path, (_, values))| (path, values))
         .collect();
     let counters = clients[0].control(Command::Finish).unwrap();
     assert!(
@@ -82,7 +82,7 @@ fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
     let chief = ps.client(0, config());
     let worker = ps.client(1, config());
     assert!(matches!(
-        worker.pull(Duration::ZERO),
+        worker.pull(Pull::default()),
         Err(PsError::NotInitialised { ps: 0 })
     ));
     chief.init(init_requests(2, WORKERS, 0)).unwrap();
@@ -99,7 +99,7 @@ fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
         grace: Duration::from_secs(5),
     };
     assert_eq!(ps.shards()[1].supervise(patience), Verdict::Serve);
-    let error = Error::from(worker.pull(Duration::ZERO).unwrap_err());
+    let error = Error::from(worker.pull(Pull::default()).unwrap_err());
     assert!(
         matches!(&error, Error::PeerLost { task, message }
             if task == "chief:0" && message.ends_with("(ps:1 says)")),
@@ -143,6 +143,8 @@ fn a_replica_in_memory_calls_the_shards_of_this_process() {
     assert!(chief.is_chief() && !worker.is_chief());
     assert_eq!(worker.servers.worker(), 1);
     chief.servers.init(init_requests(2, WORKERS, 0)).unwrap();
-    let pulled = worker.servers.pull(Duration::ZERO).unwrap();
-    assert!(pulled.iter().all(|reply| reply.generation == 7));
+    let pulled = worker.servers.pull(Pull::default()).unwrap();
+    assert!(pulled
+        .iter()
+        .all(|reply| matches!(reply, Pulled::Values { generation: 7, .. })));
 }

@@ -4,12 +4,9 @@
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::super::proto::{self, ControlReply};
+use super::super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
 use super::super::variable_optimizer::VariableOptimizer;
-use super::{
-    Patience, Progress, ShardError, ShardInit, ShardMachine, ShardPulled, ShardPush, ShardPushed,
-    Snapshot, Verdict,
-};
+use super::{Patience, Progress, ShardError, ShardMachine, Verdict};
 
 /// One ps task's shard, callable from many threads; calls that must wait block.
 pub struct Shard {
@@ -84,14 +81,15 @@ impl Shard {
     }
 
     /// (Re)initialises the variables.
-    pub fn init(&self, init: ShardInit) -> Result<(), ShardError> {
+    pub fn init(&self, init: Init) -> Result<(), ShardError> {
         self.with_machine(|machine, now| machine.init(init, now))
     }
 
-    /// The current values, waiting up to `wait` for a chief to initialise them.
-    pub fn pull(&self, worker: u32, wait: Duration) -> Result<ShardPulled, ShardError> {
+    /// The current values, waiting up to the pull's wait for a chief to initialise them
+    /// (with the generation the pull asks for).
+    pub fn pull(&self, worker: u32, pull: Pull) -> Result<Pulled, ShardError> {
         self.until_answered(
-            |machine, now| machine.pull(worker, wait, now),
+            |machine, now| machine.pull(worker, pull, now),
             |machine, pull, now| machine.poll_pull(pull, now),
             |pull| pull.deadline(),
         )
@@ -99,7 +97,7 @@ impl Shard {
 
     /// Applies or contributes `push`; a synchronous one returns once its step's update was
     /// applied, or after its wait.
-    pub fn push(&self, push: ShardPush) -> Result<ShardPushed, ShardError> {
+    pub fn push(&self, push: Push) -> Result<Pushed, ShardError> {
         self.until_answered(
             |machine, now| machine.push(push, now),
             |machine, push, now| machine.poll_push(push, now),
@@ -113,11 +111,7 @@ impl Shard {
     }
 
     /// Heartbeat, finish, shutdown or leave; returns the counters.
-    pub fn control(
-        &self,
-        worker: u32,
-        command: proto::Command,
-    ) -> Result<ControlReply, ShardError> {
+    pub fn control(&self, worker: u32, command: Command) -> Result<Counters, ShardError> {
         self.with_machine(|machine, now| machine.control(worker, command, now))
     }
 
@@ -133,6 +127,15 @@ impl Shard {
             }
             verdict
         })
+    }
+
+    /// Starts afresh with `optimizer`, as a restarted ps task does: no variables.
+    #[cfg(test)]
+    pub fn restart(&self, optimizer: VariableOptimizer) {
+        let mut machine = self.lock();
+        let chief_name = machine.chief_name.clone();
+        *machine = ShardMachine::new(optimizer, chief_name, Instant::now());
+        self.changed.notify_all();
     }
 
     /// Waits until the state changes or `timeout` passes (for the supervising loop).

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use super::super::ragged_values::RaggedValues;
 use super::super::variable_optimizer::VariableOptimizerError;
-use super::super::wire::RaggedValues;
 
 /// Why a call was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

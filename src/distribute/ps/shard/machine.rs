@@ -8,10 +8,9 @@ use crate::optimizer::Schedule;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::super::proto::{self, ControlReply};
+use super::super::messages::{Command, Counters, Init, Pull, Pulled, Snapshot, Values};
 use super::super::variable_optimizer::VariableOptimizer;
-use super::super::wire;
-use super::{ShardError, ShardInit, ShardPulled, Snapshot};
+use super::ShardError;
 
 /// Rank of the chief among training tasks: its calls keep the ps alive.
 pub const CHIEF_RANK: u32 = 0;
@@ -25,10 +24,11 @@ pub enum Progress<T, W> {
     Waiting(W),
 }
 
-/// A pull waiting for the chief's initialisation.
+/// A pull waiting for the chief's initialisation, or for a later one than this ps holds.
 #[derive(Debug, Clone, Copy)]
 pub struct PendingPull {
     pub(super) worker: u32,
+    pub(super) min_generation: Option<u64>,
     pub(super) deadline: Instant,
 }
 
@@ -50,7 +50,7 @@ pub(super) enum ShardPhase {
 }
 
 #[derive(Default, Clone, Copy)]
-pub(super) struct Counters {
+pub(super) struct Tally {
     pub(super) applied: u64,
     pub(super) dropped: u64,
     pub(super) bytes_served: u64,
@@ -78,7 +78,7 @@ pub struct ShardMachine {
     pub(super) left: BTreeSet<u32>,
     /// Training tasks told that the job failed.
     pub(super) told: BTreeSet<u32>,
-    pub(super) counters: Counters,
+    pub(super) counters: Tally,
     pub(super) shutdown_since: Option<Instant>,
     pub(super) last_chief_call: Instant,
     /// When [`ShardMachine::supervise`] last ran.
@@ -108,7 +108,7 @@ impl ShardMachine {
             pending: BTreeMap::new(),
             left: BTreeSet::new(),
             told: BTreeSet::new(),
-            counters: Counters::default(),
+            counters: Tally::default(),
             shutdown_since: None,
             last_chief_call: now,
             last_supervised: None,
@@ -162,7 +162,7 @@ impl ShardMachine {
 
     /// (Re)initialises the variables; waiting pulls can then be answered, and waiting
     /// pushes of an older initialisation are answered `REINITIALISED`.
-    pub fn init(&mut self, init: ShardInit, now: Instant) -> Result<(), ShardError> {
+    pub fn init(&mut self, init: Init, now: Instant) -> Result<(), ShardError> {
         self.called_by(CHIEF_RANK, now)?;
         if init.optimizer != self.optimizer.kind() {
             return Err(ShardError::OptimizerMismatch {
@@ -190,30 +190,29 @@ impl ShardMachine {
         Ok(())
     }
 
-    /// The current values, waiting up to `wait` for a chief to initialise them.
-    pub fn pull(
-        &mut self,
-        worker: u32,
-        wait: Duration,
-        now: Instant,
-    ) -> Progress<ShardPulled, PendingPull> {
-        let deadline = deadline(now, wait);
+    /// The current values, waiting up to the pull's wait for a chief to initialise them
+    /// (with the generation it asks for, when it does). Past the wait, values of an older
+    /// initialisation are answered: the training task sees its ps tasks still disagree.
+    pub fn pull(&mut self, worker: u32, pull: Pull, now: Instant) -> Progress<Pulled, PendingPull> {
+        let pending = PendingPull {
+            worker,
+            min_generation: pull.min_generation,
+            deadline: deadline(now, pull.wait),
+        };
         self.rejoin(worker);
-        self.poll_pull(PendingPull { worker, deadline }, now)
+        self.poll_pull(pending, now)
     }
 
     /// A waiting pull again, at `now`.
-    pub fn poll_pull(
-        &mut self,
-        pull: PendingPull,
-        now: Instant,
-    ) -> Progress<ShardPulled, PendingPull> {
+    pub fn poll_pull(&mut self, pull: PendingPull, now: Instant) -> Progress<Pulled, PendingPull> {
         if let Err(error) = self.called_by(pull.worker, now) {
             return Progress::Answered(Err(error));
         }
+        let behind = pull.min_generation.is_some_and(|g| self.generation < g);
         match self.phase {
+            ShardPhase::Serving if behind && now < pull.deadline => return Progress::Waiting(pull),
             ShardPhase::Serving => {}
-            ShardPhase::Finished => return Progress::Answered(Ok(ShardPulled::Done)),
+            ShardPhase::Finished => return Progress::Answered(Ok(Pulled::Done)),
             ShardPhase::Uninitialised if now >= pull.deadline => {
                 return Progress::Answered(Err(ShardError::NotInitialised))
             }
@@ -221,7 +220,7 @@ impl ShardMachine {
             ShardPhase::Failed { .. } => unreachable!("called_by refuses calls to a failed shard"),
         }
         let variables = self.values();
-        Progress::Answered(Ok(ShardPulled::Values {
+        Progress::Answered(Ok(Pulled::Values {
             step: self.step,
             generation: self.generation,
             variables,
@@ -229,13 +228,13 @@ impl ShardMachine {
     }
 
     /// The values as pulls send them, counted as served.
-    pub(super) fn values(&mut self) -> Vec<proto::Variable> {
-        let variables: Vec<proto::Variable> = self
+    pub(super) fn values(&mut self) -> Values {
+        let variables: Values = self
             .variables
             .iter()
-            .map(|(path, (_, values))| wire::variable(path, &[], values))
+            .map(|(path, (_, values))| (path.clone(), values.clone()))
             .collect();
-        self.counters.bytes_served += served(&variables);
+        self.counters.bytes_served += served(variables.iter().map(|(_, v)| v));
         variables
     }
 
@@ -245,13 +244,9 @@ impl ShardMachine {
         if let ShardPhase::Uninitialised = self.phase {
             return Err(ShardError::NotInitialised);
         }
-        let variables: Vec<proto::Variable> = self
-            .variables
-            .iter()
-            .map(|(path, (shape, values))| wire::variable(path, shape, values))
-            .collect();
+        let variables = self.variables.clone();
         let optimizer_state = self.optimizer.state_bytes()?;
-        self.counters.bytes_served += served(&variables);
+        self.counters.bytes_served += served(variables.values().map(|(_, v)| v));
         Ok(Snapshot {
             step: self.step,
             variables,
@@ -263,23 +258,23 @@ impl ShardMachine {
     pub fn control(
         &mut self,
         worker: u32,
-        command: proto::Command,
+        command: Command,
         now: Instant,
-    ) -> Result<ControlReply, ShardError> {
+    ) -> Result<Counters, ShardError> {
         self.called_by(worker, now)?;
         self.changes += 1;
         match command {
-            proto::Command::Heartbeat => {}
-            proto::Command::Finish => {
+            Command::Heartbeat => {}
+            Command::Finish => {
                 if let ShardPhase::Serving | ShardPhase::Uninitialised = self.phase {
                     self.phase = ShardPhase::Finished;
                 }
             }
-            proto::Command::Shutdown => {
+            Command::Shutdown => {
                 self.left.insert(worker);
                 self.shutdown_since.get_or_insert(now);
             }
-            proto::Command::Leave => {
+            Command::Leave => {
                 self.left.insert(worker);
                 if let ShardPhase::Serving = self.phase {
                     self.aggregate_if_complete()?;
@@ -290,9 +285,9 @@ impl ShardMachine {
     }
 
     /// The step and counters since the ps started.
-    pub fn counters(&self) -> ControlReply {
+    pub fn counters(&self) -> Counters {
         let c = self.counters;
-        ControlReply {
+        Counters {
             step: self.step,
             pushes_applied: c.applied,
             pushes_dropped: c.dropped,
@@ -309,6 +304,7 @@ pub(super) fn deadline(now: Instant, wait: Duration) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(u32::MAX.into()))
 }
 
-fn served(variables: &[proto::Variable]) -> u64 {
-    variables.iter().map(|v| v.values.len() as u64).sum()
+/// The bytes `values` take on the wire.
+fn served<'a>(values: impl Iterator<Item = &'a Vec<f32>>) -> u64 {
+    values.map(|v| v.len() as u64 * 4).sum()
 }

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::super::proto::PushOutcome;
+use super::super::messages::{Push, PushOutcome, Pushed};
 use super::machine::{deadline, Progress, ShardPhase};
-use super::{ShardError, ShardMachine, ShardPush, ShardPushed};
+use super::{ShardError, ShardMachine};
 
 /// A synchronous push waiting for the other gradients of its step.
 #[derive(Debug, Clone, Copy)]
@@ -32,7 +32,7 @@ impl ShardMachine {
     /// computed from the values of a step of an initialisation; answers with the outcome and
     /// the step after it, and when asked the values then (unless the job is done). A
     /// synchronous push waits until its step's update was applied, or its wait passed.
-    pub fn push(&mut self, push: ShardPush, now: Instant) -> Progress<ShardPushed, PendingPush> {
+    pub fn push(&mut self, push: Push, now: Instant) -> Progress<Pushed, PendingPush> {
         let pending = PendingPush {
             worker: push.worker,
             step: push.step,
@@ -49,11 +49,7 @@ impl ShardMachine {
     }
 
     /// A waiting synchronous push again, at `now`.
-    pub fn poll_push(
-        &mut self,
-        push: PendingPush,
-        now: Instant,
-    ) -> Progress<ShardPushed, PendingPush> {
+    pub fn poll_push(&mut self, push: PendingPush, now: Instant) -> Progress<Pushed, PendingPush> {
         let outcome = if self.generation != push.generation {
             PushOutcome::Reinitialised
         } else if let ShardPhase::Failed { silent_for, .. } = self.phase {
@@ -84,13 +80,13 @@ impl ShardMachine {
     }
 
     /// The answer to a push, with the values when asked for and the job goes on.
-    fn pushed(&mut self, outcome: PushOutcome, pull: bool) -> ShardPushed {
+    fn pushed(&mut self, outcome: PushOutcome, pull: bool) -> Pushed {
         let variables = if pull && outcome != PushOutcome::Done {
             self.values()
         } else {
             Vec::new()
         };
-        ShardPushed {
+        Pushed {
             outcome,
             step: self.step,
             generation: self.generation,
@@ -100,12 +96,8 @@ impl ShardMachine {
 
     /// The push's outcome when it is decided on arrival; `None` when its synchronous update
     /// still needs other gradients.
-    fn contribute(
-        &mut self,
-        push: ShardPush,
-        now: Instant,
-    ) -> Result<Option<PushOutcome>, ShardError> {
-        let ShardPush {
+    fn contribute(&mut self, push: Push, now: Instant) -> Result<Option<PushOutcome>, ShardError> {
+        let Push {
             worker,
             step,
             generation,

@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::super::proto::{Command, PushOutcome};
+use super::super::messages::{Command, Init, Pull, Pulled, Push, PushOutcome, Pushed};
 use super::super::variable_optimizer::VariableOptimizer;
-use super::super::wire::f32_values;
 use super::machine::PendingPull;
 use super::push::PendingPush;
 use super::*;
@@ -31,11 +30,11 @@ fn shard(t0: Instant) -> ShardMachine {
 
 /// Variables `a` (4 values) and `b` (2×3), zero, for `workers` training tasks aggregating
 /// `replicas_to_aggregate` gradients per update (0: asynchronous).
-fn init(workers: usize, replicas_to_aggregate: usize) -> ShardInit {
+fn init(workers: usize, replicas_to_aggregate: usize) -> Init {
     let empty_state = VariableOptimizer::new(&OptimizerSpec::sgd(1.0))
         .state_bytes()
         .unwrap();
-    ShardInit {
+    Init {
         variables: BTreeMap::from([
             ("a".to_string(), (vec![4], vec![0.0; 4])),
             ("b".to_string(), (vec![2, 3], vec![0.0; 6])),
@@ -54,8 +53,8 @@ fn init(workers: usize, replicas_to_aggregate: usize) -> ShardInit {
 }
 
 /// `worker`'s gradient of all `gradient` for `a`, computed at `step`; it waits up to 10s.
-fn push(worker: u32, step: u64, gradient: f32) -> ShardPush {
-    ShardPush {
+fn push(worker: u32, step: u64, gradient: f32) -> Push {
+    Push {
         worker,
         step,
         generation: GENERATION,
@@ -84,7 +83,7 @@ fn waiting<T, W>(progress: Progress<T, W>) -> W {
 }
 
 /// The outcome and step of a push that must not wait.
-fn outcome(progress: Progress<ShardPushed, PendingPush>) -> (PushOutcome, u64) {
+fn outcome(progress: Progress<Pushed, PendingPush>) -> (PushOutcome, u64) {
     let pushed = answered(progress).unwrap();
     (pushed.outcome, pushed.step)
 }
@@ -95,11 +94,19 @@ fn values(shard: &mut ShardMachine, now: Instant) -> BTreeMap<String, Vec<f32>> 
         .snapshot(now)
         .unwrap()
         .variables
-        .iter()
-        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
+        .into_iter()
+        .map(|(path, (_, values))| (path, values))
         .collect()
 }
 
 fn seconds(s: u64) -> Duration {
     Duration::from_secs(s)
+}
+
+/// A pull that waits up to `wait` for the chief's initialisation.
+fn waits(wait: Duration) -> Pull {
+    Pull {
+        wait,
+        min_generation: None,
+    }
 }

@@ -1,39 +1,54 @@
-//! The worker side of the protocol fed replies directly: no client, no clock.
+//! The worker side of the protocol fed replies directly: no client, and a clock the tests
+//! advance.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::*;
-use crate::distribute::ps::wire::f32_values;
 
-fn pulled(step: u64, generation: u64, variables: &[(&str, &[f32])]) -> PullReply {
-    PullReply {
+const PEER_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn names() -> Vec<String> {
+    ["chief:0", "worker:0", "worker:1", "worker:2"]
+        .map(String::from)
+        .to_vec()
+}
+
+fn pulled(step: u64, generation: u64, variables: &[(&str, &[f32])]) -> Pulled {
+    Pulled::Values {
         step,
         generation,
-        done: false,
         variables: variables
             .iter()
-            .map(|(path, values)| variable(path, &[values.len()], values))
+            .map(|(path, values)| (path.to_string(), values.to_vec()))
             .collect(),
     }
 }
 
-fn pushed(outcome: PushOutcome, step: u64, generation: u64) -> PushReply {
-    PushReply {
-        outcome: outcome as i32,
+fn pushed(outcome: PushOutcome, step: u64, generation: u64) -> Pushed {
+    Pushed {
+        outcome,
         step,
         generation,
-        variables: vec![variable("a", &[1], &[step as f32])],
+        variables: vec![("a".into(), vec![step as f32])],
     }
+}
+
+/// Training task `rank` of two ps tasks, not yet pulled.
+fn task(rank: u32) -> PsWorker {
+    PsWorker::new(rank, names(), 2, PEER_TIMEOUT, Duration::from_secs(20))
 }
 
 /// Worker 3 of two ps tasks that pulled `a` from ps 0 (step 7) and `b` from ps 1 (step 5).
 fn after_a_pull() -> PsWorker {
-    let mut worker = PsWorker::new(3, 2, Duration::from_secs(5));
+    let mut worker = task(3);
     let answer = worker
-        .on_pull(Ok(vec![
-            pulled(7, 11, &[("a", &[1.0, 2.0])]),
-            pulled(5, 11, &[("b", &[3.0])]),
-        ]))
+        .on_pull(
+            Ok(vec![
+                pulled(7, 11, &[("a", &[1.0, 2.0])]),
+                pulled(5, 11, &[("b", &[3.0])]),
+            ]),
+            Instant::now(),
+        )
         .unwrap();
     assert_eq!(
         answer,
@@ -48,7 +63,7 @@ fn after_a_pull() -> PsWorker {
 #[test]
 fn a_push_sends_each_gradient_to_its_ps_with_the_step_that_ps_was_pulled_at() {
     let worker = after_a_pull();
-    let requests = worker
+    let pushes = worker
         .push_requests(
             [
                 ("b".to_string(), vec![9.0]),
@@ -60,24 +75,19 @@ fn a_push_sends_each_gradient_to_its_ps_with_the_step_that_ps_was_pulled_at() {
             ],
         )
         .unwrap();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(pushes.len(), 2);
     for (ps, (step, path, grad)) in [(7, "a", vec![0.5, 0.25]), (5, "b", vec![-1.0])]
         .into_iter()
         .enumerate()
     {
-        let request = &requests[ps];
-        assert_eq!(
-            (request.worker, request.step, request.generation),
-            (3, step, 11)
-        );
-        assert_eq!((request.wait_ms, request.pull), (5_000, true));
-        assert_eq!(request.gradients.len(), 1);
-        assert_eq!(request.gradients[0].path, path);
-        assert_eq!(f32_values(&request.gradients[0]).unwrap(), grad);
+        let push = &pushes[ps];
+        assert_eq!((push.worker, push.step, push.generation), (3, step, 11));
+        assert_eq!((push.wait, push.pull), (PEER_TIMEOUT, true));
+        assert_eq!(push.gradients, vec![(path.to_string(), grad)]);
     }
     // An assigned value goes to its variable's ps; one of no known variable is not sent.
-    assert!(requests[0].assign.is_empty());
-    assert_eq!(requests[1].assign[0].path, "b");
+    assert!(pushes[0].assign.is_empty());
+    assert_eq!(pushes[1].assign, vec![("b".to_string(), vec![9.0])]);
 }
 
 #[test]
@@ -93,22 +103,77 @@ fn a_gradient_of_a_variable_no_ps_holds_is_refused() {
 }
 
 #[test]
-fn pulls_wait_out_a_half_done_initialisation_and_stop_when_any_ps_is_done() {
-    let mut worker = PsWorker::new(1, 2, Duration::ZERO);
-    let mixed = worker.on_pull(Ok(vec![pulled(0, 1, &[]), pulled(0, 2, &[])]));
-    assert_eq!(mixed.unwrap(), PullAnswer::Mixed(vec![1, 2]));
-    let done = PullReply {
-        done: true,
-        ..pulled(9, 3, &[])
-    };
-    let answer = worker.on_pull(Ok(vec![pulled(9, 2, &[]), done]));
-    assert_eq!(answer.unwrap(), PullAnswer::Done);
-    let lost = worker.on_pull(Err(PsError::NotInitialised { ps: 1 }));
-    assert_eq!(lost.unwrap(), PullAnswer::NotInitialised(1));
-    let silent = worker.on_pull(Err(PsError::Unresponsive {
-        ps: 0,
-        waited: Duration::from_secs(6),
-    }));
+fn a_first_pull_waits_for_the_chief_then_as_long_as_a_silent_peer() {
+    let t0 = Instant::now();
+    let chief = task(0);
+    assert_eq!(
+        chief.pull_request(t0),
+        Pull::default(),
+        "the chief waits for nobody"
+    );
+    let mut worker = task(1);
+    assert_eq!(worker.pull_request(t0).wait, Duration::from_secs(20));
+    worker
+        .on_pull(Ok(vec![pulled(0, 1, &[]), pulled(0, 1, &[])]), t0)
+        .unwrap();
+    assert_eq!(worker.pull_request(t0).wait, PEER_TIMEOUT);
+}
+
+#[test]
+fn mixed_initialisations_are_waited_out_on_the_ps_for_the_newest_within_the_peer_timeout() {
+    let t0 = Instant::now();
+    let mut worker = task(1);
+    let mixed = worker.on_pull(Ok(vec![pulled(0, 1, &[]), pulled(5, 2, &[])]), t0);
+    assert_eq!(mixed.unwrap(), PullAnswer::Again);
+    // The next pull asks every ps for the newest initialisation, for what is left of the
+    // peer timeout since the ps tasks were first seen to disagree.
+    let t1 = t0 + Duration::from_secs(2);
+    let next = worker.pull_request(t1);
+    assert_eq!(next.min_generation, Some(2));
+    assert_eq!(next.wait, Duration::from_secs(3));
+    let again = worker.on_pull(Ok(vec![pulled(0, 1, &[]), pulled(5, 2, &[])]), t1);
+    assert_eq!(again.unwrap(), PullAnswer::Again);
+    let resolved = worker.on_pull(Ok(vec![pulled(5, 2, &[]), pulled(5, 2, &[])]), t1);
+    assert!(matches!(
+        resolved.unwrap(),
+        PullAnswer::Values { step: 5, .. }
+    ));
+    assert_eq!(worker.pull_request(t1).min_generation, None);
+    // Disagreeing past the peer timeout: the chief stopped half-way.
+    worker
+        .on_pull(Ok(vec![pulled(5, 2, &[]), pulled(0, 3, &[])]), t1)
+        .unwrap();
+    let late = t1 + PEER_TIMEOUT;
+    let error = worker
+        .on_pull(Ok(vec![pulled(5, 2, &[]), pulled(0, 3, &[])]), late)
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("lost chief:0: the ps tasks still hold different"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_lost_ps_is_the_chiefs_to_reinitialise_and_the_others_wait_for_it() {
+    let t0 = Instant::now();
+    let lost = || Err(PsError::NotInitialised { ps: 1 });
+    assert_eq!(
+        task(0).on_pull(lost(), t0).unwrap(),
+        PullAnswer::Reinitialise(1)
+    );
+    let mut worker = task(1);
+    assert_eq!(worker.on_pull(lost(), t0).unwrap(), PullAnswer::Again);
+    let done = worker.on_pull(Ok(vec![pulled(9, 2, &[]), Pulled::Done]), t0);
+    assert_eq!(done.unwrap(), PullAnswer::Done);
+    let silent = worker.on_pull(
+        Err(PsError::Unresponsive {
+            ps: 0,
+            waited: Duration::from_secs(6),
+        }),
+        t0,
+    );
     assert!(silent.unwrap_err().to_string().starts_with("lost ps:0"));
 }
 
@@ -121,34 +186,24 @@ fn an_applied_push_brings_the_next_pull_back_once() {
     ]));
     assert_eq!(answer.unwrap(), PushAnswer::Applied(8));
     let prefetched = worker.take_prefetched().expect("the push brought values");
-    assert_eq!(
-        prefetched.iter().map(|r| r.step).collect::<Vec<_>>(),
-        vec![8, 6]
-    );
+    assert_eq!(prefetched[1], pulled(6, 11, &[("a", &[6.0])]));
     assert!(worker.take_prefetched().is_none());
     // Taken as a pull, they are what the next push refers to.
-    worker.on_pull(Ok(prefetched)).unwrap();
-    let requests = worker
+    worker.on_pull(Ok(prefetched), Instant::now()).unwrap();
+    let pushes = worker
         .push_requests(std::iter::empty(), [("a".to_string(), vec![0.0])])
         .unwrap();
-    assert_eq!((requests[0].step, requests[1].step), (8, 6));
+    assert_eq!((pushes[0].step, pushes[1].step), (8, 6));
 }
 
 #[test]
-fn push_outcomes_other_than_applied_are_dropped_done_or_reported() {
+fn push_outcomes_other_than_applied_are_dropped_or_done() {
     let mut worker = after_a_pull();
     let stale = worker.on_push(Ok(vec![
         pushed(PushOutcome::Stale, 9, 11),
         pushed(PushOutcome::Applied, 6, 11),
     ]));
     assert_eq!(stale.unwrap(), PushAnswer::Dropped(9));
-    // An outcome this build does not know is not counted as applied.
-    let unknown = PushReply {
-        outcome: 42,
-        ..pushed(PushOutcome::Applied, 9, 11)
-    };
-    let answer = worker.on_push(Ok(vec![unknown, pushed(PushOutcome::Applied, 6, 11)]));
-    assert_eq!(answer.unwrap(), PushAnswer::Dropped(9));
     // One ps done ends the job, whatever the other says; nothing is prefetched then.
     worker.forget_prefetched();
     let done = worker.on_push(Ok(vec![
@@ -170,21 +225,22 @@ fn failed_pushes_are_classified_without_sending_them_again() {
     assert_eq!(unreachable.unwrap(), PushAnswer::Dropped(7));
     assert!(worker.take_prefetched().is_none());
     let lost = worker.on_push(Err(PsError::NotInitialised { ps: 0 }));
-    assert_eq!(lost.unwrap(), PushAnswer::NotInitialised(0));
+    assert_eq!(
+        lost.unwrap(),
+        PushAnswer::Dropped(7),
+        "the chief re-initialises"
+    );
+    let chiefs = task(0).on_push(Err(PsError::NotInitialised { ps: 0 }));
+    assert_eq!(chiefs.unwrap(), PushAnswer::Reinitialise(0));
     let missing = worker.on_push(Err(PsError::TasksMissing {
-        ranks: vec![2],
+        ranks: vec![2, 7],
         message: "timed out".into(),
     }));
-    assert_eq!(
-        missing.unwrap(),
-        PushAnswer::TasksMissing {
-            ranks: vec![2],
-            message: "timed out".into()
-        }
-    );
+    let error = missing.unwrap_err();
+    assert_eq!(error.to_string(), "lost worker:1, rank 7: timed out");
     let silent = worker.on_push(Err(PsError::Unresponsive {
         ps: 1,
         waited: Duration::from_secs(6),
     }));
-    assert!(matches!(silent, Err(PsError::Unresponsive { ps: 1, .. })));
+    assert!(silent.unwrap_err().to_string().starts_with("lost ps:1"));
 }

@@ -9,7 +9,7 @@ fn the_staleness_bound_drops_old_gradients_and_counts_them() {
     let mut shard = shard(t0);
     shard
         .init(
-            ShardInit {
+            Init {
                 max_staleness: Some(1),
                 ..init(1, 0)
             },
@@ -64,7 +64,7 @@ fn a_push_answers_with_the_values_after_it_and_assigns_as_it_is() {
     shard.init(init(1, 0), t0).unwrap();
     let statistics = vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5];
     let pushed = answered(shard.push(
-        ShardPush {
+        Push {
             pull: true,
             assign: vec![("b".into(), statistics.clone())],
             ..push(0, 0, 1.0)
@@ -72,11 +72,7 @@ fn a_push_answers_with_the_values_after_it_and_assigns_as_it_is() {
         t0,
     ))
     .unwrap();
-    let pulled: BTreeMap<String, Vec<f32>> = pushed
-        .variables
-        .iter()
-        .map(|v| (v.path.clone(), f32_values(v).unwrap()))
-        .collect();
+    let pulled: BTreeMap<String, Vec<f32>> = pushed.variables.into_iter().collect();
     assert_eq!(pulled["a"], vec![-1.0; 4]);
     assert_eq!(pulled["b"], statistics);
     let counters = shard.counters();
@@ -89,7 +85,7 @@ fn gradients_that_do_not_fit_are_refused_naming_the_variable_and_the_worker() {
     let t0 = Instant::now();
     let mut shard = shard(t0);
     shard.init(init(3, 0), t0).unwrap();
-    let unknown = ShardPush {
+    let unknown = Push {
         gradients: vec![("c".into(), vec![1.0])],
         ..push(2, 0, 1.0)
     };
@@ -98,7 +94,7 @@ fn gradients_that_do_not_fit_are_refused_naming_the_variable_and_the_worker() {
         error.to_string(),
         "gradient for c, which this ps does not hold (from worker 2)"
     );
-    let short = ShardPush {
+    let short = Push {
         gradients: vec![("b".into(), vec![1.0; 5])],
         ..push(1, 0, 1.0)
     };

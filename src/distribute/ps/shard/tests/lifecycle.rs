@@ -12,12 +12,12 @@ const PATIENCE: Patience = Patience {
     grace: Duration::from_secs(5),
 };
 
-fn pulled_step(progress: Progress<ShardPulled, PendingPull>) -> (u64, u64) {
+fn pulled_step(progress: Progress<Pulled, PendingPull>) -> (u64, u64) {
     match answered(progress).unwrap() {
-        ShardPulled::Values {
+        Pulled::Values {
             step, generation, ..
         } => (step, generation),
-        ShardPulled::Done => panic!("the job is not done"),
+        Pulled::Done => panic!("the job is not done"),
     }
 }
 
@@ -25,21 +25,21 @@ fn pulled_step(progress: Progress<ShardPulled, PendingPull>) -> (u64, u64) {
 fn a_pull_waits_for_the_chief_until_its_deadline() {
     let t0 = Instant::now();
     let mut shard = shard(t0);
-    let chief = answered(shard.pull(0, Duration::ZERO, t0)).err();
+    let chief = answered(shard.pull(0, Pull::default(), t0)).err();
     assert_eq!(
         chief,
         Some(ShardError::NotInitialised),
         "the chief does not wait"
     );
-    let early = waiting(shard.pull(1, seconds(5), t0));
+    let early = waiting(shard.pull(1, waits(seconds(5)), t0));
     let early = waiting(shard.poll_pull(early, t0 + seconds(4)));
     let error = answered(shard.poll_pull(early, t0 + seconds(5))).err();
     assert_eq!(error, Some(ShardError::NotInitialised));
-    let pull = waiting(shard.pull(2, seconds(30), t0 + seconds(6)));
+    let pull = waiting(shard.pull(2, waits(seconds(30)), t0 + seconds(6)));
     let before = shard.changes();
     shard
         .init(
-            ShardInit {
+            Init {
                 global_step: 40,
                 ..init(3, 0)
             },
@@ -54,13 +54,49 @@ fn a_pull_waits_for_the_chief_until_its_deadline() {
 }
 
 #[test]
+fn a_pull_asking_for_a_newer_initialisation_waits_for_it_until_its_deadline() {
+    let t0 = Instant::now();
+    let mut shard = shard(t0);
+    shard.init(init(2, 0), t0).unwrap();
+    let newer = |wait| Pull {
+        wait,
+        min_generation: Some(GENERATION + 1),
+    };
+    let held = waiting(shard.pull(1, newer(seconds(5)), t0));
+    let held = waiting(shard.poll_pull(held, t0 + seconds(4)));
+    // Past its deadline it gets the values this ps holds: the training task sees its ps
+    // tasks still disagree.
+    assert_eq!(
+        pulled_step(shard.poll_pull(held, t0 + seconds(5))),
+        (0, GENERATION)
+    );
+    let held = waiting(shard.pull(1, newer(seconds(30)), t0 + seconds(6)));
+    let next = Init {
+        global_step: 9,
+        generation: GENERATION + 1,
+        ..init(2, 0)
+    };
+    shard.init(next, t0 + seconds(7)).unwrap();
+    assert_eq!(
+        pulled_step(shard.poll_pull(held, t0 + seconds(7))),
+        (9, GENERATION + 1)
+    );
+    // An older generation than the ps holds is no reason to wait.
+    let older = Pull {
+        min_generation: Some(GENERATION),
+        ..Pull::default()
+    };
+    assert_eq!(pulled_step(shard.pull(1, older, t0 + seconds(8))).0, 9);
+}
+
+#[test]
 fn pushes_from_another_initialisation_are_answered_reinitialised() {
     let t0 = Instant::now();
     let mut shard = shard(t0);
     let refused = answered(shard.push(push(0, 0, 1.0), t0)).err();
     assert_eq!(refused, Some(ShardError::NotInitialised));
     shard.init(init(2, 0), t0).unwrap();
-    let old = ShardPush {
+    let old = Push {
         generation: GENERATION - 1,
         ..push(1, 0, 1.0)
     };
@@ -75,7 +111,7 @@ fn pushes_from_another_initialisation_are_answered_reinitialised() {
 fn an_initialisation_with_another_optimizer_is_refused() {
     let t0 = Instant::now();
     let mut shard = shard(t0);
-    let adam = ShardInit {
+    let adam = Init {
         optimizer: "adam".into(),
         ..init(1, 0)
     };
@@ -92,7 +128,7 @@ fn updates_stop_at_the_last_step_and_pulls_end_at_the_finish() {
     let mut shard = shard(t0);
     shard
         .init(
-            ShardInit {
+            Init {
                 last_step: 2,
                 ..init(2, 0)
             },
@@ -110,11 +146,11 @@ fn updates_stop_at_the_last_step_and_pulls_end_at_the_finish() {
             PushOutcome::Done
         ]
     );
-    assert_eq!(pulled_step(shard.pull(1, Duration::ZERO, t0)).0, 2);
+    assert_eq!(pulled_step(shard.pull(1, Pull::default(), t0)).0, 2);
     shard.control(0, Command::Finish, t0).unwrap();
     assert!(matches!(
-        answered(shard.pull(1, Duration::ZERO, t0)),
-        Ok(ShardPulled::Done)
+        answered(shard.pull(1, Pull::default(), t0)),
+        Ok(Pulled::Done)
     ));
     assert_eq!(
         outcome(shard.push(push(1, 2, 1.0), t0)).0,
@@ -128,7 +164,7 @@ fn a_silent_chief_fails_the_job_after_the_timeout_not_before() {
     let mut shard = shard(t0);
     shard.init(init(3, 0), t0).unwrap();
     // Training tasks' calls do not keep the chief alive; its heartbeats do.
-    let _ = shard.pull(1, Duration::ZERO, t0 + seconds(30));
+    let _ = shard.pull(1, Pull::default(), t0 + seconds(30));
     shard
         .control(0, Command::Heartbeat, t0 + seconds(40))
         .unwrap();
@@ -142,7 +178,7 @@ fn a_silent_chief_fails_the_job_after_the_timeout_not_before() {
     assert_eq!(shard.failure(), Some(lost.clone()));
     assert_eq!(lost.to_string(), "no call from it for 60s");
     // The ps task waits for the training tasks to hear of it.
-    let told = answered(shard.pull(1, Duration::ZERO, t0 + seconds(101))).err();
+    let told = answered(shard.pull(1, Pull::default(), t0 + seconds(101))).err();
     assert_eq!(told, Some(lost.clone()));
     assert_eq!(shard.supervise(PATIENCE, t0 + seconds(102)), Verdict::Serve);
     let told = answered(shard.push(push(2, 0, 1.0), t0 + seconds(103))).err();

@@ -19,7 +19,7 @@ proptest! {
         let before = values(&mut shard, t0);
         let sizes = BTreeMap::from([("a", 4), ("b", 6)]);
         let fits = gradients.iter().all(|(path, len, _)| sizes.get(path) == Some(len));
-        let push = ShardPush {
+        let push = Push {
             gradients: gradients
                 .iter()
                 .map(|(path, len, g)| (path.to_string(), vec![*g; *len]))

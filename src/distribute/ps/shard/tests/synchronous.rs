@@ -128,7 +128,7 @@ fn waiting_pushes_hear_of_a_reinitialisation_and_of_the_finish() {
     let before = waiting(shard.push(push(1, 0, 1.0), t0));
     shard
         .init(
-            ShardInit {
+            Init {
                 generation: GENERATION + 1,
                 ..init(2, 2)
             },
@@ -140,7 +140,7 @@ fn waiting_pushes_hear_of_a_reinitialisation_and_of_the_finish() {
         (PushOutcome::Reinitialised, 0)
     );
     let pending = waiting(shard.push(
-        ShardPush {
+        Push {
             generation: GENERATION + 1,
             pull: true,
             ..push(1, 0, 1.0)

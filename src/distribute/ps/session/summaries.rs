@@ -3,25 +3,24 @@
 
 use std::time::Instant;
 
-use super::session::PsSession;
-use crate::distribute::ps::Command;
-use crate::summary::SummaryWriter;
+use super::super::messages::Command;
+use super::PsSession;
 
 impl PsSession {
     /// Chief: `ps/push_per_sec`, `ps/staleness`, `ps/dropped`, `ps/pull_seconds` and each
-    /// ps's `ps/<i>/bytes_served` per second since the last call.
-    pub(super) fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {
+    /// ps's `ps/<i>/bytes_served` per second since the last call, as (tag, value).
+    pub fn summaries(&mut self) -> Vec<(String, f64)> {
+        let mut out = Vec::new();
         if self.pulls > 0 {
-            writer.scalar(
-                "ps/pull_seconds",
+            out.push((
+                "ps/pull_seconds".into(),
                 self.pull_seconds / self.pulls as f64,
-                step,
-            );
+            ));
             self.pull_seconds = 0.0;
             self.pulls = 0;
         }
         let Ok(counters) = self.replica.servers.control(Command::Heartbeat) else {
-            return;
+            return out;
         };
         let now = Instant::now();
         if let Some((then, before)) = &self.last_counters {
@@ -30,29 +29,23 @@ impl PsSession {
             let applied = first
                 .pushes_applied
                 .saturating_sub(first_before.pushes_applied);
-            writer.scalar("ps/push_per_sec", applied as f64 / seconds, step);
-            writer.scalar(
-                "ps/dropped",
-                first
-                    .pushes_dropped
-                    .saturating_sub(first_before.pushes_dropped) as f64,
-                step,
-            );
+            out.push(("ps/push_per_sec".into(), applied as f64 / seconds));
+            let dropped = first
+                .pushes_dropped
+                .saturating_sub(first_before.pushes_dropped);
+            out.push(("ps/dropped".into(), dropped as f64));
             if applied > 0 {
                 let staleness = first
                     .staleness_sum
                     .saturating_sub(first_before.staleness_sum);
-                writer.scalar("ps/staleness", staleness as f64 / applied as f64, step);
+                out.push(("ps/staleness".into(), staleness as f64 / applied as f64));
             }
             for (i, (c, b)) in counters.iter().zip(before).enumerate() {
                 let served = c.bytes_served.saturating_sub(b.bytes_served);
-                writer.scalar(
-                    &format!("ps/{i}/bytes_served"),
-                    served as f64 / seconds,
-                    step,
-                );
+                out.push((format!("ps/{i}/bytes_served"), served as f64 / seconds));
             }
         }
         self.last_counters = Some((now, counters));
+        out
     }
 }

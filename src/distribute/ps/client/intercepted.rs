@@ -1,0 +1,95 @@
+//! For tests: an in-memory client whose initialisations and pulls pass through hooks — a
+//! chief caught between two ps tasks, ps tasks whose steps parted, a test told when a pull
+//! is on its way (so that it acts while the ps holds it, without sleeping).
+
+use std::time::Duration;
+
+use super::super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
+use super::{InMemoryParameterServers, PsClient, PsClientConfig, PsError};
+
+/// What an intercepted client does with the chief's initialisations.
+pub(crate) type InitHook =
+    Box<dyn Fn(&InMemoryParameterServers, Vec<Init>) -> Result<(), PsError> + Send + Sync>;
+
+/// What an intercepted client does before it sends a pull.
+pub(crate) type PullHook = Box<dyn Fn(&Pull) + Send + Sync>;
+
+/// An in-memory client with hooks; see the [module docs](self).
+pub(crate) struct Intercepted {
+    inner: InMemoryParameterServers,
+    on_init: Option<InitHook>,
+    on_pull: Option<PullHook>,
+}
+
+impl Intercepted {
+    /// `inner`, passing everything through.
+    pub(crate) fn new(inner: InMemoryParameterServers) -> Self {
+        Self {
+            inner,
+            on_init: None,
+            on_pull: None,
+        }
+    }
+
+    /// Initialisations go through `hook` instead.
+    pub(crate) fn on_init(
+        mut self,
+        hook: impl Fn(&InMemoryParameterServers, Vec<Init>) -> Result<(), PsError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.on_init = Some(Box::new(hook));
+        self
+    }
+
+    /// `hook` sees every pull before it is sent.
+    pub(crate) fn on_pull(mut self, hook: impl Fn(&Pull) + Send + Sync + 'static) -> Self {
+        self.on_pull = Some(Box::new(hook));
+        self
+    }
+}
+
+impl std::fmt::Debug for Intercepted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Intercepted")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PsClient for Intercepted {
+    fn init(&self, inits: Vec<Init>) -> Result<(), PsError> {
+        match &self.on_init {
+            Some(hook) => hook(&self.inner, inits),
+            None => self.inner.init(inits),
+        }
+    }
+    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>, PsError> {
+        if let Some(hook) = &self.on_pull {
+            hook(&pull);
+        }
+        self.inner.pull(pull)
+    }
+    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>, PsError> {
+        self.inner.push(pushes)
+    }
+    fn snapshot(&self) -> Result<Vec<Snapshot>, PsError> {
+        self.inner.snapshot()
+    }
+    fn control(&self, command: Command) -> Result<Vec<Counters>, PsError> {
+        self.inner.control(command)
+    }
+    fn start_heartbeat(&mut self, every: Duration) {
+        self.inner.start_heartbeat(every)
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn worker(&self) -> u32 {
+        self.inner.worker()
+    }
+    fn config(&self) -> &PsClientConfig {
+        self.inner.config()
+    }
+}
