@@ -156,6 +156,19 @@ where
         Ok((state, checkpoint))
     }
 
+    /// Records where every replica's input stands at `step`, so that the chief's
+    /// checkpoints give each replica its own position back. Nothing to do where the chief's
+    /// checkpoints are not every replica's (one device, parameter servers).
+    fn share_positions(&mut self, _step: u64, _position: Position) -> Result<()> {
+        Ok(())
+    }
+
+    /// This replica's own input position in `checkpoint` and the global step it was
+    /// shared at, where the strategy shares them.
+    fn own_position(&self, _checkpoint: &Checkpoint) -> Option<(u64, Position)> {
+        None
+    }
+
     /// Chief: what has to happen before the final checkpoint (updates still under way on
     /// the parameter servers are applied); whether that checkpoint must be written even if
     /// the last step already has one.

@@ -11,3 +11,4 @@ mod support;
 mod train_and_evaluate;
 mod train_and_evaluate_cluster;
 mod training;
+mod worker_resume;

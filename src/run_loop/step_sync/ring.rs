@@ -7,6 +7,7 @@ use std::path::Path;
 
 use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
+use datasets::Position;
 
 use super::{Ready, Restored, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
@@ -16,6 +17,7 @@ use crate::distribute::{
 };
 use crate::error::{Error, Result};
 use crate::run_loop::train_state::TrainState;
+use crate::run_loop::worker_positions::SharedPositions;
 use crate::summary::SummaryWriter;
 
 /// One replica's link to the others.
@@ -26,6 +28,8 @@ pub(crate) struct RingSync {
     summarised: CommStats,
     /// The chief's checkpoint directory (only the chief reads it).
     manager: CheckpointManager,
+    /// Chief: every replica's input position as last shared, for its checkpoints.
+    shared: Option<SharedPositions>,
 }
 
 impl RingSync {
@@ -37,6 +41,7 @@ impl RingSync {
             averager: GradientAverager::new(DEFAULT_BUCKET_BYTES).with_compression(compression),
             summarised: CommStats::default(),
             manager,
+            shared: None,
         }
     }
 
@@ -142,6 +147,44 @@ where
             }
         };
         Ok((state, synced))
+    }
+
+    /// Each replica broadcasts its position in turn (a few hundred bytes, every so many
+    /// steps); the chief keeps them all.
+    fn share_positions(&mut self, step: u64, position: Position) -> Result<()> {
+        let mut shared = SharedPositions::new(step);
+        for root in 0..self.replica.world_size() {
+            let mut bytes = match root == self.replica.rank() {
+                true => SharedPositions::encode(&position),
+                false => Vec::new(),
+            };
+            broadcast(self.replica.transport(), root, &mut bytes)
+                .map_err(|e| self.replica.error(e))?;
+            if self.replica.is_chief() {
+                shared.push(&bytes)?;
+            }
+        }
+        if self.replica.is_chief() {
+            self.shared = Some(shared);
+        }
+        Ok(())
+    }
+
+    fn own_position(&self, checkpoint: &Checkpoint) -> Option<(u64, Position)> {
+        let world = self.replica.world_size();
+        SharedPositions::own(checkpoint, self.replica.rank(), world)
+    }
+
+    fn snapshot(
+        &mut self,
+        state: TrainState<B, M>,
+        position: Option<Position>,
+    ) -> Result<(TrainState<B, M>, Checkpoint)> {
+        let mut checkpoint = state.snapshot(position)?;
+        if let Some(shared) = &self.shared {
+            shared.put(&mut checkpoint);
+        }
+        Ok((state, checkpoint))
     }
 
     fn leave(&mut self, state: &TrainState<B, M>) -> Result<()> {
