@@ -9,6 +9,7 @@ pub mod checkpoint;
 /// Cluster membership from TF_CONFIG (the Burn-free `estimator-cluster` crate).
 pub use estimator_cluster as cluster;
 pub mod device;
+pub mod device_cache;
 pub mod distribute;
 pub mod error;
 pub mod estimator;
@@ -18,6 +19,7 @@ pub mod head;
 pub mod hooks;
 mod io;
 pub mod metrics;
+pub mod mixed_precision;
 pub mod optimizer;
 mod run_loop;
 mod seed;
@@ -56,9 +58,10 @@ pub struct ArchitectureDoctests;
 pub use checkpoint::{VarsToWarmStart, WarmStartSettings};
 pub use cluster::ClusterConfig;
 pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};
+pub use device_cache::{CachedBatch, DeviceCached, GatherInput, GatherRows};
 pub use distribute::ps::PsMode;
 pub use distribute::{Distribution, Strategy};
-pub use error::{Error, Result, RETRYABLE_EXIT_CODE};
+pub use error::{Error, ErrorKind, Result, RETRYABLE_EXIT_CODE};
 pub use estimator::{
     load_estimator, CheckpointEvery, Estimator, EvalSpec, LossReadback, RunConfig, StepLimit,
     TrainOutcome, TrainSpec, MAX_PREFETCH_TO_DEVICE,
@@ -67,8 +70,9 @@ pub use export::{Exporter, Predictor, Signature};
 pub use hooks::{Control, Hook};
 pub use io::{write_json_atomic, DirLock, LOCK_FILE};
 pub use metrics::{EvalHistory, EvalRecord, Metric, Metrics};
+pub use mixed_precision::MixedPrecision;
 pub use optimizer::{Algorithm, OptimizerSpec};
-pub use state::weights_to_safetensors;
+pub use state::{load_weights, weights_to_safetensors};
 pub use tasks::{
     main, serve_parameters, serve_parameters_in, train_and_evaluate, train_and_evaluate_in,
     train_and_evaluate_task, training_task, EstimatorExt, TaskOutcome, TaskRole,

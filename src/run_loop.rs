@@ -17,6 +17,7 @@ mod train;
 mod train_loop;
 mod train_state;
 mod training_replica;
+mod worker_positions;
 
 pub(crate) use evaluate::evaluate;
 pub(crate) use predict::predict;

@@ -8,6 +8,7 @@
 
 mod batch;
 mod batch_row;
+mod gather;
 mod pool;
 mod row;
 mod strings;

@@ -8,6 +8,7 @@ mod memory;
 pub(crate) mod parquet;
 mod reader;
 mod regular;
+mod table_indices;
 pub(crate) mod text;
 pub(crate) mod tf_example;
 pub(crate) mod tfrecord;
@@ -18,6 +19,7 @@ pub use idx::{read_idx, IdxArray, IdxDataset};
 pub use memory::{from_vec, VecDataset};
 pub use parquet::{infer_parquet_schema, parquet_column_names, ParquetBatches, ParquetDataset};
 pub use regular::open_regular;
+pub use table_indices::{table_indices, TableIndices};
 pub use tf_example::{
     DType, FeatureConfig, FeatureSpec, FixedLenFeature, TfExampleBatches, TfExampleDataset,
     VarLenFeature,

@@ -3,6 +3,7 @@
 mod baseline;
 mod canned_estimator;
 mod classification;
+mod device_cache;
 mod dnn;
 mod dnn_options;
 mod linear;
@@ -13,6 +14,7 @@ mod wide_deep;
 
 pub use baseline::{BaselineClassifier, BaselineRegressor};
 pub use canned_estimator::{CannedBatch, CannedEstimator};
+pub use device_cache::InputValues;
 pub use dnn::{DnnClassifier, DnnRegressor};
 pub use dnn_options::HasDnn;
 pub use linear::{LinearClassifier, LinearRegressor};

@@ -9,6 +9,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use datasets::ColumnarBatch;
+use estimator::device_cache::{GatherRows, RowIndices};
 use estimator::Result;
 
 use crate::feature_column::{ColumnInput, IdRole, Normalizer, ResolvedColumns};
@@ -78,6 +79,19 @@ impl<B: Backend> InputTensors<B> {
             embedding_ids,
             sparse_ids: concat(sparse_ids),
         })
+    }
+}
+
+/// Every tensor is rows of examples, and every transform `new` applies is row by row, so
+/// rows picked from a table's tensors are those `new` makes of the same rows.
+impl<B: Backend> GatherRows<B> for InputTensors<B> {
+    fn gather_rows(&self, rows: &RowIndices<B>) -> Self {
+        Self {
+            batch_size: rows.len(),
+            dense: self.dense.gather_rows(rows),
+            embedding_ids: self.embedding_ids.gather_rows(rows),
+            sparse_ids: self.sparse_ids.gather_rows(rows),
+        }
     }
 }
 

@@ -13,6 +13,7 @@ use crate::distribute::{Compression, Distribution};
 use crate::error::{Error, Result};
 use crate::estimator::LossReadback;
 use crate::io::write_json_atomic;
+use crate::mixed_precision::MixedPrecision;
 
 /// Run-time settings of an estimator, as TF's `tf.estimator.RunConfig`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,6 +62,12 @@ pub struct RunConfig {
     /// step. The batches ahead hold device memory: lower it for batches of hundreds of MB.
     #[serde(default = "default_prefetch_to_device")]
     pub prefetch_to_device: usize,
+    /// Bytes of device memory a cached training table may take to stay on the device
+    /// whole, each step's batch gathered there by row number
+    /// ([`DeviceCached`](crate::device_cache::DeviceCached)). `None` (default): a quarter
+    /// of the device's memory on CUDA, none on the CPU; 0: never.
+    #[serde(default)]
+    pub device_cache_bytes: Option<u64>,
     /// Which steps' losses training reads back from the device (default `Auto`: every
     /// step's, one step late, on the CPU; only the wanted ones on CUDA; see [`LossReadback`]).
     #[serde(default)]
@@ -80,6 +87,10 @@ pub struct RunConfig {
     /// directory without one (TF's `warm_start_from`).
     #[serde(default)]
     pub warm_start_from: Option<WarmStartSettings>,
+    /// The format the model computes in (default `None`: f32; Keras's mixed precision
+    /// policy): see [`MixedPrecision`]. Weights, optimizer state and checkpoints stay f32.
+    #[serde(default)]
+    pub mixed_precision: MixedPrecision,
     /// The cluster this process belongs to, when the caller already knows it (a program
     /// that parsed TF_CONFIG itself); `None` reads TF_CONFIG once, when a run starts.
     #[serde(skip)]
@@ -129,9 +140,11 @@ impl RunConfig {
             startup_timeout_secs: default_startup_timeout_secs(),
             stall_warning_secs: default_stall_warning_secs(),
             prefetch_to_device: default_prefetch_to_device(),
+            device_cache_bytes: None,
             loss_readback: LossReadback::default(),
             intra_op_threads: default_intra_op_threads(),
             warm_start_from: None,
+            mixed_precision: MixedPrecision::None,
             cluster: None,
         }
     }
@@ -139,6 +152,12 @@ impl RunConfig {
     /// Warm-starts training as `settings` say (TF's `warm_start_from`).
     pub fn with_warm_start_from(mut self, settings: WarmStartSettings) -> Self {
         self.warm_start_from = Some(settings);
+        self
+    }
+
+    /// Train and evaluate in `precision` (f32 master weights; see [`MixedPrecision`]).
+    pub fn with_mixed_precision(mut self, precision: MixedPrecision) -> Self {
+        self.mixed_precision = precision;
         self
     }
 
@@ -197,6 +216,13 @@ impl RunConfig {
     /// thread; 0 builds them on the training thread.
     pub fn with_prefetch_to_device(mut self, batches: usize) -> Self {
         self.prefetch_to_device = batches;
+        self
+    }
+
+    /// Let a cached training table take up to `bytes` of device memory (0: keep it on the
+    /// host); see [`RunConfig::device_cache_bytes`].
+    pub fn with_device_cache_bytes(mut self, bytes: u64) -> Self {
+        self.device_cache_bytes = Some(bytes);
         self
     }
 
@@ -274,10 +300,7 @@ impl RunConfig {
     pub fn load(model_dir: &Path) -> Result<Self> {
         let path = Self::path_in(model_dir);
         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        serde_json::from_slice(&bytes).map_err(|e| Error::Json {
-            path,
-            message: e.to_string(),
-        })
+        serde_json::from_slice(&bytes).map_err(|e| Error::json(path, e))
     }
 }
 

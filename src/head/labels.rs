@@ -3,6 +3,8 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
+use crate::device_cache::{GatherRows, RowIndices};
+
 /// Labels of one batch, prepared by a [`super::Head`] for its loss and metrics. Only what
 /// the loss reads goes to the device: class ids for a classifier, values for a regressor,
 /// weights when a weight column gives them (without one, every weight is 1).
@@ -101,6 +103,30 @@ impl<B: Backend> HeadLabels<B> {
     /// Whether the batch is empty.
     pub fn is_empty(&self) -> bool {
         self.host_weights.is_empty()
+    }
+}
+
+/// Labels of rows of a table kept on the device: the host copies are picked on the host.
+impl<B: Backend> GatherRows<B> for HeadLabels<B> {
+    fn gather_rows(&self, rows: &RowIndices<B>) -> Self {
+        let width = self.host_values.len() / self.len().max(1);
+        let host_values = (rows.host().iter())
+            .flat_map(|&r| &self.host_values[r as usize * width..(r as usize + 1) * width])
+            .copied()
+            .collect();
+        let host_weights = (rows.host().iter())
+            .map(|&r| self.host_weights[r as usize])
+            .collect();
+        let targets = match &self.targets {
+            Targets::ClassIds(ids) => Targets::ClassIds(ids.gather_rows(rows)),
+            Targets::Values(values) => Targets::Values(values.gather_rows(rows)),
+        };
+        Self {
+            targets,
+            weights: self.weights.gather_rows(rows),
+            host_values,
+            host_weights,
+        }
     }
 }
 

@@ -112,6 +112,12 @@ impl<'l> Chief<'l> {
                 state.learning_rate_at(step.saturating_sub(1)),
                 step,
             );
+            if let Some(loss_scale) = &state.loss_scale {
+                // Keras's names; the skipped count is the run's, checkpoints included.
+                let (scale, skipped) = (loss_scale.scale(), loss_scale.skipped_steps());
+                self.writer.scalar("loss_scale", f64::from(scale), step);
+                self.writer.scalar("skipped_steps", skipped as f64, step);
+            }
             sync.write_summaries(&mut self.writer, step);
             self.write_histograms(&state.model, step);
         }

@@ -61,7 +61,8 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
                 let mut replica_spec = TrainSpec {
                     limit: spec.limit,
                     hooks: Vec::new(),
-                    resume_input: true,
+                    // Only the reader resumes: a dealt input cannot restore or read on.
+                    resume_input: rank == 0,
                     auto_shard: false,
                 };
                 let mut replica_listener = None;

@@ -255,6 +255,7 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
         sync_replicas: 1,
         global_step: 0,
         device,
+        loss_scale: None,
     };
     let data: Vec<Vec<(f32, f32)>> = (0..batches).map(|i| vec![(i as f32, 2.0)]).collect();
     let spec = TrainSpec::max_steps(8).with_hook(StopAt {

@@ -182,8 +182,7 @@ fn timed<E: Estimator>(
             if step == untimed {
                 started = Instant::now();
             }
-            let device = state.device;
-            match local_step::<CpuTrainBackend, E>(estimator, &state.model, &batch, &device, seed) {
+            match local_step::<CpuTrainBackend, E>(estimator, &state, &batch, seed) {
                 Ok(step) => state = state.apply(step.grads),
                 Err(e) => {
                     done = Err(e);

@@ -13,7 +13,8 @@ use super::loss_readout::LossReadout;
 use super::progress::RunProgressBar;
 use super::step_sync::{Ready, StepSync, Synced};
 use super::train_state::TrainState;
-use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
+use super::worker_positions::WorkerPositions;
+use crate::checkpoint::{CheckpointListener, CheckpointManager};
 use crate::distribute::{LocalStep, StepLoss};
 use crate::error::Result;
 use crate::estimator::{save_estimator, Estimator, LossReadback, TrainOutcome, TrainSpec};
@@ -58,6 +59,8 @@ struct Steps<'p> {
     /// its first pull).
     first_step: Option<u64>,
     losses: LossReadout,
+    /// Where this replica's own input stood, shared or recorded.
+    own: WorkerPositions,
 }
 
 /// A step whose update was applied.
@@ -100,18 +103,9 @@ where
             _ => state,
         };
         let (state, restored) = self.sync.prepare(state, &|step| limit.last_step(step))?;
-        let mut restored_step = None;
-        if let Some(restored) = restored.filter(|r| r.checkpoint.global_step > 0) {
-            if spec.resume_input {
-                contents::restore_input(&mut dataset, &restored.checkpoint, &restored.source);
-            }
-            restored_step = Some(restored.checkpoint.global_step);
-            tracing::info!(
-                "restored {} (global_step {})",
-                restored.source.display(),
-                state.global_step
-            );
-        }
+        let mut own = WorkerPositions::new(config, self.sync.rank(), is_chief);
+        let (step, sync) = (state.global_step, self.sync.as_mut());
+        let restored_step = own.resume(sync, &mut dataset, restored, step, spec.resume_input)?;
         let start_step = state.global_step;
         let last_step = limit.last_step(start_step);
         if start_step >= last_step {
@@ -162,6 +156,7 @@ where
             steps_run: 0,
             first_step: None,
             losses: LossReadout::new(self.loss_readback),
+            own,
         };
 
         let mut begun = 0;
@@ -182,6 +177,7 @@ where
                 let state = self.steps(state, input, &mut hooks, chief.as_mut(), &mut steps);
                 progress.finish();
                 let (checkpoint, crc, final_step) = self.end(state?, input, chief.as_mut())?;
+                steps.own.finish(final_step, &|| input.position());
                 // A parameter-server chief's final checkpoint is at the ps tasks' step, which
                 // other workers' pushes may have moved past the last one this task saw.
                 steps.global_step = steps.global_step.max(final_step);
@@ -249,13 +245,7 @@ where
             let local = match &batch {
                 Some(batch) => {
                     let seed = step_seed(steps.seed, seed_step);
-                    Some(local_step(
-                        self.estimator,
-                        &state.model,
-                        batch,
-                        &state.device,
-                        seed,
-                    )?)
+                    Some(local_step(self.estimator, &state, batch, seed)?)
                 }
                 None => None,
             };
@@ -342,6 +332,8 @@ where
         for line in &emit.logs {
             steps.progress.log(line);
         }
+        let sync = self.sync.as_mut();
+        (steps.own).after_step(sync, state.global_step, now, &|| input.position())?;
         if let Some(chief) = chief {
             let done = StepDone {
                 previous_step,
@@ -380,17 +372,19 @@ where
     }
 }
 
-/// The loss of `batch` and its gradients, with randomness seeded by `seed`. The loss stays
-/// on the device: reading it here would wait for the step to finish.
+/// The loss of `batch` and its gradients at `state`, with randomness seeded by `seed`; the
+/// gradients of the loss times the state's loss scale, if any (`apply` divides them back).
+/// The loss stays on the device: reading it here would wait for the step to finish.
 pub(super) fn local_step<B: AutodiffBackend, E: Estimator>(
     estimator: &E,
-    model: &E::Model<B>,
+    state: &State<B, E>,
     batch: &E::DeviceBatch<B>,
-    device: &B::Device,
     seed: u64,
 ) -> Result<LocalStep> {
+    let (model, device, loss_scale) = (&state.model, &state.device, state.loss_scale_factor());
     let loss = with_seed::<B, _>(device, seed, || estimator.loss::<B>(model, batch, device))?;
     let value = loss.clone().inner();
+    let loss = loss_scale.map_or(loss.clone(), |scale| loss.mul_scalar(scale));
     let grads = extract_gradients(model, &mut loss.backward());
     Ok(LocalStep {
         grads,

@@ -96,6 +96,15 @@ fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + 
     listener: Option<&'a mut CheckpointListener<'a>>,
 ) -> Result<TrainOutcome> {
     let config = estimator.run_config();
+    if config.mixed_precision.scales_loss() && matches!(peers, Peers::ParameterServers(..)) {
+        // Skipping a step is decided where it is applied; a ps task applies each worker's
+        // gradients as they come and has no loss scale to divide them by.
+        return Err(crate::error::Error::Config(
+            "fp16 mixed precision scales the loss, which parameter servers cannot undo: \
+             use bf16 with ps tasks"
+                .into(),
+        ));
+    }
     let state = fresh_state::<B, E>(estimator, device, peers.sync_replicas())?;
     let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
     let train_loop = TrainLoop {

@@ -6,7 +6,9 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::{ColumnarBatch, Labels, Schema};
 use estimator::head::{Head, HeadLabels, HeadPrediction};
-use estimator::{Error, Estimator, Metrics, OptimizerSpec, Result, RunConfig, Signature};
+use estimator::{
+    Error, Estimator, Metrics, MixedPrecision, OptimizerSpec, Result, RunConfig, Signature,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{Task, WeightColumn};
@@ -192,7 +194,12 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
     ) -> Result<Vec<HeadPrediction>> {
         match &batch.inputs {
             None => Ok(Vec::new()),
-            Some(inputs) => self.head.predictions(self.network.logits(model, inputs)?),
+            // In f32 whatever the policy: predict gives what an export of the same weights
+            // serves.
+            Some(inputs) => {
+                let logits = self.network.logits(model, inputs, MixedPrecision::None)?;
+                self.head.predictions(logits)
+            }
         }
     }
 
@@ -212,7 +219,8 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
 }
 
 impl<N: Network, K: Task> CannedEstimator<N, K> {
-    /// Logits and head labels of a non-empty, labelled batch.
+    /// Logits and head labels of a non-empty, labelled batch, computed in the run's
+    /// precision (training and evaluation).
     fn logits_and_labels<'b, B: Backend>(
         &self,
         model: &N::Model<B>,
@@ -228,7 +236,8 @@ impl<N: Network, K: Task> CannedEstimator<N, K> {
                 "the batch has no labels: the input has no label column".into(),
             ));
         };
-        Ok((self.network.logits(model, inputs)?, labels))
+        let precision = self.run_config.mixed_precision;
+        Ok((self.network.logits(model, inputs, precision)?, labels))
     }
 }
 

@@ -7,7 +7,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::ColumnarBatch;
 use estimator::export::DType;
-use estimator::Result;
+use estimator::{GatherRows, MixedPrecision, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -25,8 +25,9 @@ pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Se
     fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> Self::Model<B>;
 
     /// What the model reads of a batch, on the device: built ahead of the step, on the
-    /// input's prefetch thread.
-    type Inputs<B: Backend>: Send;
+    /// input's prefetch thread; rows of a table of them can be gathered on the device
+    /// (device-resident input).
+    type Inputs<B: Backend>: Send + GatherRows<B>;
 
     /// The inputs of the non-empty `batch` on `device` (feature columns transformed).
     fn inputs<B: Backend>(
@@ -35,21 +36,23 @@ pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Se
         device: &B::Device,
     ) -> Result<Self::Inputs<B>>;
 
-    /// The logits `[batch, logits_dimension]` of a batch's inputs.
+    /// The logits `[batch, logits_dimension]` of a batch's inputs, in f32, computed in
+    /// `precision` where the network has products worth it (the DNN's layers).
     fn logits<B: Backend>(
         &self,
         model: &Self::Model<B>,
         inputs: &Self::Inputs<B>,
+        precision: MixedPrecision,
     ) -> Result<Tensor<B, 2>>;
 
-    /// The logits of `batch` (non-empty), its inputs built on the calling thread.
+    /// The f32 logits of `batch` (non-empty), its inputs built on the calling thread.
     fn batch_logits<B: Backend>(
         &self,
         model: &Self::Model<B>,
         batch: &ColumnarBatch,
         device: &B::Device,
     ) -> Result<Tensor<B, 2>> {
-        self.logits(model, &self.inputs(batch, device)?)
+        self.logits(model, &self.inputs(batch, device)?, MixedPrecision::None)
     }
 
     /// The input features the network reads, with their serving types.

@@ -6,7 +6,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::ColumnarBatch;
 use estimator::export::DType;
-use estimator::Result;
+use estimator::{MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
 use super::Network;
@@ -41,7 +41,13 @@ impl Network for BaselineNetwork {
         Ok(batch.rows)
     }
 
-    fn logits<B: Backend>(&self, model: &BaselineModel<B>, inputs: &usize) -> Result<Tensor<B, 2>> {
+    /// A bias: nothing to compute in 16 bits.
+    fn logits<B: Backend>(
+        &self,
+        model: &BaselineModel<B>,
+        inputs: &usize,
+        _precision: MixedPrecision,
+    ) -> Result<Tensor<B, 2>> {
         let [classes] = model.bias.shape().dims();
         let zeros = Tensor::<B, 2>::zeros([*inputs, classes], &model.bias.device());
         Ok(zeros + model.bias.val().reshape([1, classes]))

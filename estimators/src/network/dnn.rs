@@ -8,7 +8,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::ColumnarBatch;
 use estimator::export::DType;
-use estimator::{Error, Result};
+use estimator::{Error, MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Activation, Network};
@@ -103,17 +103,28 @@ pub(crate) fn dense<B: Backend>(inputs: usize, outputs: usize, device: &B::Devic
 }
 
 impl<B: Backend> DnnModel<B> {
-    /// The logits of a batch's inputs.
+    /// The logits of a batch's inputs, in f32.
     pub fn forward(&self, inputs: &InputTensors<B>) -> Result<Tensor<B, 2>> {
+        self.forward_in(inputs, MixedPrecision::None)
+    }
+
+    /// The logits of a batch's inputs, in f32, the hidden and logit layers computed in
+    /// `precision`: embeddings are looked up in f32 (a gather, no arithmetic to save), and
+    /// batch normalisation runs in f32 as Keras keeps it.
+    pub fn forward_in(
+        &self,
+        inputs: &InputTensors<B>,
+        precision: MixedPrecision,
+    ) -> Result<Tensor<B, 2>> {
         let mut x = self.input.forward(inputs)?;
         let device = &x.device();
         for (i, layer) in self.hidden.iter().enumerate() {
-            x = self.activation.apply(layer.forward(x));
+            x = self.activation.apply(precision.linear(layer, x));
             if let Some(dropout) = &self.dropout {
                 x = dropout.forward(x);
             }
             if let Some(norm) = self.batch_norms.get(i) {
-                x = norm.forward(x);
+                x = precision.in_f32(x, |x| norm.forward(x));
                 if B::ad_enabled(device) {
                     // Fold this step's running-stat update in now, so a checkpoint written
                     // after the step holds it (Burn defers it to the next forward).
@@ -122,7 +133,7 @@ impl<B: Backend> DnnModel<B> {
                 }
             }
         }
-        Ok(self.logits.forward(x))
+        Ok(MixedPrecision::to_f32(precision.linear(&self.logits, x)))
     }
 }
 
@@ -174,8 +185,9 @@ impl Network for DnnNetwork {
         &self,
         model: &DnnModel<B>,
         inputs: &InputTensors<B>,
+        precision: MixedPrecision,
     ) -> Result<Tensor<B, 2>> {
-        model.forward(inputs)
+        model.forward_in(inputs, precision)
     }
 
     fn serving_inputs(&self) -> Vec<(String, DType)> {
@@ -251,6 +263,26 @@ mod tests {
             outs.windows(2).any(|w| w[0] != w[1]),
             "training drops units"
         );
+    }
+
+    #[test]
+    fn sixteen_bit_layers_with_dropout_and_batch_norm_give_f32_logits_and_gradients() {
+        use burn::tensor::DType;
+        let device = Default::default();
+        let mut config = network();
+        config.dropout = Some(0.25);
+        config.batch_norm = true;
+        let model = config.build::<CpuTrainBackend>(3, &device);
+        let inputs = config.inputs(&batch(), &device).unwrap();
+        for precision in [MixedPrecision::Bf16, MixedPrecision::Fp16] {
+            let logits = config.logits(&model, &inputs, precision).unwrap();
+            assert_eq!(logits.dtype(), DType::F32);
+            let grads = logits.sum().backward();
+            let grad = model.hidden[0].weight.val().grad(&grads).unwrap();
+            assert_eq!(grad.dtype(), DType::F32);
+            let values: Vec<f32> = grad.into_data().to_vec().unwrap();
+            assert!(values.iter().all(|v| v.is_finite()), "{values:?}");
+        }
     }
 
     #[test]

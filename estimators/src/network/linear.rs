@@ -6,7 +6,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use datasets::ColumnarBatch;
 use estimator::export::DType;
-use estimator::{Error, Result};
+use estimator::{Error, MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
 use super::Network;
@@ -122,6 +122,9 @@ impl Network for LinearNetwork {
         &self,
         model: &LinearModel<B>,
         inputs: &InputTensors<B>,
+        // One product of width `logits_dimension`: bound by memory, not arithmetic, so it
+        // stays in f32 under every policy.
+        _precision: MixedPrecision,
     ) -> Result<Tensor<B, 2>> {
         model.forward(inputs)
     }

@@ -6,7 +6,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::ColumnarBatch;
 use estimator::export::DType;
-use estimator::Result;
+use estimator::{MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{DnnModel, DnnNetwork, LinearModel, LinearNetwork, Network};
@@ -68,9 +68,10 @@ impl Network for WideDeepNetwork {
         &self,
         model: &WideDeepModel<B>,
         inputs: &Self::Inputs<B>,
+        precision: MixedPrecision,
     ) -> Result<Tensor<B, 2>> {
-        let wide = self.linear.logits(&model.linear, &inputs.0)?;
-        let deep = self.dnn.logits(&model.dnn, &inputs.1)?;
+        let wide = self.linear.logits(&model.linear, &inputs.0, precision)?;
+        let deep = self.dnn.logits(&model.dnn, &inputs.1, precision)?;
         Ok(wide + deep)
     }
 

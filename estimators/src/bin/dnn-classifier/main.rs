@@ -18,6 +18,7 @@ mod run_flags;
 mod timing;
 mod train_args;
 mod train_command;
+mod training_batches;
 mod training_input;
 mod values;
 

@@ -68,7 +68,10 @@ pub fn cluster_run_config(
         .with_cluster(cluster.clone())
         .with_intra_op_threads(args.intra_op_threads)
         .with_loss_readback(args.loss_readback)
+        .with_mixed_precision(args.mixed_precision)
         .with_prefetch_to_device(args.prefetch_to_device);
+    // The flag's value, not the saved run's: a resumed run without it gets the default.
+    run_config.device_cache_bytes = args.device_cache_bytes;
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
     }

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use estimator::datasets::AutoShardPolicy;
 use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
-use estimator::{Distribution, LossReadback};
+use estimator::{Distribution, LossReadback, MixedPrecision};
 
 use crate::values::{parse_decay, parse_learning_rate, parse_mirrored};
 
@@ -170,6 +170,18 @@ pub struct TrainArgs {
     /// Example: `--prefetch-to-device 0`.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub prefetch_to_device: usize,
+    /// Device memory the training rows may take to stay on the device whole: uploaded once,
+    /// each step's batch gathered there by row number, so a step uploads 4 bytes a row.
+    /// 0 uploads each batch. Default: a quarter of the GPU's memory on CUDA, 0 on the CPU.
+    /// Example: `--device-cache-bytes 0`.
+    #[arg(long, value_name = "BYTES")]
+    pub device_cache_bytes: Option<u64>,
+    /// The format the DNN's layers compute in while training and evaluating (Keras's
+    /// mixed precision): none (f32), bf16, or fp16 with dynamic loss scaling. Weights,
+    /// optimizer state, loss, checkpoints, predictions and exports stay f32.
+    /// Example: `--mixed-precision bf16`.
+    #[arg(long, value_name = "none|bf16|fp16", default_value = "none")]
+    pub mixed_precision: MixedPrecision,
     /// How the learning rate changes with the global step (TF's schedules), as
     /// KIND:key=value,…; lists separated by '/'. KIND: exponential_decay (decay_steps,
     /// decay_rate, staircase), piecewise_constant (boundaries, values), polynomial_decay

@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use estimator::cluster::cluster_from_env;
 use estimator::datasets::{DatasetExt, InputFiles};
+use estimator::device_cache::CachedBatch;
 use estimator::distribute::CommStats;
 use estimator::{
     train_and_evaluate_task, training_task, Estimator, EstimatorExt, RunConfig, TaskOutcome,
@@ -24,6 +25,7 @@ use crate::resumed_flags::apply_to_resumed;
 use crate::run_flags::{check_replicas_to_aggregate, cluster_run_config, eval_spec};
 use crate::timing::Timing;
 use crate::train_args::TrainArgs;
+use crate::training_batches::TrainingBatches;
 use crate::training_input::TrainingInput;
 use crate::values::device_flag;
 
@@ -124,22 +126,18 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
         training_input.log_plan(replicas, rank);
     }
     // Each replica reads its own files, or its own rows of every file (sharded before
-    // shuffling, as TF's auto-sharding), and keeps them in memory after the first epoch as
-    // one table, whose rows are shuffled as handles and copied into reused columnar
-    // batches. The table the statistics pass kept, when there is one, stands for that first
-    // epoch's reading.
-    let input = || {
-        let cached = training_input.rows(&format, &schema)?.cache_table();
-        let cached = match &table {
-            Some(table) => cached.with_table(table.clone()),
-            None => cached,
-        };
-        Ok(cached
-            .shuffle(buffer, seed)
-            .repeat(None)
-            .batch_columnar(batch_size, false)
-            .prefetch(4))
-    };
+    // shuffling, as TF's auto-sharding), and keeps them in memory: on the device when they
+    // fit its budget, else on the host after the first epoch. The table the statistics pass
+    // kept, when there is one, stands for that first epoch's reading.
+    let training = TrainingBatches::new(
+        classifier,
+        table,
+        (&training_input, &format, &schema),
+        (batch_size, buffer, seed),
+        role.reads_training_input(),
+    )?;
+    let input = || training.input();
+    let classifier = training.cached.estimator();
     let timing = Timing::default();
     let spec = TrainSpec::max_steps(args.max_steps)
         .with_auto_shard(false)
@@ -151,11 +149,15 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
                 true => eval_schema(eval, &schema, &format)?,
                 false => schema.clone(),
             };
-            let eval_input = || batches(eval, &eval_schema, batch_size, &format);
-            train_and_evaluate_task(&classifier, input, spec, eval_input, eval_spec(&args))?
+            let eval_input =
+                || Ok(batches(eval, &eval_schema, batch_size, &format)?.map(CachedBatch::Batch));
+            let eval_spec = eval_spec(&args);
+            train_and_evaluate_task(&training.cached, input, spec, eval_input, eval_spec)?
         }
-        _ => training_task(&classifier, input, spec)?,
+        _ => training_task(&training.cached, input, spec)?,
     };
+    // Device memory for the final evaluation.
+    training.cached.release();
     let (outcome, metrics, evaluate_final_model) = match task {
         TaskOutcome::ServedParameters => return Ok(()),
         TaskOutcome::Evaluated(metrics) => {

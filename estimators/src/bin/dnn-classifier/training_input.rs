@@ -70,9 +70,9 @@ impl TrainingInput {
     ) -> Result<BoxDataset<Example>, Error> {
         let files = &self.share.files;
         // One training file read alone keeps the position checkpoints held before lists of
-        // files; a share of several files names its files in the position, so that a task
-        // restoring another task's position (a checkpoint holds the chief's) refuses it and
-        // reads its own files from their start.
+        // files; a share of several files names its files in the position, so that a
+        // position of other files is refused (a checkpoint written before tasks shared
+        // their positions holds only the chief's) rather than read in this task's files.
         let rows = if self.all == 1 {
             counted(&self.rows_read, 0, format.file_rows(files.first(), schema)?)
         } else {
