@@ -384,7 +384,10 @@ pub(super) fn local_step<B: AutodiffBackend, E: Estimator>(
     let (model, device, loss_scale) = (&state.model, &state.device, state.loss_scale_factor());
     let loss = with_seed::<B, _>(device, seed, || estimator.loss::<B>(model, batch, device))?;
     let value = loss.clone().inner();
-    let loss = loss_scale.map_or(loss.clone(), |scale| loss.mul_scalar(scale));
+    let loss = match loss_scale {
+        Some(scale) => loss.mul_scalar(scale),
+        None => loss,
+    };
     let grads = extract_gradients(model, &mut loss.backward());
     Ok(LocalStep {
         grads,
