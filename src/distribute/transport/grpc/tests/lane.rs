@@ -201,6 +201,8 @@ fn a_rank_whose_socket_cannot_be_used_is_reached_over_grpc() {
     let (listeners, addresses) = listeners(2);
     // A directory where rank 1's socket would go: it can neither be bound nor replaced.
     let blocked = socket_of(&addresses[1]);
+    // A killed process of an earlier run may have left its socket at this port's path.
+    let _ = std::fs::remove_file(&blocked);
     std::fs::create_dir_all(blocked.join("in-the-way")).unwrap();
     let ranks: Vec<GrpcTransport> = try_connect_on(listeners, &addresses, vec![lane_config(); 2])
         .into_iter()
