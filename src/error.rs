@@ -13,6 +13,7 @@ pub use kind::ErrorKind;
 
 use crate::checkpoint::IndexFault;
 use crate::device::CudaFault;
+use crate::distribute::ps::{PsFault, ShardFault};
 use crate::distribute::TlsFault;
 use crate::export::ExportFault;
 use crate::export::RequestFault;
@@ -117,6 +118,15 @@ pub enum Error {
         /// What happened.
         message: String,
     },
+    /// A call to the ps tasks brought no replies, for a reason a training task acts on (the
+    /// chief re-initialises a ps that lost its variables, a push that reached no ps is
+    /// dropped); one that reaches the run is a lost peer, like [`Error::PeerLost`].
+    #[error("lost {0}")]
+    Ps(PsFault),
+    /// A ps task's shard refused a call; the clients report it as the error that names the
+    /// ps (a lost peer, or a configuration that does not fit it).
+    #[error("{0}")]
+    Shard(ShardFault),
     /// A configuration value is invalid.
     #[error("{INVALID}{0}")]
     Config(String),

@@ -18,7 +18,10 @@
 //!   at the gRPC client and server, nowhere else;
 //! - `worker`: a training task's side of the protocol without I/O (what a pull asks, what
 //!   a push says, what replies mean), and `session`, which carries it out over a
-//!   `PsClient` on plain values for the run loop.
+//!   `PsClient` on plain values and on a training task's model (its `ModelState`): the
+//!   run loop only drives it;
+//! - [`PsFault`] and [`ShardFault`]: why a call to the ps tasks brought no replies, and
+//!   why a shard refused one, carried by the crate's `Error`.
 
 mod client;
 mod messages;
@@ -37,7 +40,7 @@ mod worker;
 #[cfg(test)]
 pub(crate) use client::Intercepted;
 pub(crate) use client::PsClient;
-pub use client::{InMemoryParameterServers, InMemoryPs, ParameterServers, PsClientConfig, PsError};
+pub use client::{InMemoryParameterServers, InMemoryPs, ParameterServers, PsClientConfig, PsFault};
 #[cfg(test)]
 pub(crate) use messages::{Command, Pull, Pulled, Push};
 pub use mode::PsMode;
@@ -45,10 +48,12 @@ pub use placement::Placement;
 pub use ragged_values::RaggedValues;
 pub use replica::PsReplica;
 pub use server::{serve, PsServerConfig};
-pub(crate) use session::{Initial, PsSession};
-pub use shard::CHIEF_RANK;
-pub use variable_optimizer::{VariableOptimizer, VariableOptimizerError};
-pub(crate) use worker::{PullAnswer, PushAnswer};
+pub(crate) use session::{ModelState, PsSession};
+pub use shard::{ShardFault, CHIEF_RANK};
+pub use variable_optimizer::{VariableOptimizer, VariableOptimizerFault};
+#[cfg(test)]
+pub(crate) use worker::PullAnswer;
+pub(crate) use worker::PushAnswer;
 #[cfg(test)]
 mod load_test_support;
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! What a caller can do about an [`Error`]: the kinds its variants fall into.
 
 use super::Error;
+use crate::distribute::ps::ShardFault;
 use crate::distribute::DistributeError;
 
 /// What kind of failure an [`Error`] is, for a caller that acts on it (retries, reports to
@@ -54,7 +55,13 @@ impl Error {
             | Error::PsTask { .. } => ErrorKind::Io,
             Error::Export { .. } => ErrorKind::Export,
             Error::Request { .. } => ErrorKind::Request,
-            Error::PeerLost { .. } => ErrorKind::PeerLost,
+            Error::PeerLost { .. } | Error::Ps(_) => ErrorKind::PeerLost,
+            Error::Shard(
+                ShardFault::NotInitialised
+                | ShardFault::ChiefLost { .. }
+                | ShardFault::SyncTimeout { .. },
+            ) => ErrorKind::PeerLost,
+            Error::Shard(_) => ErrorKind::Config,
             Error::Distribute(DistributeError::Refused { .. }) => ErrorKind::Refused,
             Error::Distribute(_) => ErrorKind::Collective,
             Error::Device { .. } => ErrorKind::Device,

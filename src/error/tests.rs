@@ -1,7 +1,9 @@
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::*;
 use crate::cluster::Error as ClusterError;
+use crate::distribute::ps::VariableOptimizerFault;
 
 #[test]
 fn a_rendezvous_that_lost_a_rank_is_retryable_and_a_disagreement_a_configuration_error() {
@@ -113,4 +115,78 @@ fn only_a_lost_peer_is_retryable() {
         assert_ne!(error.kind(), ErrorKind::PeerLost, "{error}");
         assert_eq!(error.exit_code(), 1, "{error}");
     }
+}
+
+#[test]
+fn every_ps_fault_is_a_lost_peer_naming_the_task_at_fault() {
+    let faults = [
+        (
+            PsFault::NotInitialised { ps: 1 },
+            "lost ps:1: it lost its variables (restarted?) and no chief re-initialised it",
+        ),
+        (
+            PsFault::TasksMissing {
+                ranks: vec![1, 2],
+                message: "timed out".into(),
+            },
+            "lost rank 1, rank 2: timed out",
+        ),
+        (
+            PsFault::Unreachable {
+                ps: 0,
+                message: "connection refused".into(),
+            },
+            "lost ps:0: cannot reach it: connection refused",
+        ),
+        (
+            PsFault::Unresponsive {
+                ps: 2,
+                waited: Duration::from_millis(1500),
+            },
+            "lost ps:2: it did not answer within 1.5s (stopped, hung or cut off)",
+        ),
+    ];
+    for (fault, message) in faults {
+        let error = Error::Ps(fault);
+        assert_eq!(error.to_string(), message);
+        assert_eq!(error.kind(), ErrorKind::PeerLost, "{error}");
+        assert_eq!(error.exit_code(), RETRYABLE_EXIT_CODE, "{error}");
+    }
+}
+
+#[test]
+fn a_shards_refusal_is_a_lost_peer_only_where_a_restart_can_fix_it() {
+    let lost = [
+        ShardFault::NotInitialised,
+        ShardFault::ChiefLost {
+            chief: "chief:0".into(),
+            silent_for: Duration::from_secs(60),
+        },
+        ShardFault::SyncTimeout {
+            missing: vec![1],
+            worker: 0,
+            step: 3,
+            gathered: 1,
+            needed: 2,
+            wait: Duration::from_secs(10),
+        },
+    ];
+    for fault in lost {
+        assert_eq!(Error::Shard(fault).kind(), ErrorKind::PeerLost);
+    }
+    let refused = Error::Shard(ShardFault::Optimizer(VariableOptimizerFault::State(
+        "truncated".into(),
+    )));
+    assert_eq!(refused.kind(), ErrorKind::Config);
+    assert_eq!(refused.exit_code(), 1);
+    assert_eq!(refused.to_string(), "optimizer state: truncated");
+    let mismatch = Error::Shard(ShardFault::OptimizerMismatch {
+        chief: "adam".into(),
+        ps: "sgd".into(),
+    });
+    assert_eq!(
+        mismatch.to_string(),
+        "the chief trains with optimizer 'adam', this ps task was started with 'sgd'"
+    );
+    assert_eq!(mismatch.kind(), ErrorKind::Config);
 }

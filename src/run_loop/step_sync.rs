@@ -72,6 +72,18 @@ where
 /// The state a replica starts from, and the checkpoint it came from (when there was one).
 pub(crate) type Started<B, M> = (TrainState<B, M>, Option<Restored>);
 
+/// `state` restored from the latest checkpoint in `manager`'s directory, when there is one.
+fn restore_latest<B: AutodiffBackend, M: Module<B>>(
+    manager: &CheckpointManager,
+    state: TrainState<B, M>,
+) -> Result<Started<B, M>> {
+    let Some((source, checkpoint)) = manager.latest()? else {
+        return Ok((state, None));
+    };
+    let state = state.restore(&checkpoint, &source)?;
+    Ok((state, Some(Restored { source, checkpoint })))
+}
+
 /// A checkpoint training resumed from.
 pub(crate) struct Restored {
     /// Where it came from: a file, or the chief's broadcast.

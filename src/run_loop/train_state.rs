@@ -8,6 +8,7 @@ use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
 use crate::checkpoint::{contents, Checkpoint, CheckpointManager, WarmStartSettings};
+use crate::distribute::ps::ModelState;
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
 use crate::mixed_precision::{unscale_gradients, LossScale};
@@ -59,6 +60,34 @@ pub(crate) fn fresh_state<B: AutodiffBackend, E: Estimator>(
             .scales_loss()
             .then(LossScale::new),
     })
+}
+
+/// The parameter-server session restores this state as any resumed run does, so that the
+/// values a restarted ps gets back are the ones a restart of the whole job would train on.
+impl<B: AutodiffBackend, M: Module<B>> ModelState<B> for TrainState<B, M> {
+    type Model = M;
+
+    fn parts(&self) -> (&M, &Optimizer<B>, u64) {
+        (&self.model, &self.optimizer, self.global_step)
+    }
+
+    fn at_step(mut self, step: u64) -> Self {
+        self.global_step = step;
+        self
+    }
+
+    fn restore(self, checkpoint: &Checkpoint, source: &Path) -> Result<Self> {
+        TrainState::restore(self, checkpoint, source)
+    }
+
+    fn rebuilt<T>(
+        mut self,
+        rebuild: impl FnOnce(M, &mut Optimizer<B>, &B::Device) -> Result<(M, T)>,
+    ) -> Result<(Self, T)> {
+        let (model, rest) = rebuild(self.model, &mut self.optimizer, &self.device)?;
+        self.model = model;
+        Ok((self, rest))
+    }
 }
 
 impl<B: AutodiffBackend, M: Module<B>> TrainState<B, M> {

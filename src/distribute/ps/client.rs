@@ -5,12 +5,13 @@
 use std::time::Duration;
 
 use super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
-use crate::error::Error;
+use crate::error::Result;
 
 mod grpc;
 mod in_memory;
 #[cfg(test)]
 mod intercepted;
+mod ps_fault;
 #[cfg(test)]
 mod tests;
 
@@ -18,6 +19,7 @@ pub use grpc::ParameterServers;
 pub use in_memory::{InMemoryParameterServers, InMemoryPs};
 #[cfg(test)]
 pub(crate) use intercepted::Intercepted;
+pub use ps_fault::PsFault;
 
 /// Settings of a [`PsClient`].
 #[derive(Debug, Clone)]
@@ -32,101 +34,34 @@ pub struct PsClientConfig {
     pub tls: Option<std::sync::Arc<crate::distribute::ClusterTls>>,
 }
 
-/// How a call to the ps tasks ended when it brought no replies: the training loop acts on
-/// the first kind (the chief re-initialises, the others wait) and reports the second.
-#[derive(Debug)]
-pub enum PsError {
-    /// A ps has no variables: it started after the chief initialised the others, or
-    /// restarted. The chief re-initialises; other tasks wait for it.
-    NotInitialised {
-        /// The ps at fault.
-        ps: usize,
-    },
-    /// A synchronous update gave up waiting for the gradients of these training tasks
-    /// (ranks): they are stopped, dead or cut off.
-    TasksMissing {
-        /// The training tasks that pushed nothing for the step.
-        ranks: Vec<u32>,
-        /// What the ps said.
-        message: String,
-    },
-    /// A ps refused the connection or dropped the call before acting on it (restarting,
-    /// or gone): a push is not sent again, but the next pull retries with backoff.
-    Unreachable {
-        /// The ps at fault.
-        ps: usize,
-        /// Why the call failed.
-        message: String,
-    },
-    /// A ps kept the call open without answering past its wait and a margin: stopped or
-    /// hung (a restarting ps refuses connections instead, which is worth another try).
-    Unresponsive {
-        /// The ps at fault.
-        ps: usize,
-        /// How long it was waited for.
-        waited: Duration,
-    },
-    /// Anything else, as the run's error (a lost ps or chief names it).
-    Failed(Error),
-}
-
 /// The gRPC metadata key of the ranks a synchronous update waited for in vain.
 pub(crate) const MISSING_RANKS_KEY: &str = "estimator-missing-ranks";
 
-impl From<PsError> for Error {
-    fn from(error: PsError) -> Self {
-        match error {
-            PsError::NotInitialised { ps } => Error::PeerLost {
-                task: format!("ps:{ps}"),
-                message: "it lost its variables (restarted?) and no chief re-initialised it".into(),
-            },
-            PsError::TasksMissing { ranks, message } => Error::PeerLost {
-                task: ranks
-                    .iter()
-                    .map(|r| format!("rank {r}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                message,
-            },
-            PsError::Unreachable { ps, message } => Error::PeerLost {
-                task: format!("ps:{ps}"),
-                message: format!("cannot reach it: {message}"),
-            },
-            PsError::Unresponsive { ps, waited } => Error::PeerLost {
-                task: format!("ps:{ps}"),
-                message: format!(
-                    "it did not answer within {waited:.1?} (stopped, hung or cut off)"
-                ),
-            },
-            PsError::Failed(error) => error,
-        }
-    }
-}
-
 /// Every ps task of a cluster, seen from one training task: each call goes to all of them
 /// at once (request `i` to ps `i`) and returns their replies in ps order, or the first
-/// failure in ps order.
+/// failure in ps order: an [`Error::Ps`](crate::Error::Ps) where the training loop acts on
+/// why, another error otherwise.
 pub(crate) trait PsClient: Send + Sync + std::fmt::Debug {
     /// Initialises ps `i` with `inits[i]` (the chief).
-    fn init(&self, inits: Vec<Init>) -> Result<(), PsError>;
+    fn init(&self, inits: Vec<Init>) -> Result<()>;
 
     /// Every ps's values; a ps not initialised yet (or, when the pull asks, on an older
     /// initialisation) is waited for, up to the pull's wait.
-    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>, PsError>;
+    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>>;
 
     /// Pushes `pushes[i]` to ps `i`; a synchronous push returns once its step's update was
     /// applied.
-    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>, PsError>;
+    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>>;
 
     /// Every ps's values and optimizer state (the chief, for checkpoints).
-    fn snapshot(&self) -> Result<Vec<Snapshot>, PsError>;
+    fn snapshot(&self) -> Result<Vec<Snapshot>>;
 
     /// Sends `command` to every ps; their counters.
-    fn control(&self, command: Command) -> Result<Vec<Counters>, PsError>;
+    fn control(&self, command: Command) -> Result<Vec<Counters>>;
 
     /// Tells every ps this training task leaves, once and briefly: a task that failed
     /// because a ps stopped answering must not wait for it again.
-    fn leave(&self) -> Result<(), PsError> {
+    fn leave(&self) -> Result<()> {
         self.control(Command::Leave).map(drop)
     }
 

@@ -4,6 +4,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::Checkpoint;
+use crate::error::{Error, Result};
+
+/// Checkpoint metadata key of the placement.
+pub const PLACEMENT_KEY: &str = "placement";
+
 /// The ps task of every variable, by variable path.
 ///
 /// Recorded in every checkpoint a parameter-server run writes; a run restoring it with the
@@ -72,6 +78,22 @@ impl Placement {
         }
         load
     }
+
+    /// The placement `checkpoint` recorded; none when it recorded none, or one this build
+    /// cannot read (the variables are then placed anew).
+    pub fn recorded_in(checkpoint: &Checkpoint) -> Option<Self> {
+        checkpoint
+            .meta
+            .get(PLACEMENT_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+
+    /// Records this placement in `checkpoint`, for a run that restores it.
+    pub fn record_in(&self, checkpoint: &mut Checkpoint) -> Result<()> {
+        checkpoint.meta[PLACEMENT_KEY] = serde_json::to_value(self)
+            .map_err(|e| Error::Config(format!("cannot record the placement: {e}")))?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -113,5 +135,21 @@ mod tests {
         let resharded = Placement::keep_or_place(Some(recorded), &vars, 3);
         assert_eq!(resharded, Placement::greedy(&vars, 3));
         assert_eq!(resharded.num_ps, 3);
+    }
+
+    #[test]
+    fn a_checkpoint_gives_back_the_placement_recorded_in_it() {
+        let placement = Placement::greedy(&sizes(&[("w", 8), ("b", 2)]), 2);
+        let mut checkpoint = Checkpoint::new(3, serde_json::json!({ "optimizer": "sgd" }));
+        assert_eq!(Placement::recorded_in(&checkpoint), None, "none recorded");
+        placement.record_in(&mut checkpoint).unwrap();
+        assert_eq!(Placement::recorded_in(&checkpoint), Some(placement));
+        assert_eq!(checkpoint.meta["optimizer"], "sgd", "other metadata kept");
+    }
+
+    #[test]
+    fn an_unreadable_recorded_placement_counts_as_none() {
+        let checkpoint = Checkpoint::new(3, serde_json::json!({ PLACEMENT_KEY: "two ps" }));
+        assert_eq!(Placement::recorded_in(&checkpoint), None);
     }
 }

@@ -16,7 +16,7 @@ use super::proto::{
     self, ControlReply, ControlRequest, InitReply, InitRequest, PullReply, PullRequest, PushReply,
     PushRequest, SnapshotReply, SnapshotRequest,
 };
-use super::shard::{Patience, Shard, ShardError, Verdict};
+use super::shard::{Patience, Shard, ShardFault, Verdict};
 use super::variable_optimizer::VariableOptimizer;
 use crate::distribute::transport::{check_token, serve_grpc, ClusterTls, MAX_MESSAGE_BYTES};
 use crate::error::{Error, Result};
@@ -123,7 +123,7 @@ impl Service {
     /// Runs `call` on a blocking thread: calls wait on the shard's lock and condition.
     async fn blocking<T: Send + 'static>(
         &self,
-        call: impl FnOnce(&Shard) -> Result<T, ShardError> + Send + 'static,
+        call: impl FnOnce(&Shard) -> Result<T> + Send + 'static,
     ) -> Result<T, Status> {
         let shard = Arc::clone(&self.shard);
         tokio::task::spawn_blocking(move || call(&shard))
@@ -135,12 +135,16 @@ impl Service {
 
 /// A refused call as the status the client turns back into the error naming who is at
 /// fault (see `client::grpc`).
-fn status(error: ShardError) -> Status {
+fn status(error: Error) -> Status {
     let message = error.to_string();
-    match error {
-        ShardError::NotInitialised => Status::failed_precondition(message),
-        ShardError::ChiefLost { .. } => Status::aborted(message),
-        ShardError::SyncTimeout { ref missing, .. } => {
+    let Error::Shard(fault) = error else {
+        // A shard refuses with its faults only: anything else failed in the server itself.
+        return Status::internal(message);
+    };
+    match fault {
+        ShardFault::NotInitialised => Status::failed_precondition(message),
+        ShardFault::ChiefLost { .. } => Status::aborted(message),
+        ShardFault::SyncTimeout { ref missing, .. } => {
             let mut status = Status::deadline_exceeded(message);
             let ranks: Vec<String> = missing.iter().map(u32::to_string).collect();
             if let Ok(value) = ranks.join(",").parse() {
@@ -148,13 +152,13 @@ fn status(error: ShardError) -> Status {
             }
             status
         }
-        ShardError::OptimizerMismatch { .. }
-        | ShardError::Optimizer(_)
-        | ShardError::Ragged(_)
-        | ShardError::BadSchedule(_)
-        | ShardError::UnknownVariable { .. }
-        | ShardError::WrongSize { .. }
-        | ShardError::StepAhead { .. } => Status::invalid_argument(message),
+        ShardFault::OptimizerMismatch { .. }
+        | ShardFault::Optimizer(_)
+        | ShardFault::Ragged(_)
+        | ShardFault::BadSchedule(_)
+        | ShardFault::UnknownVariable { .. }
+        | ShardFault::WrongSize { .. }
+        | ShardFault::StepAhead { .. } => Status::invalid_argument(message),
     }
 }
 

@@ -12,7 +12,10 @@ use super::{Placement, PsMode, PsReplica};
 use crate::error::{Error, Result};
 use crate::optimizer::OptimizerSpec;
 
+mod model;
 mod summaries;
+
+pub(crate) use model::ModelState;
 
 /// What the chief puts on the ps tasks.
 #[derive(Debug)]
@@ -49,6 +52,10 @@ pub struct PsSession {
     mode: PsMode,
     protocol: PsWorker,
     placement: Option<Placement>,
+    /// The global step the ps tasks stop applying at.
+    last_step: u64,
+    /// This task stopped before the last step by itself: its input ended or a hook asked.
+    stopped_early: bool,
     pull_seconds: f64,
     pulls: u64,
     last_counters: Option<(Instant, Vec<Counters>)>,
@@ -77,6 +84,8 @@ impl PsSession {
             mode,
             protocol,
             placement: None,
+            last_step: u64::MAX,
+            stopped_early: false,
             pull_seconds: 0.0,
             pulls: 0,
             last_counters: None,
@@ -91,6 +100,18 @@ impl PsSession {
     /// This task's rank; 0 is the chief.
     pub fn rank(&self) -> usize {
         self.replica.rank()
+    }
+
+    /// The step the ps tasks stop applying at, which the chief puts on them when it
+    /// initialises them; until set, none.
+    pub fn set_last_step(&mut self, last_step: u64) {
+        self.last_step = last_step;
+    }
+
+    /// This task stopped before the last step by itself (its input ended, a hook asked):
+    /// the job may end short of it.
+    pub fn stop_early(&mut self) {
+        self.stopped_early = true;
     }
 
     /// The placement the chief initialised or last gathered.
@@ -256,6 +277,21 @@ impl PsSession {
         Ok(())
     }
 
+    /// [`end`](Self::end) at `global_step`, unless this is a chief short of the last step
+    /// with input left and no hook stopping it: that fails the job instead of ending it as
+    /// done (the ps tasks stopped taking updates before it).
+    pub fn end_at(&self, global_step: u64) -> Result<()> {
+        let last_step = self.last_step;
+        if self.is_chief() && !self.stopped_early && global_step < last_step {
+            return Err(Error::EndedShort {
+                global_step,
+                last_step,
+                reason: "the ps tasks stopped taking updates before it".into(),
+            });
+        }
+        self.end()
+    }
+
     /// The end of training: the chief lets the ps tasks exit once the training tasks have
     /// left; another task leaves.
     pub fn end(&self) -> Result<()> {
@@ -276,7 +312,7 @@ impl PsSession {
             return;
         }
         if let Err(e) = self.replica.servers.leave() {
-            tracing::debug!("leaving the ps tasks: {}", Error::from(e));
+            tracing::debug!("leaving the ps tasks: {e}");
         }
     }
 }

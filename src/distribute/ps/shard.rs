@@ -3,14 +3,14 @@
 //! server ([`Shard`]).
 
 mod driver;
-mod error;
 mod machine;
 mod push;
+mod shard_fault;
 mod supervise;
 #[cfg(test)]
 mod tests;
 
 pub use driver::Shard;
-pub use error::ShardError;
 pub use machine::{Progress, ShardMachine, CHIEF_RANK};
+pub use shard_fault::ShardFault;
 pub use supervise::{Patience, Verdict};

@@ -198,7 +198,7 @@ fn a_silent_chief_fails_the_ps_and_the_workers_hear_who() {
         wait: Duration::from_secs(10),
         min_generation: Some(u64::MAX),
     };
-    let error = Error::from(worker.pull(pull).unwrap_err());
+    let error = worker.pull(pull).unwrap_err();
     assert!(
         matches!(&error, Error::PeerLost { task, .. } if task == "chief:0"),
         "{error}"
@@ -233,11 +233,18 @@ fn an_unreachable_ps_is_named_after_the_retries() {
         wait: Duration::from_millis(100),
         min_generation: None,
     };
-    let error = Error::from(client.pull(pull).unwrap_err());
+    let error = client.pull(pull).unwrap_err();
     assert!(
-        matches!(&error, Error::PeerLost { task, .. } if task == "ps:0"),
+        matches!(&error, Error::Ps(PsFault::Unreachable { ps: 0, .. })),
         "{error}"
     );
+    assert!(
+        error
+            .to_string()
+            .starts_with("lost ps:0: cannot reach it: "),
+        "{error}"
+    );
+    assert_eq!(error.exit_code(), crate::error::RETRYABLE_EXIT_CODE);
     assert!(
         started.elapsed() >= Duration::from_millis(300),
         "it retried"
@@ -300,10 +307,10 @@ fn a_ps_that_accepts_but_never_answers_is_reported_lost_within_the_timeout() {
         .expect_err("a frozen ps answered");
     let waited = started.elapsed();
     assert!(
-        matches!(error, PsError::Unresponsive { ps: 0, .. }),
+        matches!(error, Error::Ps(PsFault::Unresponsive { ps: 0, .. })),
         "{error:?}"
     );
-    let message = Error::from(error).to_string();
+    let message = error.to_string();
     assert!(
         message.starts_with("lost ps:0: it did not answer within"),
         "{message}"

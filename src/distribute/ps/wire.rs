@@ -9,7 +9,8 @@ use bytes::Bytes;
 use super::messages::{Command, Init, Pull, Push, Shaped, Values};
 use super::proto;
 use super::ragged_values::RaggedValues;
-use super::shard::ShardError;
+use super::shard::ShardFault;
+use crate::error::Error;
 
 mod replies;
 #[cfg(test)]
@@ -109,16 +110,18 @@ impl TryFrom<&Init> for proto::InitRequest {
 }
 
 impl TryFrom<proto::InitRequest> for Init {
-    type Error = ShardError;
+    type Error = Error;
 
-    fn try_from(r: proto::InitRequest) -> Result<Self, ShardError> {
+    /// A schedule or values that do not decode are the shard's refusal of the call.
+    fn try_from(r: proto::InitRequest) -> Result<Self, Error> {
         let schedule = match r.learning_rate_schedule.as_str() {
             "" => Default::default(),
             json => serde_json::from_str(json)
-                .map_err(|e| ShardError::BadSchedule(format!("{e}: {json}")))?,
+                .map_err(|e| Error::Shard(ShardFault::BadSchedule(format!("{e}: {json}"))))?,
         };
         Ok(Init {
-            variables: decode_shaped(r.variables)?,
+            variables: decode_shaped(r.variables)
+                .map_err(|e| Error::Shard(ShardFault::Ragged(e)))?,
             optimizer_state: r.optimizer_state,
             optimizer: r.optimizer,
             learning_rate: r.learning_rate,

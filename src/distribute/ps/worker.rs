@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::client::PsError;
+use super::client::PsFault;
 use super::messages::{Pull, Pulled, Push, PushOutcome, Pushed};
 use super::shard::CHIEF_RANK;
 use crate::error::Error;
@@ -150,12 +150,12 @@ impl PsWorker {
     /// ps holds one initialisation, and then become what the next push refers to.
     pub fn on_pull(
         &mut self,
-        replies: Result<Vec<Pulled>, PsError>,
+        replies: Result<Vec<Pulled>, Error>,
         now: Instant,
     ) -> Result<PullAnswer, Error> {
         let replies = match replies {
             Ok(replies) => replies,
-            Err(PsError::NotInitialised { ps }) => {
+            Err(Error::Ps(PsFault::NotInitialised { ps })) => {
                 // Every ps gets a new initialisation: the one the others held is moot.
                 self.mixed = None;
                 return Ok(match self.is_chief() {
@@ -163,7 +163,7 @@ impl PsWorker {
                     false => PullAnswer::Again,
                 });
             }
-            Err(error) => return Err(error.into()),
+            Err(error) => return Err(error),
         };
         let mut values = Vec::with_capacity(replies.len());
         for reply in replies {
@@ -263,26 +263,28 @@ impl PsWorker {
 
     /// What a push's `replies` say. A push that did not reach a ps is not sent again (it
     /// may have arrived: a doubled update would corrupt); the next pull retries instead.
-    pub fn on_push(&mut self, replies: Result<Vec<Pushed>, PsError>) -> Result<PushAnswer, Error> {
+    pub fn on_push(&mut self, replies: Result<Vec<Pushed>, Error>) -> Result<PushAnswer, Error> {
         let replies = match replies {
             Ok(replies) => replies,
-            Err(PsError::NotInitialised { ps }) if self.is_chief() => {
+            Err(Error::Ps(PsFault::NotInitialised { ps })) if self.is_chief() => {
                 return Ok(PushAnswer::Reinitialise(ps))
             }
             // The next pull waits for the chief's re-initialisation.
-            Err(PsError::NotInitialised { .. }) => return Ok(PushAnswer::Dropped(self.steps[0])),
-            Err(PsError::Unreachable { ps, message }) => {
+            Err(Error::Ps(PsFault::NotInitialised { .. })) => {
+                return Ok(PushAnswer::Dropped(self.steps[0]))
+            }
+            Err(Error::Ps(PsFault::Unreachable { ps, message })) => {
                 tracing::warn!("push to ps:{ps} failed ({message}); pulling again");
                 return Ok(PushAnswer::Dropped(self.steps[0]));
             }
-            Err(PsError::TasksMissing { ranks, message }) => {
+            Err(Error::Ps(PsFault::TasksMissing { ranks, message })) => {
                 let names: Vec<String> = ranks.iter().map(|&r| self.name(r as usize)).collect();
                 return Err(Error::PeerLost {
                     task: names.join(", "),
                     message,
                 });
             }
-            Err(error) => return Err(error.into()),
+            Err(error) => return Err(error),
         };
         let step = replies.first().map_or(0, |r| r.step);
         if replies.iter().any(|r| r.outcome == PushOutcome::Done) {

@@ -3,7 +3,7 @@
 use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
 
-use super::{Ready, Restored, Started, StepSync, Synced};
+use super::{restore_latest, Ready, Started, StepSync, Synced};
 use crate::checkpoint::CheckpointManager;
 use crate::distribute::LocalStep;
 use crate::error::Result;
@@ -39,11 +39,7 @@ where
         state: TrainState<B, M>,
         _last_step: &dyn Fn(u64) -> u64,
     ) -> Result<Started<B, M>> {
-        let Some((source, checkpoint)) = self.manager.latest()? else {
-            return Ok((state, None));
-        };
-        let state = state.restore(&checkpoint, &source)?;
-        Ok((state, Some(Restored { source, checkpoint })))
+        restore_latest(&self.manager, state)
     }
 
     fn ready(

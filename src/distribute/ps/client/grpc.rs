@@ -22,11 +22,11 @@ use super::super::proto::parameter_server_client::ParameterServerClient;
 use super::super::proto::{InitRequest, PushRequest, SnapshotRequest};
 use super::super::ragged_values::RaggedValues;
 use super::super::wire::{control_request, pull_request};
-use super::{PsClient, PsClientConfig, PsError, MISSING_RANKS_KEY};
+use super::{PsClient, PsClientConfig, PsFault, MISSING_RANKS_KEY};
 use crate::distribute::transport::{
     endpoint, tls_refusal, token_value, MAX_MESSAGE_BYTES, TOKEN_KEY,
 };
-use crate::error::Error;
+use crate::error::{Error, Result};
 
 /// First wait between two tries of a call to a ps that cannot be reached; doubled up to
 /// [`MAX_BACKOFF`].
@@ -133,7 +133,7 @@ impl ParameterServers {
         patience: Option<Duration>,
         waits: Duration,
         call: F,
-    ) -> Result<Vec<T>, PsError>
+    ) -> Result<Vec<T>>
     where
         T: Send + 'static,
         F: Fn(usize, Client) -> Fut + Clone + Send + Sync + 'static,
@@ -166,18 +166,16 @@ impl ParameterServers {
         self.runtime.block_on(async {
             let mut out = Vec::with_capacity(calls.len());
             for (i, handle) in calls.into_iter().enumerate() {
-                let reply = handle.await.map_err(|e| {
-                    PsError::Failed(Error::PeerLost {
-                        task: self.names[i].clone(),
-                        message: format!("the call failed: {e}"),
-                    })
+                let reply = handle.await.map_err(|e| Error::PeerLost {
+                    task: self.names[i].clone(),
+                    message: format!("the call failed: {e}"),
                 })?;
                 let reply = reply.map_err(|_| {
                     self.silent[i].store(true, Ordering::Relaxed);
-                    PsError::Unresponsive {
+                    Error::Ps(PsFault::Unresponsive {
                         ps: i,
                         waited: within,
-                    }
+                    })
                 })?;
                 self.silent[i].store(false, Ordering::Relaxed);
                 out.push(reply.map_err(|status| self.error(i, status))?);
@@ -187,7 +185,7 @@ impl ParameterServers {
     }
 
     /// Replies decoded into the crate's messages; values of a broken length name their ps.
-    fn decoded<P, T>(&self, replies: Vec<P>) -> Result<Vec<T>, PsError>
+    fn decoded<P, T>(&self, replies: Vec<P>) -> Result<Vec<T>>
     where
         T: TryFrom<P, Error = RaggedValues>,
     {
@@ -195,21 +193,20 @@ impl ParameterServers {
             .into_iter()
             .enumerate()
             .map(|(i, reply)| {
-                T::try_from(reply)
-                    .map_err(|e| PsError::Failed(Error::Config(format!("{}: {e}", self.names[i]))))
+                T::try_from(reply).map_err(|e| Error::Config(format!("{}: {e}", self.names[i])))
             })
             .collect()
     }
 
     /// A refused call as the error that names the task at fault.
-    fn error(&self, ps: usize, status: Status) -> PsError {
+    fn error(&self, ps: usize, status: Status) -> Error {
         let name = &self.names[ps];
         if let Some(refusal) = tls_refusal(&status) {
-            return PsError::Failed(Error::Config(format!("{name}: {refusal}")));
+            return Error::Config(format!("{name}: {refusal}"));
         }
         match status.code() {
-            Code::FailedPrecondition => PsError::NotInitialised { ps },
-            Code::DeadlineExceeded => PsError::TasksMissing {
+            Code::FailedPrecondition => Error::Ps(PsFault::NotInitialised { ps }),
+            Code::DeadlineExceeded => Error::Ps(PsFault::TasksMissing {
                 ranks: status
                     .metadata()
                     .get(MISSING_RANKS_KEY)
@@ -217,29 +214,29 @@ impl ParameterServers {
                     .map(|v| v.split(',').filter_map(|r| r.parse().ok()).collect())
                     .unwrap_or_default(),
                 message: format!("{} ({name} says)", status.message()),
-            },
-            Code::Aborted => PsError::Failed(Error::PeerLost {
+            }),
+            Code::Aborted => Error::PeerLost {
                 task: self.chief_name.clone(),
                 message: format!("{} ({name} says)", status.message()),
-            }),
-            Code::Unavailable | Code::Unknown | Code::Cancelled => PsError::Unreachable {
-                ps,
-                message: status.message().to_string(),
             },
-            _ => PsError::Failed(Error::Config(format!("{name}: {}", status.message()))),
+            Code::Unavailable | Code::Unknown | Code::Cancelled => {
+                Error::Ps(PsFault::Unreachable {
+                    ps,
+                    message: status.message().to_string(),
+                })
+            }
+            _ => Error::Config(format!("{name}: {}", status.message())),
         }
     }
 }
 
 impl PsClient for ParameterServers {
-    fn init(&self, inits: Vec<Init>) -> Result<(), PsError> {
+    fn init(&self, inits: Vec<Init>) -> Result<()> {
         let requests: Vec<InitRequest> = inits
             .iter()
             .map(InitRequest::try_from)
             .collect::<Result<_, _>>()
-            .map_err(|e| {
-                PsError::Failed(Error::Config(format!("cannot send the schedule: {e}")))
-            })?;
+            .map_err(|e| Error::Config(format!("cannot send the schedule: {e}")))?;
         let requests = Arc::new(requests);
         let patience = self.config.peer_timeout;
         self.on_all(Some(patience), patience, move |i, mut client| {
@@ -249,7 +246,7 @@ impl PsClient for ParameterServers {
         Ok(())
     }
 
-    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>, PsError> {
+    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>> {
         let request = pull_request(self.worker, pull);
         let patience = self.config.peer_timeout.max(pull.wait);
         let replies = self.on_all(Some(patience), pull.wait, move |_, mut client| async move {
@@ -260,7 +257,7 @@ impl PsClient for ParameterServers {
 
     /// Not retried: a push that may have reached its ps is never sent twice (a lost one
     /// costs a step's gradient, a doubled one would corrupt).
-    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>, PsError> {
+    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>> {
         let waits = pushes.iter().map(|p| p.wait).max().unwrap_or_default();
         let requests: Arc<Vec<PushRequest>> = Arc::new(pushes.iter().map(Into::into).collect());
         let replies = self.on_all(None, waits, move |i, mut client| {
@@ -270,7 +267,7 @@ impl PsClient for ParameterServers {
         self.decoded(replies)
     }
 
-    fn snapshot(&self) -> Result<Vec<Snapshot>, PsError> {
+    fn snapshot(&self) -> Result<Vec<Snapshot>> {
         let patience = self.config.peer_timeout;
         let replies = self.on_all(Some(patience), patience, |_, mut client| async move {
             client
@@ -281,7 +278,7 @@ impl PsClient for ParameterServers {
         self.decoded(replies)
     }
 
-    fn control(&self, command: Command) -> Result<Vec<Counters>, PsError> {
+    fn control(&self, command: Command) -> Result<Vec<Counters>> {
         let request = control_request(self.worker, command);
         let patience = self.config.peer_timeout;
         let replies = self.on_all(Some(patience), patience, move |_, mut client| async move {
@@ -291,7 +288,7 @@ impl PsClient for ParameterServers {
     }
 
     /// Skips the ps tasks found silent: every task then exits as soon as it names one.
-    fn leave(&self) -> Result<(), PsError> {
+    fn leave(&self) -> Result<()> {
         let request = control_request(self.worker, Command::Leave);
         let silent = self.silent.clone();
         self.on_all(None, Duration::ZERO, move |i, mut client| {

@@ -8,10 +8,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
-use super::super::shard::{Shard, ShardError};
+use super::super::shard::{Shard, ShardFault};
 use super::super::variable_optimizer::VariableOptimizer;
-use super::{PsClient, PsClientConfig, PsError};
-use crate::error::Error;
+use super::{PsClient, PsClientConfig, PsFault};
+use crate::error::{Error, Result};
 
 /// The ps tasks of a cluster held in this process, one [`Shard`] each; see the
 /// [module docs](self). Cloning shares the shards.
@@ -71,20 +71,20 @@ impl InMemoryParameterServers {
     /// Runs `call` with `inputs[i]` on shard `i`, all at once (a synchronous push waits for
     /// the other training tasks on every ps together, as over gRPC); the replies in ps
     /// order, or the first failure in ps order.
-    fn on_all<R, T, F>(&self, inputs: Vec<R>, call: F) -> Result<Vec<T>, PsError>
+    fn on_all<R, T, F>(&self, inputs: Vec<R>, call: F) -> Result<Vec<T>>
     where
         R: Send,
         T: Send,
-        F: Fn(&Shard, R) -> Result<T, ShardError> + Sync,
+        F: Fn(&Shard, R) -> Result<T> + Sync,
     {
         if inputs.len() != self.shards.len() {
-            return Err(PsError::Failed(Error::Config(format!(
+            return Err(Error::Config(format!(
                 "{} request(s) for {} ps task(s)",
                 inputs.len(),
                 self.shards.len()
-            ))));
+            )));
         }
-        let replies: Vec<Result<T, ShardError>> = if self.shards.len() == 1 {
+        let replies: Vec<Result<T>> = if self.shards.len() == 1 {
             inputs
                 .into_iter()
                 .map(|input| call(&self.shards[0], input))
@@ -116,43 +116,47 @@ impl InMemoryParameterServers {
 }
 
 /// A refused call as the error that names the task at fault, as the gRPC client reports it.
-fn refused(ps: usize, error: ShardError) -> PsError {
+fn refused(ps: usize, error: Error) -> Error {
     let name = format!("ps:{ps}");
-    match error {
-        ShardError::NotInitialised => PsError::NotInitialised { ps },
-        ShardError::ChiefLost { ref chief, .. } => PsError::Failed(Error::PeerLost {
+    let Error::Shard(fault) = error else {
+        // Shards refuse with their faults only; as over gRPC, anything else names the ps.
+        return Error::Config(format!("{name}: {error}"));
+    };
+    match fault {
+        ShardFault::NotInitialised => Error::Ps(PsFault::NotInitialised { ps }),
+        ShardFault::ChiefLost { ref chief, .. } => Error::PeerLost {
             task: chief.clone(),
-            message: format!("{error} ({name} says)"),
-        }),
-        ShardError::SyncTimeout { ref missing, .. } => PsError::TasksMissing {
-            ranks: missing.clone(),
-            message: format!("{error} ({name} says)"),
+            message: format!("{fault} ({name} says)"),
         },
-        error => PsError::Failed(Error::Config(format!("{name}: {error}"))),
+        ShardFault::SyncTimeout { ref missing, .. } => Error::Ps(PsFault::TasksMissing {
+            ranks: missing.clone(),
+            message: format!("{fault} ({name} says)"),
+        }),
+        fault => Error::Config(format!("{name}: {fault}")),
     }
 }
 
 impl PsClient for InMemoryParameterServers {
-    fn init(&self, inits: Vec<Init>) -> Result<(), PsError> {
+    fn init(&self, inits: Vec<Init>) -> Result<()> {
         self.on_all(inits, Shard::init)?;
         Ok(())
     }
 
-    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>, PsError> {
+    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>> {
         self.on_all(self.to_every_ps(), |shard, ()| {
             shard.pull(self.worker, pull)
         })
     }
 
-    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>, PsError> {
+    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>> {
         self.on_all(pushes, Shard::push)
     }
 
-    fn snapshot(&self) -> Result<Vec<Snapshot>, PsError> {
+    fn snapshot(&self) -> Result<Vec<Snapshot>> {
         self.on_all(self.to_every_ps(), |shard, ()| shard.snapshot())
     }
 
-    fn control(&self, command: Command) -> Result<Vec<Counters>, PsError> {
+    fn control(&self, command: Command) -> Result<Vec<Counters>> {
         self.on_all(self.to_every_ps(), |shard, ()| {
             shard.control(self.worker, command)
         })

@@ -5,11 +5,12 @@
 use std::time::Duration;
 
 use super::super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
-use super::{InMemoryParameterServers, PsClient, PsClientConfig, PsError};
+use super::{InMemoryParameterServers, PsClient, PsClientConfig};
+use crate::error::Result;
 
 /// What an intercepted client does with the chief's initialisations.
 pub(crate) type InitHook =
-    Box<dyn Fn(&InMemoryParameterServers, Vec<Init>) -> Result<(), PsError> + Send + Sync>;
+    Box<dyn Fn(&InMemoryParameterServers, Vec<Init>) -> Result<()> + Send + Sync>;
 
 /// What an intercepted client does before it sends a pull.
 pub(crate) type PullHook = Box<dyn Fn(&Pull) + Send + Sync>;
@@ -34,10 +35,7 @@ impl Intercepted {
     /// Initialisations go through `hook` instead.
     pub(crate) fn on_init(
         mut self,
-        hook: impl Fn(&InMemoryParameterServers, Vec<Init>) -> Result<(), PsError>
-            + Send
-            + Sync
-            + 'static,
+        hook: impl Fn(&InMemoryParameterServers, Vec<Init>) -> Result<()> + Send + Sync + 'static,
     ) -> Self {
         self.on_init = Some(Box::new(hook));
         self
@@ -59,25 +57,25 @@ impl std::fmt::Debug for Intercepted {
 }
 
 impl PsClient for Intercepted {
-    fn init(&self, inits: Vec<Init>) -> Result<(), PsError> {
+    fn init(&self, inits: Vec<Init>) -> Result<()> {
         match &self.on_init {
             Some(hook) => hook(&self.inner, inits),
             None => self.inner.init(inits),
         }
     }
-    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>, PsError> {
+    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>> {
         if let Some(hook) = &self.on_pull {
             hook(&pull);
         }
         self.inner.pull(pull)
     }
-    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>, PsError> {
+    fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>> {
         self.inner.push(pushes)
     }
-    fn snapshot(&self) -> Result<Vec<Snapshot>, PsError> {
+    fn snapshot(&self) -> Result<Vec<Snapshot>> {
         self.inner.snapshot()
     }
-    fn control(&self, command: Command) -> Result<Vec<Counters>, PsError> {
+    fn control(&self, command: Command) -> Result<Vec<Counters>> {
         self.inner.control(command)
     }
     fn start_heartbeat(&mut self, every: Duration) {

@@ -9,6 +9,7 @@ use super::super::messages::Pulled;
 use super::super::shard::{Patience, Verdict};
 use super::super::variable_optimizer::VariableOptimizer;
 use super::*;
+use crate::error::Error;
 use crate::optimizer::OptimizerSpec;
 
 const WORKERS: usize = 4;
@@ -83,12 +84,12 @@ fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
     let worker = ps.client(1, config());
     assert!(matches!(
         worker.pull(Pull::default()),
-        Err(PsError::NotInitialised { ps: 0 })
+        Err(Error::Ps(PsFault::NotInitialised { ps: 0 }))
     ));
     chief.init(init_requests(2, WORKERS, 0)).unwrap();
     let mut wrong = init_requests(2, WORKERS, 0);
     wrong[1].optimizer = "adam".into();
-    let error = Error::from(chief.init(wrong).unwrap_err());
+    let error = chief.init(wrong).unwrap_err();
     assert!(
         matches!(&error, Error::Config(m) if m.starts_with("ps:1: ") && m.contains("'adam'")),
         "{error}"
@@ -99,7 +100,7 @@ fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
         grace: Duration::from_secs(5),
     };
     assert_eq!(ps.shards()[1].supervise(patience), Verdict::Serve);
-    let error = Error::from(worker.pull(Pull::default()).unwrap_err());
+    let error = worker.pull(Pull::default()).unwrap_err();
     assert!(
         matches!(&error, Error::PeerLost { task, message }
             if task == "chief:0" && message.ends_with("(ps:1 says)")),

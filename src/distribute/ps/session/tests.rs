@@ -210,3 +210,32 @@ fn only_a_chief_finds_the_ps_tasks_short_of_the_last_step_and_only_a_worker_leav
     worker.leave();
     chief.end().unwrap();
 }
+
+#[test]
+fn a_chief_ending_short_of_the_last_step_fails_the_job_unless_it_stopped_by_itself() {
+    let ps = start(1);
+    let mut chief = session(ps.client(0, config()), 0, PsMode::default());
+    let mut worker = session(ps.client(1, config()), 1, PsMode::default());
+    chief.set_last_step(5);
+    worker.set_last_step(5);
+    initialise(&mut chief, 3);
+    let short = chief.end_at(3).unwrap_err();
+    assert!(matches!(
+        short,
+        Error::EndedShort {
+            global_step: 3,
+            last_step: 5,
+            ..
+        }
+    ));
+    assert_eq!(
+        short.to_string(),
+        "training ended at global_step 3, short of its last step 5: the ps tasks stopped \
+         taking updates before it"
+    );
+    worker.end_at(3).expect("a worker just leaves");
+    chief.stop_early();
+    chief
+        .end_at(3)
+        .expect("a chief that stopped by itself ends the job");
+}

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::super::messages::{Command, Counters, Init, Pull, Pulled, Push, Pushed, Snapshot};
 use super::super::variable_optimizer::VariableOptimizer;
-use super::{Patience, Progress, ShardError, ShardMachine, Verdict};
+use super::{Patience, Progress, ShardFault, ShardMachine, Verdict};
+use crate::error::Result;
 
 /// One ps task's shard, callable from many threads; calls that must wait block.
 pub struct Shard {
@@ -62,7 +63,7 @@ impl Shard {
         call: impl FnOnce(&mut ShardMachine, Instant) -> Progress<T, W>,
         poll: impl Fn(&mut ShardMachine, W, Instant) -> Progress<T, W>,
         deadline: impl Fn(&W) -> Instant,
-    ) -> Result<T, ShardError> {
+    ) -> Result<T> {
         let mut machine = self.lock();
         let mut progress = self.run(&mut machine, call);
         loop {
@@ -81,13 +82,13 @@ impl Shard {
     }
 
     /// (Re)initialises the variables.
-    pub fn init(&self, init: Init) -> Result<(), ShardError> {
+    pub fn init(&self, init: Init) -> Result<()> {
         self.with_machine(|machine, now| machine.init(init, now))
     }
 
     /// The current values, waiting up to the pull's wait for a chief to initialise them
     /// (with the generation the pull asks for).
-    pub fn pull(&self, worker: u32, pull: Pull) -> Result<Pulled, ShardError> {
+    pub fn pull(&self, worker: u32, pull: Pull) -> Result<Pulled> {
         self.until_answered(
             |machine, now| machine.pull(worker, pull, now),
             |machine, pull, now| machine.poll_pull(pull, now),
@@ -97,7 +98,7 @@ impl Shard {
 
     /// Applies or contributes `push`; a synchronous one returns once its step's update was
     /// applied, or after its wait.
-    pub fn push(&self, push: Push) -> Result<Pushed, ShardError> {
+    pub fn push(&self, push: Push) -> Result<Pushed> {
         self.until_answered(
             |machine, now| machine.push(push, now),
             |machine, push, now| machine.poll_push(push, now),
@@ -106,12 +107,12 @@ impl Shard {
     }
 
     /// Values, optimizer state and step, between two updates.
-    pub fn snapshot(&self) -> Result<Snapshot, ShardError> {
+    pub fn snapshot(&self) -> Result<Snapshot> {
         self.with_machine(|machine, now| machine.snapshot(now))
     }
 
     /// Heartbeat, finish, shutdown or leave; returns the counters.
-    pub fn control(&self, worker: u32, command: Command) -> Result<Counters, ShardError> {
+    pub fn control(&self, worker: u32, command: Command) -> Result<Counters> {
         self.with_machine(|machine, now| machine.control(worker, command, now))
     }
 
@@ -121,7 +122,7 @@ impl Shard {
             let was_failed = machine.failure().is_some();
             let verdict = machine.supervise(patience, now);
             if let (false, Some(failure)) = (was_failed, machine.failure()) {
-                if let ShardError::ChiefLost { chief, .. } = &failure {
+                if let ShardFault::ChiefLost { chief, .. } = &failure {
                     tracing::error!("lost {chief}: {failure}");
                 }
             }

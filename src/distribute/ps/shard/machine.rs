@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::super::messages::{Command, Counters, Init, Pull, Pulled, Snapshot, Values};
 use super::super::variable_optimizer::VariableOptimizer;
-use super::ShardError;
+use super::ShardFault;
+use crate::error::{Error, Result};
 
 /// Rank of the chief among training tasks: its calls keep the ps alive.
 pub const CHIEF_RANK: u32 = 0;
@@ -19,7 +20,7 @@ pub const CHIEF_RANK: u32 = 0;
 #[derive(Debug)]
 pub enum Progress<T, W> {
     /// The call's answer.
-    Answered(Result<T, ShardError>),
+    Answered(Result<T>),
     /// Not yet: poll `W` again once the state changed, or at its deadline.
     Waiting(W),
 }
@@ -123,15 +124,15 @@ impl ShardMachine {
     }
 
     /// Why the job failed, once it did.
-    pub fn failure(&self) -> Option<ShardError> {
+    pub fn failure(&self) -> Option<ShardFault> {
         match self.phase {
             ShardPhase::Failed { silent_for, .. } => Some(self.chief_lost(silent_for)),
             _ => None,
         }
     }
 
-    pub(super) fn chief_lost(&self, silent_for: Duration) -> ShardError {
-        ShardError::ChiefLost {
+    pub(super) fn chief_lost(&self, silent_for: Duration) -> ShardFault {
+        ShardFault::ChiefLost {
             chief: self.chief_name.clone(),
             silent_for,
         }
@@ -139,14 +140,14 @@ impl ShardMachine {
 
     /// Notes a call from `worker` at `now`: the chief's calls prove it alive; a training
     /// task calling a failed shard is told why.
-    pub(super) fn called_by(&mut self, worker: u32, now: Instant) -> Result<(), ShardError> {
+    pub(super) fn called_by(&mut self, worker: u32, now: Instant) -> Result<()> {
         if worker == CHIEF_RANK {
             self.last_chief_call = now;
             self.chief_seen = true;
         }
         if let Some(failure) = self.failure() {
             self.told.insert(worker);
-            return Err(failure);
+            return Err(Error::Shard(failure));
         }
         Ok(())
     }
@@ -162,13 +163,13 @@ impl ShardMachine {
 
     /// (Re)initialises the variables; waiting pulls can then be answered, and waiting
     /// pushes of an older initialisation are answered `REINITIALISED`.
-    pub fn init(&mut self, init: Init, now: Instant) -> Result<(), ShardError> {
+    pub fn init(&mut self, init: Init, now: Instant) -> Result<()> {
         self.called_by(CHIEF_RANK, now)?;
         if init.optimizer != self.optimizer.kind() {
-            return Err(ShardError::OptimizerMismatch {
+            return Err(Error::Shard(ShardFault::OptimizerMismatch {
                 chief: init.optimizer,
                 ps: self.optimizer.kind(),
-            });
+            }));
         }
         self.optimizer.load_state_bytes(&init.optimizer_state)?;
         self.variables = init.variables;
@@ -214,7 +215,7 @@ impl ShardMachine {
             ShardPhase::Serving => {}
             ShardPhase::Finished => return Progress::Answered(Ok(Pulled::Done)),
             ShardPhase::Uninitialised if now >= pull.deadline => {
-                return Progress::Answered(Err(ShardError::NotInitialised))
+                return Progress::Answered(Err(Error::Shard(ShardFault::NotInitialised)))
             }
             ShardPhase::Uninitialised => return Progress::Waiting(pull),
             ShardPhase::Failed { .. } => unreachable!("called_by refuses calls to a failed shard"),
@@ -239,10 +240,10 @@ impl ShardMachine {
     }
 
     /// Values, optimizer state and step, between two updates (a call of the chief's).
-    pub fn snapshot(&mut self, now: Instant) -> Result<Snapshot, ShardError> {
+    pub fn snapshot(&mut self, now: Instant) -> Result<Snapshot> {
         self.called_by(CHIEF_RANK, now)?;
         if let ShardPhase::Uninitialised = self.phase {
-            return Err(ShardError::NotInitialised);
+            return Err(Error::Shard(ShardFault::NotInitialised));
         }
         let variables = self.variables.clone();
         let optimizer_state = self.optimizer.state_bytes()?;
@@ -255,12 +256,7 @@ impl ShardMachine {
     }
 
     /// Heartbeat, finish, shutdown or leave; returns the counters.
-    pub fn control(
-        &mut self,
-        worker: u32,
-        command: Command,
-        now: Instant,
-    ) -> Result<Counters, ShardError> {
+    pub fn control(&mut self, worker: u32, command: Command, now: Instant) -> Result<Counters> {
         self.called_by(worker, now)?;
         self.changes += 1;
         match command {

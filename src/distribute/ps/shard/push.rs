@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::super::messages::{Push, PushOutcome, Pushed};
 use super::machine::{deadline, Progress, ShardPhase};
-use super::{ShardError, ShardMachine};
+use super::{ShardFault, ShardMachine};
+use crate::error::{Error, Result};
 
 /// A synchronous push waiting for the other gradients of its step.
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +55,7 @@ impl ShardMachine {
             PushOutcome::Reinitialised
         } else if let ShardPhase::Failed { silent_for, .. } = self.phase {
             self.told.insert(push.worker);
-            return Progress::Answered(Err(self.chief_lost(silent_for)));
+            return Progress::Answered(Err(Error::Shard(self.chief_lost(silent_for))));
         } else if let ShardPhase::Finished = self.phase {
             PushOutcome::Done
         } else if self.step > push.step {
@@ -65,14 +66,14 @@ impl ShardMachine {
                 .filter(|w| !self.pending.contains_key(w) && !self.left.contains(w))
                 .collect();
             self.pending.remove(&push.worker);
-            return Progress::Answered(Err(ShardError::SyncTimeout {
+            return Progress::Answered(Err(Error::Shard(ShardFault::SyncTimeout {
                 missing,
                 worker: push.worker,
                 step: push.step,
                 gathered,
                 needed: self.effective_aggregation(),
                 wait: push.wait,
-            }));
+            })));
         } else {
             return Progress::Waiting(push);
         };
@@ -96,7 +97,7 @@ impl ShardMachine {
 
     /// The push's outcome when it is decided on arrival; `None` when its synchronous update
     /// still needs other gradients.
-    fn contribute(&mut self, push: Push, now: Instant) -> Result<Option<PushOutcome>, ShardError> {
+    fn contribute(&mut self, push: Push, now: Instant) -> Result<Option<PushOutcome>> {
         let Push {
             worker,
             step,
@@ -108,7 +109,7 @@ impl ShardMachine {
         self.called_by(worker, now)?;
         self.rejoin(worker);
         match self.phase {
-            ShardPhase::Uninitialised => return Err(ShardError::NotInitialised),
+            ShardPhase::Uninitialised => return Err(Error::Shard(ShardFault::NotInitialised)),
             ShardPhase::Finished => return Ok(Some(PushOutcome::Done)),
             ShardPhase::Serving | ShardPhase::Failed { .. } => {}
         }
@@ -147,11 +148,11 @@ impl ShardMachine {
             return Ok(Some(PushOutcome::Stale));
         }
         if step > self.step {
-            return Err(ShardError::StepAhead {
+            return Err(Error::Shard(ShardFault::StepAhead {
                 worker,
                 step,
                 current: self.step,
-            });
+            }));
         }
         self.pending.insert(worker, gradients);
         self.aggregate_if_complete()?;
@@ -160,7 +161,7 @@ impl ShardMachine {
 
     /// Applies the synchronous update once enough gradients are in: their mean, summed in
     /// worker order (so the result does not depend on arrival order).
-    pub(super) fn aggregate_if_complete(&mut self) -> Result<(), ShardError> {
+    pub(super) fn aggregate_if_complete(&mut self) -> Result<()> {
         if self.pending.is_empty() || self.pending.len() < self.effective_aggregation() {
             return Ok(());
         }
@@ -191,33 +192,29 @@ impl ShardMachine {
         self.replicas_to_aggregate.min(remaining).max(1)
     }
 
-    fn check(&self, worker: u32, gradients: &[(String, Vec<f32>)]) -> Result<(), ShardError> {
+    fn check(&self, worker: u32, gradients: &[(String, Vec<f32>)]) -> Result<()> {
         for (path, grad) in gradients {
             let Some((shape, values)) = self.variables.get(path) else {
-                return Err(ShardError::UnknownVariable {
+                return Err(Error::Shard(ShardFault::UnknownVariable {
                     worker,
                     path: path.clone(),
-                });
+                }));
             };
             if grad.len() != values.len() {
-                return Err(ShardError::WrongSize {
+                return Err(Error::Shard(ShardFault::WrongSize {
                     worker,
                     path: path.clone(),
                     shape: shape.clone(),
                     got: grad.len(),
                     expected: values.len(),
-                });
+                }));
             }
         }
         Ok(())
     }
 
     /// One update: the sum of `count` gradients, divided by `count`, through the optimizer.
-    fn apply(
-        &mut self,
-        gradients: Vec<(String, Vec<f32>)>,
-        count: usize,
-    ) -> Result<(), ShardError> {
+    fn apply(&mut self, gradients: Vec<(String, Vec<f32>)>, count: usize) -> Result<()> {
         // The rate of the update that makes the next step, as on a training task.
         let rate = self.schedule.rate(
             self.learning_rate,

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::machine::ShardPhase;
-use super::{ShardError, ShardMachine};
+use super::{ShardFault, ShardMachine};
 
 /// A gap between two checks this long means this task was not running: the supervising
 /// loop checks several times a second.
@@ -29,7 +29,7 @@ pub enum Verdict {
     /// The chief shut the job down and the training tasks left (or had their grace): exit 0.
     Done,
     /// The job failed and the training tasks were told (or had their grace): exit ≥ 128.
-    Failed(ShardError),
+    Failed(ShardFault),
 }
 
 impl ShardMachine {

@@ -9,6 +9,7 @@ use super::super::variable_optimizer::VariableOptimizer;
 use super::machine::PendingPull;
 use super::push::PendingPush;
 use super::*;
+use crate::error::Error;
 use crate::optimizer::OptimizerSpec;
 
 mod asynchronous;
@@ -65,10 +66,12 @@ fn push(worker: u32, step: u64, gradient: f32) -> Push {
     }
 }
 
-/// The answer of a call that must not wait.
-fn answered<T, W: std::fmt::Debug>(progress: Progress<T, W>) -> Result<T, ShardError> {
+/// The answer of a call that must not wait: its value, or why the shard refused it.
+fn answered<T, W: std::fmt::Debug>(progress: Progress<T, W>) -> Result<T, ShardFault> {
     match progress {
-        Progress::Answered(answer) => answer,
+        Progress::Answered(Ok(answer)) => Ok(answer),
+        Progress::Answered(Err(Error::Shard(fault))) => Err(fault),
+        Progress::Answered(Err(error)) => panic!("not the shard's refusal: {error}"),
         Progress::Waiting(waiting) => panic!("the call waits ({waiting:?})"),
     }
 }

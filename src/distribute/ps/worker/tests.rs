@@ -158,7 +158,7 @@ fn mixed_initialisations_are_waited_out_on_the_ps_for_the_newest_within_the_peer
 #[test]
 fn a_lost_ps_is_the_chiefs_to_reinitialise_and_the_others_wait_for_it() {
     let t0 = Instant::now();
-    let lost = || Err(PsError::NotInitialised { ps: 1 });
+    let lost = || Err(Error::Ps(PsFault::NotInitialised { ps: 1 }));
     assert_eq!(
         task(0).on_pull(lost(), t0).unwrap(),
         PullAnswer::Reinitialise(1)
@@ -168,10 +168,10 @@ fn a_lost_ps_is_the_chiefs_to_reinitialise_and_the_others_wait_for_it() {
     let done = worker.on_pull(Ok(vec![pulled(9, 2, &[]), Pulled::Done]), t0);
     assert_eq!(done.unwrap(), PullAnswer::Done);
     let silent = worker.on_pull(
-        Err(PsError::Unresponsive {
+        Err(Error::Ps(PsFault::Unresponsive {
             ps: 0,
             waited: Duration::from_secs(6),
-        }),
+        })),
         t0,
     );
     assert!(silent.unwrap_err().to_string().starts_with("lost ps:0"));
@@ -217,30 +217,30 @@ fn push_outcomes_other_than_applied_are_dropped_or_done() {
 #[test]
 fn failed_pushes_are_classified_without_sending_them_again() {
     let mut worker = after_a_pull();
-    let unreachable = worker.on_push(Err(PsError::Unreachable {
+    let unreachable = worker.on_push(Err(Error::Ps(PsFault::Unreachable {
         ps: 1,
         message: "connection refused".into(),
-    }));
+    })));
     // Dropped at the step of the last pull; the next pull goes to the ps tasks.
     assert_eq!(unreachable.unwrap(), PushAnswer::Dropped(7));
     assert!(worker.take_prefetched().is_none());
-    let lost = worker.on_push(Err(PsError::NotInitialised { ps: 0 }));
+    let lost = worker.on_push(Err(Error::Ps(PsFault::NotInitialised { ps: 0 })));
     assert_eq!(
         lost.unwrap(),
         PushAnswer::Dropped(7),
         "the chief re-initialises"
     );
-    let chiefs = task(0).on_push(Err(PsError::NotInitialised { ps: 0 }));
+    let chiefs = task(0).on_push(Err(Error::Ps(PsFault::NotInitialised { ps: 0 })));
     assert_eq!(chiefs.unwrap(), PushAnswer::Reinitialise(0));
-    let missing = worker.on_push(Err(PsError::TasksMissing {
+    let missing = worker.on_push(Err(Error::Ps(PsFault::TasksMissing {
         ranks: vec![2, 7],
         message: "timed out".into(),
-    }));
+    })));
     let error = missing.unwrap_err();
     assert_eq!(error.to_string(), "lost worker:1, rank 7: timed out");
-    let silent = worker.on_push(Err(PsError::Unresponsive {
+    let silent = worker.on_push(Err(Error::Ps(PsFault::Unresponsive {
         ps: 1,
         waited: Duration::from_secs(6),
-    }));
+    })));
     assert!(silent.unwrap_err().to_string().starts_with("lost ps:1"));
 }

@@ -101,7 +101,7 @@ fn gradients_that_do_not_fit_are_refused_naming_the_variable_and_the_worker() {
     let error = answered(shard.push(short, t0)).err().unwrap();
     assert_eq!(
         error,
-        ShardError::WrongSize {
+        ShardFault::WrongSize {
             worker: 1,
             path: "b".into(),
             shape: vec![2, 3],

@@ -28,13 +28,13 @@ fn a_pull_waits_for_the_chief_until_its_deadline() {
     let chief = answered(shard.pull(0, Pull::default(), t0)).err();
     assert_eq!(
         chief,
-        Some(ShardError::NotInitialised),
+        Some(ShardFault::NotInitialised),
         "the chief does not wait"
     );
     let early = waiting(shard.pull(1, waits(seconds(5)), t0));
     let early = waiting(shard.poll_pull(early, t0 + seconds(4)));
     let error = answered(shard.poll_pull(early, t0 + seconds(5))).err();
-    assert_eq!(error, Some(ShardError::NotInitialised));
+    assert_eq!(error, Some(ShardFault::NotInitialised));
     let pull = waiting(shard.pull(2, waits(seconds(30)), t0 + seconds(6)));
     let before = shard.changes();
     shard
@@ -94,7 +94,7 @@ fn pushes_from_another_initialisation_are_answered_reinitialised() {
     let t0 = Instant::now();
     let mut shard = shard(t0);
     let refused = answered(shard.push(push(0, 0, 1.0), t0)).err();
-    assert_eq!(refused, Some(ShardError::NotInitialised));
+    assert_eq!(refused, Some(ShardFault::NotInitialised));
     shard.init(init(2, 0), t0).unwrap();
     let old = Push {
         generation: GENERATION - 1,
@@ -171,7 +171,7 @@ fn a_silent_chief_fails_the_job_after_the_timeout_not_before() {
     assert_eq!(shard.supervise(PATIENCE, t0 + seconds(99)), Verdict::Serve);
     assert_eq!(shard.failure(), None);
     assert_eq!(shard.supervise(PATIENCE, t0 + seconds(100)), Verdict::Serve);
-    let lost = ShardError::ChiefLost {
+    let lost = ShardFault::ChiefLost {
         chief: "chief:0".into(),
         silent_for: seconds(60),
     };
@@ -200,7 +200,7 @@ fn the_chief_has_the_startup_timeout_for_its_first_call() {
     assert!(
         matches!(
             shard.supervise(PATIENCE, t0 + seconds(120)),
-            Verdict::Failed(ShardError::ChiefLost { .. })
+            Verdict::Failed(ShardFault::ChiefLost { .. })
         ),
         "before an initialisation no training task is known to wait for"
     );
@@ -227,7 +227,7 @@ fn a_waiting_synchronous_push_hears_of_the_lost_chief() {
     let pending = waiting(shard.push(push(1, 0, 1.0), t0));
     shard.supervise(PATIENCE, t0 + seconds(60));
     let error = answered(shard.poll_push(pending, t0 + seconds(60))).err();
-    assert!(matches!(error, Some(ShardError::ChiefLost { .. })));
+    assert!(matches!(error, Some(ShardFault::ChiefLost { .. })));
     assert!(
         matches!(
             shard.supervise(PATIENCE, t0 + seconds(60)),
@@ -274,6 +274,6 @@ fn a_ps_that_was_stopped_itself_does_not_count_its_pause_as_the_chief_s_silence(
     }
     assert!(matches!(
         shard.failure(),
-        Some(ShardError::ChiefLost { .. })
+        Some(ShardFault::ChiefLost { .. })
     ));
 }

@@ -65,7 +65,7 @@ fn a_push_that_gathers_too_few_gradients_times_out_naming_the_missing_and_withdr
         .unwrap();
     assert_eq!(
         error,
-        ShardError::SyncTimeout {
+        ShardFault::SyncTimeout {
             missing: vec![1],
             worker: 0,
             step: 0,

@@ -1,14 +1,18 @@
-//! Why a shard refused a call: each error names the training task, variable or chief at
-//! fault (the ps task itself is named by whoever called it, which knows its index).
+//! Why a shard refused a call: each fault names the training task, variable or chief at
+//! fault (the ps task itself is named by whoever called it, which knows its index); apart
+//! from the shard so that `error.rs` can hold it without an import cycle.
 
 use std::time::Duration;
 
 use super::super::ragged_values::RaggedValues;
-use super::super::variable_optimizer::VariableOptimizerError;
+use super::super::variable_optimizer::VariableOptimizerFault;
 
-/// Why a call was refused.
+/// Why a shard refused a call; carried by [`Error::Shard`](crate::Error::Shard), which the
+/// ps task's server turns into a gRPC status and the in-memory client into the error that
+/// names the ps. Once the chief is lost, a shard answers every call with
+/// [`ShardFault::ChiefLost`], so that every training task hears of it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ShardError {
+pub enum ShardFault {
     /// No chief has initialised the variables yet (a fresh or restarted ps).
     #[error("the variables are not initialised yet")]
     NotInitialised,
@@ -30,10 +34,10 @@ pub enum ShardError {
     },
     /// A variable could not be updated, or the optimizer state not (de)serialised.
     #[error(transparent)]
-    Optimizer(#[from] VariableOptimizerError),
+    Optimizer(VariableOptimizerFault),
     /// A request's values are not whole `f32`s.
     #[error(transparent)]
-    Ragged(#[from] RaggedValues),
+    Ragged(RaggedValues),
     /// The chief's learning-rate schedule cannot be read (another version?).
     #[error("the chief's learning-rate schedule cannot be read: {0}")]
     BadSchedule(String),
