@@ -23,7 +23,7 @@ pub use collective::{
     CollectivePhase, Combine, Compression, RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
 };
 pub use comm_stats::CommStats;
-pub use error::{AddressError, DistributeError, Result};
+pub use error::{AddressFault, DistributeError, Result};
 pub use gradient_sync::{GradientAverager, LocalStep};
 pub use replica_seat::Replica;
 pub use step_loss::StepLoss;

@@ -32,13 +32,14 @@ pub enum DistributeError {
         /// The rank the address belongs to.
         rank: usize,
         /// What is wrong with the address.
-        source: AddressError,
+        source: AddressFault,
     },
 }
 
-/// An address ("host:port", or a URI) that cannot be used.
+/// Why an address ("host:port", or a URI) cannot be used: the detail of
+/// [`DistributeError::Address`], never returned on its own.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AddressError {
+pub enum AddressFault {
     /// No `:port` after the host.
     #[error("address '{address}' is not host:port")]
     NotHostPort {

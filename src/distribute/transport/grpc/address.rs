@@ -3,11 +3,11 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::distribute::error::{AddressError, DistributeError};
+use crate::distribute::error::{AddressFault, DistributeError};
 
 /// Where a rank whose peers reach it at `address` ("host:port") listens: the address itself
 /// for a loopback IP, otherwise every interface, on its port.
-pub(crate) fn listen_address(address: &str) -> Result<SocketAddr, AddressError> {
+pub(crate) fn listen_address(address: &str) -> Result<SocketAddr, AddressFault> {
     let (host, port) = host_and_port(address)?;
     Ok(match host.parse::<IpAddr>() {
         Ok(ip) if ip.is_loopback() => SocketAddr::new(ip, port),
@@ -67,17 +67,17 @@ fn same_host_name(a: &str, b: &str) -> bool {
 }
 
 /// The host (without IPv6 brackets) and port of `address`, with or without a scheme.
-pub(super) fn host_and_port(address: &str) -> Result<(&str, u16), AddressError> {
+pub(super) fn host_and_port(address: &str) -> Result<(&str, u16), AddressFault> {
     let authority = address
         .split_once("://")
         .map_or(address, |(_, rest)| rest)
         .trim_end_matches('/');
     let (host, port) = authority
         .rsplit_once(':')
-        .ok_or_else(|| AddressError::NotHostPort {
+        .ok_or_else(|| AddressFault::NotHostPort {
             address: address.to_string(),
         })?;
-    let port: u16 = port.parse().map_err(|_| AddressError::Port {
+    let port: u16 = port.parse().map_err(|_| AddressFault::Port {
         address: address.to_string(),
     })?;
     Ok((host.trim_start_matches('[').trim_end_matches(']'), port))

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use crate::distribute::AddressError;
+use crate::distribute::AddressFault;
 
 /// Why a lane cannot be listened on or opened here.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub(in crate::distribute::transport::grpc) enum NoLane {
         owner: u32,
     },
     /// The rank's address has no port to name the socket after.
-    Address(AddressError),
+    Address(AddressFault),
     /// The socket's path is longer than a Unix socket address holds.
     PathTooLong {
         /// The path.
