@@ -32,6 +32,33 @@ pub fn same_host_lane_wanted(value: Option<&str>) -> bool {
     !off.iter().any(|word| value.eq_ignore_ascii_case(word))
 }
 
+/// Name of the environment variable that sets how long a wait for a collective's message
+/// polls before it sleeps, in microseconds (`0`: sleep at once; default 1000).
+pub const BUSY_POLL_US: &str = "ESTIMATOR_BUSY_POLL_US";
+
+/// How long a wait for a message polls before it sleeps, as `$ESTIMATOR_BUSY_POLL_US` says;
+/// `None` when unset, an error naming the variable when it is not a number of
+/// microseconds.
+pub fn busy_poll_from_env() -> Option<Result<Duration, Error>> {
+    std::env::var(BUSY_POLL_US)
+        .ok()
+        .map(|v| parse_busy_poll(&v))
+}
+
+/// A value of `ESTIMATOR_BUSY_POLL_US` as a duration.
+pub fn parse_busy_poll(value: &str) -> Result<Duration, Error> {
+    value
+        .trim()
+        .parse::<u64>()
+        .map(Duration::from_micros)
+        .map_err(|_| {
+            Error::variable(
+                BUSY_POLL_US,
+                format!("{BUSY_POLL_US}={value:?} is not a number of microseconds"),
+            )
+        })
+}
+
 /// Name of the environment variable bounding the rendezvous of ranks a launcher started, in
 /// seconds (default [`DEFAULT_RENDEZVOUS_TIMEOUT_SECS`]).
 pub const RENDEZVOUS_TIMEOUT_SECS: &str = "ESTIMATOR_RENDEZVOUS_TIMEOUT_SECS";
@@ -174,6 +201,20 @@ mod tests {
         }
         for off in ["0", "false", "OFF", " no "] {
             assert!(!same_host_lane_wanted(Some(off)), "{off}");
+        }
+    }
+
+    #[test]
+    fn the_busy_poll_is_a_number_of_microseconds() {
+        assert_eq!(parse_busy_poll("250").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_busy_poll(" 0 ").unwrap(), Duration::ZERO);
+        for bad in ["", "1ms", "-5", "fast"] {
+            let err = parse_busy_poll(bad).unwrap_err().to_string();
+            assert!(err.contains(BUSY_POLL_US), "{bad:?}: {err}");
+            assert!(
+                err.contains("not a number of microseconds"),
+                "{bad:?}: {err}"
+            );
         }
     }
 

@@ -12,7 +12,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 
 use super::admission::{admit, ConnectionLimits, DEFAULT_HANDSHAKE_TIMEOUT};
-use crate::distribute::error::AddressError;
+use crate::distribute::error::AddressFault;
 use crate::distribute::transport::tls::ClusterTls;
 
 /// How long `recv` waits for a peer unless told otherwise.
@@ -20,6 +20,16 @@ pub(super) const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a wait lasts before a stall warning unless told otherwise.
 pub(super) const DEFAULT_STALL_WARNING: Duration = Duration::from_secs(60);
+
+/// How long a wait for a message polls before it sleeps unless told otherwise: longer than
+/// a small all-reduce's hop on a busy machine, short beside a large one's.
+pub(super) const DEFAULT_BUSY_POLL: Duration = Duration::from_millis(1);
+
+/// The largest message whose cost is mostly latency: a peer sending messages this small
+/// is waited for by polling, and a lane sends them from the sending thread, saving a
+/// thread wake-up each. Larger ones go to the lane's writer thread, whose copy then runs
+/// beside the sender's next reduction on a machine with cores to spare.
+pub(super) const LATENCY_BOUND_BYTES: usize = 64 << 10;
 
 /// How long `connect` waits for the other ranks unless told otherwise.
 pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -58,6 +68,14 @@ pub struct GrpcConfig {
     /// and 64 to spare, which leaves most of a process's descriptors to its checkpoints
     /// however many idle connections strangers open.
     pub max_connections: Option<usize>,
+    /// How long a wait for a message keeps looking for it, yielding the core between looks,
+    /// before it sleeps until the message comes (default 1 ms; zero sleeps
+    /// at once), as MPI's and NCCL's progress loops poll. A message found while polling
+    /// costs no thread wake-up, which on virtual cores costs tens of microseconds to a
+    /// scheduler tick, a hop of a small all-reduce many times over.
+    /// [`busy_poll_from_env`](crate::cluster::busy_poll_from_env) reads it from
+    /// `ESTIMATOR_BUSY_POLL_US`.
+    pub busy_poll: Duration,
     /// How long a connection to this rank's server may take to open with its handshake
     /// (the HTTP/2 preface, or a TLS ClientHello) before it is closed (default 10 s).
     pub handshake_timeout: Duration,
@@ -74,6 +92,7 @@ impl Default for GrpcConfig {
             tls: None,
             same_host_lane: true,
             max_connections: None,
+            busy_poll: DEFAULT_BUSY_POLL,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
         }
     }
@@ -100,6 +119,7 @@ impl std::fmt::Debug for GrpcConfig {
             .field("tls", &self.tls.is_some())
             .field("same_host_lane", &self.same_host_lane)
             .field("max_connections", &self.max_connections)
+            .field("busy_poll", &self.busy_poll)
             .field("handshake_timeout", &self.handshake_timeout)
             .finish()
     }
@@ -136,13 +156,13 @@ pub(crate) fn endpoint(
     address: &str,
     connect_timeout: Duration,
     tls: Option<&ClusterTls>,
-) -> Result<Endpoint, AddressError> {
+) -> Result<Endpoint, AddressFault> {
     let uri = match (address.contains("://"), tls) {
         (true, _) => address.to_string(),
         (false, None) => format!("http://{address}"),
         (false, Some(_)) => format!("https://{address}"),
     };
-    let invalid = |uri: &str, e: &dyn std::fmt::Display| AddressError::Uri {
+    let invalid = |uri: &str, e: &dyn std::fmt::Display| AddressFault::Uri {
         uri: uri.to_string(),
         reason: e.to_string(),
     };

@@ -202,6 +202,11 @@ pub(super) struct Payload {
 }
 
 impl Payload {
+    /// Its length in bytes.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The payload lent as the pieces it arrived in: no copy.
     pub(super) fn lent(&self) -> Lent<'_> {
         Lent::new(&self.chunks)

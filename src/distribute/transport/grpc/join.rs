@@ -11,7 +11,7 @@ use tonic::service::interceptor::InterceptedService;
 use super::config::{serve_grpc_within, MAX_MESSAGE_BYTES};
 use super::dial::{dial, Caller};
 use super::inbound::Inbound;
-use super::inbox::Inbox;
+use super::inbox::{busy_poll_for, Inbox};
 use super::lane::Lanes;
 use super::metadata::{check_token_noting, token_value, TokenRefusals};
 use super::outbound::Outbound;
@@ -112,10 +112,11 @@ impl GrpcTransport {
             });
         }
 
+        let busy_poll = busy_poll_for(config.busy_poll, addresses, rank);
         let inboxes = receivers
             .into_iter()
             .enumerate()
-            .map(|(peer, events)| events.map(|events| Inbox::new(peer, events)))
+            .map(|(peer, events)| events.map(|events| Inbox::new(peer, events, busy_poll)))
             .collect();
         let mut transport = GrpcTransport {
             rank,

@@ -3,11 +3,12 @@
 //! sent, so that the receiver tells a lane closed on purpose from one cut by a crash.
 
 use std::io::{self, IoSlice, Read, Write};
+use std::os::unix::net::UnixStream;
 
 use super::super::config::MAX_MESSAGE_BYTES;
 
 /// The size of a frame's header.
-const HEADER_BYTES: usize = 16;
+pub(super) const HEADER_BYTES: usize = 16;
 
 /// The length that marks the last frame (no payload follows; the tag field holds how many
 /// messages were sent): no message is that long, so no tag is taken from the collectives.
@@ -32,10 +33,22 @@ pub(super) enum Frame {
 
 /// Writes one message: header and payload handed to the socket together, the payload not
 /// copied.
+#[cfg(test)]
 pub(super) fn write_message(out: &mut impl Write, tag: u64, payload: &[u8]) -> io::Result<()> {
-    let header = header(tag, payload.len() as u64);
-    let mut slices = [IoSlice::new(&header), IoSlice::new(payload)];
+    write_message_from(out, &header(tag, payload.len() as u64), payload, 0)
+}
+
+/// Writes the rest of a message whose first `skip` bytes (of header and payload together)
+/// are already on the socket.
+pub(super) fn write_message_from(
+    out: &mut impl Write,
+    header: &[u8; HEADER_BYTES],
+    payload: &[u8],
+    skip: usize,
+) -> io::Result<()> {
+    let mut slices = [IoSlice::new(header), IoSlice::new(payload)];
     let mut left = &mut slices[..];
+    IoSlice::advance_slices(&mut left, skip);
     while !left.is_empty() {
         match out.write_vectored(left) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -47,12 +60,38 @@ pub(super) fn write_message(out: &mut impl Write, tag: u64, payload: &[u8]) -> i
     Ok(())
 }
 
+/// Sends as much of a message as `socket` takes without blocking; returns the bytes sent
+/// (of header and payload together), all of them when the message went whole. An error
+/// leaves the rest to [`write_message_from`], which meets it again and reports it.
+pub(super) fn send_without_blocking(
+    socket: &UnixStream,
+    header: &[u8; HEADER_BYTES],
+    payload: &[u8],
+) -> usize {
+    let socket = socket2::SockRef::from(socket);
+    let total = HEADER_BYTES + payload.len();
+    let mut sent = 0;
+    while sent < total {
+        let mut slices = [IoSlice::new(header), IoSlice::new(payload)];
+        let mut left = &mut slices[..];
+        IoSlice::advance_slices(&mut left, sent);
+        match socket.send_vectored_with_flags(left, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) {
+            Ok(0) => break,
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    sent
+}
+
 /// Writes the last frame: `sent` messages went before it.
 pub(super) fn write_end(out: &mut impl Write, sent: u64) -> io::Result<()> {
     out.write_all(&header(sent, END_OF_LANE))
 }
 
-fn header(tag: u64, len: u64) -> [u8; HEADER_BYTES] {
+/// The header of a frame of `len` bytes with `tag`.
+pub(super) fn header(tag: u64, len: u64) -> [u8; HEADER_BYTES] {
     let mut header = [0; HEADER_BYTES];
     header[..8].copy_from_slice(&tag.to_le_bytes());
     header[8..].copy_from_slice(&len.to_le_bytes());
@@ -129,6 +168,33 @@ mod tests {
             Some(Frame::End { sent: 2 })
         );
         assert_eq!(read_frame(&mut input).unwrap(), None);
+    }
+
+    #[test]
+    fn a_message_the_socket_cannot_take_whole_is_finished_where_the_send_stopped() {
+        let (small, large): (Vec<u8>, Vec<u8>) =
+            (vec![7; 100], (0..4 << 20).map(|i| i as u8).collect());
+        let (sender, mut receiver) = UnixStream::pair().unwrap();
+        let reader = std::thread::spawn(move || {
+            let first = read_frame(&mut receiver).unwrap();
+            (first, read_frame(&mut receiver).unwrap())
+        });
+        let header_small = header(1, small.len() as u64);
+        let sent = send_without_blocking(&sender, &header_small, &small);
+        assert_eq!(
+            sent,
+            HEADER_BYTES + small.len(),
+            "a small message goes whole"
+        );
+        // 4 MiB is more than a Unix socket buffers: the send stops part of the way.
+        let header_large = header(2, large.len() as u64);
+        let sent = send_without_blocking(&sender, &header_large, &large);
+        assert!(sent < HEADER_BYTES + large.len(), "{sent} bytes sent");
+        write_message_from(&mut &sender, &header_large, &large, sent).unwrap();
+        let (first, second) = reader.join().unwrap();
+        let message = |tag, payload| Some(Frame::Message { tag, payload });
+        assert_eq!(first, message(1, small));
+        assert_eq!(second, message(2, large));
     }
 
     #[test]

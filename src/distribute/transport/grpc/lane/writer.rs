@@ -1,21 +1,50 @@
-//! The sending end of a lane: a thread that writes the messages `send` queued, in order,
-//! and, when the transport closes the lane, says how many it sent and waits for the peer
-//! to confirm it read as many.
+//! The sending end of a lane: a small message goes onto the socket from the sending thread
+//! when the socket takes it without blocking and nothing is queued before it, anything else
+//! to a thread that writes the queue in order (so a send never waits for the peer); when the transport
+//! closes the lane, that thread says how many messages were sent and waits for the peer to
+//! confirm it read as many.
+//!
+//! Sending in place saves a thread wake-up per message, which is most of what a small
+//! all-reduce costs between two processes on one machine.
 
 use std::io::Read;
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::super::config::LATENCY_BOUND_BYTES;
 use super::super::outbound::{check_received, check_size, lost_before_sending};
 use super::super::peer_watch::PeerWatch;
-use super::frame::{write_end, write_message};
+use super::frame::{header, send_without_blocking, write_end, write_message_from, HEADER_BYTES};
 use crate::distribute::error::{DistributeError, Result};
 
-/// A message queued for the writer thread.
-type Queued = (u64, Vec<u8>);
+/// A message queued for the writer thread: its frame's header, its payload, and how many
+/// bytes of the two the sending thread already put on the socket.
+struct Queued {
+    header: [u8; HEADER_BYTES],
+    payload: Vec<u8>,
+    sent: usize,
+}
+
+/// What the sending thread and the writer thread share.
+struct Shared {
+    /// The socket; held while a frame is written, so frames never interleave.
+    stream: Mutex<UnixStream>,
+    /// Messages queued and not yet wholly written: a send goes onto the socket in place
+    /// only when this is 0.
+    queued: AtomicUsize,
+    /// Messages sent, in place or queued: the count the last frame carries.
+    sent: AtomicU64,
+}
+
+impl Shared {
+    fn stream(&self) -> MutexGuard<'_, UnixStream> {
+        self.stream.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// How a lane's writer thread ended: how many messages the peer said it read, or why the
 /// lane broke.
@@ -46,6 +75,7 @@ pub(super) struct LaneWriter {
     peer: usize,
     /// Feeds the writer thread; dropped to close the lane.
     messages: Option<Sender<Queued>>,
+    shared: Arc<Shared>,
     /// Messages queued so far.
     sent: u64,
     /// Why the lane broke, once it has.
@@ -67,6 +97,12 @@ impl LaneWriter {
         ack_timeout: Duration,
     ) -> std::io::Result<Self> {
         let socket = stream.try_clone()?;
+        let shared = Arc::new(Shared {
+            stream: Mutex::new(stream),
+            queued: AtomicUsize::new(0),
+            sent: AtomicU64::new(0),
+        });
+        let writing = Arc::clone(&shared);
         let (tx, rx) = channel();
         let (done, outcome) = sync_channel(1);
         let failure = Arc::new(Mutex::new(None));
@@ -76,7 +112,7 @@ impl LaneWriter {
             .spawn(move || {
                 // The queue outlives the failure's record: a `send` that finds it closed
                 // finds the reason too.
-                let written = write_all_queued(stream, &rx, ack_timeout);
+                let written = write_all_queued(&writing, &rx, ack_timeout);
                 if let Err(broke) = &written {
                     // The peer is gone (or this rank cut the lane): waits for it end now.
                     let reason = broke.to_string();
@@ -89,6 +125,7 @@ impl LaneWriter {
         Ok(Self {
             peer,
             messages: Some(tx),
+            shared,
             sent: 0,
             failure,
             outcome: Some(outcome),
@@ -96,20 +133,56 @@ impl LaneWriter {
         })
     }
 
-    /// Queues a message; fails at once once the lane is known to be broken.
+    /// Sends a message: a small one (latency-bound) in place when nothing is queued before
+    /// it and the socket takes it without blocking, else queued; fails at once once the
+    /// lane is known to be broken.
     pub(super) fn send(&mut self, me: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
         check_size(me, self.peer, payload.len())?;
-        let queued = self
-            .messages
-            .as_ref()
-            .is_some_and(|tx| tx.send((tag, payload)).is_ok());
-        if !queued {
-            let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-            let reason = failure.as_deref().unwrap_or("its lane closed");
-            return Err(lost_before_sending(me, self.peer, tag, reason));
+        let Some(tx) = self.messages.as_ref() else {
+            return Err(self.lost(me, tag));
+        };
+        let header = header(tag, payload.len() as u64);
+        let shared = &*self.shared;
+        // The writer thread holds the socket while it writes (perhaps blocked on a peer
+        // that reads slowly): then this message queues behind, without waiting.
+        let small = payload.len() <= LATENCY_BOUND_BYTES;
+        let in_place = (small && shared.queued.load(Ordering::Acquire) == 0)
+            .then(|| shared.stream.try_lock().ok())
+            .flatten()
+            .filter(|_| shared.queued.load(Ordering::Acquire) == 0);
+        let mut message = Queued {
+            header,
+            payload,
+            sent: 0,
+        };
+        if let Some(stream) = in_place {
+            message.sent = send_without_blocking(&stream, &message.header, &message.payload);
+            if message.sent == HEADER_BYTES + message.payload.len() {
+                shared.sent.fetch_add(1, Ordering::AcqRel);
+                self.sent += 1;
+                return Ok(());
+            }
+            // Queued while the socket is held, so that no later message overtakes it.
+            shared.queued.fetch_add(1, Ordering::AcqRel);
+            if tx.send(message).is_err() {
+                return Err(self.lost(me, tag));
+            }
+        } else {
+            shared.queued.fetch_add(1, Ordering::AcqRel);
+            if tx.send(message).is_err() {
+                return Err(self.lost(me, tag));
+            }
         }
+        shared.sent.fetch_add(1, Ordering::AcqRel);
         self.sent += 1;
         Ok(())
+    }
+
+    /// The error of a message with `tag` that cannot be sent: the lane broke or closed.
+    fn lost(&self, me: usize, tag: u64) -> DistributeError {
+        let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        let reason = failure.as_deref().unwrap_or("its lane closed");
+        lost_before_sending(me, self.peer, tag, reason)
     }
 
     /// Closes the lane: the writer thread sends what is queued, then the last frame.
@@ -156,22 +229,24 @@ impl Drop for LaneWriter {
     }
 }
 
-/// The writer thread: writes every message of `queue` to `stream` until the transport drops
-/// the queue, then the last frame, and reads the peer's count (waiting at most
-/// `ack_timeout`).
-fn write_all_queued(
-    mut stream: UnixStream,
-    queue: &Receiver<Queued>,
-    ack_timeout: Duration,
-) -> Outcome {
+/// The writer thread: writes every message of `queue` until the transport drops the queue,
+/// then the last frame, and reads the peer's count (waiting at most `ack_timeout`).
+fn write_all_queued(shared: &Shared, queue: &Receiver<Queued>, ack_timeout: Duration) -> Outcome {
     let broke = Broke::Writing;
-    let mut written = 0u64;
     // Ends when the transport drops the sender, after every message queued before.
-    for (tag, payload) in queue.iter() {
-        write_message(&mut stream, tag, &payload).map_err(broke)?;
-        written += 1;
+    for message in queue.iter() {
+        let mut stream = shared.stream();
+        write_message_from(
+            &mut *stream,
+            &message.header,
+            &message.payload,
+            message.sent,
+        )
+        .map_err(broke)?;
+        shared.queued.fetch_sub(1, Ordering::AcqRel);
     }
-    write_end(&mut stream, written).map_err(broke)?;
+    let mut stream = shared.stream();
+    write_end(&mut *stream, shared.sent.load(Ordering::Acquire)).map_err(broke)?;
     stream.shutdown(Shutdown::Write).map_err(broke)?;
     stream.set_read_timeout(Some(ack_timeout)).map_err(broke)?;
     let mut count = [0; 8];

@@ -121,6 +121,30 @@ fn five_mib_both_ways_and_out_of_order_tags_over_the_lane() {
 }
 
 #[test]
+fn small_messages_sent_in_place_and_queued_arrive_in_order() {
+    // 64 KiB messages, sent in place until the socket is full, then in part, then queued
+    // behind the rest; and a large one, always queued, among them.
+    let message = |i: usize| -> Vec<u8> {
+        let len = if i == 40 { 3 << 20 } else { (64 << 10) - i };
+        vec![i as u8; len]
+    };
+    let out = on_threads(connect(2, lane_config()), |mut t| {
+        let peer = 1 - t.rank();
+        let got: Vec<Vec<u8>> = if t.rank() == 0 {
+            (0..100).for_each(|i| t.send(peer, 3, message(i)).unwrap());
+            Vec::new()
+        } else {
+            (0..100).map(|_| t.recv(peer, 3).unwrap()).collect()
+        };
+        t.shutdown().unwrap();
+        got
+    });
+    for (i, got) in out[1].iter().enumerate() {
+        assert!(*got == message(i), "message {i} differs");
+    }
+}
+
+#[test]
 fn with_the_lane_turned_off_everything_goes_over_grpc() {
     let off = GrpcConfig {
         same_host_lane: false,
