@@ -34,6 +34,19 @@ pub struct PsClientConfig {
     pub tls: Option<std::sync::Arc<crate::distribute::ClusterTls>>,
 }
 
+#[cfg(test)]
+impl PsClientConfig {
+    /// Settings for in-memory ps tasks in tests: 20 s timeouts, no token, no TLS.
+    pub(crate) fn for_tests() -> Self {
+        Self {
+            peer_timeout: Duration::from_secs(20),
+            startup_timeout: Duration::from_secs(20),
+            token: None,
+            tls: None,
+        }
+    }
+}
+
 /// The gRPC metadata key of the ranks a synchronous update waited for in vain.
 pub(crate) const MISSING_RANKS_KEY: &str = "estimator-missing-ranks";
 

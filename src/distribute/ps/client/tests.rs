@@ -16,12 +16,7 @@ const WORKERS: usize = 4;
 const PUSHES: u64 = 100;
 
 fn config() -> PsClientConfig {
-    PsClientConfig {
-        peer_timeout: Duration::from_secs(20),
-        startup_timeout: Duration::from_secs(20),
-        token: None,
-        tls: None,
-    }
+    PsClientConfig::for_tests()
 }
 
 fn start(num_ps: usize) -> InMemoryPs {

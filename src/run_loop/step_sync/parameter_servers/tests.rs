@@ -3,7 +3,6 @@
 //! checkpointing at the step other workers moved the ps tasks to.
 
 use std::sync::{mpsc, Mutex};
-use std::time::Duration;
 
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::GradientsParams;
@@ -23,12 +22,7 @@ use crate::run_loop::train_state::TrainState;
 use crate::state::parameter_values;
 
 fn config() -> PsClientConfig {
-    PsClientConfig {
-        peer_timeout: Duration::from_secs(20),
-        startup_timeout: Duration::from_secs(20),
-        token: None,
-        tls: None,
-    }
+    PsClientConfig::for_tests()
 }
 
 fn start(num_ps: usize) -> InMemoryPs {

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::GradientsParams;
@@ -19,12 +18,7 @@ use crate::device::CpuTrainBackend as B;
 use crate::optimizer::OptimizerSpec;
 
 fn config() -> PsClientConfig {
-    PsClientConfig {
-        peer_timeout: Duration::from_secs(20),
-        startup_timeout: Duration::from_secs(20),
-        token: None,
-        tls: None,
-    }
+    PsClientConfig::for_tests()
 }
 
 fn start(num_ps: usize) -> InMemoryPs {
