@@ -76,8 +76,6 @@ pub(super) struct LaneWriter {
     /// Feeds the writer thread; dropped to close the lane.
     messages: Option<Sender<Queued>>,
     shared: Arc<Shared>,
-    /// Messages queued so far.
-    sent: u64,
     /// Why the lane broke, once it has.
     failure: Arc<Mutex<Option<String>>>,
     /// The writer thread's outcome, once it ends.
@@ -126,7 +124,6 @@ impl LaneWriter {
             peer,
             messages: Some(tx),
             shared,
-            sent: 0,
             failure,
             outcome: Some(outcome),
             socket,
@@ -155,26 +152,19 @@ impl LaneWriter {
             payload,
             sent: 0,
         };
-        if let Some(stream) = in_place {
-            message.sent = send_without_blocking(&stream, &message.header, &message.payload);
-            if message.sent == HEADER_BYTES + message.payload.len() {
-                shared.sent.fetch_add(1, Ordering::AcqRel);
-                self.sent += 1;
-                return Ok(());
-            }
-            // Queued while the socket is held, so that no later message overtakes it.
-            shared.queued.fetch_add(1, Ordering::AcqRel);
-            if tx.send(message).is_err() {
-                return Err(self.lost(me, tag));
-            }
-        } else {
+        if let Some(stream) = &in_place {
+            message.sent = send_without_blocking(stream, &message.header, &message.payload);
+        }
+        if message.sent < HEADER_BYTES + message.payload.len() {
+            // Queued while the socket is still held (if it was), so that no later message
+            // overtakes it.
             shared.queued.fetch_add(1, Ordering::AcqRel);
             if tx.send(message).is_err() {
                 return Err(self.lost(me, tag));
             }
         }
+        drop(in_place);
         shared.sent.fetch_add(1, Ordering::AcqRel);
-        self.sent += 1;
         Ok(())
     }
 
@@ -204,7 +194,9 @@ impl LaneWriter {
         let peer = self.peer;
         let left = deadline.saturating_duration_since(Instant::now());
         match outcome.recv_timeout(left) {
-            Ok(Ok(received)) => check_received(me, peer, received, self.sent),
+            Ok(Ok(received)) => {
+                check_received(me, peer, received, self.shared.sent.load(Ordering::Acquire))
+            }
             Ok(Err(reason)) => Err(DistributeError::peer(
                 peer,
                 format!("connection lost ({reason}) before it acknowledged rank {me}'s messages"),
