@@ -1,6 +1,7 @@
 //! `dnn-classifier` started by launchers other than TF_CONFIG's writers: ranks with
-//! torchrun's variables, and `mpirun` when it is installed, meet at rank 0 and train to the
-//! same final weights as the same cluster under `estimator-launch`.
+//! torchrun's variables, and `mpirun` and `torchrun` themselves when they are installed,
+//! meet at rank 0 and train to the same final weights as the same cluster under
+//! `estimator-launch`.
 
 use std::fs::File;
 use std::path::Path;
@@ -155,7 +156,6 @@ fn mpirun_ranks_train_to_the_weights_of_a_launched_cluster() {
         return;
     };
     let open_mpi = String::from_utf8_lossy(&version.stdout).contains("Open MPI");
-    let reference = reference_weights();
     let dir = tempfile::tempdir().unwrap();
     let model_dir = dir.path().join("model");
     let [port] = free_ports::<1>();
@@ -169,15 +169,49 @@ fn mpirun_ranks_train_to_the_weights_of_a_launched_cluster() {
         .args(["-np", "2", dnn_classifier()])
         .args(train(&model_dir))
         .env("MASTER_PORT", port.to_string())
-        .env("OMP_NUM_THREADS", "1")
-        .stdout(File::create(dir.path().join("stdout")).unwrap())
-        .stderr(File::create(dir.path().join("stderr")).unwrap());
-    let mut processes = Processes(vec![mpirun.spawn().unwrap()]);
+        .env("OMP_NUM_THREADS", "1");
+    trains_like_a_launched_cluster(mpirun, dir.path(), &model_dir);
+}
+
+#[test]
+fn torchrun_itself_starts_ranks_that_train_to_the_weights_of_a_launched_cluster() {
+    // PyTorch's launcher, from PyPI's `torch`: its elastic agent holds a store on
+    // MASTER_PORT, so the ranks meet one port above it.
+    let help = Command::new("torchrun").arg("--help").output();
+    if !help.is_ok_and(|output| output.status.success()) {
+        println!("skipped: torchrun is not installed (PyPI's torch provides it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let [port] = free_ports::<1>();
+    let mut torchrun = bare("torchrun");
+    torchrun
+        .args(["--no-python", "--nnodes", "1", "--nproc-per-node", "2"])
+        .args([
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            &port.to_string(),
+        ])
+        .arg(dnn_classifier())
+        .args(train(&model_dir));
+    trains_like_a_launched_cluster(torchrun, dir.path(), &model_dir);
+}
+
+/// Runs `launcher` (which starts both ranks) to its end within the test's limit, and checks
+/// that it exits 0 with the final weights of `estimator-launch --workers 1`.
+fn trains_like_a_launched_cluster(mut launcher: Command, dir: &Path, model_dir: &Path) {
+    let reference = reference_weights();
+    launcher
+        .stdout(File::create(dir.join("stdout")).unwrap())
+        .stderr(File::create(dir.join("stderr")).unwrap());
+    let mut processes = Processes(vec![launcher.spawn().unwrap()]);
     let status = wait_until(&mut processes.0[0], Instant::now() + LIMIT);
-    let logs = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    let logs = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
     assert_eq!(status.and_then(|s| s.code()), Some(0), "{logs}");
     assert!(
-        final_weights(&model_dir, &logs) == reference,
+        final_weights(model_dir, &logs) == reference,
         "final weights differ from estimator-launch --workers 1's\n{logs}"
     );
 }
@@ -239,6 +273,17 @@ fn unusable_launcher_variables_exit_1_naming_the_variable() {
                 ("MASTER_PORT", "0"),
             ][..],
             "MASTER_PORT = '0' is not a port",
+        ),
+        (
+            // Read before any peer is dialled: nothing listens at these addresses.
+            &[
+                (
+                    "TF_CONFIG",
+                    r#"{"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2"]},"task":{"type":"worker","index":0}}"#,
+                ),
+                ("ESTIMATOR_BUSY_POLL_US", "soon"),
+            ][..],
+            "ESTIMATOR_BUSY_POLL_US=\"soon\" is not a number of microseconds",
         ),
     ]
     .into_iter()
