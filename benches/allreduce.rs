@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use estimator::cluster::{issue_certificates, write_certificates};
 use estimator::distribute::{
-    all_reduce_sum_with, ClusterTls, CollectiveConfig, Compression, DistributeError, GrpcConfig,
+    all_reduce_sum_with, ClusterTls, CollectiveConfig, CollectiveFault, Compression, GrpcConfig,
     GrpcTransport, Result, Transport,
 };
 
@@ -428,7 +428,7 @@ impl Transport for TcpTransport {
             .as_ref()
             .unwrap()
             .send((tag, payload))
-            .map_err(|_| DistributeError::peer(to, "writer gone"))
+            .map_err(|_| CollectiveFault::peer(to, "writer gone"))
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>> {
@@ -441,10 +441,10 @@ impl Transport for TcpTransport {
                 Ok((t, payload)) if t == tag => return Ok(payload),
                 Ok((t, payload)) => self.early[from].entry(t).or_default().push_back(payload),
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(DistributeError::peer(from, "timeout"))
+                    return Err(CollectiveFault::peer(from, "timeout"))
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(DistributeError::peer(from, "reader gone"))
+                    return Err(CollectiveFault::peer(from, "reader gone"))
                 }
             }
         }

@@ -5,8 +5,8 @@
 
 mod bucket;
 mod collective;
+mod collective_fault;
 mod comm_stats;
-mod error;
 mod gradient_sync;
 pub mod ps;
 mod replica_seat;
@@ -22,8 +22,8 @@ pub use collective::{
     broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig,
     CollectivePhase, Combine, Compression, RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
 };
+pub use collective_fault::{AddressFault, CollectiveFault, Result};
 pub use comm_stats::CommStats;
-pub use error::{AddressFault, DistributeError, Result};
 pub use gradient_sync::{GradientAverager, LocalStep};
 pub use replica_seat::Replica;
 pub use step_loss::StepLoss;

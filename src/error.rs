@@ -108,7 +108,7 @@ pub enum Error {
     },
     /// A collective operation or a peer failed.
     #[error(transparent)]
-    Distribute(#[from] crate::distribute::DistributeError),
+    Distribute(#[from] crate::distribute::CollectiveFault),
     /// Another task of the cluster stopped answering or went away; training cannot go on
     /// until the cluster is restarted (which resumes from the chief's latest checkpoint).
     #[error("lost {task}: {message}")]

@@ -17,6 +17,7 @@ mod connections;
 mod error;
 mod http;
 mod limits;
+mod load_fault;
 mod loaders;
 mod metrics;
 mod program;
@@ -38,6 +39,7 @@ pub use limits::{
     default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
 };
+pub use load_fault::LoadFault;
 pub use loaders::Loaders;
 pub use metrics::Metrics;
 pub use program::{serve, serve_with};

@@ -15,6 +15,7 @@ use estimators::{
 };
 
 use crate::batching::{Batched, Batching};
+use crate::load_fault::LoadFault;
 use estimator::export::ServableEstimator;
 
 use crate::servable::{Servable, Served};
@@ -106,29 +107,26 @@ impl Loaders {
 
     /// Loads the export in `dir`; an error names the directory and, for an estimator this
     /// server does not know, its name.
-    pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, String> {
+    pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, LoadFault> {
         let info_path = dir.join(EXPORT_FILE);
         let info: ExportInfo = std::fs::read(&info_path)
             .map_err(|e| e.to_string())
             .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
-            .map_err(|e| format!("{}: {e}", info_path.display()))?;
+            .map_err(|reason| LoadFault::ExportInfo {
+                path: info_path,
+                reason,
+            })?;
         let load = self
             .by_name
             .get(info.estimator_key())
             .or_else(|| self.by_name.get(&info.estimator_type))
-            .ok_or_else(|| {
-                format!(
-                    "{}: estimator {} is not one this server loads (it loads {})",
-                    dir.display(),
-                    info.estimator_key(),
-                    self.by_name.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
+            .ok_or_else(|| LoadFault::UnknownEstimator {
+                dir: dir.to_path_buf(),
+                estimator: info.estimator_key().to_string(),
+                known: self.by_name.keys().cloned().collect(),
             })?;
-        let device = self
-            .device
-            .resolve()
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
-        let loaded = load(dir, device).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let device = self.device.resolve().map_err(|e| LoadFault::load(dir, e))?;
+        let loaded = load(dir, device).map_err(|e| LoadFault::load(dir, e))?;
         Ok(match self.batching {
             Some(batching) => Arc::new(Batched::new(loaded, batching)),
             None => loaded,

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::error::ServeError;
+use crate::load_fault::LoadFault;
 use crate::loaders::Loaders;
 use crate::same_export::same_export;
 use crate::servable::Servable;
@@ -32,7 +33,7 @@ pub struct ModelVersions {
     /// Version number → the directories naming it (loaded from the first, or refused).
     pub dirs: BTreeMap<u64, Vec<PathBuf>>,
     /// Version number → why it did not load.
-    pub refused: BTreeMap<u64, String>,
+    pub refused: BTreeMap<u64, LoadFault>,
     /// Versions named by directories holding different exports: never served.
     pub ambiguous: BTreeSet<u64>,
     /// Version named by several directories → those directories with their modification
@@ -116,29 +117,22 @@ impl ModelVersions {
 }
 
 /// Whether the directories naming `version` hold one export; if not, why it is ambiguous.
-fn one_export(version: u64, dirs: &[PathBuf]) -> Result<(), String> {
-    let names = || {
-        dirs.iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" and ")
-    };
+fn one_export(version: u64, dirs: &[PathBuf]) -> Result<(), LoadFault> {
     for other in &dirs[1..] {
         match same_export(&dirs[0], other) {
             Ok(true) => {}
             Ok(false) => {
-                return Err(format!(
-                    "version {version} is ambiguous: {} hold different exports; none of them \
-                     is served (remove or renumber all but one)",
-                    names()
-                ))
+                return Err(LoadFault::Ambiguous {
+                    version,
+                    dirs: dirs.to_vec(),
+                })
             }
             Err(e) => {
-                return Err(format!(
-                    "version {version} is ambiguous: {} cannot be compared ({e}); none of \
-                     them is served",
-                    names()
-                ))
+                return Err(LoadFault::Incomparable {
+                    version,
+                    dirs: dirs.to_vec(),
+                    reason: e.to_string(),
+                })
             }
         }
     }

@@ -2,7 +2,7 @@
 //! moves many tensors (Horovod's tensor fusion, PyTorch DDP's buckets); a gradient larger
 //! than a bucket is all-reduced alone, where it lies.
 
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// Default largest bucket: 4 MiB. Small tensors are fused up to it (one all-reduce for
 /// many); larger ones are reduced alone, in their own buffer, with no packing copy. Small
@@ -81,7 +81,7 @@ impl BucketPlan {
             .windows(2)
             .find(|w| tensors[w[0]].0.as_ref() == tensors[w[1]].0.as_ref())
         {
-            return Err(DistributeError::invalid(format!(
+            return Err(CollectiveFault::invalid(format!(
                 "gradient {} is listed twice",
                 tensors[w[0]].0.as_ref()
             )));
@@ -145,7 +145,7 @@ impl BucketPlan {
     ) -> Result<()> {
         let bucket = self.bucket(bucket, grads.len())?;
         if flat.len() != bucket.len {
-            return Err(DistributeError::invalid(format!(
+            return Err(CollectiveFault::invalid(format!(
                 "a flat buffer of {} values cannot be unpacked into a bucket of {}",
                 flat.len(),
                 bucket.len
@@ -161,13 +161,13 @@ impl BucketPlan {
 
     fn bucket(&self, bucket: usize, grads: usize) -> Result<&Bucket> {
         if grads != self.tensor_count {
-            return Err(DistributeError::invalid(format!(
+            return Err(CollectiveFault::invalid(format!(
                 "{grads} gradients given to a bucket plan made for {}",
                 self.tensor_count
             )));
         }
         self.buckets.get(bucket).ok_or_else(|| {
-            DistributeError::invalid(format!(
+            CollectiveFault::invalid(format!(
                 "bucket {bucket} does not exist (the plan has {})",
                 self.buckets.len()
             ))
@@ -177,7 +177,7 @@ impl BucketPlan {
 
 fn check_len(entry: &BucketEntry, len: usize) -> Result<()> {
     if len != entry.len {
-        return Err(DistributeError::invalid(format!(
+        return Err(CollectiveFault::invalid(format!(
             "gradient {} has {len} values, the bucket plan expects {}",
             entry.name, entry.len
         )));

@@ -1,10 +1,14 @@
-//! The error type of collective communication; every message names the rank at fault.
+//! [`CollectiveFault`]: why a collective failed; every message names the rank at fault.
+//!
+//! The collectives sit below the core crate's `Error`, which carries this as
+//! `Error::Distribute`; it imports nothing of `error.rs`, so the collectives stay a layer
+//! of their own.
 
 use std::fmt::Display;
 
 /// Something went wrong talking to another rank, or a collective was called wrongly.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DistributeError {
+pub enum CollectiveFault {
     /// A peer did not answer in time, hung up, or sent a message that does not fit.
     #[error("rank {rank}: {message}")]
     Peer {
@@ -37,7 +41,7 @@ pub enum DistributeError {
 }
 
 /// Why an address ("host:port", or a URI) cannot be used: the detail of
-/// [`DistributeError::Address`], never returned on its own.
+/// [`CollectiveFault::Address`], never returned on its own.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AddressFault {
     /// No `:port` after the host.
@@ -62,45 +66,45 @@ pub enum AddressFault {
     },
 }
 
-/// Result with [`DistributeError`].
-pub type Result<T, E = DistributeError> = std::result::Result<T, E>;
+/// Result with [`CollectiveFault`].
+pub type Result<T, E = CollectiveFault> = std::result::Result<T, E>;
 
-impl DistributeError {
-    /// A [`DistributeError::Peer`] about `rank`.
+impl CollectiveFault {
+    /// A [`CollectiveFault::Peer`] about `rank`.
     pub fn peer(rank: usize, message: impl Into<String>) -> Self {
-        DistributeError::Peer {
+        CollectiveFault::Peer {
             rank,
             message: message.into(),
         }
     }
 
-    /// A [`DistributeError::Invalid`].
+    /// A [`CollectiveFault::Invalid`].
     pub fn invalid(message: impl Into<String>) -> Self {
-        DistributeError::Invalid(message.into())
+        CollectiveFault::Invalid(message.into())
     }
 
-    /// The rank at fault, for a [`DistributeError::Peer`].
+    /// The rank at fault, for a [`CollectiveFault::Peer`].
     pub fn rank(&self) -> Option<usize> {
         match self {
-            DistributeError::Peer { rank, .. } | DistributeError::Refused { rank, .. } => {
+            CollectiveFault::Peer { rank, .. } | CollectiveFault::Refused { rank, .. } => {
                 Some(*rank)
             }
-            DistributeError::Invalid(_) | DistributeError::Address { .. } => None,
+            CollectiveFault::Invalid(_) | CollectiveFault::Address { .. } => None,
         }
     }
 
     /// The same error with `what` (e.g. the collective step) appended to its message; an
-    /// [`Address`](DistributeError::Address) error, which no step causes, is returned as is.
+    /// [`Address`](CollectiveFault::Address) error, which no step causes, is returned as is.
     pub fn during(self, what: impl Display) -> Self {
         match self {
-            DistributeError::Peer { rank, message } => DistributeError::Peer {
+            CollectiveFault::Peer { rank, message } => CollectiveFault::Peer {
                 rank,
                 message: format!("{message} (during {what})"),
             },
-            DistributeError::Invalid(message) => {
-                DistributeError::Invalid(format!("{message} (during {what})"))
+            CollectiveFault::Invalid(message) => {
+                CollectiveFault::Invalid(format!("{message} (during {what})"))
             }
-            unchanged @ (DistributeError::Address { .. } | DistributeError::Refused { .. }) => {
+            unchanged @ (CollectiveFault::Address { .. } | CollectiveFault::Refused { .. }) => {
                 unchanged
             }
         }
@@ -113,12 +117,12 @@ mod tests {
 
     #[test]
     fn peer_errors_name_the_rank_and_keep_it_through_context() {
-        let e = DistributeError::peer(2, "did not answer rank 0 within 30s").during("barrier");
+        let e = CollectiveFault::peer(2, "did not answer rank 0 within 30s").during("barrier");
         assert_eq!(
             e.to_string(),
             "rank 2: did not answer rank 0 within 30s (during barrier)"
         );
         assert_eq!(e.rank(), Some(2));
-        assert_eq!(DistributeError::invalid("x").rank(), None);
+        assert_eq!(CollectiveFault::invalid("x").rank(), None);
     }
 }

@@ -1,7 +1,7 @@
 //! A synchronous replica's seat in its cluster: the transport to the other replicas and
 //! every replica's task name, so that errors name the task at fault.
 
-use super::{DistributeError, Transport};
+use super::{CollectiveFault, Transport};
 use crate::error::Error;
 
 /// This process's seat among synchronous replicas: the transport to the others and every
@@ -53,17 +53,17 @@ impl Replica {
     }
 
     /// A collective's failure as a run error naming the task at fault.
-    pub fn error(&self, error: DistributeError) -> Error {
+    pub fn error(&self, error: CollectiveFault) -> Error {
         Self::naming(&self.names, error)
     }
 
-    pub(super) fn naming(names: &[String], error: DistributeError) -> Error {
+    pub(super) fn naming(names: &[String], error: CollectiveFault) -> Error {
         match error {
-            DistributeError::Peer { rank, message } => Error::PeerLost {
+            CollectiveFault::Peer { rank, message } => Error::PeerLost {
                 task: task_name(names, rank),
                 message,
             },
-            DistributeError::Refused { rank, message } => {
+            CollectiveFault::Refused { rank, message } => {
                 Error::Config(format!("{}: {message}", task_name(names, rank)))
             }
             other => Error::Distribute(other),

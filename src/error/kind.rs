@@ -2,7 +2,7 @@
 
 use super::Error;
 use crate::distribute::ps::ShardFault;
-use crate::distribute::DistributeError;
+use crate::distribute::CollectiveFault;
 
 /// What kind of failure an [`Error`] is, for a caller that acts on it (retries, reports to
 /// the user, answers a request) rather than on each variant.
@@ -62,7 +62,7 @@ impl Error {
                 | ShardFault::SyncTimeout { .. },
             ) => ErrorKind::PeerLost,
             Error::Shard(_) => ErrorKind::Config,
-            Error::Distribute(DistributeError::Refused { .. }) => ErrorKind::Refused,
+            Error::Distribute(CollectiveFault::Refused { .. }) => ErrorKind::Refused,
             Error::Distribute(_) => ErrorKind::Collective,
             Error::Device { .. } => ErrorKind::Device,
             Error::NonFiniteLoss { .. }

@@ -40,16 +40,16 @@ impl LossReadback {
 }
 
 impl std::str::FromStr for LossReadback {
-    type Err = String;
+    type Err = crate::Error;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, crate::Error> {
         match s {
             "auto" => Ok(LossReadback::Auto),
             "every_step" | "every-step" => Ok(LossReadback::EveryStep),
             "when_wanted" | "when-wanted" => Ok(LossReadback::WhenWanted),
-            other => Err(format!(
+            other => Err(crate::Error::Config(format!(
                 "unknown loss readback {other:?} (expected auto, every-step or when-wanted)"
-            )),
+            ))),
         }
     }
 }
@@ -60,10 +60,11 @@ mod tests {
 
     #[test]
     fn parses_both_spellings_and_names_what_it_expected() {
-        assert_eq!("every-step".parse(), Ok(LossReadback::EveryStep));
-        assert_eq!("when_wanted".parse(), Ok(LossReadback::WhenWanted));
-        assert_eq!("auto".parse(), Ok(LossReadback::Auto));
-        let err = "sometimes".parse::<LossReadback>().unwrap_err();
+        let parse = |s: &str| s.parse::<LossReadback>().unwrap();
+        assert_eq!(parse("every-step"), LossReadback::EveryStep);
+        assert_eq!(parse("when_wanted"), LossReadback::WhenWanted);
+        assert_eq!(parse("auto"), LossReadback::Auto);
+        let err = "sometimes".parse::<LossReadback>().unwrap_err().to_string();
         assert!(
             err.contains("\"sometimes\"") && err.contains("when-wanted"),
             "{err}"

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::step_sync::{Restored, StepSync};
 use crate::checkpoint::{contents, Checkpoint, CheckpointEvery, CheckpointSchedule};
-use crate::distribute::DistributeError;
+use crate::distribute::CollectiveFault;
 use crate::error::{Error, Result};
 use crate::estimator::RunConfig;
 use crate::io::write_json_atomic;
@@ -63,7 +63,7 @@ impl SharedPositions {
     pub fn push(&mut self, bytes: &[u8]) -> Result<()> {
         let rank = self.positions.len();
         let position = serde_json::from_slice(bytes).map_err(|e| {
-            DistributeError::invalid(format!("replica {rank} shared no input position: {e}"))
+            CollectiveFault::invalid(format!("replica {rank} shared no input position: {e}"))
         })?;
         self.positions.push(position);
         Ok(())

@@ -7,7 +7,7 @@ use std::time::Duration;
 use estimator::checkpoint::CheckpointManager;
 use estimator::datasets::{from_vec, Dataset, DatasetExt, Example};
 use estimator::distribute::{
-    Compression, DistributeError, InMemoryTransport, Replica, Result as DistributeResult, Strategy,
+    CollectiveFault, Compression, InMemoryTransport, Replica, Result as DistributeResult, Strategy,
     Transport,
 };
 use estimator::optimizer::Clipping;
@@ -277,14 +277,14 @@ impl Transport for Dying {
         self.sends_left = self.sends_left.saturating_sub(1);
         match self.inner.as_mut() {
             Some(inner) => inner.send(to, tag, payload),
-            None => Err(DistributeError::invalid("this process was killed")),
+            None => Err(CollectiveFault::invalid("this process was killed")),
         }
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> DistributeResult<Vec<u8>> {
         match self.inner.as_mut() {
             Some(inner) => inner.recv(from, tag),
-            None => Err(DistributeError::invalid("this process was killed")),
+            None => Err(CollectiveFault::invalid("this process was killed")),
         }
     }
 }

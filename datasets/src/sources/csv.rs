@@ -9,7 +9,7 @@ mod row;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::reader::RecordReader;
+use super::reader::CsvRecordReader;
 use crate::{ColumnType, Dataset, Error, Example, ParallelCalls, Position, Schema};
 use file::CsvFile;
 use parallel::ParallelParse;
@@ -51,7 +51,7 @@ pub struct CsvDataset {
 #[allow(clippy::large_enum_variant)]
 enum Engine {
     /// The caller's thread, record by record.
-    Serial(RecordReader),
+    Serial(CsvRecordReader),
     /// Worker threads, a chunk of records at a time.
     Parallel(Box<ParallelParse>),
 }

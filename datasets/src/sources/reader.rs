@@ -67,7 +67,7 @@ impl<'a> Record<'a> {
 
 /// A buffered record reader over a plain or gzip file, tracking byte offsets and line
 /// numbers of record starts.
-pub(crate) struct RecordReader {
+pub(crate) struct CsvRecordReader {
     source: Source,
     path: PathBuf,
     /// The path as text, for messages.
@@ -106,7 +106,7 @@ fn is_gzip(path: &Path, file: &mut File) -> io::Result<bool> {
     Ok(got == 2 && magic == [0x1f, 0x8b])
 }
 
-impl RecordReader {
+impl CsvRecordReader {
     /// Opens `path` (gzip if named `*.gz` or starting with the gzip magic bytes), which must
     /// be a regular file, refuses it if it starts as UTF-16, UTF-32 or binary data, and
     /// skips a UTF-8 byte-order mark.
@@ -118,7 +118,7 @@ impl RecordReader {
         } else {
             Source::Plain(file)
         };
-        let mut reader = RecordReader {
+        let mut reader = CsvRecordReader {
             source,
             path: path.to_path_buf(),
             file: path.display().to_string(),

@@ -136,7 +136,7 @@ impl Dataset for TfExampleDataset {
             parser.begin(row);
             parser
                 .parse_row(data, row, found)
-                .map_err(|message| file.error(meta.record, meta.offset, message))?;
+                .map_err(|fault| file.error(meta.record, meta.offset, fault.to_string()))?;
             Ok(row.example(0))
         });
         self.failed = result.is_err();

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::{open_regular, Dataset, Error, Position};
-use reader::RecordReader;
+use reader::TfRecordReader;
 
 pub(crate) use chunks::{BufferPool, RecordChunk, RecordChunks};
 pub use compression::TfRecordCompression;
@@ -32,7 +32,7 @@ pub struct TfRecordDataset {
     files: Arc<[RecordFile]>,
     /// Index of the file read now (`files.len()` once all are read).
     file: usize,
-    reader: Option<RecordReader>,
+    reader: Option<TfRecordReader>,
     failed: bool,
 }
 
@@ -90,12 +90,12 @@ impl TfRecordDataset {
 
     /// The reader of the current file, opened when first needed; `None` after the last
     /// file, or after an error (then returned once).
-    fn reader(&mut self) -> Option<Result<&mut RecordReader, Error>> {
+    fn reader(&mut self) -> Option<Result<&mut TfRecordReader, Error>> {
         if self.failed || self.file >= self.files.len() {
             return None;
         }
         if self.reader.is_none() {
-            match RecordReader::open(&self.files[self.file]) {
+            match TfRecordReader::open(&self.files[self.file]) {
                 Ok(reader) => self.reader = Some(reader),
                 Err(e) => {
                     self.failed = true;
@@ -192,7 +192,10 @@ impl Dataset for TfRecordDataset {
     }
 
     fn position(&self) -> Position {
-        let (record, byte) = self.reader.as_ref().map_or((0, 0), RecordReader::position);
+        let (record, byte) = self
+            .reader
+            .as_ref()
+            .map_or((0, 0), TfRecordReader::position);
         Position::TfRecord {
             file: self.file as u64,
             record,
@@ -213,7 +216,7 @@ impl Dataset for TfRecordDataset {
         }
         self.reader = None;
         if index < self.files.len() && (record, byte) != (0, 0) {
-            let mut reader = RecordReader::open(&self.files[index])?;
+            let mut reader = TfRecordReader::open(&self.files[index])?;
             reader.reposition(record, byte)?;
             self.reader = Some(reader);
         }

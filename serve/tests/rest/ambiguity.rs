@@ -99,7 +99,7 @@ fn numbers_written_two_ways_are_one_version_ambiguous_unless_the_exports_are_the
         version_of(&kept).to_string()
     );
     let versions = running.server.model_versions("iris").unwrap();
-    let why = &versions.refused[&1_800_000_000];
+    let why = versions.refused[&1_800_000_000].to_string();
     assert!(why.contains(&plain.display().to_string()), "{why}");
     assert!(why.contains(&padded.display().to_string()), "{why}");
 

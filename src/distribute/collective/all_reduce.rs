@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::payload_codec::{encode, finalize_and_encode, fold_into};
 use super::{Action, CollectiveConfig, RingSchedule};
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 use crate::distribute::{Lent, Transport};
 
 /// Replaces `values` on every rank by their element-wise sum over all ranks, bit-identical
@@ -80,7 +80,7 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                 let mut fold = |payload: Lent<'_>| {
                     let started = Instant::now();
                     let folded = fold_into(dst, payload, combine, compression)
-                        .map_err(|e| DistributeError::peer(from, e.to_string()));
+                        .map_err(|e| CollectiveFault::peer(from, e.to_string()));
                     *compute += started.elapsed();
                     folded
                 };

@@ -2,7 +2,7 @@
 
 use super::partition::check_rank;
 use super::{CollectivePhase, Tag};
-use crate::distribute::error::Result;
+use crate::distribute::collective_fault::Result;
 use crate::distribute::Transport;
 
 /// (rank sent to, rank received from) in each round of the dissemination barrier: in round

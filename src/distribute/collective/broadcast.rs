@@ -2,7 +2,7 @@
 
 use super::partition::{check_rank, segment, segment_count};
 use super::{CollectiveConfig, CollectivePhase, Tag};
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 use crate::distribute::Transport;
 
 /// The chain a broadcast travels: `root`, `root + 1`, … (mod `world_size`), each rank
@@ -68,10 +68,10 @@ pub fn broadcast_with<T: Transport + ?Sized>(
                 .map_err(|e| e.during(length_tag))?;
             let header: [u8; 8] = header.as_slice().try_into().map_err(|_| {
                 let message = format!("sent a {}-byte length header, not 8", header.len());
-                DistributeError::peer(prev, message).during(length_tag)
+                CollectiveFault::peer(prev, message).during(length_tag)
             })?;
             let len = usize::try_from(u64::from_le_bytes(header)).map_err(|_| {
-                DistributeError::peer(prev, "sent a length beyond this machine's address space")
+                CollectiveFault::peer(prev, "sent a length beyond this machine's address space")
             })?;
             data.clear();
             data.reserve(len);
@@ -104,7 +104,7 @@ pub fn broadcast_with<T: Transport + ?Sized>(
                         payload.len(),
                         range.len()
                     );
-                    return Err(DistributeError::peer(prev, message).during(tag));
+                    return Err(CollectiveFault::peer(prev, message).during(tag));
                 }
                 data.extend_from_slice(&payload);
                 payload
@@ -188,6 +188,6 @@ mod tests {
     #[test]
     fn a_root_outside_the_world_is_refused() {
         let out = on_threads(cluster(2), |t| broadcast(t, 2, &mut vec![]).unwrap_err());
-        assert!(matches!(out[0], DistributeError::Invalid(_)));
+        assert!(matches!(out[0], CollectiveFault::Invalid(_)));
     }
 }

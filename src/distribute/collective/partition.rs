@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// Part `i` of `len` elements cut into `parts` near-equal parts (the first `len % parts` parts
 /// one element longer).
@@ -26,7 +26,7 @@ pub(super) fn segment(range: &Range<usize>, segment: usize, k: usize) -> Range<u
 /// An error unless `rank` is one of `world_size` ranks; `what` names the rank's role.
 pub(super) fn check_rank(what: &str, rank: usize, world_size: usize) -> Result<()> {
     if rank >= world_size {
-        return Err(DistributeError::invalid(format!(
+        return Err(CollectiveFault::invalid(format!(
             "{what} {rank} is not a rank of a world of {world_size}"
         )));
     }

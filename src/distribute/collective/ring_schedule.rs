@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use super::partition::{check_rank, part, segment, segment_count};
 use super::{CollectivePhase, Tag};
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// What a received segment does to the local buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +72,7 @@ impl RingSchedule {
     pub fn new(rank: usize, world_size: usize, len: usize, segment_len: usize) -> Result<Self> {
         check_rank("rank", rank, world_size)?;
         if segment_len == 0 {
-            return Err(DistributeError::invalid(
+            return Err(CollectiveFault::invalid(
                 "segments must hold at least one element",
             ));
         }

@@ -8,7 +8,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 
-use crate::distribute::DistributeError;
+use crate::distribute::CollectiveFault;
 
 /// A parameter's gradient taken out of the step's gradients (no copy), until it is read
 /// off the device for its bucket.
@@ -60,7 +60,7 @@ pub(super) struct Rebuild<B: AutodiffBackend> {
     pub(super) grads: GradientsParams,
     pub(super) averaged: BTreeMap<String, Tensor<B::InnerBackend, 1>>,
     pub(super) stack: Vec<String>,
-    pub(super) error: Option<DistributeError>,
+    pub(super) error: Option<CollectiveFault>,
     pub(super) _b: std::marker::PhantomData<B>,
 }
 
@@ -72,7 +72,7 @@ impl<B: AutodiffBackend> Rebuild<B> {
         };
         let shape = param.lazy_shape();
         if shape.num_elements() != values.dims()[0] {
-            self.error = Some(DistributeError::invalid(format!(
+            self.error = Some(CollectiveFault::invalid(format!(
                 "gradient of '{path}' has {} values after averaging, expected {}",
                 values.dims()[0],
                 shape.num_elements()

@@ -11,7 +11,7 @@ use burn::tensor::{Tensor, TensorData};
 use super::params::Taken;
 use super::STEP_ENTRY;
 use crate::distribute::collective::{ring_all_reduce, Reduce};
-use crate::distribute::{CollectiveConfig, CommStats, DistributeError, Result, Transport};
+use crate::distribute::{CollectiveConfig, CollectiveFault, CommStats, Result, Transport};
 
 /// Gradients by name, in a bucket's order.
 type Gradients = Vec<(String, TensorData)>;
@@ -115,7 +115,7 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
             outcome
         })?;
         if control.len() != 2 {
-            return Err(DistributeError::invalid(
+            return Err(CollectiveFault::invalid(
                 "the all-reduce thread stopped before every bucket came back",
             ));
         }
@@ -296,5 +296,5 @@ fn zeros(len: usize) -> TensorData {
 /// The f32 values of `data`, to reduce where they lie.
 fn values_of(data: &mut TensorData) -> Result<&mut [f32]> {
     data.as_mut_slice::<f32>()
-        .map_err(|e| DistributeError::invalid(format!("a gradient is not f32 values: {e:?}")))
+        .map_err(|e| CollectiveFault::invalid(format!("a gradient is not f32 values: {e:?}")))
 }

@@ -44,7 +44,7 @@ pub(crate) use config::{endpoint, serve_grpc};
 pub(crate) use metadata::TOKEN_KEY;
 
 use super::{Lent, Transport};
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 use deliver_framing::Payload;
 use inbound::Inbound;
 use inbox::Inbox;
@@ -124,7 +124,7 @@ impl GrpcTransport {
 
     fn check_peer(&self, peer: usize, verb: &str) -> Result<()> {
         if peer == self.rank || peer >= self.world_size {
-            return Err(DistributeError::invalid(format!(
+            return Err(CollectiveFault::invalid(format!(
                 "rank {} cannot {verb} rank {peer} (world size {})",
                 self.rank, self.world_size
             )));
@@ -148,7 +148,7 @@ impl Transport for GrpcTransport {
         let sent = match &mut self.outbound[to] {
             _ if self.lanes.carries(to) => self.lanes.send(to, tag, payload),
             Some(stream) => stream.send(me, tag, payload),
-            None => Err(DistributeError::peer(
+            None => Err(CollectiveFault::peer(
                 to,
                 format!("no stream from rank {me}"),
             )),
@@ -186,7 +186,7 @@ impl GrpcTransport {
         let (me, timeout) = (self.rank, self.peer_timeout);
         let received = match &mut self.inboxes[from] {
             Some(inbox) => inbox.recv_payload(me, tag, timeout, &self.inbound.watch),
-            None => Err(DistributeError::peer(
+            None => Err(CollectiveFault::peer(
                 from,
                 format!("no stream to rank {me}"),
             )),
@@ -196,7 +196,7 @@ impl GrpcTransport {
 
     /// Remembers the peer a failure names, to tell the others when this rank gives up.
     fn note_failure<T>(&mut self, result: Result<T>) -> Result<T> {
-        if let Err(DistributeError::Peer { rank, .. }) = &result {
+        if let Err(CollectiveFault::Peer { rank, .. }) = &result {
             self.gave_up_on.get_or_insert(*rank);
         }
         result
@@ -219,8 +219,8 @@ fn linger_for_token_refusal(refusals: &TokenRefusals, peer: usize) {
     }
 }
 
-fn out_of_range(rank: usize, addresses: &[String]) -> DistributeError {
-    DistributeError::invalid(format!(
+fn out_of_range(rank: usize, addresses: &[String]) -> CollectiveFault {
+    CollectiveFault::invalid(format!(
         "rank {rank} is outside the {} addresses given",
         addresses.len()
     ))

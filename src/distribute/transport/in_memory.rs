@@ -5,7 +5,7 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use super::Transport;
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// How long [`InMemoryTransport::recv`] waits for a peer unless told otherwise.
 pub const DEFAULT_RECV_TIMEOUT: Duration = Duration::from_secs(30);
@@ -79,7 +79,7 @@ impl InMemoryTransport {
 
     fn check_peer(&self, peer: usize, verb: &str) -> Result<()> {
         if peer == self.rank || peer >= self.world_size {
-            return Err(DistributeError::invalid(format!(
+            return Err(CollectiveFault::invalid(format!(
                 "rank {} cannot {verb} rank {peer} (world size {})",
                 self.rank, self.world_size
             )));
@@ -103,7 +103,7 @@ impl Transport for InMemoryTransport {
             .as_ref()
             .expect("a channel to every other rank");
         outbox.send(Envelope { tag, payload }).map_err(|_| {
-            DistributeError::peer(
+            CollectiveFault::peer(
                 to,
                 format!(
                     "hung up before rank {} could send it tag {tag:#x}",
@@ -131,7 +131,7 @@ impl Transport for InMemoryTransport {
                     .or_default()
                     .push_back(envelope.payload),
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(DistributeError::peer(
+                    return Err(CollectiveFault::peer(
                         from,
                         format!(
                             "did not answer rank {} within {:?} (waiting for tag {tag:#x})",
@@ -140,7 +140,7 @@ impl Transport for InMemoryTransport {
                     ))
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(DistributeError::peer(
+                    return Err(CollectiveFault::peer(
                         from,
                         format!("hung up before sending rank {} tag {tag:#x}", self.rank),
                     ))
@@ -223,11 +223,11 @@ mod tests {
         let mut ranks = short_cluster(2);
         assert!(matches!(
             ranks[0].send(0, 0, vec![]),
-            Err(DistributeError::Invalid(_))
+            Err(CollectiveFault::Invalid(_))
         ));
         assert!(matches!(
             ranks[0].recv(5, 0),
-            Err(DistributeError::Invalid(_))
+            Err(CollectiveFault::Invalid(_))
         ));
     }
 

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::distribute::error::Result;
+use crate::distribute::collective_fault::Result;
 
 /// A received message lent to its reader: its bytes as the consecutive pieces they arrived
 /// in (HTTP/2 frames, socket reads), read in place instead of gathered into one vector.
@@ -44,7 +44,7 @@ impl<'a> Lent<'a> {
 /// - **tag matching**: `recv(from, tag)` returns the oldest message from `from` with `tag`,
 ///   keeping messages of other tags (and from other peers) that arrived earlier for later;
 /// - **bounded waits**: `recv` gives up after the transport's timeout with a
-///   [`DistributeError::Peer`](crate::distribute::DistributeError::Peer) naming `from`, and a
+///   [`CollectiveFault::Peer`](crate::distribute::CollectiveFault::Peer) naming `from`, and a
 ///   peer that went away is reported the same way, never as a hang.
 ///
 /// Tags whose top byte is 0 are free for callers; the others belong to the collectives (see

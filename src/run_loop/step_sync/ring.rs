@@ -12,7 +12,7 @@ use datasets::Position;
 use super::{Ready, Restored, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::{
-    broadcast, CommStats, Compression, DistributeError, GradientAverager, LocalStep, Replica,
+    broadcast, CollectiveFault, CommStats, Compression, GradientAverager, LocalStep, Replica,
     DEFAULT_BUCKET_BYTES,
 };
 use crate::error::{Error, Result};
@@ -76,7 +76,7 @@ impl RingSync {
         if chief == crc {
             return Ok(());
         }
-        Err(Error::Distribute(DistributeError::invalid(format!(
+        Err(Error::Distribute(CollectiveFault::invalid(format!(
             "the weights of {} differ from {}'s after training (crc32c {crc:08x} vs \
              {chief:08x}): something in the model is not deterministic across replicas",
             self.replica.name(self.replica.rank()),

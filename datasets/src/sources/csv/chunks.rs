@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use super::file::CsvFile;
 use super::row::RowParser;
-use crate::sources::reader::{Record, RecordReader};
+use crate::sources::reader::{CsvRecordReader, Record};
 use crate::{Dataset, Error, Example, Position};
 
 /// A chunk closes once its records hold this many bytes: enough work (tens of
@@ -73,7 +73,7 @@ pub(super) fn parse_chunk(parser: &RowParser, chunk: Chunk) -> Parsed {
 /// It ends with one chunk holding the last records (possibly none) and the position at
 /// the end of the file, so the reader of the chunks knows where the file ended.
 pub(super) struct ChunkReader {
-    reader: RecordReader,
+    reader: CsvRecordReader,
     origin: CsvFile,
     /// Records read so far.
     records: u64,
@@ -81,7 +81,7 @@ pub(super) struct ChunkReader {
 }
 
 impl ChunkReader {
-    pub(super) fn new(reader: RecordReader, records: u64, origin: CsvFile) -> Self {
+    pub(super) fn new(reader: CsvRecordReader, records: u64, origin: CsvFile) -> Self {
         ChunkReader {
             reader,
             origin,

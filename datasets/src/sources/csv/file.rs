@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sources::reader::RecordReader;
+use crate::sources::reader::CsvRecordReader;
 use crate::sources::{cell, text};
 use crate::Error;
 
@@ -11,8 +11,8 @@ use crate::Error;
 pub(crate) fn open_reader(
     path: &Path,
     delimiter: u8,
-) -> Result<(RecordReader, Vec<String>), Error> {
-    let mut reader = RecordReader::open(path, delimiter)?;
+) -> Result<(CsvRecordReader, Vec<String>), Error> {
+    let mut reader = CsvRecordReader::open(path, delimiter)?;
     let file = path.display().to_string();
     let header = match reader.next_record()? {
         Some((line, record)) => record
@@ -41,7 +41,7 @@ impl CsvFile {
     /// `line`: a plain file seeks, a gzip one is read again from the start up to it.
     pub(super) fn reposition(
         &self,
-        reader: &mut RecordReader,
+        reader: &mut CsvRecordReader,
         record: u64,
         byte: u64,
         line: u64,

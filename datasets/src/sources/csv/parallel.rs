@@ -8,7 +8,7 @@ use super::file::CsvFile;
 use super::row::RowParser;
 use super::Next;
 use crate::combinators::ParallelMap;
-use crate::sources::reader::RecordReader;
+use crate::sources::reader::CsvRecordReader;
 use crate::{Dataset, Error, ParallelCalls, Position};
 
 /// The threaded engine of a [`CsvDataset`](super::CsvDataset).
@@ -39,7 +39,7 @@ fn empty(at: (u64, u64)) -> Parsed {
 }
 
 fn stage(
-    reader: RecordReader,
+    reader: CsvRecordReader,
     records: u64,
     origin: CsvFile,
     parser: Arc<RowParser>,
@@ -51,7 +51,7 @@ fn stage(
 
 impl ParallelParse {
     pub(super) fn new(
-        reader: RecordReader,
+        reader: CsvRecordReader,
         records: u64,
         origin: CsvFile,
         parser: Arc<RowParser>,

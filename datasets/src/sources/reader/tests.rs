@@ -4,7 +4,7 @@ fn records(text: &[u8], delimiter: u8) -> Vec<(u64, Vec<Vec<u8>>, u64)> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.csv");
     std::fs::write(&path, text).unwrap();
-    let mut r = RecordReader::open(&path, delimiter).unwrap();
+    let mut r = CsvRecordReader::open(&path, delimiter).unwrap();
     let mut out = Vec::new();
     while let Some((line, rec)) = r.next_record().unwrap() {
         let fields = rec.fields(delimiter).iter().map(|f| f.to_vec()).collect();
@@ -99,7 +99,7 @@ fn limited(text: &[u8], max: usize) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.csv");
     std::fs::write(&path, text).unwrap();
-    let mut r = RecordReader::open(&path, b',')
+    let mut r = CsvRecordReader::open(&path, b',')
         .unwrap()
         .with_max_record(max);
     let mut out = Vec::new();
@@ -147,7 +147,7 @@ fn bom_is_skipped_and_seek_works() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.csv");
     std::fs::write(&path, b"\xef\xbb\xbfa,b\n1,2\n3,4\n").unwrap();
-    let mut r = RecordReader::open(&path, b',').unwrap();
+    let mut r = CsvRecordReader::open(&path, b',').unwrap();
     assert!(!r.is_gzip());
     let (_, rec) = r.next_record().unwrap().unwrap();
     assert_eq!(rec.fields(b','), vec![b"a".as_slice(), b"b"]);

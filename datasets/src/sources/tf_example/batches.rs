@@ -85,7 +85,7 @@ fn decode(
         file.check_data(meta, data)?;
         parser
             .parse_row(data, &mut batch, &mut found)
-            .map_err(|message| file.error(meta.record, meta.offset, message))?;
+            .map_err(|fault| file.error(meta.record, meta.offset, fault.to_string()))?;
     }
     match chunk.error.take() {
         Some(e) => Err(e),

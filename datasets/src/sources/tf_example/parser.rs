@@ -14,11 +14,13 @@ use super::spec::{column_names, DType, FeatureConfig, FeatureSpec};
 use crate::{ColumnarBatch, Error, Labels, StringColumn};
 use defaults::{compile_default, spec_error};
 use feature::{Compiled, Target};
-use lists::{locate_lists, FillError, ListKind, Lists};
+use lists::{locate_lists, ListKind, Lists};
+pub(crate) use row_fault::RowFault;
 
 mod defaults;
 mod feature;
 mod lists;
+mod row_fault;
 
 /// The kind of label column a spec gives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,11 +212,11 @@ impl ExampleParser {
         record: &[u8],
         batch: &mut ColumnarBatch,
         found: &mut Found,
-    ) -> Result<(), String> {
+    ) -> Result<(), RowFault> {
         let (rows, dense) = (batch.rows, batch.dense.len());
         let result = self
             .locate(record, found)
-            .map_err(|e| format!("malformed tf.Example: {e}"))
+            .map_err(RowFault::from)
             .and_then(|()| self.fill(record, found, batch));
         match result {
             Ok(()) => {
@@ -279,14 +281,17 @@ impl ExampleParser {
     }
 
     /// Writes every feature's values, in spec order.
-    fn fill(&self, record: &[u8], found: &Found, batch: &mut ColumnarBatch) -> Result<(), String> {
+    fn fill(
+        &self,
+        record: &[u8],
+        found: &Found,
+        batch: &mut ColumnarBatch,
+    ) -> Result<(), RowFault> {
         for (feature, at) in self.features.iter().zip(found) {
             let entry = at.map(|(start, end)| &record[start..end]);
             let lists = match entry {
                 Some(entry) => locate_lists(entry)
-                    .map_err(|e| {
-                        format!("malformed tf.Example: {e} in feature '{}'", feature.name)
-                    })?
+                    .map_err(|e| RowFault::from(e).in_feature(&feature.name))?
                     .map(|(kind, at, within)| (entry, kind, at, within)),
                 None => None,
             };
@@ -295,12 +300,12 @@ impl ExampleParser {
                 continue;
             };
             if kind != ListKind::of(feature.dtype) {
-                return Err(format!(
+                return Err(RowFault::Mismatch(format!(
                     "feature '{}' holds {}, the spec says {}",
                     feature.name,
                     kind.holds(),
                     feature.dtype.name()
-                ));
+                )));
             }
             let lists = Lists {
                 entry,
@@ -310,12 +315,7 @@ impl ExampleParser {
             };
             feature
                 .fill(&lists, batch, self.label_classes)
-                .map_err(|e| match e {
-                    FillError::Wire(e) => {
-                        format!("malformed tf.Example: {e} in feature '{}'", feature.name)
-                    }
-                    FillError::Message(m) => m,
-                })?;
+                .map_err(|e| e.in_feature(&feature.name))?;
         }
         Ok(())
     }

@@ -218,8 +218,8 @@ fn decode(parser: &ExampleParser, good: &[u8], record: &[u8]) -> Option<Example>
             assert_eq!(batch.rows, before.rows + 1);
             Some(batch.example(usize::from(first)))
         }
-        Err(message) => {
-            assert!(!message.is_empty());
+        Err(fault) => {
+            assert!(!fault.to_string().is_empty());
             assert_eq!(batch, before, "a failed row must leave the batch as it was");
             None
         }

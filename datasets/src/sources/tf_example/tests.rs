@@ -51,7 +51,9 @@ fn row(spec: &FeatureSpec, record: &[u8]) -> Result<Example, String> {
     let mut batch = ColumnarBatch::default();
     parser.begin(&mut batch);
     let mut found = Found::new();
-    parser.parse_row(record, &mut batch, &mut found)?;
+    parser
+        .parse_row(record, &mut batch, &mut found)
+        .map_err(|fault| fault.to_string())?;
     batch.check().unwrap();
     assert_eq!(batch.rows, 1);
     Ok(batch.example(0))
@@ -283,14 +285,17 @@ fn malformed_records_are_errors_and_the_batch_stays_as_it_was() {
         let err = parser
             .parse_row(record, &mut batch, &mut found)
             .unwrap_err();
-        assert!(!err.is_empty());
+        assert!(!err.to_string().is_empty());
         assert_eq!(batch, before, "{err}");
         batch.check().unwrap();
     }
     let err = parser
         .parse_row(&[0x0a, 0x05, 0x01], &mut batch, &mut found)
         .unwrap_err();
-    assert_eq!(err, "malformed tf.Example: a length past the end");
+    assert_eq!(
+        err.to_string(),
+        "malformed tf.Example: a length past the end"
+    );
     parser.parse_row(&good, &mut batch, &mut found).unwrap();
     assert_eq!(batch.rows, 2);
     assert_eq!(batch.example(1), batch.example(0));

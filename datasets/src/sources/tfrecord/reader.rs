@@ -1,4 +1,4 @@
-//! [`RecordReader`]: the records of one TFRecord file, framing and length checked.
+//! [`TfRecordReader`]: the records of one TFRecord file, framing and length checked.
 //!
 //! A record is `u64 length (LE) | u32 masked CRC-32C of the length bytes | data | u32 masked
 //! CRC-32C of the data`. The reader checks the length's CRC before trusting the length, so
@@ -41,7 +41,7 @@ const READ: usize = 256 << 10;
 /// or a batch's worth at a time ([`chunk`](Self::chunk)), whose buffer then goes to the
 /// caller whole: the file's bytes are copied once, by the kernel, into the memory they are
 /// decoded from.
-pub(crate) struct RecordReader {
+pub(crate) struct TfRecordReader {
     source: Source,
     file: RecordFile,
     /// Size of a plain file: a length past its end is a truncation, found before reading.
@@ -59,7 +59,7 @@ pub(crate) struct RecordReader {
     magic: [u8; 2],
 }
 
-impl RecordReader {
+impl TfRecordReader {
     /// Opens `file`, which must be a regular file.
     pub(crate) fn open(file: &RecordFile) -> Result<Self, Error> {
         let handle = open_regular(&file.path)?;
@@ -80,7 +80,7 @@ impl RecordReader {
             TfRecordCompression::Gzip => Source::Gzip(MultiGzDecoder::new(handle)),
             TfRecordCompression::Zlib => Source::Zlib(ZlibDecoder::new(handle)),
         };
-        Ok(RecordReader {
+        Ok(TfRecordReader {
             source,
             file: file.clone(),
             file_len,
@@ -300,7 +300,7 @@ impl RecordReader {
             self.records = records;
             return Ok(());
         }
-        *self = RecordReader::open(&self.file)?;
+        *self = TfRecordReader::open(&self.file)?;
         while self.records < records {
             if self.next()?.is_none() {
                 return Err(mismatch(format!(

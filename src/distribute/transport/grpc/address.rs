@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::distribute::error::{AddressFault, DistributeError};
+use crate::distribute::collective_fault::{AddressFault, CollectiveFault};
 
 /// Where a rank whose peers reach it at `address` ("host:port") listens: the address itself
 /// for a loopback IP, otherwise every interface, on its port.
@@ -36,7 +36,7 @@ pub(super) fn bind_failure(
     addresses: &[String],
     names: &[String],
     error: &std::io::Error,
-) -> DistributeError {
+) -> CollectiveFault {
     let name = |r: usize| names.get(r).cloned().unwrap_or_else(|| format!("rank {r}"));
     let me = name(rank);
     let sharing = (error.kind() == std::io::ErrorKind::AddrInUse)
@@ -49,12 +49,12 @@ pub(super) fn bind_failure(
         })
         .flatten();
     match sharing {
-        Some((other, address)) => DistributeError::invalid(format!(
+        Some((other, address)) => CollectiveFault::invalid(format!(
             "{me} cannot listen on {listen}: {error}; {} ('{address}') is given the same port \
              on this machine: every task needs a port of its own",
             name(other)
         )),
-        None => DistributeError::invalid(format!("{me} cannot listen on {listen}: {error}")),
+        None => CollectiveFault::invalid(format!("{me} cannot listen on {listen}: {error}")),
     }
 }
 

@@ -12,7 +12,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 
 use super::admission::{admit, ConnectionLimits, DEFAULT_HANDSHAKE_TIMEOUT};
-use crate::distribute::error::AddressFault;
+use crate::distribute::collective_fault::AddressFault;
 use crate::distribute::transport::tls::ClusterTls;
 
 /// How long `recv` waits for a peer unless told otherwise.

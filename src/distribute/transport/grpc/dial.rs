@@ -14,7 +14,7 @@ use super::collective_proto::HelloRequest;
 use super::config::{endpoint, MAX_MESSAGE_BYTES};
 use super::metadata::{outgoing, TokenRefusals};
 use crate::cluster::{CLUSTER_TOKEN, CLUSTER_TOKEN_FILE};
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 use crate::distribute::transport::tls::{tls_refusal, ClusterTls};
 
 /// Who is calling, and with which token.
@@ -58,7 +58,7 @@ pub(super) async fn dial(
         left.max(Duration::from_millis(1)),
         caller.tls.as_deref(),
     )
-    .map_err(|source| DistributeError::Address { rank: peer, source })?;
+    .map_err(|source| CollectiveFault::Address { rank: peer, source })?;
     let mut backoff = Duration::from_millis(20);
     loop {
         let attempt = async {
@@ -121,7 +121,7 @@ pub(super) async fn dial(
         let last_error = match tokio::time::timeout_at(deadline, attempt).await {
             Ok(Ok(channel)) => return Ok(channel),
             Ok(Err(Failure::Refused(refusal))) => {
-                return Err(DistributeError::Refused {
+                return Err(CollectiveFault::Refused {
                     rank: peer,
                     message: refusal,
                 })
@@ -136,7 +136,7 @@ pub(super) async fn dial(
                 let from = refused
                     .from
                     .map_or_else(|| "an unknown address".to_string(), |a| a.to_string());
-                return Err(DistributeError::Refused {
+                return Err(CollectiveFault::Refused {
                     rank: peer,
                     message: format!(
                         "could not be reached at {address} within {connect_timeout:?}, and \
@@ -147,7 +147,7 @@ pub(super) async fn dial(
                     ),
                 });
             }
-            return Err(DistributeError::peer(
+            return Err(CollectiveFault::peer(
                 peer,
                 format!(
                     "could not be reached at {address} within {connect_timeout:?} (last \

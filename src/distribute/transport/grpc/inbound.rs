@@ -10,10 +10,10 @@ use tokio::sync::watch;
 
 use super::deliver_framing::Payload;
 use super::peer_watch::PeerWatch;
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// What a peer's stream delivers to its inbox.
-pub(super) enum Event {
+pub(super) enum Delivery {
     /// A message, in the order the peer sent it.
     Message {
         /// Its tag.
@@ -48,11 +48,11 @@ pub(super) struct Inbound {
     /// Each peer's liveness, as its stream shows it.
     pub(super) watch: Arc<PeerWatch>,
     /// The sending half of each peer's inbox, taken by the peer's stream when it opens.
-    senders: Vec<Mutex<Option<Sender<Event>>>>,
+    senders: Vec<Mutex<Option<Sender<Delivery>>>>,
     /// A second sending half of each peer's inbox, for its same-host lane: taken by the lane
     /// when it is accepted, dropped when the peer's stream ends without one, so that an
     /// inbox nobody feeds any more still reads as disconnected.
-    lane_senders: Vec<Mutex<Option<Sender<Event>>>>,
+    lane_senders: Vec<Mutex<Option<Sender<Delivery>>>>,
     /// Whether each peer's messages come over its lane: then the lane, not the gRPC stream,
     /// says when they are over.
     carried_by_lane: Vec<AtomicBool>,
@@ -60,7 +60,7 @@ pub(super) struct Inbound {
     changed: Condvar,
     /// The first handshake or stream this server refused: that peer will never join, which
     /// `connect` reports at once.
-    refusal: watch::Sender<Option<DistributeError>>,
+    refusal: watch::Sender<Option<CollectiveFault>>,
 }
 
 impl Inbound {
@@ -70,7 +70,7 @@ impl Inbound {
         rank: usize,
         world_size: usize,
         watch: Arc<PeerWatch>,
-    ) -> (Arc<Self>, Vec<Option<Receiver<Event>>>) {
+    ) -> (Arc<Self>, Vec<Option<Receiver<Delivery>>>) {
         let mut senders = Vec::with_capacity(world_size);
         let mut lane_senders = Vec::with_capacity(world_size);
         let mut receivers = Vec::with_capacity(world_size);
@@ -119,7 +119,7 @@ impl Inbound {
     }
 
     /// The sending half of `peer`'s inbox, for its stream; `None` if a stream took it already.
-    pub(super) fn take_inbox(&self, peer: usize) -> Option<Sender<Event>> {
+    pub(super) fn take_inbox(&self, peer: usize) -> Option<Sender<Delivery>> {
         self.senders[peer]
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -128,7 +128,7 @@ impl Inbound {
 
     /// The sending half of `peer`'s inbox for its same-host lane; `None` if a lane took it
     /// already, or the peer's stream ended without one.
-    pub(super) fn take_lane_inbox(&self, peer: usize) -> Option<Sender<Event>> {
+    pub(super) fn take_lane_inbox(&self, peer: usize) -> Option<Sender<Delivery>> {
         let sender = self.lane_senders.get(peer)?;
         sender.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
@@ -161,7 +161,7 @@ impl Inbound {
         self.refusal.send_if_modified(|refusal| {
             let first = refusal.is_none();
             if first {
-                *refusal = Some(DistributeError::peer(peer, message.clone()));
+                *refusal = Some(CollectiveFault::peer(peer, message.clone()));
             }
             first
         });
@@ -172,7 +172,7 @@ impl Inbound {
     }
 
     /// The first refusal of this server, once there is one.
-    pub(super) async fn refused(&self) -> DistributeError {
+    pub(super) async fn refused(&self) -> CollectiveFault {
         let mut refusal = self.refusal.subscribe();
         let refused = refusal.wait_for(Option::is_some).await;
         match refused.as_deref() {
@@ -192,7 +192,7 @@ impl Inbound {
             },
             |state| {
                 let missing = state.streams.iter().position(|s| *s == Stream::Expected);
-                DistributeError::peer(
+                CollectiveFault::peer(
                     missing.unwrap_or_default(),
                     format!("did not connect to rank {} within {timeout:?}", self.rank),
                 )
@@ -214,7 +214,7 @@ impl Inbound {
             },
             |state| {
                 let open = state.streams.iter().position(|s| *s != Stream::Ended);
-                DistributeError::peer(
+                CollectiveFault::peer(
                     open.unwrap_or_default(),
                     format!(
                         "did not close its stream to rank {} within {timeout:?} of rank {} \
@@ -232,7 +232,7 @@ impl Inbound {
         &self,
         deadline: Instant,
         settled: impl Fn(&State) -> Option<Result<()>>,
-        late: impl Fn(&State) -> DistributeError,
+        late: impl Fn(&State) -> CollectiveFault,
     ) -> Result<()> {
         let mut state = self.state();
         loop {

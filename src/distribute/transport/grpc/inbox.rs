@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 use super::address::is_same_host;
 use super::config::LATENCY_BOUND_BYTES;
 use super::deliver_framing::Payload;
-use super::inbound::Event;
+use super::inbound::Delivery;
 use super::peer_watch::{Missing, PeerWatch};
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// Messages from one peer to this rank.
 pub(super) struct Inbox {
     peer: usize,
-    events: Receiver<Event>,
+    events: Receiver<Delivery>,
     /// Messages that arrived before they were asked for, by tag, oldest first.
     early: HashMap<u64, VecDeque<Payload>>,
     /// Why the peer's stream ended, once it has.
@@ -28,7 +28,7 @@ pub(super) struct Inbox {
 }
 
 impl Inbox {
-    pub(super) fn new(peer: usize, events: Receiver<Event>, busy_poll: Duration) -> Self {
+    pub(super) fn new(peer: usize, events: Receiver<Delivery>, busy_poll: Duration) -> Self {
         Self {
             peer,
             events,
@@ -95,7 +95,7 @@ impl Inbox {
                 let quiet = watch.missing(now, watch.heartbeat * 3).into_iter().next();
                 return Err(match quiet {
                     Some((peer, missing)) if peer != self.peer => gone(me, peer, missing),
-                    _ => DistributeError::peer(
+                    _ => CollectiveFault::peer(
                         self.peer,
                         format!(
                             "did not answer rank {me} within {timeout:?} (waiting for tag \
@@ -107,14 +107,14 @@ impl Inbox {
             let slice = watch.heartbeat.min(deadline - now);
             let polled = self.poll(started + self.poll_window());
             match polled.or_else(|_| self.events.recv_timeout(slice)) {
-                Ok(Event::Message { tag: t, payload }) if t == tag => {
+                Ok(Delivery::Message { tag: t, payload }) if t == tag => {
                     self.last_len = payload.len();
                     return Ok(payload);
                 }
-                Ok(Event::Message { tag: t, payload }) => {
+                Ok(Delivery::Message { tag: t, payload }) => {
                     self.early.entry(t).or_default().push_back(payload)
                 }
-                Ok(Event::Ended(reason)) => self.ended = Some(reason),
+                Ok(Delivery::Ended(reason)) => self.ended = Some(reason),
                 Err(RecvTimeoutError::Disconnected) => {
                     self.ended = Some("its stream stopped".into());
                 }
@@ -122,7 +122,7 @@ impl Inbox {
             }
         }
         let reason = self.ended.as_deref().unwrap_or_default();
-        Err(DistributeError::peer(
+        Err(CollectiveFault::peer(
             self.peer,
             format!("connection lost ({reason}) before rank {me} received tag {tag:#x}"),
         ))
@@ -166,7 +166,7 @@ impl Inbox {
     /// A message that arrives while this thread polls costs no wake-up: across a small
     /// all-reduce, these wake-ups are most of the time on a machine whose cores are
     /// virtual.
-    fn poll(&self, until: Instant) -> std::result::Result<Event, RecvTimeoutError> {
+    fn poll(&self, until: Instant) -> std::result::Result<Delivery, RecvTimeoutError> {
         loop {
             match self.events.try_recv() {
                 Ok(event) => return Ok(event),
@@ -181,7 +181,7 @@ impl Inbox {
 }
 
 /// The error naming `peer`, missing as `missing`, that ends rank `me`'s wait.
-fn gone(me: usize, peer: usize, missing: Missing) -> DistributeError {
+fn gone(me: usize, peer: usize, missing: Missing) -> CollectiveFault {
     let message = match missing {
         Missing::Silent(silence) => format!(
             "sent nothing, not even a heartbeat, for {silence:.1?} (stopped, hung or cut off); \
@@ -195,7 +195,7 @@ fn gone(me: usize, peer: usize, missing: Missing) -> DistributeError {
             format!("rank {by} gave up waiting for it; rank {me} gives up too")
         }
     };
-    DistributeError::peer(peer, message)
+    CollectiveFault::peer(peer, message)
 }
 
 #[cfg(test)]
@@ -204,8 +204,8 @@ mod tests {
 
     use super::*;
 
-    fn message(tag: u64, byte: u8) -> Event {
-        Event::Message {
+    fn message(tag: u64, byte: u8) -> Delivery {
+        Delivery::Message {
             tag,
             payload: vec![byte].into(),
         }
@@ -218,7 +218,7 @@ mod tests {
         for event in [message(7, 1), message(9, 2), message(7, 3)] {
             tx.send(event).unwrap();
         }
-        tx.send(Event::Ended("it shut down".into())).unwrap();
+        tx.send(Delivery::Ended("it shut down".into())).unwrap();
         let timeout = Duration::from_secs(5);
         let watch = watch();
         assert_eq!(inbox.recv(0, 9, timeout, &watch).unwrap(), vec![2]);
@@ -245,7 +245,7 @@ mod tests {
         let late = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(30));
             tx.send(message(5, 1)).unwrap();
-            tx.send(Event::Message {
+            tx.send(Delivery::Message {
                 tag: 6,
                 payload: vec![2; LATENCY_BOUND_BYTES + 1].into(),
             })

@@ -21,7 +21,7 @@ use super::{
     address, linger_for_token_refusal, listen_address, out_of_range, GrpcConfig, GrpcTransport,
     RUNTIME_GRACE, RUNTIME_THREADS,
 };
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 impl GrpcTransport {
     /// Joins the cluster whose ranks listen at `addresses` ("host:port", index = rank) as
@@ -40,7 +40,7 @@ impl GrpcTransport {
             .get(rank)
             .ok_or_else(|| out_of_range(rank, addresses))?;
         let listen =
-            listen_address(own).map_err(|source| DistributeError::Address { rank, source })?;
+            listen_address(own).map_err(|source| CollectiveFault::Address { rank, source })?;
         let listener = TcpListener::bind(listen)
             .map_err(|e| address::bind_failure(rank, listen, addresses, &config.names, &e))?;
         Self::connect_with_listener(rank, addresses, listener, config)
@@ -63,9 +63,9 @@ impl GrpcTransport {
             .as_deref()
             .map(token_value)
             .transpose()
-            .map_err(|e| DistributeError::invalid(e.to_string()))?;
+            .map_err(|e| CollectiveFault::invalid(e.to_string()))?;
         let io = |what: &str, e: std::io::Error| {
-            DistributeError::invalid(format!("rank {rank} cannot {what}: {e}"))
+            CollectiveFault::invalid(format!("rank {rank} cannot {what}: {e}"))
         };
         let local_addr = listener
             .local_addr()
@@ -191,7 +191,7 @@ impl GrpcTransport {
                 let mut clients = Vec::with_capacity(dials.len());
                 for (peer, dialling) in dials {
                     let client = dialling.await.map_err(|e| {
-                        DistributeError::peer(peer, format!("dialling it failed: {e}"))
+                        CollectiveFault::peer(peer, format!("dialling it failed: {e}"))
                     })??;
                     clients.push((peer, client));
                 }

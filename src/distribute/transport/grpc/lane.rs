@@ -35,7 +35,7 @@ use super::address::is_same_host;
 use super::inbound::Inbound;
 use super::peer_watch::PeerWatch;
 use super::GrpcConfig;
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 use listener::{Acceptor, LaneListener};
 use no_lane::NoLane;
 use reader::InboundLanes;
@@ -160,7 +160,7 @@ impl Lanes {
         let me = self.rank;
         match self.writers.get_mut(peer).and_then(Option::as_mut) {
             Some(writer) => writer.send(me, tag, payload),
-            None => Err(DistributeError::peer(
+            None => Err(CollectiveFault::peer(
                 peer,
                 format!("no lane from rank {me}"),
             )),

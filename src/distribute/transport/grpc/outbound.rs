@@ -18,7 +18,7 @@ use super::deliver_framing::{read_ack, EnvelopeBody, Outgoing, DELIVER_PATH};
 use super::dial::{chain, Caller};
 use super::heartbeat::WithHeartbeats;
 use super::metadata::outgoing_headers;
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// The stream of messages to one peer.
 pub(super) struct Outbound {
@@ -77,7 +77,7 @@ impl Outbound {
         Ok(())
     }
 
-    fn lost(&self, me: usize, tag: u64) -> DistributeError {
+    fn lost(&self, me: usize, tag: u64) -> CollectiveFault {
         let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         let reason = failure.as_deref().unwrap_or("its stream closed");
         lost_before_sending(me, self.peer, tag, reason)
@@ -102,19 +102,19 @@ impl Outbound {
         let peer = self.peer;
         let received = match tokio::time::timeout_at(deadline, call).await {
             Err(_) => {
-                return Err(DistributeError::peer(
+                return Err(CollectiveFault::peer(
                     peer,
                     format!("did not acknowledge rank {me}'s messages within {timeout:?}"),
                 ))
             }
             Ok(Err(join)) => {
-                return Err(DistributeError::peer(
+                return Err(CollectiveFault::peer(
                     peer,
                     format!("the stream from rank {me} failed: {join}"),
                 ))
             }
             Ok(Ok(Err(status))) => {
-                return Err(DistributeError::peer(
+                return Err(CollectiveFault::peer(
                     peer,
                     format!(
                         "connection lost ({:?}: {}) before it acknowledged rank {me}'s messages",
@@ -132,7 +132,7 @@ impl Outbound {
 /// Refuses a message of `len` bytes from rank `me` to `peer` over the size limit.
 pub(super) fn check_size(me: usize, peer: usize, len: usize) -> Result<()> {
     if len > MAX_MESSAGE_BYTES {
-        return Err(DistributeError::invalid(format!(
+        return Err(CollectiveFault::invalid(format!(
             "rank {me} cannot send {len} bytes to rank {peer} in one message (at most \
              {MAX_MESSAGE_BYTES})"
         )));
@@ -147,8 +147,8 @@ pub(super) fn lost_before_sending(
     peer: usize,
     tag: u64,
     reason: &str,
-) -> DistributeError {
-    DistributeError::peer(
+) -> CollectiveFault {
+    CollectiveFault::peer(
         peer,
         format!("connection lost ({reason}) before rank {me} could send it tag {tag:#x}"),
     )
@@ -158,7 +158,7 @@ pub(super) fn lost_before_sending(
 /// sent it.
 pub(super) fn check_received(me: usize, peer: usize, received: u64, sent: u64) -> Result<()> {
     if received != sent {
-        return Err(DistributeError::peer(
+        return Err(CollectiveFault::peer(
             peer,
             format!("received {received} of the {sent} messages rank {me} sent it"),
         ));

@@ -14,7 +14,7 @@ use super::collective_proto::collective_server::{Collective, CollectiveServer};
 use super::collective_proto::{HelloReply, HelloRequest};
 use super::control::{missing_rank, GIVE_UP_TAG, HEARTBEAT_TAG};
 use super::deliver_framing::{AckBody, EnvelopeReader, DELIVER_PATH};
-use super::inbound::{Event, Inbound};
+use super::inbound::{Delivery, Inbound};
 use super::metadata::caller_rank;
 
 /// Everything one rank serves.
@@ -104,21 +104,21 @@ async fn deliver(inbound: &Inbound, request: HttpRequest<Body>) -> Result<u64, S
                     continue;
                 }
                 received += 1;
-                let _ = inbox.send(Event::Message { tag, payload });
+                let _ = inbox.send(Delivery::Message { tag, payload });
             }
             Ok(None) => {
                 inbound.watch.ended(peer, None);
                 // With a lane, messages may still be on their way over it: the lane's own
                 // end closes the inbox.
                 if !inbound.carried_by_lane(peer) {
-                    let _ = inbox.send(Event::Ended("it shut down".into()));
+                    let _ = inbox.send(Delivery::Ended("it shut down".into()));
                 }
                 return Ok(received);
             }
             Err(status) => {
                 let reason = format!("its stream broke: {}", status.message());
                 inbound.watch.ended(peer, Some(reason.clone()));
-                let _ = inbox.send(Event::Ended(reason));
+                let _ = inbox.send(Delivery::Ended(reason));
                 return Err(status);
             }
         }

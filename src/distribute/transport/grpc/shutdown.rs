@@ -8,7 +8,7 @@ use tokio::runtime::Runtime;
 use super::control::{give_up_payload, GIVE_UP_TAG};
 use super::outbound::Outbound;
 use super::{GrpcTransport, RUNTIME_GRACE};
-use crate::distribute::error::Result;
+use crate::distribute::collective_fault::Result;
 
 impl GrpcTransport {
     /// Leaves the cluster without losing a message: closes the stream to every peer and waits

@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::Duration;
 
-use crate::distribute::error::Result;
+use crate::distribute::collective_fault::Result;
 use crate::distribute::{GrpcConfig, GrpcTransport};
 
 /// Generous bounds: every wait in these tests ends well before them unless something is

@@ -2,7 +2,8 @@
 //! writing of a record's values (or the default) there.
 
 use super::super::spec::DType;
-use super::lists::{FillError, Lists};
+use super::lists::Lists;
+use super::row_fault::RowFault;
 use crate::{ColumnarBatch, Labels};
 
 /// Where one feature's values go.
@@ -53,11 +54,11 @@ pub(super) fn shape_text(shape: &[usize]) -> String {
 }
 
 impl Compiled {
-    pub(super) fn message(&self, text: impl std::fmt::Display) -> FillError {
-        FillError::Message(format!("feature '{}' {text}", self.name))
+    pub(super) fn message(&self, text: impl std::fmt::Display) -> RowFault {
+        RowFault::Mismatch(format!("feature '{}' {text}", self.name))
     }
 
-    pub(super) fn count_error(&self, found: usize, values: usize) -> FillError {
+    pub(super) fn count_error(&self, found: usize, values: usize) -> RowFault {
         self.message(format!(
             "holds {found} values, its shape {} needs {values}",
             shape_text(&self.shape)
@@ -70,7 +71,7 @@ impl Compiled {
         lists: &Lists<'_>,
         batch: &mut ColumnarBatch,
         classes: Option<u32>,
-    ) -> Result<(), FillError> {
+    ) -> Result<(), RowFault> {
         match self.target {
             Target::Dense { values } => {
                 let start = batch.dense.len();
@@ -190,7 +191,7 @@ impl Compiled {
     }
 
     /// Writes the default for an example that lacks the feature, or says it is missing.
-    pub(super) fn fill_missing(&self, batch: &mut ColumnarBatch) -> Result<(), String> {
+    pub(super) fn fill_missing(&self, batch: &mut ColumnarBatch) -> Result<(), RowFault> {
         match (self.target, &self.default) {
             (Target::OneCategory { column }, _) => batch.categorical[column].push(""),
             (Target::Dense { .. }, Some(Fill::Dense(values))) => {
@@ -205,24 +206,14 @@ impl Compiled {
                 (Fill::Class(c), Labels::Class(out)) => out.push(*c),
                 (Fill::Float(v), Labels::Float(out)) => out.push(*v),
                 (Fill::Strings(s), Labels::Name(out)) => out.push(&s[0]),
-                _ => {
-                    return Err(format!(
-                        "feature '{}': a default of another kind",
-                        self.name
-                    ))
-                }
+                _ => return Err(self.message("has a default of another kind")),
             },
-            _ => {
-                return Err(format!(
-                    "feature '{}' is missing and the spec gives it no default_value",
-                    self.name
-                ))
-            }
+            _ => return Err(self.message("is missing and the spec gives it no default_value")),
         }
         Ok(())
     }
 
-    pub(super) fn utf8<'b>(&self, index: usize, bytes: &'b [u8]) -> Result<&'b str, FillError> {
+    pub(super) fn utf8<'b>(&self, index: usize, bytes: &'b [u8]) -> Result<&'b str, RowFault> {
         std::str::from_utf8(bytes).map_err(|e| {
             self.message(format!(
                 "value {index} is not UTF-8 (byte {} of '{}')",
@@ -232,7 +223,7 @@ impl Compiled {
         })
     }
 
-    pub(super) fn class_id(&self, v: i64, classes: Option<u32>) -> Result<u32, FillError> {
+    pub(super) fn class_id(&self, v: i64, classes: Option<u32>) -> Result<u32, RowFault> {
         let Ok(id) = u32::try_from(v) else {
             return Err(self.message(format!(
                 "holds class id {v}, not an integer in 0..=4294967295"
@@ -246,7 +237,7 @@ impl Compiled {
         }
     }
 
-    pub(super) fn label_name<'b>(&self, bytes: &'b [u8]) -> Result<&'b str, FillError> {
+    pub(super) fn label_name<'b>(&self, bytes: &'b [u8]) -> Result<&'b str, RowFault> {
         let name = self.utf8(0, bytes)?;
         if name.trim().is_empty() {
             return Err(self.message("holds an empty class name"));

@@ -3,6 +3,7 @@
 
 use super::super::field_walk::{varint, Fields, Value, WireError};
 use super::super::spec::DType;
+use super::row_fault::RowFault;
 
 /// The three lists a Feature may hold, by field number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,8 +47,8 @@ impl<'a> Lists<'a> {
     /// Calls `f` with each list message, in order.
     pub(super) fn each(
         &self,
-        mut f: impl FnMut(&'a [u8]) -> Result<(), FillError>,
-    ) -> Result<(), FillError> {
+        mut f: impl FnMut(&'a [u8]) -> Result<(), RowFault>,
+    ) -> Result<(), RowFault> {
         for field in Fields::from_offset(self.entry, self.at) {
             let (offset, number, value) = field?;
             let (2, Value::Len(feature)) = (number, value) else {
@@ -66,18 +67,18 @@ impl<'a> Lists<'a> {
     }
 
     /// Every float value, in order.
-    pub(super) fn floats(&self, mut f: impl FnMut(&[u8])) -> Result<(), FillError> {
+    pub(super) fn floats(&self, mut f: impl FnMut(&[u8])) -> Result<(), RowFault> {
         self.each(|list| {
             for field in Fields::new(list) {
                 match field? {
                     (_, 1, Value::Len(packed)) if packed.len() % 4 == 0 => f(packed),
                     (_, 1, Value::Len(_)) => {
-                        return Err(FillError::Wire(
+                        return Err(RowFault::from(
                             "packed floats whose length is not a multiple of 4",
                         ))
                     }
                     (_, 1, Value::Fixed32(bytes)) => f(&bytes),
-                    (_, 1, _) => return Err(FillError::Wire("float values of another wire type")),
+                    (_, 1, _) => return Err(RowFault::from("float values of another wire type")),
                     _ => {}
                 }
             }
@@ -88,8 +89,8 @@ impl<'a> Lists<'a> {
     /// Every int64 value, in order.
     pub(super) fn ints(
         &self,
-        mut f: impl FnMut(i64) -> Result<(), FillError>,
-    ) -> Result<(), FillError> {
+        mut f: impl FnMut(i64) -> Result<(), RowFault>,
+    ) -> Result<(), RowFault> {
         self.each(|list| {
             for field in Fields::new(list) {
                 match field? {
@@ -100,7 +101,7 @@ impl<'a> Lists<'a> {
                         }
                     }
                     (_, 1, Value::Varint(v)) => f(v as i64)?,
-                    (_, 1, _) => return Err(FillError::Wire("int64 values of another wire type")),
+                    (_, 1, _) => return Err(RowFault::from("int64 values of another wire type")),
                     _ => {}
                 }
             }
@@ -111,13 +112,13 @@ impl<'a> Lists<'a> {
     /// Every bytes value, in order.
     pub(super) fn bytes(
         &self,
-        mut f: impl FnMut(&'a [u8]) -> Result<(), FillError>,
-    ) -> Result<(), FillError> {
+        mut f: impl FnMut(&'a [u8]) -> Result<(), RowFault>,
+    ) -> Result<(), RowFault> {
         self.each(|list| {
             for field in Fields::new(list) {
                 match field? {
                     (_, 1, Value::Len(bytes)) => f(bytes)?,
-                    (_, 1, _) => return Err(FillError::Wire("bytes values of another wire type")),
+                    (_, 1, _) => return Err(RowFault::from("bytes values of another wire type")),
                     _ => {}
                 }
             }
@@ -154,15 +155,4 @@ pub(super) fn locate_lists(entry: &[u8]) -> Result<Option<(ListKind, usize, usiz
         }
     }
     Ok(found)
-}
-
-pub(super) enum FillError {
-    Wire(WireError),
-    Message(String),
-}
-
-impl From<WireError> for FillError {
-    fn from(e: WireError) -> Self {
-        FillError::Wire(e)
-    }
 }

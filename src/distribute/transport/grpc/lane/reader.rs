@@ -11,10 +11,10 @@ use std::sync::mpsc::Sender;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::super::inbound::Event;
+use super::super::inbound::Delivery;
 use super::super::peer_watch::PeerWatch;
 use super::frame::{read_frame, Frame};
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// A lane into this rank.
 enum Lane {
@@ -69,7 +69,7 @@ impl InboundLanes {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 let me = self.rank;
-                return Err(DistributeError::peer(
+                return Err(CollectiveFault::peer(
                     peer,
                     format!(
                         "did not close its lane to rank {me} within {timeout:?} of rank {me} \
@@ -101,7 +101,7 @@ impl InboundLanes {
 pub(super) fn read_lane(
     peer: usize,
     mut stream: UnixStream,
-    inbox: Sender<Event>,
+    inbox: Sender<Delivery>,
     watch: &PeerWatch,
     lanes: &InboundLanes,
 ) {
@@ -114,7 +114,7 @@ pub(super) fn read_lane(
                 // The inbox may be gone (the transport dropped); the lane is still read to
                 // its end so that the peer's shutdown gets its count.
                 let payload = payload.into();
-                let _ = inbox.send(Event::Message { tag, payload });
+                let _ = inbox.send(Delivery::Message { tag, payload });
             }
             Ok(Some(Frame::End { sent })) => {
                 if sent != received {
@@ -125,7 +125,7 @@ pub(super) fn read_lane(
                     );
                 }
                 watch.ended(peer, None);
-                let _ = inbox.send(Event::Ended("it shut down".into()));
+                let _ = inbox.send(Delivery::Ended("it shut down".into()));
                 // The count tells the peer that everything it sent is in the inbox.
                 let confirmed = stream.write_all(&received.to_le_bytes());
                 if let Err(e) = confirmed {
@@ -140,6 +140,6 @@ pub(super) fn read_lane(
         }
     };
     watch.ended(peer, Some(broken.clone()));
-    let _ = inbox.send(Event::Ended(broken));
+    let _ = inbox.send(Delivery::Ended(broken));
     lanes.ended(peer);
 }

@@ -19,7 +19,7 @@ use super::super::config::LATENCY_BOUND_BYTES;
 use super::super::outbound::{check_received, check_size, lost_before_sending};
 use super::super::peer_watch::PeerWatch;
 use super::frame::{header, send_without_blocking, write_end, write_message_from, HEADER_BYTES};
-use crate::distribute::error::{DistributeError, Result};
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// A message queued for the writer thread: its frame's header, its payload, and how many
 /// bytes of the two the sending thread already put on the socket.
@@ -169,7 +169,7 @@ impl LaneWriter {
     }
 
     /// The error of a message with `tag` that cannot be sent: the lane broke or closed.
-    fn lost(&self, me: usize, tag: u64) -> DistributeError {
+    fn lost(&self, me: usize, tag: u64) -> CollectiveFault {
         let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         let reason = failure.as_deref().unwrap_or("its lane closed");
         lost_before_sending(me, self.peer, tag, reason)
@@ -197,15 +197,15 @@ impl LaneWriter {
             Ok(Ok(received)) => {
                 check_received(me, peer, received, self.shared.sent.load(Ordering::Acquire))
             }
-            Ok(Err(reason)) => Err(DistributeError::peer(
+            Ok(Err(reason)) => Err(CollectiveFault::peer(
                 peer,
                 format!("connection lost ({reason}) before it acknowledged rank {me}'s messages"),
             )),
-            Err(RecvTimeoutError::Timeout) => Err(DistributeError::peer(
+            Err(RecvTimeoutError::Timeout) => Err(CollectiveFault::peer(
                 peer,
                 format!("did not acknowledge rank {me}'s messages within {timeout:?}"),
             )),
-            Err(RecvTimeoutError::Disconnected) => Err(DistributeError::peer(
+            Err(RecvTimeoutError::Disconnected) => Err(CollectiveFault::peer(
                 peer,
                 format!("the lane from rank {me} failed: its writer stopped"),
             )),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{config, connect, expected_lanes, input, listeners, on_threads};
 use crate::distribute::testing::SplitMix;
-use crate::distribute::{all_reduce_sum, DistributeError, GrpcConfig, GrpcTransport, Transport};
+use crate::distribute::{all_reduce_sum, CollectiveFault, GrpcConfig, GrpcTransport, Transport};
 
 #[test]
 fn all_reduce_sums_are_exact_and_identical_on_2_3_and_4_ranks() {
@@ -60,9 +60,9 @@ fn tags_are_matched_in_order_and_peers_kept_apart() {
         };
         assert!(matches!(
             t.send(t.rank(), 0, vec![]),
-            Err(DistributeError::Invalid(_))
+            Err(CollectiveFault::Invalid(_))
         ));
-        assert!(matches!(t.recv(3, 0), Err(DistributeError::Invalid(_))));
+        assert!(matches!(t.recv(3, 0), Err(CollectiveFault::Invalid(_))));
         t.shutdown().unwrap();
         got
     });

@@ -10,7 +10,7 @@ use super::super::collective_proto::{Envelope, HelloRequest};
 use super::super::metadata;
 use super::super::token_value;
 use super::{config, connect, input, listeners, on_threads, try_connect};
-use crate::distribute::{all_reduce_sum, DistributeError, GrpcConfig, GrpcTransport, Transport};
+use crate::distribute::{all_reduce_sum, CollectiveFault, GrpcConfig, GrpcTransport, Transport};
 
 /// Calls `address`'s server with the generated client, claiming rank `rank` of 2 and
 /// presenting `token` if any: the codes of `Hello` and of `Deliver`.
@@ -89,7 +89,7 @@ fn ranks_with_different_tokens_both_name_the_token_at_once() {
     for (rank, result) in out.into_iter().enumerate() {
         let err = result.unwrap_err();
         assert!(
-            matches!(&err, DistributeError::Refused { rank: r, .. } if *r == 1 - rank),
+            matches!(&err, CollectiveFault::Refused { rank: r, .. } if *r == 1 - rank),
             "{err:?}"
         );
         let message = err.to_string();
@@ -126,7 +126,7 @@ fn a_peer_refused_for_its_token_that_left_is_reported_as_a_configuration_error()
         rank0.join().unwrap()
     });
     assert!(
-        matches!(&err, DistributeError::Refused { rank: 1, .. }),
+        matches!(&err, CollectiveFault::Refused { rank: 1, .. }),
         "{err:?}"
     );
     let message = err.to_string();
