@@ -96,7 +96,7 @@ impl Input {
     }
 }
 
-fn parse_args() -> Result<Args, String> {
+fn parse_args() -> anyhow::Result<Args> {
     let mut args = Args {
         features: 64,
         hidden: vec![128, 64],
@@ -117,11 +117,13 @@ fn parse_args() -> Result<Args, String> {
         }
         let value = given
             .get(i + 1)
-            .ok_or_else(|| format!("{flag}: expected a value"))?;
-        let number = |what: &str| -> Result<usize, String> {
+            .ok_or_else(|| anyhow::anyhow!("{flag}: expected a value"))?;
+        let number = |what: &str| -> anyhow::Result<usize> {
             match value.parse::<usize>() {
                 Ok(n) if n > 0 => Ok(n),
-                _ => Err(format!("{what} {value}: expected a positive number")),
+                _ => Err(anyhow::anyhow!(
+                    "{what} {value}: expected a positive number"
+                )),
             }
         };
         match flag {
@@ -133,7 +135,9 @@ fn parse_args() -> Result<Args, String> {
                     .split(',')
                     .map(|units| match units.trim().parse::<usize>() {
                         Ok(n) if n > 0 => Ok(n),
-                        _ => Err(format!("--hidden {value}: expected units like 128,64")),
+                        _ => Err(anyhow::anyhow!(
+                            "--hidden {value}: expected units like 128,64"
+                        )),
                     })
                     .collect::<Result<_, _>>()?
             }
@@ -142,7 +146,7 @@ fn parse_args() -> Result<Args, String> {
                 args.read_every_step = match value.as_str() {
                     "every" => true,
                     "never" => false,
-                    _ => return Err(format!("--read-loss {value}: expected every or never")),
+                    _ => anyhow::bail!("--read-loss {value}: expected every or never"),
                 }
             }
             "--input" => {
@@ -150,14 +154,10 @@ fn parse_args() -> Result<Args, String> {
                     "device" => Input::Device,
                     "host" => Input::Host,
                     "prefetched" => Input::Prefetched,
-                    _ => {
-                        return Err(format!(
-                            "--input {value}: expected device, host or prefetched"
-                        ))
-                    }
+                    _ => anyhow::bail!("--input {value}: expected device, host or prefetched"),
                 }
             }
-            _ => return Err(format!("unknown option {flag}")),
+            _ => anyhow::bail!("unknown option {flag}"),
         }
         i += 2;
     }
