@@ -1,7 +1,7 @@
 //! Version numbers claimed by several directories: copies of one export serve as that
 //! version; different exports make it ambiguous, refused and logged naming every directory.
 
-use estimator_serve::{Loaders, ModelConfig, Server};
+use estimator_serve::{LoadFault, Loaders, ModelConfig, Server};
 use serde_json::json;
 
 use crate::support::*;
@@ -99,7 +99,12 @@ fn numbers_written_two_ways_are_one_version_ambiguous_unless_the_exports_are_the
         version_of(&kept).to_string()
     );
     let versions = running.server.model_versions("iris").unwrap();
-    let why = versions.refused[&1_800_000_000].to_string();
+    let fault = &versions.refused[&1_800_000_000];
+    assert!(
+        matches!(fault, LoadFault::Ambiguous { version: 1_800_000_000, dirs } if dirs.len() == 2),
+        "{fault:?}"
+    );
+    let why = fault.to_string();
     assert!(why.contains(&plain.display().to_string()), "{why}");
     assert!(why.contains(&padded.display().to_string()), "{why}");
 
