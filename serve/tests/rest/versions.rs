@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use estimator_serve::{Batching, Loaders, ModelConfig, ModelConfigFile, Server};
+use estimator_serve::{Batching, LoadFault, Loaders, ModelConfig, ModelConfigFile, Server};
 use serde_json::json;
 
 use crate::support::*;
@@ -99,6 +99,12 @@ fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels
         metadata["model_spec"]["version"],
         version_of(&second).to_string()
     );
+    let versions = running.server.model_versions("iris").unwrap();
+    let fault = &versions.refused[&version_of(&broken)];
+    assert!(
+        matches!(fault, LoadFault::ExportInfo { path, .. } if path == &broken.join("export.json")),
+        "{fault:?}"
+    );
 }
 
 #[test]
@@ -168,4 +174,26 @@ fn a_canned_export_records_tf_s_name_and_one_made_before_names_were_recorded_sti
     let running = Running::start(server);
     let (code, body) = running.post("/v1/models/iris:predict", &json!({"instances": rows()}));
     assert_eq!(code, 200, "{body}");
+
+    // A newer version of an estimator no loader was given for: refused, naming it.
+    let foreign = base.join((version_of(&export) + 1).to_string());
+    copy_export(&export, &foreign);
+    info["estimator_type"] = json!("someone_else::Model");
+    std::fs::write(foreign.join("export.json"), info.to_string()).unwrap();
+    running.server.rescan();
+    let versions = running.server.model_versions("iris").unwrap();
+    let fault = &versions.refused[&version_of(&foreign)];
+    assert!(
+        matches!(fault, LoadFault::UnknownEstimator { estimator, .. } if estimator == "someone_else::Model"),
+        "{fault:?}"
+    );
+    assert!(
+        fault.to_string().contains("is not one this server loads"),
+        "{fault}"
+    );
+    let (_, status) = running.get("/v1/models/iris");
+    assert_eq!(
+        status["model_version_status"][0]["version"],
+        version_of(&export).to_string()
+    );
 }
