@@ -1,4 +1,4 @@
-//! The receiving end of one peer's messages: tag matching over the events its stream
+//! The receiving end of one peer's messages: tag matching over what its stream
 //! delivered, in order, with messages of other tags kept for later.
 
 use std::collections::{HashMap, VecDeque};
@@ -15,7 +15,7 @@ use crate::distribute::collective_fault::{CollectiveFault, Result};
 /// Messages from one peer to this rank.
 pub(super) struct Inbox {
     peer: usize,
-    events: Receiver<Delivery>,
+    deliveries: Receiver<Delivery>,
     /// Messages that arrived before they were asked for, by tag, oldest first.
     early: HashMap<u64, VecDeque<Payload>>,
     /// Why the peer's stream ended, once it has.
@@ -28,10 +28,10 @@ pub(super) struct Inbox {
 }
 
 impl Inbox {
-    pub(super) fn new(peer: usize, events: Receiver<Delivery>, busy_poll: Duration) -> Self {
+    pub(super) fn new(peer: usize, deliveries: Receiver<Delivery>, busy_poll: Duration) -> Self {
         Self {
             peer,
-            events,
+            deliveries,
             early: HashMap::new(),
             ended: None,
             busy_poll,
@@ -106,7 +106,7 @@ impl Inbox {
             }
             let slice = watch.heartbeat.min(deadline - now);
             let polled = self.poll(started + self.poll_window());
-            match polled.or_else(|_| self.events.recv_timeout(slice)) {
+            match polled.or_else(|_| self.deliveries.recv_timeout(slice)) {
                 Ok(Delivery::Message { tag: t, payload }) if t == tag => {
                     self.last_len = payload.len();
                     return Ok(payload);
@@ -168,7 +168,7 @@ impl Inbox {
     /// virtual.
     fn poll(&self, until: Instant) -> std::result::Result<Delivery, RecvTimeoutError> {
         loop {
-            match self.events.try_recv() {
+            match self.deliveries.try_recv() {
                 Ok(event) => return Ok(event),
                 Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
                 Err(TryRecvError::Empty) if Instant::now() >= until => {
