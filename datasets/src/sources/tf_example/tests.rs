@@ -296,6 +296,22 @@ fn malformed_records_are_errors_and_the_batch_stays_as_it_was() {
         err.to_string(),
         "malformed tf.Example: a length past the end"
     );
+    // A list of another wire type inside one feature: the error names the feature.
+    let mut entry = vec![0x0a, 5];
+    entry.extend_from_slice(b"image");
+    entry.extend_from_slice(&[0x12, 2, 0x10, 0x01]); // float_list as a varint
+    let mut features = vec![0x0a, entry.len() as u8];
+    features.extend_from_slice(&entry);
+    let mut example = vec![0x0a, features.len() as u8];
+    example.extend_from_slice(&features);
+    let err = parser
+        .parse_row(&example, &mut batch, &mut found)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "malformed tf.Example: a value list is not length-delimited in feature 'image'"
+    );
+    assert_eq!(batch, before);
     parser.parse_row(&good, &mut batch, &mut found).unwrap();
     assert_eq!(batch.rows, 2);
     assert_eq!(batch.example(1), batch.example(0));
