@@ -113,6 +113,17 @@ fn on_the_ps(ps: &InMemoryPs) -> (Vec<u64>, BTreeMap<String, usize>) {
     (snapshots.iter().map(|s| s.step).collect(), holders)
 }
 
+/// One training step through the ps tasks: pull, gradients, push.
+fn train_one_step(
+    session: &mut PsSession,
+    state: Trainee,
+    checkpoints: &CheckpointManager,
+) -> (Trainee, PushAnswer) {
+    let (state, _) = session.pull_model(state, checkpoints).unwrap();
+    let grads = state.gradients();
+    session.push_model(state, grads, checkpoints).unwrap()
+}
+
 /// The placement with every variable moved to the other of two ps tasks.
 fn swapped(placement: &Placement) -> Placement {
     let variables = placement.variables.iter();
@@ -178,11 +189,9 @@ fn told_done_by_a_ps_ahead_of_the_others_the_chief_puts_them_all_back_at_the_low
     });
     let mut session = chief(client, 3);
     let (_dir, checkpoints) = no_checkpoints();
-    let mut state = Trainee::new(0);
+    let state = Trainee::new(0);
     session.initialise_model(&state, None).unwrap();
-    (state, _) = session.pull_model(state, &checkpoints).unwrap();
-    let grads = state.gradients();
-    let (state, answer) = session.push_model(state, grads, &checkpoints).unwrap();
+    let (state, answer) = train_one_step(&mut session, state, &checkpoints);
     // ps:1 started at 3, the last step: it applies nothing and says done; ps:0 applied
     // the push (0 → 1).
     assert_eq!((answer, state.step), (PushAnswer::Dropped(1), 1));
@@ -209,14 +218,10 @@ fn a_restarted_ps_gets_the_latest_checkpoint_or_without_one_the_chiefs_values() 
     let (state, checkpoint) = session.gather_checkpoint(state, None).unwrap();
     checkpoints.save(&checkpoint).unwrap();
     let saved = state.values();
-    let (state, _) = session.pull_model(state, &checkpoints).unwrap();
-    let grads = state.gradients();
-    let (state, _) = session.push_model(state, grads, &checkpoints).unwrap();
+    let (state, _) = train_one_step(&mut session, state, &checkpoints);
     assert_eq!(state.step, 3);
     ps.restart(0, VariableOptimizer::new(&sgd()));
-    let (state, _) = session.pull_model(state, &checkpoints).unwrap();
-    let grads = state.gradients();
-    let (state, answer) = session.push_model(state, grads, &checkpoints).unwrap();
+    let (state, answer) = train_one_step(&mut session, state, &checkpoints);
     assert_eq!(
         (answer, state.step),
         (PushAnswer::Dropped(2), 2),
@@ -233,9 +238,7 @@ fn a_checkpoint_of_the_ps_tasks_records_their_step_and_placement() {
     let (_dir, checkpoints) = no_checkpoints();
     let state = Trainee::new(5);
     session.initialise_model(&state, None).unwrap();
-    let (state, _) = session.pull_model(state, &checkpoints).unwrap();
-    let grads = state.gradients();
-    let (state, _) = session.push_model(state, grads, &checkpoints).unwrap();
+    let (state, _) = train_one_step(&mut session, state, &checkpoints);
     let (state, checkpoint) = session.gather_checkpoint(state.at_step(0), None).unwrap();
     assert_eq!((state.step, checkpoint.global_step), (6, 6));
     assert_eq!(
