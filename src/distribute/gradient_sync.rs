@@ -7,6 +7,7 @@
 
 mod params;
 mod pipeline;
+mod slices;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -60,10 +61,11 @@ pub struct GradientAverager {
 }
 
 impl GradientAverager {
-    /// An averager fusing gradients into buckets of at most `bucket_bytes`, sent in f32.
+    /// An averager fusing gradients into buckets of at most `bucket_bytes` (at least one
+    /// f32 value), sent in f32.
     pub fn new(bucket_bytes: usize) -> Self {
         Self {
-            bucket_bytes,
+            bucket_bytes: bucket_bytes.max(4),
             collective: CollectiveConfig::default(),
             work: None,
             fusion: Vec::new(),
@@ -72,8 +74,9 @@ impl GradientAverager {
         }
     }
 
-    /// This averager moving each bucket between device and host as one tensor (`true`) or
-    /// gradient by gradient (`false`), whatever the backend.
+    /// This averager moving each bucket between device and host as one tensor, and a
+    /// gradient larger than a bucket in slices of a bucket each (`true`), or gradient by
+    /// gradient, each whole (`false`), whatever the backend.
     pub fn with_device_fusion(mut self, fuse: bool) -> Self {
         self.device_fusion = Some(fuse);
         self
@@ -112,7 +115,19 @@ impl GradientAverager {
         };
         // Every parameter takes part, with zeros where this rank has no gradient, so that
         // all ranks reduce the same buffers whether or not they had a batch.
-        let mut taken = take_gradients(model, &mut grads);
+        let taken = take_gradients(model, &mut grads);
+        // Host-memory backends lend each gradient's buffer without a copy; elsewhere each
+        // read and upload has a fixed cost, paid once per bucket when fused, and a large
+        // gradient crosses in slices of a bucket each.
+        let fuse_on_device = self.device_fusion.unwrap_or_else(|| {
+            let device = taken.values().find_map(|t| t.device.as_ref());
+            device.is_some_and(|d| !in_host_memory::<B::InnerBackend>(d))
+        });
+        let mut taken = if fuse_on_device {
+            slices::cut(taken, self.bucket_bytes / 4)
+        } else {
+            taken
+        };
         let fits = |work: &StepWork| {
             work.layout.len() == taken.len()
                 && (work.layout.iter().zip(&taken)).all(|((n, l), (p, t))| n == p && *l == t.len)
@@ -123,12 +138,6 @@ impl GradientAverager {
         }
         let work = self.work.as_ref().expect("work set above");
         let step = TensorData::new(vec![if present { 1.0f32 } else { 0.0 }, loss as f32], [2]);
-        // Host-memory backends lend each gradient's buffer without a copy; elsewhere each
-        // read and upload has a fixed cost, paid once per bucket when fused.
-        let fuse_on_device = self.device_fusion.unwrap_or_else(|| {
-            let device = taken.values().find_map(|t| t.device.as_ref());
-            device.is_some_and(|d| !in_host_memory::<B::InnerBackend>(d))
-        });
         let mut pipeline = Pipeline {
             taken: &mut taken,
             step: Some(step),
@@ -138,8 +147,11 @@ impl GradientAverager {
         };
         let control = pipeline.run(&work.buckets, work.overlap, &mut self.fusion, transport)?;
         let Pipeline {
-            averaged, stats, ..
+            mut averaged,
+            stats,
+            ..
         } = pipeline;
+        slices::join::<B>(&mut averaged);
         self.stats.add(&CommStats {
             steps: 1,
             bytes: work.bytes,

@@ -131,12 +131,15 @@ fn compressed_gradients_stay_identical_and_close_and_the_loss_exact() {
 #[test]
 fn buckets_read_off_the_device_as_one_tensor_average_to_the_same_bits() {
     // 64-byte buckets hold weight, bias and the step entry in one: fused, the weight and
-    // bias cross as one tensor each way; 8-byte buckets leave one gradient to a bucket,
-    // which is never fused. Compressed or not, the bits are those of the unfused path.
+    // bias cross as one tensor each way. Smaller buckets cut the 6-value weight into
+    // slices crossing one by one (8 bytes: three of 2 values; 20 bytes: 5 values and 1),
+    // joined again on the device. Compressed or not, the bits are those of the unfused path.
     for (bucket_bytes, compression) in [
         (64, Compression::None),
         (64, Compression::Bf16),
         (8, Compression::None),
+        (20, Compression::None),
+        (20, Compression::Bf16),
     ] {
         let averager = |fuse| {
             move || {
