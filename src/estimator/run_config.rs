@@ -45,6 +45,13 @@ pub struct RunConfig {
     /// 16-bit formats halve the bytes on the wire, sums are kept in f32.
     #[serde(default)]
     pub allreduce_compression: Compression,
+    /// Largest fusion bucket of a synchronous all-reduce, in bytes (default 4 MiB; Horovod's
+    /// fusion threshold, DDP's `bucket_cap_mb`): smaller gradients are packed into buckets
+    /// up to it, and on a GPU a larger gradient crosses in slices of this size, so that
+    /// reading one slice off the device, reducing the previous one and uploading the one
+    /// before overlap. At least 4 (one value).
+    #[serde(default = "default_allreduce_bucket_bytes")]
+    pub allreduce_bucket_bytes: usize,
     /// Seconds a replica waits for a silent peer before giving up on it (default 60).
     #[serde(default = "default_peer_timeout_secs")]
     pub peer_timeout_secs: u64,
@@ -97,6 +104,10 @@ pub struct RunConfig {
     pub cluster: Option<ClusterConfig>,
 }
 
+fn default_allreduce_bucket_bytes() -> usize {
+    crate::distribute::DEFAULT_BUCKET_BYTES
+}
+
 fn default_peer_timeout_secs() -> u64 {
     60
 }
@@ -136,6 +147,7 @@ impl RunConfig {
             train_distribute: Distribution::Auto,
             ps_mode: PsMode::default(),
             allreduce_compression: Compression::None,
+            allreduce_bucket_bytes: default_allreduce_bucket_bytes(),
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
             stall_warning_secs: default_stall_warning_secs(),
@@ -184,6 +196,12 @@ impl RunConfig {
     /// Send gradients in `compression`'s format when synchronous replicas average them.
     pub fn with_allreduce_compression(mut self, compression: Compression) -> Self {
         self.allreduce_compression = compression;
+        self
+    }
+
+    /// Fuse gradients into all-reduce buckets of at most `bytes` (at least 4).
+    pub fn with_allreduce_bucket_bytes(mut self, bytes: usize) -> Self {
+        self.allreduce_bucket_bytes = bytes;
         self
     }
 

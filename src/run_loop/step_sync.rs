@@ -19,7 +19,7 @@ use datasets::Position;
 use super::train_state::TrainState;
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::ps::{PsMode, PsReplica};
-use crate::distribute::{CommStats, Compression, LocalStep, Replica};
+use crate::distribute::{CommStats, GradientAverager, LocalStep, Replica};
 use crate::error::Result;
 use crate::summary::SummaryWriter;
 
@@ -56,7 +56,7 @@ impl Peers {
 pub(crate) fn step_sync<B, M>(
     peers: Peers,
     manager: CheckpointManager,
-    compression: Compression,
+    averager: GradientAverager,
 ) -> Box<dyn StepSync<B, M>>
 where
     B: AutodiffBackend,
@@ -64,7 +64,7 @@ where
 {
     match peers {
         Peers::Alone => Box::new(OneDevice::new(manager)),
-        Peers::Ring(replica) => Box::new(RingSync::new(replica, manager, compression)),
+        Peers::Ring(replica) => Box::new(RingSync::new(replica, manager, averager)),
         Peers::ParameterServers(replica, mode) => Box::new(PsSync::new(replica, mode, manager)),
     }
 }

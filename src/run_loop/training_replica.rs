@@ -13,6 +13,7 @@ use super::train_loop::TrainLoop;
 use super::train_state::fresh_state;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
 use crate::device::{cpu_pool, cpu_threads, CpuTrainBackend, ResolvedDevice};
+use crate::distribute::GradientAverager;
 use crate::error::Result;
 use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
 
@@ -109,7 +110,12 @@ fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + 
     let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
     let train_loop = TrainLoop {
         estimator,
-        sync: step_sync(peers, manager, config.allreduce_compression),
+        sync: step_sync(
+            peers,
+            manager,
+            GradientAverager::new(config.allreduce_bucket_bytes)
+                .with_compression(config.allreduce_compression),
+        ),
         loss_readback: readback,
         listener,
     };

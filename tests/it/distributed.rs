@@ -11,7 +11,9 @@ use estimator::distribute::{
     Transport,
 };
 use estimator::optimizer::Clipping;
-use estimator::{Error, EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec, WarmStartSettings};
+use estimator::{
+    Error, EstimatorExt, OptimizerSpec, RunConfig, TrainOutcome, TrainSpec, WarmStartSettings,
+};
 use safetensors::SafeTensors;
 
 use crate::support::{examples, TinyClassifier};
@@ -91,15 +93,24 @@ fn multi_worker_sending(
     n: usize,
     compression: Compression,
 ) -> Vec<TrainOutcome> {
+    multi_worker_with(model_dir, optimizer, n, |config| {
+        config.with_allreduce_compression(compression)
+    })
+}
+
+/// [`multi_worker`] with each replica's run configuration changed by `configure`.
+fn multi_worker_with(
+    model_dir: &Path,
+    optimizer: OptimizerSpec,
+    n: usize,
+    configure: impl Fn(RunConfig) -> RunConfig,
+) -> Vec<TrainOutcome> {
     let names: Vec<String> = (0..n).map(|r| format!("worker:{r}")).collect();
     let handles: Vec<_> = InMemoryTransport::cluster_with_timeout(n, Duration::from_secs(20))
         .into_iter()
         .map(|transport| {
             let mut estimator = classifier(model_dir, optimizer.clone());
-            estimator.run_config = estimator
-                .run_config
-                .clone()
-                .with_allreduce_compression(compression);
+            estimator.run_config = configure(estimator.run_config.clone());
             let replica = Replica::new(Box::new(transport), names.clone());
             std::thread::spawn(move || {
                 estimator.train_with(
@@ -171,6 +182,24 @@ fn with_compressed_gradients_replicas_stay_identical_and_close_to_one_process() 
             "{compression}: max |replicas - single| = {diff}"
         );
         assert!(diff > 0.0, "{compression}: nothing was rounded");
+    }
+}
+
+#[test]
+fn replicas_train_like_one_process_whatever_the_bucket_size() {
+    // 4-byte buckets hold one value: every gradient is all-reduced alone, the step entry
+    // too; 64 bytes fuse the small ones.
+    for bucket_bytes in [4, 64] {
+        let dir = tempfile::tempdir().unwrap();
+        let optimizer = OptimizerSpec::adam(0.01);
+        let mwm = dir.path().join("mwm");
+        let outcomes = multi_worker_with(&mwm, optimizer.clone(), 2, |config| {
+            config.with_allreduce_bucket_bytes(bucket_bytes)
+        });
+        single(&dir.path().join("single"), optimizer, 2 * BATCH);
+        assert_eq!(outcomes[0].weights_crc32c, outcomes[1].weights_crc32c);
+        assert_eq!(outcomes[0].global_step, STEPS);
+        assert_equivalent(&mwm, &dir.path().join("single"));
     }
 }
 

@@ -192,7 +192,7 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let iris_train = PathBuf::from(iris("iris_train.csv"));
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["--intra-op-threads", "100000"],
             "--intra-op-threads 100000: more than the",
@@ -222,6 +222,11 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
         (
             &["--replicas-to-aggregate", "2"],
             "--replicas-to-aggregate 2 applies to --ps-mode sync only",
+        ),
+        (
+            // A bucket smaller than one f32 value.
+            &["--allreduce-bucket-bytes", "3"],
+            "invalid value '3' for '--allreduce-bucket-bytes",
         ),
     ];
     for (i, (flags, needle)) in cases.iter().enumerate() {

@@ -12,8 +12,7 @@ use datasets::Position;
 use super::{Ready, Restored, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::{
-    broadcast, CollectiveFault, CommStats, Compression, GradientAverager, LocalStep, Replica,
-    DEFAULT_BUCKET_BYTES,
+    broadcast, CollectiveFault, CommStats, GradientAverager, LocalStep, Replica,
 };
 use crate::error::{Error, Result};
 use crate::run_loop::train_state::TrainState;
@@ -33,12 +32,11 @@ pub(crate) struct RingSync {
 }
 
 impl RingSync {
-    /// Synchronises over `replica`, with fusion buckets of the default size, gradients
-    /// sent as `compression` says.
-    pub fn new(replica: Replica, manager: CheckpointManager, compression: Compression) -> Self {
+    /// Synchronises over `replica`, averaging gradients with `averager`.
+    pub fn new(replica: Replica, manager: CheckpointManager, averager: GradientAverager) -> Self {
         Self {
             replica,
-            averager: GradientAverager::new(DEFAULT_BUCKET_BYTES).with_compression(compression),
+            averager,
             summarised: CommStats::default(),
             manager,
             shared: None,

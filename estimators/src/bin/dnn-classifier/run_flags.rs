@@ -4,6 +4,7 @@
 use anyhow::{bail, Result};
 use estimator::cluster::ClusterConfig;
 use estimator::distribute::ps::PsMode;
+use estimator::distribute::DEFAULT_BUCKET_BYTES;
 use estimator::{Distribution, EvalSpec, Exporter, RunConfig, VarsToWarmStart, WarmStartSettings};
 
 use crate::train_args::{ExporterName, PsModeName, TrainArgs};
@@ -72,6 +73,11 @@ pub fn cluster_run_config(
         .with_prefetch_to_device(args.prefetch_to_device);
     // The flag's value, not the saved run's: a resumed run without it gets the default.
     run_config.device_cache_bytes = args.device_cache_bytes;
+    run_config.allreduce_bucket_bytes = args
+        .allreduce_bucket_bytes
+        .map_or(DEFAULT_BUCKET_BYTES, |b| {
+            usize::try_from(b).unwrap_or(usize::MAX)
+        });
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
     }

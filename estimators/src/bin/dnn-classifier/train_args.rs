@@ -266,6 +266,12 @@ pub struct TrainArgs {
     /// Example: `--allreduce-compression bf16`.
     #[arg(long, value_name = "none|fp16|bf16", default_value = "none")]
     pub allreduce_compression: Compression,
+    /// MultiWorkerMirrored and Mirrored: the largest fusion bucket in bytes (default
+    /// 4194304, 4 MiB): smaller gradients are packed into buckets up to it, and on a GPU a
+    /// larger one is reduced in slices of this size, overlapping copies and the wire.
+    /// Example: `--allreduce-bucket-bytes 16777216`.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(4..))]
+    pub allreduce_bucket_bytes: Option<u64>,
     /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
     /// before it exits with a retryable code naming it (default 60; at least 1).
     /// Example: `--peer-timeout-secs 30`.
