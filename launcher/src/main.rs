@@ -5,6 +5,7 @@
 //!
 //! Run `estimator-launch --help` for the flags.
 
+mod allocator;
 mod cli;
 mod cpus;
 mod error;
@@ -145,10 +146,12 @@ fn run(
 ) -> i32 {
     let inherited = omp_num_threads_text_from_env();
     let cpu_threads = cpus::per_task(inherited.as_deref(), cpus::available(), &layout.cluster);
+    let allocator = allocator::per_task(std::env::var_os(allocator::GLIBC_TUNABLES));
     let extras = supervise::Extras {
         gpus,
         certificates,
         cpu_threads: cpu_threads.as_deref(),
+        allocator,
     };
     match supervise::launch(layout, command, args.grace(), args.max_restarts, extras) {
         Ok(code) => code,
