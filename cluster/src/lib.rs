@@ -39,8 +39,8 @@ pub use launched::{
     RENDEZVOUS_PORT,
 };
 pub use process_settings::{
-    cuda_visible_devices_from_env, log_filter_from_env, mnist_dirs_from_env, CUDA_VISIBLE_DEVICES,
-    MNIST_DIR, RUST_LOG,
+    cuda_visible_devices_from_env, glibc_tunables_from_env, log_filter_from_env,
+    mnist_dirs_from_env, CUDA_VISIBLE_DEVICES, GLIBC_TUNABLES, MNIST_DIR, RUST_LOG,
 };
 pub use spec::ClusterSpec;
 pub use task::{Task, TaskType};

@@ -1,8 +1,10 @@
 //! Variables other programs define that this framework's processes honour as they are:
 //! `RUST_LOG` (the log filter every tracing program reads), `CUDA_VISIBLE_DEVICES` (the GPUs
-//! a process may use) and `MNIST_DIR` (where the MNIST files are); read here so that the
-//! rest of the workspace takes them as arguments.
+//! a process may use), `GLIBC_TUNABLES` (the C library's settings, which the launcher passes
+//! on) and `MNIST_DIR` (where the MNIST files are); read here so that the rest of the
+//! workspace takes them as arguments.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The log filter variable.
@@ -10,6 +12,9 @@ pub const RUST_LOG: &str = "RUST_LOG";
 
 /// The GPUs CUDA shows this process.
 pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+
+/// The settings glibc (2.26 and later) reads at start-up; other C libraries ignore it.
+pub const GLIBC_TUNABLES: &str = "GLIBC_TUNABLES";
 
 /// A directory holding the MNIST IDX files.
 pub const MNIST_DIR: &str = "MNIST_DIR";
@@ -22,6 +27,11 @@ pub fn log_filter_from_env() -> Option<String> {
 /// This process's `CUDA_VISIBLE_DEVICES` as set; `None` when unset or not Unicode.
 pub fn cuda_visible_devices_from_env() -> Option<String> {
     std::env::var(CUDA_VISIBLE_DEVICES).ok()
+}
+
+/// This process's `GLIBC_TUNABLES` as set, even empty; `None` when unset.
+pub fn glibc_tunables_from_env() -> Option<OsString> {
+    std::env::var_os(GLIBC_TUNABLES)
 }
 
 /// The directories to look for the MNIST files in, first match wins: `$MNIST_DIR` when

@@ -10,9 +10,7 @@
 
 use std::ffi::OsString;
 
-/// The variable glibc (2.26 and later) reads its tunables from at start-up; other C
-/// libraries ignore it.
-pub const GLIBC_TUNABLES: &str = "GLIBC_TUNABLES";
+pub use estimator_cluster::GLIBC_TUNABLES;
 
 /// What every task gets when the launcher inherits no `GLIBC_TUNABLES`: blocks up to the
 /// largest the heap serves (32 MiB) come from the heap, and the heap keeps up to 1 GiB of

@@ -19,7 +19,8 @@ mod supervise;
 mod tls;
 
 use estimator_cluster::{
-    cluster_source_from_env, cuda_visible_devices_from_env, omp_num_threads_text_from_env,
+    cluster_source_from_env, cuda_visible_devices_from_env, glibc_tunables_from_env,
+    omp_num_threads_text_from_env,
 };
 
 use crate::cli::{CertsArgs, Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
@@ -146,7 +147,7 @@ fn run(
 ) -> i32 {
     let inherited = omp_num_threads_text_from_env();
     let cpu_threads = cpus::per_task(inherited.as_deref(), cpus::available(), &layout.cluster);
-    let allocator = allocator::per_task(std::env::var_os(allocator::GLIBC_TUNABLES));
+    let allocator = allocator::per_task(glibc_tunables_from_env());
     let extras = supervise::Extras {
         gpus,
         certificates,
