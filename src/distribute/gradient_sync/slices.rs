@@ -51,9 +51,7 @@ pub(super) fn cut<B: AutodiffBackend>(
 type Slice<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;
 
 /// Joins the averaged slices in `averaged` back into whole gradients, on their device.
-pub(super) fn join<B: AutodiffBackend>(
-    averaged: &mut BTreeMap<String, Tensor<B::InnerBackend, 1>>,
-) {
+pub(super) fn join<B: AutodiffBackend>(averaged: &mut BTreeMap<String, Slice<B>>) {
     let sliced: Vec<String> = averaged
         .keys()
         .filter(|name| name.contains(SLICE_MARK))
