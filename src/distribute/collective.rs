@@ -10,6 +10,7 @@ mod config;
 mod partition;
 mod payload_codec;
 mod ring_schedule;
+mod split_pass;
 mod tag;
 
 pub use all_reduce::{all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with};
@@ -18,5 +19,6 @@ pub use barrier::{barrier, dissemination_rounds};
 pub use broadcast::{broadcast, broadcast_with, BroadcastChain};
 pub use compression::Compression;
 pub use config::{CollectiveConfig, DEFAULT_SEGMENT_BYTES};
+pub(crate) use payload_codec::encode;
 pub use ring_schedule::{Action, Combine, RingSchedule};
 pub use tag::{CollectivePhase, Tag};

@@ -17,8 +17,11 @@ use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::TensorData;
 
-use super::{BucketPlan, CollectiveConfig, CommStats, Compression, Result, StepLoss, Transport};
-use crate::device::in_host_memory;
+use super::{
+    BucketPlan, CollectiveConfig, CollectiveFault, CommStats, Compression, Result, StepLoss,
+    Transport,
+};
+use crate::device::{in_host_memory, max_intra_op_threads};
 use params::{take_gradients, Rebuild};
 use pipeline::Pipeline;
 
@@ -57,6 +60,10 @@ pub struct GradientAverager {
     /// Whether buckets cross between device and host as one tensor; `None`: where the
     /// backend keeps tensors off host memory.
     device_fusion: Option<bool>,
+    /// Threads the passes over a bucket's values are split over.
+    threads: usize,
+    /// Those threads, started at the first all-reduce that needs them.
+    pool: Option<rayon::ThreadPool>,
     stats: CommStats,
 }
 
@@ -70,8 +77,19 @@ impl GradientAverager {
             work: None,
             fusion: Vec::new(),
             device_fusion: None,
+            threads: 1,
+            pool: None,
             stats: CommStats::default(),
         }
+    }
+
+    /// This averager splitting the passes over large segments of gradients (encoding,
+    /// summing, dividing) over `threads` threads of its own: cores that would otherwise
+    /// wait while a GPU's host, or a CPU replica's intra-op threads, synchronise.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self.collective = self.collective.with_threads(self.threads);
+        self
     }
 
     /// This averager moving each bucket between device and host as one tensor, and a
@@ -137,6 +155,9 @@ impl GradientAverager {
             self.work = Some(StepWork::new(layout, self.bucket_bytes, self.collective)?);
         }
         let work = self.work.as_ref().expect("work set above");
+        if self.threads > 1 && self.pool.is_none() {
+            self.pool = Some(allreduce_pool(self.threads)?);
+        }
         let step = TensorData::new(vec![if present { 1.0f32 } else { 0.0 }, loss as f32], [2]);
         let mut pipeline = Pipeline {
             taken: &mut taken,
@@ -145,7 +166,13 @@ impl GradientAverager {
             stats: CommStats::default(),
             fuse_on_device,
         };
-        let control = pipeline.run(&work.buckets, work.overlap, &mut self.fusion, transport)?;
+        let control = pipeline.run(
+            &work.buckets,
+            work.overlap,
+            &mut self.fusion,
+            self.pool.as_ref(),
+            transport,
+        )?;
         let Pipeline {
             mut averaged,
             stats,
@@ -179,6 +206,24 @@ impl GradientAverager {
             })),
         }
     }
+}
+
+/// The threads a step's all-reduces run on (one of them the all-reduce's own); refused
+/// beyond what one CPU operation may use.
+fn allreduce_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    let most = max_intra_op_threads();
+    if threads > most {
+        return Err(CollectiveFault::invalid(format!(
+            "allreduce_threads = {threads}: more than the {most} threads this machine can use"
+        )));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("allreduce-{i}"))
+        .build()
+        .map_err(|e| {
+            CollectiveFault::invalid(format!("cannot start {threads} all-reduce threads: {e}"))
+        })
 }
 
 /// The all-reduces of one step for a layout of gradients (path, length), in order: each

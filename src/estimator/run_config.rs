@@ -52,6 +52,12 @@ pub struct RunConfig {
     /// before overlap. At least 4 (one value).
     #[serde(default = "default_allreduce_bucket_bytes")]
     pub allreduce_bucket_bytes: usize,
+    /// Threads a synchronous all-reduce splits its passes over gradients (encoding, summing,
+    /// dividing) over; 0 (the default): the replica's CPU threads per operation, at most 4,
+    /// since those cores wait while gradients are averaged (on a GPU's host, this process's
+    /// share of the cores).
+    #[serde(default)]
+    pub allreduce_threads: usize,
     /// Seconds a replica waits for a silent peer before giving up on it (default 60).
     #[serde(default = "default_peer_timeout_secs")]
     pub peer_timeout_secs: u64,
@@ -148,6 +154,7 @@ impl RunConfig {
             ps_mode: PsMode::default(),
             allreduce_compression: Compression::None,
             allreduce_bucket_bytes: default_allreduce_bucket_bytes(),
+            allreduce_threads: 0,
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
             stall_warning_secs: default_stall_warning_secs(),
@@ -202,6 +209,13 @@ impl RunConfig {
     /// Fuse gradients into all-reduce buckets of at most `bytes` (at least 4).
     pub fn with_allreduce_bucket_bytes(mut self, bytes: usize) -> Self {
         self.allreduce_bucket_bytes = bytes;
+        self
+    }
+
+    /// Split a synchronous all-reduce's passes over gradients over `threads` threads (0:
+    /// automatic).
+    pub fn with_allreduce_threads(mut self, threads: usize) -> Self {
+        self.allreduce_threads = threads;
         self
     }
 

@@ -41,6 +41,12 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     let config = estimator.run_config();
     let device = config.device.resolve()?;
     let readback = config.loss_readback.on(device);
+    let threads = allreduce_threads(config.allreduce_threads, || {
+        cpu_threads(config.intra_op_threads, place.replicas)
+    });
+    let averager = GradientAverager::new(config.allreduce_bucket_bytes)
+        .with_compression(config.allreduce_compression)
+        .with_threads(threads);
     match device {
         ResolvedDevice::Cpu => {
             let most = cpu_threads(config.intra_op_threads, place.replicas);
@@ -64,6 +70,7 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
                     dataset,
                     spec,
                     peers,
+                    averager,
                     readback,
                     listener,
                 )
@@ -73,11 +80,13 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
         ResolvedDevice::Cuda(index) => {
             type Cuda = burn::backend::Autodiff<crate::device::CudaBackend>;
             let device = burn::backend::cuda::CudaDevice::new(index + place.rank);
-            train_on::<Cuda, E, D>(estimator, device, dataset, spec, peers, readback, listener)
+            train_on::<Cuda, E, D>(
+                estimator, device, dataset, spec, peers, averager, readback, listener,
+            )
         }
         #[cfg(not(feature = "cuda"))]
         ResolvedDevice::Cuda(_) => {
-            let _ = (place.rank, readback);
+            let _ = (place.rank, readback, averager);
             Err(crate::error::Error::Config(
                 "built without the `cuda` feature".into(),
             ))
@@ -85,14 +94,31 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     }
 }
 
+/// Most threads an all-reduce takes by itself: its passes are bound by memory bandwidth
+/// beyond a few.
+const MOST_AUTOMATIC_ALLREDUCE_THREADS: usize = 4;
+
+/// The threads a replica's all-reduces split their passes over: `setting` when not 0, else
+/// the replica's CPU threads (`cpu_threads`), which wait while it synchronises, at most
+/// [`MOST_AUTOMATIC_ALLREDUCE_THREADS`].
+fn allreduce_threads(setting: usize, cpu_threads: impl FnOnce() -> usize) -> usize {
+    match setting {
+        0 => cpu_threads().clamp(1, MOST_AUTOMATIC_ALLREDUCE_THREADS),
+        n => n,
+    }
+}
+
 /// One replica on `device` of backend `B`: a freshly built model and optimizer, and the
-/// loop over them, reading back the losses `readback` says (resolved for the device).
+/// loop over them, averaging gradients with `averager` when it has peers to average with,
+/// reading back the losses `readback` says (resolved for the device).
+#[allow(clippy::too_many_arguments)] // the replica's parts, each from the caller's setup
 fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     estimator: &'a E,
     device: B::Device,
     dataset: D,
     spec: TrainSpec,
     peers: Peers,
+    averager: GradientAverager,
     readback: LossReadback,
     listener: Option<&'a mut CheckpointListener<'a>>,
 ) -> Result<TrainOutcome> {
@@ -110,14 +136,22 @@ fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + 
     let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
     let train_loop = TrainLoop {
         estimator,
-        sync: step_sync(
-            peers,
-            manager,
-            GradientAverager::new(config.allreduce_bucket_bytes)
-                .with_compression(config.allreduce_compression),
-        ),
+        sync: step_sync(peers, manager, averager),
         loss_readback: readback,
         listener,
     };
     train_loop.run(state, dataset, spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_reduce_threads_follow_the_setting_else_the_replicas_cpu_threads_up_to_four() {
+        assert_eq!(allreduce_threads(6, || unreachable!()), 6);
+        assert_eq!(allreduce_threads(0, || 1), 1);
+        assert_eq!(allreduce_threads(0, || 3), 3);
+        assert_eq!(allreduce_threads(0, || 16), 4);
+    }
 }

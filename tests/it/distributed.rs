@@ -186,15 +186,17 @@ fn with_compressed_gradients_replicas_stay_identical_and_close_to_one_process() 
 }
 
 #[test]
-fn replicas_train_like_one_process_whatever_the_bucket_size() {
+fn replicas_train_like_one_process_whatever_the_bucket_size_and_threads() {
     // 4-byte buckets hold one value: every gradient is all-reduced alone, the step entry
-    // too; 64 bytes fuse the small ones.
-    for bucket_bytes in [4, 64] {
+    // too; 64 bytes fuse the small ones; 3 threads run the all-reduces on a pool.
+    for (bucket_bytes, threads) in [(4, 1), (64, 1), (64, 3)] {
         let dir = tempfile::tempdir().unwrap();
         let optimizer = OptimizerSpec::adam(0.01);
         let mwm = dir.path().join("mwm");
         let outcomes = multi_worker_with(&mwm, optimizer.clone(), 2, |config| {
-            config.with_allreduce_bucket_bytes(bucket_bytes)
+            config
+                .with_allreduce_bucket_bytes(bucket_bytes)
+                .with_allreduce_threads(threads)
         });
         single(&dir.path().join("single"), optimizer, 2 * BATCH);
         assert_eq!(outcomes[0].weights_crc32c, outcomes[1].weights_crc32c);

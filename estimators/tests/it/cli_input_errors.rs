@@ -192,10 +192,14 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let iris_train = PathBuf::from(iris("iris_train.csv"));
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["--intra-op-threads", "100000"],
             "--intra-op-threads 100000: more than the",
+        ),
+        (
+            &["--allreduce-threads", "100000"],
+            "--allreduce-threads 100000: more than the",
         ),
         (
             &["--prefetch-to-device", "1000000000000"],

@@ -63,7 +63,7 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                 let started = Instant::now();
                 let payload = match finalized.take() {
                     Some((done, payload)) if done == range => payload,
-                    _ => encode(&values[range], compression),
+                    _ => encode(&values[range], compression, config.threads),
                 };
                 *compute += started.elapsed();
                 transport
@@ -79,7 +79,7 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                 let dst = &mut values[range.clone()];
                 let mut fold = |payload: Lent<'_>| {
                     let started = Instant::now();
-                    let folded = fold_into(dst, payload, combine, compression)
+                    let folded = fold_into(dst, payload, combine, compression, config.threads)
                         .map_err(|e| CollectiveFault::peer(from, e.to_string()));
                     *compute += started.elapsed();
                     folded
@@ -89,7 +89,7 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                     .map_err(|e| e.during(tag))?;
                 if schedule.completes_reduction(tag) {
                     let started = Instant::now();
-                    let payload = finalize_and_encode(dst, divisor, compression);
+                    let payload = finalize_and_encode(dst, divisor, compression, config.threads);
                     finalized = Some((range, payload));
                     *compute += started.elapsed();
                 }

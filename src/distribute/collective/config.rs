@@ -20,6 +20,10 @@ pub struct CollectiveConfig {
     pub segment_bytes: usize,
     /// The format all-reduce values travel in (sums are kept in f32).
     pub compression: Compression,
+    /// Threads of the calling rayon pool a pass over a large segment (encoding, summing,
+    /// finalizing) may be split over; 1 (the default), or a caller in no pool: the calling
+    /// thread alone.
+    pub threads: usize,
 }
 
 impl Default for CollectiveConfig {
@@ -27,6 +31,7 @@ impl Default for CollectiveConfig {
         Self {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             compression: Compression::None,
+            threads: 1,
         }
     }
 }
@@ -44,6 +49,15 @@ impl CollectiveConfig {
     pub fn with_compression(self, compression: Compression) -> Self {
         Self {
             compression,
+            ..self
+        }
+    }
+
+    /// This configuration splitting its passes over large segments over up to `threads`
+    /// threads of the pool it is called in.
+    pub fn with_threads(self, threads: usize) -> Self {
+        Self {
+            threads: threads.max(1),
             ..self
         }
     }

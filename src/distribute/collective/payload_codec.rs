@@ -4,6 +4,7 @@
 use half::f16;
 
 use super::compression::{bf16_from_f32, bf16_to_f32};
+use super::split_pass::{split_pass, split_pass_reading};
 use super::{Combine, Compression};
 use crate::distribute::Lent;
 
@@ -12,40 +13,42 @@ const NATIVE_IS_WIRE: bool = cfg!(target_endian = "little");
 
 /// The little-endian bytes of `values` in `compression`'s format. Written as whole words
 /// where the buffer is aligned for them (it always is, coming from the allocator), so that
-/// the loop compiles to vector code.
-pub(super) fn encode(values: &[f32], compression: Compression) -> Vec<u8> {
+/// the loop compiles to vector code; split over up to `threads` threads of the calling pool.
+pub(crate) fn encode(values: &[f32], compression: Compression, threads: usize) -> Vec<u8> {
     let mut out = vec![0u8; values.len() * compression.element_bytes()];
     match compression {
         Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(&mut out) {
-            Ok(words) if NATIVE_IS_WIRE => words
-                .iter_mut()
-                .zip(values)
-                .for_each(|(w, v)| *w = v.to_bits()),
+            Ok(words) if NATIVE_IS_WIRE => split_pass_reading(words, values, threads, |w, v| {
+                w.iter_mut().zip(v).for_each(|(w, v)| *w = v.to_bits())
+            }),
             _ => encode_bytes(&mut out, values, |v| v.to_bits().to_le_bytes()),
         },
-        Compression::Fp16 => encode_halves(&mut out, values, |v| f16::from_f32(v).to_bits()),
-        Compression::Bf16 => encode_halves(&mut out, values, bf16_from_f32),
+        Compression::Fp16 => {
+            encode_halves(&mut out, values, threads, |v| f16::from_f32(v).to_bits())
+        }
+        Compression::Bf16 => encode_halves(&mut out, values, threads, bf16_from_f32),
     }
     out
 }
 
 /// Divides `values` by `divisor` and rounds them to `compression`'s format in place,
 /// returning their encoding: what the rank that completed a chunk's sum keeps and sends
-/// round the ring, in one pass over it.
+/// round the ring, in one pass over it (split as [`encode`] is).
 pub(super) fn finalize_and_encode(
     values: &mut [f32],
     divisor: f32,
     compression: Compression,
+    threads: usize,
 ) -> Vec<u8> {
     let mut out = vec![0u8; values.len() * compression.element_bytes()];
     match compression {
         Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(&mut out) {
-            Ok(words) if NATIVE_IS_WIRE => {
-                for (w, v) in words.iter_mut().zip(values.iter_mut()) {
+            Ok(words) if NATIVE_IS_WIRE => split_pass(words, values, threads, |w, v| {
+                for (w, v) in w.iter_mut().zip(v.iter_mut()) {
                     *v /= divisor;
                     *w = v.to_bits();
                 }
-            }
+            }),
             _ => {
                 values.iter_mut().for_each(|v| *v /= divisor);
                 encode_bytes(&mut out, values, |v| v.to_bits().to_le_bytes());
@@ -55,15 +58,15 @@ pub(super) fn finalize_and_encode(
             values
                 .iter_mut()
                 .for_each(|v| *v = compression.round(*v / divisor));
-            encode_halves(&mut out, values, |v| f16::from_f32(v).to_bits());
+            encode_halves(&mut out, values, threads, |v| f16::from_f32(v).to_bits());
         }
         Compression::Bf16 => match bytemuck::try_cast_slice_mut::<u8, u16>(&mut out) {
-            Ok(halves) if NATIVE_IS_WIRE => {
-                for (h, v) in halves.iter_mut().zip(values.iter_mut()) {
+            Ok(halves) if NATIVE_IS_WIRE => split_pass(halves, values, threads, |h, v| {
+                for (h, v) in h.iter_mut().zip(v.iter_mut()) {
                     *h = bf16_from_f32(*v / divisor);
                     *v = bf16_to_f32(*h);
                 }
-            }
+            }),
             _ => {
                 values
                     .iter_mut()
@@ -75,12 +78,11 @@ pub(super) fn finalize_and_encode(
     out
 }
 
-fn encode_halves(out: &mut [u8], values: &[f32], half: impl Fn(f32) -> u16) {
+fn encode_halves(out: &mut [u8], values: &[f32], threads: usize, half: impl Fn(f32) -> u16 + Sync) {
     match bytemuck::try_cast_slice_mut::<u8, u16>(out) {
-        Ok(halves) if NATIVE_IS_WIRE => halves
-            .iter_mut()
-            .zip(values)
-            .for_each(|(h, v)| *h = half(*v)),
+        Ok(halves) if NATIVE_IS_WIRE => split_pass_reading(halves, values, threads, |h, v| {
+            h.iter_mut().zip(v).for_each(|(h, v)| *h = half(*v))
+        }),
         _ => encode_bytes(out, values, |v| half(v).to_le_bytes()),
     }
 }
@@ -109,12 +111,13 @@ pub(super) struct PayloadSizeError {
 
 /// Folds the values of `payload`, in `compression`'s format, into `dst` by `combine`, reading
 /// the payload in the pieces it arrived in (a piece may end inside a value). The error says
-/// how the sizes differ; nothing is folded then.
+/// how the sizes differ; nothing is folded then. Long pieces are split as [`encode`] is.
 pub(super) fn fold_into(
     dst: &mut [f32],
     payload: Lent<'_>,
     combine: Combine,
     compression: Compression,
+    threads: usize,
 ) -> Result<(), PayloadSizeError> {
     let width = compression.element_bytes();
     if payload.len() != dst.len() * width {
@@ -135,7 +138,13 @@ pub(super) fn fold_into(
             if carried < width {
                 continue;
             }
-            fold_whole(&mut dst[at..at + 1], &split[..width], combine, compression);
+            fold_whole(
+                &mut dst[at..at + 1],
+                &split[..width],
+                combine,
+                compression,
+                1,
+            );
             at += 1;
         }
         let whole = piece.len() / width;
@@ -144,6 +153,7 @@ pub(super) fn fold_into(
             &piece[..whole * width],
             combine,
             compression,
+            threads,
         );
         at += whole;
         let rest = &piece[whole * width..];
@@ -156,20 +166,38 @@ pub(super) fn fold_into(
 /// Folds `bytes`, exactly `dst.len()` values, into `dst`: one loop per format and
 /// combination, over whole words where the bytes are aligned for them, so that each
 /// compiles to straight vector code.
-fn fold_whole(dst: &mut [f32], bytes: &[u8], combine: Combine, compression: Compression) {
+fn fold_whole(
+    dst: &mut [f32],
+    bytes: &[u8],
+    combine: Combine,
+    compression: Compression,
+    threads: usize,
+) {
     match compression {
         Compression::None => match bytemuck::try_cast_slice::<u8, u32>(bytes) {
-            Ok(words) if NATIVE_IS_WIRE => fold_words(dst, words, combine, f32::from_bits),
+            Ok(words) if NATIVE_IS_WIRE => split_pass_reading(dst, words, threads, |d, w| {
+                fold_words(d, w, combine, f32::from_bits)
+            }),
             _ => fold_bytes(dst, bytes, combine, |b: [u8; 4]| f32::from_le_bytes(b)),
         },
-        Compression::Fp16 => fold_halves(dst, bytes, combine, |h| f16::from_bits(h).to_f32()),
-        Compression::Bf16 => fold_halves(dst, bytes, combine, bf16_to_f32),
+        Compression::Fp16 => {
+            fold_halves(dst, bytes, combine, threads, |h| f16::from_bits(h).to_f32())
+        }
+        Compression::Bf16 => fold_halves(dst, bytes, combine, threads, bf16_to_f32),
     }
 }
 
-fn fold_halves(dst: &mut [f32], bytes: &[u8], combine: Combine, decode: impl Fn(u16) -> f32) {
+fn fold_halves(
+    dst: &mut [f32],
+    bytes: &[u8],
+    combine: Combine,
+    threads: usize,
+    decode: impl Fn(u16) -> f32 + Sync,
+) {
     match bytemuck::try_cast_slice::<u8, u16>(bytes) {
-        Ok(halves) if NATIVE_IS_WIRE => fold_words(dst, halves, combine, decode),
+        Ok(halves) if NATIVE_IS_WIRE => split_pass_reading(dst, halves, threads, |d, h| {
+            fold_words(d, h, combine, &decode)
+        }),
         _ => fold_bytes(dst, bytes, combine, |b: [u8; 2]| {
             decode(u16::from_le_bytes(b))
         }),
@@ -213,7 +241,7 @@ mod tests {
         c: Compression,
     ) -> Result<(), PayloadSizeError> {
         let pieces: Vec<Bytes> = pieces.iter().cloned().map(Bytes::from).collect();
-        fold_into(dst, Lent::new(&pieces), combine, c)
+        fold_into(dst, Lent::new(&pieces), combine, c, 1)
     }
 
     #[test]
@@ -228,7 +256,7 @@ mod tests {
         let mut out = [0.0f32; 5];
         fold(
             &mut out,
-            &[encode(&values, Compression::None)],
+            &[encode(&values, Compression::None, 1)],
             Combine::Copy,
             Compression::None,
         )
@@ -241,7 +269,7 @@ mod tests {
     fn pieces_may_cut_values_anywhere() {
         let values: Vec<f32> = (0..37).map(|i| i as f32 * 0.37 - 3.0).collect();
         for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
-            let bytes = encode(&values, c);
+            let bytes = encode(&values, c, 1);
             let mut whole = vec![1.0f32; values.len()];
             fold(&mut whole, std::slice::from_ref(&bytes), Combine::Add, c).unwrap();
             for cuts in [vec![1], vec![3, 5], vec![1, 2, 3, 7, 11], vec![0, 0, 13]] {
@@ -266,7 +294,7 @@ mod tests {
         let mut acc = [1.0f32, 2.0];
         fold(
             &mut acc,
-            &[encode(&[0.5, 0.25], Compression::None)],
+            &[encode(&[0.5, 0.25], Compression::None, 1)],
             Combine::Add,
             Compression::None,
         )
@@ -274,7 +302,7 @@ mod tests {
         assert_eq!(acc, [1.5, 2.25]);
         let err = fold(
             &mut acc,
-            &[encode(&[1.0], Compression::None)],
+            &[encode(&[1.0], Compression::None, 1)],
             Combine::Add,
             Compression::None,
         )
@@ -287,7 +315,7 @@ mod tests {
         assert_eq!(acc, [1.5, 2.25], "nothing folded");
         let err = fold(
             &mut acc,
-            &[encode(&[1.0, 2.0], Compression::None)],
+            &[encode(&[1.0, 2.0], Compression::None, 1)],
             Combine::Add,
             Compression::Bf16,
         )
@@ -301,7 +329,7 @@ mod tests {
         let values: Vec<f32> = (0..29).map(|i| i as f32 * 1.37 - 9.0).collect();
         for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
             let mut kept = values.clone();
-            let sent = finalize_and_encode(&mut kept, 3.0, c);
+            let sent = finalize_and_encode(&mut kept, 3.0, c, 1);
             let mut received = vec![0.0f32; values.len()];
             fold(&mut received, &[sent], Combine::Copy, c).unwrap();
             assert_eq!(
@@ -315,9 +343,36 @@ mod tests {
     }
 
     #[test]
+    fn passes_split_over_a_pool_give_the_bits_of_one_thread() {
+        let len = 5 * (16 << 10) + 7;
+        let values: Vec<f32> = (0..len).map(|i| (i as f32 * 0.731).sin() * 1e3).collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
+        let passes = |threads: usize| {
+            let mut outputs = Vec::new();
+            for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
+                let sent = encode(&values, c, threads);
+                let mut kept = values.clone();
+                let finalized = finalize_and_encode(&mut kept, 3.0, c, threads);
+                let mut summed = values.clone();
+                let pieces = [Bytes::from(sent.clone())];
+                fold_into(&mut summed, Lent::new(&pieces), Combine::Add, c, threads).unwrap();
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                outputs.push((sent, finalized, bits(&kept), bits(&summed)));
+            }
+            outputs
+        };
+        let alone = passes(1);
+        assert_eq!(pool.install(|| passes(4)), alone);
+        assert_eq!(pool.install(|| passes(3)), alone);
+    }
+
+    #[test]
     fn sixteen_bit_formats_halve_the_bytes() {
-        assert_eq!(encode(&[1.0; 10], Compression::Bf16).len(), 20);
-        assert_eq!(encode(&[1.0; 10], Compression::Fp16).len(), 20);
-        assert_eq!(encode(&[1.0; 10], Compression::None).len(), 40);
+        assert_eq!(encode(&[1.0; 10], Compression::Bf16, 1).len(), 20);
+        assert_eq!(encode(&[1.0; 10], Compression::Fp16, 1).len(), 20);
+        assert_eq!(encode(&[1.0; 10], Compression::None, 1).len(), 40);
     }
 }

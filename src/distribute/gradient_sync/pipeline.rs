@@ -5,13 +5,15 @@ use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{DType, FloatDType, Tensor, TensorData};
 
 use super::params::Taken;
 use super::STEP_ENTRY;
-use crate::distribute::collective::{ring_all_reduce, Reduce};
-use crate::distribute::{CollectiveConfig, CollectiveFault, CommStats, Result, Transport};
+use crate::distribute::collective::{encode, ring_all_reduce, Reduce};
+use crate::distribute::{
+    CollectiveConfig, CollectiveFault, CommStats, Compression, Result, Transport,
+};
 
 /// Gradients by name, in a bucket's order.
 type Gradients = Vec<(String, TensorData)>;
@@ -29,6 +31,10 @@ pub(super) struct Work {
     /// The gradients the fused entry holds, if any.
     fused: Layout,
     collective: CollectiveConfig,
+    /// Whether the reduced gradients go back to the device in the 16-bit format they
+    /// travelled in: exact, since every averaged value was rounded to it, and half the
+    /// bytes of an upload.
+    upload_in_wire_format: bool,
 }
 
 /// One step's pass through the buckets.
@@ -50,12 +56,14 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
     /// them in order (this thread does, when there is nothing to `overlap`), reading each
     /// bucket's gradients off the device just before, and turns each reduced bucket back
     /// into tensors while the later ones are on the wire; returns the step entry averaged
-    /// over the ranks.
+    /// over the ranks. The all-reduces run on `pool` when there is one, whose other threads
+    /// then share their passes over long segments.
     pub(super) fn run<T: Transport + ?Sized>(
         &mut self,
         work: &[(Vec<String>, CollectiveConfig)],
         overlap: bool,
         fusion: &mut Vec<f32>,
+        pool: Option<&rayon::ThreadPool>,
         transport: &mut T,
     ) -> Result<Vec<f32>> {
         let mut control = Vec::new();
@@ -64,7 +72,7 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
             let mut times = WireTimes::default();
             for (names, collective) in work {
                 let mut bucket = self.take_bucket(names, *collective);
-                let reduced = times.reduce(transport, &mut bucket, fusion);
+                let reduced = on(pool, || times.reduce(transport, &mut bucket, fusion));
                 self.stats.seconds += times.busy.as_secs_f64();
                 self.stats.reduce_seconds += times.compute.as_secs_f64();
                 times = WireTimes::default();
@@ -77,15 +85,17 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         let (from_wire, reduced) = mpsc::channel::<Result<Work>>();
         std::thread::scope(|scope| {
             let wire = scope.spawn(move || {
-                let mut times = WireTimes::default();
-                for mut work in wire_work {
-                    let done = times.reduce(transport, &mut work, fusion);
-                    let failed = done.is_err();
-                    if from_wire.send(done.map(|()| work)).is_err() || failed {
-                        break;
+                on(pool, move || {
+                    let mut times = WireTimes::default();
+                    for mut work in wire_work {
+                        let done = times.reduce(transport, &mut work, fusion);
+                        let failed = done.is_err();
+                        if from_wire.send(done.map(|()| work)).is_err() || failed {
+                            break;
+                        }
                     }
-                }
-                times
+                    times
+                })
             });
             // Two buckets ahead: the next is read off the device while one is reduced.
             let mut sent = 0;
@@ -137,6 +147,9 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
             grads,
             fused,
             collective,
+            upload_in_wire_format: self.fuse_on_device
+                && collective.compression != Compression::None
+                && cfg!(target_endian = "little"),
         }
     }
 
@@ -210,8 +223,7 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         let Some(device) = self.taken.get(&name).and_then(|t| t.device.as_ref()) else {
             return;
         };
-        self.averaged
-            .insert(name, Tensor::from_data(values, device));
+        self.averaged.insert(name, upload(values, device));
     }
 }
 
@@ -224,7 +236,7 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         let Some(device) = layout.iter().find_map(|(name, _)| device_of(name)) else {
             return;
         };
-        let fused = Tensor::<B::InnerBackend, 1>::from_data(values, &device);
+        let fused = upload::<B::InnerBackend>(values, &device);
         let mut at = 0;
         for (name, len) in layout {
             if device_of(name).is_some() {
@@ -283,8 +295,50 @@ impl WireTimes {
                 reduced
             }
         };
+        if reduced.is_ok() && work.upload_in_wire_format {
+            let narrowing = Instant::now();
+            narrow_to_wire_format(work)?;
+            self.compute += narrowing.elapsed();
+        }
         self.busy += started.elapsed();
         reduced
+    }
+}
+
+/// Replaces the averaged gradients of `work` (the step entry aside, which travels in f32)
+/// by their encoding in the wire's 16-bit format, as tensor data of that type.
+fn narrow_to_wire_format(work: &mut Work) -> Result<()> {
+    let compression = work.collective.compression;
+    let dtype = match compression {
+        Compression::Bf16 => DType::BF16,
+        Compression::Fp16 => DType::F16,
+        Compression::None => return Ok(()),
+    };
+    for (name, data) in work.grads.iter_mut() {
+        if name == STEP_ENTRY {
+            continue;
+        }
+        let shape = data.shape.clone();
+        let bytes = encode(values_of(data)?, compression, work.collective.threads);
+        *data = TensorData::from_bytes_vec(bytes, shape, dtype);
+    }
+    Ok(())
+}
+
+/// `values` as an f32 tensor on `device`; 16-bit values cross in their own format and are
+/// widened there.
+fn upload<B: Backend>(values: TensorData, device: &B::Device) -> Tensor<B, 1> {
+    match values.dtype {
+        DType::F32 => Tensor::from_data(values, device),
+        dtype => Tensor::<B, 1>::from_data(values, (device, dtype)).cast(FloatDType::F32),
+    }
+}
+
+/// `work` run on `pool` (this thread waits), or on this thread when there is none.
+fn on<R: Send>(pool: Option<&rayon::ThreadPool>, work: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(pool) => pool.install(work),
+        None => work(),
     }
 }
 

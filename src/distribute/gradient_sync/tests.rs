@@ -133,7 +133,8 @@ fn buckets_read_off_the_device_as_one_tensor_average_to_the_same_bits() {
     // 64-byte buckets hold weight, bias and the step entry in one: fused, the weight and
     // bias cross as one tensor each way. Smaller buckets cut the 6-value weight into
     // slices crossing one by one (8 bytes: three of 2 values; 20 bytes: 5 values and 1),
-    // joined again on the device. Compressed or not, the bits are those of the unfused path.
+    // joined again on the device. Compressed or not, the bits are those of the unfused path
+    // (compressed, the fused path uploads the averages in the 16-bit format they travelled in).
     for (bucket_bytes, compression) in [
         (64, Compression::None),
         (64, Compression::Bf16),
@@ -234,4 +235,62 @@ fn bus_bandwidth_follows_the_ring_formula() {
     assert_eq!(stats.busbw_gbps(2), 1.0);
     assert_eq!(stats.busbw_gbps(4), 1.5);
     assert_eq!(stats.busbw_gbps(1), 0.0);
+}
+
+#[test]
+fn passes_shared_by_all_reduce_threads_average_to_the_bits_of_one_thread() {
+    // A 512x2048 weight on 3 ranks: ring segments of about 44k values, split in two
+    // between the threads. With 64 KiB buckets the weight is sliced on the fused path
+    // and the bias packed with the step entry, so both thread layouts are crossed.
+    let wide = || {
+        crate::seed::build_seeded::<B, _>(&Default::default(), 9, || {
+            LinearConfig::new(512, 2048).init(&Default::default())
+        })
+    };
+    let run = |threads: usize, compression: Compression, bucket_bytes: usize| {
+        let handles: Vec<_> = InMemoryTransport::cluster(3)
+            .into_iter()
+            .map(|mut transport| {
+                std::thread::spawn(move || {
+                    let m = wide();
+                    let rank = transport.rank();
+                    let x: Vec<f32> = (0..4 * 512)
+                        .map(|i| (((i + rank * 977) * 7919) % 201) as f32 / 100.0 - 1.0)
+                        .collect();
+                    let x = Tensor::<B, 2>::from_data(
+                        TensorData::new(x, [4, 512]),
+                        &Default::default(),
+                    );
+                    let y = m.forward(x);
+                    let loss = (y.clone() * y).mean();
+                    let local = LocalStep {
+                        grads: extract_gradients(&m, &mut loss.backward()),
+                        loss: StepLoss::Known(1.0),
+                    };
+                    let mut averager = GradientAverager::new(bucket_bytes)
+                        .with_compression(compression)
+                        .with_device_fusion(bucket_bytes < 1 << 20)
+                        .with_threads(threads);
+                    let averaged = averager.average(&m, Some(local), &mut transport).unwrap();
+                    let g = averaged.expect("every rank took the step").grads;
+                    let g = g.get::<<B as AutodiffBackend>::InnerBackend, 2>(m.weight.id);
+                    let bits = g.unwrap().into_data().to_vec::<f32>().unwrap();
+                    bits.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let out: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(out.iter().all(|bits| bits == &out[0]), "ranks differ");
+        out.into_iter().next().unwrap()
+    };
+    for compression in [Compression::None, Compression::Bf16] {
+        for bucket_bytes in [16 << 20, 64 << 10] {
+            let alone = run(1, compression, bucket_bytes);
+            assert_eq!(
+                run(3, compression, bucket_bytes),
+                alone,
+                "{compression}, {bucket_bytes}-byte buckets"
+            );
+        }
+    }
 }

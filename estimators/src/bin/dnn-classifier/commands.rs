@@ -32,7 +32,7 @@ pub fn run(command: Command, started: Instant) -> Result<()> {
 }
 
 fn evaluate(args: EvaluateArgs) -> Result<()> {
-    memory_check::check_threads(args.intra_op_threads)?;
+    memory_check::check_threads("--intra-op-threads", args.intra_op_threads)?;
     let classifier = load_classifier(&args.model_dir, device_flag(&args.device)?)?;
     let run_config = classifier.run_config().clone();
     let classifier =

@@ -53,15 +53,12 @@ pub fn check_fits(
     Ok(())
 }
 
-/// An error naming the flag when `threads` per CPU operation is more than this machine
-/// can use.
-pub fn check_threads(threads: usize) -> Result<()> {
+/// An error naming `flag` when its `threads` (per CPU operation, or sharing an
+/// all-reduce) are more than this machine can use.
+pub fn check_threads(flag: &str, threads: usize) -> Result<()> {
     let most = estimator::device::max_intra_op_threads();
     if threads > most {
-        bail!(
-            "--intra-op-threads {threads}: more than the {most} threads per operation this \
-             machine can use (8 per core)"
-        );
+        bail!("{flag} {threads}: more than the {most} threads this machine can use (8 per core)");
     }
     Ok(())
 }

@@ -272,6 +272,11 @@ pub struct TrainArgs {
     /// Example: `--allreduce-bucket-bytes 16777216`.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(4..))]
     pub allreduce_bucket_bytes: Option<u64>,
+    /// MultiWorkerMirrored and Mirrored: threads that share the all-reduce's passes over
+    /// gradients (default 0: the replica's CPU threads per operation, at most 4; on a GPU,
+    /// this process's share of the host's cores). Example: `--allreduce-threads 8`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub allreduce_threads: usize,
     /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
     /// before it exits with a retryable code naming it (default 60; at least 1).
     /// Example: `--peer-timeout-secs 30`.

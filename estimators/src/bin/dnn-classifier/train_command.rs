@@ -38,7 +38,8 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
-    memory_check::check_threads(args.intra_op_threads)?;
+    memory_check::check_threads("--intra-op-threads", args.intra_op_threads)?;
+    memory_check::check_threads("--allreduce-threads", args.allreduce_threads)?;
     memory_check::check_prefetch(args.prefetch_to_device, 0, args.batch_size, None)?;
     let train_files = InputFiles::resolve(&args.train)?;
     let eval_files = args.eval.as_deref().map(InputFiles::resolve).transpose()?;

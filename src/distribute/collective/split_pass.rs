@@ -1,0 +1,120 @@
+//! A pass over two aligned runs of values (a buffer and its encoding), split over threads
+//! of the rayon pool it is called in.
+//!
+//! A host that feeds a GPU, or a CPU replica whose intra-op threads wait while gradients
+//! are averaged, has cores to spare during a step's all-reduce; the pool's threads take
+//! the parts of a long pass, and every value is computed as it would be by one thread, so
+//! the result does not depend on the split.
+
+use rayon::prelude::*;
+
+/// Values below which a part is not handed to another thread: waking it costs more than
+/// the pass over them.
+const MIN_PART_VALUES: usize = 16 << 10;
+
+/// Runs `pass` over `a` and `b` (of the same length), in parts of at most `threads`, taken
+/// by the threads of the calling rayon pool; outside a pool, or for short runs, in one
+/// piece on this thread.
+pub(super) fn split_pass<A: Send, B: Send>(
+    a: &mut [A],
+    b: &mut [B],
+    threads: usize,
+    pass: impl Fn(&mut [A], &mut [B]) + Sync,
+) {
+    match part_len(a.len(), threads) {
+        None => pass(a, b),
+        Some(part) => {
+            (a.par_chunks_mut(part).zip(b.par_chunks_mut(part))).for_each(|(a, b)| pass(a, b))
+        }
+    }
+}
+
+/// [`split_pass`] where `b` is only read.
+pub(super) fn split_pass_reading<A: Send, B: Sync>(
+    a: &mut [A],
+    b: &[B],
+    threads: usize,
+    pass: impl Fn(&mut [A], &[B]) + Sync,
+) {
+    match part_len(a.len(), threads) {
+        None => pass(a, b),
+        Some(part) => {
+            (a.par_chunks_mut(part).zip(b.par_chunks(part))).for_each(|(a, b)| pass(a, b))
+        }
+    }
+}
+
+/// The length of each part of a pass over `len` values, `None` when it is not split.
+fn part_len(len: usize, threads: usize) -> Option<usize> {
+    let parts = parts(len, threads);
+    (parts >= 2).then(|| len.div_ceil(parts))
+}
+
+/// Parts a pass over `len` values is cut into: 1 outside a rayon pool (the global pool
+/// belongs to nobody here), else up to `threads` and the pool's size, none shorter than
+/// [`MIN_PART_VALUES`].
+fn parts(len: usize, threads: usize) -> usize {
+    if threads < 2 || rayon::current_thread_index().is_none() {
+        return 1;
+    }
+    (len / MIN_PART_VALUES).clamp(1, threads.min(rayon::current_num_threads()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_long_pass_in_a_pool_is_shared_by_its_threads_and_covers_every_value() {
+        let len = 8 * MIN_PART_VALUES + 3;
+        let seen = Mutex::new(HashSet::new());
+        let (mut a, mut b) = (vec![0u32; len], vec![0u16; len]);
+        pool(4).install(|| {
+            split_pass(&mut a, &mut b, 4, |a, b| {
+                seen.lock().unwrap().insert(std::thread::current().id());
+                a.iter_mut().for_each(|v| *v += 1);
+                b.iter_mut().for_each(|v| *v += 2);
+            })
+        });
+        assert!(a.iter().all(|v| *v == 1) && b.iter().all(|v| *v == 2));
+        assert!(seen.lock().unwrap().len() > 1, "one thread did it all");
+    }
+
+    #[test]
+    fn outside_a_pool_short_or_single_threaded_passes_stay_on_this_thread() {
+        let here = std::thread::current().id();
+        let check = |len: usize, threads: usize| {
+            let ran_here = Mutex::new(true);
+            let mut a = vec![0u8; len];
+            split_pass_reading(&mut a, &vec![1u8; len], threads, |a, b| {
+                *ran_here.lock().unwrap() &= std::thread::current().id() == here;
+                a.copy_from_slice(b);
+            });
+            assert!(a.iter().all(|v| *v == 1));
+            ran_here.into_inner().unwrap()
+        };
+        // Not in a pool: rayon's global pool is never borrowed.
+        assert!(check(16 * MIN_PART_VALUES, 4));
+        assert_eq!(parts(16 * MIN_PART_VALUES, 4), 1);
+        pool(4).install(|| {
+            assert_eq!(parts(16 * MIN_PART_VALUES, 1), 1);
+            assert_eq!(parts(MIN_PART_VALUES + 1, 4), 1);
+            assert_eq!(parts(3 * MIN_PART_VALUES, 4), 3);
+            assert_eq!(
+                parts(64 * MIN_PART_VALUES, 8),
+                4,
+                "the pool's size bounds it"
+            );
+        });
+    }
+}
