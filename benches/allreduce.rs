@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo bench --bench allreduce` (add `-- --sizes 1,16 --ranks 2 --rounds 3` for a
 //! quick run, `--segment-kib 4096` to cap messages at other than 1 MiB, `--compression bf16`
-//! to send 16-bit values). Every rank is a thread of this process with its own transports:
+//! to send 16-bit values, `--threads 4` to share each rank's encode, fold and finalize passes
+//! with a pool of that many threads, as a training task's all-reduce does). Every rank is a thread of this process with its own transports:
 //! a `GrpcTransport` with the same-host lane off (everything over HTTP/2), one with it on
 //! (the default for peers on 127.0.0.1), one over mutual TLS (certificates of a CA made for
 //! the run; lane off), and a `TcpTransport`: a minimal transport of this file, one plain
@@ -77,6 +78,10 @@ fn parse_args() -> Args {
                 let compression: Compression = name.parse().unwrap();
                 args.collective = args.collective.with_compression(compression);
             }
+            "--threads" => {
+                let threads = it.next().expect("--threads N").parse().unwrap();
+                args.collective = args.collective.with_threads(threads);
+            }
             // `cargo bench` passes --bench; ignore it and anything unknown.
             _ => {}
         }
@@ -88,10 +93,11 @@ fn parse_args() -> Args {
 fn main() {
     let args = parse_args();
     println!(
-        "ring all-reduce (sum), {} KiB segments at most, {} on the wire, median of {} rounds, \
-         loopback, {} vCPU",
+        "ring all-reduce (sum), {} KiB segments at most, {} on the wire, {} thread(s) per \
+         rank, median of {} rounds, loopback, {} vCPU",
         args.collective.segment_bytes >> 10,
         args.collective.compression,
+        args.collective.threads,
         args.rounds,
         thread::available_parallelism().map_or(0, |n| n.get())
     );
@@ -200,7 +206,14 @@ fn run_ranks(n: usize, args: &Args) {
                         "lanes to every peer"
                     );
                     assert!(transports[GRPC].same_host_peers().is_empty());
-                    rank_loop(transports, tcp, pair, barrier, args)
+                    match args.collective.threads {
+                        1 => rank_loop(transports, tcp, pair, barrier, args),
+                        threads => rayon::ThreadPoolBuilder::new()
+                            .num_threads(threads)
+                            .build()
+                            .unwrap()
+                            .install(|| rank_loop(transports, tcp, pair, barrier, args)),
+                    }
                 })
             })
             .collect();
