@@ -2,6 +2,7 @@
 
 mod grpc;
 mod in_memory;
+mod payload_pool;
 mod point_to_point;
 mod tls;
 
@@ -10,6 +11,7 @@ pub(crate) use grpc::{
 };
 pub use grpc::{GrpcConfig, GrpcTransport};
 pub use in_memory::{InMemoryTransport, DEFAULT_RECV_TIMEOUT};
+pub(crate) use payload_pool::PAYLOAD_POOL;
 pub use point_to_point::{Lent, Transport};
 pub(crate) use tls::tls_refusal;
 pub use tls::{ClusterTls, TlsFault};

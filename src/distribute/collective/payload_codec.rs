@@ -6,16 +6,18 @@ use half::f16;
 use super::compression::{bf16_from_f32, bf16_to_f32};
 use super::split_pass::{split_pass, split_pass_reading};
 use super::{Combine, Compression};
+use crate::distribute::transport::PAYLOAD_POOL;
 use crate::distribute::Lent;
 
 /// Whether values can be written and read as native words: the wire is little-endian.
 const NATIVE_IS_WIRE: bool = cfg!(target_endian = "little");
 
-/// The little-endian bytes of `values` in `compression`'s format. Written as whole words
+/// The little-endian bytes of `values` in `compression`'s format, in a buffer from the
+/// payload pool (every byte written). Written as whole words
 /// where the buffer is aligned for them (it always is, coming from the allocator), so that
 /// the loop compiles to vector code; split over up to `threads` threads of the calling pool.
 pub(crate) fn encode(values: &[f32], compression: Compression, threads: usize) -> Vec<u8> {
-    let mut out = vec![0u8; values.len() * compression.element_bytes()];
+    let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
     match compression {
         Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(&mut out) {
             Ok(words) if NATIVE_IS_WIRE => split_pass_reading(words, values, threads, |w, v| {
@@ -40,7 +42,7 @@ pub(super) fn finalize_and_encode(
     compression: Compression,
     threads: usize,
 ) -> Vec<u8> {
-    let mut out = vec![0u8; values.len() * compression.element_bytes()];
+    let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
     match compression {
         Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(&mut out) {
             Ok(words) if NATIVE_IS_WIRE => split_pass(words, values, threads, |w, v| {

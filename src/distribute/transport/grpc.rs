@@ -175,7 +175,9 @@ impl Transport for GrpcTransport {
         consume: &mut dyn FnMut(Lent<'_>) -> Result<()>,
     ) -> Result<()> {
         let payload = self.recv_payload(from, tag)?;
-        consume(payload.lent())
+        let consumed = consume(payload.lent());
+        payload.recycle();
+        consumed
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tonic::codegen::http::HeaderMap;
 use tonic::{Code, Status};
 
-use crate::distribute::transport::Lent;
+use crate::distribute::transport::{Lent, PAYLOAD_POOL};
 
 use super::collective_proto::Ack;
 use super::config::MAX_MESSAGE_BYTES;
@@ -226,6 +226,16 @@ impl Payload {
             out.extend_from_slice(chunk);
         }
         out
+    }
+}
+
+impl Payload {
+    /// Hands a payload read whole into a vector (a lane's) back to the payload pool once it
+    /// has been consumed, for the next message to be read into.
+    pub(super) fn recycle(self) {
+        if self.whole {
+            PAYLOAD_POOL.give(self.into_vec());
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use std::io::{self, IoSlice, Read, Write};
 use std::os::unix::net::UnixStream;
 
 use super::super::config::MAX_MESSAGE_BYTES;
+use crate::distribute::transport::PAYLOAD_POOL;
 
 /// The size of a frame's header.
 pub(super) const HEADER_BYTES: usize = 16;
@@ -133,14 +134,11 @@ pub(super) fn read_frame(input: &mut impl Read) -> io::Result<Option<Frame>> {
     }))
 }
 
-/// `len` bytes into a vector of exactly that capacity, read from the socket straight into
-/// it (no zeroing first where the reader supports it).
+/// `len` bytes into a vector from the payload pool (a payload consumed before hands its
+/// vector back), read from the socket straight into it.
 fn read_payload(input: &mut impl Read, len: usize) -> io::Result<Vec<u8>> {
-    let mut payload = Vec::with_capacity(len);
-    input.take(len as u64).read_to_end(&mut payload)?;
-    if payload.len() < len {
-        return Err(io::ErrorKind::UnexpectedEof.into());
-    }
+    let mut payload = PAYLOAD_POOL.take(len);
+    input.read_exact(&mut payload)?;
     Ok(payload)
 }
 

@@ -20,6 +20,7 @@ use super::super::outbound::{check_received, check_size, lost_before_sending};
 use super::super::peer_watch::PeerWatch;
 use super::frame::{header, send_without_blocking, write_end, write_message_from, HEADER_BYTES};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
+use crate::distribute::transport::PAYLOAD_POOL;
 
 /// A message queued for the writer thread: its frame's header, its payload, and how many
 /// bytes of the two the sending thread already put on the socket.
@@ -162,6 +163,8 @@ impl LaneWriter {
             if tx.send(message).is_err() {
                 return Err(self.lost(me, tag));
             }
+        } else {
+            PAYLOAD_POOL.give(message.payload);
         }
         drop(in_place);
         shared.sent.fetch_add(1, Ordering::AcqRel);
@@ -236,6 +239,8 @@ fn write_all_queued(shared: &Shared, queue: &Receiver<Queued>, ack_timeout: Dura
         )
         .map_err(broke)?;
         shared.queued.fetch_sub(1, Ordering::AcqRel);
+        drop(stream);
+        PAYLOAD_POOL.give(message.payload);
     }
     let mut stream = shared.stream();
     write_end(&mut *stream, shared.sent.load(Ordering::Acquire)).map_err(broke)?;

@@ -1,0 +1,145 @@
+//! Send buffers kept from one all-reduce to the next.
+//!
+//! A step's all-reduce encodes segments of the same sizes every step. Taken from the
+//! allocator each time, a buffer of a MiB may come from pages the kernel faults in anew:
+//! glibc hands large freed blocks back to it unless `GLIBC_TUNABLES` says otherwise, as
+//! `estimator-launch` does for its tasks but mpirun or a pod of one's own need not. A
+//! transport that has written a message hands its buffer back here instead, whatever the
+//! allocator does.
+
+use std::sync::{Mutex, MutexGuard};
+
+/// Buffers smaller than this are left to the allocator, which keeps them anyway.
+const SMALLEST_KEPT: usize = 64 << 10;
+/// Most buffers kept at once.
+const MOST_BUFFERS: usize = 256;
+/// Most bytes kept at once: the largest all-reduce's segments in flight, with room.
+const MOST_BYTES: usize = 256 << 20;
+
+/// Buffers written and handed back, for the next sends to reuse.
+#[derive(Debug)]
+pub(crate) struct PayloadPool {
+    kept: Mutex<Kept>,
+}
+
+#[derive(Debug)]
+struct Kept {
+    buffers: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+/// The process's pool: every transport's sends share it.
+pub(crate) static PAYLOAD_POOL: PayloadPool = PayloadPool::new();
+
+impl PayloadPool {
+    pub(crate) const fn new() -> Self {
+        Self {
+            kept: Mutex::new(Kept {
+                buffers: Vec::new(),
+                bytes: 0,
+            }),
+        }
+    }
+
+    fn kept(&self) -> MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A buffer of `len` bytes whose contents are left from its last use (the caller writes
+    /// every byte): the smallest kept one that holds `len` without growing, else a new one.
+    pub(crate) fn take(&self, len: usize) -> Vec<u8> {
+        let reused = (len >= SMALLEST_KEPT)
+            .then(|| self.take_kept(len))
+            .flatten();
+        match reused {
+            Some(mut buffer) => {
+                if buffer.len() >= len {
+                    buffer.truncate(len);
+                } else {
+                    buffer.resize(len, 0);
+                }
+                buffer
+            }
+            None => vec![0; len],
+        }
+    }
+
+    fn take_kept(&self, len: usize) -> Option<Vec<u8>> {
+        let mut kept = self.kept();
+        let best = (kept.buffers.iter().enumerate())
+            .filter(|(_, b)| b.capacity() >= len)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i)?;
+        let buffer = kept.buffers.swap_remove(best);
+        kept.bytes -= buffer.capacity();
+        Some(buffer)
+    }
+
+    /// Keeps `buffer` for a later [`take`](Self::take), unless it is small or the pool is
+    /// full (then it is freed).
+    pub(crate) fn give(&self, buffer: Vec<u8>) {
+        let size = buffer.capacity();
+        if size < SMALLEST_KEPT {
+            return;
+        }
+        let mut kept = self.kept();
+        if kept.buffers.len() < MOST_BUFFERS && kept.bytes + size <= MOST_BYTES {
+            kept.bytes += size;
+            kept.buffers.push(buffer);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_given_back_is_taken_again_by_the_smallest_fit() {
+        let pool = PayloadPool::new();
+        let big = vec![7u8; 4 * SMALLEST_KEPT];
+        let small = vec![9u8; 2 * SMALLEST_KEPT];
+        let (big_at, small_at) = (big.as_ptr(), small.as_ptr());
+        pool.give(big);
+        pool.give(small);
+        let taken = pool.take(SMALLEST_KEPT + 1);
+        assert_eq!(taken.as_ptr(), small_at, "the smallest that fits");
+        assert_eq!(taken.len(), SMALLEST_KEPT + 1);
+        let grown = pool.take(3 * SMALLEST_KEPT);
+        assert_eq!(grown.as_ptr(), big_at);
+        assert_eq!(grown.len(), 3 * SMALLEST_KEPT);
+        let fresh = pool.take(3 * SMALLEST_KEPT);
+        assert!(fresh.iter().all(|b| *b == 0), "nothing kept: a new buffer");
+    }
+
+    #[test]
+    fn a_reused_buffer_grows_to_the_length_asked() {
+        let pool = PayloadPool::new();
+        let mut buffer = Vec::with_capacity(4 * SMALLEST_KEPT);
+        buffer.resize(SMALLEST_KEPT, 1u8);
+        pool.give(buffer);
+        let taken = pool.take(2 * SMALLEST_KEPT);
+        assert_eq!(taken.len(), 2 * SMALLEST_KEPT);
+        assert!(taken[..SMALLEST_KEPT].iter().all(|b| *b == 1));
+        assert!(taken[SMALLEST_KEPT..].iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn small_buffers_and_buffers_beyond_the_bounds_are_not_kept() {
+        let pool = PayloadPool::new();
+        pool.give(vec![0u8; SMALLEST_KEPT - 1]);
+        assert_eq!(pool.kept().buffers.len(), 0);
+        pool.give(vec![0u8; MOST_BYTES]);
+        pool.give(vec![0u8; SMALLEST_KEPT]);
+        assert_eq!(pool.kept().buffers.len(), 1, "over the byte bound");
+        assert_eq!(pool.kept().bytes, MOST_BYTES);
+        let pool = PayloadPool::new();
+        for _ in 0..MOST_BUFFERS + 3 {
+            pool.give(vec![0u8; SMALLEST_KEPT]);
+        }
+        assert_eq!(pool.kept().buffers.len(), MOST_BUFFERS);
+        // Below the smallest kept size nothing is looked up.
+        assert_eq!(pool.take(SMALLEST_KEPT - 1).len(), SMALLEST_KEPT - 1);
+        assert_eq!(pool.kept().buffers.len(), MOST_BUFFERS);
+    }
+}
