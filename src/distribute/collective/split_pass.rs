@@ -63,7 +63,8 @@ fn parts(len: usize, threads: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
-    use std::sync::Mutex;
+    use std::sync::{Condvar, Mutex};
+    use std::time::{Duration, Instant};
 
     use super::*;
 
@@ -77,17 +78,30 @@ mod tests {
     #[test]
     fn a_long_pass_in_a_pool_is_shared_by_its_threads_and_covers_every_value() {
         let len = 8 * MIN_PART_VALUES + 3;
-        let seen = Mutex::new(HashSet::new());
+        // Each part waits (a while at most) until a part has started on another thread:
+        // the wait ends early only where the pass is shared.
+        let seen = (Mutex::new(HashSet::new()), Condvar::new());
         let (mut a, mut b) = (vec![0u32; len], vec![0u16; len]);
         pool(4).install(|| {
             split_pass(&mut a, &mut b, 4, |a, b| {
-                seen.lock().unwrap().insert(std::thread::current().id());
+                let (ids, changed) = &seen;
+                let mut ids = ids.lock().unwrap();
+                ids.insert(std::thread::current().id());
+                changed.notify_all();
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while ids.len() < 2 && Instant::now() < deadline {
+                    ids = changed
+                        .wait_timeout(ids, Duration::from_millis(50))
+                        .unwrap()
+                        .0;
+                }
+                drop(ids);
                 a.iter_mut().for_each(|v| *v += 1);
                 b.iter_mut().for_each(|v| *v += 2);
             })
         });
         assert!(a.iter().all(|v| *v == 1) && b.iter().all(|v| *v == 2));
-        assert!(seen.lock().unwrap().len() > 1, "one thread did it all");
+        assert!(seen.0.lock().unwrap().len() > 1, "one thread did it all");
     }
 
     #[test]
