@@ -5,9 +5,12 @@
 //! glibc hands large freed blocks back to it unless `GLIBC_TUNABLES` says otherwise, as
 //! `estimator-launch` does for its tasks but mpirun or a pod of one's own need not. A
 //! transport that has written a message hands its buffer back here instead, whatever the
-//! allocator does.
+//! allocator does; a gRPC send's buffer comes back once HTTP/2 has written it and dropped
+//! the last `Bytes` of it.
 
 use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
 
 /// Buffers smaller than this are left to the allocator, which keeps them anyway.
 const SMALLEST_KEPT: usize = 64 << 10;
@@ -90,6 +93,38 @@ impl PayloadPool {
     }
 }
 
+impl PayloadPool {
+    /// `payload` as `Bytes` (no copy) that hand their buffer back to this pool when the last
+    /// of them is dropped.
+    pub(crate) fn bytes(&'static self, payload: Vec<u8>) -> Bytes {
+        if payload.capacity() < SMALLEST_KEPT {
+            return payload.into();
+        }
+        Bytes::from_owner(Returned {
+            buffer: payload,
+            pool: self,
+        })
+    }
+}
+
+/// A buffer lent to `Bytes`, given back to its pool when they are done with it.
+struct Returned {
+    buffer: Vec<u8>,
+    pool: &'static PayloadPool,
+}
+
+impl AsRef<[u8]> for Returned {
+    fn as_ref(&self) -> &[u8] {
+        &self.buffer
+    }
+}
+
+impl Drop for Returned {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.buffer));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +157,25 @@ mod tests {
         assert_eq!(taken.len(), 2 * SMALLEST_KEPT);
         assert!(taken[..SMALLEST_KEPT].iter().all(|b| *b == 1));
         assert!(taken[SMALLEST_KEPT..].iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn bytes_made_of_a_buffer_give_it_back_when_the_last_of_them_is_dropped() {
+        static POOL: PayloadPool = PayloadPool::new();
+        let buffer = vec![5u8; 2 * SMALLEST_KEPT];
+        let at = buffer.as_ptr();
+        let bytes = POOL.bytes(buffer);
+        assert_eq!(bytes.as_ptr(), at, "no copy");
+        let part = bytes.slice(10..20);
+        drop(bytes);
+        assert_eq!(POOL.kept().buffers.len(), 0, "a slice still holds it");
+        assert_eq!(&part[..], &[5u8; 10]);
+        drop(part);
+        let again = POOL.take(2 * SMALLEST_KEPT);
+        assert_eq!(again.as_ptr(), at);
+        // Small payloads are plain `Bytes`, left to the allocator.
+        drop(POOL.bytes(vec![1u8; 8]));
+        assert_eq!(POOL.kept().buffers.len(), 0);
     }
 
     #[test]

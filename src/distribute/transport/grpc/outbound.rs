@@ -19,6 +19,7 @@ use super::dial::{chain, Caller};
 use super::heartbeat::WithHeartbeats;
 use super::metadata::outgoing_headers;
 use crate::distribute::collective_fault::{CollectiveFault, Result};
+use crate::distribute::transport::PAYLOAD_POOL;
 
 /// The stream of messages to one peer.
 pub(super) struct Outbound {
@@ -65,11 +66,12 @@ impl Outbound {
     /// Queues a message; fails at once when the stream is known to be broken.
     pub(super) fn send(&mut self, me: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
         check_size(me, self.peer, payload.len())?;
-        // `Bytes` takes over the vector's buffer: no copy.
+        // `Bytes` takes over the vector's buffer: no copy; it goes back to the payload pool
+        // once written.
         let queued = self
             .messages
             .as_ref()
-            .is_some_and(|tx| tx.send((tag, payload.into())).is_ok());
+            .is_some_and(|tx| tx.send((tag, PAYLOAD_POOL.bytes(payload))).is_ok());
         if !queued {
             return Err(self.lost(me, tag));
         }
