@@ -19,6 +19,6 @@ pub use barrier::{barrier, dissemination_rounds};
 pub use broadcast::{broadcast, broadcast_with, BroadcastChain};
 pub use compression::Compression;
 pub use config::{CollectiveConfig, DEFAULT_SEGMENT_BYTES};
-pub(crate) use payload_codec::encode;
+pub(crate) use payload_codec::encode_into;
 pub use ring_schedule::{Action, Combine, RingSchedule};
 pub use tag::{CollectivePhase, Tag};

@@ -13,24 +13,33 @@ use crate::distribute::Lent;
 const NATIVE_IS_WIRE: bool = cfg!(target_endian = "little");
 
 /// The little-endian bytes of `values` in `compression`'s format, in a buffer from the
-/// payload pool (every byte written). Written as whole words
-/// where the buffer is aligned for them (it always is, coming from the allocator), so that
-/// the loop compiles to vector code; split over up to `threads` threads of the calling pool.
-pub(crate) fn encode(values: &[f32], compression: Compression, threads: usize) -> Vec<u8> {
+/// payload pool, to send.
+pub(super) fn encode(values: &[f32], compression: Compression, threads: usize) -> Vec<u8> {
     let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
+    encode_into(&mut out, values, compression, threads);
+    out
+}
+
+/// Writes the little-endian bytes of `values` in `compression`'s format to `out` (exactly
+/// their size). Written as whole words where the buffer is aligned for them (it always is,
+/// coming from the allocator), so that the loop compiles to vector code; split over up to
+/// `threads` threads of the calling pool.
+pub(crate) fn encode_into(
+    out: &mut [u8],
+    values: &[f32],
+    compression: Compression,
+    threads: usize,
+) {
     match compression {
-        Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(&mut out) {
+        Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(out) {
             Ok(words) if NATIVE_IS_WIRE => split_pass_reading(words, values, threads, |w, v| {
                 w.iter_mut().zip(v).for_each(|(w, v)| *w = v.to_bits())
             }),
-            _ => encode_bytes(&mut out, values, |v| v.to_bits().to_le_bytes()),
+            _ => encode_bytes(out, values, |v| v.to_bits().to_le_bytes()),
         },
-        Compression::Fp16 => {
-            encode_halves(&mut out, values, threads, |v| f16::from_f32(v).to_bits())
-        }
-        Compression::Bf16 => encode_halves(&mut out, values, threads, bf16_from_f32),
+        Compression::Fp16 => encode_halves(out, values, threads, |v| f16::from_f32(v).to_bits()),
+        Compression::Bf16 => encode_halves(out, values, threads, bf16_from_f32),
     }
-    out
 }
 
 /// Divides `values` by `divisor` and rounds them to `compression`'s format in place,

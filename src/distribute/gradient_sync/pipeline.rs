@@ -10,7 +10,7 @@ use burn::tensor::{DType, FloatDType, Tensor, TensorData};
 
 use super::params::Taken;
 use super::STEP_ENTRY;
-use crate::distribute::collective::{encode, ring_all_reduce, Reduce};
+use crate::distribute::collective::{encode_into, ring_all_reduce, Reduce};
 use crate::distribute::{
     CollectiveConfig, CollectiveFault, CommStats, Compression, Result, Transport,
 };
@@ -319,7 +319,10 @@ fn narrow_to_wire_format(work: &mut Work) -> Result<()> {
             continue;
         }
         let shape = data.shape.clone();
-        let bytes = encode(values_of(data)?, compression, work.collective.threads);
+        let values = values_of(data)?;
+        // Not from the payload pool: the tensor keeps it.
+        let mut bytes = vec![0; values.len() * compression.element_bytes()];
+        encode_into(&mut bytes, values, compression, work.collective.threads);
         *data = TensorData::from_bytes_vec(bytes, shape, dtype);
     }
     Ok(())
