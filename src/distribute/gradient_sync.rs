@@ -60,9 +60,7 @@ pub struct GradientAverager {
     /// Whether buckets cross between device and host as one tensor; `None`: where the
     /// backend keeps tensors off host memory.
     device_fusion: Option<bool>,
-    /// Threads the passes over a bucket's values are split over.
-    threads: usize,
-    /// Those threads, started at the first all-reduce that needs them.
+    /// The threads of `collective.threads`, started at the first all-reduce that needs them.
     pool: Option<rayon::ThreadPool>,
     stats: CommStats,
 }
@@ -77,7 +75,6 @@ impl GradientAverager {
             work: None,
             fusion: Vec::new(),
             device_fusion: None,
-            threads: 1,
             pool: None,
             stats: CommStats::default(),
         }
@@ -87,8 +84,7 @@ impl GradientAverager {
     /// summing, dividing) over `threads` threads of its own: cores that would otherwise
     /// wait while a GPU's host, or a CPU replica's intra-op threads, synchronise.
     pub fn with_threads(mut self, threads: usize) -> Self {
-        self.threads = threads.max(1);
-        self.collective = self.collective.with_threads(self.threads);
+        self.collective = self.collective.with_threads(threads);
         self
     }
 
@@ -155,8 +151,8 @@ impl GradientAverager {
             self.work = Some(StepWork::new(layout, self.bucket_bytes, self.collective)?);
         }
         let work = self.work.as_ref().expect("work set above");
-        if self.threads > 1 && self.pool.is_none() {
-            self.pool = Some(allreduce_pool(self.threads)?);
+        if self.collective.threads > 1 && self.pool.is_none() {
+            self.pool = Some(allreduce_pool(self.collective.threads)?);
         }
         let step = TensorData::new(vec![if present { 1.0f32 } else { 0.0 }, loss as f32], [2]);
         let mut pipeline = Pipeline {
