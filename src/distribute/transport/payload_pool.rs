@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 
 /// Buffers smaller than this are left to the allocator, which keeps them anyway.
-const SMALLEST_KEPT: usize = 64 << 10;
+pub(crate) const SMALLEST_KEPT: usize = 64 << 10;
 /// Most buffers kept at once.
 const MOST_BUFFERS: usize = 256;
 /// Most bytes kept at once: the largest all-reduce's segments in flight, with room.

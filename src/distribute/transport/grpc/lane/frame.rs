@@ -6,7 +6,7 @@ use std::io::{self, IoSlice, Read, Write};
 use std::os::unix::net::UnixStream;
 
 use super::super::config::MAX_MESSAGE_BYTES;
-use crate::distribute::transport::PAYLOAD_POOL;
+use crate::distribute::transport::{PAYLOAD_POOL, SMALLEST_KEPT};
 
 /// The size of a frame's header.
 pub(super) const HEADER_BYTES: usize = 16;
@@ -134,11 +134,20 @@ pub(super) fn read_frame(input: &mut impl Read) -> io::Result<Option<Frame>> {
     }))
 }
 
-/// `len` bytes into a vector from the payload pool (a payload consumed before hands its
-/// vector back), read from the socket straight into it.
+/// `len` bytes read from the socket straight into a vector: one from the payload pool (a
+/// payload consumed before hands its vector back), or for a small message a new one, not
+/// zeroed first.
 fn read_payload(input: &mut impl Read, len: usize) -> io::Result<Vec<u8>> {
-    let mut payload = PAYLOAD_POOL.take(len);
-    input.read_exact(&mut payload)?;
+    if len >= SMALLEST_KEPT {
+        let mut payload = PAYLOAD_POOL.take(len);
+        input.read_exact(&mut payload)?;
+        return Ok(payload);
+    }
+    let mut payload = Vec::with_capacity(len);
+    input.take(len as u64).read_to_end(&mut payload)?;
+    if payload.len() < len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
     Ok(payload)
 }
 
