@@ -1,4 +1,4 @@
-//! Send buffers kept from one all-reduce to the next.
+//! Message buffers kept from one all-reduce to the next.
 //!
 //! A step's all-reduce encodes segments of the same sizes every step. Taken from the
 //! allocator each time, a buffer of a MiB may come from pages the kernel faults in anew:
@@ -19,7 +19,7 @@ const MOST_BUFFERS: usize = 256;
 /// Most bytes kept at once: the largest all-reduce's segments in flight, with room.
 const MOST_BYTES: usize = 256 << 20;
 
-/// Buffers written and handed back, for the next sends to reuse.
+/// Buffers written or consumed and handed back, for the next messages to reuse.
 #[derive(Debug)]
 pub(crate) struct PayloadPool {
     kept: Mutex<Kept>,
@@ -31,7 +31,7 @@ struct Kept {
     bytes: usize,
 }
 
-/// The process's pool: every transport's sends share it.
+/// The process's pool: every transport's sends and lane reads share it.
 pub(crate) static PAYLOAD_POOL: PayloadPool = PayloadPool::new();
 
 impl PayloadPool {
@@ -56,11 +56,8 @@ impl PayloadPool {
             .flatten();
         match reused {
             Some(mut buffer) => {
-                if buffer.len() >= len {
-                    buffer.truncate(len);
-                } else {
-                    buffer.resize(len, 0);
-                }
+                // Shortening writes nothing; growing zeroes only the new tail.
+                buffer.resize(len, 0);
                 buffer
             }
             None => vec![0; len],
