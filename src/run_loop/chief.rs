@@ -166,10 +166,14 @@ impl<'l> Chief<'l> {
     {
         self.lock.ensure_present()?;
         let (state, checkpoint) = sync.snapshot(state, Some(position()))?;
-        let path = self.manager.save(&checkpoint)?;
-        if let Some(listener) = self.listener.as_mut() {
-            listener(&path, checkpoint.global_step)?;
-        }
+        let written = self.manager.save(&checkpoint).and_then(|path| {
+            if let Some(listener) = self.listener.as_mut() {
+                listener(&path, checkpoint.global_step)?;
+            }
+            Ok(path)
+        });
+        // A directory removed while the checkpoint was written: say that, not which file failed.
+        let path = written.map_err(|e| self.lock.ensure_present().err().unwrap_or(e))?;
         Ok((state, path))
     }
 
