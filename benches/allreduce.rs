@@ -1,18 +1,19 @@
 //! Ring all-reduce over the gRPC transport (HTTP/2 on loopback), over its same-host lane
-//! (a Unix-domain socket per peer), and over mutual TLS, against the same ring over raw TCP
-//! and a plain socket pair.
+//! (a Unix-domain socket per peer), the lane with its shared memory, and over mutual TLS,
+//! against the same ring over raw TCP and a plain socket pair.
 //!
 //! Run: `cargo bench --bench allreduce` (add `-- --sizes 1,16 --ranks 2 --rounds 3` for a
 //! quick run, `--segment-kib 4096` to cap messages at other than 1 MiB, `--compression bf16`
 //! to send 16-bit values, `--threads 4` to share each rank's encode, fold and finalize passes
 //! with a pool of that many threads, as a training task's all-reduce does). Every rank is a thread of this process with its own transports:
-//! a `GrpcTransport` with the same-host lane off (everything over HTTP/2), one with it on
-//! (the default for peers on 127.0.0.1), one over mutual TLS (certificates of a CA made for
+//! a `GrpcTransport` with the same-host lane off (everything over HTTP/2), one with the lane
+//! but without its shared memory (every byte through the socket), one with both (the
+//! default for peers on 127.0.0.1), one over mutual TLS (certificates of a CA made for
 //! the run; lane off), and a `TcpTransport`: a minimal transport of this file, one plain
 //! `TcpStream` per pair of ranks, a writer and a reader thread per peer, length-prefixed
 //! messages. All run the crate's ring all-reduce, so the comparison is like for like. Each
 //! round times them, then a plain stream of the same bytes between two sockets ("pair"),
-//! interleaved (A B C D E, A B C D E, …) because this machine's speed drifts; the report
+//! interleaved (A B C D E F, A B C D E F, …) because this machine's speed drifts; the report
 //! gives medians and the medians of the per-round ratios.
 //!
 //! algbw = buffer bytes / time; busbw = algbw · 2(n−1)/n, the bytes each rank moves per
@@ -37,12 +38,13 @@ use estimator::distribute::{
 const MIB: usize = 1 << 20;
 
 /// What each round times, in order.
-const OPS: [&str; 5] = ["gRPC", "lane", "TLS", "TCP", "pair"];
+const OPS: [&str; 6] = ["gRPC", "lane", "shm", "TLS", "TCP", "pair"];
 const GRPC: usize = 0;
 const LANE: usize = 1;
-const TLS: usize = 2;
-const TCP: usize = 3;
-const PAIR: usize = 4;
+const SHM: usize = 2;
+const TLS: usize = 3;
+const TCP: usize = 4;
+const PAIR: usize = 5;
 
 struct Args {
     sizes_mib: Vec<usize>,
@@ -102,9 +104,9 @@ fn main() {
         thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "{:>5} {:>5} | {:>8} {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>8} {:>8} {:>10}",
-        "ranks", "MiB", "gRPC ms", "busbw", "lane ms", "busbw", "TLS bw", "TCP ms", "busbw",
-        "pair", "gRPC/TCP", "lane/TCP", "TLS/gRPC", "lane/pair"
+        "{:>5} {:>5} | {:>8} {:>6} | {:>8} {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>8} {:>8} {:>9} {:>9}",
+        "ranks", "MiB", "gRPC ms", "busbw", "lane ms", "busbw", "shm ms", "busbw", "TLS bw",
+        "TCP ms", "busbw", "pair", "gRPC/TCP", "shm/TCP", "TLS/gRPC", "lane/pair", "shm/pair"
     );
     for &n in &args.ranks {
         run_ranks(n, &args);
@@ -112,7 +114,7 @@ fn main() {
 }
 
 /// What one rank measured, per (size, round), in the order of [`OPS`].
-type Timings = Vec<[Duration; 5]>;
+type Timings = Vec<[Duration; 6]>;
 
 /// `n` listeners on free loopback ports and their addresses.
 fn listeners(n: usize) -> (Vec<TcpListener>, Vec<String>) {
@@ -139,7 +141,7 @@ fn cluster_tls(n: usize, dir: &std::path::Path) -> Vec<Arc<ClusterTls>> {
 }
 
 fn run_ranks(n: usize, args: &Args) {
-    let clusters: Vec<(Vec<TcpListener>, Vec<String>)> = (0..3).map(|_| listeners(n)).collect();
+    let clusters: Vec<(Vec<TcpListener>, Vec<String>)> = (0..4).map(|_| listeners(n)).collect();
     let certificates = tempfile::tempdir().unwrap();
     let tls = cluster_tls(n, certificates.path());
     let tcp = TcpTransport::cluster(n);
@@ -179,6 +181,11 @@ fn run_ranks(n: usize, args: &Args) {
                         plain.clone(),
                         GrpcConfig {
                             same_host_lane: true,
+                            shared_memory: false,
+                            ..plain.clone()
+                        },
+                        GrpcConfig {
+                            same_host_lane: true,
                             ..plain.clone()
                         },
                         GrpcConfig {
@@ -206,6 +213,12 @@ fn run_ranks(n: usize, args: &Args) {
                         "lanes to every peer"
                     );
                     assert!(transports[GRPC].same_host_peers().is_empty());
+                    assert!(transports[LANE].shared_memory_peers().is_empty());
+                    assert_eq!(
+                        transports[SHM].shared_memory_peers().len(),
+                        n - 1,
+                        "shared memory with every peer"
+                    );
                     match args.collective.threads {
                         1 => rank_loop(transports, tcp, pair, barrier, args),
                         threads => rayon::ThreadPoolBuilder::new()
@@ -223,9 +236,9 @@ fn run_ranks(n: usize, args: &Args) {
     let mut i = 0;
     for &size in &args.sizes_mib {
         let bytes = (size * MIB) as f64;
-        let rounds: Vec<[f64; 5]> = (0..args.rounds)
+        let rounds: Vec<[f64; 6]> = (0..args.rounds)
             .map(|_| {
-                let round = [0, 1, 2, 3, 4].map(|k| {
+                let round = [0, 1, 2, 3, 4, 5].map(|k| {
                     per_rank
                         .iter()
                         .map(|t| t[i][k])
@@ -244,26 +257,31 @@ fn run_ranks(n: usize, args: &Args) {
         let bus = 2.0 * (n - 1) as f64 / n as f64;
         let busbw = |k: usize| bytes / median_of(k) / 1e9 * bus;
         let pair_gbps = bytes / median_of(PAIR) / 1e9;
-        let lane_of_pair = median(
-            rounds
-                .iter()
-                .map(|r| (bytes / r[LANE] * bus) / (bytes / r[PAIR]))
-                .collect(),
-        );
+        let of_pair = |k: usize| {
+            median(
+                rounds
+                    .iter()
+                    .map(|r| (bytes / r[k] * bus) / (bytes / r[PAIR]))
+                    .collect(),
+            )
+        };
         println!(
-            "{n:>5} {size:>5} | {:>8.1} {:>6.2} | {:>8.1} {:>6.2} | {:>6.2} | {:>8.1} {:>6.2} | {:>6.2} | {:>7.0}% {:>7.0}% {:>7.0}% {:>9.2}x",
+            "{n:>5} {size:>5} | {:>8.1} {:>6.2} | {:>8.1} {:>6.2} | {:>8.1} {:>6.2} | {:>6.2} | {:>8.1} {:>6.2} | {:>6.2} | {:>7.0}% {:>7.0}% {:>7.0}% {:>8.2}x {:>8.2}x",
             median_of(GRPC) * 1e3,
             busbw(GRPC),
             median_of(LANE) * 1e3,
             busbw(LANE),
+            median_of(SHM) * 1e3,
+            busbw(SHM),
             busbw(TLS),
             median_of(TCP) * 1e3,
             busbw(TCP),
             pair_gbps,
             ratio(GRPC, TCP) * 100.0,
-            ratio(LANE, TCP) * 100.0,
+            ratio(SHM, TCP) * 100.0,
             ratio(TLS, GRPC) * 100.0,
-            lane_of_pair,
+            of_pair(LANE),
+            of_pair(SHM),
         );
     }
 }
@@ -317,7 +335,7 @@ fn rank_loop(
             timed(&mut values, op);
         }
         for _ in 0..args.rounds {
-            timings.push([0, 1, 2, 3, 4].map(|op| timed(&mut values, op)));
+            timings.push([0, 1, 2, 3, 4, 5].map(|op| timed(&mut values, op)));
         }
     }
     for transport in grpc {

@@ -32,6 +32,16 @@ pub fn same_host_lane_wanted(value: Option<&str>) -> bool {
     !off.iter().any(|word| value.eq_ignore_ascii_case(word))
 }
 
+/// Name of the environment variable that turns the same-host lane's shared memory off (`0`,
+/// `false`, `off` or `no`): every message on a lane then crosses its socket.
+pub const SHARED_MEMORY: &str = "ESTIMATOR_SHARED_MEMORY";
+
+/// Whether a same-host lane may carry large messages through memory shared with the peer,
+/// as `$ESTIMATOR_SHARED_MEMORY` says: yes unless it is `0`, `false`, `off` or `no`.
+pub fn shared_memory_from_env() -> bool {
+    same_host_lane_wanted(std::env::var(SHARED_MEMORY).ok().as_deref())
+}
+
 /// Name of the environment variable that sets how long a wait for a collective's message
 /// polls before it sleeps, in microseconds (`0`: sleep at once; default 1000).
 pub const BUSY_POLL_US: &str = "ESTIMATOR_BUSY_POLL_US";

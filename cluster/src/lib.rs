@@ -29,9 +29,9 @@ pub use credential_variables::{
 };
 pub use env::{
     busy_poll_from_env, cluster_from_env, cluster_source_from_env, cluster_token_from_env,
-    hostname, parse_busy_poll, same_host_lane_from_env, same_host_lane_wanted, ClusterSource,
-    BUSY_POLL_US, DEFAULT_RENDEZVOUS_TIMEOUT_SECS, RENDEZVOUS_TIMEOUT_SECS, SAME_HOST_LANE,
-    TF_CONFIG,
+    hostname, parse_busy_poll, same_host_lane_from_env, same_host_lane_wanted,
+    shared_memory_from_env, ClusterSource, BUSY_POLL_US, DEFAULT_RENDEZVOUS_TIMEOUT_SECS,
+    RENDEZVOUS_TIMEOUT_SECS, SAME_HOST_LANE, SHARED_MEMORY, TF_CONFIG,
 };
 pub use error::Error;
 pub use launched::{

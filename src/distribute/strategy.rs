@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use super::ps::{PsClientConfig, PsReplica};
 use super::{ClusterTls, GrpcConfig, GrpcTransport, Replica};
-use crate::cluster::{busy_poll_from_env, same_host_lane_from_env, ClusterConfig, TaskType};
+use crate::cluster::{
+    busy_poll_from_env, same_host_lane_from_env, shared_memory_from_env, ClusterConfig, TaskType,
+};
 use crate::device::{DeviceSpec, ResolvedDevice};
 use crate::error::{Error, Result};
 
@@ -225,6 +227,7 @@ impl Strategy {
                     token: config.token.clone(),
                     tls: config.tls.clone(),
                     same_host_lane: same_host_lane_from_env(),
+                    shared_memory: shared_memory_from_env(),
                     busy_poll: busy_poll_from_env()
                         .transpose()?
                         .unwrap_or(GrpcConfig::default().busy_poll),

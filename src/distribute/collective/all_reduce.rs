@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use super::payload_codec::{encode, finalize_and_encode, fold_into};
+use super::payload_codec::{encode_into, finalize_and_encode_into, fold_into};
 use super::{Action, CollectiveConfig, RingSchedule};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 use crate::distribute::{Lent, Transport};
@@ -54,20 +54,36 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
     let segment_len = config.ring_segment_len(values.len(), world_size);
     let schedule = RingSchedule::new(rank, world_size, values.len(), segment_len)?;
     let compression = config.compression;
-    // A chunk's completed segment, finalized (divided, rounded to the wire format) and
-    // encoded in the same pass, for the send that follows its last receive.
-    let mut finalized: Option<(Range<usize>, Vec<u8>)> = None;
+    // A chunk's completed segment, to finalize (divide, round to the wire format) in the
+    // pass that encodes it for the send that follows its last receive.
+    let mut completed: Option<Range<usize>> = None;
     for action in schedule.actions() {
         match action {
             Action::Send { to, tag, range } => {
-                let started = Instant::now();
-                let payload = match finalized.take() {
-                    Some((done, payload)) if done == range => payload,
-                    _ => encode(&values[range], compression, config.threads),
+                let finalize = completed.as_ref() == Some(&range);
+                if finalize {
+                    completed = None;
+                }
+                let len = range.len() * compression.element_bytes();
+                let segment = &mut values[range];
+                // Written where the transport says: into memory shared with the peer, on
+                // a same-host lane that has it.
+                let mut fill = |out: &mut [u8]| {
+                    let started = Instant::now();
+                    match finalize {
+                        true => finalize_and_encode_into(
+                            out,
+                            segment,
+                            divisor,
+                            compression,
+                            config.threads,
+                        ),
+                        false => encode_into(out, segment, compression, config.threads),
+                    }
+                    *compute += started.elapsed();
                 };
-                *compute += started.elapsed();
                 transport
-                    .send(to, tag.encode(), payload)
+                    .send_filled(to, tag.encode(), len, &mut fill)
                     .map_err(|e| e.during(tag))?
             }
             Action::Recv {
@@ -88,14 +104,12 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                     .recv_lent(from, tag.encode(), &mut fold)
                     .map_err(|e| e.during(tag))?;
                 if schedule.completes_reduction(tag) {
-                    let started = Instant::now();
-                    let payload = finalize_and_encode(dst, divisor, compression, config.threads);
-                    finalized = Some((range, payload));
-                    *compute += started.elapsed();
+                    completed = Some(range);
                 }
             }
         }
     }
+    debug_assert!(completed.is_none(), "a completed chunk is always sent on");
     Ok(())
 }
 

@@ -6,6 +6,7 @@ use half::f16;
 use super::compression::{bf16_from_f32, bf16_to_f32};
 use super::split_pass::{split_pass, split_pass_reading};
 use super::{Combine, Compression};
+#[cfg(test)]
 use crate::distribute::transport::PAYLOAD_POOL;
 use crate::distribute::Lent;
 
@@ -13,7 +14,8 @@ use crate::distribute::Lent;
 const NATIVE_IS_WIRE: bool = cfg!(target_endian = "little");
 
 /// The little-endian bytes of `values` in `compression`'s format, in a buffer from the
-/// payload pool, to send.
+/// payload pool.
+#[cfg(test)]
 pub(super) fn encode(values: &[f32], compression: Compression, threads: usize) -> Vec<u8> {
     let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
     encode_into(&mut out, values, compression, threads);
@@ -42,9 +44,8 @@ pub(crate) fn encode_into(
     }
 }
 
-/// Divides `values` by `divisor` and rounds them to `compression`'s format in place,
-/// returning their encoding: what the rank that completed a chunk's sum keeps and sends
-/// round the ring, in one pass over it (split as [`encode`] is).
+/// [`finalize_and_encode_into`] a buffer from the payload pool.
+#[cfg(test)]
 pub(super) fn finalize_and_encode(
     values: &mut [f32],
     divisor: f32,
@@ -52,8 +53,23 @@ pub(super) fn finalize_and_encode(
     threads: usize,
 ) -> Vec<u8> {
     let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
+    finalize_and_encode_into(&mut out, values, divisor, compression, threads);
+    out
+}
+
+/// Divides `values` by `divisor` and rounds them to `compression`'s format in place,
+/// writing their encoding to `out` (exactly its size): what the rank that completed a
+/// chunk's sum keeps and sends round the ring, in one pass over it (split as
+/// [`encode_into`] is).
+pub(super) fn finalize_and_encode_into(
+    out: &mut [u8],
+    values: &mut [f32],
+    divisor: f32,
+    compression: Compression,
+    threads: usize,
+) {
     match compression {
-        Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(&mut out) {
+        Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(out) {
             Ok(words) if NATIVE_IS_WIRE => split_pass(words, values, threads, |w, v| {
                 for (w, v) in w.iter_mut().zip(v.iter_mut()) {
                     *v /= divisor;
@@ -62,16 +78,16 @@ pub(super) fn finalize_and_encode(
             }),
             _ => {
                 values.iter_mut().for_each(|v| *v /= divisor);
-                encode_bytes(&mut out, values, |v| v.to_bits().to_le_bytes());
+                encode_bytes(out, values, |v| v.to_bits().to_le_bytes());
             }
         },
         Compression::Fp16 => {
             values
                 .iter_mut()
                 .for_each(|v| *v = compression.round(*v / divisor));
-            encode_halves(&mut out, values, threads, |v| f16::from_f32(v).to_bits());
+            encode_halves(out, values, threads, |v| f16::from_f32(v).to_bits());
         }
-        Compression::Bf16 => match bytemuck::try_cast_slice_mut::<u8, u16>(&mut out) {
+        Compression::Bf16 => match bytemuck::try_cast_slice_mut::<u8, u16>(out) {
             Ok(halves) if NATIVE_IS_WIRE => split_pass(halves, values, threads, |h, v| {
                 for (h, v) in h.iter_mut().zip(v.iter_mut()) {
                     *h = bf16_from_f32(*v / divisor);
@@ -82,11 +98,10 @@ pub(super) fn finalize_and_encode(
                 values
                     .iter_mut()
                     .for_each(|v| *v = compression.round(*v / divisor));
-                encode_bytes(&mut out, values, |v| bf16_from_f32(v).to_le_bytes());
+                encode_bytes(out, values, |v| bf16_from_f32(v).to_le_bytes());
             }
         },
     }
-    out
 }
 
 fn encode_halves(out: &mut [u8], values: &[f32], threads: usize, half: impl Fn(f32) -> u16 + Sync) {

@@ -43,7 +43,7 @@ pub(crate) use config::MAX_MESSAGE_BYTES;
 pub(crate) use config::{endpoint, serve_grpc};
 pub(crate) use metadata::TOKEN_KEY;
 
-use super::{Lent, Transport};
+use super::{Lent, Transport, PAYLOAD_POOL};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 use deliver_framing::Payload;
 use inbound::Inbound;
@@ -112,6 +112,12 @@ impl GrpcTransport {
         self.lanes.peers()
     }
 
+    /// The peers whose same-host lane from this rank carries large messages through
+    /// memory shared with them, in rank order; see [`GrpcConfig::shared_memory`].
+    pub fn shared_memory_peers(&self) -> Vec<usize> {
+        self.lanes.sharing_memory()
+    }
+
     /// How long `recv` waits for a peer.
     pub fn peer_timeout(&self) -> Duration {
         self.peer_timeout
@@ -153,6 +159,23 @@ impl Transport for GrpcTransport {
                 format!("no stream from rank {me}"),
             )),
         };
+        self.note_failure(sent)
+    }
+
+    fn send_filled(
+        &mut self,
+        to: usize,
+        tag: u64,
+        len: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<()> {
+        if !self.lanes.carries(to) {
+            let mut payload = PAYLOAD_POOL.take(len);
+            fill(&mut payload);
+            return self.send(to, tag, payload);
+        }
+        self.check_peer(to, "send to")?;
+        let sent = self.lanes.send_filled(to, tag, len, fill);
         self.note_failure(sent)
     }
 

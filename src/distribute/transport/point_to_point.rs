@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 
+use super::PAYLOAD_POOL;
 use crate::distribute::collective_fault::Result;
 
 /// A received message lent to its reader: its bytes as the consecutive pieces they arrived
@@ -58,6 +59,22 @@ pub trait Transport: Send {
 
     /// Queues `payload` for rank `to` under `tag`, without waiting for it to be received.
     fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> Result<()>;
+
+    /// Queues for rank `to` under `tag` a payload of `len` bytes that `fill` writes (all
+    /// of them, called once), as [`send`](Transport::send) would `fill`'s bytes: a
+    /// transport may hand `fill` memory of its own (a same-host lane's shared ring), so
+    /// that the bytes are written where the peer reads them.
+    fn send_filled(
+        &mut self,
+        to: usize,
+        tag: u64,
+        len: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<()> {
+        let mut payload = PAYLOAD_POOL.take(len);
+        fill(&mut payload);
+        self.send(to, tag, payload)
+    }
 
     /// The oldest message from rank `from` with `tag`, waiting at most the transport's timeout.
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>>;

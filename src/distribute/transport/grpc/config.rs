@@ -63,6 +63,13 @@ pub struct GrpcConfig {
     /// reach falls back to gRPC. [`same_host_lane_from_env`](crate::cluster::same_host_lane_from_env)
     /// reads the switch from `ESTIMATOR_SAME_HOST_LANE`.
     pub same_host_lane: bool,
+    /// On a same-host lane, carry messages over 64 KiB through a ring of memory
+    /// shared with the peer (default true): only their place crosses the socket, so their
+    /// bytes take no kernel copy (NCCL's shared-memory transport). A ring that cannot be
+    /// created or mapped leaves the lane on its socket, as does a full one for the message
+    /// that does not fit. [`shared_memory_from_env`](crate::cluster::shared_memory_from_env)
+    /// reads the switch from `ESTIMATOR_SHARED_MEMORY`.
+    pub shared_memory: bool,
     /// Connections this rank's server takes at once, before any is authenticated; one more
     /// is closed as soon as it is accepted. `None` (the default): 4 per rank of the cluster
     /// and 64 to spare, which leaves most of a process's descriptors to its checkpoints
@@ -91,6 +98,7 @@ impl Default for GrpcConfig {
             token: None,
             tls: None,
             same_host_lane: true,
+            shared_memory: true,
             max_connections: None,
             busy_poll: DEFAULT_BUSY_POLL,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
@@ -118,6 +126,7 @@ impl std::fmt::Debug for GrpcConfig {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("tls", &self.tls.is_some())
             .field("same_host_lane", &self.same_host_lane)
+            .field("shared_memory", &self.shared_memory)
             .field("max_connections", &self.max_connections)
             .field("busy_poll", &self.busy_poll)
             .field("handshake_timeout", &self.handshake_timeout)

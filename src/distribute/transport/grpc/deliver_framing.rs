@@ -251,6 +251,18 @@ impl From<Vec<u8>> for Payload {
     }
 }
 
+impl From<Bytes> for Payload {
+    /// The payload lent in place as `bytes` (a same-host lane's shared memory): read where
+    /// it lies, copied only by `into_vec`.
+    fn from(bytes: Bytes) -> Self {
+        Self {
+            len: bytes.len(),
+            chunks: vec![bytes],
+            whole: false,
+        }
+    }
+}
+
 /// Reads the envelopes of a `Deliver` request body, each payload copied once, from the HTTP/2
 /// frames into a vector of its own. Any valid protobuf encoding of `Envelope` is accepted
 /// (fields in any order, defaults omitted, unknown fields skipped).

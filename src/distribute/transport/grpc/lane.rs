@@ -21,6 +21,7 @@ mod listener;
 mod no_lane;
 mod path;
 mod reader;
+mod shared_ring;
 mod writer;
 
 use std::sync::Arc;
@@ -41,6 +42,11 @@ use no_lane::NoLane;
 use reader::InboundLanes;
 use writer::LaneWriter;
 
+/// The capacity of the shared ring of each lane: several pipelined segments of the
+/// collectives (1 MiB at most each) in flight, and a few buckets of a model's gradients.
+/// Memory is taken only as the ring is used; an idle ring starts over at its first byte.
+const SHARED_RING_BYTES: usize = 32 << 20;
+
 /// The lanes of one rank: its socket, the lanes it opened to its peers, and the lanes its
 /// peers opened to it.
 pub(super) struct Lanes {
@@ -53,6 +59,8 @@ pub(super) struct Lanes {
     writers: Vec<Option<LaneWriter>>,
     /// The lanes into this rank.
     inbound: Arc<InboundLanes>,
+    /// The shared ring each lane this rank opens offers its peer (0: none).
+    ring_bytes: usize,
 }
 
 impl Lanes {
@@ -71,6 +79,11 @@ impl Lanes {
             listener: None,
             writers: (0..world_size).map(|_| None).collect(),
             inbound: Arc::new(InboundLanes::new(rank)),
+            ring_bytes: if config.shared_memory {
+                SHARED_RING_BYTES
+            } else {
+                0
+            },
         };
         let any_local = addresses.iter().any(|address| is_same_host(address));
         if !config.same_host_lane || world_size < 2 || !any_local {
@@ -126,8 +139,9 @@ impl Lanes {
             }
             let opened = directory.socket_path(address).and_then(|path| {
                 let token = token.map(str::as_bytes);
-                let stream = handshake::dial_lane(&path, me, world_size, token, peer)?;
-                LaneWriter::start(peer, stream, Arc::clone(watch), peer_timeout)
+                let (stream, ring) =
+                    handshake::dial_lane(&path, me, world_size, token, peer, self.ring_bytes)?;
+                LaneWriter::start(peer, stream, ring, Arc::clone(watch), peer_timeout)
                     .map_err(NoLane::Writer)
             });
             match opened {
@@ -137,9 +151,12 @@ impl Lanes {
                 ),
             }
         }
-        let peers = self.peers();
+        let (peers, sharing) = (self.peers(), self.sharing_memory());
         if !peers.is_empty() {
-            tracing::info!("rank {me}: same-host lane (Unix socket) to ranks {peers:?}");
+            tracing::info!(
+                "rank {me}: same-host lane (Unix socket) to ranks {peers:?}, with shared memory \
+                 to {sharing:?}"
+            );
         }
     }
 
@@ -147,6 +164,13 @@ impl Lanes {
     pub(super) fn peers(&self) -> Vec<usize> {
         let open = self.writers.iter().enumerate();
         open.filter_map(|(peer, writer)| writer.as_ref().map(|_| peer))
+            .collect()
+    }
+
+    /// The peers whose lane from this rank has a shared ring.
+    pub(super) fn sharing_memory(&self) -> Vec<usize> {
+        let open = self.writers.iter().enumerate();
+        open.filter_map(|(peer, writer)| writer.as_ref()?.shares_memory().then_some(peer))
             .collect()
     }
 
@@ -160,6 +184,26 @@ impl Lanes {
         let me = self.rank;
         match self.writers.get_mut(peer).and_then(Option::as_mut) {
             Some(writer) => writer.send(me, tag, payload),
+            None => Err(CollectiveFault::peer(
+                peer,
+                format!("no lane from rank {me}"),
+            )),
+        }
+    }
+
+    /// Queues a message of `len` bytes that `fill` writes to `peer` on its lane, which
+    /// [`carries`](Lanes::carries) it: written straight into the lane's shared ring when
+    /// there is room.
+    pub(super) fn send_filled(
+        &mut self,
+        peer: usize,
+        tag: u64,
+        len: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<()> {
+        let me = self.rank;
+        match self.writers.get_mut(peer).and_then(Option::as_mut) {
+            Some(writer) => writer.send_filled(me, tag, len, fill),
             None => Err(CollectiveFault::peer(
                 peer,
                 format!("no lane from rank {me}"),

@@ -1,6 +1,8 @@
 //! How messages travel on a lane: a fixed header (tag, length; u64 little-endian each) and
-//! the payload's bytes, nothing else. The sender's last frame says how many messages it
-//! sent, so that the receiver tells a lane closed on purpose from one cut by a crash.
+//! the payload's bytes, nothing else; or, for a message in the lane's shared memory, the
+//! header (its length marked) and the message's position there. The sender's last frame
+//! says how many messages it sent, so that the receiver tells a lane closed on purpose
+//! from one cut by a crash.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -15,6 +17,11 @@ pub(super) const HEADER_BYTES: usize = 16;
 /// messages were sent): no message is that long, so no tag is taken from the collectives.
 const END_OF_LANE: u64 = u64::MAX;
 
+/// The bit of a header's length that says the message lies in the lane's shared memory:
+/// its position there (u64 little-endian) follows instead of its bytes. No message is as
+/// long as that bit.
+const IN_SHARED_MEMORY: u64 = 1 << 62;
+
 /// What a lane brings.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Frame {
@@ -24,6 +31,15 @@ pub(super) enum Frame {
         tag: u64,
         /// Its payload, in a vector of exactly its size.
         payload: Vec<u8>,
+    },
+    /// A message in the lane's shared memory.
+    Shared {
+        /// Its tag.
+        tag: u64,
+        /// Where it starts there.
+        start: u64,
+        /// Its length in bytes.
+        len: u64,
     },
     /// The sender closed the lane after this many messages.
     End {
@@ -99,6 +115,15 @@ pub(super) fn header(tag: u64, len: u64) -> [u8; HEADER_BYTES] {
     header
 }
 
+/// The header and the body of the frame that names a message of `len` bytes with `tag`
+/// placed at `start` in the lane's shared memory.
+pub(super) fn shared_frame(tag: u64, start: u64, len: u64) -> ([u8; HEADER_BYTES], Vec<u8>) {
+    (
+        header(tag, IN_SHARED_MEMORY | len),
+        start.to_le_bytes().to_vec(),
+    )
+}
+
 /// The next frame; `None` when the lane ended between two frames without a last one (the
 /// sender's process is gone). Ending inside a frame, or a length over the message limit,
 /// is an error.
@@ -118,6 +143,15 @@ pub(super) fn read_frame(input: &mut impl Read) -> io::Result<Option<Frame>> {
     let len = u64::from_le_bytes(header[8..].try_into().expect("8 bytes"));
     if len == END_OF_LANE {
         return Ok(Some(Frame::End { sent: tag }));
+    }
+    if len & IN_SHARED_MEMORY != 0 {
+        let mut start = [0; 8];
+        input.read_exact(&mut start)?;
+        return Ok(Some(Frame::Shared {
+            tag,
+            start: u64::from_le_bytes(start),
+            len: len & !IN_SHARED_MEMORY,
+        }));
     }
     let len = usize::try_from(len)
         .ok()
@@ -160,7 +194,9 @@ mod tests {
         let mut lane = Vec::new();
         write_message(&mut lane, 7, b"hello").unwrap();
         write_message(&mut lane, u64::MAX, b"").unwrap();
-        write_end(&mut lane, 2).unwrap();
+        let (shared_header, position) = shared_frame(9, 4096, 1 << 20);
+        write_message_from(&mut lane, &shared_header, &position, 0).unwrap();
+        write_end(&mut lane, 3).unwrap();
         let mut input = &lane[..];
         let message = |tag, payload: &[u8]| {
             Some(Frame::Message {
@@ -170,9 +206,15 @@ mod tests {
         };
         assert_eq!(read_frame(&mut input).unwrap(), message(7, b"hello"));
         assert_eq!(read_frame(&mut input).unwrap(), message(u64::MAX, b""));
+        let shared = Frame::Shared {
+            tag: 9,
+            start: 4096,
+            len: 1 << 20,
+        };
+        assert_eq!(read_frame(&mut input).unwrap(), Some(shared));
         assert_eq!(
             read_frame(&mut input).unwrap(),
-            Some(Frame::End { sent: 2 })
+            Some(Frame::End { sent: 3 })
         );
         assert_eq!(read_frame(&mut input).unwrap(), None);
     }

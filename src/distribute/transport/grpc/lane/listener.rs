@@ -10,8 +10,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::super::inbound::Inbound;
-use super::handshake::{read_hello, write_welcome, Refusal, HANDSHAKE_TIMEOUT};
+use super::handshake::{
+    answer_ring, read_hello, receive_ring, write_welcome, Refusal, HANDSHAKE_TIMEOUT,
+};
 use super::reader::{read_lane, InboundLanes};
+use super::shared_ring::RingReader;
 
 /// How long the accepting thread pauses after a failed accept (out of descriptors, say)
 /// before the next, so that it does not spin.
@@ -184,12 +187,32 @@ fn accept_lane(mut stream: UnixStream, acceptor: &Acceptor) {
     inbound.set_carried_by_lane(peer, true);
     acceptor.lanes.opened(peer, socket);
     let welcomed = write_welcome(&mut stream, me, acceptor.world_size)
-        .and_then(|()| stream.set_read_timeout(None));
-    if let Err(e) = welcomed {
-        tracing::info!("rank {me}: the lane from rank {peer} closed during its handshake: {e}");
-        inbound.set_carried_by_lane(peer, false);
-        acceptor.lanes.ended(peer);
-        return;
-    }
-    read_lane(peer, stream, inbox, &inbound.watch, &acceptor.lanes);
+        .and_then(|()| take_ring(&stream, me, peer))
+        .and_then(|ring| stream.set_read_timeout(None).map(|()| ring));
+    let ring = match welcomed {
+        Ok(ring) => ring,
+        Err(e) => {
+            tracing::info!("rank {me}: the lane from rank {peer} closed during its handshake: {e}");
+            inbound.set_carried_by_lane(peer, false);
+            acceptor.lanes.ended(peer);
+            return;
+        }
+    };
+    read_lane(peer, stream, ring, inbox, &inbound.watch, &acceptor.lanes);
+}
+
+/// Maps the shared ring rank `peer` offers on `stream`, if it offers one, and tells it
+/// whether that worked; a ring that cannot be mapped leaves the lane on its socket.
+fn take_ring(stream: &UnixStream, me: usize, peer: usize) -> io::Result<Option<Arc<RingReader>>> {
+    let ring = receive_ring(stream)?.and_then(|(fd, capacity)| {
+        RingReader::open(fd, capacity)
+            .map_err(|e| {
+                tracing::info!(
+                    "rank {me}: the lane from rank {peer} goes without shared memory: {e}"
+                )
+            })
+            .ok()
+    });
+    answer_ring(stream, ring.is_some())?;
+    Ok(ring)
 }

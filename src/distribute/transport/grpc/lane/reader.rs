@@ -8,12 +8,13 @@ use std::io::Write;
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::Sender;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::super::inbound::Delivery;
 use super::super::peer_watch::PeerWatch;
 use super::frame::{read_frame, Frame};
+use super::shared_ring::RingReader;
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// A lane into this rank.
@@ -95,12 +96,14 @@ impl InboundLanes {
     }
 }
 
-/// Reads `peer`'s lane to its end: each message into `inbox`, marked heard in `watch`; the
-/// peer's last frame answered with how many messages arrived; the end (or the break)
-/// recorded in `watch`, `inbox` and `lanes`.
+/// Reads `peer`'s lane to its end: each message into `inbox` (one in shared memory lent
+/// from `ring` where it lies), marked heard in `watch`; the peer's last frame answered with
+/// how many messages arrived; the end (or the break) recorded in `watch`, `inbox` and
+/// `lanes`.
 pub(super) fn read_lane(
     peer: usize,
     mut stream: UnixStream,
+    ring: Option<Arc<RingReader>>,
     inbox: Sender<Delivery>,
     watch: &PeerWatch,
     lanes: &InboundLanes,
@@ -115,6 +118,23 @@ pub(super) fn read_lane(
                 // its end so that the peer's shutdown gets its count.
                 let payload = payload.into();
                 let _ = inbox.send(Delivery::Message { tag, payload });
+            }
+            Ok(Some(Frame::Shared { tag, start, len })) => {
+                let lent = match &ring {
+                    Some(ring) => ring.lend(start, len),
+                    None => Err(std::io::Error::other(
+                        "a message in shared memory it never offered",
+                    )),
+                };
+                match lent {
+                    Ok(bytes) => {
+                        watch.heard(peer);
+                        received += 1;
+                        let payload = bytes.into();
+                        let _ = inbox.send(Delivery::Message { tag, payload });
+                    }
+                    Err(e) => break format!("its lane broke: {e}"),
+                }
             }
             Ok(Some(Frame::End { sent })) => {
                 if sent != received {

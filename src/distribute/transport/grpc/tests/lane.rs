@@ -50,6 +50,7 @@ fn every_peer_on_loopback_gets_a_lane_and_sums_are_exact_on_2_and_3_ranks() {
         let ranks = connect(n, lane_config());
         for t in &ranks {
             assert_eq!(t.same_host_peers(), others(t.rank(), n), "n={n}");
+            assert_eq!(t.shared_memory_peers(), others(t.rank(), n), "n={n}");
         }
         let out = on_threads(ranks, |mut t| {
             let sums: Vec<Vec<f32>> = lens
@@ -80,6 +81,17 @@ fn every_peer_on_loopback_gets_a_lane_and_sums_are_exact_on_2_and_3_ranks() {
         };
         let over_grpc = random_sums(connect(n, grpc_only), &random_lens);
         assert!(over_lanes == over_grpc, "n={n}: the lanes changed a sum");
+        let sockets_only = GrpcConfig {
+            shared_memory: false,
+            ..lane_config()
+        };
+        let ranks = connect(n, sockets_only);
+        assert!(ranks.iter().all(|t| t.shared_memory_peers().is_empty()));
+        let over_sockets = random_sums(ranks, &random_lens);
+        assert!(
+            over_sockets == over_grpc,
+            "n={n}: the lanes' sockets changed a sum"
+        );
     }
 }
 
@@ -117,6 +129,33 @@ fn five_mib_both_ways_and_out_of_order_tags_over_the_lane() {
         assert!(got[3] == big, "rank {rank}: the 5 MiB message differs");
         assert_eq!(got[4], vec![p, 3]);
         assert_eq!(lent_pieces, 1);
+    }
+}
+
+#[test]
+fn messages_past_a_full_shared_ring_cross_the_socket_in_order() {
+    // 40 MiB held unread in the inbox: the 32 MiB ring fills, the rest takes the socket.
+    let message = |i: usize| -> Vec<u8> {
+        let mut bytes = SplitMix(i as u64).bytes((1 << 20) - 8 * i);
+        bytes[0] = i as u8;
+        bytes
+    };
+    let out = on_threads(connect(2, lane_config()), |mut t| {
+        let peer = 1 - t.rank();
+        let got: Vec<Vec<u8>> = if t.rank() == 0 {
+            assert_eq!(t.shared_memory_peers(), vec![1]);
+            (0..40).for_each(|i| t.send(peer, 3, message(i)).unwrap());
+            t.send(peer, 4, vec![1]).unwrap();
+            Vec::new()
+        } else {
+            assert_eq!(t.recv(peer, 4).unwrap(), vec![1]);
+            (0..40).map(|_| t.recv(peer, 3).unwrap()).collect()
+        };
+        t.shutdown().unwrap();
+        got
+    });
+    for (i, got) in out[1].iter().enumerate() {
+        assert!(*got == message(i), "message {i} differs");
     }
 }
 
@@ -192,7 +231,7 @@ fn lanes_with_a_wrong_token_and_strangers_are_refused_and_the_cluster_goes_on() 
         let socket = socket_of(&t.local_addr().to_string());
         // Another cluster's token, no token, or the right one for a rank that has its lane.
         for token in [Some(&b"wrong"[..]), None, Some(&b"s3cret"[..])] {
-            let err = dial_lane(&socket, other, 2, token, me)
+            let err = dial_lane(&socket, other, 2, token, me, 1 << 20)
                 .unwrap_err()
                 .to_string();
             assert!(err.starts_with(&format!("rank {me} refused it")), "{err}");
