@@ -163,3 +163,61 @@ pub(super) fn read_lane(
     let _ = inbox.send(Delivery::Ended(broken));
     lanes.ended(peer);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    use super::super::super::peer_watch::PeerWatch;
+    use super::super::frame::{shared_frame, write_end, write_message_from};
+    use super::super::shared_ring::{RingReader, RingWriter};
+    use super::*;
+
+    /// What rank 0's inbox gets from reading a lane from rank 1 (with `ring`, if any) on
+    /// which rank 1 wrote a message of `len` bytes placed at `at` in shared memory, then
+    /// its last frame.
+    fn deliveries(ring: Option<Arc<RingReader>>, at: u64, len: u64) -> Vec<Delivery> {
+        let (mut sender, receiver) = UnixStream::pair().unwrap();
+        let (header, position) = shared_frame(5, at, len);
+        write_message_from(&mut sender, &header, &position, 0).unwrap();
+        write_end(&mut sender, 1).unwrap();
+        let (inbox, delivered) = channel();
+        let second = Duration::from_secs(1);
+        let watch = PeerWatch::new(0, 2, vec![], second, 60 * second);
+        read_lane(1, receiver, ring, inbox, &watch, &InboundLanes::new(0));
+        delivered.try_iter().collect()
+    }
+
+    #[test]
+    fn a_message_in_shared_memory_is_lent_and_one_never_offered_breaks_the_lane() {
+        let (mut writer, fd) = RingWriter::create(1 << 20).unwrap();
+        let ring = RingReader::open(fd, 1 << 20).unwrap();
+        let message: Vec<u8> = (0..100_000).map(|i| (i % 251) as u8).collect();
+        let at = writer.write(&message).unwrap();
+        let got = deliveries(Some(ring), at, message.len() as u64);
+        match &got[..] {
+            [Delivery::Message { tag: 5, payload }, Delivery::Ended(reason)] => {
+                let bytes: Vec<u8> = payload.lent().pieces().flatten().copied().collect();
+                assert!(bytes == message, "the lent bytes differ");
+                assert_eq!(reason, "it shut down");
+            }
+            _ => panic!("{} deliveries", got.len()),
+        }
+        let got = deliveries(None, 0, 100_000);
+        match &got[..] {
+            [Delivery::Ended(reason)] => assert!(reason.contains("never offered"), "{reason}"),
+            _ => panic!("{} deliveries", got.len()),
+        }
+        let (_, fd) = RingWriter::create(1 << 20).unwrap();
+        let got = deliveries(
+            Some(RingReader::open(fd, 1 << 20).unwrap()),
+            (1 << 20) - 32,
+            64,
+        );
+        match &got[..] {
+            [Delivery::Ended(reason)] => assert!(reason.contains("lane broke"), "{reason}"),
+            _ => panic!("{} deliveries", got.len()),
+        }
+    }
+}
