@@ -20,7 +20,8 @@ pub(super) fn crash_is_reported_at_once_after_what_was_sent(config: GrpcConfig) 
     assert_eq!(crashing.same_host_peers(), expected_lanes(&config, 1));
     let crasher = thread::spawn(move || {
         let mut t = crashing;
-        t.send(0, 5, vec![5]).unwrap();
+        // Over 64 KiB: on a lane, in the memory shared with rank 0.
+        t.send(0, 5, vec![5; 200 << 10]).unwrap();
         t.send(0, 6, vec![6]).unwrap();
         // Crash only once rank 0 has the messages.
         t.recv(0, 100).unwrap();
@@ -39,7 +40,7 @@ pub(super) fn crash_is_reported_at_once_after_what_was_sent(config: GrpcConfig) 
     assert_eq!(err.rank(), Some(1));
     assert!(err.to_string().contains("connection lost"), "{err}");
     // What arrived before the crash is still there, once.
-    assert_eq!(t.recv(1, 5).unwrap(), vec![5]);
+    assert!(t.recv(1, 5).unwrap() == vec![5; 200 << 10]);
     assert!(t.recv(1, 5).is_err());
     crasher.join().unwrap();
     // Sending to the crashed rank fails soon too (once HTTP/2 has seen the connection go).
