@@ -6,21 +6,10 @@ use half::f16;
 use super::compression::{bf16_from_f32, bf16_to_f32};
 use super::split_pass::{split_pass, split_pass_reading};
 use super::{Combine, Compression};
-#[cfg(test)]
-use crate::distribute::transport::PAYLOAD_POOL;
 use crate::distribute::Lent;
 
 /// Whether values can be written and read as native words: the wire is little-endian.
 const NATIVE_IS_WIRE: bool = cfg!(target_endian = "little");
-
-/// The little-endian bytes of `values` in `compression`'s format, in a buffer from the
-/// payload pool.
-#[cfg(test)]
-pub(super) fn encode(values: &[f32], compression: Compression, threads: usize) -> Vec<u8> {
-    let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
-    encode_into(&mut out, values, compression, threads);
-    out
-}
 
 /// Writes the little-endian bytes of `values` in `compression`'s format to `out` (exactly
 /// their size). Written as whole words where the buffer is aligned for them (it always is,
@@ -42,19 +31,6 @@ pub(crate) fn encode_into(
         Compression::Fp16 => encode_halves(out, values, threads, |v| f16::from_f32(v).to_bits()),
         Compression::Bf16 => encode_halves(out, values, threads, bf16_from_f32),
     }
-}
-
-/// [`finalize_and_encode_into`] a buffer from the payload pool.
-#[cfg(test)]
-pub(super) fn finalize_and_encode(
-    values: &mut [f32],
-    divisor: f32,
-    compression: Compression,
-    threads: usize,
-) -> Vec<u8> {
-    let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
-    finalize_and_encode_into(&mut out, values, divisor, compression, threads);
-    out
 }
 
 /// Divides `values` by `divisor` and rounds them to `compression`'s format in place,
@@ -137,7 +113,7 @@ pub(super) struct PayloadSizeError {
 
 /// Folds the values of `payload`, in `compression`'s format, into `dst` by `combine`, reading
 /// the payload in the pieces it arrived in (a piece may end inside a value). The error says
-/// how the sizes differ; nothing is folded then. Long pieces are split as [`encode`] is.
+/// how the sizes differ; nothing is folded then. Long pieces are split as [`encode_into`] is.
 pub(super) fn fold_into(
     dst: &mut [f32],
     payload: Lent<'_>,
@@ -255,150 +231,4 @@ fn fold_bytes<const N: usize>(
 }
 
 #[cfg(test)]
-mod tests {
-    use bytes::Bytes;
-
-    use super::*;
-
-    fn fold(
-        dst: &mut [f32],
-        pieces: &[Vec<u8>],
-        combine: Combine,
-        c: Compression,
-    ) -> Result<(), PayloadSizeError> {
-        let pieces: Vec<Bytes> = pieces.iter().cloned().map(Bytes::from).collect();
-        fold_into(dst, Lent::new(&pieces), combine, c, 1)
-    }
-
-    #[test]
-    fn values_survive_the_wire_bit_for_bit() {
-        let values = [
-            1.5f32,
-            -0.0,
-            f32::NAN,
-            f32::INFINITY,
-            f32::MIN_POSITIVE / 2.0,
-        ];
-        let mut out = [0.0f32; 5];
-        fold(
-            &mut out,
-            &[encode(&values, Compression::None, 1)],
-            Combine::Copy,
-            Compression::None,
-        )
-        .unwrap();
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&out), bits(&values));
-    }
-
-    #[test]
-    fn pieces_may_cut_values_anywhere() {
-        let values: Vec<f32> = (0..37).map(|i| i as f32 * 0.37 - 3.0).collect();
-        for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
-            let bytes = encode(&values, c, 1);
-            let mut whole = vec![1.0f32; values.len()];
-            fold(&mut whole, std::slice::from_ref(&bytes), Combine::Add, c).unwrap();
-            for cuts in [vec![1], vec![3, 5], vec![1, 2, 3, 7, 11], vec![0, 0, 13]] {
-                let (mut pieces, mut at, mut sizes) = (Vec::new(), 0, cuts.iter().cycle());
-                while at < bytes.len() {
-                    let end = (at + sizes.next().unwrap()).min(bytes.len());
-                    pieces.push(bytes[at..end].to_vec());
-                    at = end;
-                }
-                let mut got = vec![1.0f32; values.len()];
-                fold(&mut got, &pieces, Combine::Add, c).unwrap();
-                assert_eq!(got, whole, "{c} cut by {cuts:?}");
-            }
-            for (v, w) in values.iter().zip(&whole) {
-                assert_eq!(*w, 1.0 + c.round(*v), "{c}");
-            }
-        }
-    }
-
-    #[test]
-    fn add_folds_and_sizes_must_match() {
-        let mut acc = [1.0f32, 2.0];
-        fold(
-            &mut acc,
-            &[encode(&[0.5, 0.25], Compression::None, 1)],
-            Combine::Add,
-            Compression::None,
-        )
-        .unwrap();
-        assert_eq!(acc, [1.5, 2.25]);
-        let err = fold(
-            &mut acc,
-            &[encode(&[1.0], Compression::None, 1)],
-            Combine::Add,
-            Compression::None,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.starts_with("sent 4 bytes where 8 (2 values of 4 bytes) were expected"),
-            "{err}"
-        );
-        assert_eq!(acc, [1.5, 2.25], "nothing folded");
-        let err = fold(
-            &mut acc,
-            &[encode(&[1.0, 2.0], Compression::None, 1)],
-            Combine::Add,
-            Compression::Bf16,
-        )
-        .unwrap_err();
-        assert_eq!(err.received_bytes, 8);
-        assert_eq!(err.element_bytes, 2);
-    }
-
-    #[test]
-    fn a_finalized_chunk_is_kept_as_it_is_sent() {
-        let values: Vec<f32> = (0..29).map(|i| i as f32 * 1.37 - 9.0).collect();
-        for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
-            let mut kept = values.clone();
-            let sent = finalize_and_encode(&mut kept, 3.0, c, 1);
-            let mut received = vec![0.0f32; values.len()];
-            fold(&mut received, &[sent], Combine::Copy, c).unwrap();
-            assert_eq!(
-                received, kept,
-                "{c}: the owner keeps what the others receive"
-            );
-            for (k, v) in kept.iter().zip(&values) {
-                assert_eq!(*k, c.round(v / 3.0), "{c}");
-            }
-        }
-    }
-
-    #[test]
-    fn passes_split_over_a_pool_give_the_bits_of_one_thread() {
-        let len = 5 * (16 << 10) + 7;
-        let values: Vec<f32> = (0..len).map(|i| (i as f32 * 0.731).sin() * 1e3).collect();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
-            .build()
-            .unwrap();
-        let passes = |threads: usize| {
-            let mut outputs = Vec::new();
-            for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
-                let sent = encode(&values, c, threads);
-                let mut kept = values.clone();
-                let finalized = finalize_and_encode(&mut kept, 3.0, c, threads);
-                let mut summed = values.clone();
-                let pieces = [Bytes::from(sent.clone())];
-                fold_into(&mut summed, Lent::new(&pieces), Combine::Add, c, threads).unwrap();
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                outputs.push((sent, finalized, bits(&kept), bits(&summed)));
-            }
-            outputs
-        };
-        let alone = passes(1);
-        assert_eq!(pool.install(|| passes(4)), alone);
-        assert_eq!(pool.install(|| passes(3)), alone);
-    }
-
-    #[test]
-    fn sixteen_bit_formats_halve_the_bytes() {
-        assert_eq!(encode(&[1.0; 10], Compression::Bf16, 1).len(), 20);
-        assert_eq!(encode(&[1.0; 10], Compression::Fp16, 1).len(), 20);
-        assert_eq!(encode(&[1.0; 10], Compression::None, 1).len(), 40);
-    }
-}
+mod tests;

@@ -22,6 +22,7 @@ mod join;
 mod lane;
 mod metadata;
 mod outbound;
+mod payload;
 mod peer_watch;
 mod service;
 mod shutdown;
@@ -43,15 +44,16 @@ pub(crate) use config::MAX_MESSAGE_BYTES;
 pub(crate) use config::{endpoint, serve_grpc};
 pub(crate) use metadata::TOKEN_KEY;
 
-use super::{Lent, Transport, PAYLOAD_POOL};
+use super::point_to_point::fill_and_send;
+use super::{Lent, Transport};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
-use deliver_framing::Payload;
 use inbound::Inbound;
 use inbox::Inbox;
 use lane::Lanes;
 use metadata::TokenRefusals;
 pub(crate) use metadata::{check_token, token_value};
 use outbound::Outbound;
+use payload::Payload;
 
 /// Worker threads of each transport's tokio runtime: enough for the server and the streams to
 /// peers to progress side by side; more would only compete with training for the cores.
@@ -170,9 +172,7 @@ impl Transport for GrpcTransport {
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> Result<()> {
         if !self.lanes.carries(to) {
-            let mut payload = PAYLOAD_POOL.take(len);
-            fill(&mut payload);
-            return self.send(to, tag, payload);
+            return fill_and_send(self, to, tag, len, fill);
         }
         self.check_peer(to, "send to")?;
         let sent = self.lanes.send_filled(to, tag, len, fill);

@@ -71,9 +71,7 @@ pub trait Transport: Send {
         len: usize,
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> Result<()> {
-        let mut payload = PAYLOAD_POOL.take(len);
-        fill(&mut payload);
-        self.send(to, tag, payload)
+        fill_and_send(self, to, tag, len, fill)
     }
 
     /// The oldest message from rank `from` with `tag`, waiting at most the transport's timeout.
@@ -102,4 +100,18 @@ pub trait Transport: Send {
     fn take_stalled_tasks(&mut self) -> usize {
         0
     }
+}
+
+/// [`Transport::send_filled`] through [`Transport::send`]: `fill` writes a vector of the
+/// payload pool, which is then sent.
+pub(crate) fn fill_and_send<T: Transport + ?Sized>(
+    transport: &mut T,
+    to: usize,
+    tag: u64,
+    len: usize,
+    fill: &mut dyn FnMut(&mut [u8]),
+) -> Result<()> {
+    let mut payload = PAYLOAD_POOL.take(len);
+    fill(&mut payload);
+    transport.send(to, tag, payload)
 }

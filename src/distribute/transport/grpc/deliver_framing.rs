@@ -21,10 +21,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tonic::codegen::http::HeaderMap;
 use tonic::{Code, Status};
 
-use crate::distribute::transport::{Lent, PAYLOAD_POOL};
-
 use super::collective_proto::Ack;
 use super::config::MAX_MESSAGE_BYTES;
+use super::payload::Payload;
 
 /// The HTTP/2 path of `Deliver`.
 pub(super) const DELIVER_PATH: &str = "/estimator.collective.Collective/Deliver";
@@ -190,79 +189,6 @@ fn malformed(what: &str) -> Status {
     Status::invalid_argument(format!("malformed envelope: {what}"))
 }
 
-/// A received payload as the slices of the HTTP/2 frames it arrived in, not copied yet, or
-/// as the one vector a same-host lane read it into.
-#[derive(Debug, Default)]
-pub(super) struct Payload {
-    chunks: Vec<Bytes>,
-    len: usize,
-    /// Whether the one chunk owns a whole vector of exactly this payload, which `into_vec`
-    /// can hand back as it is.
-    whole: bool,
-}
-
-impl Payload {
-    /// Its length in bytes.
-    pub(super) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// The payload lent as the pieces it arrived in: no copy.
-    pub(super) fn lent(&self) -> Lent<'_> {
-        Lent::new(&self.chunks)
-    }
-
-    /// The payload in a vector of its own: one copy, made by the thread that asked for it;
-    /// none for a payload read whole into a vector.
-    pub(super) fn into_vec(mut self) -> Vec<u8> {
-        if self.whole {
-            if let Some(chunk) = self.chunks.pop() {
-                // The vector the chunk was made from, unless it was shared meanwhile.
-                return Vec::from(chunk);
-            }
-        }
-        let mut out = Vec::with_capacity(self.len);
-        for chunk in &self.chunks {
-            out.extend_from_slice(chunk);
-        }
-        out
-    }
-}
-
-impl Payload {
-    /// Hands a payload read whole into a vector (a lane's) back to the payload pool once it
-    /// has been consumed, for the next message to be read into.
-    pub(super) fn recycle(self) {
-        if self.whole {
-            PAYLOAD_POOL.give(self.into_vec());
-        }
-    }
-}
-
-impl From<Vec<u8>> for Payload {
-    /// The payload read whole into `bytes`: `Bytes` takes the vector over, no copy.
-    fn from(bytes: Vec<u8>) -> Self {
-        let len = bytes.len();
-        Self {
-            chunks: vec![bytes.into()],
-            len,
-            whole: true,
-        }
-    }
-}
-
-impl From<Bytes> for Payload {
-    /// The payload lent in place as `bytes` (a same-host lane's shared memory): read where
-    /// it lies, copied only by `into_vec`.
-    fn from(bytes: Bytes) -> Self {
-        Self {
-            len: bytes.len(),
-            chunks: vec![bytes],
-            whole: false,
-        }
-    }
-}
-
 /// Reads the envelopes of a `Deliver` request body, each payload copied once, from the HTTP/2
 /// frames into a vector of its own. Any valid protobuf encoding of `Envelope` is accepted
 /// (fields in any order, defaults omitted, unknown fields skipped).
@@ -376,21 +302,17 @@ where
 
     /// The next `len` bytes, as the slices of HTTP/2 frames they arrived in.
     async fn read(&mut self, len: usize) -> Result<Payload, Status> {
-        let mut payload = Payload {
-            chunks: Vec::new(),
-            len,
-            whole: false,
-        };
+        let mut pieces = Vec::new();
         let mut left = len;
         while left > 0 {
             if !self.fill().await? {
                 return Err(malformed("the stream ended inside a message"));
             }
             let n = left.min(self.chunk.len());
-            payload.chunks.push(self.chunk.split_to(n));
+            pieces.push(self.chunk.split_to(n));
             left -= n;
         }
-        Ok(payload)
+        Ok(Payload::from_pieces(pieces))
     }
 
     async fn skip(&mut self, mut len: usize) -> Result<(), Status> {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::deliver_framing::Payload;
+use super::payload::Payload;
 use super::peer_watch::PeerWatch;
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::address::is_same_host;
 use super::config::LATENCY_BOUND_BYTES;
-use super::deliver_framing::Payload;
 use super::inbound::Delivery;
+use super::payload::Payload;
 use super::peer_watch::{Missing, PeerWatch};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 
