@@ -8,6 +8,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
+use estimator::cluster::SHARED_MEMORY;
 
 /// Longest any cluster in these tests may run before it is killed and the test fails.
 pub const LIMIT: Duration = Duration::from_secs(240);
@@ -199,6 +200,66 @@ fn a_launched_cluster_trains_dnn_classifier_to_the_single_process_bar() {
             "{worker} wrote to its model_dir"
         );
     }
+}
+
+/// A chief and a worker launched on this machine train Iris for 100 steps, with a network
+/// wide enough (4-1024-512-3, 2.1 MB of gradients) that its ring segments (133 KB) cross the
+/// same-host lane through shared memory, unless `shared_memory` is off: the launcher's
+/// stderr and the model section of the chief's last checkpoint.
+fn two_tasks_of_a_wide_network(shared_memory: bool) -> (String, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let stderr_path = dir.path().join("stderr");
+    let mut launcher = Command::new(estimator_launch())
+        .args(["--workers", "1", "--grace-secs", "60", "--"])
+        .arg(dnn_classifier())
+        .args([
+            "train",
+            "--train",
+            &iris("iris_train.csv"),
+            "--label-column",
+            "label",
+        ])
+        .args([
+            "--hidden-units",
+            "1024,512",
+            "--batch-size",
+            "64",
+            "--max-steps",
+            "100",
+        ])
+        .args(["--intra-op-threads", "1", "--model-dir"])
+        .arg(&model_dir)
+        .env(SHARED_MEMORY, if shared_memory { "1" } else { "0" })
+        .env_remove("TF_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let status = wait_until(&mut launcher, Instant::now() + LIMIT);
+    let _reaper = Reaper(vec![launcher]);
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    let status = status.unwrap_or_else(|| panic!("cluster still running; stderr:\n{stderr}"));
+    // Exit 0 also means the worker's final weights had the chief's CRC.
+    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    let (_, checkpoint) = CheckpointManager::new(&model_dir, None)
+        .latest()
+        .unwrap()
+        .expect("a checkpoint");
+    (stderr, checkpoint.section("model").unwrap().to_vec())
+}
+
+#[test]
+fn tasks_on_one_machine_train_through_shared_memory_to_the_bits_of_the_socket() {
+    let (stderr, through_memory) = two_tasks_of_a_wide_network(true);
+    assert!(stderr.contains("with shared memory to [1]"), "{stderr}");
+    let (stderr, through_socket) = two_tasks_of_a_wide_network(false);
+    assert!(stderr.contains("with shared memory to []"), "{stderr}");
+    assert!(
+        through_memory == through_socket,
+        "the chief's weights differ with and without shared memory"
+    );
 }
 
 fn has_events(model_dir: &Path) -> bool {
