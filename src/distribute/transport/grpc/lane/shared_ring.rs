@@ -141,7 +141,7 @@ impl RingReader {
         let file = File::from(fd);
         let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
         let size = file.metadata()?.len();
-        if capacity == 0 || size != HEADER_BYTES as u64 + capacity {
+        if capacity == 0 || Some(size) != capacity.checked_add(HEADER_BYTES as u64) {
             return Err(invalid(format!(
                 "its shared memory holds {size} bytes, not {HEADER_BYTES} + {capacity}"
             )));
@@ -312,6 +312,9 @@ mod tests {
         let (_writer, fd) = RingWriter::create(1024).unwrap();
         let err = RingReader::open(fd, 2048).err().unwrap().to_string();
         assert!(err.contains("not 4096 + 2048"), "{err}");
+        let (_writer, fd) = RingWriter::create(1024).unwrap();
+        let err = RingReader::open(fd, u64::MAX).err().unwrap().to_string();
+        assert!(err.contains(&format!("not 4096 + {}", u64::MAX)), "{err}");
         let file = File::from(rustix::fs::memfd_create("test", MemfdFlags::CLOEXEC).unwrap());
         file.set_len(HEADER_BYTES as u64 + 1024).unwrap();
         let err = RingReader::open(file.into(), 1024)
