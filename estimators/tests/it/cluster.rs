@@ -80,6 +80,26 @@ pub fn wait_for_checkpoint(model_dir: &Path, step: u64, log: impl Fn() -> String
     }
 }
 
+/// Runs `launcher` (an `estimator-launch` command, its arguments set) to its end, at most
+/// `LIMIT`, with its output in files of `dir`, and checks it exited 0: (stdout, stderr).
+pub fn run_launched(launcher: &mut Command, dir: &Path) -> (String, String) {
+    let (stdout_path, stderr_path) = (dir.join("stdout"), dir.join("stderr"));
+    let mut launcher = launcher
+        .env_remove("TF_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout_path).unwrap())
+        .stderr(File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let status = wait_until(&mut launcher, Instant::now() + LIMIT);
+    let _reaper = Reaper(vec![launcher]);
+    let stdout = std::fs::read_to_string(stdout_path).unwrap();
+    let stderr = std::fs::read_to_string(stderr_path).unwrap();
+    let status = status.unwrap_or_else(|| panic!("cluster still running; stderr:\n{stderr}"));
+    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    (stdout, stderr)
+}
+
 /// Waits for `child` at most until `deadline`.
 pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     loop {
@@ -132,31 +152,22 @@ fn a_launched_cluster_trains_dnn_classifier_to_the_single_process_bar() {
     let model_dir = r#""$BASE/$(printf %s "$TF_CONFIG" | sed -E 's/.*"type":"([a-z]+)","index":([0-9]+).*/\1-\2/')""#;
     let args = train_args("MODEL_DIR", 1000).join(" ");
     let script = format!("exec \"$DNN\" {}", args.replace("MODEL_DIR", model_dir));
-    let mut launcher = Command::new(estimator_launch())
-        .args([
-            "--workers",
-            "2",
-            "--grace-secs",
-            "60",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
-        .env("BASE", &base)
-        .env("DNN", dnn_classifier())
-        .env_remove("TF_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(File::create(dir.path().join("stdout")).unwrap())
-        .stderr(File::create(dir.path().join("stderr")).unwrap())
-        .spawn()
-        .unwrap();
-    let status = wait_until(&mut launcher, Instant::now() + LIMIT);
-    let _reaper = Reaper(vec![launcher]);
-    let stdout = std::fs::read_to_string(dir.path().join("stdout")).unwrap();
-    let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
-    let status = status.unwrap_or_else(|| panic!("cluster still running; stderr:\n{stderr}"));
-    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    let (stdout, stderr) = run_launched(
+        Command::new(estimator_launch())
+            .args([
+                "--workers",
+                "2",
+                "--grace-secs",
+                "60",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .env("BASE", &base)
+            .env("DNN", dnn_classifier()),
+        dir.path(),
+    );
     for line in stderr.lines().filter(|l| l.contains("exited with code")) {
         assert!(
             line.ends_with("exited with code 0"),
@@ -209,40 +220,26 @@ fn a_launched_cluster_trains_dnn_classifier_to_the_single_process_bar() {
 fn two_tasks_of_a_wide_network(shared_memory: bool) -> (String, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let model_dir = dir.path().join("model");
-    let stderr_path = dir.path().join("stderr");
-    let mut launcher = Command::new(estimator_launch())
-        .args(["--workers", "1", "--grace-secs", "60", "--"])
-        .arg(dnn_classifier())
-        .args([
-            "train",
-            "--train",
-            &iris("iris_train.csv"),
-            "--label-column",
-            "label",
-        ])
-        .args([
-            "--hidden-units",
-            "1024,512",
-            "--batch-size",
-            "64",
-            "--max-steps",
-            "100",
-        ])
-        .args(["--intra-op-threads", "1", "--model-dir"])
-        .arg(&model_dir)
-        .env(SHARED_MEMORY, if shared_memory { "1" } else { "0" })
-        .env_remove("TF_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    let status = wait_until(&mut launcher, Instant::now() + LIMIT);
-    let _reaper = Reaper(vec![launcher]);
-    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
-    let status = status.unwrap_or_else(|| panic!("cluster still running; stderr:\n{stderr}"));
     // Exit 0 also means the worker's final weights had the chief's CRC.
-    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+    let (_, stderr) = run_launched(
+        Command::new(estimator_launch())
+            .args(["--workers", "1", "--grace-secs", "60", "--"])
+            .arg(dnn_classifier())
+            .args(["train", "--train", &iris("iris_train.csv")])
+            .args(["--label-column", "label", "--hidden-units", "1024,512"])
+            .args([
+                "--batch-size",
+                "64",
+                "--max-steps",
+                "100",
+                "--intra-op-threads",
+                "1",
+            ])
+            .arg("--model-dir")
+            .arg(&model_dir)
+            .env(SHARED_MEMORY, if shared_memory { "1" } else { "0" }),
+        dir.path(),
+    );
     let (_, checkpoint) = CheckpointManager::new(&model_dir, None)
         .latest()
         .unwrap()

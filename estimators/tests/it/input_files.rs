@@ -4,16 +4,15 @@
 //! sharding, each shard read by exactly one task.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use datasets::tf_proto::{feature::Kind, Example, Feature, Features, FloatList, Int64List};
 use datasets::{TfRecordCompression, TfRecordWriter};
 
 use crate::cli::{assert_user_error, bin, iris, last_json, run, stderr};
-use crate::cluster::{dnn_classifier, estimator_launch, wait_until, Reaper, LIMIT};
+use crate::cluster::{dnn_classifier, estimator_launch, run_launched};
 
 /// The header and rows of a CSV file.
 fn csv_rows(path: &str) -> (String, Vec<String>) {
@@ -252,7 +251,8 @@ fn digits_in_eight_tfrecord_shards_trains_on_two_tasks_each_shard_read_by_one() 
     // process); the chief and the worker each train on their own four shards.
     let glob = format!("{}/train-*-of-00008.tfrecord", d.display());
     let started = Instant::now();
-    let mut launcher = Command::new(estimator_launch())
+    let mut launcher = Command::new(estimator_launch());
+    launcher
         .args([
             "--workers",
             "1",
@@ -271,19 +271,8 @@ fn digits_in_eight_tfrecord_shards_trains_on_two_tasks_each_shard_read_by_one() 
         .args(["--max-steps", "2000", "--save-checkpoints-steps", "1000"])
         .arg("--model-dir")
         .arg(d.join("model"))
-        .arg("--json")
-        .env_remove("TF_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(File::create(d.join("stdout")).unwrap())
-        .stderr(File::create(d.join("stderr")).unwrap())
-        .spawn()
-        .unwrap();
-    let status = wait_until(&mut launcher, started + LIMIT);
-    let _reaper = Reaper(vec![launcher]);
-    let stdout = std::fs::read_to_string(d.join("stdout")).unwrap();
-    let stderr = std::fs::read_to_string(d.join("stderr")).unwrap();
-    let status = status.unwrap_or_else(|| panic!("cluster still running; stderr:\n{stderr}"));
-    assert_eq!(status.code(), Some(0), "stderr:\n{stderr}");
+        .arg("--json");
+    let (stdout, stderr) = run_launched(&mut launcher, d);
 
     for task in ["chief:0", "worker:0"] {
         let plan = format!("[{task}] ");
