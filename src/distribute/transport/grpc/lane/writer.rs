@@ -29,7 +29,7 @@ use crate::distribute::transport::PAYLOAD_POOL;
 
 /// The smallest message that goes through the shared ring: anything smaller is bound by
 /// latency, not bytes, and goes onto the socket in place (measured on 2 vCPUs: the MNIST
-/// network's 55 KB segments through the ring trained 8 % slower, in 3 rounds of 3).
+/// network's 64 KiB segments through the ring trained 8 % slower, in 3 rounds of 3).
 pub(super) const SHARED_MIN_BYTES: usize = LATENCY_BOUND_BYTES + 1;
 
 /// A message queued for the writer thread: its frame's header, its payload, and how many
