@@ -5,7 +5,8 @@
 //! Run: `cargo bench --bench allreduce` (add `-- --sizes 1,16 --ranks 2 --rounds 3` for a
 //! quick run, `--segment-kib 4096` to cap messages at other than 1 MiB, `--compression bf16`
 //! to send 16-bit values, `--threads 4` to share each rank's encode, fold and finalize passes
-//! with a pool of that many threads, as a training task's all-reduce does). Every rank is a thread of this process with its own transports:
+//! with a pool of that many threads, as a training task's all-reduce does, `--only shm,pair`
+//! to time only those, so that two builds can be run alternately at many rounds). Every rank is a thread of this process with its own transports:
 //! a `GrpcTransport` with the same-host lane off (everything over HTTP/2), one with the lane
 //! but without its shared memory (every byte through the socket), one with both (the
 //! default for peers on 127.0.0.1), one over mutual TLS (certificates of a CA made for
@@ -51,6 +52,8 @@ struct Args {
     ranks: Vec<usize>,
     rounds: usize,
     collective: CollectiveConfig,
+    /// Which of [`OPS`] are timed.
+    timed: [bool; 6],
 }
 
 fn parse_args() -> Args {
@@ -59,6 +62,7 @@ fn parse_args() -> Args {
         ranks: vec![2, 4],
         rounds: 5,
         collective: CollectiveConfig::default(),
+        timed: [true; 6],
     };
     let list = |v: &str| -> Vec<usize> {
         v.split(',')
@@ -83,6 +87,18 @@ fn parse_args() -> Args {
             "--threads" => {
                 let threads = it.next().expect("--threads N").parse().unwrap();
                 args.collective = args.collective.with_threads(threads);
+            }
+            "--only" => {
+                let names = it.next().expect("--only grpc,lane,shm,tls,tcp,pair");
+                args.timed = OPS.map(|op| {
+                    names
+                        .split(',')
+                        .any(|name| name.trim().eq_ignore_ascii_case(op))
+                });
+                assert!(
+                    args.timed.contains(&true),
+                    "--only {names}: no such transport"
+                );
             }
             // `cargo bench` passes --bench; ignore it and anything unknown.
             _ => {}
@@ -265,23 +281,37 @@ fn run_ranks(n: usize, args: &Args) {
                     .collect(),
             )
         };
+        // A figure of transports not timed (`--only`) is "-".
+        let show = |ks: &[usize], value: f64, decimals: usize, unit: &str| match ks
+            .iter()
+            .all(|&k| args.timed[k])
+        {
+            true => format!("{value:.decimals$}{unit}"),
+            false => "-".to_string(),
+        };
+        let (ms, bw) = (
+            |k: usize| show(&[k], median_of(k) * 1e3, 1, ""),
+            |k: usize| show(&[k], busbw(k), 2, ""),
+        );
+        let percent = |a: usize, b: usize| show(&[a, b], ratio(a, b) * 100.0, 0, "%");
+        let times_pair = |k: usize| show(&[k, PAIR], of_pair(k), 2, "x");
         println!(
-            "{n:>5} {size:>5} | {:>8.1} {:>6.2} | {:>8.1} {:>6.2} | {:>8.1} {:>6.2} | {:>6.2} | {:>8.1} {:>6.2} | {:>6.2} | {:>7.0}% {:>7.0}% {:>7.0}% {:>8.2}x {:>8.2}x",
-            median_of(GRPC) * 1e3,
-            busbw(GRPC),
-            median_of(LANE) * 1e3,
-            busbw(LANE),
-            median_of(SHM) * 1e3,
-            busbw(SHM),
-            busbw(TLS),
-            median_of(TCP) * 1e3,
-            busbw(TCP),
-            pair_gbps,
-            ratio(GRPC, TCP) * 100.0,
-            ratio(SHM, TCP) * 100.0,
-            ratio(TLS, GRPC) * 100.0,
-            of_pair(LANE),
-            of_pair(SHM),
+            "{n:>5} {size:>5} | {:>8} {:>6} | {:>8} {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>8} {:>8} {:>9} {:>9}",
+            ms(GRPC),
+            bw(GRPC),
+            ms(LANE),
+            bw(LANE),
+            ms(SHM),
+            bw(SHM),
+            bw(TLS),
+            ms(TCP),
+            bw(TCP),
+            show(&[PAIR], pair_gbps, 2, ""),
+            percent(GRPC, TCP),
+            percent(SHM, TCP),
+            percent(TLS, GRPC),
+            times_pair(LANE),
+            times_pair(SHM),
         );
     }
 }
@@ -331,11 +361,14 @@ fn rank_loop(
             elapsed
         };
         // Warm-up, checking every transport sums right.
-        for op in 0..OPS.len() {
+        for op in (0..OPS.len()).filter(|&op| args.timed[op]) {
             timed(&mut values, op);
         }
         for _ in 0..args.rounds {
-            timings.push([0, 1, 2, 3, 4, 5].map(|op| timed(&mut values, op)));
+            timings.push([0, 1, 2, 3, 4, 5].map(|op| match args.timed[op] {
+                true => timed(&mut values, op),
+                false => Duration::ZERO,
+            }));
         }
     }
     for transport in grpc {

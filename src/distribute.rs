@@ -30,6 +30,6 @@ pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};
 pub(crate) use transport::listen_address;
 pub use transport::{
-    ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, Lent, TlsFault, Transport,
+    ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, Lent, Onward, TlsFault, Transport,
     DEFAULT_RECV_TIMEOUT,
 };

@@ -12,6 +12,6 @@ pub(crate) use grpc::{
 pub use grpc::{GrpcConfig, GrpcTransport};
 pub use in_memory::{InMemoryTransport, DEFAULT_RECV_TIMEOUT};
 pub(crate) use payload_pool::{PAYLOAD_POOL, SMALLEST_KEPT};
-pub use point_to_point::{Lent, Transport};
+pub use point_to_point::{Lent, Onward, Transport};
 pub(crate) use tls::tls_refusal;
 pub use tls::{ClusterTls, TlsFault};

@@ -1,12 +1,11 @@
 //! Ring all-reduce over a transport: runs a [`RingSchedule`]'s messages.
 
-use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use super::payload_codec::{encode_into, finalize_and_encode_into, fold_into};
+use super::payload_codec::{check_size, encode_into, fold_finalize_and_encode_into, fold_into};
 use super::{Action, CollectiveConfig, RingSchedule};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
-use crate::distribute::{Lent, Transport};
+use crate::distribute::{Lent, Onward, Transport};
 
 /// Replaces `values` on every rank by their element-wise sum over all ranks, bit-identical
 /// everywhere. Every rank must pass a buffer of the same length.
@@ -54,36 +53,66 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
     let segment_len = config.ring_segment_len(values.len(), world_size);
     let schedule = RingSchedule::new(rank, world_size, values.len(), segment_len)?;
     let compression = config.compression;
-    // A chunk's completed segment, to finalize (divide, round to the wire format) in the
-    // pass that encodes it for the send that follows its last receive.
-    let mut completed: Option<Range<usize>> = None;
-    for action in schedule.actions() {
+    let mut actions = schedule.actions();
+    while let Some(action) = actions.next() {
         match action {
             Action::Send { to, tag, range } => {
-                let finalize = completed.as_ref() == Some(&range);
-                if finalize {
-                    completed = None;
-                }
                 let len = range.len() * compression.element_bytes();
-                let segment = &mut values[range];
+                let segment = &values[range];
                 // Written where the transport says: into memory shared with the peer, on
                 // a same-host lane that has it.
                 let mut fill = |out: &mut [u8]| {
                     let started = Instant::now();
-                    match finalize {
-                        true => finalize_and_encode_into(
-                            out,
-                            segment,
-                            divisor,
-                            compression,
-                            config.threads,
-                        ),
-                        false => encode_into(out, segment, compression, config.threads),
-                    }
+                    encode_into(out, segment, compression, config.threads);
                     *compute += started.elapsed();
                 };
                 transport
                     .send_filled(to, tag.encode(), len, &mut fill)
+                    .map_err(|e| e.during(tag))?
+            }
+            // The receive that completes a segment's sum, and the send of that segment
+            // that always follows it: added, divided and encoded for the next rank in one
+            // pass.
+            Action::Recv {
+                from, tag, range, ..
+            } if schedule.completes_reduction(tag) => {
+                let Some(Action::Send {
+                    to,
+                    tag: onward_tag,
+                    range: onward_range,
+                }) = actions.next()
+                else {
+                    return Err(CollectiveFault::invalid(format!(
+                        "the ring's schedule does not send on the segment {tag:?} completes"
+                    )));
+                };
+                debug_assert_eq!(range, onward_range, "the completed segment is sent on");
+                let len = range.len() * compression.element_bytes();
+                let onward = Onward {
+                    to,
+                    tag: onward_tag.encode(),
+                    len,
+                };
+                let segment = &mut values[range];
+                let expected = segment.len();
+                let mut check = |payload: Lent<'_>| {
+                    check_size(payload, expected, compression)
+                        .map_err(|e| CollectiveFault::peer(from, e.to_string()))
+                };
+                let mut fill = |payload: Lent<'_>, out: &mut [u8]| {
+                    let started = Instant::now();
+                    fold_finalize_and_encode_into(
+                        out,
+                        segment,
+                        payload,
+                        divisor,
+                        compression,
+                        config.threads,
+                    );
+                    *compute += started.elapsed();
+                };
+                transport
+                    .recv_and_send_filled(from, tag.encode(), onward, &mut check, &mut fill)
                     .map_err(|e| e.during(tag))?
             }
             Action::Recv {
@@ -103,13 +132,9 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                 transport
                     .recv_lent(from, tag.encode(), &mut fold)
                     .map_err(|e| e.during(tag))?;
-                if schedule.completes_reduction(tag) {
-                    completed = Some(range);
-                }
             }
         }
     }
-    debug_assert!(completed.is_none(), "a completed chunk is always sent on");
     Ok(())
 }
 

@@ -1,5 +1,5 @@
-//! A pass over two aligned runs of values (a buffer and its encoding), split over threads
-//! of the rayon pool it is called in.
+//! A pass over aligned runs of values (a buffer, its encoding, a received message), split
+//! over threads of the rayon pool it is called in.
 //!
 //! A host that feeds a GPU, or a CPU replica whose intra-op threads wait while gradients
 //! are averaged, has cores to spare during a step's all-reduce; the pool's threads take
@@ -12,24 +12,24 @@ use rayon::prelude::*;
 /// the pass over them.
 const MIN_PART_VALUES: usize = 16 << 10;
 
-/// Runs `pass` over `a` and `b` (of the same length), in parts of at most `threads`, taken
-/// by the threads of the calling rayon pool; outside a pool, or for short runs, in one
-/// piece on this thread.
-pub(super) fn split_pass<A: Send, B: Send>(
+/// Runs `pass` over `a`, `b` and `c` (of the same length), in parts of at most `threads`,
+/// taken by the threads of the calling rayon pool; outside a pool, or for short runs, in
+/// one piece on this thread.
+pub(super) fn split_pass_with<A: Send, B: Send, C: Sync>(
     a: &mut [A],
     b: &mut [B],
+    c: &[C],
     threads: usize,
-    pass: impl Fn(&mut [A], &mut [B]) + Sync,
+    pass: impl Fn(&mut [A], &mut [B], &[C]) + Sync,
 ) {
     match part_len(a.len(), threads) {
-        None => pass(a, b),
-        Some(part) => {
-            (a.par_chunks_mut(part).zip(b.par_chunks_mut(part))).for_each(|(a, b)| pass(a, b))
-        }
+        None => pass(a, b, c),
+        Some(part) => (a.par_chunks_mut(part).zip(b.par_chunks_mut(part)))
+            .zip(c.par_chunks(part))
+            .for_each(|((a, b), c)| pass(a, b, c)),
     }
 }
 
-/// [`split_pass`] where `b` is only read.
 pub(super) fn split_pass_reading<A: Send, B: Sync>(
     a: &mut [A],
     b: &[B],
@@ -81,9 +81,9 @@ mod tests {
         // Each part waits (a while at most) until a part has started on another thread:
         // the wait ends early only where the pass is shared.
         let seen = (Mutex::new(HashSet::new()), Condvar::new());
-        let (mut a, mut b) = (vec![0u32; len], vec![0u16; len]);
+        let (mut a, mut b, c) = (vec![0u32; len], vec![0u16; len], vec![3u8; len]);
         pool(4).install(|| {
-            split_pass(&mut a, &mut b, 4, |a, b| {
+            split_pass_with(&mut a, &mut b, &c, 4, |a, b, c| {
                 let (ids, changed) = &seen;
                 let mut ids = ids.lock().unwrap();
                 ids.insert(std::thread::current().id());
@@ -97,10 +97,10 @@ mod tests {
                 }
                 drop(ids);
                 a.iter_mut().for_each(|v| *v += 1);
-                b.iter_mut().for_each(|v| *v += 2);
+                b.iter_mut().zip(c).for_each(|(v, c)| *v += u16::from(*c));
             })
         });
-        assert!(a.iter().all(|v| *v == 1) && b.iter().all(|v| *v == 2));
+        assert!(a.iter().all(|v| *v == 1) && b.iter().all(|v| *v == 3));
         assert!(seen.0.lock().unwrap().len() > 1, "one thread did it all");
     }
 

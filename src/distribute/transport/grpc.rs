@@ -45,7 +45,7 @@ pub(crate) use config::{endpoint, serve_grpc};
 pub(crate) use metadata::TOKEN_KEY;
 
 use super::point_to_point::fill_and_send;
-use super::{Lent, Transport};
+use super::{Lent, Onward, Transport};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 use inbound::Inbound;
 use inbox::Inbox;
@@ -201,6 +201,23 @@ impl Transport for GrpcTransport {
         let consumed = consume(payload.lent());
         payload.recycle();
         consumed
+    }
+
+    fn recv_and_send_filled(
+        &mut self,
+        from: usize,
+        tag: u64,
+        onward: Onward,
+        check: &mut dyn FnMut(Lent<'_>) -> Result<()>,
+        fill: &mut dyn FnMut(Lent<'_>, &mut [u8]),
+    ) -> Result<()> {
+        let payload = self.recv_payload(from, tag)?;
+        let sent = check(payload.lent()).and_then(|()| {
+            let fill = &mut |out: &mut [u8]| fill(payload.lent(), out);
+            self.send_filled(onward.to, onward.tag, onward.len, fill)
+        });
+        payload.recycle();
+        sent
     }
 }
 

@@ -34,6 +34,17 @@ impl<'a> Lent<'a> {
     }
 }
 
+/// Where [`Transport::recv_and_send_filled`] sends on: `len` bytes to rank `to` with `tag`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Onward {
+    /// The rank sent to.
+    pub to: usize,
+    /// The message's tag.
+    pub tag: u64,
+    /// The message's length in bytes.
+    pub len: usize,
+}
+
 /// Tagged, ordered messages between the `world_size` ranks of a cluster.
 ///
 /// The collectives rely on this contract, which a network implementation must keep:
@@ -90,6 +101,28 @@ pub trait Transport: Send {
         consume(Lent::new(std::slice::from_ref(&payload)))
     }
 
+    /// Receives the oldest message from rank `from` with `tag` and sends one on at once as
+    /// `onward` says, written by `fill` while it reads the received one: a ring
+    /// all-reduce's completed sum, added, divided and encoded for the next rank in one pass.
+    /// `check` sees the received message first; its error is returned as it is, and nothing
+    /// is sent then. A transport holding the message in pieces lends them, as
+    /// [`recv_lent`](Transport::recv_lent) does.
+    fn recv_and_send_filled(
+        &mut self,
+        from: usize,
+        tag: u64,
+        onward: Onward,
+        check: &mut dyn FnMut(Lent<'_>) -> Result<()>,
+        fill: &mut dyn FnMut(Lent<'_>, &mut [u8]),
+    ) -> Result<()> {
+        let received = Bytes::from(self.recv(from, tag)?);
+        let lent = Lent::new(std::slice::from_ref(&received));
+        check(lent)?;
+        self.send_filled(onward.to, onward.tag, onward.len, &mut |out| {
+            fill(lent, out)
+        })
+    }
+
     /// Drops every connection at once, as a crash would, instead of the graceful shutdown
     /// that waits for peers to acknowledge: for a run that failed, whose peers may be the
     /// ones missing. Later calls fail.
@@ -114,4 +147,48 @@ pub(crate) fn fill_and_send<T: Transport + ?Sized>(
     let mut payload = PAYLOAD_POOL.take(len);
     fill(&mut payload);
     transport.send(to, tag, payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::distribute::collective_fault::CollectiveFault;
+    use crate::distribute::InMemoryTransport;
+
+    #[test]
+    fn a_message_passed_on_is_written_from_the_received_one_and_a_refused_one_sends_nothing() {
+        let mut ranks = InMemoryTransport::cluster_with_timeout(3, Duration::from_millis(200));
+        let mut third = ranks.pop().unwrap();
+        let mut second = ranks.pop().unwrap();
+        let mut first = ranks.pop().unwrap();
+        first.send(1, 7, vec![1, 2, 3]).unwrap();
+        let onward = Onward {
+            to: 2,
+            tag: 8,
+            len: 3,
+        };
+        let mut check = |_: Lent<'_>| Ok(());
+        let mut fill = |received: Lent<'_>, out: &mut [u8]| {
+            for (o, r) in out.iter_mut().zip(received.pieces().flatten()) {
+                *o = r * 10;
+            }
+        };
+        second
+            .recv_and_send_filled(0, 7, onward, &mut check, &mut fill)
+            .unwrap();
+        assert_eq!(third.recv(1, 8).unwrap(), vec![10, 20, 30]);
+
+        first.send(1, 9, vec![4]).unwrap();
+        let mut refuse = |received: Lent<'_>| {
+            Err(CollectiveFault::invalid(format!(
+                "{} bytes",
+                received.len()
+            )))
+        };
+        let refused = second.recv_and_send_filled(0, 9, onward, &mut refuse, &mut fill);
+        assert!(refused.unwrap_err().to_string().contains("1 bytes"));
+        assert!(third.recv(1, 8).is_err(), "nothing was sent on");
+    }
 }

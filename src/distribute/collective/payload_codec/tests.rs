@@ -11,16 +11,36 @@ fn encode(values: &[f32], compression: Compression, threads: usize) -> Vec<u8> {
     out
 }
 
-/// [`finalize_and_encode_into`] a buffer from the payload pool.
-fn finalize_and_encode(
+/// [`fold_finalize_and_encode_into`] of `received`, in the pieces given, into a buffer from
+/// the payload pool.
+fn fold_finalize_and_encode(
     values: &mut [f32],
+    received: &[Vec<u8>],
     divisor: f32,
     compression: Compression,
     threads: usize,
 ) -> Vec<u8> {
+    let pieces: Vec<Bytes> = received.iter().cloned().map(Bytes::from).collect();
     let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
-    finalize_and_encode_into(&mut out, values, divisor, compression, threads);
+    let payload = Lent::new(&pieces);
+    check_size(payload, values.len(), compression).unwrap();
+    fold_finalize_and_encode_into(&mut out, values, payload, divisor, compression, threads);
     out
+}
+
+/// `bytes` cut into pieces of the sizes `cuts` gives in turn.
+fn cut(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+    let (mut pieces, mut at, mut sizes) = (Vec::new(), 0, cuts.iter().cycle());
+    while at < bytes.len() {
+        let end = (at + sizes.next().unwrap()).min(bytes.len());
+        pieces.push(bytes[at..end].to_vec());
+        at = end;
+    }
+    pieces
+}
+
+fn bits(values: &[f32]) -> Vec<u32> {
+    values.iter().map(|x| x.to_bits()).collect()
 }
 
 fn fold(
@@ -50,7 +70,6 @@ fn values_survive_the_wire_bit_for_bit() {
         Compression::None,
     )
     .unwrap();
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&out), bits(&values));
 }
 
@@ -62,12 +81,7 @@ fn pieces_may_cut_values_anywhere() {
         let mut whole = vec![1.0f32; values.len()];
         fold(&mut whole, std::slice::from_ref(&bytes), Combine::Add, c).unwrap();
         for cuts in [vec![1], vec![3, 5], vec![1, 2, 3, 7, 11], vec![0, 0, 13]] {
-            let (mut pieces, mut at, mut sizes) = (Vec::new(), 0, cuts.iter().cycle());
-            while at < bytes.len() {
-                let end = (at + sizes.next().unwrap()).min(bytes.len());
-                pieces.push(bytes[at..end].to_vec());
-                at = end;
-            }
+            let pieces = cut(&bytes, &cuts);
             let mut got = vec![1.0f32; values.len()];
             fold(&mut got, &pieces, Combine::Add, c).unwrap();
             assert_eq!(got, whole, "{c} cut by {cuts:?}");
@@ -114,19 +128,34 @@ fn add_folds_and_sizes_must_match() {
 }
 
 #[test]
-fn a_finalized_chunk_is_kept_as_it_is_sent() {
+fn a_completed_sum_is_kept_as_it_is_sent_with_the_bits_of_fold_then_divide_then_encode() {
     let values: Vec<f32> = (0..29).map(|i| i as f32 * 1.37 - 9.0).collect();
+    let others: Vec<f32> = (0..29).map(|i| (i as f32 * 0.9).sin() * 5.0).collect();
     for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
-        let mut kept = values.clone();
-        let sent = finalize_and_encode(&mut kept, 3.0, c, 1);
-        let mut received = vec![0.0f32; values.len()];
-        fold(&mut received, &[sent], Combine::Copy, c).unwrap();
-        assert_eq!(
-            received, kept,
-            "{c}: the owner keeps what the others receive"
-        );
-        for (k, v) in kept.iter().zip(&values) {
-            assert_eq!(*k, c.round(v / 3.0), "{c}");
+        let received = encode(&others, c, 1);
+        // Three passes: fold, divide and round, encode.
+        let mut expected = values.clone();
+        fold(
+            &mut expected,
+            std::slice::from_ref(&received),
+            Combine::Add,
+            c,
+        )
+        .unwrap();
+        expected.iter_mut().for_each(|v| *v = c.round(*v / 3.0));
+        let expected_sent = encode(&expected, c, 1);
+        for cuts in [vec![received.len()], vec![1], vec![3, 5], vec![0, 7, 2]] {
+            let mut kept = values.clone();
+            let sent = fold_finalize_and_encode(&mut kept, &cut(&received, &cuts), 3.0, c, 1);
+            assert_eq!(bits(&kept), bits(&expected), "{c} cut by {cuts:?}");
+            assert_eq!(sent, expected_sent, "{c} cut by {cuts:?}");
+            let mut arrived = vec![0.0f32; values.len()];
+            fold(&mut arrived, &[sent], Combine::Copy, c).unwrap();
+            assert_eq!(
+                bits(&arrived),
+                bits(&kept),
+                "{c}: the others get what is kept"
+            );
         }
     }
 }
@@ -144,11 +173,11 @@ fn passes_split_over_a_pool_give_the_bits_of_one_thread() {
         for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
             let sent = encode(&values, c, threads);
             let mut kept = values.clone();
-            let finalized = finalize_and_encode(&mut kept, 3.0, c, threads);
+            let finalized =
+                fold_finalize_and_encode(&mut kept, std::slice::from_ref(&sent), 3.0, c, threads);
             let mut summed = values.clone();
             let pieces = [Bytes::from(sent.clone())];
             fold_into(&mut summed, Lent::new(&pieces), Combine::Add, c, threads).unwrap();
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             outputs.push((sent, finalized, bits(&kept), bits(&summed)));
         }
         outputs
