@@ -138,7 +138,7 @@ impl std::fmt::Debug for GrpcConfig {
 // window per round trip and cut every 1 MiB collective segment into 64 frames; on loopback
 // that caps tonic far below raw TCP. With a 16 MiB stream window (several segments in
 // flight), a 32 MiB connection window and 1 MiB frames, tonic moves data at raw-TCP
-// loopback speed within the margins `benches/allreduce.rs` reports (see BENCHMARKS.md).
+// loopback speed within the margins `benches/allreduce/` reports (see BENCHMARKS.md).
 
 /// Initial HTTP/2 window of one stream, in bytes.
 pub(super) const STREAM_WINDOW_BYTES: u32 = 16 << 20;
