@@ -8,13 +8,9 @@ use super::split_pass::{split_pass_reading, split_pass_with};
 use super::{Combine, Compression};
 use crate::distribute::Lent;
 
-/// Whether values can be written and read as native words: the wire is little-endian.
-const NATIVE_IS_WIRE: bool = cfg!(target_endian = "little");
-
 /// Writes the little-endian bytes of `values` in `compression`'s format to `out` (exactly
-/// their size). Written as whole words where the buffer is aligned for them (it always is,
-/// coming from the allocator), so that the loop compiles to vector code; split over up to
-/// `threads` threads of the calling pool.
+/// their size), split over up to `threads` threads of the calling pool. Written as byte
+/// arrays, which any buffer is aligned for, in a loop that compiles to vector code.
 pub(crate) fn encode_into(
     out: &mut [u8],
     values: &[f32],
@@ -22,15 +18,24 @@ pub(crate) fn encode_into(
     threads: usize,
 ) {
     match compression {
-        Compression::None => match bytemuck::try_cast_slice_mut::<u8, u32>(out) {
-            Ok(words) if NATIVE_IS_WIRE => split_pass_reading(words, values, threads, |w, v| {
-                w.iter_mut().zip(v).for_each(|(w, v)| *w = v.to_bits())
-            }),
-            _ => encode_bytes(out, values, |v| v.to_bits().to_le_bytes()),
-        },
-        Compression::Fp16 => encode_halves(out, values, threads, |v| f16::from_f32(v).to_bits()),
-        Compression::Bf16 => encode_halves(out, values, threads, bf16_from_f32),
+        Compression::None => encode_run(out, values, threads, f32::to_bits),
+        Compression::Fp16 => encode_run(out, values, threads, |v| f16::from_f32(v).to_bits()),
+        Compression::Bf16 => encode_run(out, values, threads, bf16_from_f32),
     }
+}
+
+fn encode_run<W: Wire>(
+    out: &mut [u8],
+    values: &[f32],
+    threads: usize,
+    encode: impl Fn(f32) -> W + Sync,
+) {
+    let out: &mut [W::Le] = bytemuck::cast_slice_mut(out);
+    split_pass_reading(out, values, threads, |o, v| {
+        o.iter_mut()
+            .zip(v)
+            .for_each(|(o, v)| *o = encode(*v).to_le())
+    });
 }
 
 /// Adds the values of `payload` (in `compression`'s format) to `values`, divides the sums
@@ -76,8 +81,9 @@ pub(super) fn fold_finalize_and_encode_into(
 }
 
 /// One run of whole values of [`fold_finalize_and_encode_into`]: `finish` turns a sum into
-/// the value kept and its word on the wire (`u32` or `u16`, little-endian). Over whole
-/// words where both buffers are aligned for them, so that the loop compiles to vector code.
+/// the value kept and its word on the wire (`u32` or `u16`). The received values are read
+/// as little-endian byte arrays, which any piece is aligned for (an HTTP/2 stream's are
+/// not aligned for words), and the loop still compiles to vector code.
 fn fold_finalize_run<W: Wire>(
     out: &mut [u8],
     values: &mut [f32],
@@ -86,70 +92,46 @@ fn fold_finalize_run<W: Wire>(
     decode: impl Fn(W) -> f32 + Sync,
     finish: impl Fn(f32) -> (f32, W) + Sync,
 ) {
-    let words = (bytemuck::try_cast_slice_mut::<u8, W>(out).ok())
-        .zip(bytemuck::try_cast_slice::<u8, W>(bytes).ok())
-        .filter(|_| NATIVE_IS_WIRE);
-    match words {
-        Some((out, incoming)) => split_pass_with(out, values, incoming, threads, |o, v, r| {
-            for ((o, v), r) in o.iter_mut().zip(v.iter_mut()).zip(r) {
-                (*v, *o) = finish(*v + decode(*r));
-            }
-        }),
-        None => {
-            let (outs, ins) = (out.chunks_exact_mut(W::BYTES), bytes.chunks_exact(W::BYTES));
-            for ((o, v), r) in outs.zip(values.iter_mut()).zip(ins) {
-                let wire;
-                (*v, wire) = finish(*v + decode(W::from_le(r)));
-                wire.write_le(o);
-            }
+    let incoming: &[W::Le] = bytemuck::cast_slice(bytes);
+    let out: &mut [W::Le] = bytemuck::cast_slice_mut(out);
+    split_pass_with(out, values, incoming, threads, |o, v, r| {
+        for ((o, v), r) in o.iter_mut().zip(v.iter_mut()).zip(r) {
+            let wire;
+            (*v, wire) = finish(*v + decode(W::from_le(*r)));
+            *o = wire.to_le();
         }
-    }
+    });
 }
 
-/// A word on the wire: 32 or 16 bits, little-endian.
-trait Wire: bytemuck::Pod + Send + Sync {
-    const BYTES: usize;
-    fn from_le(bytes: &[u8]) -> Self;
-    fn write_le(self, out: &mut [u8]);
+/// A word on the wire, 32 or 16 bits, and its little-endian bytes.
+trait Wire: Copy + Send + Sync {
+    type Le: bytemuck::Pod + Send + Sync;
+    fn from_le(bytes: Self::Le) -> Self;
+    fn to_le(self) -> Self::Le;
 }
 
 impl Wire for u32 {
-    const BYTES: usize = 4;
-    fn from_le(bytes: &[u8]) -> Self {
-        u32::from_le_bytes(bytes.try_into().expect("4 bytes"))
+    type Le = [u8; 4];
+    fn from_le(bytes: [u8; 4]) -> Self {
+        u32::from_le_bytes(bytes)
     }
-    fn write_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes());
+    fn to_le(self) -> [u8; 4] {
+        self.to_le_bytes()
     }
 }
 
 impl Wire for u16 {
-    const BYTES: usize = 2;
-    fn from_le(bytes: &[u8]) -> Self {
-        u16::from_le_bytes(bytes.try_into().expect("2 bytes"))
+    type Le = [u8; 2];
+    fn from_le(bytes: [u8; 2]) -> Self {
+        u16::from_le_bytes(bytes)
     }
-    fn write_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes());
+    fn to_le(self) -> [u8; 2] {
+        self.to_le_bytes()
     }
 }
 
 fn f16_to_f32(bits: u16) -> f32 {
     f16::from_bits(bits).to_f32()
-}
-
-fn encode_halves(out: &mut [u8], values: &[f32], threads: usize, half: impl Fn(f32) -> u16 + Sync) {
-    match bytemuck::try_cast_slice_mut::<u8, u16>(out) {
-        Ok(halves) if NATIVE_IS_WIRE => split_pass_reading(halves, values, threads, |h, v| {
-            h.iter_mut().zip(v).for_each(|(h, v)| *h = half(*v))
-        }),
-        _ => encode_bytes(out, values, |v| half(v).to_le_bytes()),
-    }
-}
-
-fn encode_bytes<const N: usize>(out: &mut [u8], values: &[f32], bytes: impl Fn(f32) -> [u8; N]) {
-    for (dst, v) in out.chunks_exact_mut(N).zip(values) {
-        dst.copy_from_slice(&bytes(*v));
-    }
 }
 
 /// A payload whose size does not fit the buffer it is folded into.
@@ -232,8 +214,8 @@ fn for_each_run(payload: Lent<'_>, width: usize, mut run: impl FnMut(usize, &[u8
 }
 
 /// Folds `bytes`, exactly `dst.len()` values, into `dst`: one loop per format and
-/// combination, over whole words where the bytes are aligned for them, so that each
-/// compiles to straight vector code.
+/// combination, reading little-endian byte arrays (which any piece is aligned for), so
+/// that each compiles to straight vector code.
 fn fold_whole(
     dst: &mut [f32],
     bytes: &[u8],
@@ -242,56 +224,27 @@ fn fold_whole(
     threads: usize,
 ) {
     match compression {
-        Compression::None => match bytemuck::try_cast_slice::<u8, u32>(bytes) {
-            Ok(words) if NATIVE_IS_WIRE => split_pass_reading(dst, words, threads, |d, w| {
-                fold_words(d, w, combine, f32::from_bits)
-            }),
-            _ => fold_bytes(dst, bytes, combine, |b: [u8; 4]| f32::from_le_bytes(b)),
-        },
-        Compression::Fp16 => fold_halves(dst, bytes, combine, threads, f16_to_f32),
-        Compression::Bf16 => fold_halves(dst, bytes, combine, threads, bf16_to_f32),
+        Compression::None => fold_run(dst, bytes, combine, threads, f32::from_bits),
+        Compression::Fp16 => fold_run(dst, bytes, combine, threads, f16_to_f32),
+        Compression::Bf16 => fold_run(dst, bytes, combine, threads, bf16_to_f32),
     }
 }
 
-fn fold_halves(
+fn fold_run<W: Wire>(
     dst: &mut [f32],
     bytes: &[u8],
     combine: Combine,
     threads: usize,
-    decode: impl Fn(u16) -> f32 + Sync,
+    decode: impl Fn(W) -> f32 + Sync,
 ) {
-    match bytemuck::try_cast_slice::<u8, u16>(bytes) {
-        Ok(halves) if NATIVE_IS_WIRE => split_pass_reading(dst, halves, threads, |d, h| {
-            fold_words(d, h, combine, &decode)
-        }),
-        _ => fold_bytes(dst, bytes, combine, |b: [u8; 2]| {
-            decode(u16::from_le_bytes(b))
-        }),
-    }
-}
-
-#[inline(always)]
-fn fold_words<W: Copy>(dst: &mut [f32], words: &[W], combine: Combine, decode: impl Fn(W) -> f32) {
-    let incoming = words.iter().map(|w| decode(*w));
-    match combine {
-        Combine::Add => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d += v),
-        Combine::Copy => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d = v),
-    }
-}
-
-fn fold_bytes<const N: usize>(
-    dst: &mut [f32],
-    bytes: &[u8],
-    combine: Combine,
-    decode: impl Fn([u8; N]) -> f32,
-) {
-    let incoming = bytes
-        .chunks_exact(N)
-        .map(|b| decode(b.try_into().expect("chunks of N bytes")));
-    match combine {
-        Combine::Add => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d += v),
-        Combine::Copy => dst.iter_mut().zip(incoming).for_each(|(d, v)| *d = v),
-    }
+    let incoming: &[W::Le] = bytemuck::cast_slice(bytes);
+    split_pass_reading(dst, incoming, threads, |d, r| {
+        let incoming = r.iter().map(|r| decode(W::from_le(*r)));
+        match combine {
+            Combine::Add => d.iter_mut().zip(incoming).for_each(|(d, v)| *d += v),
+            Combine::Copy => d.iter_mut().zip(incoming).for_each(|(d, v)| *d = v),
+        }
+    });
 }
 
 #[cfg(test)]
