@@ -3,10 +3,12 @@
 //! against the same ring over raw TCP and a plain socket pair.
 //!
 //! Run: `cargo bench --bench allreduce` (add `-- --sizes 1,16 --ranks 2 --rounds 3` for a
-//! quick run, `--segment-kib 4096` to cap messages at other than 1 MiB, `--compression bf16`
-//! to send 16-bit values, `--threads 4` to share each rank's encode, fold and finalize passes
-//! with a pool of that many threads, as a training task's all-reduce does, `--only shm,pair`
-//! to time only those, so that two builds can be run alternately at many rounds).
+//! quick run, `--sizes-kib 428` for sizes in KiB (the MNIST network's gradients: an
+//! all-reduce bound by latency), `--segment-kib 4096` to cap messages at other than 1 MiB,
+//! `--compression bf16` to send 16-bit values, `--threads 4` to share each rank's encode,
+//! fold and finalize passes with a pool of that many threads, as a training task's
+//! all-reduce does, `--only shm,pair` to time only those, so that two builds can be run
+//! alternately at many rounds).
 //!
 //! Every rank is a thread of this process with its own transports: a `GrpcTransport` with
 //! the same-host lane off (everything over HTTP/2), one with the lane but without its shared
@@ -49,7 +51,8 @@ const TCP: usize = 4;
 const PAIR: usize = 5;
 
 struct Args {
-    sizes_mib: Vec<usize>,
+    /// Buffer sizes in bytes.
+    sizes: Vec<usize>,
     ranks: Vec<usize>,
     rounds: usize,
     collective: CollectiveConfig,
@@ -59,7 +62,7 @@ struct Args {
 
 fn parse_args() -> Args {
     let mut args = Args {
-        sizes_mib: vec![1, 16, 64, 256],
+        sizes: [1, 16, 64, 256].map(|mib| mib * MIB).to_vec(),
         ranks: vec![2, 4],
         rounds: 5,
         collective: CollectiveConfig::default(),
@@ -73,7 +76,14 @@ fn parse_args() -> Args {
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         match flag.as_str() {
-            "--sizes" => args.sizes_mib = list(&it.next().expect("--sizes 1,16,…")),
+            "--sizes" => {
+                let mib = list(&it.next().expect("--sizes 1,16,…"));
+                args.sizes = mib.iter().map(|mib| mib * MIB).collect();
+            }
+            "--sizes-kib" => {
+                let kib = list(&it.next().expect("--sizes-kib 428,…"));
+                args.sizes = kib.iter().map(|kib| kib << 10).collect();
+            }
             "--ranks" => args.ranks = list(&it.next().expect("--ranks 2,4")),
             "--rounds" => args.rounds = it.next().expect("--rounds N").parse().unwrap(),
             "--segment-kib" => {
@@ -122,7 +132,7 @@ fn main() {
     );
     println!(
         "{:>5} {:>5} | {:>8} {:>6} | {:>8} {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>6} | {:>6} | {:>8} {:>8} {:>8} {:>9} {:>9}",
-        "ranks", "MiB", "gRPC ms", "busbw", "lane ms", "busbw", "shm ms", "busbw", "TLS bw",
+        "ranks", "size", "gRPC ms", "busbw", "lane ms", "busbw", "shm ms", "busbw", "TLS bw",
         "TCP ms", "busbw", "pair", "gRPC/TCP", "shm/TCP", "TLS/gRPC", "lane/pair", "shm/pair"
     );
     for &n in &args.ranks {
@@ -251,8 +261,12 @@ fn run_ranks(n: usize, args: &Args) {
     });
     // A round lasts as long as its slowest rank.
     let mut i = 0;
-    for &size in &args.sizes_mib {
-        let bytes = (size * MIB) as f64;
+    for &size in &args.sizes {
+        let bytes = size as f64;
+        let size = match size % MIB {
+            0 => format!("{}M", size / MIB),
+            _ => format!("{}K", size >> 10),
+        };
         let rounds: Vec<[f64; 6]> = (0..args.rounds)
             .map(|_| {
                 let round = [0, 1, 2, 3, 4, 5].map(|k| {
@@ -291,7 +305,10 @@ fn run_ranks(n: usize, args: &Args) {
             false => "-".to_string(),
         };
         let (ms, bw) = (
-            |k: usize| show(&[k], median_of(k) * 1e3, 1, ""),
+            |k: usize| {
+                let ms = median_of(k) * 1e3;
+                show(&[k], ms, if ms < 10.0 { 2 } else { 1 }, "")
+            },
             |k: usize| show(&[k], busbw(k), 2, ""),
         );
         let percent = |a: usize, b: usize| show(&[a, b], ratio(a, b) * 100.0, 0, "%");
@@ -333,8 +350,8 @@ fn rank_loop(
     let rank = tcp.rank();
     let mut timings = Vec::new();
     let expected: f32 = (1..=tcp.world_size()).map(|r| r as f32).sum();
-    for &size in &args.sizes_mib {
-        let mut values = vec![0.0f32; size * MIB / 4];
+    for &size in &args.sizes {
+        let mut values = vec![0.0f32; size / 4];
         let mut timed = |values: &mut [f32], op: usize| {
             values.fill(rank as f32 + 1.0);
             barrier.wait();
@@ -343,7 +360,7 @@ fn rank_loop(
             match op {
                 PAIR => {
                     if let Some(stream) = pair.as_mut() {
-                        stream_bytes(stream, rank, size * MIB)
+                        stream_bytes(stream, rank, size)
                     }
                 }
                 TCP => all_reduce_sum_with(&mut tcp, values, config).expect("TCP all-reduce"),
