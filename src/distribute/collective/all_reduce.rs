@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::payload_codec::{check_size, encode_into, fold_finalize_and_encode_into, fold_into};
-use super::{Action, CollectiveConfig, RingSchedule};
+use super::payload_codec::{check_size, encode_into, fold_and_encode_into, fold_into, PassOn};
+use super::{Action, CollectiveConfig, Combine, RingSchedule};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 use crate::distribute::{Lent, Onward, Transport};
 
@@ -53,7 +53,7 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
     let segment_len = config.ring_segment_len(values.len(), world_size);
     let schedule = RingSchedule::new(rank, world_size, values.len(), segment_len)?;
     let compression = config.compression;
-    let mut actions = schedule.actions();
+    let mut actions = schedule.actions().peekable();
     while let Some(action) = actions.next() {
         match action {
             Action::Send { to, tag, range } => {
@@ -70,68 +70,62 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                     .send_filled(to, tag.encode(), len, &mut fill)
                     .map_err(|e| e.during(tag))?
             }
-            // The receive that completes a segment's sum, and the send of that segment
-            // that always follows it: added, divided and encoded for the next rank in one
-            // pass.
-            Action::Recv {
-                from, tag, range, ..
-            } if schedule.completes_reduction(tag) => {
-                let Some(Action::Send {
-                    to,
-                    tag: onward_tag,
-                    range: onward_range,
-                }) = actions.next()
-                else {
-                    return Err(CollectiveFault::invalid(format!(
-                        "the ring's schedule does not send on the segment {tag:?} completes"
-                    )));
-                };
-                debug_assert_eq!(range, onward_range, "the completed segment is sent on");
-                let len = range.len() * compression.element_bytes();
-                let onward = Onward {
-                    to,
-                    tag: onward_tag.encode(),
-                    len,
-                };
-                let segment = &mut values[range];
-                let expected = segment.len();
-                let mut check = |payload: Lent<'_>| {
-                    check_size(payload, expected, compression)
-                        .map_err(|e| CollectiveFault::peer(from, e.to_string()))
-                };
-                let mut fill = |payload: Lent<'_>, out: &mut [u8]| {
-                    let started = Instant::now();
-                    fold_finalize_and_encode_into(
-                        out,
-                        segment,
-                        payload,
-                        divisor,
-                        compression,
-                        config.threads,
-                    );
-                    *compute += started.elapsed();
-                };
-                transport
-                    .recv_and_send_filled(from, tag.encode(), onward, &mut check, &mut fill)
-                    .map_err(|e| e.during(tag))?
-            }
             Action::Recv {
                 from,
                 tag,
                 range,
                 combine,
             } => {
-                let dst = &mut values[range.clone()];
-                let mut fold = |payload: Lent<'_>| {
+                // A received segment is sent on next (in every step but the all-gather's
+                // last): folded and encoded for the next rank in one pass.
+                let onward = match actions.peek() {
+                    Some(Action::Send { to, tag, range: r }) if *r == range => Some((*to, *tag)),
+                    _ => None,
+                };
+                let completes = schedule.completes_reduction(tag);
+                let dst = &mut values[range];
+                let Some((to, onward_tag)) = onward else {
+                    if completes {
+                        return Err(CollectiveFault::invalid(format!(
+                            "the ring's schedule does not send on the segment {tag:?} completes"
+                        )));
+                    }
+                    let mut fold = |payload: Lent<'_>| {
+                        let started = Instant::now();
+                        let folded = fold_into(dst, payload, combine, compression, config.threads)
+                            .map_err(|e| CollectiveFault::peer(from, e.to_string()));
+                        *compute += started.elapsed();
+                        folded
+                    };
+                    transport
+                        .recv_lent(from, tag.encode(), &mut fold)
+                        .map_err(|e| e.during(tag))?;
+                    continue;
+                };
+                actions.next();
+                let step = match (completes, combine) {
+                    (true, _) => PassOn::Complete { divisor },
+                    (false, Combine::Add) => PassOn::Add,
+                    (false, Combine::Copy) => PassOn::Forward,
+                };
+                let onward = Onward {
+                    to,
+                    tag: onward_tag.encode(),
+                    len: dst.len() * compression.element_bytes(),
+                };
+                let expected = dst.len();
+                let mut check = |payload: Lent<'_>| {
+                    check_size(payload, expected, compression)
+                        .map_err(|e| CollectiveFault::peer(from, e.to_string()))
+                };
+                let mut fill = |payload: Lent<'_>, out: &mut [u8]| {
                     let started = Instant::now();
-                    let folded = fold_into(dst, payload, combine, compression, config.threads)
-                        .map_err(|e| CollectiveFault::peer(from, e.to_string()));
+                    fold_and_encode_into(out, dst, payload, step, compression, config.threads);
                     *compute += started.elapsed();
-                    folded
                 };
                 transport
-                    .recv_lent(from, tag.encode(), &mut fold)
-                    .map_err(|e| e.during(tag))?;
+                    .recv_and_send_filled(from, tag.encode(), onward, &mut check, &mut fill)
+                    .map_err(|e| e.during(tag))?
             }
         }
     }

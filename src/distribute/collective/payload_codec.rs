@@ -38,18 +38,34 @@ fn encode_run<W: Wire>(
     });
 }
 
-/// Adds the values of `payload` (in `compression`'s format) to `values`, divides the sums
-/// by `divisor` and rounds them to the format, keeping them in `values` and writing their
-/// encoding to `out` (exactly its size): what the rank that completes a chunk's sum keeps
-/// and sends round the ring, in one pass over the received segment, the kept one and the
-/// one sent, with the bits of [`fold_into`] then a division and [`encode_into`]. Read in
-/// the pieces the payload arrived in, split over threads as [`encode_into`] is. The payload
-/// holds as many values as `values` ([`check_size`] says whether it does).
-pub(super) fn fold_finalize_and_encode_into(
+/// What a rank does with a received segment that it sends on at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum PassOn {
+    /// Adds it and sends the partial sum on (reduce-scatter, before its last step); the
+    /// sum is kept in f32 whatever the format.
+    Add,
+    /// Adds it, divides the sum by `divisor` and rounds it to the format, then keeps and
+    /// sends that (the reduce-scatter step that completes the sum).
+    Complete {
+        /// The world size for a mean, 1 for a sum.
+        divisor: f32,
+    },
+    /// Keeps it and sends it on (all-gather, before its last step).
+    Forward,
+}
+
+/// Combines the values of `payload` (in `compression`'s format) with `values` as `step`
+/// says, keeping the result in `values` and writing its encoding to `out` (exactly its
+/// size): a received segment folded and sent on in one pass over it, the kept one and the
+/// one sent, with the bits of [`fold_into`] then [`encode_into`] (and, to complete a sum,
+/// the division and rounding between them). Read in the pieces the payload arrived in,
+/// split over threads as [`encode_into`] is. The payload holds as many values as `values`
+/// ([`check_size`] says whether it does).
+pub(super) fn fold_and_encode_into(
     out: &mut [u8],
     values: &mut [f32],
     payload: Lent<'_>,
-    divisor: f32,
+    step: PassOn,
     compression: Compression,
     threads: usize,
 ) {
@@ -63,41 +79,94 @@ pub(super) fn fold_finalize_and_encode_into(
         );
         match compression {
             Compression::None => {
-                fold_finalize_run(out, values, bytes, threads, f32::from_bits, |s| {
-                    let s = s / divisor;
+                let complete = |s: f32, d: f32| {
+                    let s = s / d;
                     (s, s.to_bits())
-                })
+                };
+                pass_on_run(
+                    out,
+                    values,
+                    bytes,
+                    threads,
+                    step,
+                    f32::from_bits,
+                    f32::to_bits,
+                    complete,
+                )
             }
-            Compression::Fp16 => fold_finalize_run(out, values, bytes, threads, f16_to_f32, |s| {
-                let s = compression.round(s / divisor);
-                (s, f16::from_f32(s).to_bits())
-            }),
-            Compression::Bf16 => fold_finalize_run(out, values, bytes, threads, bf16_to_f32, |s| {
-                let h = bf16_from_f32(s / divisor);
-                (bf16_to_f32(h), h)
-            }),
+            Compression::Fp16 => {
+                let encode = |v: f32| f16::from_f32(v).to_bits();
+                let complete = |s: f32, d: f32| {
+                    let s = compression.round(s / d);
+                    (s, encode(s))
+                };
+                pass_on_run(
+                    out, values, bytes, threads, step, f16_to_f32, encode, complete,
+                )
+            }
+            Compression::Bf16 => {
+                let complete = |s: f32, d: f32| {
+                    let h = bf16_from_f32(s / d);
+                    (bf16_to_f32(h), h)
+                };
+                pass_on_run(
+                    out,
+                    values,
+                    bytes,
+                    threads,
+                    step,
+                    bf16_to_f32,
+                    bf16_from_f32,
+                    complete,
+                )
+            }
         }
     });
 }
 
-/// One run of whole values of [`fold_finalize_and_encode_into`]: `finish` turns a sum into
-/// the value kept and its word on the wire (`u32` or `u16`). The received values are read
-/// as little-endian byte arrays, which any piece is aligned for (an HTTP/2 stream's are
-/// not aligned for words), and the loop still compiles to vector code.
-fn fold_finalize_run<W: Wire>(
+/// One run of whole values of [`fold_and_encode_into`] in one format: `complete` turns a
+/// sum and the divisor into the value kept and its word on the wire.
+#[allow(clippy::too_many_arguments)]
+fn pass_on_run<W: Wire>(
+    out: &mut [u8],
+    values: &mut [f32],
+    bytes: &[u8],
+    threads: usize,
+    step: PassOn,
+    decode: impl Fn(W) -> f32 + Sync,
+    encode: impl Fn(f32) -> W + Sync,
+    complete: impl Fn(f32, f32) -> (f32, W) + Sync,
+) {
+    match step {
+        PassOn::Add => combine_run(out, values, bytes, threads, decode, |v, r| {
+            let s = v + r;
+            (s, encode(s))
+        }),
+        PassOn::Complete { divisor } => combine_run(out, values, bytes, threads, decode, |v, r| {
+            complete(v + r, divisor)
+        }),
+        PassOn::Forward => combine_run(out, values, bytes, threads, decode, |_, r| (r, encode(r))),
+    }
+}
+
+/// `combine` over a run: from a kept value and a received one, the value kept and its word
+/// on the wire. The received values are read as little-endian byte arrays, which any piece
+/// is aligned for (an HTTP/2 stream's are not aligned for words), and the loop still
+/// compiles to vector code.
+fn combine_run<W: Wire>(
     out: &mut [u8],
     values: &mut [f32],
     bytes: &[u8],
     threads: usize,
     decode: impl Fn(W) -> f32 + Sync,
-    finish: impl Fn(f32) -> (f32, W) + Sync,
+    combine: impl Fn(f32, f32) -> (f32, W) + Sync,
 ) {
     let incoming: &[W::Le] = bytemuck::cast_slice(bytes);
     let out: &mut [W::Le] = bytemuck::cast_slice_mut(out);
     split_pass_with(out, values, incoming, threads, |o, v, r| {
         for ((o, v), r) in o.iter_mut().zip(v.iter_mut()).zip(r) {
             let wire;
-            (*v, wire) = finish(*v + decode(W::from_le(*r)));
+            (*v, wire) = combine(*v, decode(W::from_le(*r)));
             *o = wire.to_le();
         }
     });

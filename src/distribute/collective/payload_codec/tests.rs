@@ -11,12 +11,12 @@ fn encode(values: &[f32], compression: Compression, threads: usize) -> Vec<u8> {
     out
 }
 
-/// [`fold_finalize_and_encode_into`] of `received`, in the pieces given, into a buffer from
-/// the payload pool.
-fn fold_finalize_and_encode(
+/// [`fold_and_encode_into`] of `received`, in the pieces given, into a buffer from the
+/// payload pool.
+fn fold_and_encode(
     values: &mut [f32],
     received: &[Vec<u8>],
-    divisor: f32,
+    step: PassOn,
     compression: Compression,
     threads: usize,
 ) -> Vec<u8> {
@@ -24,7 +24,7 @@ fn fold_finalize_and_encode(
     let mut out = PAYLOAD_POOL.take(values.len() * compression.element_bytes());
     let payload = Lent::new(&pieces);
     check_size(payload, values.len(), compression).unwrap();
-    fold_finalize_and_encode_into(&mut out, values, payload, divisor, compression, threads);
+    fold_and_encode_into(&mut out, values, payload, step, compression, threads);
     out
 }
 
@@ -146,7 +146,8 @@ fn a_completed_sum_is_kept_as_it_is_sent_with_the_bits_of_fold_then_divide_then_
         let expected_sent = encode(&expected, c, 1);
         for cuts in [vec![received.len()], vec![1], vec![3, 5], vec![0, 7, 2]] {
             let mut kept = values.clone();
-            let sent = fold_finalize_and_encode(&mut kept, &cut(&received, &cuts), 3.0, c, 1);
+            let complete = PassOn::Complete { divisor: 3.0 };
+            let sent = fold_and_encode(&mut kept, &cut(&received, &cuts), complete, c, 1);
             assert_eq!(bits(&kept), bits(&expected), "{c} cut by {cuts:?}");
             assert_eq!(sent, expected_sent, "{c} cut by {cuts:?}");
             let mut arrived = vec![0.0f32; values.len()];
@@ -156,6 +157,30 @@ fn a_completed_sum_is_kept_as_it_is_sent_with_the_bits_of_fold_then_divide_then_
                 bits(&kept),
                 "{c}: the others get what is kept"
             );
+        }
+    }
+}
+
+#[test]
+fn a_partial_sum_or_a_forwarded_segment_passes_on_with_the_bits_of_fold_then_encode() {
+    let values: Vec<f32> = (0..23).map(|i| i as f32 * 0.77 - 4.0).collect();
+    let others: Vec<f32> = (0..23).map(|i| (i as f32 * 1.3).cos() * 7.0).collect();
+    for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
+        let received = encode(&others, c, 1);
+        for (step, combine) in [
+            (PassOn::Add, Combine::Add),
+            (PassOn::Forward, Combine::Copy),
+        ] {
+            // Two passes: fold, then encode what is kept.
+            let mut expected = values.clone();
+            fold(&mut expected, std::slice::from_ref(&received), combine, c).unwrap();
+            let expected_sent = encode(&expected, c, 1);
+            for cuts in [vec![received.len()], vec![3], vec![1, 6]] {
+                let mut kept = values.clone();
+                let sent = fold_and_encode(&mut kept, &cut(&received, &cuts), step, c, 1);
+                assert_eq!(bits(&kept), bits(&expected), "{c} {step:?} cut by {cuts:?}");
+                assert_eq!(sent, expected_sent, "{c} {step:?} cut by {cuts:?}");
+            }
         }
     }
 }
@@ -173,8 +198,9 @@ fn passes_split_over_a_pool_give_the_bits_of_one_thread() {
         for c in [Compression::None, Compression::Fp16, Compression::Bf16] {
             let sent = encode(&values, c, threads);
             let mut kept = values.clone();
-            let finalized =
-                fold_finalize_and_encode(&mut kept, std::slice::from_ref(&sent), 3.0, c, threads);
+            let received = std::slice::from_ref(&sent);
+            let complete = PassOn::Complete { divisor: 3.0 };
+            let finalized = fold_and_encode(&mut kept, received, complete, c, threads);
             let mut summed = values.clone();
             let pieces = [Bytes::from(sent.clone())];
             fold_into(&mut summed, Lent::new(&pieces), Combine::Add, c, threads).unwrap();
