@@ -5,7 +5,8 @@
 //! Run: `cargo bench --bench allreduce` (add `-- --sizes 1,16 --ranks 2 --rounds 3` for a
 //! quick run, `--sizes-kib 428` for sizes in KiB (the MNIST network's gradients: an
 //! all-reduce bound by latency), `--segment-kib 4096` to cap messages at other than 1 MiB,
-//! `--compression bf16` to send 16-bit values, `--threads 4` to share each rank's encode,
+//! `--window-kib 0` to send a ring's whole first hop at once instead of 1 MiB of each hop in
+//! flight, `--compression bf16` to send 16-bit values, `--threads 4` to share each rank's encode,
 //! fold and finalize passes with a pool of that many threads, as a training task's
 //! all-reduce does, `--only shm,pair` to time only those, so that two builds can be run
 //! alternately at many rounds).
@@ -90,6 +91,12 @@ fn parse_args() -> Args {
                 let kib: usize = it.next().expect("--segment-kib N").parse().unwrap();
                 args.collective.segment_bytes = kib << 10;
             }
+            // 0: no window, every segment of the first hop sent at once.
+            "--window-kib" => {
+                let kib: usize = it.next().expect("--window-kib N").parse().unwrap();
+                let bytes = if kib == 0 { usize::MAX } else { kib << 10 };
+                args.collective = args.collective.with_window_bytes(bytes);
+            }
             "--compression" => {
                 let name = it.next().expect("--compression none|fp16|bf16");
                 let compression: Compression = name.parse().unwrap();
@@ -121,9 +128,13 @@ fn parse_args() -> Args {
 
 fn main() {
     let args = parse_args();
+    let window = match args.collective.window_bytes {
+        usize::MAX => "no window".to_string(),
+        bytes => format!("{} KiB of each hop in flight", bytes >> 10),
+    };
     println!(
-        "ring all-reduce (sum), {} KiB segments at most, {} on the wire, {} thread(s) per \
-         rank, median of {} rounds, loopback, {} vCPU",
+        "ring all-reduce (sum), {} KiB segments at most, {window}, {} \
+         on the wire, {} thread(s) per rank, median of {} rounds, loopback, {} vCPU",
         args.collective.segment_bytes >> 10,
         args.collective.compression,
         args.collective.threads,

@@ -51,7 +51,8 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
         Reduce::Mean => world_size as f32,
     };
     let segment_len = config.ring_segment_len(values.len(), world_size);
-    let schedule = RingSchedule::new(rank, world_size, values.len(), segment_len)?;
+    let schedule = RingSchedule::new(rank, world_size, values.len(), segment_len)?
+        .with_window(config.ring_window(segment_len));
     let compression = config.compression;
     let mut actions = schedule.actions().peekable();
     while let Some(action) = actions.next() {
@@ -214,24 +215,25 @@ mod tests {
     }
 
     #[test]
-    fn results_do_not_depend_on_segment_size_or_run() {
+    fn results_do_not_depend_on_segment_size_window_or_run() {
         let data = inputs(3, 500, 7);
-        let run = |segment_bytes| {
+        let run = |segment_bytes, window_bytes| {
             on_threads(cluster(3), |t| {
                 let mut values = data[t.rank()].clone();
-                all_reduce_sum_with(
-                    t,
-                    &mut values,
-                    &CollectiveConfig::with_segment_bytes(segment_bytes),
-                )
-                .unwrap();
+                let config = CollectiveConfig::with_segment_bytes(segment_bytes)
+                    .with_window_bytes(window_bytes);
+                all_reduce_sum_with(t, &mut values, &config).unwrap();
                 values
             })
         };
-        let reference = bits(&run(4)[0]);
+        let reference = bits(&run(4, usize::MAX)[0]);
         for segment_bytes in [4, 40, 1 << 20] {
-            for out in run(segment_bytes) {
-                assert_eq!(bits(&out), reference, "segment_bytes={segment_bytes}");
+            // One segment in flight per hop, two, and the whole first hop at once.
+            for window_bytes in [0, 80, usize::MAX] {
+                for out in run(segment_bytes, window_bytes) {
+                    let what = format!("segment_bytes={segment_bytes} window={window_bytes}");
+                    assert_eq!(bits(&out), reference, "{what}");
+                }
             }
         }
     }

@@ -54,16 +54,21 @@ pub enum Action {
 /// ring is: the 2(n−1) steps form one chain of hops (what a rank receives in one step is
 /// what it sends in the next, the reduced chunk of the last reduce-scatter step included),
 /// so segment `k` moves on as soon as it has arrived, while the segments after it are still
-/// on the wire. A rank sends every segment of its first hop at once, then for each segment
-/// received sends it on: every link carries many segments at a time, and with buffered
-/// sends no rank ever waits for a message that nobody has sent. Empty segments are not
-/// sent.
+/// on the wire. A rank sends the first `window` segments of its first hop at once, then for
+/// each segment received sends it on, and one more of its first hop for each of the first
+/// hop's received: every link carries up to `window` segments of each hop at a time. The
+/// receives run in waves (see [`RingSchedule::actions`]), so what is in flight, and the
+/// memory it occupies at the receiver, stays bounded by the window however large the buffer;
+/// with buffered sends no rank ever waits for a message that nobody has sent. Empty segments
+/// are not sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingSchedule {
     rank: usize,
     world_size: usize,
     len: usize,
     segment_len: usize,
+    /// Segments of one hop in flight per link at most (at least 1).
+    window: usize,
 }
 
 impl RingSchedule {
@@ -81,7 +86,17 @@ impl RingSchedule {
             world_size,
             len,
             segment_len,
+            window: usize::MAX,
         })
+    }
+
+    /// This schedule with at most `window` segments (at least one) of each hop in flight
+    /// per link.
+    pub fn with_window(self, window: usize) -> Self {
+        Self {
+            window: window.max(1),
+            ..self
+        }
     }
 
     /// The elements of chunk `chunk`.
@@ -118,23 +133,53 @@ impl RingSchedule {
     }
 
     /// Every message of the all-reduce for this rank, in the order it must happen.
+    ///
+    /// Receives run in waves: in wave `t`, segment `t - h·window` of each hop `h` (the later
+    /// hops first), each followed by its send onward and, in the first hop, by the send of
+    /// the first hop's segment `window` further on. What a receive of wave `t` waits for was
+    /// sent in an earlier wave (or before the first), so no rank waits on a wave that the
+    /// others have not reached: the order cannot deadlock. With a window of a whole chunk or
+    /// more this is hop after hop, every segment of the first hop sent at once.
     pub fn actions(&self) -> impl Iterator<Item = Action> + '_ {
         let hops = 2 * self.steps();
-        let first = (hops > 0)
-            .then(|| self.hop(0))
-            .into_iter()
-            .flat_map(|hop| (0..hop.sends()).map(move |k| hop.send(k)));
-        let chain = (0..hops).flat_map(move |h| {
-            let (hop, next) = (self.hop(h), (h + 1 < hops).then(|| self.hop(h + 1)));
-            (0..hop.recvs()).flat_map(move |k| {
-                let onward = next
-                    .as_ref()
-                    .filter(|next| k < next.sends())
-                    .map(|next| next.send(k));
-                std::iter::once(hop.recv(k)).chain(onward)
+        let first = (hops > 0).then(|| self.hop(0));
+        let first_sends = first.as_ref().map_or(0, Hop::sends);
+        let first_recvs = first.as_ref().map_or(0, Hop::recvs);
+        let longest = (0..hops).map(|h| self.hop(h).recvs()).max().unwrap_or(0);
+        let lag = self.window.min(longest.max(1));
+        let waves = longest + hops.saturating_sub(1) * lag;
+        let opening =
+            (0..first_sends.min(self.window)).filter_map(move |k| Some(first.as_ref()?.send(k)));
+        let chain = (0..waves).flat_map(move |t| {
+            (0..hops).rev().flat_map(move |h| {
+                let hop = self.hop(h);
+                let k = t.checked_sub(h * lag).filter(|&k| k < hop.recvs());
+                let next = (h + 1 < hops).then(|| self.hop(h + 1));
+                let onward = k.and_then(|k| {
+                    next.as_ref()
+                        .filter(|next| k < next.sends())
+                        .map(|next| next.send(k))
+                });
+                // The first hop's sends not yet made, one per segment received in it (the
+                // rest after its last receive, when its chunk has more segments).
+                let refill = match k {
+                    Some(k) if h == 0 => {
+                        let upto = if k + 1 == first_recvs {
+                            first_sends
+                        } else {
+                            (k + 1).saturating_add(self.window)
+                        };
+                        k.saturating_add(self.window).min(first_sends)..upto.min(first_sends)
+                    }
+                    _ => 0..0,
+                };
+                k.map(|k| hop.recv(k))
+                    .into_iter()
+                    .chain(onward)
+                    .chain(refill.map(move |j| self.hop(0).send(j)))
             })
         });
-        first.chain(chain)
+        opening.chain(chain)
     }
 
     /// Whether a message with `tag` completes a segment of this rank's owned chunk: the
@@ -216,17 +261,27 @@ mod tests {
     use super::*;
 
     /// Runs every rank's schedule in one thread, each as far as its messages allow, until all
-    /// finish; panics on a deadlock.
-    fn simulate(inputs: Vec<Vec<f32>>, segment_len: usize) -> Vec<Vec<f32>> {
+    /// finish; panics on a deadlock. Also returns the most messages that were ever in flight
+    /// on one link at once.
+    fn simulate(
+        inputs: Vec<Vec<f32>>,
+        segment_len: usize,
+        window: usize,
+    ) -> (Vec<Vec<f32>>, usize) {
         let n = inputs.len();
         let len = inputs[0].len();
         let schedules: Vec<_> = (0..n)
-            .map(|r| RingSchedule::new(r, n, len, segment_len).unwrap())
+            .map(|r| {
+                RingSchedule::new(r, n, len, segment_len)
+                    .unwrap()
+                    .with_window(window)
+            })
             .collect();
         let actions: Vec<Vec<Action>> = schedules.iter().map(|s| s.actions().collect()).collect();
         let mut next = vec![0; n];
         let mut bufs = inputs;
         let mut mail: HashMap<(usize, usize, u64), VecDeque<Vec<f32>>> = HashMap::new();
+        let (mut in_flight, mut most_in_flight) = (vec![0usize; n], 0);
         while (0..n).any(|r| next[r] < actions[r].len()) {
             let mut progressed = false;
             for r in 0..n {
@@ -236,6 +291,8 @@ mod tests {
                             let key = (r, *to, tag.encode());
                             let payload = bufs[r][range.clone()].to_vec();
                             mail.entry(key).or_default().push_back(payload);
+                            in_flight[r] += 1;
+                            most_in_flight = most_in_flight.max(in_flight[r]);
                         }
                         Action::Recv {
                             from,
@@ -249,6 +306,7 @@ mod tests {
                                 break;
                             };
                             assert_eq!(payload.len(), range.len());
+                            in_flight[*from] -= 1;
                             for (d, v) in bufs[r][range.clone()].iter_mut().zip(payload) {
                                 match combine {
                                     Combine::Add => *d += v,
@@ -264,7 +322,7 @@ mod tests {
             assert!(progressed, "deadlock: {next:?}");
         }
         assert!(mail.values().all(VecDeque::is_empty), "unreceived messages");
-        bufs
+        (bufs, most_in_flight)
     }
 
     #[test]
@@ -323,7 +381,9 @@ mod tests {
     fn every_shape_sums_exactly_without_deadlock() {
         for n in 1..=5 {
             for len in 0..=13 {
-                for segment_len in 1..=4 {
+                for (segment_len, window) in
+                    (1..=4).flat_map(|s| [1, 2, 3, usize::MAX].map(|w| (s, w)))
+                {
                     // Small integers: every order of summation is exact.
                     let inputs: Vec<Vec<f32>> = (0..n)
                         .map(|r| (0..len).map(|i| (r * 31 + i * 7 % 11) as f32).collect())
@@ -331,11 +391,32 @@ mod tests {
                     let expected: Vec<f32> = (0..len)
                         .map(|i| inputs.iter().map(|v| v[i]).sum())
                         .collect();
-                    let out = simulate(inputs, segment_len);
+                    let (out, _) = simulate(inputs, segment_len, window);
                     for (r, buf) in out.iter().enumerate() {
-                        assert_eq!(buf, &expected, "n={n} len={len} seg={segment_len} rank={r}");
+                        assert_eq!(
+                            buf, &expected,
+                            "n={n} len={len} seg={segment_len} window={window} rank={r}"
+                        );
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_window_bounds_what_is_in_flight() {
+        // 500 segments per chunk: unbounded, a whole chunk is in flight on a link at once;
+        // with a window, at most `window` segments of each hop per rank the sender can be
+        // ahead of the receiver by (the simulation lets one rank run as far as it can).
+        for n in 2..=5 {
+            let inputs = || vec![vec![1.0; 1000 * n]; n];
+            let (_, unbounded) = simulate(inputs(), 2, usize::MAX);
+            assert!(unbounded >= 500, "n={n}: {unbounded}");
+            for window in 1..=4 {
+                let (out, most) = simulate(inputs(), 2, window);
+                assert!(out.iter().flatten().all(|&v| v == n as f32));
+                let bound = 2 * (n - 1) * n * window;
+                assert!(most <= bound, "n={n} window={window}: {most} > {bound}");
             }
         }
     }
@@ -366,21 +447,29 @@ mod tests {
         assert_eq!(sends, vec![(0, 5..7), (1, 7..9), (2, 9..10)]);
     }
 
+    /// A schedule's messages in order: `s`/`r` (send, receive), the phase, the segment.
+    fn order(s: RingSchedule) -> String {
+        let name = |a: Action| match a {
+            Action::Send { tag, .. } => format!("s{}{}", tag.phase as u8, tag.segment),
+            Action::Recv { tag, .. } => format!("r{}{}", tag.phase as u8, tag.segment),
+        };
+        s.actions().map(name).collect::<Vec<_>>().join(" ")
+    }
+
     #[test]
     fn a_received_segment_is_sent_on_before_the_next_one_is_awaited() {
         // Two ranks, 4 segments per chunk: all of the first hop leaves at once, then every
         // reduced segment goes back out right after it arrived.
         let s = RingSchedule::new(0, 2, 16, 2).unwrap();
-        let kinds: Vec<String> = s
-            .actions()
-            .map(|a| match a {
-                Action::Send { tag, .. } => format!("s{}{}", tag.phase as u8, tag.segment),
-                Action::Recv { tag, .. } => format!("r{}{}", tag.phase as u8, tag.segment),
-            })
-            .collect();
         assert_eq!(
-            kinds.join(" "),
+            order(s),
             "s10 s11 s12 s13 r10 s20 r11 s21 r12 s22 r13 s23 r20 r21 r22 r23"
+        );
+        // A window of one segment: the first hop's next segment leaves as one arrives, and
+        // each hop's receives trail the hop before by one.
+        assert_eq!(
+            order(s.with_window(1)),
+            "s10 r10 s20 s11 r20 r11 s21 s12 r21 r12 s22 s13 r22 r13 s23 r23"
         );
         assert!(s.completes_reduction(Tag::new(CollectivePhase::ReduceScatter, 0, 3)));
         assert!(!s.completes_reduction(Tag::new(CollectivePhase::AllGather, 0, 3)));
