@@ -6,7 +6,9 @@
 //! quick run, `--sizes-kib 428` for sizes in KiB (the MNIST network's gradients: an
 //! all-reduce bound by latency), `--segment-kib 4096` to cap messages at other than 1 MiB,
 //! `--window-kib 0` to send a ring's whole first hop at once instead of 1 MiB of each hop in
-//! flight, `--compression bf16` to send 16-bit values, `--threads 4` to share each rank's encode,
+//! flight, `--halving-doubling-kib 0` to send every all-reduce round the ring (by default
+//! those of at most 1 MiB over 4, 8, … ranks go by halving and doubling),
+//! `--compression bf16` to send 16-bit values, `--threads 4` to share each rank's encode,
 //! fold and finalize passes with a pool of that many threads, as a training task's
 //! all-reduce does, `--only shm,pair` to time only those, so that two builds can be run
 //! alternately at many rounds).
@@ -97,6 +99,15 @@ fn parse_args() -> Args {
                 let bytes = if kib == 0 { usize::MAX } else { kib << 10 };
                 args.collective = args.collective.with_window_bytes(bytes);
             }
+            // 0: always the ring.
+            "--halving-doubling-kib" => {
+                let kib: usize = it
+                    .next()
+                    .expect("--halving-doubling-kib N")
+                    .parse()
+                    .unwrap();
+                args.collective = args.collective.with_halving_doubling_bytes(kib << 10);
+            }
             "--compression" => {
                 let name = it.next().expect("--compression none|fp16|bf16");
                 let compression: Compression = name.parse().unwrap();
@@ -128,12 +139,16 @@ fn parse_args() -> Args {
 
 fn main() {
     let args = parse_args();
+    let small = match args.collective.halving_doubling_bytes {
+        0 => "ring only".to_string(),
+        bytes => format!("halving and doubling up to {} KiB", bytes >> 10),
+    };
     let window = match args.collective.window_bytes {
         usize::MAX => "no window".to_string(),
         bytes => format!("{} KiB of each hop in flight", bytes >> 10),
     };
     println!(
-        "ring all-reduce (sum), {} KiB segments at most, {window}, {} \
+        "all-reduce (sum), {small}, {} KiB segments at most, {window}, {} \
          on the wire, {} thread(s) per rank, median of {} rounds, loopback, {} vCPU",
         args.collective.segment_bytes >> 10,
         args.collective.compression,

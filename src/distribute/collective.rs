@@ -1,5 +1,6 @@
 //! Collectives over a [`Transport`](super::Transport): ring all-reduce (reduce-scatter then
-//! all-gather, pipelined segment by segment, optionally in 16 bits on the wire), chain broadcast and dissemination barrier.
+//! all-gather, pipelined segment by segment, optionally in 16 bits on the wire), halving and
+//! doubling for small buffers, chain broadcast and dissemination barrier.
 //! The schedules are pure values; the functions here only move their messages.
 
 mod all_reduce;
@@ -7,9 +8,12 @@ mod barrier;
 mod broadcast;
 mod compression;
 mod config;
+mod halving_doubling;
 mod partition;
 mod payload_codec;
 mod ring_schedule;
+#[cfg(test)]
+mod simulation;
 mod split_pass;
 mod tag;
 

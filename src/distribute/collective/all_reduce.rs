@@ -1,9 +1,11 @@
-//! Ring all-reduce over a transport: runs a [`RingSchedule`]'s messages.
+//! All-reduce over a transport: runs the messages of a [`RingSchedule`], or of a
+//! [`HalvingDoubling`] for small buffers over a power of two of ranks.
 
 use std::time::{Duration, Instant};
 
+use super::halving_doubling::HalvingDoubling;
 use super::payload_codec::{check_size, encode_into, fold_and_encode_into, fold_into, PassOn};
-use super::{Action, CollectiveConfig, Combine, RingSchedule};
+use super::{Action, CollectiveConfig, CollectivePhase, Combine, RingSchedule, Tag};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 use crate::distribute::{Lent, Onward, Transport};
 
@@ -51,10 +53,22 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
         Reduce::Mean => world_size as f32,
     };
     let segment_len = config.ring_segment_len(values.len(), world_size);
-    let schedule = RingSchedule::new(rank, world_size, values.len(), segment_len)?
-        .with_window(config.ring_window(segment_len));
+    let (ring, halving_doubling);
+    // The actions, and the reduce-scatter step whose receives complete this rank's share.
+    let (actions, last_step): (Box<dyn Iterator<Item = Action>>, usize) =
+        if config.halves_and_doubles(values.len(), world_size) {
+            halving_doubling = HalvingDoubling::new(rank, world_size, values.len(), segment_len)?;
+            let steps = halving_doubling.steps();
+            (Box::new(halving_doubling.actions().into_iter()), steps - 1)
+        } else {
+            ring = RingSchedule::new(rank, world_size, values.len(), segment_len)?
+                .with_window(config.ring_window(segment_len));
+            (Box::new(ring.actions()), ring.steps().saturating_sub(1))
+        };
+    let completes_reduction =
+        |tag: Tag| tag.phase == CollectivePhase::ReduceScatter && tag.step as usize == last_step;
     let compression = config.compression;
-    let mut actions = schedule.actions().peekable();
+    let mut actions = actions.peekable();
     while let Some(action) = actions.next() {
         match action {
             Action::Send { to, tag, range } => {
@@ -83,7 +97,7 @@ pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
                     Some(Action::Send { to, tag, range: r }) if *r == range => Some((*to, *tag)),
                     _ => None,
                 };
-                let completes = schedule.completes_reduction(tag);
+                let completes = completes_reduction(tag);
                 let dst = &mut values[range];
                 let Some((to, onward_tag)) = onward else {
                     if completes {
@@ -194,11 +208,15 @@ mod tests {
 
     #[test]
     fn sums_match_the_sequential_sum_and_are_bit_identical_across_ranks() {
+        // 4 and 8 ranks: small buffers by halving and doubling, and round the ring.
+        let ring = |config: CollectiveConfig| config.with_halving_doubling_bytes(0);
         let configs = [
             CollectiveConfig::default(),
             CollectiveConfig::with_segment_bytes(12),
+            ring(CollectiveConfig::default()),
+            ring(CollectiveConfig::with_segment_bytes(12)),
         ];
-        for n in 1..=4 {
+        for n in [1, 2, 3, 4, 8] {
             for len in [0, 1, 2, 3, 5, 7, 64, 1001] {
                 for config in &configs {
                     let data = inputs(n, len, (n * 10_000 + len) as u64);
@@ -241,11 +259,19 @@ mod tests {
     #[test]
     fn compressed_sums_are_bit_identical_across_ranks_and_within_the_bound() {
         for compression in [Compression::Bf16, Compression::Fp16] {
-            for n in 2..=4 {
+            for (n, halving_doubling_bytes) in [
+                (2, 0),
+                (3, 0),
+                (4, 0),
+                (4, usize::MAX),
+                (8, 0),
+                (8, usize::MAX),
+            ] {
                 let len = 3001;
                 let data = inputs(n, len, (n * 77) as u64);
-                let config =
-                    CollectiveConfig::with_segment_bytes(256).with_compression(compression);
+                let config = CollectiveConfig::with_segment_bytes(256)
+                    .with_compression(compression)
+                    .with_halving_doubling_bytes(halving_doubling_bytes);
                 let out = on_threads(cluster(n), |t| {
                     let mut values = data[t.rank()].clone();
                     all_reduce_sum_with(t, &mut values, &config).unwrap();

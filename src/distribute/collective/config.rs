@@ -17,6 +17,11 @@ const MIN_PIPELINE_SEGMENT_BYTES: usize = 64 << 10;
 /// when the peer reads it (a whole chunk at once sends 2× slower at 64–256 MiB on one host).
 const DEFAULT_RING_WINDOW_BYTES: usize = 1 << 20;
 
+/// Largest all-reduce, in bytes on the wire, that goes by halving and doubling by default
+/// (over a power of two of at least 4 ranks): below it the N − 1 hops of the ring cost more
+/// than its pipeline saves.
+const DEFAULT_HALVING_DOUBLING_BYTES: usize = 1 << 20;
+
 /// How collectives cut their buffers into messages, and what the all-reduce sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CollectiveConfig {
@@ -27,6 +32,10 @@ pub struct CollectiveConfig {
     /// next segment of its first hop only as it receives one (at least one segment in
     /// flight; `usize::MAX`: the whole first hop at once).
     pub window_bytes: usize,
+    /// All-reduces of at most this many bytes on the wire over a power of two of at least 4
+    /// ranks go by recursive halving and doubling: log₂ N exchanges each way where the ring
+    /// makes N − 1 (0: always the ring).
+    pub halving_doubling_bytes: usize,
     /// The format all-reduce values travel in (sums are kept in f32).
     pub compression: Compression,
     /// Threads of the calling rayon pool a pass over a large segment (encoding, summing,
@@ -40,6 +49,7 @@ impl Default for CollectiveConfig {
         Self {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             window_bytes: DEFAULT_RING_WINDOW_BYTES,
+            halving_doubling_bytes: DEFAULT_HALVING_DOUBLING_BYTES,
             compression: Compression::None,
             threads: 1,
         }
@@ -69,6 +79,24 @@ impl CollectiveConfig {
             window_bytes,
             ..self
         }
+    }
+
+    /// This configuration sending all-reduces of at most `bytes` on the wire by halving and
+    /// doubling where the world allows it (0: never).
+    pub fn with_halving_doubling_bytes(self, bytes: usize) -> Self {
+        Self {
+            halving_doubling_bytes: bytes,
+            ..self
+        }
+    }
+
+    /// Whether an all-reduce of `len` values over `world_size` ranks goes by halving and
+    /// doubling rather than round the ring: a power of two of at least 4 ranks (with 2 both
+    /// are one exchange each way), and few bytes.
+    pub fn halves_and_doubles(&self, len: usize, world_size: usize) -> bool {
+        world_size >= 4
+            && world_size.is_power_of_two()
+            && len.saturating_mul(self.compression.element_bytes()) <= self.halving_doubling_bytes
     }
 
     /// This configuration splitting its passes over large segments over up to `threads`
@@ -139,6 +167,23 @@ mod tests {
             CollectiveConfig::with_segment_bytes(12).ring_segment_len(1000, 2),
             3
         );
+    }
+
+    #[test]
+    fn small_all_reduces_over_powers_of_two_halve_and_double() {
+        let config = CollectiveConfig::default();
+        let mib = (1 << 20) / 4;
+        assert!(config.halves_and_doubles(mib, 4));
+        assert!(config.halves_and_doubles(100, 8));
+        assert!(!config.halves_and_doubles(mib + 1, 4));
+        assert!(!config.halves_and_doubles(100, 2));
+        assert!(!config.halves_and_doubles(100, 6));
+        // Bytes on the wire: in bf16 twice the values fit.
+        let bf16 = config.with_compression(Compression::Bf16);
+        assert!(bf16.halves_and_doubles(2 * mib, 4));
+        assert!(!config
+            .with_halving_doubling_bytes(0)
+            .halves_and_doubles(1, 4));
     }
 
     #[test]
