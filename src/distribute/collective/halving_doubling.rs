@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::partition::{check_rank, segment, segment_count};
+use super::partition::{check_rank, check_segment_len, segment, segment_count};
 use super::ring_schedule::{Action, Combine};
 use super::{CollectivePhase, Tag};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
@@ -37,11 +37,7 @@ impl HalvingDoubling {
                 "halving and doubling needs a power of two ranks, not {world_size}"
             )));
         }
-        if segment_len == 0 {
-            return Err(CollectiveFault::invalid(
-                "segments must hold at least one element",
-            ));
-        }
+        check_segment_len(segment_len)?;
         Ok(Self {
             rank,
             world_size,

@@ -33,6 +33,16 @@ pub(super) fn check_rank(what: &str, rank: usize, world_size: usize) -> Result<(
     Ok(())
 }
 
+/// An error unless segments of `segment_len` elements hold at least one.
+pub(super) fn check_segment_len(segment_len: usize) -> Result<()> {
+    if segment_len == 0 {
+        return Err(CollectiveFault::invalid(
+            "segments must hold at least one element",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,9 +3,9 @@
 
 use std::ops::Range;
 
-use super::partition::{check_rank, part, segment, segment_count};
+use super::partition::{check_rank, check_segment_len, part, segment, segment_count};
 use super::{CollectivePhase, Tag};
-use crate::distribute::collective_fault::{CollectiveFault, Result};
+use crate::distribute::collective_fault::Result;
 
 /// What a received segment does to the local buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,11 +76,7 @@ impl RingSchedule {
     /// segments of at most `segment_len` elements.
     pub fn new(rank: usize, world_size: usize, len: usize, segment_len: usize) -> Result<Self> {
         check_rank("rank", rank, world_size)?;
-        if segment_len == 0 {
-            return Err(CollectiveFault::invalid(
-                "segments must hold at least one element",
-            ));
-        }
+        check_segment_len(segment_len)?;
         Ok(Self {
             rank,
             world_size,
