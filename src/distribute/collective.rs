@@ -18,7 +18,7 @@ mod split_pass;
 mod tag;
 
 pub use all_reduce::{all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with};
-pub(crate) use all_reduce::{ring_all_reduce, Reduce};
+pub(crate) use all_reduce::{timed_all_reduce, Reduce};
 pub use barrier::{barrier, dissemination_rounds};
 pub use broadcast::{broadcast, broadcast_with, BroadcastChain};
 pub use compression::Compression;

@@ -25,7 +25,7 @@ pub fn all_reduce_sum_with<T: Transport + ?Sized>(
     config: &CollectiveConfig,
 ) -> Result<()> {
     let mut compute = Duration::ZERO;
-    ring_all_reduce(transport, values, config, Reduce::Sum, &mut compute)
+    timed_all_reduce(transport, values, config, Reduce::Sum, &mut compute)
 }
 
 /// What a ring all-reduce leaves in the buffers.
@@ -40,7 +40,7 @@ pub(crate) enum Reduce {
 
 /// [`all_reduce_sum_with`], adding to `compute` the time spent encoding what is sent and
 /// summing what is received (the rest of the call is waiting on the wire).
-pub(crate) fn ring_all_reduce<T: Transport + ?Sized>(
+pub(crate) fn timed_all_reduce<T: Transport + ?Sized>(
     transport: &mut T,
     values: &mut [f32],
     config: &CollectiveConfig,
@@ -163,7 +163,7 @@ pub fn all_reduce_mean_with<T: Transport + ?Sized>(
         return Ok(());
     }
     let mut compute = Duration::ZERO;
-    ring_all_reduce(transport, values, config, Reduce::Mean, &mut compute)
+    timed_all_reduce(transport, values, config, Reduce::Mean, &mut compute)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use burn::tensor::{DType, FloatDType, Tensor, TensorData};
 
 use super::params::Taken;
 use super::STEP_ENTRY;
-use crate::distribute::collective::{encode_into, ring_all_reduce, Reduce};
+use crate::distribute::collective::{encode_into, timed_all_reduce, Reduce};
 use crate::distribute::{
     CollectiveConfig, CollectiveFault, CommStats, Compression, Result, Transport,
 };
@@ -267,7 +267,7 @@ impl WireTimes {
         let started = Instant::now();
         let config = work.collective;
         let reduced = match work.grads.as_mut_slice() {
-            [(_, alone)] => ring_all_reduce(
+            [(_, alone)] => timed_all_reduce(
                 transport,
                 values_of(alone)?,
                 &config,
@@ -282,7 +282,7 @@ impl WireTimes {
                 }
                 self.compute += packing.elapsed();
                 let reduced =
-                    ring_all_reduce(transport, fusion, &config, Reduce::Mean, &mut self.compute);
+                    timed_all_reduce(transport, fusion, &config, Reduce::Mean, &mut self.compute);
                 let unpacking = Instant::now();
                 let mut at = 0;
                 for (_, g) in grads.iter_mut() {
