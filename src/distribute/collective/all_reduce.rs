@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::halving_doubling::HalvingDoubling;
 use super::payload_codec::{check_size, encode_into, fold_and_encode_into, fold_into, PassOn};
-use super::{Action, CollectiveConfig, CollectivePhase, Combine, RingSchedule, Tag};
+use super::{Action, CollectiveConfig, Combine, RingSchedule, Tag};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 use crate::distribute::{Lent, Onward, Transport};
 
@@ -53,20 +53,21 @@ pub(crate) fn timed_all_reduce<T: Transport + ?Sized>(
         Reduce::Mean => world_size as f32,
     };
     let segment_len = config.ring_segment_len(values.len(), world_size);
-    let (ring, halving_doubling);
-    // The actions, and the reduce-scatter step whose receives complete this rank's share.
-    let (actions, last_step): (Box<dyn Iterator<Item = Action>>, usize) =
-        if config.halves_and_doubles(values.len(), world_size) {
-            halving_doubling = HalvingDoubling::new(rank, world_size, values.len(), segment_len)?;
-            let steps = halving_doubling.steps();
-            (Box::new(halving_doubling.actions().into_iter()), steps - 1)
-        } else {
-            ring = RingSchedule::new(rank, world_size, values.len(), segment_len)?
-                .with_window(config.ring_window(segment_len));
-            (Box::new(ring.actions()), ring.steps().saturating_sub(1))
-        };
-    let completes_reduction =
-        |tag: Tag| tag.phase == CollectivePhase::ReduceScatter && tag.step as usize == last_step;
+    let schedule = if config.halves_and_doubles(values.len(), world_size) {
+        Schedule::HalvingDoubling(HalvingDoubling::new(
+            rank,
+            world_size,
+            values.len(),
+            segment_len,
+        )?)
+    } else {
+        let ring = RingSchedule::new(rank, world_size, values.len(), segment_len)?;
+        Schedule::Ring(ring.with_window(config.ring_window(segment_len)))
+    };
+    let actions: Box<dyn Iterator<Item = Action>> = match &schedule {
+        Schedule::Ring(ring) => Box::new(ring.actions()),
+        Schedule::HalvingDoubling(hd) => Box::new(hd.actions().into_iter()),
+    };
     let compression = config.compression;
     let mut actions = actions.peekable();
     while let Some(action) = actions.next() {
@@ -97,7 +98,7 @@ pub(crate) fn timed_all_reduce<T: Transport + ?Sized>(
                     Some(Action::Send { to, tag, range: r }) if *r == range => Some((*to, *tag)),
                     _ => None,
                 };
-                let completes = completes_reduction(tag);
+                let completes = schedule.completes_reduction(tag);
                 let dst = &mut values[range];
                 let Some((to, onward_tag)) = onward else {
                     if completes {
@@ -145,6 +146,22 @@ pub(crate) fn timed_all_reduce<T: Transport + ?Sized>(
         }
     }
     Ok(())
+}
+
+/// The algorithm an all-reduce runs.
+enum Schedule {
+    Ring(RingSchedule),
+    HalvingDoubling(HalvingDoubling),
+}
+
+impl Schedule {
+    /// Whether the message with `tag` completes a segment of this rank's share.
+    fn completes_reduction(&self, tag: Tag) -> bool {
+        match self {
+            Schedule::Ring(ring) => ring.completes_reduction(tag),
+            Schedule::HalvingDoubling(hd) => hd.completes_reduction(tag),
+        }
+    }
 }
 
 /// Replaces `values` on every rank by their element-wise mean over all ranks (the sum divided

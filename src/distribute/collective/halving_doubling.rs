@@ -105,6 +105,12 @@ impl HalvingDoubling {
         actions
     }
 
+    /// Whether a message with `tag` completes a segment of this rank's share: the last
+    /// reduce-scatter step.
+    pub fn completes_reduction(&self, tag: Tag) -> bool {
+        tag.phase == CollectivePhase::ReduceScatter && tag.step as usize + 1 == self.steps()
+    }
+
     /// The partner of reduce-scatter step `step`.
     fn partner(&self, step: usize) -> usize {
         self.rank ^ (self.world_size >> (step + 1))
@@ -204,6 +210,9 @@ mod tests {
         );
         let moved: usize = sends.iter().map(|s| s.1).sum();
         assert_eq!(moved, 2 * 7 * 64 / 8, "the ring's 2(N-1)/N of the buffer");
+        assert!(s.completes_reduction(Tag::new(R, 2, 0)));
+        assert!(!s.completes_reduction(Tag::new(R, 1, 0)));
+        assert!(!s.completes_reduction(Tag::new(G, 2, 0)));
     }
 
     #[test]
