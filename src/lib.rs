@@ -17,6 +17,7 @@ pub mod evaluator;
 pub mod export;
 pub mod head;
 pub mod hooks;
+pub mod host_heap;
 mod io;
 pub mod metrics;
 pub mod mixed_precision;

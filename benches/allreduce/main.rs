@@ -11,7 +11,8 @@
 //! `--compression bf16` to send 16-bit values, `--threads 4` to share each rank's encode,
 //! fold and finalize passes with a pool of that many threads, as a training task's
 //! all-reduce does, `--only shm,pair` to time only those, so that two builds can be run
-//! alternately at many rounds).
+//! alternately at many rounds). Its heap keeps what it frees as a training process's does;
+//! `GLIBC_TUNABLES=` in its environment leaves glibc's defaults instead.
 //!
 //! Every rank is a thread of this process with its own transports: a `GrpcTransport` with
 //! the same-host lane off (everything over HTTP/2), one with the lane but without its shared
@@ -139,6 +140,11 @@ fn parse_args() -> Args {
 
 fn main() {
     let args = parse_args();
+    // As a training process does (`GLIBC_TUNABLES=` runs with glibc's defaults instead).
+    let heap = match estimator::host_heap::keep_freed_memory() {
+        true => "freed memory kept",
+        false => "heap as set",
+    };
     let small = match args.collective.halving_doubling_bytes {
         0 => "ring only".to_string(),
         bytes => format!("halving and doubling up to {} KiB", bytes >> 10),
@@ -149,7 +155,7 @@ fn main() {
     };
     println!(
         "all-reduce (sum), {small}, {} KiB segments at most, {window}, {} \
-         on the wire, {} thread(s) per rank, median of {} rounds, loopback, {} vCPU",
+         on the wire, {} thread(s) per rank, {heap}, median of {} rounds, loopback, {} vCPU",
         args.collective.segment_bytes >> 10,
         args.collective.compression,
         args.collective.threads,

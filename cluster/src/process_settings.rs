@@ -1,8 +1,8 @@
 //! Variables other programs define that this framework's processes honour as they are:
 //! `RUST_LOG` (the log filter every tracing program reads), `CUDA_VISIBLE_DEVICES` (the GPUs
-//! a process may use), `GLIBC_TUNABLES` (the C library's settings, which the launcher passes
-//! on) and `MNIST_DIR` (where the MNIST files are); read here so that the rest of the
-//! workspace takes them as arguments.
+//! a process may use), `GLIBC_TUNABLES` (the C library's settings: a training process sets
+//! its heap's only where it is unset) and `MNIST_DIR` (where the MNIST files are); read here
+//! so that the rest of the workspace takes them as arguments.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,6 @@
 //!
 //! Run `estimator-launch --help` for the flags.
 
-mod allocator;
 mod cli;
 mod cpus;
 mod error;
@@ -19,8 +18,7 @@ mod supervise;
 mod tls;
 
 use estimator_cluster::{
-    cluster_source_from_env, cuda_visible_devices_from_env, glibc_tunables_from_env,
-    omp_num_threads_text_from_env,
+    cluster_source_from_env, cuda_visible_devices_from_env, omp_num_threads_text_from_env,
 };
 
 use crate::cli::{CertsArgs, Command, ExplainArgs, LaunchArgs, Parsed, USAGE};
@@ -147,12 +145,10 @@ fn run(
 ) -> i32 {
     let inherited = omp_num_threads_text_from_env();
     let cpu_threads = cpus::per_task(inherited.as_deref(), cpus::available(), &layout.cluster);
-    let allocator = allocator::per_task(glibc_tunables_from_env());
     let extras = supervise::Extras {
         gpus,
         certificates,
         cpu_threads: cpu_threads.as_deref(),
-        allocator,
     };
     match supervise::launch(layout, command, args.grace(), args.max_restarts, extras) {
         Ok(code) => code,

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use estimator_cluster::{Task, TF_CONFIG};
 
-use crate::allocator::GLIBC_TUNABLES;
 use crate::cpus::OMP_NUM_THREADS;
 use crate::gpus::{GpuPlan, CUDA_VISIBLE_DEVICES};
 use crate::layout::Layout;
@@ -50,8 +49,6 @@ pub struct Extras<'a> {
     pub certificates: Option<&'a TaskCertificates>,
     /// Its `OMP_NUM_THREADS`: its share of the machine's cores.
     pub cpu_threads: Option<&'a str>,
-    /// Its `GLIBC_TUNABLES`: a heap that keeps what it frees.
-    pub allocator: Option<&'a str>,
 }
 
 /// Starts every task of `layout` running `command` with its TF_CONFIG (and its GPU and
@@ -68,7 +65,6 @@ pub fn launch(
         gpus,
         certificates,
         cpu_threads,
-        allocator,
     } = extras;
     let sentinel = match Sentinel::start() {
         Ok(sentinel) => Some(sentinel),
@@ -106,9 +102,6 @@ pub fn launch(
         }
         if let Some(threads) = cpu_threads {
             cmd.env(OMP_NUM_THREADS, threads);
-        }
-        if let Some(tunables) = allocator {
-            cmd.env(GLIBC_TUNABLES, tunables);
         }
         let visible = gpus.map(|plan| plan.visible(&layout.cluster, task));
         if let Some(visible) = &visible {

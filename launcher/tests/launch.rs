@@ -400,26 +400,6 @@ fn the_cores_and_heap_settings_go_to_the_tasks_unless_the_launcher_is_given_its_
         "{stderr}"
     );
 
-    // glibc's heap settings go to every task the same way.
-    let echo = "echo \"tunables=${GLIBC_TUNABLES-unset}\"";
-    let done = run(&["--workers", "1", "--", "sh", "-c", echo]);
-    let seen = lines_by_task(&done.stdout);
-    let given =
-        "tunables=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824";
-    for task in ["chief:0", "worker:0"] {
-        assert_eq!(seen.get(task), Some(&vec![given.to_string()]), "{seen:#?}");
-    }
-    let args = ["--workers", "1", "--", "sh", "-c", echo];
-    let done = Launcher::start_with(&args, None, &[("GLIBC_TUNABLES", "")]).finish();
-    let seen = lines_by_task(&done.stdout);
-    for task in ["chief:0", "worker:0"] {
-        assert_eq!(
-            seen.get(task),
-            Some(&vec!["tunables=".to_string()]),
-            "{seen:#?}"
-        );
-    }
-
     // Given one, the launcher leaves it to the tasks, and `explain` reads it as they do.
     let launcher = env!("CARGO_BIN_EXE_estimator-launch");
     let args = ["--workers", "1", "--", launcher, "explain"];

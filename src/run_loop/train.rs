@@ -20,6 +20,7 @@ pub(crate) fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     strategy: Strategy,
     listener: Option<&mut CheckpointListener<'_>>,
 ) -> Result<TrainOutcome> {
+    crate::host_heap::keep_freed_memory();
     let mode = estimator.run_config().ps_mode;
     let sharded = |dataset: D, world: usize, rank: usize| {
         if spec.auto_shard {

@@ -26,6 +26,7 @@ pub fn serve_parameters<E: Estimator>(estimator: &E) -> Result<()> {
 
 /// [`serve_parameters`] as the ps task `cluster` describes.
 pub fn serve_parameters_in<E: Estimator>(cluster: &ClusterConfig, estimator: &E) -> Result<()> {
+    crate::host_heap::keep_freed_memory();
     let (spec, task) = match cluster {
         ClusterConfig::Distributed { cluster, task } if task.kind == TaskType::Ps => {
             (cluster, *task)

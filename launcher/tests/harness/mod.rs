@@ -37,7 +37,7 @@ impl Launcher {
     }
 
     /// Starts the launcher with `env` as its own variables among the ones it reads besides
-    /// TF_CONFIG (CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS, GLIBC_TUNABLES); those not named
+    /// TF_CONFIG (CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS); those not named
     /// are unset.
     pub fn start_with(args: &[&str], tf_config: Option<&str>, env: &[(&str, &str)]) -> Launcher {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_estimator-launch"));
@@ -47,7 +47,6 @@ impl Launcher {
             .stderr(Stdio::piped())
             .env_remove("CUDA_VISIBLE_DEVICES")
             .env_remove("OMP_NUM_THREADS")
-            .env_remove("GLIBC_TUNABLES")
             .envs(env.iter().copied());
         match tf_config {
             Some(text) => cmd.env("TF_CONFIG", text),

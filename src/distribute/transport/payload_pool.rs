@@ -2,10 +2,9 @@
 //!
 //! A step's all-reduce encodes segments of the same sizes every step. Taken from the
 //! allocator each time, a buffer of a MiB may come from pages the kernel faults in anew:
-//! glibc hands large freed blocks back to it unless `GLIBC_TUNABLES` says otherwise, as
-//! `estimator-launch` does for its tasks but mpirun or a pod of one's own need not. A
-//! transport that has written a message hands its buffer back here instead, whatever the
-//! allocator does; a gRPC send's buffer comes back once HTTP/2 has written it and dropped
+//! glibc hands large freed blocks back to it unless told otherwise, as a training task tells
+//! it (`host_heap`) unless its `GLIBC_TUNABLES` says something else. A transport that has
+//! written a message hands its buffer back here instead, whatever the allocator does; a gRPC send's buffer comes back once HTTP/2 has written it and dropped
 //! the last `Bytes` of it.
 
 use std::sync::{Mutex, MutexGuard};

@@ -12,8 +12,8 @@
 //! A message that does not fit goes over the socket as before: a full ring never blocks a
 //! send, so it cannot deadlock a collective that reads its messages out of order.
 //!
-//! This is the one module of the workspace with `unsafe` code: memory shared with another
-//! process cannot be reached through references alone. What makes each use sound is the
+//! This is one of the workspace's two modules with `unsafe` code (the other calls glibc's
+//! `mallopt`): memory shared with another process cannot be reached through references alone. What makes each use sound is the
 //! protocol above, checked on the receiving side (a place outside the ring, or before one
 //! already read, breaks the lane), and the seals (the file cannot shrink under a mapping).
 #![allow(unsafe_code)]
