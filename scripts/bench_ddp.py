@@ -1,0 +1,85 @@
+"""PyTorch's side of scripts/bench-scaling: the network, batch per replica and optimizer
+(Adam, 0.001) of dnn-classifier's runs there, trained in one process or as one rank of
+DistributedDataParallel (gloo over loopback: bucketed all-reduce overlapped with the
+backward pass), on random rows held in memory. Prints one JSON line on rank 0:
+{"examples_per_sec": E} over every rank's examples, after the first 10 % of the steps (at
+most 100), as dnn-classifier reports its steady state.
+
+Usage: bench_ddp.py --features F --hidden 128,64 --batch B --steps S --threads T
+                    [--world N --rank R --port P]
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--features", type=int, required=True)
+    p.add_argument("--hidden", required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--world", type=int, default=1)
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--port", type=int, default=0)
+    return p.parse_args()
+
+
+def main():
+    args = parse()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.rank)
+    if args.world > 1:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.port))
+        # A peer that never comes fails the run within two minutes, not gloo's thirty.
+        dist.init_process_group("gloo", rank=args.rank, world_size=args.world,
+                                timeout=datetime.timedelta(seconds=120))
+    layers, width = [], args.features
+    for units in (int(u) for u in args.hidden.split(",")):
+        layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
+        width = units
+    torch.manual_seed(0)  # the same initial weights on every rank, as DDP also broadcasts
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
+    if args.world > 1:
+        model = DistributedDataParallel(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    rows = max(4 * args.batch, 20_000)
+    generator = torch.Generator().manual_seed(args.rank)
+    x = torch.randn(rows, args.features, generator=generator)
+    y = torch.randint(0, 10, (rows,), generator=generator)
+    startup = min(max(args.steps // 10, 1), 100)
+    warm = None
+    for step in range(args.steps):
+        at = (step * args.batch) % (rows - args.batch + 1)
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x[at:at + args.batch]), y[at:at + args.batch])
+        loss.backward()  # DDP: each bucket all-reduced as its gradients are ready
+        optimizer.step()
+        if step + 1 == startup:
+            warm = time.perf_counter()
+    ended = time.perf_counter()
+    steady = args.steps - startup
+    if args.rank == 0:
+        examples = steady * args.batch * args.world
+        rate = examples / (ended - warm) if steady > 0 else 0.0
+        print(json.dumps({"examples_per_sec": rate, "loss": loss.item()}), flush=True)
+    if args.world > 1:
+        # gloo's teardown may abort a rank whose peer closed first ("terminate called without
+        # an active exception"): every rank waits for the others, then leaves without it.
+        dist.barrier()
+        sys.stdout.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
