@@ -1,12 +1,12 @@
 """PyTorch's side of scripts/bench-scaling: the network, batch per replica and optimizer
 (Adam, 0.001) of dnn-classifier's runs there, trained in one process or as one rank of
-DistributedDataParallel (gloo over loopback: bucketed all-reduce overlapped with the
+DistributedDataParallel (gloo, over loopback unless told rank 0's address: bucketed all-reduce overlapped with the
 backward pass), on random rows held in memory. Prints one JSON line on rank 0:
 {"examples_per_sec": E} over every rank's examples, after the first 10 % of the steps (at
 most 100), as dnn-classifier reports its steady state.
 
 Usage: bench_ddp.py --features F --hidden 128,64 --batch B --steps S --threads T
-                    [--world N --rank R --port P]
+                    [--world N --rank R --port P --master-addr A]
 """
 import argparse
 import datetime
@@ -31,6 +31,7 @@ def parse():
     p.add_argument("--world", type=int, default=1)
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--port", type=int, default=0)
+    p.add_argument("--master-addr", default="127.0.0.1", help="rank 0's address")
     return p.parse_args()
 
 
@@ -39,7 +40,7 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.rank)
     if args.world > 1:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.port))
+        os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.port))
         # A peer that never comes fails the run within two minutes, not gloo's thirty.
         dist.init_process_group("gloo", rank=args.rank, world_size=args.world,
                                 timeout=datetime.timedelta(seconds=120))
