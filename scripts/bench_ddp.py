@@ -7,6 +7,7 @@ most 100), as dnn-classifier reports its steady state.
 
 Usage: bench_ddp.py --features F --hidden 128,64 --batch B --steps S --threads T
                     [--world N --rank R --port P --master-addr A]
+                    [--compression none|fp16|bf16]
 """
 import argparse
 import datetime
@@ -17,6 +18,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 
@@ -32,6 +34,8 @@ def parse():
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--master-addr", default="127.0.0.1", help="rank 0's address")
+    p.add_argument("--compression", default="none", choices=["none", "fp16", "bf16"],
+                   help="DDP's communication hook sending 16-bit gradients")
     return p.parse_args()
 
 
@@ -52,6 +56,10 @@ def main():
     model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
     if args.world > 1:
         model = DistributedDataParallel(model)
+        hook = {"fp16": default_hooks.fp16_compress_hook,
+                "bf16": default_hooks.bf16_compress_hook}.get(args.compression)
+        if hook is not None:
+            model.register_comm_hook(None, hook)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
     loss_fn = torch.nn.CrossEntropyLoss()
     rows = max(4 * args.batch, 20_000)
