@@ -1,7 +1,7 @@
 """PyTorch's side of scripts/bench-scaling: the network, batch per replica and optimizer
 (Adam, 0.001) of dnn-classifier's runs there, trained in one process or as one rank of
-DistributedDataParallel (gloo, over loopback unless told rank 0's address: bucketed all-reduce overlapped with the
-backward pass), on random rows held in memory. Prints one JSON line on rank 0:
+DistributedDataParallel (gloo, over loopback unless told rank 0's address; its bucketed
+all-reduce overlapped with the backward pass), on random rows held in memory. Prints one JSON line on rank 0:
 {"examples_per_sec": E} over every rank's examples, after the first 10 % of the steps (at
 most 100), as dnn-classifier reports its steady state.
 
@@ -42,7 +42,6 @@ def parse():
 def main():
     args = parse()
     torch.set_num_threads(args.threads)
-    torch.manual_seed(args.rank)
     if args.world > 1:
         os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.port))
         # A peer that never comes fails the run within two minutes, not gloo's thirty.
