@@ -7,7 +7,7 @@
 //! all-reduce bound by latency), `--segment-kib 4096` to cap messages at other than 1 MiB,
 //! `--window-kib 0` to send a ring's whole first hop at once instead of 1 MiB of each hop in
 //! flight, `--halving-doubling-kib 0` to send every all-reduce round the ring (by default
-//! those of at most 1 MiB over 4, 8, … ranks go by halving and doubling),
+//! those of at most 1 MiB over 4 ranks or more go by halving and doubling),
 //! `--compression bf16` to send 16-bit values, `--threads 4` to share each rank's encode,
 //! fold and finalize passes with a pool of that many threads, as a training task's
 //! all-reduce does, `--only shm,pair` to time only those, so that two builds can be run

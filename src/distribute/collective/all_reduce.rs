@@ -1,5 +1,5 @@
 //! All-reduce over a transport: runs the messages of a [`RingSchedule`], or of a
-//! [`HalvingDoubling`] for small buffers over a power of two of ranks.
+//! [`HalvingDoubling`] for small buffers over 4 ranks or more.
 
 use std::time::{Duration, Instant};
 

@@ -7,18 +7,23 @@ use std::ops::Range;
 use super::partition::{check_rank, check_segment_len, segment, segment_count};
 use super::ring_schedule::{Action, Combine};
 use super::{CollectivePhase, Tag};
-use crate::distribute::collective_fault::{CollectiveFault, Result};
+use crate::distribute::collective_fault::Result;
 
-/// Recursive halving then doubling over a power-of-two number of ranks.
+/// Recursive halving then doubling over any number of ranks.
 ///
-/// In reduce-scatter step `s` a rank pairs with the rank whose number differs in bit
-/// `N / 2^(s+1)`: of the range both hold, it sends the half it gives up and adds the
-/// partner's copy of the half it keeps, so after log₂ N steps it holds 1/N of the buffer
-/// summed over all ranks (each element summed by one rank only). The all-gather retraces
-/// the steps: each rank sends all it holds to the partner and copies the partner's. Within a
-/// step every segment is sent before any is awaited, so no rank waits for a message nobody
-/// has sent; in the last reduce-scatter step each segment completed is sent on at once, in
-/// the all-gather's first step.
+/// Over a power of two P of ranks: in reduce-scatter step `s` a rank pairs with the rank
+/// whose number differs in bit `P / 2^(s+1)`: of the range both hold, it sends the half it
+/// gives up and adds the partner's copy of the half it keeps, so after log₂ P steps it holds
+/// 1/P of the buffer summed over all ranks (each element summed by one rank only). The
+/// all-gather retraces the steps: each rank sends all it holds to the partner and copies the
+/// partner's. Within a step every segment is sent before any is awaited, so no rank waits for
+/// a message nobody has sent; in the last reduce-scatter step each segment completed is sent
+/// on at once, in the all-gather's first step.
+///
+/// Over N = P + E ranks (P the largest power of two below N, as MPICH does): each of the
+/// first E odd ranks first hands its whole buffer to the even rank before it, which adds it,
+/// and sits out; the P ranks left run the above; each host then hands the result back. One
+/// exchange more each way, so it beats the ring's N − 1 from 5 ranks on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HalvingDoubling {
     rank: usize,
@@ -27,16 +32,24 @@ pub struct HalvingDoubling {
     segment_len: usize,
 }
 
+/// What a rank does in a world that is not a power of two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Halves and doubles as rank `virtual_rank` of the power of two; `guest`, when some,
+    /// hands it its buffer first and gets the result last.
+    Core {
+        virtual_rank: usize,
+        guest: Option<usize>,
+    },
+    /// Hands its buffer to `host` and gets the result back.
+    Guest { host: usize },
+}
+
 impl HalvingDoubling {
-    /// The schedule of `rank` among `world_size` ranks, a power of two, for a buffer of `len`
-    /// elements sent in segments of at most `segment_len` elements.
+    /// The schedule of `rank` among `world_size` ranks for a buffer of `len` elements sent in
+    /// segments of at most `segment_len` elements.
     pub fn new(rank: usize, world_size: usize, len: usize, segment_len: usize) -> Result<Self> {
         check_rank("rank", rank, world_size)?;
-        if !world_size.is_power_of_two() {
-            return Err(CollectiveFault::invalid(format!(
-                "halving and doubling needs a power of two ranks, not {world_size}"
-            )));
-        }
         check_segment_len(segment_len)?;
         Ok(Self {
             rank,
@@ -46,21 +59,52 @@ impl HalvingDoubling {
         })
     }
 
-    /// Exchanges each way: log₂ of the world size.
-    pub fn steps(&self) -> usize {
-        self.world_size.trailing_zeros() as usize
+    /// Exchanges each way on the longest path: log₂ of the largest power of two in the
+    /// world, plus the hand-over when the world is not one.
+    pub fn exchanges(world_size: usize) -> usize {
+        Self::core_steps(world_size) + usize::from(!world_size.is_power_of_two())
     }
 
     /// Every message of the all-reduce for this rank, in the order it must happen.
     pub fn actions(&self) -> Vec<Action> {
-        let steps = self.steps();
+        let whole = 0..self.len;
         let mut actions = Vec::new();
+        let (virtual_rank, guest) = match self.role() {
+            Role::Guest { host } => {
+                actions.extend(self.segments(&whole).map(|(k, range)| Action::Send {
+                    to: host,
+                    tag: self.hand_over_tag(k),
+                    range,
+                }));
+                actions.extend(self.segments(&whole).map(|(k, range)| Action::Recv {
+                    from: host,
+                    tag: self.hand_back_tag(k),
+                    range,
+                    combine: Combine::Copy,
+                }));
+                return actions;
+            }
+            Role::Core {
+                virtual_rank,
+                guest,
+            } => (virtual_rank, guest),
+        };
+        if let Some(guest) = guest {
+            actions.extend(self.segments(&whole).map(|(k, range)| Action::Recv {
+                from: guest,
+                tag: self.hand_over_tag(k),
+                range,
+                combine: Combine::Add,
+            }));
+        }
+        let steps = self.steps();
+        let offset = self.step_offset();
         // The ranges held after each reduce-scatter step, the whole buffer before the first.
         let mut held = Vec::with_capacity(steps + 1);
-        held.push(0..self.len);
+        held.push(whole.clone());
         for step in 0..steps {
-            let (partner, keep, give) = self.split(step, held[step].clone());
-            let tag = |k| Tag::new(CollectivePhase::ReduceScatter, step, k);
+            let (partner, keep, give) = self.split(virtual_rank, step, held[step].clone());
+            let tag = |k| Tag::new(CollectivePhase::ReduceScatter, offset + step, k);
             actions.extend(self.segments(&give).map(|(k, range)| Action::Send {
                 to: partner,
                 tag: tag(k),
@@ -75,18 +119,18 @@ impl HalvingDoubling {
                 });
                 if step + 1 == steps {
                     // Completed: sent on in the all-gather's first step, as it is.
-                    actions.push(self.gather_send(0, k, range));
+                    actions.push(self.gather_send(virtual_rank, 0, k, range));
                 }
             }
             held.push(keep);
         }
         for step in 0..steps {
             let mine = held[steps - step].clone();
-            let partner = self.partner(steps - 1 - step);
+            let partner = self.partner(virtual_rank, steps - 1 - step);
             if step > 0 {
                 actions.extend(
                     self.segments(&mine)
-                        .map(|(k, range)| self.gather_send(step, k, range)),
+                        .map(|(k, range)| self.gather_send(virtual_rank, step, k, range)),
                 );
             }
             let theirs = &held[steps - step - 1];
@@ -102,27 +146,104 @@ impl HalvingDoubling {
                 combine: Combine::Copy,
             }));
         }
+        if let Some(guest) = guest {
+            actions.extend(self.segments(&whole).map(|(k, range)| Action::Send {
+                to: guest,
+                tag: self.hand_back_tag(k),
+                range,
+            }));
+        }
         actions
     }
 
     /// Whether a message with `tag` completes a segment of this rank's share: the last
-    /// reduce-scatter step.
+    /// reduce-scatter step of the power of two.
     pub fn completes_reduction(&self, tag: Tag) -> bool {
-        tag.phase == CollectivePhase::ReduceScatter && tag.step as usize + 1 == self.steps()
+        matches!(self.role(), Role::Core { .. })
+            && tag.phase == CollectivePhase::ReduceScatter
+            && tag.step as usize == self.step_offset() + self.steps() - 1
     }
 
-    /// The partner of reduce-scatter step `step`.
-    fn partner(&self, step: usize) -> usize {
-        self.rank ^ (self.world_size >> (step + 1))
+    /// Exchanges each way within the power of two.
+    fn steps(&self) -> usize {
+        Self::core_steps(self.world_size)
+    }
+
+    fn core_steps(world_size: usize) -> usize {
+        Self::core_size(world_size).trailing_zeros() as usize
+    }
+
+    /// The largest power of two in a world of `world_size` (1 for an empty one).
+    fn core_size(world_size: usize) -> usize {
+        1 << world_size.max(1).ilog2()
+    }
+
+    /// How many ranks hand their buffers to a host.
+    fn guests(&self) -> usize {
+        self.world_size - Self::core_size(self.world_size)
+    }
+
+    /// The reduce-scatter steps before the power of two's: the hand-over, when there is one.
+    fn step_offset(&self) -> usize {
+        usize::from(self.guests() > 0)
+    }
+
+    fn role(&self) -> Role {
+        let guests = self.guests();
+        if self.rank >= 2 * guests {
+            Role::Core {
+                virtual_rank: self.rank - guests,
+                guest: None,
+            }
+        } else if self.rank % 2 == 1 {
+            Role::Guest {
+                host: self.rank - 1,
+            }
+        } else {
+            Role::Core {
+                virtual_rank: self.rank / 2,
+                guest: Some(self.rank + 1),
+            }
+        }
+    }
+
+    /// The rank that plays `virtual_rank` of the power of two.
+    fn real_rank(&self, virtual_rank: usize) -> usize {
+        let guests = self.guests();
+        if virtual_rank < guests {
+            2 * virtual_rank
+        } else {
+            virtual_rank + guests
+        }
+    }
+
+    /// Segment `k` of a guest's buffer handed to its host.
+    fn hand_over_tag(&self, k: usize) -> Tag {
+        Tag::new(CollectivePhase::ReduceScatter, 0, k)
+    }
+
+    /// Segment `k` of the result handed back to a guest.
+    fn hand_back_tag(&self, k: usize) -> Tag {
+        Tag::new(CollectivePhase::AllGather, self.steps(), k)
+    }
+
+    /// The partner, a real rank, of `virtual_rank` in reduce-scatter step `step`.
+    fn partner(&self, virtual_rank: usize, step: usize) -> usize {
+        self.real_rank(virtual_rank ^ (Self::core_size(self.world_size) >> (step + 1)))
     }
 
     /// (partner, half kept, half given up) of `range` in reduce-scatter step `step`: the
     /// lower half stays with the rank whose bit of the step is clear.
-    fn split(&self, step: usize, range: Range<usize>) -> (usize, Range<usize>, Range<usize>) {
+    fn split(
+        &self,
+        virtual_rank: usize,
+        step: usize,
+        range: Range<usize>,
+    ) -> (usize, Range<usize>, Range<usize>) {
         let mid = range.start + range.len() / 2;
         let (lower, upper) = (range.start..mid, mid..range.end);
-        let partner = self.partner(step);
-        if self.rank & (self.world_size >> (step + 1)) == 0 {
+        let partner = self.partner(virtual_rank, step);
+        if virtual_rank & (Self::core_size(self.world_size) >> (step + 1)) == 0 {
             (partner, lower, upper)
         } else {
             (partner, upper, lower)
@@ -138,10 +259,16 @@ impl HalvingDoubling {
             .map(move |k| (k, segment(range, self.segment_len, k)))
     }
 
-    /// Segment `k` (`range`) of what this rank sends in all-gather step `step`.
-    fn gather_send(&self, step: usize, k: usize, range: Range<usize>) -> Action {
+    /// Segment `k` (`range`) of what `virtual_rank` sends in all-gather step `step`.
+    fn gather_send(
+        &self,
+        virtual_rank: usize,
+        step: usize,
+        k: usize,
+        range: Range<usize>,
+    ) -> Action {
         Action::Send {
-            to: self.partner(self.steps() - 1 - step),
+            to: self.partner(virtual_rank, self.steps() - 1 - step),
             tag: Tag::new(CollectivePhase::AllGather, step, k),
             range,
         }
@@ -169,7 +296,7 @@ mod tests {
 
     #[test]
     fn every_shape_sums_exactly_without_deadlock() {
-        for n in [1, 2, 4, 8, 16] {
+        for n in 1..=16 {
             for len in 0..=20 {
                 for segment_len in 1..=4 {
                     let expected: Vec<f32> = (0..len)
@@ -216,8 +343,49 @@ mod tests {
     }
 
     #[test]
+    fn outside_a_power_of_two_guests_hand_over_to_hosts_one_exchange_more() {
+        // 6 ranks: 1 and 3 hand their 12 elements to 0 and 2, then 0, 2, 4 and 5 halve and
+        // double as ranks 0 to 3 of a world of 4, and 0 and 2 hand the sums back.
+        let sends = |rank| -> Vec<(CollectivePhase, usize, usize, usize)> {
+            HalvingDoubling::new(rank, 6, 12, 12)
+                .unwrap()
+                .actions()
+                .into_iter()
+                .filter_map(|a| match a {
+                    Action::Send { tag, range, to } => {
+                        Some((tag.phase, tag.step as usize, range.len(), to))
+                    }
+                    Action::Recv { .. } => None,
+                })
+                .collect()
+        };
+        use CollectivePhase::{AllGather as G, ReduceScatter as R};
+        assert_eq!(sends(3), vec![(R, 0, 12, 2)]);
+        assert_eq!(
+            sends(2),
+            vec![
+                (R, 1, 6, 5),
+                (R, 2, 3, 0),
+                (G, 0, 3, 0),
+                (G, 1, 6, 5),
+                (G, 2, 12, 3)
+            ]
+        );
+        assert_eq!(
+            sends(4),
+            vec![(R, 1, 6, 0), (R, 2, 3, 5), (G, 0, 3, 5), (G, 1, 6, 0)]
+        );
+        let host = HalvingDoubling::new(2, 6, 12, 12).unwrap();
+        assert!(host.completes_reduction(Tag::new(R, 2, 0)));
+        assert!(!host.completes_reduction(Tag::new(R, 0, 0)));
+        let guest = HalvingDoubling::new(3, 6, 12, 12).unwrap();
+        assert!(!guest.completes_reduction(Tag::new(R, 2, 0)));
+        let exchanges: Vec<usize> = (1..=9).map(HalvingDoubling::exchanges).collect();
+        assert_eq!(exchanges, [0, 1, 2, 2, 3, 3, 3, 3, 4]);
+    }
+
+    #[test]
     fn bad_arguments_are_refused() {
-        assert!(HalvingDoubling::new(0, 6, 10, 1).is_err());
         assert!(HalvingDoubling::new(4, 4, 10, 1).is_err());
         assert!(HalvingDoubling::new(0, 4, 10, 0).is_err());
     }

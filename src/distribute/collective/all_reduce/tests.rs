@@ -40,7 +40,7 @@ fn assert_identical_and_close(out: &[Vec<f32>], expected: &[f32], what: &str) {
 
 #[test]
 fn sums_match_the_sequential_sum_and_are_bit_identical_across_ranks() {
-    // 4 and 8 ranks: small buffers by halving and doubling, and round the ring.
+    // 4 to 8 ranks: small buffers by halving and doubling, and round the ring.
     let ring = |config: CollectiveConfig| config.with_halving_doubling_bytes(0);
     let configs = [
         CollectiveConfig::default(),
@@ -48,7 +48,7 @@ fn sums_match_the_sequential_sum_and_are_bit_identical_across_ranks() {
         ring(CollectiveConfig::default()),
         ring(CollectiveConfig::with_segment_bytes(12)),
     ];
-    for n in [1, 2, 3, 4, 8] {
+    for n in [1, 2, 3, 4, 5, 6, 7, 8] {
         for len in [0, 1, 2, 3, 5, 7, 64, 1001] {
             for config in &configs {
                 let data = inputs(n, len, (n * 10_000 + len) as u64);
@@ -96,6 +96,8 @@ fn compressed_sums_are_bit_identical_across_ranks_and_within_the_bound() {
             (3, 0),
             (4, 0),
             (4, usize::MAX),
+            (6, usize::MAX),
+            (7, usize::MAX),
             (8, 0),
             (8, usize::MAX),
         ] {
@@ -224,6 +226,25 @@ fn by_halving_and_doubling_the_silent_partner_is_named() {
         out[2]
     );
     assert!(out[2].contains("reduce-scatter step 1"), "{}", out[2]);
+    drop(silent);
+}
+
+#[test]
+fn outside_a_power_of_two_a_silent_guest_is_named_by_its_host() {
+    let timeout = Duration::from_millis(300);
+    let mut ranks = InMemoryTransport::cluster_with_timeout(5, timeout);
+    let silent = ranks.remove(1);
+    let out = on_threads(ranks, |t| {
+        let mut values = vec![1.0f32; 10];
+        all_reduce_sum(t, &mut values).unwrap_err().to_string()
+    });
+    // Rank 1 hands its values to rank 0 before rank 0 exchanges with anyone.
+    assert!(
+        out[0].starts_with("rank 1: did not answer rank 0"),
+        "{}",
+        out[0]
+    );
+    assert!(out[0].contains("reduce-scatter step 0"), "{}", out[0]);
     drop(silent);
 }
 
