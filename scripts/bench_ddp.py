@@ -1,15 +1,18 @@
 """PyTorch's side of scripts/bench-scaling: the network, batch per replica and optimizer
 (Adam, 0.001) of dnn-classifier's runs there, trained in one process or as one rank of
 DistributedDataParallel (gloo, over loopback unless told rank 0's address; its bucketed
-all-reduce overlapped with the backward pass), on random rows held in memory. Prints one JSON line on rank 0:
-{"examples_per_sec": E} over every rank's examples, after the first 10 % of the steps (at
-most 100), as dnn-classifier reports its steady state.
+all-reduce overlapped with the backward pass), on random rows held in memory. Prints one
+JSON line on rank 0: {"examples_per_sec": E} over every rank's examples, after the first
+10 % of the steps (at most 100), as dnn-classifier reports its steady state. With
+--backward-passes K each step adds up the gradients of K batches, the first K - 1 under
+DDP's `no_sync` (dnn-classifier's --backward-passes-per-step).
 
 Usage: bench_ddp.py --features F --hidden 128,64 --batch B --steps S --threads T
                     [--world N --rank R --port P --master-addr A]
-                    [--compression none|fp16|bf16]
+                    [--compression none|fp16|bf16] [--backward-passes K]
 """
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -36,6 +39,8 @@ def parse():
     p.add_argument("--master-addr", default="127.0.0.1", help="rank 0's address")
     p.add_argument("--compression", default="none", choices=["none", "fp16", "bf16"],
                    help="DDP's communication hook sending 16-bit gradients")
+    p.add_argument("--backward-passes", type=int, default=1,
+                   help="batches whose gradients are added up into each step")
     return p.parse_args()
 
 
@@ -66,19 +71,27 @@ def main():
     x = torch.randn(rows, args.features, generator=generator)
     y = torch.randint(0, 10, (rows,), generator=generator)
     startup = min(max(args.steps // 10, 1), 100)
+    passes = max(args.backward_passes, 1)
     warm = None
+    taken = 0
     for step in range(args.steps):
-        at = (step * args.batch) % (rows - args.batch + 1)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x[at:at + args.batch]), y[at:at + args.batch])
-        loss.backward()  # DDP: each bucket all-reduced as its gradients are ready
+        for k in range(passes):
+            at = (taken * args.batch) % (rows - args.batch + 1)
+            taken += 1
+            last = k + 1 == passes
+            # DDP all-reduces in the last pass only, each bucket as its gradients are ready.
+            with (model.no_sync() if args.world > 1 and not last
+                  else contextlib.nullcontext()):
+                loss = loss_fn(model(x[at:at + args.batch]), y[at:at + args.batch])
+                (loss / passes).backward()
         optimizer.step()
         if step + 1 == startup:
             warm = time.perf_counter()
     ended = time.perf_counter()
     steady = args.steps - startup
     if args.rank == 0:
-        examples = steady * args.batch * args.world
+        examples = steady * args.batch * args.world * passes
         rate = examples / (ended - warm) if steady > 0 else 0.0
         print(json.dumps({"examples_per_sec": rate, "loss": loss.item()}), flush=True)
     if args.world > 1:

@@ -17,7 +17,7 @@ pub use any::{AnyOptimizer, AnyState};
 pub use apply::Optimizer;
 pub use clipping::Clipping;
 pub use ftrl::{Ftrl, FtrlState};
-pub use gradients::{extract_gradients, gradient_values, param_paths};
+pub use gradients::{accumulate_gradients, extract_gradients, gradient_values, param_paths};
 pub use keras::{Adagrad, AdagradState, AdamW, AdamWState, Rmsprop, RmspropState};
 pub use learning_rate_schedule::{Decay, Schedule};
 pub use regularization::Regularization;

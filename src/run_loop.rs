@@ -6,6 +6,7 @@ mod device_input;
 mod evaluate;
 mod histograms;
 mod input;
+mod local_step;
 mod loss_readout;
 mod mirrored;
 mod peeked;

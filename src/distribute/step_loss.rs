@@ -27,6 +27,19 @@ impl StepLoss {
     pub fn is_known(&self) -> bool {
         matches!(self, StepLoss::Known(_))
     }
+
+    /// The mean of `losses` (several batches' of one step), read from the device only when
+    /// it is read.
+    pub fn mean(losses: Vec<StepLoss>) -> StepLoss {
+        let count = losses.len().max(1) as f64;
+        if losses.iter().all(StepLoss::is_known) {
+            let sum: f64 = losses.into_iter().map(StepLoss::read).sum();
+            return StepLoss::Known(sum / count);
+        }
+        StepLoss::OnDevice(Box::new(move || {
+            losses.into_iter().map(StepLoss::read).sum::<f64>() / count
+        }))
+    }
 }
 
 impl fmt::Debug for StepLoss {
@@ -35,5 +48,24 @@ impl fmt::Debug for StepLoss {
             StepLoss::Known(value) => write!(f, "Known({value})"),
             StepLoss::OnDevice(_) => f.write_str("OnDevice"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mean_of_several_losses_is_read_when_wanted() {
+        let known = StepLoss::mean(vec![StepLoss::Known(1.0), StepLoss::Known(4.0)]);
+        assert!(known.is_known());
+        assert_eq!(known.read(), 2.5);
+        let mixed = StepLoss::mean(vec![
+            StepLoss::Known(1.0),
+            StepLoss::OnDevice(Box::new(|| 2.0)),
+            StepLoss::OnDevice(Box::new(|| 6.0)),
+        ]);
+        assert!(!mixed.is_known());
+        assert_eq!(mixed.read(), 3.0);
     }
 }

@@ -58,6 +58,15 @@ pub struct RunConfig {
     /// share of the cores).
     #[serde(default)]
     pub allreduce_threads: usize,
+    /// Batches whose gradients make one update (default 1; Horovod's
+    /// `backward_passes_per_step`, DDP's `no_sync`, Keras's `gradient_accumulation_steps`):
+    /// each replica runs the forward and backward pass of this many batches one after
+    /// another, adding up their gradients, and then averages them with the other replicas
+    /// and applies them once, so an update weighs as one batch this many times larger and
+    /// replicas synchronise once per that many batches. The global step counts updates; a
+    /// step the input cannot fill is not taken. 0 counts as 1.
+    #[serde(default = "default_backward_passes_per_step")]
+    pub backward_passes_per_step: usize,
     /// Seconds a replica waits for a silent peer before giving up on it (default 60).
     #[serde(default = "default_peer_timeout_secs")]
     pub peer_timeout_secs: u64,
@@ -114,6 +123,10 @@ fn default_allreduce_bucket_bytes() -> usize {
     crate::distribute::DEFAULT_BUCKET_BYTES
 }
 
+fn default_backward_passes_per_step() -> usize {
+    1
+}
+
 fn default_peer_timeout_secs() -> u64 {
     60
 }
@@ -155,6 +168,7 @@ impl RunConfig {
             allreduce_compression: Compression::None,
             allreduce_bucket_bytes: default_allreduce_bucket_bytes(),
             allreduce_threads: 0,
+            backward_passes_per_step: default_backward_passes_per_step(),
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
             stall_warning_secs: default_stall_warning_secs(),
@@ -216,6 +230,13 @@ impl RunConfig {
     /// automatic).
     pub fn with_allreduce_threads(mut self, threads: usize) -> Self {
         self.allreduce_threads = threads;
+        self
+    }
+
+    /// Add up the gradients of `passes` batches into each update (at least 1; see
+    /// [`RunConfig::backward_passes_per_step`]).
+    pub fn with_backward_passes_per_step(mut self, passes: usize) -> Self {
+        self.backward_passes_per_step = passes.max(1);
         self
     }
 

@@ -16,11 +16,18 @@ pub fn extract_gradients<B: AutodiffBackend, M: Module<B>>(
     grads: &mut B::Gradients,
 ) -> GradientsParams {
     let mut out = GradientsParams::new();
-    model.visit(&mut GradientExtractor::<B> {
-        grads,
-        out: &mut out,
-    });
+    accumulate_gradients(model, grads, &mut out);
     out
+}
+
+/// Takes each parameter's gradient out of `grads` and adds it to that parameter's in `sums`
+/// (or puts it there, when `sums` has none): gradients of several batches, one at a time.
+pub fn accumulate_gradients<B: AutodiffBackend, M: Module<B>>(
+    model: &M,
+    grads: &mut B::Gradients,
+    sums: &mut GradientsParams,
+) {
+    model.visit(&mut GradientExtractor::<B> { grads, out: sums });
 }
 
 struct GradientExtractor<'a, B: AutodiffBackend> {
@@ -31,6 +38,10 @@ struct GradientExtractor<'a, B: AutodiffBackend> {
 impl<B: AutodiffBackend> ModuleVisitor<B> for GradientExtractor<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         if let Some(grad) = param.val().grad_remove(self.grads) {
+            let grad = match self.out.remove::<B::InnerBackend, D>(param.id) {
+                Some(sum) => sum.add(grad),
+                None => grad,
+            };
             self.out.register::<B::InnerBackend, D>(param.id, grad);
         }
     }

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use datasets::Dataset;
 use rayon::ThreadPool;
 
+use super::local_step::local_step;
 use super::peeked::Peeked;
-use super::train_loop::local_step;
 use super::train_state::{fresh_state, TrainState};
 use crate::device::{cpu_pool, CpuTrainBackend};
 use crate::error::Result;

@@ -4,18 +4,18 @@
 use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ElementConversion;
 use datasets::Dataset;
 
 use super::chief::{Chief, StepDone};
 use super::device_input::{check_ahead, with_device_input, DeviceInput};
+use super::local_step::accumulated_step;
 use super::loss_readout::LossReadout;
 use super::progress::RunProgressBar;
 use super::step_sync::{Ready, StepSync, Synced};
 use super::train_state::TrainState;
 use super::worker_positions::WorkerPositions;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
-use crate::distribute::{LocalStep, StepLoss};
+use crate::distribute::StepLoss;
 use crate::error::Result;
 use crate::estimator::{save_estimator, Estimator, LossReadback, TrainOutcome, TrainSpec};
 use crate::hooks::{
@@ -23,14 +23,13 @@ use crate::hooks::{
     StepInfo,
 };
 use crate::io::DirLock;
-use crate::optimizer::extract_gradients;
-use crate::seed::{replica_seed, step_seed, with_seed};
+use crate::seed::{replica_seed, step_seed};
 
 /// The training state of a replica of estimator `E`.
-type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
+pub(super) type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
 
 /// The input of a replica of estimator `E`, on its device.
-type Input<'i, B, E> = DeviceInput<'i, <E as Estimator>::DeviceBatch<B>>;
+pub(super) type Input<'i, B, E> = DeviceInput<'i, <E as Estimator>::DeviceBatch<B>>;
 
 /// One replica's training: `state` freshly built, `sync` for its strategy.
 pub(super) struct TrainLoop<'a, B, E>
@@ -245,7 +244,8 @@ where
             let local = match &batch {
                 Some(batch) => {
                     let seed = step_seed(steps.seed, seed_step);
-                    Some(local_step(self.estimator, &state, batch, seed)?)
+                    let passes = self.estimator.run_config().backward_passes_per_step;
+                    accumulated_step(self.estimator, &state, batch, input, passes, seed)?
                 }
                 None => None,
             };
@@ -370,27 +370,4 @@ where
         let crc = self.sync.finish(&state)?;
         Ok((checkpoint, crc, state.global_step))
     }
-}
-
-/// The loss of `batch` and its gradients at `state`, with randomness seeded by `seed`; the
-/// gradients of the loss times the state's loss scale, if any (`apply` divides them back).
-/// The loss stays on the device: reading it here would wait for the step to finish.
-pub(super) fn local_step<B: AutodiffBackend, E: Estimator>(
-    estimator: &E,
-    state: &State<B, E>,
-    batch: &E::DeviceBatch<B>,
-    seed: u64,
-) -> Result<LocalStep> {
-    let (model, device, loss_scale) = (&state.model, &state.device, state.loss_scale_factor());
-    let loss = with_seed::<B, _>(device, seed, || estimator.loss::<B>(model, batch, device))?;
-    let value = loss.clone().inner();
-    let loss = match loss_scale {
-        Some(scale) => loss.mul_scalar(scale),
-        None => loss,
-    };
-    let grads = extract_gradients(model, &mut loss.backward());
-    Ok(LocalStep {
-        grads,
-        loss: StepLoss::OnDevice(Box::new(move || value.into_scalar().elem())),
-    })
 }

@@ -257,6 +257,58 @@ fn mirrored_equals_one_process_with_the_combined_batch() {
 }
 
 #[test]
+fn accumulated_gradients_train_like_a_batch_that_many_times_larger() {
+    // Two backward passes per update: one process with batch b trains like one with 2b;
+    // two replicas (each taking every other batch) and two Mirrored replicas like 4b.
+    let optimizer = OptimizerSpec::adam(0.01);
+    let dir = tempfile::tempdir().unwrap();
+    let two_passes = |config: RunConfig| config.with_backward_passes_per_step(2);
+    let accumulated = dir.path().join("accumulated");
+    let mut one = classifier(&accumulated, optimizer.clone());
+    one.run_config = two_passes(one.run_config);
+    let outcome = one
+        .train(|| input(BATCH), TrainSpec::max_steps(STEPS))
+        .unwrap();
+    assert_eq!(outcome.global_step, STEPS, "the global step counts updates");
+    single(&dir.path().join("single_2b"), optimizer.clone(), 2 * BATCH);
+    assert_equivalent(&accumulated, &dir.path().join("single_2b"));
+
+    let mwm = dir.path().join("mwm");
+    let outcomes = multi_worker_with(&mwm, optimizer.clone(), 2, two_passes);
+    assert_eq!(outcomes[0].weights_crc32c, outcomes[1].weights_crc32c);
+    single(&dir.path().join("single_4b"), optimizer.clone(), 4 * BATCH);
+    assert_equivalent(&mwm, &dir.path().join("single_4b"));
+
+    let mirrored = dir.path().join("mirrored");
+    let mut estimator = classifier(&mirrored, optimizer);
+    estimator.run_config = two_passes(estimator.run_config);
+    let outcome = estimator
+        .train_with(
+            || input(BATCH),
+            TrainSpec::max_steps(STEPS),
+            Strategy::Mirrored { replicas: 2 },
+        )
+        .unwrap();
+    assert_eq!(outcome.global_step, STEPS);
+    assert_equivalent(&mirrored, &dir.path().join("single_4b"));
+}
+
+#[test]
+fn an_update_the_input_cannot_fill_is_not_taken() {
+    // 29 batches, 3 per update: 9 updates, and the last two batches are not applied alone.
+    let dir = tempfile::tempdir().unwrap();
+    let mut estimator = classifier(dir.path(), OptimizerSpec::adam(0.01));
+    estimator.run_config = estimator.run_config.with_backward_passes_per_step(3);
+    let outcome = estimator
+        .train(
+            || Ok(from_vec(examples()).batch(BATCH, false).take(29)),
+            TrainSpec::until_input_ends(),
+        )
+        .unwrap();
+    assert_eq!(outcome.global_step, 9);
+}
+
+#[test]
 fn uneven_input_stops_every_replica_at_the_same_step() {
     // 240 rows in batches of 8 is 30 batches: 3 replicas get 10 each, but replica 2's
     // tenth batch is missing when the input has 29 batches, so all stop after 9 steps.

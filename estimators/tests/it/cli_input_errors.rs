@@ -192,7 +192,7 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let iris_train = PathBuf::from(iris("iris_train.csv"));
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["--intra-op-threads", "100000"],
             "--intra-op-threads 100000: more than the",
@@ -231,6 +231,10 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
             // A bucket smaller than one f32 value.
             &["--allreduce-bucket-bytes", "3"],
             "invalid value '3' for '--allreduce-bucket-bytes",
+        ),
+        (
+            &["--backward-passes-per-step", "0"],
+            "invalid value '0' for '--backward-passes-per-step",
         ),
     ];
     for (i, (flags, needle)) in cases.iter().enumerate() {

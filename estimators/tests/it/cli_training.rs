@@ -67,6 +67,25 @@ fn mirrored_replicas_in_one_process_train_to_the_accuracy_bar() {
 }
 
 #[test]
+fn backward_passes_per_step_add_up_batches_into_each_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(bin()
+        .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+        .args([&iris("iris_test.csv"), "--label-column", "label"])
+        .args(["--optimizer", "adam", "--learning-rate", "0.01"])
+        .args(["--batch-size", "8", "--backward-passes-per-step", "4"])
+        .args(["--max-steps", "150", "--json", "--model-dir"])
+        .arg(dir.path()));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let metrics = last_json(&output);
+    assert_eq!(metrics["global_step"], 150, "{metrics}");
+    assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
+    let saved = std::fs::read_to_string(dir.path().join("run_config.json")).unwrap();
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(saved["backward_passes_per_step"], 4, "{saved}");
+}
+
+#[test]
 fn warm_start_carries_the_trained_weights_or_the_selected_ones() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("a");

@@ -67,6 +67,7 @@ pub fn cluster_run_config(
         .with_ps_mode(ps_mode(args))
         .with_allreduce_compression(args.allreduce_compression)
         .with_allreduce_threads(args.allreduce_threads)
+        .with_backward_passes_per_step(args.backward_passes_per_step as usize)
         .with_cluster(cluster.clone())
         .with_intra_op_threads(args.intra_op_threads)
         .with_loss_readback(args.loss_readback)

@@ -277,6 +277,13 @@ pub struct TrainArgs {
     /// this process's share of the host's cores). Example: `--allreduce-threads 8`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub allreduce_threads: usize,
+    /// Batches whose gradients are added up into each update (default 1; Horovod's
+    /// `backward_passes_per_step`): an update weighs as one batch N times larger, and
+    /// MultiWorkerMirrored replicas synchronise once per N batches. `--max-steps` counts
+    /// updates. Example: `--backward-passes-per-step 4`.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub backward_passes_per_step: u32,
     /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
     /// before it exits with a retryable code naming it (default 60; at least 1).
     /// Example: `--peer-timeout-secs 30`.

@@ -1,0 +1,94 @@
+//! A replica's gradients for one step: one batch's, or the sum of several batches' taken one
+//! after another (gradient accumulation, Horovod's `backward_passes_per_step`), so that an
+//! update weighs as one larger batch while only one batch's activations are held at a time
+//! and replicas synchronise once per update.
+
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::ElementConversion;
+
+use super::train_loop::{Input, State};
+use crate::distribute::{LocalStep, StepLoss};
+use crate::error::Result;
+use crate::estimator::Estimator;
+use crate::optimizer::accumulate_gradients;
+use crate::seed::{step_seed, with_seed};
+
+/// The loss of `batch` and its gradients at `state`, with randomness seeded by `seed`; the
+/// gradients of the loss times the state's loss scale, if any (`apply` divides them back).
+/// The loss stays on the device: reading it here would wait for the step to finish.
+pub(super) fn local_step<B: AutodiffBackend, E: Estimator>(
+    estimator: &E,
+    state: &State<B, E>,
+    batch: &E::DeviceBatch<B>,
+    seed: u64,
+) -> Result<LocalStep> {
+    let mut step = LocalStep {
+        grads: Default::default(),
+        loss: StepLoss::Known(0.0),
+    };
+    step.loss = backward_pass(estimator, state, batch, seed, 1, &mut step)?;
+    Ok(step)
+}
+
+/// [`local_step`] over `first` and the next `passes − 1` batches of `input`: the mean of
+/// their gradients and losses (each loss divided by `passes` before its backward pass, so
+/// the sum is the mean of a batch `passes` times larger). The batch after the first is
+/// seeded by `seed` and its number. `None` when the input ends first: the step is not
+/// taken, as when a replica has no batch at all.
+pub(super) fn accumulated_step<B: AutodiffBackend, E: Estimator>(
+    estimator: &E,
+    state: &State<B, E>,
+    first: &E::DeviceBatch<B>,
+    input: &mut Input<'_, B, E>,
+    passes: usize,
+    seed: u64,
+) -> Result<Option<LocalStep>> {
+    if passes <= 1 {
+        return local_step(estimator, state, first, seed).map(Some);
+    }
+    let mut step = LocalStep {
+        grads: Default::default(),
+        loss: StepLoss::Known(0.0),
+    };
+    let mut losses = Vec::with_capacity(passes);
+    losses.push(backward_pass(
+        estimator, state, first, seed, passes, &mut step,
+    )?);
+    for pass in 1..passes {
+        let Some(batch) = input.next_batch().transpose()? else {
+            return Ok(None);
+        };
+        let seed = step_seed(seed, pass as u64);
+        losses.push(backward_pass(
+            estimator, state, &batch, seed, passes, &mut step,
+        )?);
+    }
+    step.loss = StepLoss::mean(losses);
+    Ok(Some(step))
+}
+
+/// Runs the forward and backward pass of `batch` on the loss divided by `passes` (and
+/// times the loss scale), adding its gradients to `into`; returns the loss itself.
+fn backward_pass<B: AutodiffBackend, E: Estimator>(
+    estimator: &E,
+    state: &State<B, E>,
+    batch: &E::DeviceBatch<B>,
+    seed: u64,
+    passes: usize,
+    into: &mut LocalStep,
+) -> Result<StepLoss> {
+    let (model, device) = (&state.model, &state.device);
+    let loss = with_seed::<B, _>(device, seed, || estimator.loss::<B>(model, batch, device))?;
+    let value = loss.clone().inner();
+    let factor = state.loss_scale_factor().unwrap_or(1.0) / passes as f32;
+    // Left alone at 1, so that one pass without a loss scale computes what it always has.
+    let loss = if factor == 1.0 {
+        loss
+    } else {
+        loss.mul_scalar(factor)
+    };
+    accumulate_gradients(model, &mut loss.backward(), &mut into.grads);
+    Ok(StepLoss::OnDevice(Box::new(move || {
+        value.into_scalar().elem()
+    })))
+}
