@@ -189,10 +189,11 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
         (None, _) => Default::default(),
     };
     training_input.log_rows_read();
+    let config = classifier.run_config();
     let examples_per_step = (batch_size
         * in_process
-        * role.batches_per_global_step(&cluster, &classifier.run_config().ps_mode))
-        as u64;
+        * config.backward_passes_per_step.max(1)
+        * role.batches_per_global_step(&cluster, &config.ps_mode)) as u64;
     let rates = timing.report(
         started,
         Instant::now(),
