@@ -13,7 +13,7 @@ use estimator::distribute::ps::{
 use estimator::distribute::Strategy;
 use estimator::optimizer::{Clipping, Decay, Regularization, Schedule};
 use estimator::summary::{event_files, read_event_file};
-use estimator::{EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec};
+use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainOutcome, TrainSpec};
 
 use crate::distributed::{classifier, input, max_abs_diff, single, weights, BATCH, STEPS};
 
@@ -75,17 +75,33 @@ fn train_summarising(
     max_steps: u64,
     summary_steps: u64,
 ) -> Vec<TrainOutcome> {
+    let configure = |config: RunConfig| config.with_save_summary_steps(summary_steps);
+    train_configured(
+        model_dir,
+        optimizer,
+        ps,
+        (workers, mode),
+        max_steps,
+        &configure,
+    )
+}
+
+/// [`train`] with each task's run configuration changed by `configure`.
+fn train_configured(
+    model_dir: &Path,
+    optimizer: &OptimizerSpec,
+    ps: &PsTasks,
+    (workers, mode): (usize, PsMode),
+    max_steps: u64,
+    configure: &dyn Fn(RunConfig) -> RunConfig,
+) -> Vec<TrainOutcome> {
     let names: Vec<String> = std::iter::once("chief:0".to_string())
         .chain((1..workers).map(|w| format!("worker:{}", w - 1)))
         .collect();
     let handles: Vec<_> = (0..workers)
         .map(|rank| {
             let mut estimator = classifier(model_dir, optimizer.clone());
-            estimator.run_config = estimator
-                .run_config
-                .clone()
-                .with_ps_mode(mode)
-                .with_save_summary_steps(summary_steps);
+            estimator.run_config = configure(estimator.run_config.clone().with_ps_mode(mode));
             let config = PsClientConfig {
                 peer_timeout: Duration::from_secs(20),
                 startup_timeout: Duration::from_secs(20),
@@ -159,6 +175,30 @@ fn sync_ps_with_one_worker_equals_one_process() {
         assert!(diff <= 1e-6, "{optimizer:?}: max |ps - single| = {diff}");
         assert_eq!(placement(&dir.path().join("ps")).num_ps, 2);
     }
+}
+
+#[test]
+fn a_worker_adding_up_two_batches_pushes_what_one_process_with_the_doubled_batch_applies() {
+    let optimizer = OptimizerSpec::adam(0.01);
+    let dir = tempfile::tempdir().unwrap();
+    let ps = PsTasks::start(2, &optimizer);
+    let two_passes = |config: RunConfig| config.with_backward_passes_per_step(2);
+    let outcomes = train_configured(
+        &dir.path().join("ps"),
+        &optimizer,
+        &ps,
+        (1, PsMode::sync()),
+        STEPS,
+        &two_passes,
+    );
+    ps.join();
+    single(&dir.path().join("single"), optimizer, 2 * BATCH);
+    assert_eq!(outcomes[0].global_step, STEPS);
+    let diff = max_abs_diff(
+        &weights(&dir.path().join("ps")),
+        &weights(&dir.path().join("single")),
+    );
+    assert!(diff <= 1e-5, "max |ps - single| = {diff}");
 }
 
 #[test]

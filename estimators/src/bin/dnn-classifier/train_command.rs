@@ -193,7 +193,8 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
     let examples_per_step = (batch_size
         * in_process
         * config.backward_passes_per_step.max(1)
-        * role.batches_per_global_step(&cluster, &config.ps_mode)) as u64;
+        * role.batches_per_global_step(&cluster, &config.ps_mode))
+        as u64;
     let rates = timing.report(
         started,
         Instant::now(),
