@@ -6,12 +6,19 @@
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ElementConversion;
 
-use super::train_loop::{Input, State};
+use super::device_input::DeviceInput;
+use super::train_state::TrainState;
 use crate::distribute::{LocalStep, StepLoss};
 use crate::error::Result;
 use crate::estimator::Estimator;
 use crate::optimizer::accumulate_gradients;
 use crate::seed::{step_seed, with_seed};
+
+/// The training state of a replica of estimator `E`.
+type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
+
+/// The input of a replica of estimator `E`, on its device.
+type Input<'i, B, E> = DeviceInput<'i, <E as Estimator>::DeviceBatch<B>>;
 
 /// The loss of `batch` and its gradients at `state`, with randomness seeded by `seed`; the
 /// gradients of the loss times the state's loss scale, if any (`apply` divides them back).

@@ -26,10 +26,10 @@ use crate::io::DirLock;
 use crate::seed::{replica_seed, step_seed};
 
 /// The training state of a replica of estimator `E`.
-pub(super) type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
+type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
 
 /// The input of a replica of estimator `E`, on its device.
-pub(super) type Input<'i, B, E> = DeviceInput<'i, <E as Estimator>::DeviceBatch<B>>;
+type Input<'i, B, E> = DeviceInput<'i, <E as Estimator>::DeviceBatch<B>>;
 
 /// One replica's training: `state` freshly built, `sync` for its strategy.
 pub(super) struct TrainLoop<'a, B, E>

@@ -164,3 +164,24 @@ fn training_in_two_calls_equals_training_in_one() {
         assert!(read(one.path()) == read(two.path()), "{optimizer:?}");
     }
 }
+
+#[test]
+fn accumulated_training_in_two_calls_equals_training_in_one() {
+    // Each update takes 3 batches (dropout on): the position a checkpoint records covers
+    // them all, and the batches after each update's first draw from seeds of that step.
+    let one = tempfile::tempdir().unwrap();
+    let two = tempfile::tempdir().unwrap();
+    let estimator = |dir: &Path| {
+        let mut est = TinyClassifier::new(dir);
+        est.run_config = est.run_config.clone().with_backward_passes_per_step(3);
+        est
+    };
+    estimator(one.path())
+        .train(train_input, TrainSpec::max_steps(30))
+        .unwrap();
+    let est = estimator(two.path());
+    est.train(train_input, TrainSpec::max_steps(13)).unwrap();
+    est.train(train_input, TrainSpec::max_steps(30)).unwrap();
+    let read = |d: &Path| std::fs::read(checkpoint_path(d, 30)).unwrap();
+    assert!(read(one.path()) == read(two.path()));
+}
