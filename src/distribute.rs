@@ -14,6 +14,7 @@ mod step_loss;
 mod strategy;
 #[cfg(test)]
 mod testing;
+mod timeline;
 mod transport;
 
 pub use bucket::{Bucket, BucketEntry, BucketPlan, DEFAULT_BUCKET_BYTES};
@@ -28,6 +29,8 @@ pub use gradient_sync::{GradientAverager, LocalStep};
 pub use replica_seat::Replica;
 pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};
+pub(crate) use timeline::Lane;
+pub use timeline::{Timeline, TimelineSpec};
 pub(crate) use transport::listen_address;
 pub use transport::{
     ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, Lent, Onward, TlsFault, Transport,

@@ -18,8 +18,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::TensorData;
 
 use super::{
-    BucketPlan, CollectiveConfig, CollectiveFault, CommStats, Compression, Result, StepLoss,
-    Transport,
+    BucketPlan, CollectiveConfig, CollectiveFault, CommStats, Compression, Lane, Result, StepLoss,
+    Timeline, Transport,
 };
 use crate::device::{in_host_memory, max_intra_op_threads};
 use params::{take_gradients, Rebuild};
@@ -63,6 +63,10 @@ pub struct GradientAverager {
     /// The threads of `collective.threads`, started at the first all-reduce that needs them.
     pool: Option<rayon::ThreadPool>,
     stats: CommStats,
+    /// Where the spans of the steps recorded go, when they are recorded.
+    timeline: Option<Timeline>,
+    /// When the last step's synchronisation ended: the next one's computation began.
+    last_synced: Option<Instant>,
 }
 
 impl GradientAverager {
@@ -77,7 +81,15 @@ impl GradientAverager {
             device_fusion: None,
             pool: None,
             stats: CommStats::default(),
+            timeline: None,
+            last_synced: None,
         }
+    }
+
+    /// This averager recording where its steps' time goes into `timeline`.
+    pub fn with_timeline(mut self, timeline: Option<Timeline>) -> Self {
+        self.timeline = timeline;
+        self
     }
 
     /// This averager splitting the passes over large segments of gradients (encoding,
@@ -122,6 +134,27 @@ impl GradientAverager {
             return Ok(local);
         }
         let started = Instant::now();
+        if let (Some(timeline), Some(computing)) = (&self.timeline, self.last_synced) {
+            timeline.span("compute", Lane::Training, None, computing);
+        }
+        let averaged = self.average_timed(model, local, transport, started);
+        if let Some(timeline) = &self.timeline {
+            timeline.span("sync", Lane::Training, None, started);
+            timeline.end_step();
+        }
+        self.last_synced = Some(Instant::now());
+        averaged
+    }
+
+    /// [`average`](Self::average) of a step that began synchronising at `started`.
+    fn average_timed<B: AutodiffBackend, M: Module<B>, T: Transport + ?Sized>(
+        &mut self,
+        model: &M,
+        local: Option<LocalStep>,
+        transport: &mut T,
+        started: Instant,
+    ) -> Result<Option<LocalStep>> {
+        let world_size = transport.world_size();
         let present = local.is_some();
         let (mut grads, loss) = match local {
             Some(step) => (step.grads, step.loss.read()),
@@ -161,6 +194,7 @@ impl GradientAverager {
             averaged: BTreeMap::new(),
             stats: CommStats::default(),
             fuse_on_device,
+            timeline: self.timeline.as_ref().filter(|t| t.records()),
         };
         let control = pipeline.run(
             &work.buckets,

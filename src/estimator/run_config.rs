@@ -9,7 +9,7 @@ use crate::checkpoint::WarmStartSettings;
 use crate::cluster::{cluster_from_env, ClusterConfig};
 use crate::device::DeviceSpec;
 use crate::distribute::ps::PsMode;
-use crate::distribute::{Compression, Distribution};
+use crate::distribute::{Compression, Distribution, TimelineSpec};
 use crate::error::{Error, Result};
 use crate::estimator::LossReadback;
 use crate::io::write_json_atomic;
@@ -67,6 +67,11 @@ pub struct RunConfig {
     /// step the input cannot fill is not taken. 0 counts as 1.
     #[serde(default = "default_backward_passes_per_step")]
     pub backward_passes_per_step: usize,
+    /// Where the chief of synchronous replicas (Mirrored, MultiWorkerMirrored) writes a
+    /// trace of some steps' synchronisation, span by span and bucket by bucket, in Chrome's
+    /// format (Horovod's `HOROVOD_TIMELINE`; default none).
+    #[serde(default)]
+    pub timeline: Option<TimelineSpec>,
     /// Seconds a replica waits for a silent peer before giving up on it (default 60).
     #[serde(default = "default_peer_timeout_secs")]
     pub peer_timeout_secs: u64,
@@ -169,6 +174,7 @@ impl RunConfig {
             allreduce_bucket_bytes: default_allreduce_bucket_bytes(),
             allreduce_threads: 0,
             backward_passes_per_step: default_backward_passes_per_step(),
+            timeline: None,
             peer_timeout_secs: default_peer_timeout_secs(),
             startup_timeout_secs: default_startup_timeout_secs(),
             stall_warning_secs: default_stall_warning_secs(),
@@ -237,6 +243,13 @@ impl RunConfig {
     /// [`RunConfig::backward_passes_per_step`]).
     pub fn with_backward_passes_per_step(mut self, passes: usize) -> Self {
         self.backward_passes_per_step = passes.max(1);
+        self
+    }
+
+    /// Record a trace of the synchronisation of the steps `spec` says (see
+    /// [`RunConfig::timeline`]).
+    pub fn with_timeline(mut self, spec: TimelineSpec) -> Self {
+        self.timeline = Some(spec);
         self
     }
 

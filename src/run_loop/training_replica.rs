@@ -13,7 +13,7 @@ use super::train_loop::TrainLoop;
 use super::train_state::fresh_state;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
 use crate::device::{cpu_pool, cpu_threads, CpuTrainBackend, ResolvedDevice};
-use crate::distribute::GradientAverager;
+use crate::distribute::{GradientAverager, Timeline};
 use crate::error::Result;
 use crate::estimator::{Estimator, LossReadback, TrainOutcome, TrainSpec};
 
@@ -44,9 +44,24 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     let threads = allreduce_threads(config.allreduce_threads, || {
         cpu_threads(config.intra_op_threads, place.replicas)
     });
+    // Only the chief writes files, the timeline too.
+    let timeline = match (&peers, &config.timeline) {
+        (Peers::Ring(replica), Some(spec)) if replica.rank() == 0 => {
+            Some(Timeline::new(spec.clone(), 0))
+        }
+        (Peers::Alone | Peers::ParameterServers(..), Some(spec)) => {
+            tracing::warn!(
+                "no timeline written to {}: only synchronous replicas average gradients",
+                spec.path.display()
+            );
+            None
+        }
+        _ => None,
+    };
     let averager = GradientAverager::new(config.allreduce_bucket_bytes)
         .with_compression(config.allreduce_compression)
-        .with_threads(threads);
+        .with_threads(threads)
+        .with_timeline(timeline);
     match device {
         ResolvedDevice::Cpu => {
             let most = cpu_threads(config.intra_op_threads, place.replicas);

@@ -192,7 +192,7 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let iris_train = PathBuf::from(iris("iris_train.csv"));
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
         (
             &["--intra-op-threads", "100000"],
             "--intra-op-threads 100000: more than the",
@@ -235,6 +235,10 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
         (
             &["--backward-passes-per-step", "0"],
             "invalid value '0' for '--backward-passes-per-step",
+        ),
+        (
+            &["--timeline", "t.json", "--timeline-steps", "5"],
+            "'5' is not SKIP,COUNT",
         ),
     ];
     for (i, (flags, needle)) in cases.iter().enumerate() {

@@ -86,6 +86,35 @@ fn backward_passes_per_step_add_up_batches_into_each_update() {
 }
 
 #[test]
+fn mirrored_replicas_write_the_timeline_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timeline.json");
+    let output = run(bin()
+        .args([
+            "train",
+            "--train",
+            &iris("iris_train.csv"),
+            "--label-column",
+            "label",
+        ])
+        .args(["--mirrored", "2", "--max-steps", "8", "--timeline"])
+        .arg(&path)
+        .args(["--timeline-steps", "2,3", "--model-dir"])
+        .arg(dir.path().join("model")));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let steps: Vec<u64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "sync")
+        .map(|e| e["args"]["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, [2, 3, 4]);
+}
+
+#[test]
 fn warm_start_carries_the_trained_weights_or_the_selected_ones() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("a");

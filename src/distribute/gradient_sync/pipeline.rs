@@ -12,7 +12,7 @@ use super::params::Taken;
 use super::STEP_ENTRY;
 use crate::distribute::collective::{encode_into, timed_all_reduce, Reduce};
 use crate::distribute::{
-    CollectiveConfig, CollectiveFault, CommStats, Compression, Result, Transport,
+    CollectiveConfig, CollectiveFault, CommStats, Compression, Lane, Result, Timeline, Transport,
 };
 
 /// Gradients by name, in a bucket's order.
@@ -27,6 +27,8 @@ const FUSED_ENTRY: &str = "~fused";
 /// What the all-reduce thread is given: the gradients of one bucket, in the bucket's order,
 /// and the format they travel in.
 pub(super) struct Work {
+    /// The bucket's number in the step.
+    index: usize,
     grads: Gradients,
     /// The gradients the fused entry holds, if any.
     fused: Layout,
@@ -49,6 +51,8 @@ pub(super) struct Pipeline<'a, B: AutodiffBackend> {
     /// each way (concatenated on the device, sliced there after): one transfer per bucket
     /// instead of one per gradient, where each transfer has a fixed cost (CUDA).
     pub(super) fuse_on_device: bool,
+    /// Where each bucket's spans go, when this step is recorded.
+    pub(super) timeline: Option<&'a Timeline>,
 }
 
 impl<B: AutodiffBackend> Pipeline<'_, B> {
@@ -69,13 +73,14 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         let mut control = Vec::new();
         if !overlap {
             // A model of one bucket: nothing to overlap, so no thread to start.
-            let mut times = WireTimes::default();
-            for (names, collective) in work {
-                let mut bucket = self.take_bucket(names, *collective);
+            let timeline = self.timeline;
+            let mut times = WireTimes::new(timeline, Lane::Training);
+            for (index, (names, collective)) in work.iter().enumerate() {
+                let mut bucket = self.take_bucket(index, names, *collective);
                 let reduced = on(pool, || times.reduce(transport, &mut bucket, fusion));
                 self.stats.seconds += times.busy.as_secs_f64();
                 self.stats.reduce_seconds += times.compute.as_secs_f64();
-                times = WireTimes::default();
+                times = WireTimes::new(timeline, Lane::Training);
                 reduced?;
                 self.give_back(bucket, &mut control);
             }
@@ -83,10 +88,11 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         }
         let (to_wire, wire_work) = mpsc::channel::<Work>();
         let (from_wire, reduced) = mpsc::channel::<Result<Work>>();
+        let timeline = self.timeline;
         std::thread::scope(|scope| {
             let wire = scope.spawn(move || {
                 on(pool, move || {
-                    let mut times = WireTimes::default();
+                    let mut times = WireTimes::new(timeline, Lane::AllReduce);
                     for mut work in wire_work {
                         let done = times.reduce(transport, &mut work, fusion);
                         let failed = done.is_err();
@@ -103,7 +109,7 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
             for received in 0..work.len() {
                 while sent < work.len() && sent <= received + 1 {
                     let (names, collective) = &work[sent];
-                    let bucket = self.take_bucket(names, *collective);
+                    let bucket = self.take_bucket(sent, names, *collective);
                     sent += 1;
                     if to_wire.send(bucket).is_err() {
                         break;
@@ -133,7 +139,12 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
     }
 
     /// The gradients `names`, read off the device, as a bucket to reduce.
-    fn take_bucket(&mut self, names: &[String], collective: CollectiveConfig) -> Work {
+    fn take_bucket(
+        &mut self,
+        index: usize,
+        names: &[String],
+        collective: CollectiveConfig,
+    ) -> Work {
         let started = Instant::now();
         let (grads, fused) = self.read_fused(names).unwrap_or_else(|| {
             let grads = names
@@ -143,7 +154,11 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
             (grads, Vec::new())
         });
         self.stats.copy_seconds += started.elapsed().as_secs_f64();
+        if let Some(timeline) = self.timeline {
+            timeline.span("copy", Lane::Training, Some(index), started);
+        }
         Work {
+            index,
             grads,
             fused,
             collective,
@@ -200,6 +215,9 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
             }
         }
         self.stats.apply_seconds += started.elapsed().as_secs_f64();
+        if let Some(timeline) = self.timeline {
+            timeline.span("apply", Lane::Training, Some(bucket.index), started);
+        }
     }
 
     /// Gradient `name`'s values off the device, as f32 (on the CPU the tensor's own
@@ -248,14 +266,25 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
     }
 }
 
-/// Time the all-reduce thread spent, and how much of it computing.
-#[derive(Default)]
-struct WireTimes {
+/// Time the all-reduce thread spent, and how much of it computing; each bucket's span on
+/// `lane` of the timeline, when the step is recorded.
+struct WireTimes<'a> {
     busy: Duration,
     compute: Duration,
+    timeline: Option<&'a Timeline>,
+    lane: Lane,
 }
 
-impl WireTimes {
+impl<'a> WireTimes<'a> {
+    fn new(timeline: Option<&'a Timeline>, lane: Lane) -> Self {
+        Self {
+            busy: Duration::ZERO,
+            compute: Duration::ZERO,
+            timeline,
+            lane,
+        }
+    }
+
     /// Averages one bucket's gradients in place: a single gradient in its own buffer,
     /// several packed into `fusion` and back.
     fn reduce<T: Transport + ?Sized>(
@@ -301,6 +330,9 @@ impl WireTimes {
             self.compute += narrowing.elapsed();
         }
         self.busy += started.elapsed();
+        if let Some(timeline) = self.timeline {
+            timeline.span("all-reduce", self.lane, Some(work.index), started);
+        }
         reduced
     }
 }

@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 use estimator::cluster::ClusterConfig;
 use estimator::distribute::ps::PsMode;
-use estimator::distribute::DEFAULT_BUCKET_BYTES;
+use estimator::distribute::{TimelineSpec, DEFAULT_BUCKET_BYTES};
 use estimator::{Distribution, EvalSpec, Exporter, RunConfig, VarsToWarmStart, WarmStartSettings};
 
 use crate::train_args::{ExporterName, PsModeName, TrainArgs};
@@ -80,6 +80,10 @@ pub fn cluster_run_config(
         .map_or(DEFAULT_BUCKET_BYTES, |b| {
             usize::try_from(b).unwrap_or(usize::MAX)
         });
+    if let Some(path) = &args.timeline {
+        let (skip, count) = args.timeline_steps.unwrap_or((10, 10));
+        run_config = run_config.with_timeline(TimelineSpec::new(path).with_steps(skip, count));
+    }
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);
     }

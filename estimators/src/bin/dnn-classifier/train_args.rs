@@ -9,7 +9,7 @@ use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
 use estimator::{Distribution, LossReadback, MixedPrecision};
 
-use crate::values::{parse_decay, parse_learning_rate, parse_mirrored};
+use crate::values::{parse_decay, parse_learning_rate, parse_mirrored, parse_timeline_steps};
 
 /// Optimizers selectable from the command line.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -284,6 +284,17 @@ pub struct TrainArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub backward_passes_per_step: u32,
+    /// MultiWorkerMirrored and Mirrored: the chief writes a trace of some steps'
+    /// synchronisation to PATH, in Chrome's trace format (Horovod's timeline; open it in
+    /// Perfetto or chrome://tracing): each bucket's read off the device, all-reduce and
+    /// upload, and the computation between. Example: `--timeline /tmp/timeline.json`.
+    #[arg(long, value_name = "PATH")]
+    pub timeline: Option<PathBuf>,
+    /// With --timeline: the synchronised steps to pass over first (default 10: start-up),
+    /// then how many to record (default 10). Example: `--timeline-steps 100,20`.
+    #[arg(long, value_name = "SKIP,COUNT", value_parser = parse_timeline_steps,
+          requires = "timeline")]
+    pub timeline_steps: Option<(u64, u64)>,
     /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
     /// before it exits with a retryable code naming it (default 60; at least 1).
     /// Example: `--peer-timeout-secs 30`.

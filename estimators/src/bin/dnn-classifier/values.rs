@@ -66,6 +66,20 @@ pub fn parse_mirrored(text: &str) -> Result<Distribution, String> {
     }
 }
 
+/// Parses a `--timeline-steps` value: `SKIP,COUNT`, steps to pass over and then record (at
+/// least 1).
+pub fn parse_timeline_steps(text: &str) -> Result<(u64, u64), String> {
+    let parsed = text
+        .split_once(',')
+        .and_then(|(skip, count)| Some((skip.trim().parse().ok()?, count.trim().parse().ok()?)));
+    match parsed {
+        Some((skip, count)) if count >= 1 => Ok((skip, count)),
+        _ => Err(format!(
+            "'{text}' is not SKIP,COUNT: steps to pass over, then how many to record (at least 1)"
+        )),
+    }
+}
+
 /// The values `--device` accepts, for its help and its errors.
 const DEVICES: &str = "cpu, cuda, cuda:N or auto";
 
@@ -160,6 +174,16 @@ mod tests {
         ] {
             let error = parse_decay(bad).unwrap_err();
             assert!(error.contains(reason), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn timeline_steps_values() {
+        assert_eq!(parse_timeline_steps("10,20"), Ok((10, 20)));
+        assert_eq!(parse_timeline_steps("0, 1"), Ok((0, 1)));
+        for bad in ["10", "10,0", "a,2", "1,2,3", ""] {
+            let err = parse_timeline_steps(bad).unwrap_err();
+            assert!(err.contains("is not SKIP,COUNT"), "{bad}: {err}");
         }
     }
 
