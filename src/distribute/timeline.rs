@@ -180,9 +180,20 @@ impl Recording {
 impl Drop for Recording {
     /// Training ended before the last step to record: what there is, is written.
     fn drop(&mut self) {
-        if !self.written && !self.spans.is_empty() {
-            self.write();
+        if self.written {
+            return;
         }
+        if self.spans.is_empty() {
+            tracing::warn!(
+                "no timeline written to {}: training synchronised {} step(s), and the timeline \
+                 passes over the first {}",
+                self.spec.path.display(),
+                self.step,
+                self.spec.skip_steps
+            );
+            return;
+        }
+        self.write();
     }
 }
 
