@@ -74,6 +74,8 @@ struct Span {
     step: u64,
     start: Duration,
     duration: Duration,
+    /// Of an all-reduce, the time spent encoding and summing rather than waiting.
+    compute: Option<Duration>,
 }
 
 /// A timeline being recorded, shared by the threads of a step.
@@ -123,6 +125,18 @@ impl Timeline {
         bucket: Option<usize>,
         started: Instant,
     ) {
+        self.span_computing(name, lane, bucket, started, None);
+    }
+
+    /// [`span`](Self::span) of an all-reduce that spent `compute` of it encoding and summing.
+    pub(crate) fn span_computing(
+        &self,
+        name: &'static str,
+        lane: Lane,
+        bucket: Option<usize>,
+        started: Instant,
+        compute: Option<Duration>,
+    ) {
         let ended = Instant::now();
         let mut recording = self.recording();
         if !recording.records() {
@@ -135,6 +149,7 @@ impl Timeline {
             step: recording.step,
             start: started.saturating_duration_since(recording.origin),
             duration: ended.saturating_duration_since(started),
+            compute,
         };
         recording.spans.push(span);
     }
@@ -213,6 +228,9 @@ fn chrome_trace(spans: &[Span], rank: usize) -> Value {
         if let Some(bucket) = span.bucket {
             args["bucket"] = json!(bucket);
         }
+        if let Some(compute) = span.compute {
+            args["compute_us"] = json!(compute.as_secs_f64() * 1e6);
+        }
         json!({
             "name": span.name,
             "ph": "X",
@@ -245,7 +263,13 @@ mod tests {
             assert_eq!(timeline.records(), (2..4).contains(&step), "step {step}");
             let started = Instant::now();
             timeline.span("copy", Lane::Training, Some(0), started);
-            timeline.span("all-reduce", Lane::AllReduce, Some(0), started);
+            timeline.span_computing(
+                "all-reduce",
+                Lane::AllReduce,
+                Some(0),
+                started,
+                Some(Duration::from_micros(250)),
+            );
             timeline.span("sync", Lane::Training, None, started);
             timeline.end_step();
             assert_eq!(path.exists(), step >= 3, "step {step}");
@@ -262,6 +286,8 @@ mod tests {
         assert_eq!(spans[1]["name"], "all-reduce");
         assert_eq!(spans[1]["tid"], Lane::AllReduce as u8);
         assert_eq!(spans[1]["args"]["bucket"], 0);
+        assert_eq!(spans[1]["args"]["compute_us"], 250.0);
+        assert!(spans[0]["args"].get("compute_us").is_none());
         assert!(spans[2]["args"].get("bucket").is_none());
         assert!(spans.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
         let names: Vec<&Value> = events.iter().filter(|e| e["ph"] == "M").collect();

@@ -341,6 +341,8 @@ fn the_chief_traces_each_bucket_of_the_steps_asked_for() {
             assert_eq!(copy["args"]["bucket"], reduce["args"]["bucket"]);
             assert_eq!(reduce["args"]["bucket"], apply["args"]["bucket"]);
             assert_eq!(reduce["tid"], 1, "on the all-reduce thread");
+            let compute = reduce["args"]["compute_us"].as_f64().unwrap();
+            assert!(compute >= 0.0 && compute <= reduce["dur"].as_f64().unwrap() + 1.0);
             // Each bucket is read, then reduced, then uploaded (to the microsecond).
             assert!(end(copy) <= reduce["ts"].as_f64().unwrap() + 1.0);
             assert!(end(reduce) <= apply["ts"].as_f64().unwrap() + 1.0);

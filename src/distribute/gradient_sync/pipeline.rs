@@ -294,6 +294,7 @@ impl<'a> WireTimes<'a> {
         fusion: &mut Vec<f32>,
     ) -> Result<()> {
         let started = Instant::now();
+        let computed = self.compute;
         let config = work.collective;
         let reduced = match work.grads.as_mut_slice() {
             [(_, alone)] => timed_all_reduce(
@@ -331,7 +332,8 @@ impl<'a> WireTimes<'a> {
         }
         self.busy += started.elapsed();
         if let Some(timeline) = self.timeline {
-            timeline.span("all-reduce", self.lane, Some(work.index), started);
+            let compute = Some(self.compute.saturating_sub(computed));
+            timeline.span_computing("all-reduce", self.lane, Some(work.index), started, compute);
         }
         reduced
     }
