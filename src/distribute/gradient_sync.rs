@@ -63,10 +63,9 @@ pub struct GradientAverager {
     /// The threads of `collective.threads`, started at the first all-reduce that needs them.
     pool: Option<rayon::ThreadPool>,
     stats: CommStats,
-    /// Where the spans of the steps recorded go, when they are recorded.
+    /// Where the spans of the steps recorded go, when they are recorded (the caller ends
+    /// each step).
     timeline: Option<Timeline>,
-    /// When the last step's synchronisation ended: the next one's computation began.
-    last_synced: Option<Instant>,
 }
 
 impl GradientAverager {
@@ -82,7 +81,6 @@ impl GradientAverager {
             pool: None,
             stats: CommStats::default(),
             timeline: None,
-            last_synced: None,
         }
     }
 
@@ -115,6 +113,11 @@ impl GradientAverager {
         self
     }
 
+    /// Where this averager records its spans, if it does.
+    pub fn timeline(&self) -> Option<&Timeline> {
+        self.timeline.as_ref()
+    }
+
     /// Counters since the last call, reset.
     pub fn take_stats(&mut self) -> CommStats {
         std::mem::take(&mut self.stats)
@@ -134,15 +137,10 @@ impl GradientAverager {
             return Ok(local);
         }
         let started = Instant::now();
-        if let (Some(timeline), Some(computing)) = (&self.timeline, self.last_synced) {
-            timeline.span("compute", Lane::Training, None, computing);
-        }
         let averaged = self.average_timed(model, local, transport, started);
         if let Some(timeline) = &self.timeline {
             timeline.span("sync", Lane::Training, None, started);
-            timeline.end_step();
         }
-        self.last_synced = Some(Instant::now());
         averaged
     }
 

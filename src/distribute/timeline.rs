@@ -59,7 +59,8 @@ impl TimelineSpec {
 /// The thread a span ran on: a row of the trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lane {
-    /// The training thread: the step's computation, reads off the device, uploads.
+    /// The training thread: the step's input, forward and backward passes, update and
+    /// hooks, and in the sync, reads off the device and uploads.
     Training = 0,
     /// The thread that all-reduces the buckets, while the training thread copies.
     AllReduce = 1,

@@ -267,6 +267,7 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
         sync: Box::new(sync),
         loss_readback: LossReadback::EveryStep,
         listener: None,
+        timeline: None,
     };
     let outcome = train_loop.run(state, from_vec(data), spec);
     let calls = calls.lock().unwrap().clone();

@@ -15,7 +15,7 @@ use super::step_sync::{Ready, StepSync, Synced};
 use super::train_state::TrainState;
 use super::worker_positions::WorkerPositions;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
-use crate::distribute::StepLoss;
+use crate::distribute::{Lane, StepLoss, Timeline};
 use crate::error::Result;
 use crate::estimator::{save_estimator, Estimator, LossReadback, TrainOutcome, TrainSpec};
 use crate::hooks::{
@@ -42,6 +42,8 @@ where
     /// Which losses to read back, resolved for the device: every step's or the wanted ones.
     pub loss_readback: LossReadback,
     pub listener: Option<&'a mut CheckpointListener<'a>>,
+    /// Where the chief of synchronous replicas records its steps' spans, if it does.
+    pub timeline: Option<Timeline>,
 }
 
 /// Where the steps of one run stand.
@@ -227,11 +229,19 @@ where
         mut chief: Option<&mut Chief<'a>>,
         steps: &mut Steps<'_>,
     ) -> Result<State<B, E>> {
+        let timeline = self.timeline.clone();
+        let span = |name: &'static str, from: Instant| {
+            if let Some(timeline) = &timeline {
+                timeline.span(name, Lane::Training, None, from);
+            }
+        };
         while state.global_step < steps.last_step {
             for hook in hooks.iter_mut() {
                 hook.before_step(state.global_step)?;
             }
+            let fetching = Instant::now();
             let batch = input.next_batch().transpose()?;
+            span("input", fetching);
             let seed_step = match self.sync.ready(state, batch.is_some())? {
                 (ready, Ready::Compute { seed_step }) => {
                     state = ready;
@@ -249,13 +259,16 @@ where
                 }
                 None => None,
             };
+            span("forward-backward", started);
             let previous_step = state.global_step;
             // Gradient hand-off point: averaged over replicas, pushed to parameter servers,
             // or applied as they are.
             let (synced, outcome) = self.sync.exchange(state, local)?;
             let loss = match outcome {
                 Synced::Apply(step) => {
+                    let updating = Instant::now();
                     state = synced.apply(step.grads);
+                    span("update", updating);
                     step.loss
                 }
                 Synced::Applied { loss } => {
@@ -280,8 +293,13 @@ where
                 started,
             };
             let stop;
+            let ending = Instant::now();
             (state, stop) =
                 self.after_step(state, input, hooks, chief.as_deref_mut(), steps, applied)?;
+            span("after-step", ending);
+            if let Some(timeline) = &timeline {
+                timeline.end_step();
+            }
             if stop {
                 if state.global_step < steps.last_step {
                     self.sync.leave(&state)?;

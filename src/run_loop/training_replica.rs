@@ -149,11 +149,14 @@ fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + 
     }
     let state = fresh_state::<B, E>(estimator, device, peers.sync_replicas())?;
     let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
+    // The loop records the rest of each step and ends it.
+    let timeline = averager.timeline().cloned();
     let train_loop = TrainLoop {
         estimator,
         sync: step_sync(peers, manager, averager),
         loss_readback: readback,
         listener,
+        timeline,
     };
     train_loop.run(state, dataset, spec)
 }

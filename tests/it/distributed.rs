@@ -330,8 +330,22 @@ fn the_chief_traces_each_bucket_of_the_steps_asked_for() {
     };
     let end = |s: &serde_json::Value| s["ts"].as_f64().unwrap() + s["dur"].as_f64().unwrap();
     for step in 2..5 {
-        assert_eq!(of("sync", step).len(), 1, "step {step}");
-        assert_eq!(of("compute", step).len(), 1, "step {step}");
+        // The loop's parts of the step, one after another on the training thread.
+        let parts = ["input", "forward-backward", "sync", "update", "after-step"];
+        let parts: Vec<&serde_json::Value> = parts
+            .iter()
+            .map(|name| match of(name, step).as_slice() {
+                [one] => *one,
+                other => panic!("step {step}: {} {name} spans", other.len()),
+            })
+            .collect();
+        for pair in parts.windows(2) {
+            assert!(
+                end(pair[0]) <= pair[1]["ts"].as_f64().unwrap() + 1.0,
+                "{pair:?}"
+            );
+            assert_eq!(pair[0]["tid"], 0);
+        }
         let (copies, reduces, applies) =
             (of("copy", step), of("all-reduce", step), of("apply", step));
         assert!(copies.len() > 2, "step {step}: {} buckets", copies.len());

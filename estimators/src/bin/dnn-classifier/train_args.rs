@@ -287,7 +287,8 @@ pub struct TrainArgs {
     /// MultiWorkerMirrored and Mirrored: the chief writes a trace of some steps'
     /// synchronisation to PATH, in Chrome's trace format (Horovod's timeline; open it in
     /// Perfetto or chrome://tracing): each bucket's read off the device, all-reduce and
-    /// upload, and the computation between. Example: `--timeline /tmp/timeline.json`.
+    /// upload, and the step's input, forward and backward passes, update and hooks around
+    /// them. Example: `--timeline /tmp/timeline.json`.
     #[arg(long, value_name = "PATH")]
     pub timeline: Option<PathBuf>,
     /// With --timeline: the synchronised steps to pass over first (default 10: start-up),
