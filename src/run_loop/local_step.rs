@@ -3,6 +3,7 @@
 //! update weighs as one larger batch while only one batch's activations are held at a time
 //! and replicas synchronise once per update.
 
+use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ElementConversion;
 
@@ -29,12 +30,9 @@ pub(super) fn local_step<B: AutodiffBackend, E: Estimator>(
     batch: &E::DeviceBatch<B>,
     seed: u64,
 ) -> Result<LocalStep> {
-    let mut step = LocalStep {
-        grads: Default::default(),
-        loss: StepLoss::Known(0.0),
-    };
-    step.loss = backward_pass(estimator, state, batch, seed, 1, &mut step)?;
-    Ok(step)
+    let mut grads = GradientsParams::new();
+    let loss = backward_pass(estimator, state, batch, seed, 1, &mut grads)?;
+    Ok(LocalStep { grads, loss })
 }
 
 /// [`local_step`] over `first` and the next `passes − 1` batches of `input`: the mean of
@@ -53,13 +51,10 @@ pub(super) fn accumulated_step<B: AutodiffBackend, E: Estimator>(
     if passes <= 1 {
         return local_step(estimator, state, first, seed).map(Some);
     }
-    let mut step = LocalStep {
-        grads: Default::default(),
-        loss: StepLoss::Known(0.0),
-    };
+    let mut grads = GradientsParams::new();
     let mut losses = Vec::with_capacity(passes);
     losses.push(backward_pass(
-        estimator, state, first, seed, passes, &mut step,
+        estimator, state, first, seed, passes, &mut grads,
     )?);
     for pass in 1..passes {
         let Some(batch) = input.next_batch().transpose()? else {
@@ -67,22 +62,24 @@ pub(super) fn accumulated_step<B: AutodiffBackend, E: Estimator>(
         };
         let seed = step_seed(seed, pass as u64);
         losses.push(backward_pass(
-            estimator, state, &batch, seed, passes, &mut step,
+            estimator, state, &batch, seed, passes, &mut grads,
         )?);
     }
-    step.loss = StepLoss::mean(losses);
-    Ok(Some(step))
+    Ok(Some(LocalStep {
+        grads,
+        loss: StepLoss::mean(losses),
+    }))
 }
 
 /// Runs the forward and backward pass of `batch` on the loss divided by `passes` (and
-/// times the loss scale), adding its gradients to `into`; returns the loss itself.
+/// times the loss scale), adding its gradients to `grads`; returns the loss itself.
 fn backward_pass<B: AutodiffBackend, E: Estimator>(
     estimator: &E,
     state: &State<B, E>,
     batch: &E::DeviceBatch<B>,
     seed: u64,
     passes: usize,
-    into: &mut LocalStep,
+    grads: &mut GradientsParams,
 ) -> Result<StepLoss> {
     let (model, device) = (&state.model, &state.device);
     let loss = with_seed::<B, _>(device, seed, || estimator.loss::<B>(model, batch, device))?;
@@ -94,7 +91,7 @@ fn backward_pass<B: AutodiffBackend, E: Estimator>(
     } else {
         loss.mul_scalar(factor)
     };
-    accumulate_gradients(model, &mut loss.backward(), &mut into.grads);
+    accumulate_gradients(model, &mut loss.backward(), grads);
     Ok(StepLoss::OnDevice(Box::new(move || {
         value.into_scalar().elem()
     })))

@@ -229,9 +229,11 @@ where
         mut chief: Option<&mut Chief<'a>>,
         steps: &mut Steps<'_>,
     ) -> Result<State<B, E>> {
+        // Spans cost a clock read each, taken only when a timeline records them.
         let timeline = self.timeline.clone();
-        let span = |name: &'static str, from: Instant| {
-            if let Some(timeline) = &timeline {
+        let mark = || timeline.is_some().then(Instant::now);
+        let span = |name: &'static str, from: Option<Instant>| {
+            if let (Some(timeline), Some(from)) = (&timeline, from) {
                 timeline.span(name, Lane::Training, None, from);
             }
         };
@@ -239,7 +241,7 @@ where
             for hook in hooks.iter_mut() {
                 hook.before_step(state.global_step)?;
             }
-            let fetching = Instant::now();
+            let fetching = mark();
             let batch = input.next_batch().transpose()?;
             span("input", fetching);
             let seed_step = match self.sync.ready(state, batch.is_some())? {
@@ -259,14 +261,14 @@ where
                 }
                 None => None,
             };
-            span("forward-backward", started);
+            span("forward-backward", Some(started));
             let previous_step = state.global_step;
             // Gradient hand-off point: averaged over replicas, pushed to parameter servers,
             // or applied as they are.
             let (synced, outcome) = self.sync.exchange(state, local)?;
             let loss = match outcome {
                 Synced::Apply(step) => {
-                    let updating = Instant::now();
+                    let updating = mark();
                     state = synced.apply(step.grads);
                     span("update", updating);
                     step.loss
@@ -293,7 +295,7 @@ where
                 started,
             };
             let stop;
-            let ending = Instant::now();
+            let ending = mark();
             (state, stop) =
                 self.after_step(state, input, hooks, chief.as_deref_mut(), steps, applied)?;
             span("after-step", ending);

@@ -81,8 +81,11 @@ pub fn cluster_run_config(
             usize::try_from(b).unwrap_or(usize::MAX)
         });
     if let Some(path) = &args.timeline {
-        let (skip, count) = args.timeline_steps.unwrap_or((10, 10));
-        run_config = run_config.with_timeline(TimelineSpec::new(path).with_steps(skip, count));
+        let mut spec = TimelineSpec::new(path);
+        if let Some(steps) = args.timeline_steps {
+            spec = spec.with_steps(steps.skip, steps.count);
+        }
+        run_config = run_config.with_timeline(spec);
     }
     if let Some(secs) = args.peer_timeout_secs {
         run_config = run_config.with_peer_timeout_secs(secs);

@@ -9,7 +9,7 @@ use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
 use estimator::{Distribution, LossReadback, MixedPrecision};
 
-use crate::values::{parse_decay, parse_learning_rate, parse_mirrored, parse_timeline_steps};
+use crate::values::{parse_decay, parse_learning_rate, parse_mirrored, TimelineSteps};
 
 /// Optimizers selectable from the command line.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -293,9 +293,8 @@ pub struct TrainArgs {
     pub timeline: Option<PathBuf>,
     /// With --timeline: the synchronised steps to pass over first (default 10: start-up),
     /// then how many to record (default 10). Example: `--timeline-steps 100,20`.
-    #[arg(long, value_name = "SKIP,COUNT", value_parser = parse_timeline_steps,
-          requires = "timeline")]
-    pub timeline_steps: Option<(u64, u64)>,
+    #[arg(long, value_name = "SKIP,COUNT", requires = "timeline")]
+    pub timeline_steps: Option<TimelineSteps>,
     /// In a cluster: seconds a task waits for a silent peer (the chief, a ps, a worker)
     /// before it exits with a retryable code naming it (default 60; at least 1).
     /// Example: `--peer-timeout-secs 30`.

@@ -2,6 +2,8 @@
 //! replicas, learning-rate schedules. Each error says what was wrong with the value; clap
 //! prefixes the flag.
 
+use std::str::FromStr;
+
 use estimator::optimizer::{Decay, Schedule};
 use estimator::{DeviceSpec, Distribution};
 
@@ -66,17 +68,28 @@ pub fn parse_mirrored(text: &str) -> Result<Distribution, String> {
     }
 }
 
-/// Parses a `--timeline-steps` value: `SKIP,COUNT`, steps to pass over and then record (at
-/// least 1).
-pub fn parse_timeline_steps(text: &str) -> Result<(u64, u64), String> {
-    let parsed = text
-        .split_once(',')
-        .and_then(|(skip, count)| Some((skip.trim().parse().ok()?, count.trim().parse().ok()?)));
-    match parsed {
-        Some((skip, count)) if count >= 1 => Ok((skip, count)),
-        _ => Err(format!(
-            "'{text}' is not SKIP,COUNT: steps to pass over, then how many to record (at least 1)"
-        )),
+/// A `--timeline-steps` value, `SKIP,COUNT`: synchronised steps to pass over, then how
+/// many to record (at least 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimelineSteps {
+    pub skip: u64,
+    pub count: u64,
+}
+
+impl FromStr for TimelineSteps {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let parsed = text.split_once(',').and_then(|(skip, count)| {
+            Some((skip.trim().parse().ok()?, count.trim().parse().ok()?))
+        });
+        match parsed {
+            Some((skip, count)) if count >= 1 => Ok(Self { skip, count }),
+            _ => Err(format!(
+                "'{text}' is not SKIP,COUNT: steps to pass over, then how many to record (at \
+                 least 1)"
+            )),
+        }
     }
 }
 
@@ -179,10 +192,11 @@ mod tests {
 
     #[test]
     fn timeline_steps_values() {
-        assert_eq!(parse_timeline_steps("10,20"), Ok((10, 20)));
-        assert_eq!(parse_timeline_steps("0, 1"), Ok((0, 1)));
+        let steps = |skip, count| Ok(TimelineSteps { skip, count });
+        assert_eq!("10,20".parse(), steps(10, 20));
+        assert_eq!("0, 1".parse(), steps(0, 1));
         for bad in ["10", "10,0", "a,2", "1,2,3", ""] {
-            let err = parse_timeline_steps(bad).unwrap_err();
+            let err = bad.parse::<TimelineSteps>().unwrap_err();
             assert!(err.contains("is not SKIP,COUNT"), "{bad}: {err}");
         }
     }
