@@ -2,15 +2,19 @@
 //! a received payload into a buffer where it lies, piece by piece.
 
 use half::f16;
+use half::slice::HalfFloatSliceExt;
 
 use super::compression::{bf16_from_f32, bf16_to_f32};
 use super::split_pass::{split_pass_reading, split_pass_with};
 use super::{Combine, Compression};
 use crate::distribute::Lent;
 
+/// Values a pass converts at a time: its words decoded into, or encoded from, a buffer on
+/// the stack that stays in the L1 cache.
+const CHUNK: usize = 256;
+
 /// Writes the little-endian bytes of `values` in `compression`'s format to `out` (exactly
-/// their size), split over up to `threads` threads of the calling pool. Written as byte
-/// arrays, which any buffer is aligned for, in a loop that compiles to vector code.
+/// their size), split over up to `threads` threads of the calling pool.
 pub(crate) fn encode_into(
     out: &mut [u8],
     values: &[f32],
@@ -18,24 +22,15 @@ pub(crate) fn encode_into(
     threads: usize,
 ) {
     match compression {
-        Compression::None => encode_run(out, values, threads, f32::to_bits),
-        Compression::Fp16 => encode_run(out, values, threads, |v| f16::from_f32(v).to_bits()),
-        Compression::Bf16 => encode_run(out, values, threads, bf16_from_f32),
+        Compression::None => encode_run::<F32>(out, values, threads),
+        Compression::Fp16 => encode_run::<F16>(out, values, threads),
+        Compression::Bf16 => encode_run::<Bf16>(out, values, threads),
     }
 }
 
-fn encode_run<W: Wire>(
-    out: &mut [u8],
-    values: &[f32],
-    threads: usize,
-    encode: impl Fn(f32) -> W + Sync,
-) {
+fn encode_run<W: Format>(out: &mut [u8], values: &[f32], threads: usize) {
     let out: &mut [W::Le] = bytemuck::cast_slice_mut(out);
-    split_pass_reading(out, values, threads, |o, v| {
-        o.iter_mut()
-            .zip(v)
-            .for_each(|(o, v)| *o = encode(*v).to_le())
-    });
+    split_pass_reading(out, values, threads, |o, v| W::encode(v, o));
 }
 
 /// What a rank does with a received segment that it sends on at once.
@@ -78,129 +73,114 @@ pub(super) fn fold_and_encode_into(
             &mut out[at * width..(at + n) * width],
         );
         match compression {
-            Compression::None => {
-                let complete = |s: f32, d: f32| {
-                    let s = s / d;
-                    (s, s.to_bits())
-                };
-                pass_on_run(
-                    out,
-                    values,
-                    bytes,
-                    threads,
-                    step,
-                    f32::from_bits,
-                    f32::to_bits,
-                    complete,
-                )
-            }
-            Compression::Fp16 => {
-                let encode = |v: f32| f16::from_f32(v).to_bits();
-                let complete = |s: f32, d: f32| {
-                    let s = compression.round(s / d);
-                    (s, encode(s))
-                };
-                pass_on_run(
-                    out, values, bytes, threads, step, f16_to_f32, encode, complete,
-                )
-            }
-            Compression::Bf16 => {
-                let complete = |s: f32, d: f32| {
-                    let h = bf16_from_f32(s / d);
-                    (bf16_to_f32(h), h)
-                };
-                pass_on_run(
-                    out,
-                    values,
-                    bytes,
-                    threads,
-                    step,
-                    bf16_to_f32,
-                    bf16_from_f32,
-                    complete,
-                )
-            }
+            Compression::None => pass_on_run::<F32>(out, values, bytes, threads, step),
+            Compression::Fp16 => pass_on_run::<F16>(out, values, bytes, threads, step),
+            Compression::Bf16 => pass_on_run::<Bf16>(out, values, bytes, threads, step),
         }
     });
 }
 
-/// One run of whole values of [`fold_and_encode_into`] in one format: `complete` turns a
-/// sum and the divisor into the value kept and its word on the wire.
-#[allow(clippy::too_many_arguments)]
-fn pass_on_run<W: Wire>(
+/// One run of whole values of [`fold_and_encode_into`] in one format, a chunk at a time:
+/// the received words decoded, combined with the kept values, and the result encoded; a
+/// completed sum is kept as its encoding decodes, so every rank keeps what it sends. The
+/// received values are read as little-endian byte arrays, which any piece is aligned for
+/// (an HTTP/2 stream's are not aligned for words).
+fn pass_on_run<W: Format>(
     out: &mut [u8],
     values: &mut [f32],
     bytes: &[u8],
     threads: usize,
     step: PassOn,
-    decode: impl Fn(W) -> f32 + Sync,
-    encode: impl Fn(f32) -> W + Sync,
-    complete: impl Fn(f32, f32) -> (f32, W) + Sync,
-) {
-    match step {
-        PassOn::Add => combine_run(out, values, bytes, threads, decode, |v, r| {
-            let s = v + r;
-            (s, encode(s))
-        }),
-        PassOn::Complete { divisor } => combine_run(out, values, bytes, threads, decode, |v, r| {
-            complete(v + r, divisor)
-        }),
-        PassOn::Forward => combine_run(out, values, bytes, threads, decode, |_, r| (r, encode(r))),
-    }
-}
-
-/// `combine` over a run: from a kept value and a received one, the value kept and its word
-/// on the wire. The received values are read as little-endian byte arrays, which any piece
-/// is aligned for (an HTTP/2 stream's are not aligned for words), and the loop still
-/// compiles to vector code.
-fn combine_run<W: Wire>(
-    out: &mut [u8],
-    values: &mut [f32],
-    bytes: &[u8],
-    threads: usize,
-    decode: impl Fn(W) -> f32 + Sync,
-    combine: impl Fn(f32, f32) -> (f32, W) + Sync,
 ) {
     let incoming: &[W::Le] = bytemuck::cast_slice(bytes);
     let out: &mut [W::Le] = bytemuck::cast_slice_mut(out);
     split_pass_with(out, values, incoming, threads, |o, v, r| {
-        for ((o, v), r) in o.iter_mut().zip(v.iter_mut()).zip(r) {
-            let wire;
-            (*v, wire) = combine(*v, decode(W::from_le(*r)));
-            *o = wire.to_le();
+        let mut received = [0f32; CHUNK];
+        for ((o, v), r) in o
+            .chunks_mut(CHUNK)
+            .zip(v.chunks_mut(CHUNK))
+            .zip(r.chunks(CHUNK))
+        {
+            let received = &mut received[..r.len()];
+            match step {
+                PassOn::Add => {
+                    W::decode(r, received);
+                    v.iter_mut().zip(&*received).for_each(|(v, r)| *v += r);
+                    W::encode(v, o);
+                }
+                PassOn::Complete { divisor } => {
+                    W::decode(r, received);
+                    (received.iter_mut().zip(&*v)).for_each(|(r, v)| *r = (*v + *r) / divisor);
+                    W::encode(received, o);
+                    W::decode(o, v);
+                }
+                PassOn::Forward => {
+                    W::decode(r, v);
+                    W::encode(v, o);
+                }
+            }
         }
     });
 }
 
-/// A word on the wire, 32 or 16 bits, and its little-endian bytes.
-trait Wire: Copy + Send + Sync {
+/// A number format on the wire: a word's little-endian bytes, and how runs of values are
+/// converted to and from them (the same lengths either way), in loops that compile to
+/// vector code.
+trait Format {
     type Le: bytemuck::Pod + Send + Sync;
-    fn from_le(bytes: Self::Le) -> Self;
-    fn to_le(self) -> Self::Le;
+    fn decode(words: &[Self::Le], values: &mut [f32]);
+    fn encode(values: &[f32], words: &mut [Self::Le]);
 }
 
-impl Wire for u32 {
+/// f32 as it is.
+struct F32;
+
+impl Format for F32 {
     type Le = [u8; 4];
-    fn from_le(bytes: [u8; 4]) -> Self {
-        u32::from_le_bytes(bytes)
+    fn decode(words: &[[u8; 4]], values: &mut [f32]) {
+        (values.iter_mut().zip(words)).for_each(|(v, w)| *v = f32::from_le_bytes(*w));
     }
-    fn to_le(self) -> [u8; 4] {
-        self.to_le_bytes()
+    fn encode(values: &[f32], words: &mut [[u8; 4]]) {
+        (words.iter_mut().zip(values)).for_each(|(w, v)| *w = v.to_le_bytes());
     }
 }
 
-impl Wire for u16 {
+/// bfloat16: f32's upper half, rounded.
+struct Bf16;
+
+impl Format for Bf16 {
     type Le = [u8; 2];
-    fn from_le(bytes: [u8; 2]) -> Self {
-        u16::from_le_bytes(bytes)
+    fn decode(words: &[[u8; 2]], values: &mut [f32]) {
+        (values.iter_mut().zip(words)).for_each(|(v, w)| *v = bf16_to_f32(u16::from_le_bytes(*w)));
     }
-    fn to_le(self) -> [u8; 2] {
-        self.to_le_bytes()
+    fn encode(values: &[f32], words: &mut [[u8; 2]]) {
+        (words.iter_mut().zip(values)).for_each(|(w, v)| *w = bf16_from_f32(*v).to_le_bytes());
     }
 }
 
-fn f16_to_f32(bits: u16) -> f32 {
-    f16::from_bits(bits).to_f32()
+/// IEEE half precision, converted through the `half` crate's slice conversions, which use
+/// the CPU's own instructions where it has them (F16C on x86-64, eight values at once), a
+/// chunk on the stack at a time.
+struct F16;
+
+impl Format for F16 {
+    type Le = [u8; 2];
+    fn decode(words: &[[u8; 2]], values: &mut [f32]) {
+        let mut halves = [f16::ZERO; CHUNK];
+        for (words, values) in words.chunks(CHUNK).zip(values.chunks_mut(CHUNK)) {
+            let halves = &mut halves[..words.len()];
+            (halves.iter_mut().zip(words)).for_each(|(h, w)| *h = f16::from_le_bytes(*w));
+            halves.convert_to_f32_slice(values);
+        }
+    }
+    fn encode(values: &[f32], words: &mut [[u8; 2]]) {
+        let mut halves = [f16::ZERO; CHUNK];
+        for (values, words) in values.chunks(CHUNK).zip(words.chunks_mut(CHUNK)) {
+            let halves = &mut halves[..values.len()];
+            halves.convert_from_f32_slice(values);
+            (words.iter_mut().zip(&*halves)).for_each(|(w, h)| *w = h.to_le_bytes());
+        }
+    }
 }
 
 /// A payload whose size does not fit the buffer it is folded into.
@@ -282,9 +262,8 @@ fn for_each_run(payload: Lent<'_>, width: usize, mut run: impl FnMut(usize, &[u8
     }
 }
 
-/// Folds `bytes`, exactly `dst.len()` values, into `dst`: one loop per format and
-/// combination, reading little-endian byte arrays (which any piece is aligned for), so
-/// that each compiles to straight vector code.
+/// Folds `bytes`, exactly `dst.len()` values, into `dst`, reading little-endian byte arrays
+/// (which any piece is aligned for).
 fn fold_whole(
     dst: &mut [f32],
     bytes: &[u8],
@@ -293,25 +272,23 @@ fn fold_whole(
     threads: usize,
 ) {
     match compression {
-        Compression::None => fold_run(dst, bytes, combine, threads, f32::from_bits),
-        Compression::Fp16 => fold_run(dst, bytes, combine, threads, f16_to_f32),
-        Compression::Bf16 => fold_run(dst, bytes, combine, threads, bf16_to_f32),
+        Compression::None => fold_run::<F32>(dst, bytes, combine, threads),
+        Compression::Fp16 => fold_run::<F16>(dst, bytes, combine, threads),
+        Compression::Bf16 => fold_run::<Bf16>(dst, bytes, combine, threads),
     }
 }
 
-fn fold_run<W: Wire>(
-    dst: &mut [f32],
-    bytes: &[u8],
-    combine: Combine,
-    threads: usize,
-    decode: impl Fn(W) -> f32 + Sync,
-) {
+fn fold_run<W: Format>(dst: &mut [f32], bytes: &[u8], combine: Combine, threads: usize) {
     let incoming: &[W::Le] = bytemuck::cast_slice(bytes);
-    split_pass_reading(dst, incoming, threads, |d, r| {
-        let incoming = r.iter().map(|r| decode(W::from_le(*r)));
-        match combine {
-            Combine::Add => d.iter_mut().zip(incoming).for_each(|(d, v)| *d += v),
-            Combine::Copy => d.iter_mut().zip(incoming).for_each(|(d, v)| *d = v),
+    split_pass_reading(dst, incoming, threads, |d, r| match combine {
+        Combine::Copy => W::decode(r, d),
+        Combine::Add => {
+            let mut received = [0f32; CHUNK];
+            for (d, r) in d.chunks_mut(CHUNK).zip(r.chunks(CHUNK)) {
+                let received = &mut received[..r.len()];
+                W::decode(r, received);
+                d.iter_mut().zip(&*received).for_each(|(d, r)| *d += r);
+            }
         }
     });
 }
