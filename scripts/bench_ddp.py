@@ -5,11 +5,13 @@ all-reduce overlapped with the backward pass), on random rows held in memory. Pr
 JSON line on rank 0: {"examples_per_sec": E} over every rank's examples, after the first
 10 % of the steps (at most 100), as dnn-classifier reports its steady state. With
 --backward-passes K each step adds up the gradients of K batches, the first K - 1 under
-DDP's `no_sync` (dnn-classifier's --backward-passes-per-step).
+DDP's `no_sync` (dnn-classifier's --backward-passes-per-step). With --powersgd R, DDP's
+PowerSGD hook compresses gradient matrices to rank R from step 10 (dnn-classifier's
+--powersgd-rank R --powersgd-start-step 10).
 
 Usage: bench_ddp.py --features F --hidden 128,64 --batch B --steps S --threads T
                     [--world N --rank R --port P --master-addr A]
-                    [--compression none|fp16|bf16] [--backward-passes K]
+                    [--compression none|fp16|bf16] [--backward-passes K] [--powersgd R]
 """
 import argparse
 import contextlib
@@ -21,7 +23,7 @@ import time
 
 import torch
 import torch.distributed as dist
-from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel
 
 
@@ -41,6 +43,8 @@ def parse():
                    help="DDP's communication hook sending 16-bit gradients")
     p.add_argument("--backward-passes", type=int, default=1,
                    help="batches whose gradients are added up into each step")
+    p.add_argument("--powersgd", type=int, default=0,
+                   help="DDP's PowerSGD hook at this rank from step 10 (0: off)")
     return p.parse_args()
 
 
@@ -64,6 +68,11 @@ def main():
                 "bf16": default_hooks.bf16_compress_hook}.get(args.compression)
         if hook is not None:
             model.register_comm_hook(None, hook)
+        if args.powersgd:
+            state = powerSGD_hook.PowerSGDState(
+                process_group=None, matrix_approximation_rank=args.powersgd,
+                start_powerSGD_iter=10)
+            model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
     loss_fn = torch.nn.CrossEntropyLoss()
     rows = max(4 * args.batch, 20_000)

@@ -25,7 +25,7 @@ pub use collective::{
 };
 pub use collective_fault::{AddressFault, CollectiveFault, Result};
 pub use comm_stats::CommStats;
-pub use gradient_sync::{GradientAverager, LocalStep};
+pub use gradient_sync::{GradientAverager, LocalStep, PowerSgd};
 pub use replica_seat::Replica;
 pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};

@@ -21,6 +21,9 @@ pub struct CommStats {
     pub reduce_seconds: f64,
     /// Turning averaged buckets back into gradient tensors (onto the device).
     pub apply_seconds: f64,
+    /// PowerSGD's matrix products and error feedback, on the device, between and around
+    /// its two rounds of all-reduces (0 without it).
+    pub low_rank_seconds: f64,
 }
 
 impl CommStats {
@@ -43,6 +46,7 @@ impl CommStats {
         self.copy_seconds += other.copy_seconds;
         self.reduce_seconds += other.reduce_seconds;
         self.apply_seconds += other.apply_seconds;
+        self.low_rank_seconds += other.low_rank_seconds;
     }
 
     /// Time inside the all-reduces spent waiting on the wire rather than computing.

@@ -7,6 +7,7 @@
 
 mod params;
 mod pipeline;
+mod power_sgd;
 mod slices;
 
 use std::collections::BTreeMap;
@@ -22,8 +23,10 @@ use super::{
     Timeline, Transport,
 };
 use crate::device::{in_host_memory, max_intra_op_threads};
-use params::{take_gradients, Rebuild};
+use params::{take_gradients, Rebuild, Taken};
 use pipeline::Pipeline;
+use power_sgd::LowRankState;
+pub use power_sgd::PowerSgd;
 
 /// The extra entry riding in the last bucket: [1 if this rank took the step, its loss],
 /// averaged like the gradients. Its name sorts after every parameter path.
@@ -53,8 +56,11 @@ pub struct LocalStep {
 pub struct GradientAverager {
     bucket_bytes: usize,
     collective: CollectiveConfig,
-    /// The all-reduces of a step, kept while the gradients keep their layout.
-    work: Option<StepWork>,
+    /// The all-reduces of each round of a step (one, or two with PowerSGD), kept while the
+    /// gradients keep their layout.
+    work: [Option<StepWork>; 2],
+    /// PowerSGD's state, when gradients are compressed to low rank.
+    low_rank: LowRankState,
     /// The fusion buffer, allocated once.
     fusion: Vec<f32>,
     /// Whether buckets cross between device and host as one tensor; `None`: where the
@@ -75,7 +81,8 @@ impl GradientAverager {
         Self {
             bucket_bytes: bucket_bytes.max(4),
             collective: CollectiveConfig::default(),
-            work: None,
+            work: [None, None],
+            low_rank: LowRankState::default(),
             fusion: Vec::new(),
             device_fusion: None,
             pool: None,
@@ -110,6 +117,13 @@ impl GradientAverager {
     /// whether every rank took it always travel in f32).
     pub fn with_compression(mut self, compression: Compression) -> Self {
         self.collective = self.collective.with_compression(compression);
+        self
+    }
+
+    /// This averager compressing large gradient matrices to low rank as `power_sgd` says
+    /// (`None`: averaged in full).
+    pub fn with_power_sgd(mut self, power_sgd: Option<PowerSgd>) -> Self {
+        self.low_rank = LowRankState::new(power_sgd);
         self
     }
 
@@ -160,7 +174,7 @@ impl GradientAverager {
         };
         // Every parameter takes part, with zeros where this rank has no gradient, so that
         // all ranks reduce the same buffers whether or not they had a batch.
-        let taken = take_gradients(model, &mut grads);
+        let mut taken = take_gradients(model, &mut grads);
         // Host-memory backends lend each gradient's buffer without a copy; elsewhere each
         // read and upload has a fixed cost, paid once per bucket when fused, and a large
         // gradient crosses in slices of a bucket each.
@@ -168,55 +182,38 @@ impl GradientAverager {
             let device = taken.values().find_map(|t| t.device.as_ref());
             device.is_some_and(|d| !in_host_memory::<B::InnerBackend>(d))
         });
-        let mut taken = if fuse_on_device {
-            slices::cut(taken, self.bucket_bytes / 4)
-        } else {
-            taken
-        };
-        let fits = |work: &StepWork| {
-            work.layout.len() == taken.len()
-                && (work.layout.iter().zip(&taken)).all(|((n, l), (p, t))| n == p && *l == t.len)
-        };
-        if !self.work.as_ref().is_some_and(fits) {
-            let layout = taken.iter().map(|(p, t)| (p.clone(), t.len)).collect();
-            self.work = Some(StepWork::new(layout, self.bucket_bytes, self.collective)?);
-        }
-        let work = self.work.as_ref().expect("work set above");
-        if self.collective.threads > 1 && self.pool.is_none() {
-            self.pool = Some(allreduce_pool(self.collective.threads)?);
+        let mut low_rank_state = std::mem::take(&mut self.low_rank);
+        let mut low_rank = low_rank_state.next_step::<B::InnerBackend>();
+        if let Some(low_rank) = low_rank.as_mut() {
+            let began = Instant::now();
+            low_rank.project(&mut taken);
+            self.low_rank_span(began);
         }
         let step = TensorData::new(vec![if present { 1.0f32 } else { 0.0 }, loss as f32], [2]);
-        let mut pipeline = Pipeline {
-            taken: &mut taken,
-            step: Some(step),
-            averaged: BTreeMap::new(),
-            stats: CommStats::default(),
-            fuse_on_device,
-            timeline: self.timeline.as_ref().filter(|t| t.records()),
-        };
-        let control = pipeline.run(
-            &work.buckets,
-            work.overlap,
-            &mut self.fusion,
-            self.pool.as_ref(),
-            transport,
-        )?;
-        let Pipeline {
-            mut averaged,
-            stats,
-            ..
-        } = pipeline;
-        slices::join::<B>(&mut averaged);
-        self.stats.add(&CommStats {
-            steps: 1,
-            bytes: work.bytes,
-            ..stats
+        let round_one = self.all_reduce_round(0, taken, Some(step), fuse_on_device, transport);
+        let outcome = round_one.and_then(|(mut averaged, control)| {
+            if (control[0] * world_size as f32).round() < world_size as f32 {
+                return Ok(None);
+            }
+            if let Some(low_rank) = low_rank.as_mut() {
+                let began = Instant::now();
+                let second = low_rank.transpose_project::<B>(&mut averaged);
+                self.low_rank_span(began);
+                let (mut q, _) =
+                    self.all_reduce_round(1, second, None, fuse_on_device, transport)?;
+                let began = Instant::now();
+                low_rank.reconstruct(&mut q, &mut averaged);
+                self.low_rank_span(began);
+            }
+            Ok(Some((averaged, f64::from(control[1]))))
         });
-        if (control[0] * world_size as f32).round() < world_size as f32 {
+        drop(low_rank);
+        self.low_rank = low_rank_state;
+        self.stats.steps += 1;
+        let Some((averaged, mean_loss)) = outcome? else {
             self.stats.sync_seconds += started.elapsed().as_secs_f64();
             return Ok(None);
-        }
-        let mean_loss = f64::from(control[1]);
+        };
         let mut rebuild = Rebuild::<B> {
             grads,
             averaged,
@@ -234,7 +231,83 @@ impl GradientAverager {
             })),
         }
     }
+
+    /// Counts PowerSGD's work since `began`, and records it on the timeline.
+    fn low_rank_span(&mut self, began: Instant) {
+        self.stats.low_rank_seconds += began.elapsed().as_secs_f64();
+        if let Some(timeline) = self.timeline.as_ref().filter(|t| t.records()) {
+            timeline.span("low-rank", Lane::Training, None, began);
+        }
+    }
+
+    /// One round of all-reduces (`round` 0, or 1 for PowerSGD's second) over the gradients
+    /// of `taken`, and the step entry when given: the averaged gradients by path, and the
+    /// step entry averaged over the ranks (empty without one).
+    fn all_reduce_round<B: AutodiffBackend, T: Transport + ?Sized>(
+        &mut self,
+        round: usize,
+        taken: BTreeMap<String, Taken<B>>,
+        step: Option<TensorData>,
+        fuse_on_device: bool,
+        transport: &mut T,
+    ) -> Result<(Averaged<B>, Vec<f32>)> {
+        let with_step = step.is_some();
+        let mut taken = if fuse_on_device {
+            slices::cut(taken, self.bucket_bytes / 4)
+        } else {
+            taken
+        };
+        let fits = |work: &StepWork| {
+            work.with_step == with_step
+                && work.layout.len() == taken.len()
+                && (work.layout.iter().zip(&taken)).all(|((n, l), (p, t))| n == p && *l == t.len)
+        };
+        if !self.work[round].as_ref().is_some_and(fits) {
+            let layout = taken.iter().map(|(p, t)| (p.clone(), t.len)).collect();
+            let work = StepWork::new(layout, self.bucket_bytes, self.collective, with_step)?;
+            self.work[round] = Some(work);
+        }
+        let work = self.work[round].as_ref().expect("work set above");
+        if self.collective.threads > 1 && self.pool.is_none() {
+            self.pool = Some(allreduce_pool(self.collective.threads)?);
+        }
+        let mut pipeline = Pipeline {
+            taken: &mut taken,
+            step,
+            averaged: BTreeMap::new(),
+            stats: CommStats::default(),
+            fuse_on_device,
+            timeline: self.timeline.as_ref().filter(|t| t.records()),
+        };
+        let control = pipeline.run(
+            &work.buckets,
+            work.overlap,
+            &mut self.fusion,
+            self.pool.as_ref(),
+            transport,
+        )?;
+        let Pipeline {
+            mut averaged,
+            stats,
+            ..
+        } = pipeline;
+        if with_step && control.len() != 2 {
+            return Err(CollectiveFault::invalid(
+                "the all-reduce thread stopped before every bucket came back",
+            ));
+        }
+        slices::join::<B>(&mut averaged);
+        self.stats.add(&CommStats {
+            steps: 0,
+            bytes: work.bytes,
+            ..stats
+        });
+        Ok((averaged, control))
+    }
 }
+
+/// Averaged gradients by path, on their device.
+type Averaged<B> = BTreeMap<String, burn::tensor::Tensor<<B as AutodiffBackend>::InnerBackend, 1>>;
 
 /// The threads a step's all-reduces run on (one of them the all-reduce's own); refused
 /// beyond what one CPU operation may use.
@@ -259,6 +332,8 @@ fn allreduce_pool(threads: usize) -> Result<rayon::ThreadPool> {
 #[derive(Debug)]
 struct StepWork {
     layout: Vec<(String, usize)>,
+    /// Whether the step entry rides along.
+    with_step: bool,
     buckets: Vec<(Vec<String>, CollectiveConfig)>,
     /// Whether there is more than one bucket of gradients to overlap with the copies.
     overlap: bool,
@@ -271,6 +346,7 @@ impl StepWork {
         layout: Vec<(String, usize)>,
         bucket_bytes: usize,
         collective: CollectiveConfig,
+        with_step: bool,
     ) -> Result<Self> {
         let plan = BucketPlan::new(&layout, bucket_bytes)?;
         let mut buckets: Vec<(Vec<String>, CollectiveConfig)> = plan
@@ -292,15 +368,18 @@ impl StepWork {
                 .last()
                 .is_none_or(|b| (b.len() + 2) * 4 > bucket_bytes);
         match buckets.last_mut() {
+            _ if !with_step => {}
             Some((names, _)) if !step_alone => names.push(STEP_ENTRY.to_string()),
             _ => buckets.push((
                 vec![STEP_ENTRY.to_string()],
                 collective.with_compression(Compression::None),
             )),
         }
-        let bytes = (layout.iter().map(|(_, len)| len).sum::<usize>() + 2) as u64 * 4;
+        let step_len = if with_step { 2 } else { 0 };
+        let bytes = (layout.iter().map(|(_, len)| len).sum::<usize>() + step_len) as u64 * 4;
         Ok(Self {
             layout,
+            with_step,
             buckets,
             overlap: plan.buckets().len() > 1,
             bytes,

@@ -9,7 +9,7 @@ use crate::checkpoint::WarmStartSettings;
 use crate::cluster::{cluster_from_env, ClusterConfig};
 use crate::device::DeviceSpec;
 use crate::distribute::ps::PsMode;
-use crate::distribute::{Compression, Distribution, TimelineSpec};
+use crate::distribute::{Compression, Distribution, PowerSgd, TimelineSpec};
 use crate::error::{Error, Result};
 use crate::estimator::LossReadback;
 use crate::io::write_json_atomic;
@@ -45,6 +45,14 @@ pub struct RunConfig {
     /// 16-bit formats halve the bytes on the wire, sums are kept in f32.
     #[serde(default)]
     pub allreduce_compression: Compression,
+    /// Low-rank compression of large gradient matrices when synchronous replicas average
+    /// them (PowerSGD, PyTorch DDP's `powerSGD_hook`; default none): each m × n matrix
+    /// crosses as (m + n) · rank values, with error feedback. It changes what is applied
+    /// (an approximation whose error is carried to the next step), and its state (error
+    /// feedback, Q) lives in the process: a resumed run starts it afresh, averaging in full
+    /// for `start_step` steps again.
+    #[serde(default)]
+    pub power_sgd: Option<PowerSgd>,
     /// Largest fusion bucket of a synchronous all-reduce, in bytes (default 4 MiB; Horovod's
     /// fusion threshold, DDP's `bucket_cap_mb`): smaller gradients are packed into buckets
     /// up to it, and on a GPU a larger gradient crosses in slices of this size, so that
@@ -171,6 +179,7 @@ impl RunConfig {
             train_distribute: Distribution::Auto,
             ps_mode: PsMode::default(),
             allreduce_compression: Compression::None,
+            power_sgd: None,
             allreduce_bucket_bytes: default_allreduce_bucket_bytes(),
             allreduce_threads: 0,
             backward_passes_per_step: default_backward_passes_per_step(),
@@ -223,6 +232,13 @@ impl RunConfig {
     /// Send gradients in `compression`'s format when synchronous replicas average them.
     pub fn with_allreduce_compression(mut self, compression: Compression) -> Self {
         self.allreduce_compression = compression;
+        self
+    }
+
+    /// Compress large gradient matrices to low rank as `power_sgd` says when synchronous
+    /// replicas average them.
+    pub fn with_power_sgd(mut self, power_sgd: PowerSgd) -> Self {
+        self.power_sgd = Some(power_sgd);
         self
     }
 

@@ -58,8 +58,12 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
         }
         _ => None,
     };
+    if config.power_sgd.is_some() && !matches!(peers, Peers::Ring(_)) {
+        tracing::warn!("PowerSGD not used: only synchronous replicas average gradients");
+    }
     let averager = GradientAverager::new(config.allreduce_bucket_bytes)
         .with_compression(config.allreduce_compression)
+        .with_power_sgd(config.power_sgd)
         .with_threads(threads)
         .with_timeline(timeline);
     match device {

@@ -192,7 +192,7 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let iris_train = PathBuf::from(iris("iris_train.csv"));
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["--intra-op-threads", "100000"],
             "--intra-op-threads 100000: more than the",
@@ -239,6 +239,14 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
         (
             &["--timeline", "t.json", "--timeline-steps", "5"],
             "'5' is not SKIP,COUNT",
+        ),
+        (
+            &["--powersgd-rank", "0"],
+            "invalid value '0' for '--powersgd-rank",
+        ),
+        (
+            &["--powersgd-start-step", "5"],
+            "the following required arguments were not provided",
         ),
     ];
     for (i, (flags, needle)) in cases.iter().enumerate() {

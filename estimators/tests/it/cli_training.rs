@@ -66,23 +66,69 @@ fn mirrored_replicas_in_one_process_train_to_the_accuracy_bar() {
     );
 }
 
+/// `dnn-classifier train` on Iris with Adam at 0.01, evaluated, and `flags`, into
+/// `model_dir`, printing its metrics as JSON.
+fn train_iris_adam(model_dir: &Path, flags: &[&str]) -> std::process::Output {
+    run(bin()
+        .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+        .args([&iris("iris_test.csv"), "--label-column", "label"])
+        .args(["--optimizer", "adam", "--learning-rate", "0.01", "--json"])
+        .args(flags)
+        .arg("--model-dir")
+        .arg(model_dir))
+}
+
+/// The `run_config.json` a run saved in `model_dir`.
+fn saved_run_config(model_dir: &Path) -> serde_json::Value {
+    let saved = std::fs::read_to_string(model_dir.join("run_config.json")).unwrap();
+    serde_json::from_str(&saved).unwrap()
+}
+
 #[test]
 fn backward_passes_per_step_add_up_batches_into_each_update() {
     let dir = tempfile::tempdir().unwrap();
-    let output = run(bin()
-        .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
-        .args([&iris("iris_test.csv"), "--label-column", "label"])
-        .args(["--optimizer", "adam", "--learning-rate", "0.01"])
-        .args(["--batch-size", "8", "--backward-passes-per-step", "4"])
-        .args(["--max-steps", "150", "--json", "--model-dir"])
-        .arg(dir.path()));
+    let flags = ["--batch-size", "8", "--backward-passes-per-step", "4"];
+    let output = train_iris_adam(dir.path(), &[&flags[..], &["--max-steps", "150"]].concat());
     assert!(output.status.success(), "{}", stderr(&output));
     let metrics = last_json(&output);
     assert_eq!(metrics["global_step"], 150, "{metrics}");
     assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
-    let saved = std::fs::read_to_string(dir.path().join("run_config.json")).unwrap();
-    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    let saved = saved_run_config(dir.path());
     assert_eq!(saved["backward_passes_per_step"], 4, "{saved}");
+}
+
+#[test]
+fn mirrored_replicas_train_to_the_accuracy_bar_with_gradients_compressed_to_rank_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "--batch-size",
+        "16",
+        "--mirrored",
+        "2",
+        "--intra-op-threads",
+        "1",
+    ];
+    let low_rank = ["--powersgd-rank", "1", "--powersgd-start-step", "20"];
+    let output = train_iris_adam(
+        dir.path(),
+        &[&flags[..], &low_rank, &["--max-steps", "300"]].concat(),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("PowerSGD from step 20 of this run: 3 gradient matrices"),
+        "{}",
+        stderr(&output)
+    );
+    let metrics = last_json(&output);
+    assert_eq!(metrics["global_step"], 300, "{metrics}");
+    assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
+    assert!(
+        metrics["sync_low_rank_secs_per_step"].as_f64().unwrap() > 0.0,
+        "{metrics}"
+    );
+    let saved = saved_run_config(dir.path());
+    assert_eq!(saved["power_sgd"]["rank"], 1, "{saved}");
+    assert_eq!(saved["power_sgd"]["start_step"], 20, "{saved}");
 }
 
 #[test]

@@ -14,6 +14,9 @@ use crate::distribute::CollectiveFault;
 /// off the device for its bucket.
 pub(super) struct Taken<B: AutodiffBackend> {
     pub(super) len: usize,
+    /// The parameter as a matrix, its first dimension by the rest (`None` for a vector, or
+    /// for what stands in for a parameter: a slice, a low-rank factor).
+    pub(super) matrix: Option<(usize, usize)>,
     /// The gradient's device; `None` when this rank has no gradient for it.
     pub(super) device: Option<Device<B>>,
     pub(super) grad: Option<Tensor<B::InnerBackend, 1>>,
@@ -41,10 +44,17 @@ pub(super) fn take_gradients<B: AutodiffBackend, M: Module<B>>(
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
             let grad = self.grads.remove::<B::InnerBackend, D>(param.id);
             let device = grad.as_ref().map(Tensor::device);
-            let len = param.lazy_shape().num_elements();
+            let shape = param.lazy_shape();
+            let len = shape.num_elements();
+            let matrix = (D >= 2 && len > 0).then(|| (shape[0], len / shape[0]));
             let grad = grad.map(|g| g.reshape([len]));
-            self.out
-                .insert(self.stack.join("."), Taken { len, device, grad });
+            let taken = Taken {
+                len,
+                matrix,
+                device,
+                grad,
+            };
+            self.out.insert(self.stack.join("."), taken);
         }
     }
     let mut take = Take {

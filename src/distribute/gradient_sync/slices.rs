@@ -38,6 +38,7 @@ pub(super) fn cut<B: AutodiffBackend>(
             let grad = whole.grad.clone().map(|g| g.narrow(0, start, len));
             let slice = Taken {
                 len,
+                matrix: None,
                 device: whole.device.clone(),
                 grad,
             };

@@ -205,7 +205,7 @@ where
 
     /// Per-step all-reduce volume, time and bus bandwidth since the last summary, where
     /// the synchronisation's time went (copying off the device, the wire, the reduction,
-    /// applying), and how many tasks a stall warning named meanwhile.
+    /// applying, PowerSGD's products), and how many tasks a stall warning named meanwhile.
     fn write_summaries(&mut self, writer: &mut SummaryWriter, step: u64) {
         let stats = self.averager.take_stats();
         self.summarised.add(&stats);
@@ -222,6 +222,13 @@ where
         writer.scalar("comm/wire_seconds", stats.wire_seconds() / steps, step);
         writer.scalar("comm/reduce_seconds", stats.reduce_seconds / steps, step);
         writer.scalar("comm/apply_seconds", stats.apply_seconds / steps, step);
+        if stats.low_rank_seconds > 0.0 {
+            writer.scalar(
+                "comm/low_rank_seconds",
+                stats.low_rank_seconds / steps,
+                step,
+            );
+        }
         let stalled = self.replica.transport().take_stalled_tasks();
         writer.scalar("cluster/stalled_tasks", stalled as f64, step);
     }

@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 use estimator::cluster::ClusterConfig;
 use estimator::distribute::ps::PsMode;
-use estimator::distribute::{TimelineSpec, DEFAULT_BUCKET_BYTES};
+use estimator::distribute::{PowerSgd, TimelineSpec, DEFAULT_BUCKET_BYTES};
 use estimator::{Distribution, EvalSpec, Exporter, RunConfig, VarsToWarmStart, WarmStartSettings};
 
 use crate::train_args::{ExporterName, PsModeName, TrainArgs};
@@ -80,6 +80,13 @@ pub fn cluster_run_config(
         .map_or(DEFAULT_BUCKET_BYTES, |b| {
             usize::try_from(b).unwrap_or(usize::MAX)
         });
+    if let Some(rank) = args.powersgd_rank {
+        let mut power_sgd = PowerSgd::new(rank as usize);
+        if let Some(step) = args.powersgd_start_step {
+            power_sgd = power_sgd.with_start_step(step);
+        }
+        run_config = run_config.with_power_sgd(power_sgd);
+    }
     if let Some(path) = &args.timeline {
         let mut spec = TimelineSpec::new(path);
         if let Some(steps) = args.timeline_steps {

@@ -266,6 +266,16 @@ pub struct TrainArgs {
     /// Example: `--allreduce-compression bf16`.
     #[arg(long, value_name = "none|fp16|bf16", default_value = "none")]
     pub allreduce_compression: Compression,
+    /// MultiWorkerMirrored and Mirrored: compress each large gradient matrix to rank R
+    /// (PowerSGD, PyTorch DDP's `powerSGD_hook`): a rows x columns gradient crosses as
+    /// (rows + columns) x R values, and what the approximation leaves out is added to the
+    /// next step's gradient. Example: `--powersgd-rank 4`.
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
+    pub powersgd_rank: Option<u32>,
+    /// With `--powersgd-rank`: steps of each run averaged in full before compressing
+    /// (default 1000, as PyTorch's `start_powerSGD_iter`). Example: `--powersgd-start-step 0`.
+    #[arg(long, value_name = "N", requires = "powersgd_rank")]
+    pub powersgd_start_step: Option<u64>,
     /// MultiWorkerMirrored and Mirrored: the largest fusion bucket in bytes (default
     /// 4194304, 4 MiB): smaller gradients are packed into buckets up to it, and on a GPU a
     /// larger one is reduced in slices of this size, overlapping copies and the wire.

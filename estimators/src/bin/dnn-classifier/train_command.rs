@@ -244,5 +244,6 @@ fn sync_fields(comm: Option<&CommStats>) -> Vec<(&'static str, f64)> {
         ("sync_wire_secs_per_step", comm.wire_seconds() / steps),
         ("sync_reduce_secs_per_step", comm.reduce_seconds / steps),
         ("sync_apply_secs_per_step", comm.apply_seconds / steps),
+        ("sync_low_rank_secs_per_step", comm.low_rank_seconds / steps),
     ]
 }
