@@ -174,11 +174,12 @@ impl<B: Backend> LowRankStep<'_, B> {
         if self.log {
             let rounds: usize = taken.values().map(|t| t.len).sum();
             let second: usize = self.compressed.iter().map(|(_, len)| len).sum();
+            let count = self.compressed.len();
+            let matrices = if count == 1 { "matrix" } else { "matrices" };
             tracing::info!(
-                "PowerSGD from step {} of this run: {} gradient matrices at rank {}, {} values \
-                 a step all-reduced where {before} were",
+                "PowerSGD from step {} of this run: {count} gradient {matrices} at rank {}, {} \
+                 values a step all-reduced where {before} were",
                 self.config.start_step,
-                self.compressed.len(),
                 self.config.rank,
                 rounds + second,
             );
