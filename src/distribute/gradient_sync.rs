@@ -28,8 +28,9 @@ use pipeline::Pipeline;
 use power_sgd::LowRankState;
 pub use power_sgd::PowerSgd;
 
-/// The extra entry riding in the last bucket: [1 if this rank took the step, its loss],
-/// averaged like the gradients. Its name sorts after every parameter path.
+/// The extra entry riding in the last bucket: [1 if this rank took the step, its loss, then
+/// 1 for each trainable parameter this rank's step used], averaged like the gradients. Its
+/// name sorts after every parameter path.
 const STEP_ENTRY: &str = "~step";
 
 /// One rank's part of a synchronous step: its gradients and loss.
@@ -172,14 +173,21 @@ impl GradientAverager {
             Some(step) => (step.grads, step.loss.read()),
             None => (GradientsParams::new(), 0.0),
         };
-        // Every parameter takes part, with zeros where this rank has no gradient, so that
-        // all ranks reduce the same buffers whether or not they had a batch.
+        // Every trainable parameter takes part, with zeros where this rank has no gradient,
+        // so that all ranks reduce the same buffers whether or not they had a batch.
         let mut taken = take_gradients(model, &mut grads);
+        let mut step = vec![if present { 1.0f32 } else { 0.0 }, loss as f32];
+        step.extend(
+            taken
+                .values()
+                .map(|t| if t.grad.is_some() { 1.0 } else { 0.0 }),
+        );
+        let paths: Vec<String> = taken.keys().cloned().collect();
         // Host-memory backends lend each gradient's buffer without a copy; elsewhere each
         // read and upload has a fixed cost, paid once per bucket when fused, and a large
         // gradient crosses in slices of a bucket each.
         let fuse_on_device = self.device_fusion.unwrap_or_else(|| {
-            let device = taken.values().find_map(|t| t.device.as_ref());
+            let device = taken.values().next().map(|t| &t.device);
             device.is_some_and(|d| !in_host_memory::<B::InnerBackend>(d))
         });
         let mut low_rank_state = std::mem::take(&mut self.low_rank);
@@ -189,7 +197,8 @@ impl GradientAverager {
             low_rank.project(&mut taken);
             self.low_rank_span(began);
         }
-        let step = TensorData::new(vec![if present { 1.0f32 } else { 0.0 }, loss as f32], [2]);
+        let step_len = step.len();
+        let step = TensorData::new(step, [step_len]);
         let round_one = self.all_reduce_round(0, taken, Some(step), fuse_on_device, transport);
         let outcome = round_one.and_then(|(mut averaged, control)| {
             if (control[0] * world_size as f32).round() < world_size as f32 {
@@ -204,6 +213,13 @@ impl GradientAverager {
                 let began = Instant::now();
                 low_rank.reconstruct(&mut q, &mut averaged);
                 self.low_rank_span(began);
+            }
+            // What no rank's step used gets no gradient, as in one process: the optimizer
+            // leaves it alone, momentum and decay included (DDP's `find_unused_parameters`).
+            for (path, used) in paths.iter().zip(&control[2..]) {
+                if *used == 0.0 {
+                    averaged.remove(path);
+                }
             }
             Ok(Some((averaged, f64::from(control[1]))))
         });
@@ -251,20 +267,20 @@ impl GradientAverager {
         fuse_on_device: bool,
         transport: &mut T,
     ) -> Result<(Averaged<B>, Vec<f32>)> {
-        let with_step = step.is_some();
+        let step_len = step.as_ref().map_or(0, |s| s.num_elements());
         let mut taken = if fuse_on_device {
             slices::cut(taken, self.bucket_bytes / 4)
         } else {
             taken
         };
         let fits = |work: &StepWork| {
-            work.with_step == with_step
+            work.step_len == step_len
                 && work.layout.len() == taken.len()
                 && (work.layout.iter().zip(&taken)).all(|((n, l), (p, t))| n == p && *l == t.len)
         };
         if !self.work[round].as_ref().is_some_and(fits) {
             let layout = taken.iter().map(|(p, t)| (p.clone(), t.len)).collect();
-            let work = StepWork::new(layout, self.bucket_bytes, self.collective, with_step)?;
+            let work = StepWork::new(layout, self.bucket_bytes, self.collective, step_len)?;
             self.work[round] = Some(work);
         }
         let work = self.work[round].as_ref().expect("work set above");
@@ -291,7 +307,7 @@ impl GradientAverager {
             stats,
             ..
         } = pipeline;
-        if with_step && control.len() != 2 {
+        if control.len() != step_len {
             return Err(CollectiveFault::invalid(
                 "the all-reduce thread stopped before every bucket came back",
             ));
@@ -332,8 +348,8 @@ fn allreduce_pool(threads: usize) -> Result<rayon::ThreadPool> {
 #[derive(Debug)]
 struct StepWork {
     layout: Vec<(String, usize)>,
-    /// Whether the step entry rides along.
-    with_step: bool,
+    /// The step entry's length (0: it does not ride along).
+    step_len: usize,
     buckets: Vec<(Vec<String>, CollectiveConfig)>,
     /// Whether there is more than one bucket of gradients to overlap with the copies.
     overlap: bool,
@@ -346,7 +362,7 @@ impl StepWork {
         layout: Vec<(String, usize)>,
         bucket_bytes: usize,
         collective: CollectiveConfig,
-        with_step: bool,
+        step_len: usize,
     ) -> Result<Self> {
         let plan = BucketPlan::new(&layout, bucket_bytes)?;
         let mut buckets: Vec<(Vec<String>, CollectiveConfig)> = plan
@@ -366,20 +382,19 @@ impl StepWork {
             || plan
                 .buckets()
                 .last()
-                .is_none_or(|b| (b.len() + 2) * 4 > bucket_bytes);
+                .is_none_or(|b| (b.len() + step_len) * 4 > bucket_bytes);
         match buckets.last_mut() {
-            _ if !with_step => {}
+            _ if step_len == 0 => {}
             Some((names, _)) if !step_alone => names.push(STEP_ENTRY.to_string()),
             _ => buckets.push((
                 vec![STEP_ENTRY.to_string()],
                 collective.with_compression(Compression::None),
             )),
         }
-        let step_len = if with_step { 2 } else { 0 };
         let bytes = (layout.iter().map(|(_, len)| len).sum::<usize>() + step_len) as u64 * 4;
         Ok(Self {
             layout,
-            with_step,
+            step_len,
             buckets,
             overlap: plan.buckets().len() > 1,
             bytes,

@@ -105,12 +105,20 @@ fn multi_worker_with(
     n: usize,
     configure: impl Fn(RunConfig) -> RunConfig,
 ) -> Vec<TrainOutcome> {
+    replicas(n, || {
+        let mut estimator = classifier(model_dir, optimizer.clone());
+        estimator.run_config = configure(estimator.run_config.clone());
+        estimator
+    })
+}
+
+/// `n` replicas of `estimator()` in threads over the in-memory transport.
+fn replicas(n: usize, estimator: impl Fn() -> TinyClassifier) -> Vec<TrainOutcome> {
     let names: Vec<String> = (0..n).map(|r| format!("worker:{r}")).collect();
     let handles: Vec<_> = InMemoryTransport::cluster_with_timeout(n, Duration::from_secs(20))
         .into_iter()
         .map(|transport| {
-            let mut estimator = classifier(model_dir, optimizer.clone());
-            estimator.run_config = configure(estimator.run_config.clone());
+            let estimator = estimator();
             let replica = Replica::new(Box::new(transport), names.clone());
             std::thread::spawn(move || {
                 estimator.train_with(
@@ -160,6 +168,36 @@ fn multi_worker_mirrored_equals_one_process_with_the_combined_batch() {
             );
             assert_equivalent(&dir.path().join("mwm"), &dir.path().join("single"));
         }
+    }
+}
+
+#[test]
+fn a_frozen_layer_stays_as_built_while_replicas_train_the_rest_like_one_process() {
+    // Given a gradient, even a zero one, AdamW decays a weight and FTRL sets it from its
+    // accumulators (to zero at first): a frozen layer averaged as zeros would move, where
+    // one process leaves it alone.
+    for optimizer in [OptimizerSpec::adamw(0.01), OptimizerSpec::ftrl(0.1)] {
+        let frozen = |dir: &Path| {
+            let mut estimator = classifier(dir, optimizer.clone());
+            estimator.frozen_hidden = true;
+            estimator
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (mwm, single_dir) = (dir.path().join("mwm"), dir.path().join("single"));
+        let outcomes = replicas(2, || frozen(&mwm));
+        assert_eq!(outcomes[0].weights_crc32c, outcomes[1].weights_crc32c);
+        (frozen(&single_dir).train(|| input(2 * BATCH), TrainSpec::max_steps(STEPS))).unwrap();
+        let hidden = |dir: &Path| -> Vec<_> {
+            let all = weights(dir).into_iter();
+            all.filter(|(name, _)| name.starts_with("hidden")).collect()
+        };
+        assert_eq!(hidden(&mwm).len(), 2, "weight and bias");
+        assert_eq!(
+            hidden(&mwm),
+            hidden(&single_dir),
+            "{optimizer:?}: bit for bit"
+        );
+        assert_equivalent(&mwm, &single_dir);
     }
 }
 

@@ -25,6 +25,9 @@ pub struct TinyClassifier {
     pub hidden_units: usize,
     pub dropout: f64,
     pub optimizer: OptimizerSpec,
+    /// Whether the hidden layer is frozen (built with `no_grad`: not trained).
+    #[serde(default)]
+    pub frozen_hidden: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +50,7 @@ impl TinyClassifier {
             hidden_units: 8,
             dropout: 0.2,
             optimizer: OptimizerSpec::adam(0.01),
+            frozen_hidden: false,
         }
     }
 
@@ -83,8 +87,13 @@ impl Estimator for TinyClassifier {
     }
 
     fn build_model<B: Backend>(&self, device: &B::Device) -> Net<B> {
+        let hidden = LinearConfig::new(FEATURES, self.hidden_units).init(device);
         Net {
-            hidden: LinearConfig::new(FEATURES, self.hidden_units).init(device),
+            hidden: if self.frozen_hidden {
+                hidden.no_grad()
+            } else {
+                hidden
+            },
             dropout: DropoutConfig::new(self.dropout).init(),
             output: LinearConfig::new(self.hidden_units, CLASSES).init(device),
         }

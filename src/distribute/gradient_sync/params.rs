@@ -17,14 +17,18 @@ pub(super) struct Taken<B: AutodiffBackend> {
     /// The parameter as a matrix, its first dimension by the rest (`None` for a vector, or
     /// for what stands in for a parameter: a slice, a low-rank factor).
     pub(super) matrix: Option<(usize, usize)>,
-    /// The gradient's device; `None` when this rank has no gradient for it.
-    pub(super) device: Option<Device<B>>,
+    /// Where the parameter, and so its averaged gradient, lives.
+    pub(super) device: Device<B>,
+    /// `None` when this rank's step did not use the parameter: it adds zeros.
     pub(super) grad: Option<Tensor<B::InnerBackend, 1>>,
 }
 
 pub(super) type Device<B> = burn::tensor::Device<<B as AutodiffBackend>::InnerBackend>;
 
-/// Each parameter's gradient by dotted path, taken out of `grads`.
+/// Each trainable parameter's gradient by dotted path, taken out of `grads`. A frozen
+/// parameter (`require_grad` off, as DDP leaves out parameters that do not require
+/// gradients) is neither averaged nor given a gradient, so the optimizer leaves it as one
+/// process would.
 pub(super) fn take_gradients<B: AutodiffBackend, M: Module<B>>(
     model: &M,
     grads: &mut GradientsParams,
@@ -42,8 +46,11 @@ pub(super) fn take_gradients<B: AutodiffBackend, M: Module<B>>(
             self.stack.pop();
         }
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            if !param.is_require_grad() {
+                return;
+            }
             let grad = self.grads.remove::<B::InnerBackend, D>(param.id);
-            let device = grad.as_ref().map(Tensor::device);
+            let device = param.lazy_device();
             let shape = param.lazy_shape();
             let len = shape.num_elements();
             let matrix = (D >= 2 && len > 0).then(|| (shape[0], len / shape[0]));

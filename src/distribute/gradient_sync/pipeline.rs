@@ -165,8 +165,8 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
 
     /// The gradients `names` (the step entry aside) concatenated on the device and read
     /// off it at once, with their layout; `None` when they are read one by one: without
-    /// `fuse_on_device`, for fewer than two gradients, or on a rank that has no gradient
-    /// to show the device. A flat bucket either way, so ranks reading differently agree.
+    /// `fuse_on_device`, or for fewer than two gradients. A flat bucket either way, so ranks
+    /// reading differently agree.
     fn read_fused(&mut self, names: &[String]) -> Option<(Gradients, Layout)> {
         let params: Vec<&String> = names.iter().filter(|n| *n != STEP_ENTRY).collect();
         if !self.fuse_on_device
@@ -175,9 +175,7 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         {
             return None;
         }
-        let device = params
-            .iter()
-            .find_map(|name| self.taken[*name].device.clone())?;
+        let device = self.taken[params[0]].device.clone();
         let mut parts = Vec::with_capacity(params.len());
         let mut layout = Vec::with_capacity(params.len());
         for name in params {
@@ -230,32 +228,31 @@ impl<B: AutodiffBackend> Pipeline<'_, B> {
         }
     }
 
-    /// Keeps the averaged `values` of gradient `name` as a tensor on its device (nothing
-    /// for a parameter this rank has no gradient for).
+    /// Keeps the averaged `values` of gradient `name` as a tensor on its device.
     fn apply(&mut self, name: String, values: TensorData) {
-        let Some(device) = self.taken.get(&name).and_then(|t| t.device.as_ref()) else {
+        let Some(taken) = self.taken.get(&name) else {
             return;
         };
-        self.averaged.insert(name, upload(values, device));
+        self.averaged.insert(name, upload(values, &taken.device));
     }
 }
 
 impl<B: AutodiffBackend> Pipeline<'_, B> {
     /// Puts the averaged `values` of the gradients of `layout` on the device as one tensor
-    /// and keeps each gradient's slice of it (as [`apply`](Self::apply) does, nothing for a
-    /// parameter this rank has no gradient for).
+    /// and keeps each gradient's slice of it.
     fn apply_fused(&mut self, values: TensorData, layout: &[(String, usize)]) {
-        let device_of = |name: &String| self.taken.get(name).and_then(|t| t.device.clone());
-        let Some(device) = layout.iter().find_map(|(name, _)| device_of(name)) else {
+        let Some(device) = layout
+            .first()
+            .and_then(|(name, _)| self.taken.get(name))
+            .map(|t| t.device.clone())
+        else {
             return;
         };
         let fused = upload::<B::InnerBackend>(values, &device);
         let mut at = 0;
         for (name, len) in layout {
-            if device_of(name).is_some() {
-                let part = fused.clone().narrow(0, at, *len);
-                self.averaged.insert(name.clone(), part);
-            }
+            let part = fused.clone().narrow(0, at, *len);
+            self.averaged.insert(name.clone(), part);
             at += len;
         }
     }

