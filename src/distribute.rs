@@ -8,6 +8,7 @@ mod collective;
 mod collective_fault;
 mod comm_stats;
 mod gradient_sync;
+mod host_order;
 pub mod ps;
 mod replica_seat;
 mod step_loss;
@@ -19,13 +20,16 @@ mod transport;
 
 pub use bucket::{Bucket, BucketEntry, BucketPlan, DEFAULT_BUCKET_BYTES};
 pub use collective::{
-    all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with, barrier, broadcast,
-    broadcast_with, dissemination_rounds, Action, BroadcastChain, CollectiveConfig,
-    CollectivePhase, Combine, Compression, RingSchedule, Tag, DEFAULT_SEGMENT_BYTES,
+    all_gather, all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with,
+    barrier, broadcast, broadcast_with, dissemination_rounds, Action, BroadcastChain,
+    CollectiveConfig, CollectivePhase, Combine, Compression, RingSchedule, Tag,
+    DEFAULT_SEGMENT_BYTES,
 };
 pub use collective_fault::{AddressFault, CollectiveFault, Result};
 pub use comm_stats::CommStats;
 pub use gradient_sync::{GradientAverager, LocalStep, PowerSgd};
+pub use host_order::ring_order_by_host;
+pub(crate) use host_order::ring_order_of_cluster;
 pub use replica_seat::Replica;
 pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};
@@ -33,6 +37,6 @@ pub(crate) use timeline::Lane;
 pub use timeline::{Timeline, TimelineSpec};
 pub(crate) use transport::listen_address;
 pub use transport::{
-    ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, Lent, Onward, TlsFault, Transport,
-    DEFAULT_RECV_TIMEOUT,
+    ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, Lent, Onward, Renumbered, TlsFault,
+    Transport, DEFAULT_RECV_TIMEOUT,
 };

@@ -42,6 +42,31 @@ pub fn shared_memory_from_env() -> bool {
     same_host_lane_wanted(std::env::var(SHARED_MEMORY).ok().as_deref())
 }
 
+/// Name of the environment variable that keeps the all-reduce's ring in rank order (`0`,
+/// `false`, `off` or `no`) instead of putting the tasks of one machine next to each other.
+pub const RING_BY_HOST: &str = "ESTIMATOR_RING_BY_HOST";
+
+/// Whether the ring groups the tasks of one machine, as `$ESTIMATOR_RING_BY_HOST` says: yes
+/// unless it is `0`, `false`, `off` or `no` (any case).
+pub fn ring_by_host_from_env() -> bool {
+    same_host_lane_wanted(std::env::var(RING_BY_HOST).ok().as_deref())
+}
+
+/// Name of the environment variable that says which machine this task is on, for the
+/// ring's order (NCCL's `NCCL_HOSTID`): tasks giving the same value count as one machine.
+pub const HOST_ID: &str = "ESTIMATOR_HOST_ID";
+
+/// Which machine this task runs on: `$ESTIMATOR_HOST_ID` when set and not blank, else the
+/// running kernel's boot id (shared by every container and pod on one machine, and by
+/// nothing else), else the host name.
+pub fn host_id() -> String {
+    let set = std::env::var(HOST_ID).ok().filter(|v| !v.trim().is_empty());
+    set.or_else(|| std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok())
+        .map(|id| id.trim().to_string())
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(hostname)
+}
+
 /// Name of the environment variable that sets how long a wait for a collective's message
 /// polls before it sleeps, in microseconds (`0`: sleep at once; default 1000).
 pub const BUSY_POLL_US: &str = "ESTIMATOR_BUSY_POLL_US";

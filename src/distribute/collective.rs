@@ -3,6 +3,7 @@
 //! doubling for small buffers, chain broadcast and dissemination barrier.
 //! The schedules are pure values; the functions here only move their messages.
 
+mod all_gather;
 mod all_reduce;
 mod barrier;
 mod broadcast;
@@ -17,6 +18,7 @@ mod simulation;
 mod split_pass;
 mod tag;
 
+pub use all_gather::all_gather;
 pub use all_reduce::{all_reduce_mean, all_reduce_mean_with, all_reduce_sum, all_reduce_sum_with};
 pub(crate) use all_reduce::{timed_all_reduce, Reduce};
 pub use barrier::{barrier, dissemination_rounds};

@@ -1,7 +1,7 @@
 //! A synchronous replica's seat in its cluster: the transport to the other replicas and
 //! every replica's task name, so that errors name the task at fault.
 
-use super::{CollectiveFault, Transport};
+use super::{CollectiveFault, Renumbered, Transport};
 use crate::error::Error;
 
 /// This process's seat among synchronous replicas: the transport to the others and every
@@ -9,6 +9,9 @@ use crate::error::Error;
 pub struct Replica {
     transport: Box<dyn Transport>,
     names: Vec<String>,
+    /// The order the gradients' ring visits the ranks in (positions → ranks); empty: rank
+    /// order.
+    ring_order: Vec<usize>,
 }
 
 impl std::fmt::Debug for Replica {
@@ -24,7 +27,19 @@ impl Replica {
     /// A replica talking over `transport`; `names[r]` names rank `r` in errors (missing
     /// names read "rank r").
     pub fn new(transport: Box<dyn Transport>, names: Vec<String>) -> Self {
-        Self { transport, names }
+        Self {
+            transport,
+            names,
+            ring_order: Vec::new(),
+        }
+    }
+
+    /// This replica averaging gradients round a ring that visits the ranks in `order`
+    /// (positions → ranks, the same on every rank; see
+    /// [`ring_order_by_host`](crate::distribute::ring_order_by_host)).
+    pub fn with_ring_order(mut self, order: Vec<usize>) -> Self {
+        self.ring_order = order;
+        self
     }
 
     /// This replica's rank; rank 0 is the chief.
@@ -50,6 +65,12 @@ impl Replica {
     /// The transport.
     pub fn transport(&mut self) -> &mut dyn Transport {
         self.transport.as_mut()
+    }
+
+    /// The transport with its ranks numbered in the ring's order, for the gradients'
+    /// all-reduces (faults still name ranks as [`transport`](Self::transport) does).
+    pub fn ring_transport(&mut self) -> Renumbered<'_, dyn Transport> {
+        Renumbered::new(self.transport.as_mut(), &self.ring_order)
     }
 
     /// A collective's failure as a run error naming the task at fault.

@@ -20,6 +20,7 @@ mod parquet_input;
 mod ps_cluster;
 mod ps_faults;
 mod restarts;
+mod ring_order;
 mod sharded_resume;
 mod stall;
 mod tfrecord_input;

@@ -15,6 +15,8 @@ pub enum CollectivePhase {
     BroadcastData = 4,
     /// Barrier: one round's token.
     Barrier = 5,
+    /// Gather: a rank's small value, to every other rank.
+    Gather = 6,
 }
 
 impl CollectivePhase {
@@ -25,6 +27,7 @@ impl CollectivePhase {
             3 => CollectivePhase::BroadcastLength,
             4 => CollectivePhase::BroadcastData,
             5 => CollectivePhase::Barrier,
+            6 => CollectivePhase::Gather,
             _ => return None,
         })
     }
@@ -36,6 +39,7 @@ impl CollectivePhase {
             CollectivePhase::BroadcastLength => "broadcast length",
             CollectivePhase::BroadcastData => "broadcast data",
             CollectivePhase::Barrier => "barrier",
+            CollectivePhase::Gather => "gather",
         }
     }
 }

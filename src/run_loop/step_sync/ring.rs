@@ -61,7 +61,7 @@ impl RingSync {
         local: Option<LocalStep>,
     ) -> Result<Option<LocalStep>> {
         self.averager
-            .average(model, local, self.replica.transport())
+            .average(model, local, &mut self.replica.ring_transport())
             .map_err(|e| self.replica.error(e))
     }
 
