@@ -4,5 +4,5 @@
 mod values;
 mod weights;
 
-pub use values::{load_values, parameter_values, untrained_values};
+pub use values::{load_values, parameter_values, untrained_values, untrained_values_where};
 pub use weights::{load_weights, weights_to_safetensors};

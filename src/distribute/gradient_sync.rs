@@ -28,9 +28,9 @@ use pipeline::Pipeline;
 use power_sgd::LowRankState;
 pub use power_sgd::PowerSgd;
 
-/// The extra entry riding in the last bucket: [1 if this rank took the step, its loss, then
-/// 1 for each trainable parameter this rank's step used], averaged like the gradients. Its
-/// name sorts after every parameter path.
+/// The extra entry riding in the last bucket: [1 if this rank took the step, its loss, 1
+/// for each trainable parameter this rank's step used, then the values averaged along],
+/// averaged like the gradients. Its name sorts after every parameter path.
 const STEP_ENTRY: &str = "~step";
 
 /// One rank's part of a synchronous step: its gradients and loss.
@@ -147,26 +147,42 @@ impl GradientAverager {
         local: Option<LocalStep>,
         transport: &mut T,
     ) -> Result<Option<LocalStep>> {
+        let averaged = self.average_along(model, local, Vec::new(), transport)?;
+        Ok(averaged.map(|(step, _)| step))
+    }
+
+    /// [`average`](Self::average), with `along` (as long on every rank, whether or not it
+    /// has a batch) averaged in f32 in the same all-reduce: values the step changed
+    /// outside the gradients. Their mean comes back beside the step's.
+    pub fn average_along<B: AutodiffBackend, M: Module<B>, T: Transport + ?Sized>(
+        &mut self,
+        model: &M,
+        local: Option<LocalStep>,
+        along: Vec<f32>,
+        transport: &mut T,
+    ) -> Result<Option<(LocalStep, Vec<f32>)>> {
         let world_size = transport.world_size();
         if world_size == 1 {
-            return Ok(local);
+            return Ok(local.map(|step| (step, along)));
         }
         let started = Instant::now();
-        let averaged = self.average_timed(model, local, transport, started);
+        let averaged = self.average_timed(model, local, along, transport, started);
         if let Some(timeline) = &self.timeline {
             timeline.span("sync", Lane::Training, None, started);
         }
         averaged
     }
 
-    /// [`average`](Self::average) of a step that began synchronising at `started`.
+    /// [`average_along`](Self::average_along) of a step that began synchronising at
+    /// `started`.
     fn average_timed<B: AutodiffBackend, M: Module<B>, T: Transport + ?Sized>(
         &mut self,
         model: &M,
         local: Option<LocalStep>,
+        along: Vec<f32>,
         transport: &mut T,
         started: Instant,
-    ) -> Result<Option<LocalStep>> {
+    ) -> Result<Option<(LocalStep, Vec<f32>)>> {
         let world_size = transport.world_size();
         let present = local.is_some();
         let (mut grads, loss) = match local {
@@ -182,6 +198,7 @@ impl GradientAverager {
                 .values()
                 .map(|t| if t.grad.is_some() { 1.0 } else { 0.0 }),
         );
+        step.extend(along);
         let paths: Vec<String> = taken.keys().cloned().collect();
         // Host-memory backends lend each gradient's buffer without a copy; elsewhere each
         // read and upload has a fixed cost, paid once per bucket when fused, and a large
@@ -221,12 +238,13 @@ impl GradientAverager {
                     averaged.remove(path);
                 }
             }
-            Ok(Some((averaged, f64::from(control[1]))))
+            let along = control[2 + paths.len()..].to_vec();
+            Ok(Some((averaged, f64::from(control[1]), along)))
         });
         drop(low_rank);
         self.low_rank = low_rank_state;
         self.stats.steps += 1;
-        let Some((averaged, mean_loss)) = outcome? else {
+        let Some((averaged, mean_loss, along)) = outcome? else {
             self.stats.sync_seconds += started.elapsed().as_secs_f64();
             return Ok(None);
         };
@@ -241,10 +259,13 @@ impl GradientAverager {
         self.stats.sync_seconds += started.elapsed().as_secs_f64();
         match rebuild.error {
             Some(error) => Err(error),
-            None => Ok(Some(LocalStep {
-                grads: rebuild.grads,
-                loss: StepLoss::Known(mean_loss),
-            })),
+            None => Ok(Some((
+                LocalStep {
+                    grads: rebuild.grads,
+                    loss: StepLoss::Known(mean_loss),
+                },
+                along,
+            ))),
         }
     }
 

@@ -9,6 +9,7 @@
 mod one_device;
 mod parameter_servers;
 mod ring;
+mod running_statistics;
 
 use std::path::PathBuf;
 

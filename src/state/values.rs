@@ -24,20 +24,30 @@ pub fn parameter_values<B: Backend, M: Module<B>>(
 /// The values of the float tensors no gradient trains (batch normalisation's running
 /// statistics), by dotted path; trained parameters are not read.
 pub fn untrained_values<B: Backend, M: Module<B>>(model: &M) -> BTreeMap<String, Vec<f32>> {
+    untrained_values_where(model, |_| true)
+}
+
+/// [`untrained_values`] of the paths `wanted` keeps; the others are not read.
+pub fn untrained_values_where<B: Backend, M: Module<B>>(
+    model: &M,
+    wanted: impl Fn(&str) -> bool,
+) -> BTreeMap<String, Vec<f32>> {
     let mut reader = Untrained {
         stack: Vec::new(),
+        wanted,
         out: BTreeMap::new(),
     };
     model.visit(&mut reader);
     reader.out
 }
 
-struct Untrained {
+struct Untrained<F> {
     stack: Vec<String>,
+    wanted: F,
     out: BTreeMap<String, Vec<f32>>,
 }
 
-impl<B: Backend> ModuleVisitor<B> for Untrained {
+impl<B: Backend, F: Fn(&str) -> bool> ModuleVisitor<B> for Untrained<F> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.stack.push(name.to_string());
     }
@@ -47,6 +57,10 @@ impl<B: Backend> ModuleVisitor<B> for Untrained {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let path = self.stack.join(".");
+        if !(self.wanted)(&path) {
+            return;
+        }
         let tensor = param.val();
         if tensor.is_require_grad() {
             return;
@@ -56,7 +70,7 @@ impl<B: Backend> ModuleVisitor<B> for Untrained {
             .convert::<f32>()
             .into_vec::<f32>()
             .unwrap_or_default();
-        self.out.insert(self.stack.join("."), values);
+        self.out.insert(path, values);
     }
 }
 

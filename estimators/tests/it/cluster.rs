@@ -259,6 +259,29 @@ fn tasks_on_one_machine_train_through_shared_memory_to_the_bits_of_the_socket() 
     );
 }
 
+#[test]
+fn replicas_with_batch_normalisation_end_identical() {
+    // Each replica's forward pass moves its own running statistics; kept at their mean
+    // every step, the worker's final weights (running statistics included) have the
+    // chief's CRC, or it exits 1.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, stderr) = run_launched(
+        Command::new(estimator_launch())
+            .args(["--workers", "1", "--grace-secs", "60", "--"])
+            .arg(dnn_classifier())
+            .args(["train", "--train", &iris("iris_train.csv")])
+            .args(["--label-column", "label", "--hidden-units", "16,8"])
+            .args(["--batch-norm", "--batch-size", "16", "--max-steps", "60"])
+            .arg("--model-dir")
+            .arg(dir.path().join("model")),
+        dir.path(),
+    );
+    assert!(
+        stderr.contains("chief:0 exited 0, worker:0 exited 0"),
+        "{stderr}"
+    );
+}
+
 fn has_events(model_dir: &Path) -> bool {
     std::fs::read_dir(model_dir).unwrap().any(|e| {
         e.unwrap()

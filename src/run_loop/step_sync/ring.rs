@@ -9,6 +9,7 @@ use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
+use super::running_statistics::RunningStatistics;
 use super::{Ready, Restored, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::{
@@ -29,6 +30,8 @@ pub(crate) struct RingSync {
     manager: CheckpointManager,
     /// Chief: every replica's input position as last shared, for its checkpoints.
     shared: Option<SharedPositions>,
+    /// The running statistics kept identical on all replicas, from the start.
+    statistics: Option<RunningStatistics>,
 }
 
 impl RingSync {
@@ -40,6 +43,7 @@ impl RingSync {
             summarised: CommStats::default(),
             manager,
             shared: None,
+            statistics: None,
         }
     }
 
@@ -53,15 +57,17 @@ impl RingSync {
         Checkpoint::decode(Path::new(&from), &bytes)
     }
 
-    /// This step's gradients and loss averaged over the replicas, or `None` when some
-    /// replica had no batch (or is leaving): then no replica takes the step.
+    /// This step's gradients and loss averaged over the replicas, with the mean move of
+    /// the running statistics, or `None` when some replica had no batch (or is leaving):
+    /// then no replica takes the step.
     fn average<B: AutodiffBackend, M: Module<B>>(
         &mut self,
         model: &M,
         local: Option<LocalStep>,
-    ) -> Result<Option<LocalStep>> {
+    ) -> Result<Option<(LocalStep, Vec<f32>)>> {
+        let moves = (self.statistics.as_ref()).map_or_else(Vec::new, |s| s.moves(model));
         self.averager
-            .average(model, local, &mut self.replica.ring_transport())
+            .average_along(model, local, moves, &mut self.replica.ring_transport())
             .map_err(|e| self.replica.error(e))
     }
 
@@ -116,6 +122,7 @@ where
         let checkpoint = self.share_state(offer)?;
         let source = source.unwrap_or_else(|| "the chief's broadcast".into());
         let state = state.restore(&checkpoint, &source)?;
+        self.statistics = Some(RunningStatistics::new(&state.model));
         Ok((state, Some(Restored { source, checkpoint })))
     }
 
@@ -131,11 +138,16 @@ where
 
     fn exchange(
         &mut self,
-        state: TrainState<B, M>,
+        mut state: TrainState<B, M>,
         local: Option<LocalStep>,
     ) -> Result<(TrainState<B, M>, Synced)> {
         let synced = match self.average(&state.model, local)? {
-            Some(averaged) => Synced::Apply(averaged),
+            Some((averaged, mean_moves)) => {
+                if let Some(statistics) = self.statistics.as_mut() {
+                    state.model = statistics.settle(state.model, &mean_moves)?;
+                }
+                Synced::Apply(averaged)
+            }
             None => {
                 tracing::info!(
                     "input exhausted on a replica at global_step {}: all replicas stop",
