@@ -29,7 +29,7 @@ pub use collective_fault::{AddressFault, CollectiveFault, Result};
 pub use comm_stats::CommStats;
 pub use gradient_sync::{GradientAverager, LocalStep, PowerSgd};
 pub use host_order::ring_order_by_host;
-pub(crate) use host_order::ring_order_of_cluster;
+pub(crate) use host_order::{ring_layout_of_cluster, RingLayout};
 pub use replica_seat::Replica;
 pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};

@@ -52,6 +52,20 @@ pub fn ring_by_host_from_env() -> bool {
     same_host_lane_wanted(std::env::var(RING_BY_HOST).ok().as_deref())
 }
 
+/// Name of the environment variable that turns the hierarchical all-reduce on (`1`, `true`,
+/// `on` or `yes`; Horovod's `HOROVOD_HIERARCHICAL_ALLREDUCE`): large gradients are summed
+/// within each machine, across machines one part per task, then spread within each machine.
+pub const HIERARCHICAL_ALLREDUCE: &str = "ESTIMATOR_HIERARCHICAL_ALLREDUCE";
+
+/// Whether `$ESTIMATOR_HIERARCHICAL_ALLREDUCE` asks for the hierarchical all-reduce: no
+/// unless it is `1`, `true`, `on` or `yes` (any case).
+pub fn hierarchical_allreduce_from_env() -> bool {
+    let value = std::env::var(HIERARCHICAL_ALLREDUCE).unwrap_or_default();
+    let on = ["1", "true", "on", "yes"];
+    on.iter()
+        .any(|word| value.trim().eq_ignore_ascii_case(word))
+}
+
 /// Name of the environment variable that says which machine this task is on, for the
 /// ring's order (NCCL's `NCCL_HOSTID`): tasks giving the same value count as one machine.
 pub const HOST_ID: &str = "ESTIMATOR_HOST_ID";

@@ -28,11 +28,11 @@ pub use credential_variables::{
     CLUSTER_TOKEN, CLUSTER_TOKEN_FILE, TLS_CA, TLS_CERT, TLS_KEY, TLS_SERVER_NAME,
 };
 pub use env::{
-    busy_poll_from_env, cluster_from_env, cluster_source_from_env, cluster_token_from_env, host_id,
-    hostname, parse_busy_poll, ring_by_host_from_env, same_host_lane_from_env,
-    same_host_lane_wanted, shared_memory_from_env, ClusterSource, BUSY_POLL_US,
-    DEFAULT_RENDEZVOUS_TIMEOUT_SECS, HOST_ID, RENDEZVOUS_TIMEOUT_SECS, RING_BY_HOST,
-    SAME_HOST_LANE, SHARED_MEMORY, TF_CONFIG,
+    busy_poll_from_env, cluster_from_env, cluster_source_from_env, cluster_token_from_env,
+    hierarchical_allreduce_from_env, host_id, hostname, parse_busy_poll, ring_by_host_from_env,
+    same_host_lane_from_env, same_host_lane_wanted, shared_memory_from_env, ClusterSource,
+    BUSY_POLL_US, DEFAULT_RENDEZVOUS_TIMEOUT_SECS, HIERARCHICAL_ALLREDUCE, HOST_ID,
+    RENDEZVOUS_TIMEOUT_SECS, RING_BY_HOST, SAME_HOST_LANE, SHARED_MEMORY, TF_CONFIG,
 };
 pub use error::Error;
 pub use launched::{

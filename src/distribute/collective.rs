@@ -10,6 +10,7 @@ mod broadcast;
 mod compression;
 mod config;
 mod halving_doubling;
+mod hierarchical;
 mod partition;
 mod payload_codec;
 mod ring_schedule;

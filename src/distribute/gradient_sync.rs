@@ -114,6 +114,13 @@ impl GradientAverager {
         self
     }
 
+    /// This averager reducing large buckets hierarchically over machines of `machine_size`
+    /// ranks each, the ranks numbered machine by machine (0: flat).
+    pub fn with_machine_size(mut self, machine_size: usize) -> Self {
+        self.collective = self.collective.with_machine_size(machine_size);
+        self
+    }
+
     /// This averager sending gradients in `compression`'s format (the step's loss and
     /// whether every rank took it always travel in f32).
     pub fn with_compression(mut self, compression: Compression) -> Self {

@@ -28,50 +28,85 @@ pub fn ring_order_by_host(hosts: &[String]) -> Vec<usize> {
         .collect()
 }
 
-/// The ring's order for the cluster `transport` connects, whose tasks `names` names: each
-/// task's machine ([`host_id`](crate::cluster::host_id)) gathered from all, and the order
-/// logged when it is not rank order.
-pub(crate) fn ring_order_of_cluster<T: Transport + ?Sized>(
+/// How the gradients' all-reduces go round a cluster: the ranks in the ring's order, and
+/// the ranks per machine when they reduce hierarchically (0: flat).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct RingLayout {
+    /// Positions → ranks; empty: rank order.
+    pub order: Vec<usize>,
+    /// Ranks per machine for the hierarchical all-reduce; 0: flat.
+    pub machine_size: usize,
+}
+
+/// The ring's layout for the cluster `transport` connects, whose tasks `names` names: each
+/// task's machine ([`host_id`](crate::cluster::host_id)) gathered from all, the order
+/// logged when it is not rank order; hierarchical when `hierarchical` asks for it and every
+/// machine of two or more has as many tasks, two or more.
+pub(crate) fn ring_layout_of_cluster<T: Transport + ?Sized>(
     transport: &mut T,
     names: &[String],
-) -> crate::error::Result<Vec<usize>> {
+    hierarchical: bool,
+) -> crate::error::Result<RingLayout> {
     let host_id = crate::cluster::host_id();
     let (order, machines) =
         gather_ring_order(transport, &host_id).map_err(|e| Replica::naming(names, e))?;
-    if transport.rank() == 0 && order.iter().enumerate().any(|(p, &r)| p != r) {
+    let chief = transport.rank() == 0;
+    if chief && order.iter().enumerate().any(|(p, &r)| p != r) {
         let tasks: Vec<&str> = order
             .iter()
             .map(|&r| names.get(r).map_or("?", String::as_str))
             .collect();
         tracing::info!(
-            "the all-reduce's ring visits {machines} machines one after another: {}",
+            "the all-reduce's ring visits {} machines one after another: {}",
+            machines.len(),
             tasks.join(" → ")
         );
     }
-    Ok(order)
+    let k = machines.first().copied().unwrap_or(0);
+    let uniform = machines.len() >= 2 && k >= 2 && machines.iter().all(|&m| m == k);
+    let machine_size = if hierarchical && uniform { k } else { 0 };
+    if chief && hierarchical {
+        match machine_size {
+            0 => tracing::warn!(
+                "no hierarchical all-reduce: it needs two machines or more with as many tasks                  each, two or more (tasks per machine: {machines:?})"
+            ),
+            k => tracing::info!(
+                "hierarchical all-reduce over {} machines of {k} tasks",
+                machines.len()
+            ),
+        }
+    }
+    Ok(RingLayout {
+        order,
+        machine_size,
+    })
 }
 
 /// Every rank's machine (`host_id` on this one), gathered from all ranks: the ring's order
-/// grouped by machine, and how many machines there are.
+/// grouped by machine, and each machine's number of ranks in that order.
 fn gather_ring_order<T: Transport + ?Sized>(
     transport: &mut T,
     host_id: &str,
-) -> Result<(Vec<usize>, usize)> {
+) -> Result<(Vec<usize>, Vec<usize>)> {
     let hosts: Vec<String> = all_gather(transport, host_id.as_bytes())?
         .into_iter()
         .map(|id| String::from_utf8_lossy(&id).into_owned())
         .collect();
     let order = ring_order_by_host(&hosts);
-    let machines = order
-        .iter()
-        .filter(|&&rank| hosts[..rank].iter().all(|h| h != &hosts[rank]))
-        .count();
+    let mut machines: Vec<usize> = Vec::new();
+    for (position, &rank) in order.iter().enumerate() {
+        match position > 0 && hosts[order[position - 1]] == hosts[rank] {
+            true => *machines.last_mut().expect("a machine before") += 1,
+            false => machines.push(1),
+        }
+    }
     Ok((order, machines))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::distribute::testing::Recording;
     use crate::distribute::transport::Renumbered;
     use crate::distribute::{all_reduce_sum_with, CollectiveConfig, InMemoryTransport};
 
@@ -103,7 +138,7 @@ mod tests {
             .map(|transport| {
                 let (order, sent) = (order.clone(), sent.clone());
                 std::thread::spawn(move || {
-                    let mut transport = Counting {
+                    let mut transport = Recording {
                         inner: transport,
                         sent,
                     };
@@ -128,7 +163,12 @@ mod tests {
                 "{got} vs {want}"
             );
         }
-        let sent = sent.lock().unwrap().clone();
+        let sent = sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|&(f, t, _)| (f, t))
+            .collect();
         sent
     }
 
@@ -158,7 +198,7 @@ mod tests {
     }
 
     #[test]
-    fn every_rank_gathers_the_same_order_and_count_of_machines() {
+    fn every_rank_gathers_the_same_order_and_tasks_per_machine() {
         let handles: Vec<_> = InMemoryTransport::cluster(4)
             .into_iter()
             .map(|mut transport| {
@@ -169,29 +209,7 @@ mod tests {
             })
             .collect();
         for handle in handles {
-            assert_eq!(handle.join().unwrap(), (vec![0, 2, 1, 3], 2));
-        }
-    }
-
-    /// A transport recording who sent to whom.
-    struct Counting {
-        inner: InMemoryTransport,
-        sent: std::sync::Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
-    }
-
-    impl Transport for Counting {
-        fn rank(&self) -> usize {
-            self.inner.rank()
-        }
-        fn world_size(&self) -> usize {
-            self.inner.world_size()
-        }
-        fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
-            self.sent.lock().unwrap().push((self.inner.rank(), to));
-            self.inner.send(to, tag, payload)
-        }
-        fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>> {
-            self.inner.recv(from, tag)
+            assert_eq!(handle.join().unwrap(), (vec![0, 2, 1, 3], vec![2, 2]));
         }
     }
 }

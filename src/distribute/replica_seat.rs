@@ -1,7 +1,7 @@
 //! A synchronous replica's seat in its cluster: the transport to the other replicas and
 //! every replica's task name, so that errors name the task at fault.
 
-use super::{CollectiveFault, Renumbered, Transport};
+use super::{CollectiveFault, Renumbered, RingLayout, Transport};
 use crate::error::Error;
 
 /// This process's seat among synchronous replicas: the transport to the others and every
@@ -9,9 +9,8 @@ use crate::error::Error;
 pub struct Replica {
     transport: Box<dyn Transport>,
     names: Vec<String>,
-    /// The order the gradients' ring visits the ranks in (positions → ranks); empty: rank
-    /// order.
-    ring_order: Vec<usize>,
+    /// How the gradients' all-reduces go round the ranks.
+    ring: RingLayout,
 }
 
 impl std::fmt::Debug for Replica {
@@ -30,7 +29,7 @@ impl Replica {
         Self {
             transport,
             names,
-            ring_order: Vec::new(),
+            ring: RingLayout::default(),
         }
     }
 
@@ -38,8 +37,20 @@ impl Replica {
     /// (positions → ranks, the same on every rank; see
     /// [`ring_order_by_host`](crate::distribute::ring_order_by_host)).
     pub fn with_ring_order(mut self, order: Vec<usize>) -> Self {
-        self.ring_order = order;
+        self.ring.order = order;
         self
+    }
+
+    /// This replica averaging gradients as `ring` says.
+    pub(crate) fn with_ring_layout(mut self, ring: RingLayout) -> Self {
+        self.ring = ring;
+        self
+    }
+
+    /// Ranks per machine when large all-reduces go hierarchically (ranks numbered in the
+    /// ring's order, machine by machine); 0: flat.
+    pub fn machine_size(&self) -> usize {
+        self.ring.machine_size
     }
 
     /// This replica's rank; rank 0 is the chief.
@@ -70,7 +81,7 @@ impl Replica {
     /// The transport with its ranks numbered in the ring's order, for the gradients'
     /// all-reduces (faults still name ranks as [`transport`](Self::transport) does).
     pub fn ring_transport(&mut self) -> Renumbered<'_, dyn Transport> {
-        Renumbered::new(self.transport.as_mut(), &self.ring_order)
+        Renumbered::new(self.transport.as_mut(), &self.ring.order)
     }
 
     /// A collective's failure as a run error naming the task at fault.

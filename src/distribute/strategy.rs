@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ps::{PsClientConfig, PsReplica};
-use super::{ring_order_of_cluster, ClusterTls, GrpcConfig, GrpcTransport, Replica};
+use super::{ring_layout_of_cluster, ClusterTls, GrpcConfig, GrpcTransport, Replica, RingLayout};
 use crate::cluster::{
-    busy_poll_from_env, ring_by_host_from_env, same_host_lane_from_env, shared_memory_from_env,
-    ClusterConfig, TaskType,
+    busy_poll_from_env, hierarchical_allreduce_from_env, ring_by_host_from_env,
+    same_host_lane_from_env, shared_memory_from_env, ClusterConfig, TaskType,
 };
 use crate::device::{DeviceSpec, ResolvedDevice};
 use crate::error::{Error, Result};
@@ -242,11 +242,12 @@ impl Strategy {
                 );
                 let mut transport = GrpcTransport::connect(rank, &addresses, grpc)
                     .map_err(|error| Replica::naming(&names, error))?;
-                let ring_order = match ring_by_host_from_env() {
-                    true => ring_order_of_cluster(&mut transport, &names)?,
-                    false => Vec::new(),
+                let hierarchical = hierarchical_allreduce_from_env();
+                let layout = match ring_by_host_from_env() {
+                    true => ring_layout_of_cluster(&mut transport, &names, hierarchical)?,
+                    false => RingLayout::default(),
                 };
-                let replica = Replica::new(Box::new(transport), names).with_ring_order(ring_order);
+                let replica = Replica::new(Box::new(transport), names).with_ring_layout(layout);
                 Strategy::MultiWorkerMirrored(replica)
             }
             StrategyPlan::ParameterServer {

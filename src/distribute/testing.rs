@@ -49,3 +49,30 @@ impl SplitMix {
 pub(crate) fn bits(values: &[f32]) -> Vec<u32> {
     values.iter().map(|v| v.to_bits()).collect()
 }
+
+/// A transport recording every message it sends: (from, to, bytes), into a log shared by
+/// the ranks. Other calls reach `inner` through the trait's defaults.
+pub(crate) struct Recording {
+    pub(crate) inner: InMemoryTransport,
+    pub(crate) sent: std::sync::Arc<std::sync::Mutex<Vec<(usize, usize, usize)>>>,
+}
+
+impl super::Transport for Recording {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+
+    fn world_size(&self) -> usize {
+        self.inner.world_size()
+    }
+
+    fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> super::Result<()> {
+        let record = (self.inner.rank(), to, payload.len());
+        self.sent.lock().expect("log").push(record);
+        self.inner.send(to, tag, payload)
+    }
+
+    fn recv(&mut self, from: usize, tag: u64) -> super::Result<Vec<u8>> {
+        self.inner.recv(from, tag)
+    }
+}

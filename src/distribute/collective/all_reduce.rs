@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::halving_doubling::HalvingDoubling;
+use super::hierarchical::hierarchical_all_reduce;
 use super::payload_codec::{check_size, encode_into, fold_and_encode_into, fold_into, PassOn};
 use super::{Action, CollectiveConfig, Combine, RingSchedule, Tag};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
@@ -48,6 +49,9 @@ pub(crate) fn timed_all_reduce<T: Transport + ?Sized>(
     compute: &mut Duration,
 ) -> Result<()> {
     let (rank, world_size) = (transport.rank(), transport.world_size());
+    if config.hierarchical(values.len(), world_size) {
+        return hierarchical_all_reduce(transport, values, config, reduce, compute);
+    }
     let divisor = match reduce {
         Reduce::Sum => 1.0,
         Reduce::Mean => world_size as f32,

@@ -44,6 +44,10 @@ pub struct CollectiveConfig {
     /// finalizing) may be split over; 1 (the default), or a caller in no pool: the calling
     /// thread alone.
     pub threads: usize,
+    /// Ranks per machine, when every machine has as many and ranks are numbered machine by
+    /// machine: large all-reduces then go hierarchically (Horovod's hierarchical
+    /// all-reduce); 0 (the default): flat.
+    pub machine_size: usize,
 }
 
 impl Default for CollectiveConfig {
@@ -54,6 +58,7 @@ impl Default for CollectiveConfig {
             halving_doubling_bytes: DEFAULT_HALVING_DOUBLING_BYTES,
             compression: Compression::None,
             threads: 1,
+            machine_size: 0,
         }
     }
 }
@@ -107,6 +112,26 @@ impl CollectiveConfig {
         };
         HalvingDoubling::exchanges(world_size) + 1 < world_size
             && len.saturating_mul(self.compression.element_bytes()) <= limit
+    }
+
+    /// This configuration reducing large buffers hierarchically over machines of
+    /// `machine_size` ranks each (ranks numbered machine by machine; 0: flat).
+    pub fn with_machine_size(self, machine_size: usize) -> Self {
+        Self {
+            machine_size,
+            ..self
+        }
+    }
+
+    /// Whether an all-reduce of `len` values over `world_size` ranks goes hierarchically:
+    /// over two machines or more of `machine_size` ranks each (two or more), for buffers
+    /// that halving and doubling would not take.
+    pub fn hierarchical(&self, len: usize, world_size: usize) -> bool {
+        let k = self.machine_size;
+        k >= 2
+            && world_size > k
+            && world_size.is_multiple_of(k)
+            && len.saturating_mul(self.compression.element_bytes()) > self.halving_doubling_bytes
     }
 
     /// This configuration splitting its passes over large segments over up to `threads`

@@ -5,13 +5,14 @@
 use super::{Lent, Onward, Transport};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 
-/// `inner` with rank `order[p]` seen as rank `p`. Faults name ranks as `inner` numbers
-/// them, those a collective raises about a message included, so that errors name the
-/// right task.
+/// `inner` with rank `order[p]` seen as rank `p`: all of its ranks, or a subset of them
+/// as a world of its own. Faults name ranks as `inner` numbers them, those a collective
+/// raises about a message included, so that errors name the right task.
 pub struct Renumbered<'a, T: Transport + ?Sized> {
     inner: &'a mut T,
     order: &'a [usize],
     position: usize,
+    world_size: usize,
 }
 
 impl<'a, T: Transport + ?Sized> Renumbered<'a, T> {
@@ -31,17 +32,43 @@ impl<'a, T: Transport + ?Sized> Renumbered<'a, T> {
             inner,
             order,
             position,
+            world_size: n,
         }
     }
 
-    /// The rank `inner` knows as `position` (out of range: as it is, for `inner` to refuse).
+    /// The world of `inner`'s ranks `members` (distinct, this rank among them), `members[p]`
+    /// seen as rank `p`: what a collective among some ranks runs on.
+    pub fn subset(inner: &'a mut T, members: &'a [usize]) -> Result<Self> {
+        let (n, me) = (inner.world_size(), inner.rank());
+        let mut seen = vec![false; n];
+        let distinct = (members.iter()).all(|&r| r < n && !std::mem::replace(&mut seen[r], true));
+        let position = members.iter().position(|&r| r == me);
+        match position.filter(|_| distinct) {
+            Some(position) => Ok(Self {
+                inner,
+                order: members,
+                position,
+                world_size: members.len(),
+            }),
+            None => Err(CollectiveFault::invalid(format!(
+                "ranks {members:?} of {n} are no world for rank {me}"
+            ))),
+        }
+    }
+
+    /// The rank `inner` knows as `position`.
     fn rank_of(&self, position: usize) -> usize {
         rank_at(self.order, position)
     }
 }
 
+/// The rank at `position` of `order` (no order: the same number); beyond it, a rank no
+/// transport has, for `inner` to refuse.
 fn rank_at(order: &[usize], position: usize) -> usize {
-    order.get(position).copied().unwrap_or(position)
+    match order.is_empty() {
+        true => position,
+        false => order.get(position).copied().unwrap_or(usize::MAX),
+    }
 }
 
 /// `fault` (raised by a collective that numbers ranks by position) naming ranks as `order`
@@ -49,15 +76,15 @@ fn rank_at(order: &[usize], position: usize) -> usize {
 fn renamed(order: &[usize], fault: CollectiveFault) -> CollectiveFault {
     match fault {
         CollectiveFault::Peer { rank, message } => CollectiveFault::Peer {
-            rank: rank_at(order, rank),
+            rank: order.get(rank).copied().unwrap_or(rank),
             message,
         },
         CollectiveFault::Refused { rank, message } => CollectiveFault::Refused {
-            rank: rank_at(order, rank),
+            rank: order.get(rank).copied().unwrap_or(rank),
             message,
         },
         CollectiveFault::Address { rank, source } => CollectiveFault::Address {
-            rank: rank_at(order, rank),
+            rank: order.get(rank).copied().unwrap_or(rank),
             source,
         },
         other => other,
@@ -70,7 +97,7 @@ impl<T: Transport + ?Sized> Transport for Renumbered<'_, T> {
     }
 
     fn world_size(&self) -> usize {
-        self.inner.world_size()
+        self.world_size
     }
 
     fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> Result<()> {

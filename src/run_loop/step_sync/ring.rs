@@ -38,8 +38,8 @@ impl RingSync {
     /// Synchronises over `replica`, averaging gradients with `averager`.
     pub fn new(replica: Replica, manager: CheckpointManager, averager: GradientAverager) -> Self {
         Self {
+            averager: averager.with_machine_size(replica.machine_size()),
             replica,
-            averager,
             summarised: CommStats::default(),
             manager,
             shared: None,
