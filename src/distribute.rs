@@ -28,9 +28,10 @@ pub use collective::{
 pub use collective_fault::{AddressFault, CollectiveFault, Result};
 pub use comm_stats::CommStats;
 pub use gradient_sync::{GradientAverager, LocalStep, PowerSgd};
+pub(crate) use host_order::ring_layout_of_cluster;
 pub use host_order::ring_order_by_host;
-pub(crate) use host_order::{ring_layout_of_cluster, RingLayout};
 pub use replica_seat::Replica;
+pub(crate) use replica_seat::RingLayout;
 pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};
 pub(crate) use timeline::Lane;

@@ -13,6 +13,7 @@ mod halving_doubling;
 mod hierarchical;
 mod partition;
 mod payload_codec;
+mod reduce;
 mod ring_schedule;
 #[cfg(test)]
 mod simulation;

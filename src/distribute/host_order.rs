@@ -10,6 +10,7 @@
 
 use super::collective::all_gather;
 use super::collective_fault::Result;
+use super::replica_seat::RingLayout;
 use super::{Replica, Transport};
 
 /// The ring's order for tasks on the machines `hosts` (by rank), as positions → ranks: the
@@ -26,16 +27,6 @@ pub fn ring_order_by_host(hosts: &[String]) -> Vec<usize> {
         .into_iter()
         .flat_map(|machine| (0..hosts.len()).filter(move |&rank| &hosts[rank] == machine))
         .collect()
-}
-
-/// How the gradients' all-reduces go round a cluster: the ranks in the ring's order, and
-/// the ranks per machine when they reduce hierarchically (0: flat).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct RingLayout {
-    /// Positions → ranks; empty: rank order.
-    pub order: Vec<usize>,
-    /// Ranks per machine for the hierarchical all-reduce; 0: flat.
-    pub machine_size: usize,
 }
 
 /// The ring's layout for the cluster `transport` connects, whose tasks `names` names: each

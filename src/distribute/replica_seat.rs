@@ -1,7 +1,7 @@
 //! A synchronous replica's seat in its cluster: the transport to the other replicas and
 //! every replica's task name, so that errors name the task at fault.
 
-use super::{CollectiveFault, Renumbered, RingLayout, Transport};
+use super::{CollectiveFault, Renumbered, Transport};
 use crate::error::Error;
 
 /// This process's seat among synchronous replicas: the transport to the others and every
@@ -109,4 +109,14 @@ fn task_name(names: &[String], rank: usize) -> String {
         .get(rank)
         .cloned()
         .unwrap_or_else(|| format!("rank {rank}"))
+}
+
+/// How the gradients' all-reduces go round a cluster: the ranks in the ring's order, and
+/// the ranks per machine when they reduce hierarchically (0: flat).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct RingLayout {
+    /// Positions → ranks; empty: rank order.
+    pub order: Vec<usize>,
+    /// Ranks per machine for the hierarchical all-reduce; 0: flat.
+    pub machine_size: usize,
 }

@@ -4,8 +4,9 @@
 use std::time::{Duration, Instant};
 
 use super::halving_doubling::HalvingDoubling;
-use super::hierarchical::hierarchical_all_reduce;
+use super::hierarchical::{hierarchical_all_reduce, FlatAllReduce};
 use super::payload_codec::{check_size, encode_into, fold_and_encode_into, fold_into, PassOn};
+pub(crate) use super::reduce::Reduce;
 use super::{Action, CollectiveConfig, Combine, RingSchedule, Tag};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 use crate::distribute::{Lent, Onward, Transport};
@@ -29,16 +30,6 @@ pub fn all_reduce_sum_with<T: Transport + ?Sized>(
     timed_all_reduce(transport, values, config, Reduce::Sum, &mut compute)
 }
 
-/// What a ring all-reduce leaves in the buffers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reduce {
-    /// The element-wise sum.
-    Sum,
-    /// The sum divided by the world size: by the rank completing each chunk, before it is
-    /// sent round, so the division costs no pass of its own and all ranks get its bits.
-    Mean,
-}
-
 /// [`all_reduce_sum_with`], adding to `compute` the time spent encoding what is sent and
 /// summing what is received (the rest of the call is waiting on the wire).
 pub(crate) fn timed_all_reduce<T: Transport + ?Sized>(
@@ -50,7 +41,10 @@ pub(crate) fn timed_all_reduce<T: Transport + ?Sized>(
 ) -> Result<()> {
     let (rank, world_size) = (transport.rank(), transport.world_size());
     if config.hierarchical(values.len(), world_size) {
-        return hierarchical_all_reduce(transport, values, config, reduce, compute);
+        let flat: FlatAllReduce = |transport, values, config, reduce, compute| {
+            timed_all_reduce(transport, values, config, reduce, compute)
+        };
+        return hierarchical_all_reduce(transport, values, config, reduce, compute, flat);
     }
     let divisor = match reduce {
         Reduce::Sum => 1.0,

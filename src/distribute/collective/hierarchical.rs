@@ -10,20 +10,27 @@
 
 use std::time::Duration;
 
-use super::all_reduce::{timed_all_reduce, Reduce};
 use super::partition::part;
+use super::reduce::Reduce;
 use super::CollectiveConfig;
 use crate::distribute::collective_fault::Result;
 use crate::distribute::{Renumbered, Transport};
 
-/// [`timed_all_reduce`] over machines of `config.machine_size` ranks each (ranks numbered
-/// machine by machine): every rank ends with the same bits, as round the ring.
+/// The flat all-reduce each stage runs: ring, or halving and doubling, adding its
+/// compute time to the last argument.
+pub(super) type FlatAllReduce =
+    fn(&mut dyn Transport, &mut [f32], &CollectiveConfig, Reduce, &mut Duration) -> Result<()>;
+
+/// An all-reduce over machines of `config.machine_size` ranks each (ranks numbered machine
+/// by machine), each stage by `timed_all_reduce`: every rank ends with the same bits, as
+/// round the ring.
 pub(super) fn hierarchical_all_reduce<T: Transport + ?Sized>(
     transport: &mut T,
     values: &mut [f32],
     config: &CollectiveConfig,
     reduce: Reduce,
     compute: &mut Duration,
+    timed_all_reduce: FlatAllReduce,
 ) -> Result<()> {
     let (rank, world_size, k) = (
         transport.rank(),
@@ -62,6 +69,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::distribute::collective::all_reduce::timed_all_reduce;
     use crate::distribute::testing::{bits, on_threads, Recording, SplitMix};
     use crate::distribute::{all_reduce_sum_with, Compression, InMemoryTransport};
 
