@@ -9,6 +9,7 @@ mod params;
 mod pipeline;
 mod power_sgd;
 mod slices;
+mod step_work;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -19,14 +20,15 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::TensorData;
 
 use super::{
-    BucketPlan, CollectiveConfig, CollectiveFault, CommStats, Compression, Lane, Result, StepLoss,
-    Timeline, Transport,
+    CollectiveConfig, CollectiveFault, CommStats, Compression, Lane, Result, StepLoss, Timeline,
+    Transport,
 };
 use crate::device::{in_host_memory, max_intra_op_threads};
 use params::{take_gradients, Rebuild, Taken};
 use pipeline::Pipeline;
 use power_sgd::LowRankState;
 pub use power_sgd::PowerSgd;
+use step_work::StepWork;
 
 /// The extra entry riding in the last bucket: [1 if this rank took the step, its loss, 1
 /// for each trainable parameter this rank's step used, then the values averaged along],
@@ -369,65 +371,6 @@ fn allreduce_pool(threads: usize) -> Result<rayon::ThreadPool> {
         .map_err(|e| {
             CollectiveFault::invalid(format!("cannot start {threads} all-reduce threads: {e}"))
         })
-}
-
-/// The all-reduces of one step for a layout of gradients (path, length), in order: each
-/// bucket's gradient names and the format they travel in.
-#[derive(Debug)]
-struct StepWork {
-    layout: Vec<(String, usize)>,
-    /// The step entry's length (0: it does not ride along).
-    step_len: usize,
-    buckets: Vec<(Vec<String>, CollectiveConfig)>,
-    /// Whether there is more than one bucket of gradients to overlap with the copies.
-    overlap: bool,
-    /// Bytes all-reduced per step, in f32.
-    bytes: u64,
-}
-
-impl StepWork {
-    fn new(
-        layout: Vec<(String, usize)>,
-        bucket_bytes: usize,
-        collective: CollectiveConfig,
-        step_len: usize,
-    ) -> Result<Self> {
-        let plan = BucketPlan::new(&layout, bucket_bytes)?;
-        let mut buckets: Vec<(Vec<String>, CollectiveConfig)> = plan
-            .buckets()
-            .iter()
-            .map(|b| {
-                (
-                    b.entries().iter().map(|e| e.name.clone()).collect(),
-                    collective,
-                )
-            })
-            .collect();
-        // The step entry rides in the last bucket when it fits and is uncompressed;
-        // otherwise it is a bucket of its own, in f32 (a loss in 16 bits would be reported
-        // rounded; a large gradient reduced alone would have to be packed).
-        let step_alone = collective.compression != Compression::None
-            || plan
-                .buckets()
-                .last()
-                .is_none_or(|b| (b.len() + step_len) * 4 > bucket_bytes);
-        match buckets.last_mut() {
-            _ if step_len == 0 => {}
-            Some((names, _)) if !step_alone => names.push(STEP_ENTRY.to_string()),
-            _ => buckets.push((
-                vec![STEP_ENTRY.to_string()],
-                collective.with_compression(Compression::None),
-            )),
-        }
-        let bytes = (layout.iter().map(|(_, len)| len).sum::<usize>() + step_len) as u64 * 4;
-        Ok(Self {
-            layout,
-            step_len,
-            buckets,
-            overlap: plan.buckets().len() > 1,
-            bytes,
-        })
-    }
 }
 
 #[cfg(test)]
