@@ -33,15 +33,8 @@ impl Replica {
         }
     }
 
-    /// This replica averaging gradients round a ring that visits the ranks in `order`
-    /// (positions → ranks, the same on every rank; see
-    /// [`ring_order_by_host`](crate::distribute::ring_order_by_host)).
-    pub fn with_ring_order(mut self, order: Vec<usize>) -> Self {
-        self.ring.order = order;
-        self
-    }
-
-    /// This replica averaging gradients as `ring` says.
+    /// This replica averaging gradients as `ring` says (the ring's order the same on every
+    /// rank; see [`ring_order_by_host`](crate::distribute::ring_order_by_host)).
     pub(crate) fn with_ring_layout(mut self, ring: RingLayout) -> Self {
         self.ring = ring;
         self
