@@ -46,10 +46,11 @@ pub struct LocalStep {
 
 /// Averages gradients over all ranks, DDP-style: gradients by parameter path (the same
 /// order on every rank) in fusion buckets ([`BucketPlan`](crate::distribute::BucketPlan))
-/// all-reduced one after another on a thread of the step's own, while this thread reads the next buckets' gradients off the
-/// device and turns the reduced ones back into tensors. A gradient larger than a bucket is
-/// reduced alone in its own buffer (taken from the tensor without a copy where the backend
-/// allows); smaller ones are packed into a fusion buffer kept from step to step.
+/// all-reduced one after another on a thread of the step's own, while this thread reads the
+/// next buckets' gradients off the device and turns the reduced ones back into tensors. A
+/// gradient larger than a bucket is reduced alone in its own buffer (taken from the tensor
+/// without a copy where the backend allows); smaller ones are packed into a fusion buffer
+/// kept from step to step.
 ///
 /// The step is taken only when every rank contributed: a rank out of input (or leaving on
 /// a hook's request) contributes nothing, and then every rank learns in the same collective
