@@ -41,6 +41,8 @@ pub(crate) fn timed_all_reduce<T: Transport + ?Sized>(
 ) -> Result<()> {
     let (rank, world_size) = (transport.rank(), transport.world_size());
     if config.hierarchical(values.len(), world_size) {
+        // A closure, not the function itself: the stages' views live only as long as the
+        // call, which a `dyn Transport + 'static` instance could not take.
         let flat: FlatAllReduce = |transport, values, config, reduce, compute| {
             timed_all_reduce(transport, values, config, reduce, compute)
         };
