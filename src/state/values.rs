@@ -22,7 +22,8 @@ pub fn parameter_values<B: Backend, M: Module<B>>(
 }
 
 /// The values of the float tensors no gradient trains (batch normalisation's running
-/// statistics), by dotted path; trained parameters are not read.
+/// statistics, frozen parameters), by dotted path, as the last forward pass left them;
+/// trained parameters are not read.
 pub fn untrained_values<B: Backend, M: Module<B>>(model: &M) -> BTreeMap<String, Vec<f32>> {
     untrained_values_where(model, |_| true)
 }
@@ -32,6 +33,10 @@ pub fn untrained_values_where<B: Backend, M: Module<B>>(
     model: &M,
     wanted: impl Fn(&str) -> bool,
 ) -> BTreeMap<String, Vec<f32>> {
+    // Burn's `RunningState` keeps the forward pass's update aside until it is synced (as a
+    // record is taken), and is read one update behind before: the clone shares that state,
+    // so this syncs `model`'s.
+    drop(model.clone().into_record());
     let mut reader = Untrained {
         stack: Vec::new(),
         wanted,

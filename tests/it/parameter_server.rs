@@ -13,9 +13,10 @@ use estimator::distribute::ps::{
 use estimator::distribute::Strategy;
 use estimator::optimizer::{Clipping, Decay, Regularization, Schedule};
 use estimator::summary::{event_files, read_event_file};
-use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainOutcome, TrainSpec};
+use estimator::{EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec};
 
 use crate::distributed::{classifier, input, max_abs_diff, single, weights, BATCH, STEPS};
+use crate::support::TinyClassifier;
 
 /// Ps tasks serving in threads.
 struct PsTasks {
@@ -75,7 +76,10 @@ fn train_summarising(
     max_steps: u64,
     summary_steps: u64,
 ) -> Vec<TrainOutcome> {
-    let configure = |config: RunConfig| config.with_save_summary_steps(summary_steps);
+    let configure = |mut estimator: TinyClassifier| {
+        estimator.run_config = estimator.run_config.with_save_summary_steps(summary_steps);
+        estimator
+    };
     train_configured(
         model_dir,
         optimizer,
@@ -86,22 +90,22 @@ fn train_summarising(
     )
 }
 
-/// [`train`] with each task's run configuration changed by `configure`.
+/// [`train`] with each task's estimator changed by `configure`.
 fn train_configured(
     model_dir: &Path,
     optimizer: &OptimizerSpec,
     ps: &PsTasks,
     (workers, mode): (usize, PsMode),
     max_steps: u64,
-    configure: &dyn Fn(RunConfig) -> RunConfig,
+    configure: &dyn Fn(TinyClassifier) -> TinyClassifier,
 ) -> Vec<TrainOutcome> {
     let names: Vec<String> = std::iter::once("chief:0".to_string())
         .chain((1..workers).map(|w| format!("worker:{}", w - 1)))
         .collect();
     let handles: Vec<_> = (0..workers)
         .map(|rank| {
-            let mut estimator = classifier(model_dir, optimizer.clone());
-            estimator.run_config = configure(estimator.run_config.clone().with_ps_mode(mode));
+            let mut estimator = configure(classifier(model_dir, optimizer.clone()));
+            estimator.run_config = estimator.run_config.with_ps_mode(mode);
             let config = PsClientConfig {
                 peer_timeout: Duration::from_secs(20),
                 startup_timeout: Duration::from_secs(20),
@@ -178,11 +182,50 @@ fn sync_ps_with_one_worker_equals_one_process() {
 }
 
 #[test]
+fn a_frozen_layer_stays_as_built_on_the_ps_tasks_while_the_rest_trains_like_one_process() {
+    // The frozen layer crosses to the training task once, at its first pull, and never
+    // back: given a gradient, even a zero one, AdamW would decay it and FTRL set it to zero.
+    for optimizer in [OptimizerSpec::adamw(0.01), OptimizerSpec::ftrl(0.1)] {
+        let frozen = |mut estimator: TinyClassifier| {
+            estimator.frozen_hidden = true;
+            estimator
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (ps_dir, single_dir) = (dir.path().join("ps"), dir.path().join("single"));
+        let ps = PsTasks::start(2, &optimizer);
+        let outcomes = train_configured(
+            &ps_dir,
+            &optimizer,
+            &ps,
+            (1, PsMode::sync()),
+            STEPS,
+            &frozen,
+        );
+        ps.join();
+        assert_eq!(outcomes[0].global_step, STEPS);
+        let one = frozen(classifier(&single_dir, optimizer.clone()));
+        one.train(|| input(BATCH), TrainSpec::max_steps(STEPS))
+            .unwrap();
+        let hidden = |dir: &Path| -> Vec<_> {
+            let all = weights(dir).into_iter();
+            all.filter(|(name, _)| name.starts_with("hidden")).collect()
+        };
+        assert_eq!(hidden(&ps_dir).len(), 2, "weight and bias");
+        assert_eq!(hidden(&ps_dir), hidden(&single_dir), "{optimizer:?}");
+        let diff = max_abs_diff(&weights(&ps_dir), &weights(&single_dir));
+        assert!(diff <= 1e-6, "{optimizer:?}: max |ps - single| = {diff}");
+    }
+}
+
+#[test]
 fn a_worker_adding_up_two_batches_pushes_what_one_process_with_the_doubled_batch_applies() {
     let optimizer = OptimizerSpec::adam(0.01);
     let dir = tempfile::tempdir().unwrap();
     let ps = PsTasks::start(2, &optimizer);
-    let two_passes = |config: RunConfig| config.with_backward_passes_per_step(2);
+    let two_passes = |mut estimator: TinyClassifier| {
+        estimator.run_config = estimator.run_config.with_backward_passes_per_step(2);
+        estimator
+    };
     let outcomes = train_configured(
         &dir.path().join("ps"),
         &optimizer,

@@ -58,9 +58,9 @@ pub(crate) trait PsClient: Send + Sync + std::fmt::Debug {
     /// Initialises ps `i` with `inits[i]` (the chief).
     fn init(&self, inits: Vec<Init>) -> Result<()>;
 
-    /// Every ps's values; a ps not initialised yet (or, when the pull asks, on an older
-    /// initialisation) is waited for, up to the pull's wait.
-    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>>;
+    /// Every ps's values, asking ps `i` with `pulls[i]`; a ps not initialised yet (or, when
+    /// the pull asks, on an older initialisation) is waited for, up to the pull's wait.
+    fn pull(&self, pulls: Vec<Pull>) -> Result<Vec<Pulled>>;
 
     /// Pushes `pushes[i]` to ps `i`; a synchronous push returns once its step's update was
     /// applied.

@@ -54,9 +54,10 @@ pub(super) fn work(client: &dyn PsClient, w: usize, pushes: u64) -> u64 {
         let pull = Pull {
             wait: Duration::from_secs(20),
             min_generation: None,
+            since: None,
         };
         let pushes = client
-            .pull(pull)
+            .pull(vec![pull; client.len()])
             .unwrap()
             .into_iter()
             .map(|reply| {
@@ -64,6 +65,7 @@ pub(super) fn work(client: &dyn PsClient, w: usize, pushes: u64) -> u64 {
                     step,
                     generation,
                     variables,
+                    ..
                 } = reply
                 else {
                     panic!("the job ended early");
@@ -78,6 +80,7 @@ pub(super) fn work(client: &dyn PsClient, w: usize, pushes: u64) -> u64 {
                     assign: Vec::new(),
                     wait: Duration::from_secs(20),
                     pull: false,
+                    since: None,
                 }
             })
             .collect();

@@ -41,7 +41,17 @@ pub struct Init {
     pub generation: u64,
 }
 
-/// A training task asks every ps for its values.
+/// What a training task holds of one ps's values: those of initialisation `generation` as
+/// they were at the ps's `version` (a count of its changes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// The initialisation.
+    pub generation: u64,
+    /// The ps's version of its values.
+    pub version: u64,
+}
+
+/// A training task asks a ps for its values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Pull {
     /// How long a ps may hold the answer while it waits for what this pull needs.
@@ -49,6 +59,9 @@ pub struct Pull {
     /// Hold the answer until the ps holds this initialisation or a later one (the chief is
     /// between two ps tasks); `None`: answer as soon as initialised.
     pub min_generation: Option<u64>,
+    /// The values the task holds already: only those changed since come back (all of them
+    /// when the ps holds another initialisation). `None`: all.
+    pub since: Option<Held>,
 }
 
 /// One ps's answer to a pull.
@@ -62,7 +75,9 @@ pub enum Pulled {
         step: u64,
         /// The initialisation they come from.
         generation: u64,
-        /// The values by path.
+        /// The ps's version of its values, for the next pull's [`Held`].
+        version: u64,
+        /// The values by path: those changed since the pull's `since`.
         variables: Values,
     },
 }
@@ -84,6 +99,8 @@ pub struct Push {
     pub wait: Duration,
     /// Whether to answer with the values after the push: the next step's pull.
     pub pull: bool,
+    /// With `pull`: the values the task holds already, as a [`Pull`]'s.
+    pub since: Option<Held>,
 }
 
 /// What a ps did with a push.
@@ -108,7 +125,10 @@ pub struct Pushed {
     pub step: u64,
     /// The initialisation the values come from.
     pub generation: u64,
-    /// The values at `step`, when asked for and the job goes on.
+    /// The ps's version of its values.
+    pub version: u64,
+    /// The values at `step` changed since the push's `since`, when asked for and the job
+    /// goes on.
     pub variables: Values,
 }
 
@@ -147,7 +167,7 @@ pub struct Counters {
     pub pushes_dropped: u64,
     /// Value bytes sent to training tasks.
     pub bytes_served: u64,
-    /// Gradient bytes received.
+    /// Gradient and assigned value bytes received.
     pub bytes_received: u64,
     /// Sum over applied pushes of the steps between their pull and their application.
     pub staleness_sum: u64,

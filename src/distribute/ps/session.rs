@@ -12,8 +12,11 @@ use super::{Placement, PsMode, PsReplica};
 use crate::error::{Error, Result};
 use crate::optimizer::OptimizerSpec;
 
+mod assigned;
 mod model;
 mod summaries;
+
+use assigned::AssignedValues;
 
 pub(crate) use model::ModelState;
 
@@ -56,6 +59,8 @@ pub struct PsSession {
     last_step: u64,
     /// This task stopped before the last step by itself: its input ended or a hook asked.
     stopped_early: bool,
+    /// Which untrained values this task's steps move, and so assign.
+    assigned: AssignedValues,
     pull_seconds: f64,
     pulls: u64,
     last_counters: Option<(Instant, Vec<Counters>)>,
@@ -86,6 +91,7 @@ impl PsSession {
             placement: None,
             last_step: u64::MAX,
             stopped_early: false,
+            assigned: AssignedValues::default(),
             pull_seconds: 0.0,
             pulls: 0,
             last_counters: None,

@@ -123,6 +123,7 @@ fn backup_workers_and_stale_pushes_are_dropped_and_counted() {
         assign: Vec::new(),
         wait: Duration::from_secs(20),
         pull: false,
+        since: None,
     };
     // Workers 0 and 1 make step 0's update; worker 2, a backup, comes too late.
     std::thread::scope(|scope| {
@@ -167,6 +168,7 @@ fn an_asynchronous_staleness_bound_drops_old_gradients() {
         assign: Vec::new(),
         wait: Duration::from_secs(1),
         pull: true,
+        since: None,
     };
     let outcomes: Vec<PushOutcome> = [0, 0, 0, 3]
         .into_iter()
@@ -197,8 +199,9 @@ fn a_silent_chief_fails_the_ps_and_the_workers_hear_who() {
     let pull = Pull {
         wait: Duration::from_secs(10),
         min_generation: Some(u64::MAX),
+        since: None,
     };
-    let error = worker.pull(pull).unwrap_err();
+    let error = worker.pull(vec![pull]).unwrap_err();
     assert!(
         matches!(&error, Error::PeerLost { task, .. } if task == "chief:0"),
         "{error}"
@@ -232,8 +235,9 @@ fn an_unreachable_ps_is_named_after_the_retries() {
     let pull = Pull {
         wait: Duration::from_millis(100),
         min_generation: None,
+        since: None,
     };
-    let error = client.pull(pull).unwrap_err();
+    let error = client.pull(vec![pull]).unwrap_err();
     assert!(
         matches!(&error, Error::Ps(PsFault::Unreachable { ps: 0, .. })),
         "{error}"
@@ -267,6 +271,7 @@ fn assigned_values_replace_the_variables_as_they_are() {
             assign: vec![("b".into(), vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5])],
             wait: Duration::from_secs(1),
             pull: true,
+            since: None,
         }])
         .unwrap();
     let pulled: BTreeMap<String, Vec<f32>> = reply[0].variables.iter().cloned().collect();
@@ -303,7 +308,7 @@ fn a_ps_that_accepts_but_never_answers_is_reported_lost_within_the_timeout() {
     let client = ParameterServers::connect(&[address], 1, "chief:0", config).unwrap();
     let started = std::time::Instant::now();
     let error = client
-        .pull(Pull::default())
+        .pull(vec![Pull::default()])
         .expect_err("a frozen ps answered");
     let waited = started.elapsed();
     assert!(
@@ -341,14 +346,15 @@ fn a_pull_asking_for_a_newer_initialisation_is_held_until_the_chief_brings_it() 
     let asks = |min_generation| Pull {
         wait: Duration::from_secs(20),
         min_generation,
+        since: None,
     };
     // Without a generation (as an older training task asks), the ps answers at once.
-    let now = worker.pull(asks(None)).unwrap();
+    let now = worker.pull(vec![asks(None)]).unwrap();
     assert!(matches!(now[0], Pulled::Values { generation: 7, .. }));
     init[0].generation = 8;
     init[0].global_step = 5;
     std::thread::scope(|scope| {
-        let held = scope.spawn(|| worker.pull(asks(Some(8))).unwrap());
+        let held = scope.spawn(|| worker.pull(vec![asks(Some(8))]).unwrap());
         chief.init(init).unwrap();
         let pulled = held.join().unwrap();
         assert!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::messages::{Command, Init, Pull, Push, Shaped, Values};
+use super::messages::{Command, Held, Init, Pull, Push, Shaped, Values};
 use super::proto;
 use super::ragged_values::RaggedValues;
 use super::shard::ShardFault;
@@ -142,6 +142,7 @@ pub fn pull_request(worker: u32, pull: Pull) -> proto::PullRequest {
         worker,
         wait_ms: millis(pull.wait),
         min_generation: pull.min_generation,
+        since: pull.since.map(Into::into),
     }
 }
 
@@ -150,6 +151,25 @@ impl From<proto::PullRequest> for Pull {
         Pull {
             wait: Duration::from_millis(r.wait_ms),
             min_generation: r.min_generation,
+            since: r.since.map(Into::into),
+        }
+    }
+}
+
+impl From<Held> for proto::Held {
+    fn from(held: Held) -> Self {
+        proto::Held {
+            generation: held.generation,
+            version: held.version,
+        }
+    }
+}
+
+impl From<proto::Held> for Held {
+    fn from(held: proto::Held) -> Self {
+        Held {
+            generation: held.generation,
+            version: held.version,
         }
     }
 }
@@ -164,6 +184,7 @@ impl From<&Push> for proto::PushRequest {
             wait_ms: millis(push.wait),
             pull: push.pull,
             assign: encode_values(&push.assign),
+            since: push.since.map(Into::into),
         }
     }
 }
@@ -180,6 +201,7 @@ impl TryFrom<proto::PushRequest> for Push {
             assign: decode_values(r.assign)?,
             wait: Duration::from_millis(r.wait_ms),
             pull: r.pull,
+            since: r.since.map(Into::into),
         })
     }
 }

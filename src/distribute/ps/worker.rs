@@ -1,22 +1,24 @@
 //! A training task's side of the ps protocol, without I/O: what its pulls ask (how long a
-//! ps may hold them, which initialisation they need), what its pushes say (each ps's step
-//! and initialisation as its last pull showed them, every gradient sent to the ps that holds
-//! its variable) and what the ps tasks' replies mean — for the chief, which re-initialises
-//! a ps that lost its variables, and for the other tasks, which wait for it. `PsSession`
-//! carries it out over a `PsClient`; tests feed it replies directly.
+//! ps may hold them, which initialisation they need, which values the task holds already),
+//! what its pushes say (each ps's step and initialisation as its last pull showed them,
+//! every gradient sent to the ps that holds its variable) and what the ps tasks' replies
+//! mean — for the chief, which re-initialises a ps that lost its variables, and for the
+//! other tasks, which wait for it. `PsSession` carries it out over a `PsClient`; tests feed
+//! it replies directly.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::client::PsFault;
-use super::messages::{Pull, Pulled, Push, PushOutcome, Pushed};
+use super::messages::{Held, Pull, Pulled, Push, PushOutcome, Pushed};
 use super::shard::CHIEF_RANK;
 use crate::error::Error;
 
 /// What the ps tasks' replies to a pull say.
 #[derive(Debug, PartialEq)]
 pub enum PullAnswer {
-    /// Every variable's values by path, at ps 0's global step.
+    /// The values by path at ps 0's global step of every variable changed since the
+    /// pull before (all of them at first, or after a new initialisation).
     Values {
         /// The global step.
         step: u64,
@@ -71,6 +73,9 @@ pub struct PsWorker {
     /// Each ps's step and initialisation at the last pull.
     steps: Vec<u64>,
     generations: Vec<u64>,
+    /// Each ps's version of the values the pulls so far brought: the next one asks for what
+    /// changed since.
+    versions: Vec<Option<u64>>,
     /// The values the last push brought back, for the next step.
     prefetched: Option<Vec<Pulled>>,
     mixed: Option<Mixed>,
@@ -101,6 +106,7 @@ impl PsWorker {
             owners: BTreeMap::new(),
             steps: vec![0; num_ps],
             generations: vec![0; num_ps],
+            versions: vec![None; num_ps],
             prefetched: None,
             mixed: None,
         }
@@ -130,20 +136,33 @@ impl PsWorker {
         self.prefetched = None;
     }
 
-    /// The pull to send at `now`. After the ps tasks were found on different
-    /// initialisations it asks for the newest, which each ps holds the pull for: the task
-    /// is woken when the chief reaches it, within what is left of the peer timeout.
-    pub fn pull_request(&self, now: Instant) -> Pull {
-        match self.mixed {
-            Some(mixed) => Pull {
-                wait: (mixed.since + self.peer_timeout).saturating_duration_since(now),
-                min_generation: Some(mixed.newest),
-            },
-            None => Pull {
-                wait: self.init_wait,
-                min_generation: None,
-            },
-        }
+    /// The pull to send to each ps at `now`, asking for the values changed since those the
+    /// task holds. After the ps tasks were found on different initialisations it asks for
+    /// the newest, which each ps holds the pull for: the task is woken when the chief
+    /// reaches it, within what is left of the peer timeout.
+    pub fn pull_request(&self, now: Instant) -> Vec<Pull> {
+        let (wait, min_generation) = match self.mixed {
+            Some(mixed) => (
+                (mixed.since + self.peer_timeout).saturating_duration_since(now),
+                Some(mixed.newest),
+            ),
+            None => (self.init_wait, None),
+        };
+        (0..self.steps.len())
+            .map(|ps| Pull {
+                wait,
+                min_generation,
+                since: self.held(ps),
+            })
+            .collect()
+    }
+
+    /// What the task holds of ps `ps`'s values, once a pull brought them.
+    fn held(&self, ps: usize) -> Option<Held> {
+        self.versions[ps].map(|version| Held {
+            generation: self.generations[ps],
+            version,
+        })
     }
 
     /// What a pull's `replies` (received at `now`) say; values are only taken when every
@@ -172,20 +191,22 @@ impl PsWorker {
                 Pulled::Values {
                     step,
                     generation,
+                    version,
                     variables,
-                } => values.push((step, generation, variables)),
+                } => values.push((step, generation, version, variables)),
             }
         }
-        let generations: Vec<u64> = values.iter().map(|(_, g, _)| *g).collect();
+        let generations: Vec<u64> = values.iter().map(|(_, g, _, _)| *g).collect();
         if generations.windows(2).any(|w| w[0] != w[1]) {
             return self.mixed(generations, now).map(|()| PullAnswer::Again);
         }
         self.mixed = None;
-        let step = values.first().map_or(0, |(step, _, _)| *step);
+        let step = values.first().map_or(0, |(step, _, _, _)| *step);
         let mut by_path = BTreeMap::new();
-        for (ps, (step, generation, variables)) in values.into_iter().enumerate() {
+        for (ps, (step, generation, version, variables)) in values.into_iter().enumerate() {
             self.steps[ps] = step;
             self.generations[ps] = generation;
+            self.versions[ps] = Some(version);
             for (path, values) in variables {
                 self.owners.insert(path.clone(), ps);
                 by_path.insert(path, values);
@@ -243,6 +264,7 @@ impl PsWorker {
                 assign: Vec::new(),
                 wait: self.peer_timeout,
                 pull: true,
+                since: self.held(ps),
             })
             .collect();
         for (path, values) in assign {
@@ -300,6 +322,7 @@ impl PsWorker {
                 .map(|r| Pulled::Values {
                     step: r.step,
                     generation: r.generation,
+                    version: r.version,
                     variables: r.variables,
                 })
                 .collect(),

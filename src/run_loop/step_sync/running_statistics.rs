@@ -39,9 +39,6 @@ impl RunningStatistics {
         if self.held.is_empty() {
             return Vec::new();
         }
-        // Burn's `RunningState` keeps the forward pass's update aside until it is synced
-        // (as a record is taken): the clone shares that state, so this syncs `model`'s.
-        drop(model.clone().into_record());
         let now = untrained_values_where(model, |path| self.held.contains_key(path));
         let mut moves = Vec::with_capacity(self.held.values().map(Vec::len).sum());
         for (path, before) in &self.held {

@@ -246,11 +246,14 @@ impl PsClient for ParameterServers {
         Ok(())
     }
 
-    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>> {
-        let request = pull_request(self.worker, pull);
-        let patience = self.config.peer_timeout.max(pull.wait);
-        let replies = self.on_all(Some(patience), pull.wait, move |_, mut client| async move {
-            client.pull(request).await.map(|r| r.into_inner())
+    fn pull(&self, pulls: Vec<Pull>) -> Result<Vec<Pulled>> {
+        let wait = pulls.iter().map(|p| p.wait).max().unwrap_or_default();
+        let worker = self.worker;
+        let requests: Vec<_> = pulls.into_iter().map(|p| pull_request(worker, p)).collect();
+        let patience = self.config.peer_timeout.max(wait);
+        let replies = self.on_all(Some(patience), wait, move |i, mut client| {
+            let request = requests[i];
+            async move { client.pull(request).await.map(|r| r.into_inner()) }
         })?;
         self.decoded(replies)
     }

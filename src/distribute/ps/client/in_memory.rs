@@ -142,10 +142,8 @@ impl PsClient for InMemoryParameterServers {
         Ok(())
     }
 
-    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>> {
-        self.on_all(self.to_every_ps(), |shard, ()| {
-            shard.pull(self.worker, pull)
-        })
+    fn pull(&self, pulls: Vec<Pull>) -> Result<Vec<Pulled>> {
+        self.on_all(pulls, |shard, pull| shard.pull(self.worker, pull))
     }
 
     fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>> {

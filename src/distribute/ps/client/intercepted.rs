@@ -13,7 +13,7 @@ pub(crate) type InitHook =
     Box<dyn Fn(&InMemoryParameterServers, Vec<Init>) -> Result<()> + Send + Sync>;
 
 /// What an intercepted client does before it sends a pull.
-pub(crate) type PullHook = Box<dyn Fn(&Pull) + Send + Sync>;
+pub(crate) type PullHook = Box<dyn Fn(&[Pull]) + Send + Sync>;
 
 /// An in-memory client with hooks; see the [module docs](self).
 pub(crate) struct Intercepted {
@@ -41,8 +41,8 @@ impl Intercepted {
         self
     }
 
-    /// `hook` sees every pull before it is sent.
-    pub(crate) fn on_pull(mut self, hook: impl Fn(&Pull) + Send + Sync + 'static) -> Self {
+    /// `hook` sees every pull (a request per ps) before it is sent.
+    pub(crate) fn on_pull(mut self, hook: impl Fn(&[Pull]) + Send + Sync + 'static) -> Self {
         self.on_pull = Some(Box::new(hook));
         self
     }
@@ -63,11 +63,11 @@ impl PsClient for Intercepted {
             None => self.inner.init(inits),
         }
     }
-    fn pull(&self, pull: Pull) -> Result<Vec<Pulled>> {
+    fn pull(&self, pulls: Vec<Pull>) -> Result<Vec<Pulled>> {
         if let Some(hook) = &self.on_pull {
-            hook(&pull);
+            hook(&pulls);
         }
-        self.inner.pull(pull)
+        self.inner.pull(pulls)
     }
     fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>> {
         self.inner.push(pushes)

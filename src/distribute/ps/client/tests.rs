@@ -78,7 +78,7 @@ fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
     let chief = ps.client(0, config());
     let worker = ps.client(1, config());
     assert!(matches!(
-        worker.pull(Pull::default()),
+        worker.pull(vec![Pull::default(); 2]),
         Err(Error::Ps(PsFault::NotInitialised { ps: 0 }))
     ));
     chief.init(init_requests(2, WORKERS, 0)).unwrap();
@@ -95,7 +95,7 @@ fn errors_name_the_ps_the_chief_or_the_variable_at_fault() {
         grace: Duration::from_secs(5),
     };
     assert_eq!(ps.shards()[1].supervise(patience), Verdict::Serve);
-    let error = worker.pull(Pull::default()).unwrap_err();
+    let error = worker.pull(vec![Pull::default(); 2]).unwrap_err();
     assert!(
         matches!(&error, Error::PeerLost { task, message }
             if task == "chief:0" && message.ends_with("(ps:1 says)")),
@@ -139,7 +139,7 @@ fn a_replica_in_memory_calls_the_shards_of_this_process() {
     assert!(chief.is_chief() && !worker.is_chief());
     assert_eq!(worker.servers.worker(), 1);
     chief.servers.init(init_requests(2, WORKERS, 0)).unwrap();
-    let pulled = worker.servers.pull(Pull::default()).unwrap();
+    let pulled = worker.servers.pull(vec![Pull::default(); 2]).unwrap();
     assert!(pulled
         .iter()
         .all(|reply| matches!(reply, Pulled::Values { generation: 7, .. })));

@@ -17,7 +17,7 @@ use super::{Initial, PsSession};
 use crate::checkpoint::{contents, Checkpoint, CheckpointManager};
 use crate::error::Result;
 use crate::optimizer::{gradient_values, Optimizer};
-use crate::state::{load_values, parameter_values, untrained_values};
+use crate::state::{load_values, parameter_values};
 
 /// A training task's state as a [`PsSession`] reads and writes it (the run loop's): a
 /// model, rebuilt by value as values load into it, its optimizer and the global step.
@@ -102,7 +102,8 @@ impl PsSession {
     }
 
     /// The ps tasks' values pulled into `state`, at their global step (which other
-    /// workers' pushes may have moved); `None` when the job is over. The chief puts the
+    /// workers' pushes may have moved): only those changed since the last pull cross the
+    /// wire and are loaded. `None` when the job is over. The chief puts the
     /// latest checkpoint of `checkpoints` back on ps tasks that lost their variables
     /// meanwhile ([`reinitialise_model`](Self::reinitialise_model)) and pulls again.
     pub fn pull_model<B, S>(
@@ -119,6 +120,7 @@ impl PsSession {
                 PullAnswer::Values { step, mut values } => {
                     let (state, ()) =
                         state.rebuilt(|model, _, _| Ok((load_values(model, &mut values)?, ())))?;
+                    self.assigned.before_step(state.parts().0);
                     return Ok((state.at_step(step), Some(step)));
                 }
                 PullAnswer::Done => return Ok((state, None)),
@@ -132,8 +134,8 @@ impl PsSession {
 
     /// Pushes a step's `grads` of `state`'s model, each regularised and clipped on its own
     /// as its optimizer says before the ps tasks apply it; the running statistics the
-    /// forward pass updated travel along. The state comes back at the global step the
-    /// answer names.
+    /// forward pass moved travel along (frozen values do not). The state comes back at the
+    /// global step the answer names.
     ///
     /// Where the chief has to put values back on the ps tasks, it does, and answers
     /// [`PushAnswer::Dropped`] with the step they are back at (training goes on from
@@ -156,7 +158,8 @@ impl PsSession {
         let grads = spec.regularization.apply(model, grads);
         let grads = spec.clipping.apply(model, grads);
         let gradients = gradient_values(model, &grads, false);
-        let answer = self.push(untrained_values(model), gradients)?;
+        let assign = self.assigned.after_step(model);
+        let answer = self.push(assign, gradients)?;
         let step = match answer {
             PushAnswer::Applied(step) | PushAnswer::Dropped(step) => step,
             PushAnswer::Reinitialise(which) => {

@@ -45,7 +45,7 @@ fn reporting(inner: InMemoryParameterServers) -> (Intercepted, mpsc::Receiver<Pu
     let (sent, pulls) = mpsc::channel();
     let sent = Mutex::new(sent);
     let client = Intercepted::new(inner).on_pull(move |pull| {
-        let _ = sent.lock().unwrap().send(*pull);
+        let _ = sent.lock().unwrap().send(pull[0]);
     });
     (client, pulls)
 }

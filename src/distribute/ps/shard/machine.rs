@@ -8,7 +8,7 @@ use crate::optimizer::Schedule;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::super::messages::{Command, Counters, Init, Pull, Pulled, Snapshot, Values};
+use super::super::messages::{Command, Counters, Held, Init, Pull, Pulled, Snapshot, Values};
 use super::super::variable_optimizer::VariableOptimizer;
 use super::ShardFault;
 use crate::error::{Error, Result};
@@ -30,6 +30,7 @@ pub enum Progress<T, W> {
 pub struct PendingPull {
     pub(super) worker: u32,
     pub(super) min_generation: Option<u64>,
+    pub(super) since: Option<Held>,
     pub(super) deadline: Instant,
 }
 
@@ -65,6 +66,10 @@ pub struct ShardMachine {
     pub(super) phase: ShardPhase,
     pub(super) generation: u64,
     pub(super) variables: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
+    /// Counts the changes to the values: an initialisation, an update, an assignment.
+    pub(super) version: u64,
+    /// The version each variable last changed at: a pull since a later one leaves it out.
+    pub(super) changed_at: BTreeMap<String, u64>,
     pub(super) optimizer: VariableOptimizer,
     pub(super) learning_rate: f64,
     pub(super) schedule: Schedule,
@@ -98,6 +103,8 @@ impl ShardMachine {
             phase: ShardPhase::Uninitialised,
             generation: 0,
             variables: BTreeMap::new(),
+            version: 0,
+            changed_at: BTreeMap::new(),
             optimizer,
             learning_rate: 0.0,
             schedule: Schedule::default(),
@@ -173,6 +180,8 @@ impl ShardMachine {
         }
         self.optimizer.load_state_bytes(&init.optimizer_state)?;
         self.variables = init.variables;
+        let paths = self.variables.keys().cloned().collect::<Vec<_>>();
+        self.changed(paths);
         self.learning_rate = init.learning_rate;
         self.schedule = init.schedule;
         self.step = init.global_step;
@@ -198,6 +207,7 @@ impl ShardMachine {
         let pending = PendingPull {
             worker,
             min_generation: pull.min_generation,
+            since: pull.since,
             deadline: deadline(now, pull.wait),
         };
         self.rejoin(worker);
@@ -220,23 +230,42 @@ impl ShardMachine {
             ShardPhase::Uninitialised => return Progress::Waiting(pull),
             ShardPhase::Failed { .. } => unreachable!("called_by refuses calls to a failed shard"),
         }
-        let variables = self.values();
+        let variables = self.values(pull.since);
         Progress::Answered(Ok(Pulled::Values {
             step: self.step,
             generation: self.generation,
+            version: self.version,
             variables,
         }))
     }
 
-    /// The values as pulls send them, counted as served.
-    pub(super) fn values(&mut self) -> Values {
+    /// The values as pulls send them, counted as served: those changed since the version of
+    /// this initialisation a training task holds (frozen variables, once pulled, never again),
+    /// all without one.
+    pub(super) fn values(&mut self, since: Option<Held>) -> Values {
+        let since = match since {
+            Some(held) if held.generation == self.generation && held.version <= self.version => {
+                held.version
+            }
+            _ => 0,
+        };
+        let changed_at = &self.changed_at;
         let variables: Values = self
             .variables
             .iter()
+            .filter(|(path, _)| changed_at.get(*path).is_none_or(|&at| at > since))
             .map(|(path, (_, values))| (path.clone(), values.clone()))
             .collect();
         self.counters.bytes_served += served(variables.iter().map(|(_, v)| v));
         variables
+    }
+
+    /// A new version, at which `paths` changed.
+    pub(super) fn changed(&mut self, paths: impl IntoIterator<Item = String>) {
+        self.version += 1;
+        for path in paths {
+            self.changed_at.insert(path, self.version);
+        }
     }
 
     /// Values, optimizer state and step, between two updates (a call of the chief's).

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::super::messages::{Push, PushOutcome, Pushed};
+use super::super::messages::{Held, Push, PushOutcome, Pushed};
 use super::machine::{deadline, Progress, ShardPhase};
 use super::{ShardFault, ShardMachine};
 use crate::error::{Error, Result};
@@ -17,6 +17,7 @@ pub struct PendingPush {
     step: u64,
     generation: u64,
     pull: bool,
+    since: Option<Held>,
     wait: Duration,
     deadline: Instant,
 }
@@ -39,11 +40,12 @@ impl ShardMachine {
             step: push.step,
             generation: push.generation,
             pull: push.pull,
+            since: push.since,
             wait: push.wait,
             deadline: deadline(now, push.wait),
         };
         match self.contribute(push, now) {
-            Ok(Some(outcome)) => Progress::Answered(Ok(self.pushed(outcome, pending.pull))),
+            Ok(Some(outcome)) => Progress::Answered(Ok(self.pushed(outcome, &pending))),
             Ok(None) => self.poll_push(pending, now),
             Err(error) => Progress::Answered(Err(error)),
         }
@@ -77,13 +79,13 @@ impl ShardMachine {
         } else {
             return Progress::Waiting(push);
         };
-        Progress::Answered(Ok(self.pushed(outcome, push.pull)))
+        Progress::Answered(Ok(self.pushed(outcome, &push)))
     }
 
-    /// The answer to a push, with the values when asked for and the job goes on.
-    fn pushed(&mut self, outcome: PushOutcome, pull: bool) -> Pushed {
-        let variables = if pull && outcome != PushOutcome::Done {
-            self.values()
+    /// The answer to `push`, with the values when asked for and the job goes on.
+    fn pushed(&mut self, outcome: PushOutcome, push: &PendingPush) -> Pushed {
+        let variables = if push.pull && outcome != PushOutcome::Done {
+            self.values(push.since)
         } else {
             Vec::new()
         };
@@ -91,6 +93,7 @@ impl ShardMachine {
             outcome,
             step: self.step,
             generation: self.generation,
+            version: self.version,
             variables,
         }
     }
@@ -121,15 +124,17 @@ impl ShardMachine {
         }
         self.check(worker, &gradients)?;
         self.check(worker, &assign)?;
+        self.counters.bytes_received += (gradients.iter().chain(&assign))
+            .map(|(_, g)| g.len() as u64 * 4)
+            .sum::<u64>();
+        if !assign.is_empty() {
+            self.changed(assign.iter().map(|(path, _)| path.clone()));
+        }
         for (path, values) in assign {
             if let Some((_, current)) = self.variables.get_mut(&path) {
                 *current = values;
             }
         }
-        self.counters.bytes_received += gradients
-            .iter()
-            .map(|(_, g)| g.len() as u64 * 4)
-            .sum::<u64>();
         if self.replicas_to_aggregate == 0 {
             let staleness = self.step.saturating_sub(step);
             if self.max_staleness.is_some_and(|bound| staleness > bound) {
@@ -221,6 +226,7 @@ impl ShardMachine {
             self.step,
             self.replicas_to_aggregate.max(1),
         );
+        self.version += 1;
         for (path, mut grad) in gradients {
             if count > 1 {
                 let scale = count as f32;
@@ -231,6 +237,7 @@ impl ShardMachine {
                 .get_mut(&path)
                 .expect("gradients are checked against the variables");
             self.optimizer.apply(rate, &path, shape, values, grad)?;
+            self.changed_at.insert(path, self.version);
         }
         Ok(())
     }

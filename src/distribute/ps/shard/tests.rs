@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::super::messages::{Command, Init, Pull, Pulled, Push, PushOutcome, Pushed};
+use super::super::messages::{
+    Command, Held, Init, Pull, Pulled, Push, PushOutcome, Pushed, Values,
+};
 use super::super::variable_optimizer::VariableOptimizer;
 use super::machine::PendingPull;
 use super::push::PendingPush;
@@ -63,6 +65,7 @@ fn push(worker: u32, step: u64, gradient: f32) -> Push {
         assign: Vec::new(),
         wait: Duration::from_secs(10),
         pull: false,
+        since: None,
     }
 }
 
@@ -111,5 +114,6 @@ fn waits(wait: Duration) -> Pull {
     Pull {
         wait,
         min_generation: None,
+        since: None,
     }
 }

@@ -14,12 +14,14 @@ impl From<Pulled> for proto::PullReply {
             Pulled::Values {
                 step,
                 generation,
+                version,
                 variables,
             } => proto::PullReply {
                 step,
                 generation,
                 done: false,
                 variables: encode_values(&variables),
+                version,
             },
         }
     }
@@ -35,6 +37,7 @@ impl TryFrom<proto::PullReply> for Pulled {
         Ok(Pulled::Values {
             step: r.step,
             generation: r.generation,
+            version: r.version,
             variables: decode_values(r.variables)?,
         })
     }
@@ -69,6 +72,7 @@ impl From<Pushed> for proto::PushReply {
             step: pushed.step,
             generation: pushed.generation,
             variables: encode_values(&pushed.variables),
+            version: pushed.version,
         }
     }
 }
@@ -81,6 +85,7 @@ impl TryFrom<proto::PushReply> for Pushed {
             outcome: outcome(r.outcome),
             step: r.step,
             generation: r.generation,
+            version: r.version,
             variables: decode_values(r.variables)?,
         })
     }

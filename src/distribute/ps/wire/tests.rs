@@ -50,11 +50,16 @@ fn messages_cross_the_edge_unchanged() {
     let pull = Pull {
         wait: Duration::from_millis(250),
         min_generation: Some(11),
+        since: Some(Held {
+            generation: 11,
+            version: 3,
+        }),
     };
     assert_eq!(Pull::from(pull_request(1, pull)), pull);
     let pulled = Pulled::Values {
         step: 4,
         generation: 11,
+        version: 9,
         variables: vec![("w".into(), vec![0.5])],
     };
     assert_eq!(
@@ -71,6 +76,7 @@ fn messages_cross_the_edge_unchanged() {
         assign: vec![("s".into(), vec![2.0])],
         wait: Duration::from_secs(2),
         pull: true,
+        since: None,
     };
     assert_eq!(
         Push::try_from(proto::PushRequest::from(&push)).unwrap(),
@@ -80,6 +86,7 @@ fn messages_cross_the_edge_unchanged() {
         outcome: PushOutcome::Reinitialised,
         step: 5,
         generation: 12,
+        version: 10,
         variables: vec![],
     };
     assert_eq!(
@@ -101,6 +108,7 @@ fn an_old_pull_waits_for_no_generation_and_an_unknown_outcome_is_not_applied() {
         worker: 2,
         wait_ms: 100,
         min_generation: None,
+        since: None,
     };
     assert_eq!(Pull::from(old).min_generation, None);
     let unknown = proto::PushReply {

@@ -17,6 +17,7 @@ fn pulled(step: u64, generation: u64, variables: &[(&str, &[f32])]) -> Pulled {
     Pulled::Values {
         step,
         generation,
+        version: step,
         variables: variables
             .iter()
             .map(|(path, values)| (path.to_string(), values.to_vec()))
@@ -29,6 +30,7 @@ fn pushed(outcome: PushOutcome, step: u64, generation: u64) -> Pushed {
         outcome,
         step,
         generation,
+        version: step,
         variables: vec![("a".into(), vec![step as f32])],
     }
 }
@@ -84,10 +86,42 @@ fn a_push_sends_each_gradient_to_its_ps_with_the_step_that_ps_was_pulled_at() {
         assert_eq!((push.worker, push.step, push.generation), (3, step, 11));
         assert_eq!((push.wait, push.pull), (PEER_TIMEOUT, true));
         assert_eq!(push.gradients, vec![(path.to_string(), grad)]);
+        // Its answer brings back what changed since the values pulled.
+        let held = Held {
+            generation: 11,
+            version: step,
+        };
+        assert_eq!(push.since, Some(held));
     }
     // An assigned value goes to its variable's ps; one of no known variable is not sent.
     assert!(pushes[0].assign.is_empty());
     assert_eq!(pushes[1].assign, vec![("b".to_string(), vec![9.0])]);
+}
+
+#[test]
+fn each_ps_is_asked_for_what_changed_since_the_values_taken_from_it() {
+    let t0 = Instant::now();
+    let mut worker = task(1);
+    let first = worker.pull_request(t0);
+    assert!(
+        first.iter().all(|pull| pull.since.is_none()),
+        "all at first"
+    );
+    worker
+        .on_pull(Ok(vec![pulled(4, 1, &[]), pulled(6, 1, &[])]), t0)
+        .unwrap();
+    let since = |pulls: Vec<Pull>| pulls.iter().map(|p| p.since).collect::<Vec<_>>();
+    let held = |version| {
+        Some(Held {
+            generation: 1,
+            version,
+        })
+    };
+    assert_eq!(since(worker.pull_request(t0)), [held(4), held(6)]);
+    // Values not taken (the ps tasks on two initialisations) leave what is held as it was.
+    let mixed = worker.on_pull(Ok(vec![pulled(9, 1, &[]), pulled(0, 2, &[])]), t0);
+    assert_eq!(mixed.unwrap(), PullAnswer::Again);
+    assert_eq!(since(worker.pull_request(t0)), [held(4), held(6)]);
 }
 
 #[test]
@@ -108,15 +142,15 @@ fn a_first_pull_waits_for_the_chief_then_as_long_as_a_silent_peer() {
     let chief = task(0);
     assert_eq!(
         chief.pull_request(t0),
-        Pull::default(),
+        vec![Pull::default(); 2],
         "the chief waits for nobody"
     );
     let mut worker = task(1);
-    assert_eq!(worker.pull_request(t0).wait, Duration::from_secs(20));
+    assert_eq!(worker.pull_request(t0)[1].wait, Duration::from_secs(20));
     worker
         .on_pull(Ok(vec![pulled(0, 1, &[]), pulled(0, 1, &[])]), t0)
         .unwrap();
-    assert_eq!(worker.pull_request(t0).wait, PEER_TIMEOUT);
+    assert_eq!(worker.pull_request(t0)[1].wait, PEER_TIMEOUT);
 }
 
 #[test]
@@ -128,7 +162,7 @@ fn mixed_initialisations_are_waited_out_on_the_ps_for_the_newest_within_the_peer
     // The next pull asks every ps for the newest initialisation, for what is left of the
     // peer timeout since the ps tasks were first seen to disagree.
     let t1 = t0 + Duration::from_secs(2);
-    let next = worker.pull_request(t1);
+    let next = worker.pull_request(t1)[0];
     assert_eq!(next.min_generation, Some(2));
     assert_eq!(next.wait, Duration::from_secs(3));
     let again = worker.on_pull(Ok(vec![pulled(0, 1, &[]), pulled(5, 2, &[])]), t1);
@@ -138,7 +172,7 @@ fn mixed_initialisations_are_waited_out_on_the_ps_for_the_newest_within_the_peer
         resolved.unwrap(),
         PullAnswer::Values { step: 5, .. }
     ));
-    assert_eq!(worker.pull_request(t1).min_generation, None);
+    assert_eq!(worker.pull_request(t1)[0].min_generation, None);
     // Disagreeing past the peer timeout: the chief stopped half-way.
     worker
         .on_pull(Ok(vec![pulled(5, 2, &[]), pulled(0, 3, &[])]), t1)

@@ -76,8 +76,70 @@ fn a_push_answers_with_the_values_after_it_and_assigns_as_it_is() {
     assert_eq!(pulled["a"], vec![-1.0; 4]);
     assert_eq!(pulled["b"], statistics);
     let counters = shard.counters();
-    assert_eq!(counters.bytes_received, 16, "the gradient's bytes");
+    assert_eq!(
+        counters.bytes_received, 40,
+        "the gradient's and the assigned bytes"
+    );
     assert_eq!(counters.bytes_served, 40, "both variables' bytes");
+}
+
+#[test]
+fn a_pull_since_a_version_answers_only_what_changed_after_it() {
+    let t0 = Instant::now();
+    let mut shard = shard(t0);
+    shard.init(init(1, 0), t0).unwrap();
+    let paths = |values: &Values| values.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+    let since = |version| Held {
+        generation: GENERATION,
+        version,
+    };
+    let Pulled::Values { version, .. } = answered(shard.pull(0, Pull::default(), t0)).unwrap()
+    else {
+        panic!("the job is not over");
+    };
+    // An update of `a`: `b` stays as the task holds it.
+    let updated = Push {
+        pull: true,
+        since: Some(since(version)),
+        ..push(0, 0, 1.0)
+    };
+    let updated = answered(shard.push(updated, t0)).unwrap();
+    assert_eq!(paths(&updated.variables), ["a"]);
+    assert_eq!(updated.variables[0].1, vec![-1.0; 4]);
+    // An assignment of `b` alone.
+    let assigned = Push {
+        pull: true,
+        since: Some(since(updated.version)),
+        gradients: Vec::new(),
+        assign: vec![("b".into(), vec![2.0; 6])],
+        ..push(0, 1, 1.0)
+    };
+    let assigned = answered(shard.push(assigned, t0)).unwrap();
+    assert_eq!(paths(&assigned.variables), ["b"]);
+    let served = shard.counters().bytes_served;
+    let pull = |since| Pull {
+        since: Some(since),
+        ..Pull::default()
+    };
+    let Pulled::Values { variables, .. } =
+        answered(shard.pull(0, pull(since(assigned.version)), t0)).unwrap()
+    else {
+        panic!("the job is not over");
+    };
+    assert!(variables.is_empty(), "nothing changed: {variables:?}");
+    assert_eq!(shard.counters().bytes_served, served);
+    // Values of another initialisation, or of a version this ps never reached: all of them.
+    let other = Held {
+        generation: GENERATION + 1,
+        version: assigned.version,
+    };
+    for held in [other, since(assigned.version + 1)] {
+        let Pulled::Values { variables, .. } = answered(shard.pull(0, pull(held), t0)).unwrap()
+        else {
+            panic!("the job is not over");
+        };
+        assert_eq!(paths(&variables), ["a", "b"], "since {held:?}");
+    }
 }
 
 #[test]

@@ -61,6 +61,7 @@ fn a_pull_asking_for_a_newer_initialisation_waits_for_it_until_its_deadline() {
     let newer = |wait| Pull {
         wait,
         min_generation: Some(GENERATION + 1),
+        since: None,
     };
     let held = waiting(shard.pull(1, newer(seconds(5)), t0));
     let held = waiting(shard.poll_pull(held, t0 + seconds(4)));
@@ -84,6 +85,7 @@ fn a_pull_asking_for_a_newer_initialisation_waits_for_it_until_its_deadline() {
     // An older generation than the ps holds is no reason to wait.
     let older = Pull {
         min_generation: Some(GENERATION),
+        since: None,
         ..Pull::default()
     };
     assert_eq!(pulled_step(shard.pull(1, older, t0 + seconds(8))).0, 9);
