@@ -79,6 +79,11 @@ impl<B: Backend, F: Fn(&str) -> bool> ModuleVisitor<B> for Untrained<F> {
     }
 }
 
+/// The CRC-32C of `values`' bits: whether a value changed, without keeping a copy.
+pub fn values_crc32c(values: &[f32]) -> u32 {
+    crc32c::crc32c(bytemuck::cast_slice(values))
+}
+
 /// `model` with the parameters named in `values` replaced by them (shapes kept); a value
 /// count that does not fit its parameter is an error naming it.
 pub fn load_values<B: Backend, M: Module<B>>(

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 
-use crate::state::{untrained_values, untrained_values_where};
+use crate::state::{untrained_values, untrained_values_where, values_crc32c as checksum};
 
 /// Steps between two comparisons of every untrained value: a value that starts moving late
 /// reaches the ps tasks within this many steps.
@@ -59,10 +59,6 @@ fn checksums(values: &BTreeMap<String, Vec<f32>>) -> BTreeMap<String, u32> {
         .iter()
         .map(|(path, values)| (path.clone(), checksum(values)))
         .collect()
-}
-
-fn checksum(values: &[f32]) -> u32 {
-    crc32c::crc32c(bytemuck::cast_slice(values))
 }
 
 #[cfg(test)]

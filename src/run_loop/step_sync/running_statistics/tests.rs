@@ -1,12 +1,13 @@
 //! Three replicas in threads: batch normalisation's running statistics end identical and
-//! at the mean of the replicas', a frozen layer bit for bit as built.
+//! at the mean of the replicas', also when they start moving late; a frozen layer stays bit
+//! for bit as built.
 
 use burn::module::Module;
 use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
-use super::RunningStatistics;
+use super::{RunningStatistics, RECHECK_EVERY};
 use crate::device::CpuTrainBackend as Train;
 use crate::distribute::{GradientAverager, InMemoryTransport, LocalStep, StepLoss, Transport};
 use crate::optimizer::extract_gradients;
@@ -100,4 +101,61 @@ fn running_statistics_end_identical_at_the_replicas_mean_and_frozen_values_untou
     for (_, frozen) in &results {
         assert_eq!(frozen, &frozen_weight, "the frozen layer, bit for bit");
     }
+}
+
+#[test]
+fn a_statistic_that_starts_moving_late_ends_identical_once_the_replicas_looked() {
+    // `norm` stays out of the forward pass until step 5, so the first step finds it
+    // dormant; the look at step 100 wakes it, and from step 101 on it is held.
+    let steps = RECHECK_EVERY + 3;
+    let late_from = 5;
+    let handles: Vec<_> = InMemoryTransport::cluster(3)
+        .into_iter()
+        .map(|mut transport| {
+            std::thread::spawn(move || {
+                let rank = transport.rank();
+                let mut model = normed();
+                let mut statistics = RunningStatistics::new(&model);
+                let mut averager = GradientAverager::new(1 << 20);
+                let mut held = Vec::new();
+                for step in 0..steps {
+                    let x = batch(rank, step as usize);
+                    let hidden = match step >= late_from {
+                        true => model.norm.forward(x.clone()),
+                        false => x.clone(),
+                    };
+                    let y = model.out.forward(hidden) + model.frozen.forward(x);
+                    let grads = extract_gradients::<Train, _>(&model, &mut y.sum().backward());
+                    let local = LocalStep {
+                        grads,
+                        loss: StepLoss::Known(1.0),
+                    };
+                    let moves = statistics.moves(&model);
+                    let (_, mean_moves) = averager
+                        .average_along::<Train, _, _>(&model, Some(local), moves, &mut transport)
+                        .unwrap()
+                        .expect("every rank took the step");
+                    model = statistics.settle(model, &mean_moves).unwrap();
+                    held.push(statistics.len());
+                }
+                let statistic = values(model.norm.running_mean.value_sync());
+                (held, statistic, values(model.frozen.weight.val()))
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let (held, statistic, frozen) = &results[0];
+    for (other_held, other, other_frozen) in &results[1..] {
+        assert_eq!(other, statistic, "replicas differ");
+        assert_eq!(other_frozen, frozen);
+        assert_eq!(other_held, held);
+    }
+    assert!(
+        statistic.iter().any(|v| *v != 0.0),
+        "it moved: {statistic:?}"
+    );
+    let woken_at = RECHECK_EVERY as usize + 1;
+    assert!(held[..woken_at].iter().all(|&n| n == 0), "{held:?}");
+    assert!(held[woken_at..].iter().all(|&n| n == 8), "{held:?}");
+    assert_eq!(frozen, &values(normed().frozen.weight.val()));
 }
