@@ -41,6 +41,9 @@ impl AssignedValues {
         model: &M,
     ) -> BTreeMap<String, Vec<f32>> {
         let Some(before) = self.before.take() else {
+            if self.moving.is_empty() {
+                return BTreeMap::new();
+            }
             return untrained_values_where(model, |path| self.moving.contains(path));
         };
         let mut now = untrained_values(model);
