@@ -16,8 +16,12 @@ mod replies;
 #[cfg(test)]
 mod tests;
 
-/// `values` as the bytes of a [`proto::Variable`].
+/// `values` as the bytes of a [`proto::Variable`]: little-endian, copied whole where the
+/// machine's order is that already.
 pub fn f32_bytes(values: &[f32]) -> Bytes {
+    if cfg!(target_endian = "little") {
+        return Bytes::copy_from_slice(bytemuck::cast_slice(values));
+    }
     let mut out = Vec::with_capacity(values.len() * 4);
     for value in values {
         out.extend_from_slice(&value.to_le_bytes());
@@ -35,10 +39,14 @@ pub fn f32_values(variable: &proto::Variable) -> Result<Vec<f32>, RaggedValues> 
             bytes: bytes.len(),
         });
     }
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
+    let mut values = vec![0.0f32; bytes.len() / 4];
+    bytemuck::cast_slice_mut::<f32, u8>(&mut values).copy_from_slice(bytes);
+    if cfg!(target_endian = "big") {
+        values
+            .iter_mut()
+            .for_each(|v| *v = f32::from_bits(u32::from_le(v.to_bits())));
+    }
+    Ok(values)
 }
 
 /// A [`proto::Variable`] of `path` with `values` (and `shape`, empty when the receiver knows
