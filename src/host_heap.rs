@@ -14,11 +14,18 @@
 //! free heap kept. A process given `GLIBC_TUNABLES` (even empty) keeps what it says. Other
 //! C libraries are left as they are.
 //!
+//! Blocks above 32 MiB always come from a fresh `mmap` in glibc; [`KeepLargeBlocks`], a
+//! global allocator a binary may install, keeps those.
+//!
 //! `mallopt` is a C function, hence this module's `unsafe`: it takes glibc's allocator lock
 //! and may be called at any time.
 #![allow(unsafe_code)]
 
 use std::sync::OnceLock;
+
+mod large_blocks;
+
+pub use large_blocks::KeepLargeBlocks;
 
 /// Blocks up to this size come from a heap (glibc's ceiling on 64-bit, `HEAP_MAX_SIZE / 2`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

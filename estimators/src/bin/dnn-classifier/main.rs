@@ -28,6 +28,10 @@ use std::time::Instant;
 
 use clap::Parser;
 
+/// Large buffers a step frees come back at the next step without page faults.
+#[global_allocator]
+static HEAP: estimator::host_heap::KeepLargeBlocks = estimator::host_heap::KeepLargeBlocks;
+
 fn main() -> ExitCode {
     let started = Instant::now();
     let cli = cli::Cli::parse();

@@ -1,0 +1,155 @@
+//! A global allocator that keeps the blocks too large for glibc's heap (above 32 MiB) when
+//! they are freed, and hands one back when a block of the same size is asked for again.
+//!
+//! A training step frees and allocates the same large buffers every step: on the CPU a
+//! layer's 67 MB weight gradient, its copies on the way to a parameter server and back,
+//! gRPC's buffers. glibc serves each from a fresh `mmap`, faulted in page by page and
+//! zeroed by the kernel, and unmaps it when it is freed: half of a parameter-server step's
+//! CPU time on the 64-4096-4096 network (BENCHMARKS.md, "Where a parameter-server step
+//! goes"). Kept here, the next step's block comes back already mapped.
+//!
+//! At most [`SLOTS`] blocks and [`KEPT_BYTES`] in all are kept; beyond that the block kept
+//! longest is returned to the C library. A program opts in with
+//! `#[global_allocator] static HEAP: KeepLargeBlocks = KeepLargeBlocks;`.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Mutex;
+
+/// Blocks larger than this are kept: glibc serves smaller ones from its heaps, which
+/// [`keep_freed_memory`](super::keep_freed_memory) already makes keep them.
+pub const LARGE_BYTES: usize = 32 << 20;
+
+/// How many blocks are kept at most.
+pub const SLOTS: usize = 8;
+
+/// How many bytes are kept at most, all blocks together.
+pub const KEPT_BYTES: usize = 1 << 30;
+
+/// A kept block: its address, size and alignment, and when it was kept.
+#[derive(Clone, Copy)]
+struct Kept {
+    address: usize,
+    size: usize,
+    align: usize,
+    since: u64,
+}
+
+/// The kept blocks, and a counter that orders them.
+struct Shelf {
+    slots: [Option<Kept>; SLOTS],
+    clock: u64,
+}
+
+/// [`System`], keeping large freed blocks for the next allocation of their size; see the
+/// [module docs](self).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeepLargeBlocks;
+
+static SHELF: Mutex<Shelf> = Mutex::new(Shelf {
+    slots: [None; SLOTS],
+    clock: 0,
+});
+
+fn shelf() -> std::sync::MutexGuard<'static, Shelf> {
+    // Nothing panics while the lock is held; a poisoned lock still holds a valid shelf.
+    SHELF.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shelf {
+    /// A kept block of exactly `layout`, taken off the shelf.
+    fn take(&mut self, layout: Layout) -> Option<*mut u8> {
+        let slot = self.slots.iter_mut().find(|slot| {
+            slot.is_some_and(|k| k.size == layout.size() && k.align == layout.align())
+        })?;
+        slot.take().map(|kept| kept.address as *mut u8)
+    }
+
+    /// Keeps the block at `address` of `layout`; returns the blocks to give back to the C
+    /// library: the oldest kept ones, to make room, or the block itself when it cannot be
+    /// kept.
+    fn keep(&mut self, address: *mut u8, layout: Layout) -> [Option<(usize, Layout)>; SLOTS + 1] {
+        let mut give_back = [None; SLOTS + 1];
+        if layout.size() > KEPT_BYTES {
+            give_back[0] = Some((address as usize, layout));
+            return give_back;
+        }
+        let mut released = 0;
+        let kept_bytes =
+            |slots: &[Option<Kept>]| slots.iter().flatten().map(|k| k.size).sum::<usize>();
+        while self.slots.iter().all(Option::is_some)
+            || kept_bytes(&self.slots) + layout.size() > KEPT_BYTES
+        {
+            let oldest = (self.slots.iter_mut())
+                .filter(|slot| slot.is_some())
+                .min_by_key(|slot| slot.map_or(u64::MAX, |k| k.since))
+                .and_then(Option::take);
+            let Some(oldest) = oldest else { break };
+            // Sizes and alignments were valid layouts when kept.
+            let old = Layout::from_size_align(oldest.size, oldest.align).ok();
+            give_back[released] = old.map(|layout| (oldest.address, layout));
+            released += 1;
+        }
+        self.clock += 1;
+        let free = self.slots.iter_mut().find(|slot| slot.is_none());
+        match free {
+            Some(slot) => {
+                *slot = Some(Kept {
+                    address: address as usize,
+                    size: layout.size(),
+                    align: layout.align(),
+                    since: self.clock,
+                })
+            }
+            None => give_back[released] = Some((address as usize, layout)),
+        }
+        give_back
+    }
+}
+
+// SAFETY: every block comes from `System` with the layout it is later given back with: a
+// kept block is handed out only for exactly its size and alignment, and `realloc` of one is
+// `System`'s realloc of a block `System` allocated with that layout.
+unsafe impl GlobalAlloc for KeepLargeBlocks {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > LARGE_BYTES {
+            if let Some(block) = shelf().take(layout) {
+                return block;
+            }
+        }
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > LARGE_BYTES {
+            if let Some(block) = shelf().take(layout) {
+                // SAFETY: the block holds `layout.size()` bytes and is this caller's now.
+                unsafe { std::ptr::write_bytes(block, 0, layout.size()) };
+                return block;
+            }
+        }
+        // SAFETY: the caller's layout.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        if layout.size() <= LARGE_BYTES {
+            // SAFETY: allocated by `System` with this layout (see the impl's comment).
+            return unsafe { System.dealloc(block, layout) };
+        }
+        let give_back = shelf().keep(block, layout);
+        for (address, layout) in give_back.into_iter().flatten() {
+            // SAFETY: a block allocated by `System` with this layout, no longer kept.
+            unsafe { System.dealloc(address as *mut u8, layout) };
+        }
+    }
+
+    unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: allocated by `System` with `layout` (see the impl's comment).
+        unsafe { System.realloc(block, layout, new_size) }
+    }
+}
+
+#[cfg(test)]
+mod tests;

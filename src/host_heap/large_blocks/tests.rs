@@ -1,0 +1,60 @@
+//! The shelf of large blocks, through the allocator's own calls (not installed globally).
+
+use std::alloc::{GlobalAlloc, Layout};
+
+use super::{shelf, KeepLargeBlocks, LARGE_BYTES, SLOTS};
+
+fn kept() -> usize {
+    shelf().slots.iter().flatten().count()
+}
+
+#[test]
+fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
+    let heap = KeepLargeBlocks;
+    let large = Layout::from_size_align(LARGE_BYTES + 4096, 64).unwrap();
+    let other = Layout::from_size_align(LARGE_BYTES + 8192, 64).unwrap();
+    let small = Layout::from_size_align(1 << 20, 64).unwrap();
+    unsafe {
+        let first = heap.alloc(large);
+        first.write_bytes(7, large.size());
+        heap.dealloc(first, large);
+        assert_eq!(kept(), 1);
+        // The same size comes back from the shelf, zeroed when asked.
+        let again = heap.alloc_zeroed(large);
+        assert_eq!(again, first);
+        assert!(std::slice::from_raw_parts(again, large.size())
+            .iter()
+            .all(|b| *b == 0));
+        assert_eq!(kept(), 0);
+        // Another size does not take it, and small blocks are never kept.
+        heap.dealloc(again, large);
+        let fresh = heap.alloc(other);
+        assert_ne!(fresh, first);
+        heap.dealloc(fresh, other);
+        let little = heap.alloc(small);
+        heap.dealloc(little, small);
+        assert_eq!(kept(), 2);
+        // Growing a kept-then-taken block is the C library's realloc.
+        let taken = heap.alloc(large);
+        let grown = heap.realloc(taken, large, large.size() * 2);
+        assert!(!grown.is_null());
+        heap.dealloc(
+            grown,
+            Layout::from_size_align(large.size() * 2, 64).unwrap(),
+        );
+        assert_eq!(kept(), 2);
+        // One more block than there are slots: the oldest goes back to the C library.
+        let blocks: Vec<*mut u8> = (0..SLOTS + 1).map(|_| heap.alloc(large)).collect();
+        for block in blocks {
+            heap.dealloc(block, large);
+        }
+        assert_eq!(kept(), SLOTS);
+        let doubled = Layout::from_size_align(large.size() * 2, 64).unwrap();
+        for layout in [large, other, doubled] {
+            while let Some(block) = shelf().take(layout) {
+                std::alloc::System.dealloc(block, layout);
+            }
+        }
+        assert_eq!(kept(), 0);
+    }
+}
