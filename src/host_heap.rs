@@ -27,6 +27,10 @@ mod large_blocks;
 
 pub use large_blocks::KeepLargeBlocks;
 
+/// Tests that measure the C library's heap, or move large blocks through it, take turns.
+#[cfg(test)]
+static HEAP_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Blocks up to this size come from a heap (glibc's ceiling on 64-bit, `HEAP_MAX_SIZE / 2`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD_BYTES: libc::c_int = 32 << 20;
@@ -90,6 +94,7 @@ mod tests {
 
     #[test]
     fn buffers_freed_by_a_step_come_back_without_page_faults() {
+        let _alone = HEAP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
         assert!(apply(), "glibc refused the thresholds");
         // A thread of its own: its own heap, and its own fault count.
         let faults = std::thread::spawn(|| (0..3).map(|_| step_faults()).collect::<Vec<_>>())
