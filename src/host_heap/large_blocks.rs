@@ -26,12 +26,11 @@ pub const SLOTS: usize = 8;
 /// How many bytes are kept at most, all blocks together.
 pub const KEPT_BYTES: usize = 1 << 30;
 
-/// A kept block: its address, size and alignment, and when it was kept.
+/// A kept block: its address and layout, and when it was kept.
 #[derive(Clone, Copy)]
 struct Kept {
     address: usize,
-    size: usize,
-    align: usize,
+    layout: Layout,
     since: u64,
 }
 
@@ -59,9 +58,10 @@ fn shelf() -> std::sync::MutexGuard<'static, Shelf> {
 impl Shelf {
     /// A kept block of exactly `layout`, taken off the shelf.
     fn take(&mut self, layout: Layout) -> Option<*mut u8> {
-        let slot = self.slots.iter_mut().find(|slot| {
-            slot.is_some_and(|k| k.size == layout.size() && k.align == layout.align())
-        })?;
+        let slot = self
+            .slots
+            .iter_mut()
+            .find(|slot| slot.is_some_and(|k| k.layout == layout))?;
         slot.take().map(|kept| kept.address as *mut u8)
     }
 
@@ -75,8 +75,13 @@ impl Shelf {
             return give_back;
         }
         let mut released = 0;
-        let kept_bytes =
-            |slots: &[Option<Kept>]| slots.iter().flatten().map(|k| k.size).sum::<usize>();
+        let kept_bytes = |slots: &[Option<Kept>]| {
+            slots
+                .iter()
+                .flatten()
+                .map(|k| k.layout.size())
+                .sum::<usize>()
+        };
         while self.slots.iter().all(Option::is_some)
             || kept_bytes(&self.slots) + layout.size() > KEPT_BYTES
         {
@@ -85,9 +90,7 @@ impl Shelf {
                 .min_by_key(|slot| slot.map_or(u64::MAX, |k| k.since))
                 .and_then(Option::take);
             let Some(oldest) = oldest else { break };
-            // Sizes and alignments were valid layouts when kept.
-            let old = Layout::from_size_align(oldest.size, oldest.align).ok();
-            give_back[released] = old.map(|layout| (oldest.address, layout));
+            give_back[released] = Some((oldest.address, oldest.layout));
             released += 1;
         }
         self.clock += 1;
@@ -96,8 +99,7 @@ impl Shelf {
             Some(slot) => {
                 *slot = Some(Kept {
                     address: address as usize,
-                    size: layout.size(),
-                    align: layout.align(),
+                    layout,
                     since: self.clock,
                 })
             }
