@@ -14,7 +14,7 @@
 //! free heap kept. A process given `GLIBC_TUNABLES` (even empty) keeps what it says. Other
 //! C libraries are left as they are.
 //!
-//! Blocks above 32 MiB always come from a fresh `mmap` in glibc; [`KeepLargeBlocks`], a
+//! Blocks of 32 MiB or more always come from a fresh `mmap` in glibc; [`KeepLargeBlocks`], a
 //! global allocator a binary may install, keeps those.
 //!
 //! `mallopt` is a C function, hence this module's `unsafe`: it takes glibc's allocator lock

@@ -1,4 +1,4 @@
-//! A global allocator that keeps the blocks too large for glibc's heap (above 32 MiB) when
+//! A global allocator that keeps the blocks too large for glibc's heap (32 MiB or more) when
 //! they are freed, and hands one back when a block of the same size is asked for again.
 //!
 //! A training step frees and allocates the same large buffers every step: on the CPU a
@@ -16,7 +16,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
 
-/// Blocks larger than this are kept: glibc serves smaller ones from its heaps, which
+/// Blocks of this size or larger are kept: glibc maps them one by one (its largest mmap
+/// threshold is 32 MiB on 64-bit, and a block of exactly 32 MiB — half of a 4096 × 4096
+/// layer — needs a header more), and serves smaller ones from its heaps, which
 /// [`keep_freed_memory`](super::keep_freed_memory) already makes keep them.
 pub const LARGE_BYTES: usize = 32 << 20;
 
@@ -114,7 +116,7 @@ impl Shelf {
 // `System`'s realloc of a block `System` allocated with that layout.
 unsafe impl GlobalAlloc for KeepLargeBlocks {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > LARGE_BYTES {
+        if layout.size() >= LARGE_BYTES {
             if let Some(block) = shelf().take(layout) {
                 return block;
             }
@@ -124,7 +126,7 @@ unsafe impl GlobalAlloc for KeepLargeBlocks {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > LARGE_BYTES {
+        if layout.size() >= LARGE_BYTES {
             if let Some(block) = shelf().take(layout) {
                 // SAFETY: the block holds `layout.size()` bytes and is this caller's now.
                 unsafe { std::ptr::write_bytes(block, 0, layout.size()) };
@@ -136,7 +138,7 @@ unsafe impl GlobalAlloc for KeepLargeBlocks {
     }
 
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
-        if layout.size() <= LARGE_BYTES {
+        if layout.size() < LARGE_BYTES {
             // SAFETY: allocated by `System` with this layout (see the impl's comment).
             return unsafe { System.dealloc(block, layout) };
         }

@@ -61,3 +61,24 @@ fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
         assert_eq!(kept(), 0);
     }
 }
+
+#[test]
+fn a_block_of_exactly_32_mib_is_kept_and_one_a_page_smaller_is_not() {
+    let _alone = super::super::HEAP_TESTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let heap = KeepLargeBlocks;
+    let exact = Layout::from_size_align(LARGE_BYTES, 64).unwrap();
+    let smaller = Layout::from_size_align(LARGE_BYTES - 4096, 64).unwrap();
+    unsafe {
+        let block = heap.alloc(smaller);
+        heap.dealloc(block, smaller);
+        assert_eq!(kept(), 0);
+        let block = heap.alloc(exact);
+        heap.dealloc(block, exact);
+        assert_eq!(kept(), 1);
+        assert_eq!(heap.alloc(exact), block, "handed back");
+        std::alloc::System.dealloc(block, exact);
+    }
+    assert_eq!(kept(), 0);
+}
