@@ -11,6 +11,7 @@ mod host_pass;
 mod keras;
 mod learning_rate_schedule;
 mod regularization;
+mod row_blocks;
 mod spec;
 
 pub use any::{AnyOptimizer, AnyState};

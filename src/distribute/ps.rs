@@ -26,6 +26,7 @@
 mod client;
 mod messages;
 mod mode;
+mod partitioner;
 mod placement;
 mod proto;
 mod ragged_values;
@@ -44,6 +45,8 @@ pub use client::{InMemoryParameterServers, InMemoryPs, ParameterServers, PsClien
 #[cfg(test)]
 pub(crate) use messages::{Command, Pull, Pulled, Push};
 pub use mode::PsMode;
+pub(crate) use partitioner::Partitions;
+pub use partitioner::{part_name, MinSizePartitioner};
 pub use placement::Placement;
 pub use ragged_values::RaggedValues;
 pub use replica::PsReplica;

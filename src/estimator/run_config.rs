@@ -8,7 +8,7 @@ pub use crate::checkpoint::CheckpointEvery;
 use crate::checkpoint::WarmStartSettings;
 use crate::cluster::{cluster_from_env, ClusterConfig};
 use crate::device::DeviceSpec;
-use crate::distribute::ps::PsMode;
+use crate::distribute::ps::{MinSizePartitioner, PsMode};
 use crate::distribute::{Compression, Distribution, PowerSgd, TimelineSpec};
 use crate::error::{Error, Result};
 use crate::estimator::LossReadback;
@@ -40,6 +40,11 @@ pub struct RunConfig {
     /// How ps tasks apply gradients in a cluster with ps tasks (asynchronously by default).
     #[serde(default)]
     pub ps_mode: PsMode,
+    /// Cuts large variables into blocks of rows that the ps tasks hold apart (TF's
+    /// `variable_partitioner`, a `MinSizePartitioner`; default none: each variable whole on
+    /// one ps). Checkpoints hold whole variables either way.
+    #[serde(default)]
+    pub variable_partitioner: Option<MinSizePartitioner>,
     /// The format gradients travel in when synchronous replicas (Mirrored,
     /// MultiWorkerMirrored) average them (default f32; Horovod's `Compression.fp16`):
     /// 16-bit formats halve the bytes on the wire, sums are kept in f32.
@@ -178,6 +183,7 @@ impl RunConfig {
             progress: true,
             train_distribute: Distribution::Auto,
             ps_mode: PsMode::default(),
+            variable_partitioner: None,
             allreduce_compression: Compression::None,
             power_sgd: None,
             allreduce_bucket_bytes: default_allreduce_bucket_bytes(),
@@ -226,6 +232,12 @@ impl RunConfig {
     /// Apply gradients on ps tasks as `mode` says (asynchronous or synchronous).
     pub fn with_ps_mode(mut self, mode: PsMode) -> Self {
         self.ps_mode = mode;
+        self
+    }
+
+    /// Cut large variables into blocks the ps tasks hold apart, as `partitioner` says.
+    pub fn with_variable_partitioner(mut self, partitioner: Option<MinSizePartitioner>) -> Self {
+        self.variable_partitioner = partitioner;
         self
     }
 

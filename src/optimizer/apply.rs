@@ -1,6 +1,7 @@
 //! Applies gradients to a module with the optimizer an [`OptimizerSpec`] names, one
 //! parameter at a time.
 
+use super::row_blocks::{cut_record, join_records};
 use super::{param_paths, AnyOptimizer, OptimizerSpec};
 use std::collections::BTreeMap;
 
@@ -134,13 +135,59 @@ impl<B: AutodiffBackend> Optimizer<B> {
 
     /// The state of the parameters `keep` accepts, serialised as [`Optimizer::state_bytes`].
     pub fn state_bytes_of(&self, keep: impl Fn(&str) -> bool) -> crate::error::Result<Vec<u8>> {
-        let items: BTreeMap<&String, StateItem<B>> = self
-            .states
-            .iter()
-            .filter(|(path, _)| keep(path))
-            .map(|(path, record)| (path, record.clone().into_item::<FullPrecisionSettings>()))
-            .collect();
+        self.state_bytes_in_blocks(keep, |_| None)
+    }
+
+    /// [`Optimizer::state_bytes_of`], with the state of each parameter that `blocks` cuts
+    /// (into blocks of rows, by name with their rows) as its blocks' under their names,
+    /// which `keep` then sees: what parameter servers holding the blocks apart update.
+    pub fn state_bytes_in_blocks(
+        &self,
+        keep: impl Fn(&str) -> bool,
+        blocks: impl Fn(&str) -> Option<Vec<(String, usize)>>,
+    ) -> crate::error::Result<Vec<u8>> {
+        let mut items: BTreeMap<String, StateItem<B>> = BTreeMap::new();
+        for (path, record) in &self.states {
+            let Some(blocks) = blocks(path) else {
+                if keep(path) {
+                    items.insert(path.clone(), record.clone().into_item());
+                }
+                continue;
+            };
+            if !blocks.iter().any(|(name, _)| keep(name)) {
+                continue;
+            }
+            let rows: Vec<usize> = blocks.iter().map(|(_, rows)| *rows).collect();
+            let cut = cut_record::<B>(path, record.clone(), &rows)?;
+            for ((name, _), block) in blocks.into_iter().zip(cut) {
+                if keep(&name) {
+                    items.insert(name, block.into_item());
+                }
+            }
+        }
         Ok(rmp_serde::to_vec(&items)?)
+    }
+
+    /// Joins the state of the blocks of the parameter `path` (named `blocks`, in order)
+    /// into its own: nothing when no block has state yet, an error when only some have.
+    pub fn join_blocks(&mut self, path: &str, blocks: &[String]) -> crate::error::Result<()> {
+        let records: Vec<_> = blocks
+            .iter()
+            .filter_map(|block| self.states.remove(block))
+            .collect();
+        if records.is_empty() {
+            return Ok(());
+        }
+        if records.len() != blocks.len() {
+            return Err(crate::error::Error::Config(format!(
+                "the optimizer state of '{path}' came for {} of its {} blocks",
+                records.len(),
+                blocks.len()
+            )));
+        }
+        let joined = join_records::<B>(path, records)?;
+        self.states.insert(path.to_string(), joined);
+        Ok(())
     }
 
     /// Adds the state of [`Optimizer::state_bytes`] to this one (a path in both takes the
@@ -160,10 +207,11 @@ impl<B: AutodiffBackend> Optimizer<B> {
     }
 }
 
-/// Whether `path` is `module` or inside it.
+/// Whether `path` is `module` or inside it (a block of a parameter, `path/part_0`, is
+/// inside the parameter).
 fn is_under(path: &str, module: &str) -> bool {
     path.strip_prefix(module)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('/'))
 }
 
 struct StepMapper<'a, B: AutodiffBackend> {

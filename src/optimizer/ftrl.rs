@@ -35,8 +35,8 @@ pub struct Ftrl {
 /// FTRL's per-variable state: the accumulator `n` and the linear term `z`.
 #[derive(Record, Clone)]
 pub struct FtrlState<B: Backend, const D: usize> {
-    accumulator: Tensor<B, D>,
-    linear: Tensor<B, D>,
+    pub(super) accumulator: Tensor<B, D>,
+    pub(super) linear: Tensor<B, D>,
 }
 
 impl<B: Backend> SimpleOptimizer<B> for Ftrl {

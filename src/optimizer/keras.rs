@@ -31,9 +31,9 @@ pub struct Rmsprop {
 /// RMSprop's per-variable state.
 #[derive(Record, Clone)]
 pub struct RmspropState<B: Backend, const D: usize> {
-    velocity: Tensor<B, D>,
-    average: Option<Tensor<B, D>>,
-    moment: Option<Tensor<B, D>>,
+    pub(super) velocity: Tensor<B, D>,
+    pub(super) average: Option<Tensor<B, D>>,
+    pub(super) moment: Option<Tensor<B, D>>,
 }
 
 impl<B: Backend> SimpleOptimizer<B> for Rmsprop {
@@ -111,9 +111,9 @@ pub struct AdamW {
 /// AdamW's per-variable state: the moments and the step count.
 #[derive(Record, Clone)]
 pub struct AdamWState<B: Backend, const D: usize> {
-    first: Tensor<B, D>,
-    second: Tensor<B, D>,
-    steps: usize,
+    pub(super) first: Tensor<B, D>,
+    pub(super) second: Tensor<B, D>,
+    pub(super) steps: usize,
 }
 
 impl<B: Backend> SimpleOptimizer<B> for AdamW {
@@ -237,7 +237,7 @@ pub struct Adagrad {
 /// Adagrad's per-variable state: the accumulated squared gradients.
 #[derive(Record, Clone)]
 pub struct AdagradState<B: Backend, const D: usize> {
-    accumulator: Tensor<B, D>,
+    pub(super) accumulator: Tensor<B, D>,
 }
 
 impl<B: Backend> SimpleOptimizer<B> for Adagrad {

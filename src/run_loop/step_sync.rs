@@ -19,7 +19,7 @@ use datasets::Position;
 
 use super::train_state::TrainState;
 use crate::checkpoint::{Checkpoint, CheckpointManager};
-use crate::distribute::ps::{PsMode, PsReplica};
+use crate::distribute::ps::{MinSizePartitioner, PsMode, PsReplica};
 use crate::distribute::{CommStats, GradientAverager, LocalStep, Replica};
 use crate::error::Result;
 use crate::summary::SummaryWriter;
@@ -34,8 +34,9 @@ pub(crate) enum Peers {
     Alone,
     /// Synchronous replicas averaging gradients over a ring (Mirrored, MultiWorkerMirrored).
     Ring(Replica),
-    /// Parameter servers holding the variables.
-    ParameterServers(PsReplica, PsMode),
+    /// Parameter servers holding the variables, large ones cut into blocks as the
+    /// partitioner says.
+    ParameterServers(PsReplica, PsMode, Option<MinSizePartitioner>),
 }
 
 impl Peers {
@@ -45,7 +46,7 @@ impl Peers {
         match self {
             Peers::Alone => 1,
             Peers::Ring(replica) => replica.world_size(),
-            Peers::ParameterServers(replica, mode) => {
+            Peers::ParameterServers(replica, mode, _) => {
                 mode.replicas_to_aggregate(replica.world_size()).max(1)
             }
         }
@@ -66,7 +67,9 @@ where
     match peers {
         Peers::Alone => Box::new(OneDevice::new(manager)),
         Peers::Ring(replica) => Box::new(RingSync::new(replica, manager, averager)),
-        Peers::ParameterServers(replica, mode) => Box::new(PsSync::new(replica, mode, manager)),
+        Peers::ParameterServers(replica, mode, partitioner) => {
+            Box::new(PsSync::new(replica, mode, partitioner, manager))
+        }
     }
 }
 

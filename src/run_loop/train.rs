@@ -21,7 +21,10 @@ pub(crate) fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     listener: Option<&mut CheckpointListener<'_>>,
 ) -> Result<TrainOutcome> {
     crate::host_heap::keep_freed_memory();
-    let mode = estimator.run_config().ps_mode;
+    let (mode, partitioner) = {
+        let config = estimator.run_config();
+        (config.ps_mode, config.variable_partitioner)
+    };
     let sharded = |dataset: D, world: usize, rank: usize| {
         if spec.auto_shard {
             ReplicaInput::Sharded(dataset.shard(world, rank))
@@ -40,7 +43,7 @@ pub(crate) fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
         ),
         Strategy::ParameterServer(replica) => (
             sharded(dataset, replica.world_size(), replica.rank()),
-            Peers::ParameterServers(replica, mode),
+            Peers::ParameterServers(replica, mode, partitioner),
         ),
     };
     let alone = InProcess {

@@ -13,12 +13,51 @@ use crate::error::{Error, Result};
 pub fn parameter_values<B: Backend, M: Module<B>>(
     model: &M,
 ) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
+    parameter_values_where(model, |_| true)
+}
+
+/// [`parameter_values`] of the paths `wanted` keeps; the others are not read.
+pub fn parameter_values_where<B: Backend, M: Module<B>>(
+    model: &M,
+    wanted: impl Fn(&str) -> bool,
+) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
     let mut reader = Reader {
+        stack: Vec::new(),
+        wanted,
+        out: BTreeMap::new(),
+    };
+    model.visit(&mut reader);
+    reader.out
+}
+
+/// Every float parameter's shape, by dotted path; no value is read.
+pub fn parameter_shapes<B: Backend, M: Module<B>>(model: &M) -> BTreeMap<String, Vec<usize>> {
+    let mut reader = Shapes {
         stack: Vec::new(),
         out: BTreeMap::new(),
     };
     model.visit(&mut reader);
     reader.out
+}
+
+struct Shapes {
+    stack: Vec<String>,
+    out: BTreeMap<String, Vec<usize>>,
+}
+
+impl<B: Backend> ModuleVisitor<B> for Shapes {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let shape = param.lazy_shape().dims::<D>().to_vec();
+        self.out.insert(self.stack.join("."), shape);
+    }
 }
 
 /// The values of the float tensors no gradient trains (batch normalisation's running
@@ -102,12 +141,13 @@ pub fn load_values<B: Backend, M: Module<B>>(
     }
 }
 
-struct Reader {
+struct Reader<F> {
     stack: Vec<String>,
+    wanted: F,
     out: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
 }
 
-impl<B: Backend> ModuleVisitor<B> for Reader {
+impl<B: Backend, F: Fn(&str) -> bool> ModuleVisitor<B> for Reader<F> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.stack.push(name.to_string());
     }
@@ -117,6 +157,10 @@ impl<B: Backend> ModuleVisitor<B> for Reader {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let path = self.stack.join(".");
+        if !(self.wanted)(&path) {
+            return;
+        }
         let tensor = param.val();
         let shape = tensor.shape().dims::<D>().to_vec();
         let values = tensor
@@ -124,7 +168,7 @@ impl<B: Backend> ModuleVisitor<B> for Reader {
             .convert::<f32>()
             .into_vec::<f32>()
             .unwrap_or_default();
-        self.out.insert(self.stack.join("."), (shape, values));
+        self.out.insert(path, (shape, values));
     }
 }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use estimator::checkpoint::CheckpointManager;
 use estimator::distribute::ps::{
-    serve, Placement, PsClientConfig, PsMode, PsReplica, PsServerConfig, VariableOptimizer,
+    serve, MinSizePartitioner, Placement, PsClientConfig, PsMode, PsReplica, PsServerConfig,
+    VariableOptimizer,
 };
 use estimator::distribute::Strategy;
 use estimator::optimizer::{Clipping, Decay, Regularization, Schedule};
@@ -215,6 +216,51 @@ fn a_frozen_layer_stays_as_built_on_the_ps_tasks_while_the_rest_trains_like_one_
         let diff = max_abs_diff(&weights(&ps_dir), &weights(&single_dir));
         assert!(diff <= 1e-6, "{optimizer:?}: max |ps - single| = {diff}");
     }
+}
+
+#[test]
+fn variables_cut_into_blocks_on_three_ps_tasks_train_like_one_process_and_resume_whole() {
+    let optimizer = OptimizerSpec::adam(0.01);
+    let dir = tempfile::tempdir().unwrap();
+    let (ps_dir, single_dir) = (dir.path().join("ps"), dir.path().join("single"));
+    // Blocks of 8 bytes or more, one per ps at most: every variable of 3 values or more is
+    // cut into 3.
+    let cut = |mut estimator: TinyClassifier| {
+        let blocks = Some(MinSizePartitioner::new(8));
+        estimator.run_config = estimator.run_config.with_variable_partitioner(blocks);
+        estimator
+    };
+    let ps = PsTasks::start(3, &optimizer);
+    let outcomes = train_configured(&ps_dir, &optimizer, &ps, (1, PsMode::sync()), STEPS, &cut);
+    ps.join();
+    assert_eq!(outcomes[0].global_step, STEPS);
+    single(&single_dir, optimizer.clone(), BATCH);
+    let diff = max_abs_diff(&weights(&ps_dir), &weights(&single_dir));
+    assert!(diff <= 1e-6, "max |ps - single| = {diff}");
+    let placed = placement(&ps_dir);
+    assert!(
+        placed.variables.contains_key("hidden.weight/part_2"),
+        "{placed:?}"
+    );
+    assert!(
+        weights(&ps_dir)
+            .iter()
+            .all(|(name, _)| !name.contains("/part_")),
+        "checkpoints hold whole variables"
+    );
+    // Resumed whole on one ps task, with the blocks' Adam moments joined, it goes on as one
+    // process does: fresh moments would move the weights by far more than this bound.
+    let ps = PsTasks::start(1, &optimizer);
+    let whole = |estimator: TinyClassifier| estimator;
+    let more = 2 * STEPS;
+    train_configured(&ps_dir, &optimizer, &ps, (1, PsMode::sync()), more, &whole);
+    ps.join();
+    classifier(&single_dir, optimizer)
+        .train(|| input(BATCH), TrainSpec::max_steps(more))
+        .unwrap();
+    let diff = max_abs_diff(&weights(&ps_dir), &weights(&single_dir));
+    assert!(diff <= 1e-6, "resumed: max |ps - single| = {diff}");
+    assert_eq!(placement(&ps_dir).num_ps, 1);
 }
 
 #[test]

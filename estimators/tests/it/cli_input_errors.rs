@@ -192,7 +192,7 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let iris_train = PathBuf::from(iris("iris_train.csv"));
-    let cases: [(&[&str], &str); 13] = [
+    let cases: [(&[&str], &str); 15] = [
         (
             &["--intra-op-threads", "100000"],
             "--intra-op-threads 100000: more than the",
@@ -226,6 +226,14 @@ fn numbers_beyond_what_the_machine_or_the_cluster_can_do_are_refused_naming_the_
         (
             &["--replicas-to-aggregate", "2"],
             "--replicas-to-aggregate 2 applies to --ps-mode sync only",
+        ),
+        (
+            &["--ps-min-shard-bytes", "0"],
+            "invalid value '0' for '--ps-min-shard-bytes",
+        ),
+        (
+            &["--ps-max-shards", "2"],
+            "the following required arguments were not provided",
         ),
         (
             // A bucket smaller than one f32 value.

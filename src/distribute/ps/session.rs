@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::messages::{Command, Counters, Init, Shaped};
 use super::worker::{PsWorker, PullAnswer, PushAnswer};
-use super::{Placement, PsMode, PsReplica};
+use super::{MinSizePartitioner, Partitions, Placement, PsMode, PsReplica};
 use crate::error::{Error, Result};
 use crate::optimizer::OptimizerSpec;
 
@@ -61,6 +61,10 @@ pub struct PsSession {
     stopped_early: bool,
     /// Which untrained values this task's steps move, and so assign.
     assigned: AssignedValues,
+    /// What cuts large variables into blocks the ps tasks hold apart; none by default.
+    partitioner: Option<MinSizePartitioner>,
+    /// The blocks of the model's variables, from the first model seen.
+    partitions: Option<Partitions>,
     pull_seconds: f64,
     pulls: u64,
     last_counters: Option<(Instant, Vec<Counters>)>,
@@ -92,10 +96,19 @@ impl PsSession {
             last_step: u64::MAX,
             stopped_early: false,
             assigned: AssignedValues::default(),
+            partitioner: None,
+            partitions: None,
             pull_seconds: 0.0,
             pulls: 0,
             last_counters: None,
         }
+    }
+
+    /// The session with variables cut into blocks as `partitioner` says (every task of the
+    /// job must say the same: the blocks are the ps tasks' variables).
+    pub fn with_partitioner(mut self, partitioner: Option<MinSizePartitioner>) -> Self {
+        self.partitioner = partitioner;
+        self
     }
 
     /// Whether this task initialises the ps tasks and writes checkpoints and summaries.

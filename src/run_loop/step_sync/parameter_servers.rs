@@ -10,7 +10,7 @@ use datasets::Position;
 
 use super::{restore_latest, Ready, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
-use crate::distribute::ps::{PsMode, PsReplica, PsSession, PushAnswer};
+use crate::distribute::ps::{MinSizePartitioner, PsMode, PsReplica, PsSession, PushAnswer};
 use crate::distribute::LocalStep;
 use crate::error::Result;
 use crate::run_loop::train_state::TrainState as State;
@@ -24,9 +24,15 @@ pub(crate) struct PsSync {
 }
 
 impl PsSync {
-    /// Trains against the ps tasks of `replica`, updating in `mode`.
-    pub fn new(replica: PsReplica, mode: PsMode, manager: CheckpointManager) -> Self {
-        let session = PsSession::new(replica, mode);
+    /// Trains against the ps tasks of `replica`, updating in `mode`, with large variables
+    /// cut into blocks as `partitioner` says.
+    pub fn new(
+        replica: PsReplica,
+        mode: PsMode,
+        partitioner: Option<MinSizePartitioner>,
+        manager: CheckpointManager,
+    ) -> Self {
+        let session = PsSession::new(replica, mode).with_partitioner(partitioner);
         Self { session, manager }
     }
 }

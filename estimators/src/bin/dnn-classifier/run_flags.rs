@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use estimator::cluster::ClusterConfig;
-use estimator::distribute::ps::PsMode;
+use estimator::distribute::ps::{MinSizePartitioner, PsMode};
 use estimator::distribute::{PowerSgd, TimelineSpec, DEFAULT_BUCKET_BYTES};
 use estimator::{Distribution, EvalSpec, Exporter, RunConfig, VarsToWarmStart, WarmStartSettings};
 
@@ -65,6 +65,10 @@ pub fn cluster_run_config(
     let mut run_config = model
         .clone()
         .with_ps_mode(ps_mode(args))
+        .with_variable_partitioner(args.ps_min_shard_bytes.map(|bytes| MinSizePartitioner {
+            min_shard_bytes: bytes,
+            max_shards: args.ps_max_shards.map(|n| n as usize),
+        }))
         .with_allreduce_compression(args.allreduce_compression)
         .with_allreduce_threads(args.allreduce_threads)
         .with_backward_passes_per_step(args.backward_passes_per_step as usize)

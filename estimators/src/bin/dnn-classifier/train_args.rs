@@ -261,6 +261,18 @@ pub struct TrainArgs {
     /// Example: `--max-staleness 10`.
     #[arg(long, value_name = "K")]
     pub max_staleness: Option<u64>,
+    /// With ps tasks: cut each variable into blocks of rows of at least BYTES, at most one
+    /// per ps task, that the ps tasks hold apart (TF's `MinSizePartitioner`; TF's default
+    /// block is 262144), so that no ps serves a large layer alone. Checkpoints hold whole
+    /// variables. Every task of the job must be given the same.
+    /// Example: `--ps-min-shard-bytes 262144`.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub ps_min_shard_bytes: Option<u64>,
+    /// With `--ps-min-shard-bytes`: the most blocks per variable (default: the number of
+    /// ps tasks). Example: `--ps-max-shards 4`.
+    #[arg(long, value_name = "N", requires = "ps_min_shard_bytes",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub ps_max_shards: Option<u32>,
     /// MultiWorkerMirrored and Mirrored: the format gradients travel in when replicas
     /// average them (`none`: f32; `bf16` or `fp16`: half the bytes, sums kept in f32).
     /// Example: `--allreduce-compression bf16`.

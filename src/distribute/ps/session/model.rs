@@ -12,12 +12,12 @@ use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
 use super::super::worker::{PullAnswer, PushAnswer};
-use super::super::Placement;
+use super::super::{Partitions, Placement};
 use super::{Initial, PsSession};
 use crate::checkpoint::{contents, Checkpoint, CheckpointManager};
 use crate::error::Result;
 use crate::optimizer::{gradient_values, Optimizer};
-use crate::state::{load_values, parameter_values};
+use crate::state::{load_values, parameter_shapes, parameter_values, parameter_values_where};
 
 /// A training task's state as a [`PsSession`] reads and writes it (the run loop's): a
 /// model, rebuilt by value as values load into it, its optimizer and the global step.
@@ -43,6 +43,14 @@ pub(crate) trait ModelState<B: AutodiffBackend>: Sized {
 }
 
 impl PsSession {
+    /// The blocks of `model`'s variables: the same for every model of a run.
+    fn partitions_of<B: AutodiffBackend, M: Module<B>>(&mut self, model: &M) -> Partitions {
+        let (partitioner, num_ps) = (self.partitioner, self.replica.num_ps());
+        self.partitions
+            .get_or_insert_with(|| Partitions::new(partitioner, &parameter_shapes(model), num_ps))
+            .clone()
+    }
+
     /// Chief: puts `state`'s values and optimizer state on the ps tasks, to stop at the
     /// [last step](Self::set_last_step). They keep the placement the checkpoint `state` was
     /// `restored` from recorded, when it fits; without a checkpoint, the one the ps tasks
@@ -53,18 +61,21 @@ impl PsSession {
         S: ModelState<B>,
     {
         let (model, optimizer, global_step) = state.parts();
+        let partitions = self.partitions_of(model);
         let recorded = match restored {
             Some(checkpoint) => Placement::recorded_in(checkpoint),
             None => self.placement().cloned(),
         };
         let initial = Initial {
-            values: parameter_values(model),
+            values: partitions.cut_shaped(parameter_values(model)),
             optimizer: optimizer.spec(),
             global_step,
             last_step: self.last_step,
             recorded,
         };
-        self.initialise(initial, |owned| optimizer.state_bytes_of(owned))
+        self.initialise(initial, |owned| {
+            optimizer.state_bytes_in_blocks(owned, |path| partitions.blocks_of(path))
+        })
     }
 
     /// Chief: ps `which` lost its variables (it restarted). The latest checkpoint of
@@ -117,9 +128,17 @@ impl PsSession {
     {
         loop {
             match self.pull()? {
-                PullAnswer::Values { step, mut values } => {
-                    let (state, ()) =
-                        state.rebuilt(|model, _, _| Ok((load_values(model, &mut values)?, ())))?;
+                PullAnswer::Values { step, values } => {
+                    let partitions = self.partitions_of(state.parts().0);
+                    let (state, ()) = state.rebuilt(|model, _, _| {
+                        let mut values = partitions.join(values, |partial| {
+                            parameter_values_where(&model, |path| partial.contains(path))
+                                .into_iter()
+                                .map(|(path, (_, values))| (path, values))
+                                .collect()
+                        })?;
+                        Ok((load_values(model, &mut values)?, ()))
+                    })?;
                     self.assigned.before_step(state.parts().0);
                     return Ok((state.at_step(step), Some(step)));
                 }
@@ -153,12 +172,13 @@ impl PsSession {
         B: AutodiffBackend,
         S: ModelState<B>,
     {
+        let partitions = self.partitions_of(state.parts().0);
         let (model, optimizer, _) = state.parts();
         let spec = optimizer.spec();
         let grads = spec.regularization.apply(model, grads);
         let grads = spec.clipping.apply(model, grads);
-        let gradients = gradient_values(model, &grads, false);
-        let assign = self.assigned.after_step(model);
+        let gradients = partitions.cut(gradient_values(model, &grads, false))?;
+        let assign = partitions.cut(self.assigned.after_step(model))?;
         let answer = self.push(assign, gradients)?;
         let step = match answer {
             PushAnswer::Applied(step) | PushAnswer::Dropped(step) => step,
@@ -188,7 +208,10 @@ impl PsSession {
         B: AutodiffBackend,
         S: ModelState<B>,
     {
-        let mut gathered = self.gather()?;
+        let partitions = self.partitions_of(state.parts().0);
+        let gathered = self.gather()?;
+        // Every block is gathered: one missing is an error, not one to fill from the model.
+        let mut values = partitions.join(gathered.values, |_| Default::default())?;
         let (state, ()) = state.rebuilt(|model, optimizer, device| {
             for (ps, bytes) in gathered.optimizer_states.iter().enumerate() {
                 match ps {
@@ -196,7 +219,10 @@ impl PsSession {
                     _ => optimizer.merge_state_bytes(bytes, device),
                 }?;
             }
-            Ok((load_values(model, &mut gathered.values)?, ()))
+            for (path, blocks) in partitions.blocks() {
+                optimizer.join_blocks(&path, &blocks)?;
+            }
+            Ok((load_values(model, &mut values)?, ()))
         })?;
         Ok((state.at_step(gathered.step), gathered.placement))
     }
