@@ -101,10 +101,19 @@ fn a_killed_ps_is_restarted_and_training_completes_at_the_single_process_bar() {
     let dir = tempfile::tempdir().unwrap();
     let model_dir = dir.path().join("model");
     let (train, eval) = (iris("iris_train.csv"), iris("iris_test.csv"));
+    // Every layer's weight in blocks over both ps tasks: the checkpoint put back is cut
+    // anew, values and Adam's moments.
     let args = train_args(
         model_dir.to_str().unwrap(),
         "3000",
-        &["--train", &train, "--eval", &eval],
+        &[
+            "--train",
+            &train,
+            "--eval",
+            &eval,
+            "--ps-min-shard-bytes",
+            "64",
+        ],
     );
     let mut cluster = Launched::start(
         dir.path(),
@@ -137,6 +146,15 @@ fn a_killed_ps_is_restarted_and_training_completes_at_the_single_process_bar() {
     assert_eq!(metrics["global_step"], 3000);
     let accuracy = metrics["accuracy"].as_f64().unwrap();
     assert!(accuracy >= 0.90, "accuracy {accuracy}");
+    let (_, checkpoint) = CheckpointManager::new(&model_dir, None)
+        .latest()
+        .unwrap()
+        .expect("a final checkpoint");
+    let placed = checkpoint.meta["placement"]["variables"].to_string();
+    assert!(
+        placed.contains("/part_1"),
+        "blocks on the ps tasks: {placed}"
+    );
 }
 
 #[test]
