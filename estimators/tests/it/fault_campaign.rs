@@ -74,7 +74,8 @@ impl Mode {
     fn train_extra(self) -> Vec<&'static str> {
         let mut extra = vec!["--peer-timeout-secs", PEER_TIMEOUT_SECS];
         match self {
-            Mode::SyncPs => extra.extend(["--ps-mode", "sync"]),
+            // Every weight in blocks over both ps tasks: blocks of one variable can part too.
+            Mode::SyncPs => extra.extend(["--ps-mode", "sync", "--ps-min-shard-bytes", "64"]),
             Mode::AsyncPs => extra.extend(["--ps-mode", "async"]),
             Mode::MultiWorkerMirrored => {}
         }

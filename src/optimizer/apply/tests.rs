@@ -22,6 +22,12 @@ fn the_part_s_rule_updates_only_the_parameters_under_its_module() {
     // A sibling whose name starts the same is not inside the module.
     assert!((updated(&mut optimizer, 0.1, "linear_2.weights") - 0.9).abs() < 1e-7);
     assert!((updated(&mut optimizer, 0.1, "dnn.hidden.0.weight") - 0.9).abs() < 1e-7);
+    // A block of a parameter (a ps holding it in blocks) is inside the parameter.
+    assert!((updated(&mut optimizer, 0.1, "linear.weights/part_1") - 0.5).abs() < 1e-7);
+    let one = OptimizerSpec::sgd(0.1).with_part("linear.weights", OptimizerSpec::sgd(0.5));
+    let mut optimizer = Optimizer::<Train>::new(&one);
+    assert!((updated(&mut optimizer, 0.1, "linear.weights/part_0") - 0.5).abs() < 1e-7);
+    assert!((updated(&mut optimizer, 0.1, "linear.weights_2/part_0") - 0.9).abs() < 1e-7);
 }
 
 #[test]
