@@ -9,7 +9,9 @@
 //! goes"). Kept here, the next step's block comes back already mapped.
 //!
 //! At most [`SLOTS`] blocks and [`KEPT_BYTES`] in all are kept; beyond that the block kept
-//! longest is returned to the C library. A program opts in with
+//! longest is returned to the C library. Only blocks of a size asked for lately are kept
+//! (not a buffer doubled past its message), and a small buffer grown to a kept size (a
+//! receive buffer reserving a message's length) takes the kept block. A program opts in with
 //! `#[global_allocator] static HEAP: KeepLargeBlocks = KeepLargeBlocks;`.
 #![allow(unsafe_code)]
 
@@ -36,10 +38,18 @@ struct Kept {
     since: u64,
 }
 
-/// The kept blocks, and a counter that orders them.
+/// How many of the latest layouts asked for are remembered.
+const ASKED: usize = 16;
+
+/// The kept blocks, a counter that orders them, and the large layouts asked for lately.
 struct Shelf {
     slots: [Option<Kept>; SLOTS],
     clock: u64,
+    /// Only a block of one of these is kept. A buffer grown by doubling past what was asked
+    /// (tonic's receive buffer: 64 MiB asked, 128 MiB freed) is never asked for again, and
+    /// kept it would push out the blocks that are.
+    asked: [Option<Layout>; ASKED],
+    next_asked: usize,
 }
 
 /// [`System`], keeping large freed blocks for the next allocation of their size; see the
@@ -50,6 +60,8 @@ pub struct KeepLargeBlocks;
 static SHELF: Mutex<Shelf> = Mutex::new(Shelf {
     slots: [None; SLOTS],
     clock: 0,
+    asked: [None; ASKED],
+    next_asked: 0,
 });
 
 fn shelf() -> std::sync::MutexGuard<'static, Shelf> {
@@ -58,8 +70,13 @@ fn shelf() -> std::sync::MutexGuard<'static, Shelf> {
 }
 
 impl Shelf {
-    /// A kept block of exactly `layout`, taken off the shelf.
+    /// A kept block of exactly `layout`, taken off the shelf; `layout` is remembered as
+    /// asked for either way.
     fn take(&mut self, layout: Layout) -> Option<*mut u8> {
+        if !self.asked.contains(&Some(layout)) {
+            self.asked[self.next_asked] = Some(layout);
+            self.next_asked = (self.next_asked + 1) % ASKED;
+        }
         let slot = self
             .slots
             .iter_mut()
@@ -72,7 +89,7 @@ impl Shelf {
     /// kept.
     fn keep(&mut self, address: *mut u8, layout: Layout) -> [Option<(usize, Layout)>; SLOTS + 1] {
         let mut give_back = [None; SLOTS + 1];
-        if layout.size() > KEPT_BYTES {
+        if layout.size() > KEPT_BYTES || !self.asked.contains(&Some(layout)) {
             give_back[0] = Some((address as usize, layout));
             return give_back;
         }
@@ -150,6 +167,22 @@ unsafe impl GlobalAlloc for KeepLargeBlocks {
     }
 
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // A small buffer grown to a large size (a receive buffer reserving a message's
+        // length) takes a kept block: the C library would map fresh pages and copy anyway.
+        // A large one grown further is remapped by the C library, without a copy.
+        if new_size >= LARGE_BYTES && layout.size() < LARGE_BYTES {
+            if let Ok(grown) = Layout::from_size_align(new_size, layout.align()) {
+                if let Some(kept) = shelf().take(grown) {
+                    // SAFETY: `kept` holds `new_size` > `layout.size()` bytes and is the
+                    // caller's now; `block` holds `layout.size()` and came from `System`.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(block, kept, layout.size());
+                        System.dealloc(block, layout);
+                    }
+                    return kept;
+                }
+            }
+        }
         // SAFETY: allocated by `System` with `layout` (see the impl's comment).
         unsafe { System.realloc(block, layout, new_size) }
     }

@@ -37,7 +37,8 @@ fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
         let little = heap.alloc(small);
         heap.dealloc(little, small);
         assert_eq!(kept(), 2);
-        // Growing a kept-then-taken block is the C library's realloc.
+        // Growing a kept-then-taken block is the C library's realloc, and the grown block,
+        // of a size nobody asked for, is not kept.
         let taken = heap.alloc(large);
         let grown = heap.realloc(taken, large, large.size() * 2);
         assert!(!grown.is_null());
@@ -45,6 +46,8 @@ fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
             grown,
             Layout::from_size_align(large.size() * 2, 64).unwrap(),
         );
+        assert_eq!(kept(), 1);
+        heap.dealloc(heap.alloc(large), large);
         assert_eq!(kept(), 2);
         // One more block than there are slots: the oldest goes back to the C library.
         let blocks: Vec<*mut u8> = (0..SLOTS + 1).map(|_| heap.alloc(large)).collect();
@@ -79,6 +82,42 @@ fn a_block_of_exactly_32_mib_is_kept_and_one_a_page_smaller_is_not() {
         assert_eq!(kept(), 1);
         assert_eq!(heap.alloc(exact), block, "handed back");
         std::alloc::System.dealloc(block, exact);
+    }
+    assert_eq!(kept(), 0);
+}
+
+#[test]
+fn a_small_buffer_grown_to_a_kept_size_takes_the_kept_block_with_its_bytes() {
+    let _alone = super::super::HEAP_TESTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let heap = KeepLargeBlocks;
+    let large = Layout::from_size_align(LARGE_BYTES + 12_288, 8).unwrap();
+    let small = Layout::from_size_align(4096, 8).unwrap();
+    unsafe {
+        let block = heap.alloc(large);
+        heap.dealloc(block, large);
+        assert_eq!(kept(), 1);
+        let buffer = heap.alloc(small);
+        buffer.write_bytes(9, small.size());
+        let grown = heap.realloc(buffer, small, large.size());
+        assert_eq!(grown, block, "the kept block");
+        assert_eq!(kept(), 0);
+        let bytes = std::slice::from_raw_parts(grown, small.size());
+        assert!(
+            bytes.iter().all(|b| *b == 9),
+            "the buffer's bytes came along"
+        );
+        heap.dealloc(grown, large);
+        assert_eq!(kept(), 1);
+        // A size never asked for (a buffer doubled past its message) is not kept.
+        let never = Layout::from_size_align(LARGE_BYTES + 20_480, 8).unwrap();
+        let doubled = std::alloc::System.alloc(never);
+        heap.dealloc(doubled, never);
+        assert_eq!(kept(), 1);
+        while let Some(block) = shelf().take(large) {
+            std::alloc::System.dealloc(block, large);
+        }
     }
     assert_eq!(kept(), 0);
 }
