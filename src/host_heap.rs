@@ -96,16 +96,22 @@ mod tests {
     fn buffers_freed_by_a_step_come_back_without_page_faults() {
         let _alone = HEAP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
         assert!(apply(), "glibc refused the thresholds");
-        // A thread of its own: its own heap, and its own fault count.
-        let faults = std::thread::spawn(|| (0..3).map(|_| step_faults()).collect::<Vec<_>>())
-            .join()
-            .unwrap();
         // 32 MiB a step is 8192 pages; with glibc's defaults every step faults them all
         // (the freed 32 MiB top is past twice the 8 MiB threshold, and is trimmed).
         let pages = (32 << 20) / 4096;
-        assert!(
-            faults[1] < pages / 8 && faults[2] < pages / 8,
-            "page faults per step: {faults:?} (of {pages} pages)"
-        );
+        // A thread of its own: its own fault count, and a heap that other tests' threads
+        // may share at times (glibc has a few per core), which can move one run's buffers:
+        // the defaults fault every attempt, so three are allowed.
+        let mut attempts = Vec::new();
+        for _ in 0..3 {
+            let faults = std::thread::spawn(|| (0..3).map(|_| step_faults()).collect::<Vec<_>>())
+                .join()
+                .unwrap();
+            if faults[1] < pages / 8 && faults[2] < pages / 8 {
+                return;
+            }
+            attempts.push(faults);
+        }
+        panic!("page faults per step: {attempts:?} (of {pages} pages)");
     }
 }
