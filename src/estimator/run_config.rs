@@ -40,9 +40,7 @@ pub struct RunConfig {
     /// How ps tasks apply gradients in a cluster with ps tasks (asynchronously by default).
     #[serde(default)]
     pub ps_mode: PsMode,
-    /// Cuts large variables into blocks of rows that the ps tasks hold apart (TF's
-    /// `variable_partitioner`, a `MinSizePartitioner`; default none: each variable whole on
-    /// one ps). Checkpoints hold whole variables either way.
+    /// Cuts large variables into row blocks the ps tasks hold apart (none by default).
     #[serde(default)]
     pub variable_partitioner: Option<MinSizePartitioner>,
     /// The format gradients travel in when synchronous replicas (Mirrored,
