@@ -63,8 +63,9 @@ pub struct PsSession {
     assigned: AssignedValues,
     /// What cuts large variables into blocks the ps tasks hold apart; none by default.
     partitioner: Option<MinSizePartitioner>,
-    /// The blocks of the model's variables, from the first model seen.
-    partitions: Option<Partitions>,
+    /// The blocks of the model's variables, from the first model seen (shared with each
+    /// step's pull and push, not copied).
+    partitions: Option<std::sync::Arc<Partitions>>,
     pull_seconds: f64,
     pulls: u64,
     last_counters: Option<(Instant, Vec<Counters>)>,

@@ -5,6 +5,7 @@
 //! step calls.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
@@ -44,11 +45,16 @@ pub(crate) trait ModelState<B: AutodiffBackend>: Sized {
 
 impl PsSession {
     /// The blocks of `model`'s variables: the same for every model of a run.
-    fn partitions_of<B: AutodiffBackend, M: Module<B>>(&mut self, model: &M) -> Partitions {
+    fn partitions_of<B: AutodiffBackend, M: Module<B>>(&mut self, model: &M) -> Arc<Partitions> {
         let (partitioner, num_ps) = (self.partitioner, self.replica.num_ps());
-        self.partitions
-            .get_or_insert_with(|| Partitions::new(partitioner, &parameter_shapes(model), num_ps))
-            .clone()
+        let partitions = self.partitions.get_or_insert_with(|| {
+            Arc::new(Partitions::new(
+                partitioner,
+                &parameter_shapes(model),
+                num_ps,
+            ))
+        });
+        Arc::clone(partitions)
     }
 
     /// Chief: puts `state`'s values and optimizer state on the ps tasks, to stop at the
