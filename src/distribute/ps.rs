@@ -34,6 +34,7 @@ mod replica;
 mod server;
 mod session;
 mod shard;
+mod sized_codec;
 mod variable_optimizer;
 mod wire;
 mod worker;

@@ -1,5 +1,5 @@
 //! A global allocator that keeps the blocks too large for glibc's heap (32 MiB or more) when
-//! they are freed, and hands one back when a block of the same size is asked for again.
+//! they are freed, and hands one back when a block of the same size class is asked for again.
 //!
 //! A training step frees and allocates the same large buffers every step: on the CPU a
 //! layer's 67 MB weight gradient, its copies on the way to a parameter server and back,
@@ -10,8 +10,12 @@
 //!
 //! At most [`SLOTS`] blocks and [`KEPT_BYTES`] in all are kept; beyond that the block kept
 //! longest is returned to the C library. Only blocks of a size asked for lately are kept
-//! (not a buffer doubled past its message), and a small buffer grown to a kept size (a
-//! receive buffer reserving a message's length) takes the kept block. A program opts in with
+//! (not a buffer doubled past its message), and a buffer grown to a kept size (a receive
+//! buffer reserving a message's length, blocks of a variable joined) takes the kept block.
+//! Sizes are rounded up to
+//! whole [`CLASS_BYTES`]: a message's length, and so its buffers', differs by a few bytes
+//! from step to step (a counter's varint, a header), and an exact size would never be asked
+//! for twice. A program opts in with
 //! `#[global_allocator] static HEAP: KeepLargeBlocks = KeepLargeBlocks;`.
 #![allow(unsafe_code)]
 
@@ -24,8 +28,24 @@ use std::sync::Mutex;
 /// [`keep_freed_memory`](super::keep_freed_memory) already makes keep them.
 pub const LARGE_BYTES: usize = 32 << 20;
 
-/// How many blocks are kept at most.
-pub const SLOTS: usize = 8;
+/// Large blocks are allocated, kept and handed out in whole multiples of this: a block
+/// wastes at most 1/32 of itself.
+pub const CLASS_BYTES: usize = 1 << 20;
+
+/// The layout a large block is allocated with: its size rounded up to a whole class.
+fn class_of(layout: Layout) -> Layout {
+    layout
+        .size()
+        .checked_next_multiple_of(CLASS_BYTES)
+        .and_then(|size| Layout::from_size_align(size, layout.align()).ok())
+        .unwrap_or(layout)
+}
+
+/// How many blocks are kept at most. A training task under two parameter servers holding a
+/// 64 MiB weight in two blocks frees a dozen large buffers a step (the gradient, its blocks,
+/// their encodings, the pulled messages, their values, the joined weight); with 8 slots the
+/// oldest were given back before the next step asked for them again.
+pub const SLOTS: usize = 16;
 
 /// How many bytes are kept at most, all blocks together.
 pub const KEPT_BYTES: usize = 1 << 30;
@@ -77,6 +97,12 @@ impl Shelf {
             self.asked[self.next_asked] = Some(layout);
             self.next_asked = (self.next_asked + 1) % ASKED;
         }
+        self.take_kept(layout)
+    }
+
+    /// A kept block of exactly `layout`, taken off the shelf, without remembering `layout`:
+    /// a large buffer grown by doubling asks for a size that may never come again.
+    fn take_kept(&mut self, layout: Layout) -> Option<*mut u8> {
         let slot = self
             .slots
             .iter_mut()
@@ -128,30 +154,37 @@ impl Shelf {
     }
 }
 
-// SAFETY: every block comes from `System` with the layout it is later given back with: a
-// kept block is handed out only for exactly its size and alignment, and `realloc` of one is
-// `System`'s realloc of a block `System` allocated with that layout.
+// SAFETY: every block comes from `System`, a large one with its class's layout
+// (`class_of`, computed alike from the caller's layout on every call), and is given back with
+// the layout it was allocated with: a kept block is handed out only for exactly its class and
+// alignment, and holds at least the caller's size.
 unsafe impl GlobalAlloc for KeepLargeBlocks {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= LARGE_BYTES {
-            if let Some(block) = shelf().take(layout) {
-                return block;
-            }
+        if layout.size() < LARGE_BYTES {
+            // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+            return unsafe { System.alloc(layout) };
         }
-        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
-        unsafe { System.alloc(layout) }
+        let class = class_of(layout);
+        if let Some(block) = shelf().take(class) {
+            return block;
+        }
+        // SAFETY: a layout of non-zero size.
+        unsafe { System.alloc(class) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= LARGE_BYTES {
-            if let Some(block) = shelf().take(layout) {
-                // SAFETY: the block holds `layout.size()` bytes and is this caller's now.
-                unsafe { std::ptr::write_bytes(block, 0, layout.size()) };
-                return block;
-            }
+        if layout.size() < LARGE_BYTES {
+            // SAFETY: the caller's layout.
+            return unsafe { System.alloc_zeroed(layout) };
         }
-        // SAFETY: the caller's layout.
-        unsafe { System.alloc_zeroed(layout) }
+        let class = class_of(layout);
+        if let Some(block) = shelf().take(class) {
+            // SAFETY: the block holds at least `layout.size()` bytes and is this caller's now.
+            unsafe { std::ptr::write_bytes(block, 0, layout.size()) };
+            return block;
+        }
+        // SAFETY: a layout of non-zero size.
+        unsafe { System.alloc_zeroed(class) }
     }
 
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
@@ -159,7 +192,7 @@ unsafe impl GlobalAlloc for KeepLargeBlocks {
             // SAFETY: allocated by `System` with this layout (see the impl's comment).
             return unsafe { System.dealloc(block, layout) };
         }
-        let give_back = shelf().keep(block, layout);
+        let give_back = shelf().keep(block, class_of(layout));
         for (address, layout) in give_back.into_iter().flatten() {
             // SAFETY: a block allocated by `System` with this layout, no longer kept.
             unsafe { System.dealloc(address as *mut u8, layout) };
@@ -167,24 +200,44 @@ unsafe impl GlobalAlloc for KeepLargeBlocks {
     }
 
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // A small buffer grown to a large size (a receive buffer reserving a message's
-        // length) takes a kept block: the C library would map fresh pages and copy anyway.
-        // A large one grown further is remapped by the C library, without a copy.
-        if new_size >= LARGE_BYTES && layout.size() < LARGE_BYTES {
-            if let Ok(grown) = Layout::from_size_align(new_size, layout.align()) {
-                if let Some(kept) = shelf().take(grown) {
-                    // SAFETY: `kept` holds `new_size` > `layout.size()` bytes and is the
-                    // caller's now; `block` holds `layout.size()` and came from `System`.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(block, kept, layout.size());
-                        System.dealloc(block, layout);
-                    }
-                    return kept;
+        let held = if layout.size() < LARGE_BYTES {
+            layout
+        } else {
+            class_of(layout)
+        };
+        if new_size < LARGE_BYTES {
+            // SAFETY: allocated by `System` with `held` (see the impl's comment).
+            return unsafe { System.realloc(block, held, new_size) };
+        }
+        let Ok(grown) = Layout::from_size_align(new_size, layout.align()).map(class_of) else {
+            return std::ptr::null_mut();
+        };
+        if grown == held {
+            // The block already holds `new_size` bytes.
+            return block;
+        }
+        // A buffer grown to a kept size takes the kept block: a small one (a receive buffer
+        // reserving a message's length) would get fresh pages and a copy from the C library
+        // anyway, and a large one (blocks joined into one) the fresh pages of a remapping. A
+        // copy of what it holds costs less than faulting them in.
+        if grown.size() > held.size() {
+            let kept = if layout.size() < LARGE_BYTES {
+                shelf().take(grown)
+            } else {
+                shelf().take_kept(grown)
+            };
+            if let Some(kept) = kept {
+                // SAFETY: `kept` holds more than `layout.size()` bytes and is the caller's
+                // now; `block` holds `layout.size()` and is given back as the caller would.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(block, kept, layout.size());
+                    self.dealloc(block, layout);
                 }
+                return kept;
             }
         }
-        // SAFETY: allocated by `System` with `layout` (see the impl's comment).
-        unsafe { System.realloc(block, layout, new_size) }
+        // SAFETY: allocated by `System` with `held`; the new size is non-zero.
+        unsafe { System.realloc(block, held, grown.size()) }
     }
 }
 

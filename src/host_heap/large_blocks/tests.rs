@@ -2,7 +2,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 
-use super::{shelf, KeepLargeBlocks, LARGE_BYTES, SLOTS};
+use super::{class_of, shelf, KeepLargeBlocks, CLASS_BYTES, LARGE_BYTES, SLOTS};
 
 fn kept() -> usize {
     shelf().slots.iter().flatten().count()
@@ -15,7 +15,7 @@ fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
         .unwrap_or_else(|e| e.into_inner());
     let heap = KeepLargeBlocks;
     let large = Layout::from_size_align(LARGE_BYTES + 4096, 64).unwrap();
-    let other = Layout::from_size_align(LARGE_BYTES + 8192, 64).unwrap();
+    let other = Layout::from_size_align(LARGE_BYTES + CLASS_BYTES + 4096, 64).unwrap();
     let small = Layout::from_size_align(1 << 20, 64).unwrap();
     unsafe {
         let first = heap.alloc(large);
@@ -37,8 +37,8 @@ fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
         let little = heap.alloc(small);
         heap.dealloc(little, small);
         assert_eq!(kept(), 2);
-        // Growing a kept-then-taken block is the C library's realloc, and the grown block,
-        // of a size nobody asked for, is not kept.
+        // Growing a kept-then-taken block to a size nobody asked for is the C library's
+        // realloc, and the grown block is not kept.
         let taken = heap.alloc(large);
         let grown = heap.realloc(taken, large, large.size() * 2);
         assert!(!grown.is_null());
@@ -56,7 +56,7 @@ fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
         }
         assert_eq!(kept(), SLOTS);
         let doubled = Layout::from_size_align(large.size() * 2, 64).unwrap();
-        for layout in [large, other, doubled] {
+        for layout in [large, other, doubled].map(class_of) {
             while let Some(block) = shelf().take(layout) {
                 std::alloc::System.dealloc(block, layout);
             }
@@ -111,12 +111,92 @@ fn a_small_buffer_grown_to_a_kept_size_takes_the_kept_block_with_its_bytes() {
         heap.dealloc(grown, large);
         assert_eq!(kept(), 1);
         // A size never asked for (a buffer doubled past its message) is not kept.
-        let never = Layout::from_size_align(LARGE_BYTES + 20_480, 8).unwrap();
+        let never = class_of(Layout::from_size_align(LARGE_BYTES + 3 * CLASS_BYTES, 8).unwrap());
         let doubled = std::alloc::System.alloc(never);
         heap.dealloc(doubled, never);
         assert_eq!(kept(), 1);
-        while let Some(block) = shelf().take(large) {
-            std::alloc::System.dealloc(block, large);
+        while let Some(block) = shelf().take(class_of(large)) {
+            std::alloc::System.dealloc(block, class_of(large));
+        }
+    }
+    assert_eq!(kept(), 0);
+}
+
+#[test]
+fn sizes_a_few_bytes_apart_share_a_kept_block_and_grow_within_it() {
+    let _alone = super::super::HEAP_TESTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let heap = KeepLargeBlocks;
+    // A message's buffers, one step and the next: the lengths differ by a varint's bytes.
+    let first = Layout::from_size_align(LARGE_BYTES + 1_081_459, 1).unwrap();
+    let next = Layout::from_size_align(LARGE_BYTES + 1_081_466, 1).unwrap();
+    let small = Layout::from_size_align(2 << 20, 1).unwrap();
+    unsafe {
+        let block = heap.alloc(first);
+        block.add(first.size() - 1).write(1);
+        heap.dealloc(block, first);
+        assert_eq!(kept(), 1);
+        let again = heap.alloc(next);
+        assert_eq!(again, block, "the kept block, for a size in its class");
+        again.add(next.size() - 1).write(2);
+        // Grown within its class, the block stays where it is, bytes and all.
+        let grown = heap.realloc(again, next, next.size() + 1000);
+        assert_eq!(grown, block);
+        assert_eq!(grown.add(next.size() - 1).read(), 2);
+        heap.dealloc(
+            grown,
+            Layout::from_size_align(next.size() + 1000, 1).unwrap(),
+        );
+        // A receive buffer reserving another of those lengths takes it too.
+        let buffer = heap.alloc(small);
+        let received = heap.realloc(buffer, small, first.size());
+        assert_eq!(received, block);
+        heap.dealloc(received, first);
+        // The next class up is another block.
+        let larger = Layout::from_size_align(first.size() + CLASS_BYTES, 1).unwrap();
+        let other = heap.alloc(larger);
+        assert_ne!(other, block);
+        heap.dealloc(other, larger);
+        assert_eq!(kept(), 2);
+        for layout in [first, larger].map(class_of) {
+            while let Some(block) = shelf().take(layout) {
+                std::alloc::System.dealloc(block, layout);
+            }
+        }
+    }
+    assert_eq!(kept(), 0);
+}
+
+#[test]
+fn a_large_block_grown_to_a_kept_class_takes_that_block_and_is_kept_itself() {
+    let _alone = super::super::HEAP_TESTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let heap = KeepLargeBlocks;
+    // Two blocks of a variable joined: the first grows to the whole variable's size.
+    let half = Layout::from_size_align(LARGE_BYTES, 4).unwrap();
+    let whole = Layout::from_size_align(2 * LARGE_BYTES, 4).unwrap();
+    unsafe {
+        let kept_whole = heap.alloc(whole);
+        heap.dealloc(kept_whole, whole);
+        let first = heap.alloc(half);
+        first.write_bytes(5, half.size());
+        let joined = heap.realloc(first, half, whole.size());
+        assert_eq!(joined, kept_whole, "the kept block of the grown size");
+        let bytes = std::slice::from_raw_parts(joined, half.size());
+        assert!(
+            bytes.iter().all(|b| *b == 5),
+            "the first block's bytes came along"
+        );
+        assert_eq!(kept(), 1, "the first block, kept for the next cut");
+        assert_eq!(heap.alloc(half), first);
+        heap.dealloc(first, half);
+        heap.dealloc(joined, whole);
+        for layout in [half, whole] {
+            while let Some(block) = shelf().take(layout) {
+                std::alloc::System.dealloc(block, layout);
+            }
         }
     }
     assert_eq!(kept(), 0);
