@@ -16,17 +16,27 @@ mod replies;
 #[cfg(test)]
 mod tests;
 
-/// `values` as the bytes of a [`proto::Variable`]: little-endian, copied whole where the
-/// machine's order is that already.
-pub fn f32_bytes(values: &[f32]) -> Bytes {
+/// `values` as the bytes of a [`proto::Variable`], little-endian: where the machine's order
+/// is that already, the vector's own buffer, without a copy (a 64 MiB weight's gradient or
+/// values at every push and pull).
+pub fn f32_bytes(values: Vec<f32>) -> Bytes {
     if cfg!(target_endian = "little") {
-        return Bytes::copy_from_slice(bytemuck::cast_slice(values));
+        return Bytes::from_owner(LittleEndian(values));
     }
     let mut out = Vec::with_capacity(values.len() * 4);
     for value in values {
         out.extend_from_slice(&value.to_le_bytes());
     }
     Bytes::from(out)
+}
+
+/// Values whose bytes, in the machine's order, are little-endian ones.
+struct LittleEndian(Vec<f32>);
+
+impl AsRef<[u8]> for LittleEndian {
+    fn as_ref(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.0)
+    }
 }
 
 /// The values of a [`proto::Variable`]; an error names the variable when the byte count is
@@ -51,9 +61,9 @@ pub fn f32_values(variable: &proto::Variable) -> Result<Vec<f32>, RaggedValues> 
 
 /// A [`proto::Variable`] of `path` with `values` (and `shape`, empty when the receiver knows
 /// it).
-pub fn variable(path: &str, shape: &[usize], values: &[f32]) -> proto::Variable {
+pub fn variable(path: String, shape: &[usize], values: Vec<f32>) -> proto::Variable {
     proto::Variable {
-        path: path.to_string(),
+        path,
         shape: shape.iter().map(|&d| d as u64).collect(),
         values: f32_bytes(values),
     }
@@ -64,9 +74,9 @@ pub fn shape(variable: &proto::Variable) -> Vec<usize> {
     variable.shape.iter().map(|&d| d as usize).collect()
 }
 
-fn encode_values(values: &Values) -> Vec<proto::Variable> {
+fn encode_values(values: Values) -> Vec<proto::Variable> {
     values
-        .iter()
+        .into_iter()
         .map(|(path, values)| variable(path, &[], values))
         .collect()
 }
@@ -78,10 +88,10 @@ fn decode_values(variables: Vec<proto::Variable>) -> Result<Values, RaggedValues
         .collect()
 }
 
-fn encode_shaped(variables: &Shaped) -> Vec<proto::Variable> {
+fn encode_shaped(variables: Shaped) -> Vec<proto::Variable> {
     variables
-        .iter()
-        .map(|(path, (shape, values))| variable(path, shape, values))
+        .into_iter()
+        .map(|(path, (shape, values))| variable(path, &shape, values))
         .collect()
 }
 
@@ -102,7 +112,8 @@ impl TryFrom<&Init> for proto::InitRequest {
             false => serde_json::to_string(&init.schedule)?,
         };
         Ok(proto::InitRequest {
-            variables: encode_shaped(&init.variables),
+            // A copy: the chief sends the same `Init` again after a ps restarts.
+            variables: encode_shaped(init.variables.clone()),
             optimizer_state: init.optimizer_state.clone(),
             optimizer: init.optimizer.clone(),
             learning_rate: init.learning_rate,
@@ -182,16 +193,16 @@ impl From<proto::Held> for Held {
     }
 }
 
-impl From<&Push> for proto::PushRequest {
-    fn from(push: &Push) -> Self {
+impl From<Push> for proto::PushRequest {
+    fn from(push: Push) -> Self {
         proto::PushRequest {
             worker: push.worker,
             step: push.step,
             generation: push.generation,
-            gradients: encode_values(&push.gradients),
+            gradients: encode_values(push.gradients),
             wait_ms: millis(push.wait),
             pull: push.pull,
-            assign: encode_values(&push.assign),
+            assign: encode_values(push.assign),
             since: push.since.map(Into::into),
         }
     }

@@ -262,7 +262,8 @@ impl PsClient for ParameterServers {
     /// costs a step's gradient, a doubled one would corrupt).
     fn push(&self, pushes: Vec<Push>) -> Result<Vec<Pushed>> {
         let waits = pushes.iter().map(|p| p.wait).max().unwrap_or_default();
-        let requests: Arc<Vec<PushRequest>> = Arc::new(pushes.iter().map(Into::into).collect());
+        let requests: Arc<Vec<PushRequest>> =
+            Arc::new(pushes.into_iter().map(Into::into).collect());
         let replies = self.on_all(None, waits, move |i, mut client| {
             let request = requests[i].clone();
             async move { client.push(request).await.map(|r| r.into_inner()) }

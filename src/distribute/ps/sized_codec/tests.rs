@@ -17,7 +17,7 @@ use crate::distribute::ps::proto::{PullReply, Variable};
 /// bias.
 fn reply() -> PullReply {
     let variable = |path: &str, bytes: usize| Variable {
-        path: path.into(),
+        path: path.to_string(),
         shape: vec![bytes as u64 / 4],
         values: Bytes::from((0..bytes).map(|i| i as u8).collect::<Vec<u8>>()),
     };

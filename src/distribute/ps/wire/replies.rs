@@ -20,7 +20,7 @@ impl From<Pulled> for proto::PullReply {
                 step,
                 generation,
                 done: false,
-                variables: encode_values(&variables),
+                variables: encode_values(variables),
                 version,
             },
         }
@@ -71,7 +71,7 @@ impl From<Pushed> for proto::PushReply {
             outcome: proto::PushOutcome::from(pushed.outcome) as i32,
             step: pushed.step,
             generation: pushed.generation,
-            variables: encode_values(&pushed.variables),
+            variables: encode_values(pushed.variables),
             version: pushed.version,
         }
     }
@@ -95,7 +95,7 @@ impl From<Snapshot> for proto::SnapshotReply {
     fn from(snapshot: Snapshot) -> Self {
         proto::SnapshotReply {
             step: snapshot.step,
-            variables: encode_shaped(&snapshot.variables),
+            variables: encode_shaped(snapshot.variables),
             optimizer_state: snapshot.optimizer_state,
         }
     }

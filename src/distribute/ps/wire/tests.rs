@@ -9,7 +9,7 @@ use super::*;
 #[test]
 fn values_round_trip_bit_exactly() {
     let values = [0.0, -1.5, f32::MIN_POSITIVE, 3.25e7, f32::NAN];
-    let encoded = variable("w", &[5], &values);
+    let encoded = variable("w".into(), &[5], values.to_vec());
     let decoded = f32_values(&encoded).unwrap();
     assert_eq!(
         values.map(f32::to_bits).to_vec(),
@@ -79,7 +79,7 @@ fn messages_cross_the_edge_unchanged() {
         since: None,
     };
     assert_eq!(
-        Push::try_from(proto::PushRequest::from(&push)).unwrap(),
+        Push::try_from(proto::PushRequest::from(push.clone())).unwrap(),
         push
     );
     let pushed = Pushed {
@@ -119,4 +119,16 @@ fn an_old_pull_waits_for_no_generation_and_an_unknown_outcome_is_not_applied() {
         Pushed::try_from(unknown).unwrap().outcome,
         PushOutcome::Stale
     );
+}
+
+#[test]
+fn values_go_on_the_wire_in_their_own_buffer() {
+    let values = vec![1.5f32; 1024];
+    let address = values.as_ptr() as usize;
+    let bytes = f32_bytes(values);
+    assert_eq!(bytes.len(), 4096);
+    if cfg!(target_endian = "little") {
+        assert_eq!(bytes.as_ptr() as usize, address, "not copied");
+    }
+    assert_eq!(&bytes[..4], &1.5f32.to_le_bytes());
 }
