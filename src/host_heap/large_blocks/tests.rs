@@ -8,6 +8,16 @@ fn kept() -> usize {
     shelf().slots.iter().flatten().count()
 }
 
+/// Gives every kept block of these layouts' classes back to the C library.
+fn empty_shelf<const N: usize>(layouts: [Layout; N]) {
+    for layout in layouts.map(class_of) {
+        while let Some(block) = shelf().take(layout) {
+            // SAFETY: a kept block, allocated by `System` with its class's layout.
+            unsafe { std::alloc::System.dealloc(block, layout) };
+        }
+    }
+}
+
 #[test]
 fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
     let _alone = super::super::HEAP_TESTS
@@ -56,11 +66,7 @@ fn a_large_block_freed_comes_back_for_its_size_and_the_oldest_makes_room() {
         }
         assert_eq!(kept(), SLOTS);
         let doubled = Layout::from_size_align(large.size() * 2, 64).unwrap();
-        for layout in [large, other, doubled].map(class_of) {
-            while let Some(block) = shelf().take(layout) {
-                std::alloc::System.dealloc(block, layout);
-            }
-        }
+        empty_shelf([large, other, doubled]);
         assert_eq!(kept(), 0);
     }
 }
@@ -115,9 +121,7 @@ fn a_small_buffer_grown_to_a_kept_size_takes_the_kept_block_with_its_bytes() {
         let doubled = std::alloc::System.alloc(never);
         heap.dealloc(doubled, never);
         assert_eq!(kept(), 1);
-        while let Some(block) = shelf().take(class_of(large)) {
-            std::alloc::System.dealloc(block, class_of(large));
-        }
+        empty_shelf([large]);
     }
     assert_eq!(kept(), 0);
 }
@@ -159,11 +163,7 @@ fn sizes_a_few_bytes_apart_share_a_kept_block_and_grow_within_it() {
         assert_ne!(other, block);
         heap.dealloc(other, larger);
         assert_eq!(kept(), 2);
-        for layout in [first, larger].map(class_of) {
-            while let Some(block) = shelf().take(layout) {
-                std::alloc::System.dealloc(block, layout);
-            }
-        }
+        empty_shelf([first, larger]);
     }
     assert_eq!(kept(), 0);
 }
@@ -193,11 +193,7 @@ fn a_large_block_grown_to_a_kept_class_takes_that_block_and_is_kept_itself() {
         assert_eq!(heap.alloc(half), first);
         heap.dealloc(first, half);
         heap.dealloc(joined, whole);
-        for layout in [half, whole] {
-            while let Some(block) = shelf().take(layout) {
-                std::alloc::System.dealloc(block, layout);
-            }
-        }
+        empty_shelf([half, whole]);
     }
     assert_eq!(kept(), 0);
 }
