@@ -60,7 +60,7 @@ pub struct RunConfig {
     /// fusion threshold, DDP's `bucket_cap_mb`): smaller gradients are packed into buckets
     /// up to it, and on a GPU a larger gradient crosses in slices of this size, so that
     /// reading one slice off the device, reducing the previous one and uploading the one
-    /// before overlap. At least 4 (one value).
+    /// before overlap. At least 4 (one value); 0: chosen by trial in the first steps.
     #[serde(default = "default_allreduce_bucket_bytes")]
     pub allreduce_bucket_bytes: usize,
     /// Threads a synchronous all-reduce splits its passes over gradients (encoding, summing,
@@ -252,7 +252,7 @@ impl RunConfig {
         self
     }
 
-    /// Fuse gradients into all-reduce buckets of at most `bytes` (at least 4).
+    /// Fuse gradients into all-reduce buckets of at most `bytes` (4 or more; 0: by trial).
     pub fn with_allreduce_bucket_bytes(mut self, bytes: usize) -> Self {
         self.allreduce_bucket_bytes = bytes;
         self

@@ -306,3 +306,51 @@ fn passes_shared_by_all_reduce_threads_average_to_the_bits_of_one_thread() {
         }
     }
 }
+
+#[test]
+fn bucket_sizes_tried_then_chosen_alike_keep_every_step_the_whole_batch_gradient() {
+    let single = model();
+    let expected = weight_grad(&single, &grads(&single, rows(0, 12)));
+    let handles: Vec<_> = InMemoryTransport::cluster(3)
+        .into_iter()
+        .map(|mut transport| {
+            let expected = expected.clone();
+            std::thread::spawn(move || {
+                let m = model();
+                let rank = transport.rank();
+                // Buckets of 8 bytes cut the weight in three; of 64, hold everything.
+                let mut averager = GradientAverager::new(0);
+                averager.tuner = Some(bucket_tuner::BucketTuner::new(&[8, 64], 1, 2));
+                let mut sizes = Vec::new();
+                for _ in 0..8 {
+                    let local = LocalStep {
+                        grads: grads(&m, rows(rank * 4, 4)),
+                        loss: StepLoss::Known(1.0),
+                    };
+                    let averaged = averager.average(&m, Some(local), &mut transport);
+                    let averaged = averaged.unwrap().expect("every rank took the step");
+                    for (a, b) in weight_grad(&m, &averaged.grads).iter().zip(&expected) {
+                        assert!((a - b).abs() < 1e-5, "step {}: {a} vs {b}", sizes.len());
+                    }
+                    let work = averager.work[0].as_ref().unwrap();
+                    let one_bucket = work.buckets.len() == 1;
+                    assert_eq!(one_bucket, averager.bucket_bytes == 64, "the plan follows");
+                    sizes.push(averager.bucket_bytes);
+                }
+                let tuner = averager.tuner.as_ref().unwrap();
+                assert!(tuner.begin().vote.is_none(), "decided");
+                sizes
+            })
+        })
+        .collect();
+    let sizes: Vec<Vec<usize>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(
+        sizes.iter().all(|s| s == &sizes[0]),
+        "ranks differ: {sizes:?}"
+    );
+    // Warm-up, two rounds of turns, the vote, then the choice.
+    assert_eq!(sizes[0][..6], [8, 8, 64, 8, 64, 8]);
+    assert!(sizes[0][6..]
+        .iter()
+        .all(|&b| b == sizes[0][6] && (b == 8 || b == 64)));
+}

@@ -79,11 +79,7 @@ pub fn cluster_run_config(
         .with_prefetch_to_device(args.prefetch_to_device);
     // The flag's value, not the saved run's: a resumed run without it gets the default.
     run_config.device_cache_bytes = args.device_cache_bytes;
-    run_config.allreduce_bucket_bytes = args
-        .allreduce_bucket_bytes
-        .map_or(DEFAULT_BUCKET_BYTES, |b| {
-            usize::try_from(b).unwrap_or(usize::MAX)
-        });
+    run_config.allreduce_bucket_bytes = args.allreduce_bucket_bytes.unwrap_or(DEFAULT_BUCKET_BYTES);
     if let Some(rank) = args.powersgd_rank {
         let mut power_sgd = PowerSgd::new(rank as usize);
         if let Some(step) = args.powersgd_start_step {

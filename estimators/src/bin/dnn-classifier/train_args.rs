@@ -9,7 +9,9 @@ use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
 use estimator::{Distribution, LossReadback, MixedPrecision};
 
-use crate::values::{parse_decay, parse_learning_rate, parse_mirrored, TimelineSteps};
+use crate::values::{
+    parse_bucket_bytes, parse_decay, parse_learning_rate, parse_mirrored, TimelineSteps,
+};
 
 /// Optimizers selectable from the command line.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -291,9 +293,11 @@ pub struct TrainArgs {
     /// MultiWorkerMirrored and Mirrored: the largest fusion bucket in bytes (default
     /// 4194304, 4 MiB): smaller gradients are packed into buckets up to it, and on a GPU a
     /// larger one is reduced in slices of this size, overlapping copies and the wire.
+    /// `auto`: 1, 4, 16 and 64 MiB in turns, 10 steps each after 10, and the one whose
+    /// synchronisation the ranks timed fastest kept (Horovod's autotune).
     /// Example: `--allreduce-bucket-bytes 16777216`.
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(4..))]
-    pub allreduce_bucket_bytes: Option<u64>,
+    #[arg(long, value_name = "BYTES|auto", value_parser = parse_bucket_bytes)]
+    pub allreduce_bucket_bytes: Option<usize>,
     /// MultiWorkerMirrored and Mirrored: threads that share the all-reduce's passes over
     /// gradients (default 0: the replica's CPU threads per operation, at most 4; on a GPU,
     /// this process's share of the host's cores). Example: `--allreduce-threads 8`.

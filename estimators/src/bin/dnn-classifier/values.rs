@@ -55,6 +55,21 @@ pub fn parse_decay(text: &str) -> Result<Decay, String> {
     Ok(decay)
 }
 
+/// Parses an `--allreduce-bucket-bytes` value: a size of at least 4 bytes (one value), or
+/// `auto` (0: chosen by trial during the first steps).
+pub fn parse_bucket_bytes(text: &str) -> Result<usize, String> {
+    if text == "auto" {
+        return Ok(0);
+    }
+    match text.parse::<usize>() {
+        Ok(bytes) if bytes >= 4 => Ok(bytes),
+        Ok(_) => Err(format!(
+            "{text} bytes hold no f32 value: give 4 or more, or auto"
+        )),
+        Err(_) => Err(format!("'{text}' is neither a number of bytes nor auto")),
+    }
+}
+
 /// Parses a `--mirrored` value: a number of replicas (at least 1) or `all`.
 pub fn parse_mirrored(text: &str) -> Result<Distribution, String> {
     match text {
@@ -199,6 +214,20 @@ mod tests {
             let err = bad.parse::<TimelineSteps>().unwrap_err();
             assert!(err.contains("is not SKIP,COUNT"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn bucket_sizes() {
+        assert_eq!(parse_bucket_bytes("auto"), Ok(0));
+        assert_eq!(parse_bucket_bytes("4"), Ok(4));
+        assert_eq!(parse_bucket_bytes("16777216"), Ok(16 << 20));
+        let error = parse_bucket_bytes("3").unwrap_err();
+        assert!(error.contains("3 bytes hold no f32 value"), "{error}");
+        let error = parse_bucket_bytes("big").unwrap_err();
+        assert!(
+            error.contains("neither a number of bytes nor auto"),
+            "{error}"
+        );
     }
 
     #[test]
