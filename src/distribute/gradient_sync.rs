@@ -184,10 +184,7 @@ impl GradientAverager {
             return Ok(local.map(|step| (step, along)));
         }
         let started = Instant::now();
-        let averaged = match self.tuner.is_some() {
-            true => self.average_tuned(model, local, along, transport, started),
-            false => self.average_timed(model, local, along, transport, started),
-        };
+        let averaged = self.average_tuned(model, local, along, transport, started);
         if let Some(timeline) = &self.timeline {
             timeline.span("sync", Lane::Training, None, started);
         }

@@ -20,17 +20,17 @@ use crate::distribute::{Result, Transport};
 
 /// Bucket sizes tried, in bytes: from latency-bound small buckets to one as large as the
 /// largest weight measured (a 4096 × 4096 layer).
-pub const CANDIDATES: [usize; 4] = [1 << 20, 4 << 20, 16 << 20, 64 << 20];
+const CANDIDATES: [usize; 4] = [1 << 20, 4 << 20, 16 << 20, 64 << 20];
 
 /// Steps left out before the trials: the first steps allocate and connect.
-pub const WARMUP_STEPS: usize = 10;
+const WARMUP_STEPS: usize = 10;
 
 /// Steps each candidate runs for, one round of turns each.
-pub const STEPS_PER_CANDIDATE: usize = 10;
+const STEPS_PER_CANDIDATE: usize = 10;
 
 /// Where the trials stand.
 #[derive(Debug, Clone)]
-pub struct BucketTuner {
+pub(super) struct BucketTuner {
     candidates: Vec<usize>,
     warmup: usize,
     per_candidate: usize,
@@ -43,16 +43,16 @@ pub struct BucketTuner {
 
 /// What the next step does.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TunedStep {
-    pub bucket_bytes: usize,
+pub(super) struct TunedStep {
+    pub(super) bucket_bytes: usize,
     /// This rank's mean synchronisation per candidate (ms), to ride the step entry, when
     /// this step decides.
-    pub vote: Option<Vec<f32>>,
+    pub(super) vote: Option<Vec<f32>>,
 }
 
 impl BucketTuner {
     /// Trials of `candidates` (at least one), `per_candidate` steps each, after `warmup`.
-    pub fn new(candidates: &[usize], warmup: usize, per_candidate: usize) -> Self {
+    pub(super) fn new(candidates: &[usize], warmup: usize, per_candidate: usize) -> Self {
         assert!(!candidates.is_empty(), "no bucket size to try");
         Self {
             candidates: candidates.to_vec(),
@@ -66,7 +66,7 @@ impl BucketTuner {
 
     /// The trials Horovod's users would expect: [`CANDIDATES`], [`STEPS_PER_CANDIDATE`]
     /// steps each after [`WARMUP_STEPS`].
-    pub fn standard() -> Self {
+    pub(super) fn standard() -> Self {
         Self::new(&CANDIDATES, WARMUP_STEPS, STEPS_PER_CANDIDATE)
     }
 
@@ -82,7 +82,7 @@ impl BucketTuner {
     }
 
     /// The next step's bucket size, and this rank's vote when the trials are over.
-    pub fn begin(&self) -> TunedStep {
+    pub(super) fn begin(&self) -> TunedStep {
         if let Some(bytes) = self.chosen {
             return TunedStep {
                 bucket_bytes: bytes,
@@ -100,16 +100,27 @@ impl BucketTuner {
     }
 
     /// Counts a finished step that synchronised for `seconds`.
-    pub fn end(&mut self, seconds: f64) {
+    pub(super) fn end(&mut self, seconds: f64) {
         if let Some(trial) = self.trial().filter(|_| self.chosen.is_none()) {
             self.seconds[trial] += seconds;
         }
         self.steps += 1;
     }
 
+    fn log_choice(&self, bytes: usize, votes: &[f32]) {
+        let means: Vec<String> = (self.candidates.iter().zip(votes))
+            .map(|(size, ms)| format!("{} KiB {ms:.2} ms", size >> 10))
+            .collect();
+        tracing::info!(
+            "fusion buckets of {} KiB, chosen by trial (mean synchronisation per step: {})",
+            bytes >> 10,
+            means.join(", ")
+        );
+    }
+
     /// Takes the ranks' averaged `votes` (one per candidate): the candidate with the
     /// lowest, the smaller on a tie.
-    pub fn decide(&mut self, votes: &[f32]) -> usize {
+    pub(super) fn decide(&mut self, votes: &[f32]) -> usize {
         let best = (0..self.candidates.len())
             .min_by(|&a, &b| votes[a].total_cmp(&votes[b]))
             .unwrap_or(0);
@@ -120,9 +131,9 @@ impl BucketTuner {
 }
 
 impl GradientAverager {
-    /// [`average_along`](GradientAverager::average_along) with the bucket size of this
-    /// step's trial, this rank's vote riding along when the trials are over, and the size
-    /// the ranks chose taken from the averaged votes.
+    /// [`average_timed`](GradientAverager::average_timed), with the bucket size of this
+    /// step's trial when the size is being chosen, this rank's vote riding along once the
+    /// trials are over, and the size the ranks chose taken from the averaged votes.
     pub(super) fn average_tuned<B: AutodiffBackend, M: Module<B>, T: Transport + ?Sized>(
         &mut self,
         model: &M,
@@ -131,37 +142,32 @@ impl GradientAverager {
         transport: &mut T,
         started: Instant,
     ) -> Result<Option<(LocalStep, Vec<f32>)>> {
-        let Some(tuned) = self.tuner.as_ref().map(BucketTuner::begin) else {
+        let Some(mut tuner) = self.tuner.take() else {
             return self.average_timed(model, local, along, transport, started);
         };
+        let tuned = tuner.begin();
         if tuned.bucket_bytes != self.bucket_bytes {
             self.bucket_bytes = tuned.bucket_bytes;
             self.work = [None, None];
         }
         let own = along.len();
         along.extend(tuned.vote.iter().flatten());
-        let averaged = self.average_timed(model, local, along, transport, started)?;
-        let tuner = self.tuner.as_mut().expect("tuning: checked above");
-        let averaged = averaged.map(|(step, mut along)| {
-            let votes = along.split_off(own);
-            if tuned.vote.is_some() {
-                let bytes = tuner.decide(&votes);
-                if transport.rank() == 0 {
-                    let means: Vec<String> = (tuner.candidates.iter().zip(&votes))
-                        .map(|(size, ms)| format!("{} KiB {ms:.2} ms", size >> 10))
-                        .collect();
-                    tracing::info!(
-                        "fusion buckets of {} KiB, chosen by trial (mean synchronisation \
-                         per step: {})",
-                        bytes >> 10,
-                        means.join(", ")
-                    );
+        let averaged = self.average_timed(model, local, along, transport, started);
+        let averaged = averaged.map(|averaged| {
+            averaged.map(|(step, mut along)| {
+                let votes = along.split_off(own);
+                if tuned.vote.is_some() {
+                    let bytes = tuner.decide(&votes);
+                    if transport.rank() == 0 {
+                        tuner.log_choice(bytes, &votes);
+                    }
                 }
-            }
-            (step, along)
+                (step, along)
+            })
         });
         tuner.end(started.elapsed().as_secs_f64());
-        Ok(averaged)
+        self.tuner = Some(tuner);
+        averaged
     }
 }
 
