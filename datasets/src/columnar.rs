@@ -9,12 +9,15 @@
 mod batch;
 mod batch_row;
 mod gather;
+mod labels;
 mod pool;
 mod row;
 mod strings;
 
-pub use batch::{ColumnarBatch, Labels};
+pub use batch::ColumnarBatch;
 pub use batch_row::BatchRow;
+pub(crate) use labels::LabelKind;
+pub use labels::Labels;
 pub(crate) use pool::Recycler;
 pub use row::{ColumnarRow, LabelRef, TableRow};
 pub use strings::StringColumn;

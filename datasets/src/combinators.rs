@@ -31,3 +31,10 @@ pub use shuffle::Shuffle;
 pub use skip::Skip;
 pub use take::Take;
 pub use zip::Zip;
+
+/// Every remaining item of `ds`, unwrapped: what the stages' tests compare.
+#[cfg(test)]
+fn collect<D: crate::Dataset>(mut ds: D) -> Vec<D::Item> {
+    use crate::DatasetExt;
+    ds.iter().map(|r| r.unwrap()).collect()
+}

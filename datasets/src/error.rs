@@ -295,6 +295,18 @@ fn size(bytes: usize) -> String {
     }
 }
 
+/// The message a panic was raised with (a thread's or a closure's), for the error that
+/// reports it.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
 /// Cuts `bytes` to at most 40 characters of (lossy) text for an error message.
 pub(crate) fn excerpt(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);

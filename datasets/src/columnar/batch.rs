@@ -1,86 +1,10 @@
-//! [`ColumnarBatch`] and [`Labels`]: rows of tabular data as contiguous columns.
+//! [`ColumnarBatch`]: rows of tabular data as contiguous columns.
 
 use serde::{Deserialize, Serialize};
 
 use super::pool::Recycler;
-use super::{BatchRow, ColumnarRow, LabelRef, StringColumn};
+use super::{BatchRow, ColumnarRow, LabelKind, LabelRef, Labels, StringColumn};
 use crate::{Error, Example};
-
-/// The labels of a [`ColumnarBatch`], one column whose type follows the label column's.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub enum Labels {
-    /// No label column.
-    #[default]
-    None,
-    /// Regression targets.
-    Float(Vec<f32>),
-    /// Class ids.
-    Class(Vec<u32>),
-    /// Class names.
-    Name(StringColumn),
-}
-
-impl Labels {
-    /// Number of labels (0 for [`Labels::None`]).
-    pub fn len(&self) -> usize {
-        match self {
-            Labels::None => 0,
-            Labels::Float(v) => v.len(),
-            Labels::Class(v) => v.len(),
-            Labels::Name(v) => v.len(),
-        }
-    }
-
-    /// Whether there are no labels.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Every label, borrowed, in row order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = LabelRef<'_>> + '_ {
-        (0..self.len()).map(|i| match self {
-            Labels::None => LabelRef::None,
-            Labels::Float(v) => LabelRef::Float(v[i]),
-            Labels::Class(v) => LabelRef::Class(v[i]),
-            Labels::Name(v) => LabelRef::Name(v.get(i)),
-        })
-    }
-
-    /// An empty column for labels like `label`, reusing this one's allocation if it is
-    /// of that kind.
-    fn reset_for(&mut self, label: LabelRef<'_>) {
-        match (&mut *self, label) {
-            (Labels::Float(v), LabelRef::Float(_)) => v.clear(),
-            (Labels::Class(v), LabelRef::Class(_)) => v.clear(),
-            (Labels::Name(v), LabelRef::Name(_)) => v.clear(),
-            (_, LabelRef::None) => *self = Labels::None,
-            (_, LabelRef::Float(_)) => *self = Labels::Float(Vec::new()),
-            (_, LabelRef::Class(_)) => *self = Labels::Class(Vec::new()),
-            (_, LabelRef::Name(_)) => *self = Labels::Name(StringColumn::new()),
-        }
-    }
-
-    /// Appends `label`; `false` if it is not of this column's kind.
-    fn push(&mut self, label: LabelRef<'_>) -> bool {
-        match (self, label) {
-            (Labels::None, LabelRef::None) => {}
-            (Labels::Float(v), LabelRef::Float(x)) => v.push(x),
-            (Labels::Class(v), LabelRef::Class(c)) => v.push(c),
-            (Labels::Name(v), LabelRef::Name(s)) => v.push(s),
-            _ => return false,
-        }
-        true
-    }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            Labels::None => "no label",
-            Labels::Float(_) => "a float label",
-            Labels::Class(_) => "a class id label",
-            Labels::Name(_) => "a class name label",
-        }
-    }
-}
 
 /// Rows of tabular data as contiguous columns, from
 /// [`batch_columnar`](crate::DatasetExt::batch_columnar) or
@@ -270,6 +194,23 @@ impl ColumnarBatch {
         Ok(())
     }
 
+    /// Empties the batch and lays it out for rows of `dense_width` dense values,
+    /// `categorical` category columns and a label of kind `label`, keeping its buffers.
+    pub(crate) fn reset_layout(
+        &mut self,
+        dense_width: usize,
+        categorical: usize,
+        label: Option<LabelKind>,
+    ) {
+        self.rows = 0;
+        self.dense_width = dense_width;
+        self.dense.clear();
+        self.categorical.truncate(categorical);
+        self.categorical.iter_mut().for_each(StringColumn::clear);
+        self.categorical.resize_with(categorical, StringColumn::new);
+        self.labels.reset_for(label);
+    }
+
     /// Appends `row`. The first row sets the layout (dense width, number of categorical
     /// columns, kind of label); a later row that differs is an error naming `stage`, the
     /// row and the field, and leaves the batch as it was.
@@ -282,12 +223,7 @@ impl ColumnarBatch {
         let categorical = row.categorical_len();
         let label = row.label();
         if self.rows == 0 {
-            self.dense_width = dense.len();
-            self.dense.clear();
-            self.categorical.truncate(categorical);
-            self.categorical.iter_mut().for_each(StringColumn::clear);
-            self.categorical.resize_with(categorical, StringColumn::new);
-            self.labels.reset_for(label);
+            self.reset_layout(dense.len(), categorical, label.kind());
         } else {
             let n = self.rows;
             let bad = |what: String| {
@@ -303,7 +239,7 @@ impl ColumnarBatch {
                 return bad(format!("{categorical} categorical values"));
             }
             if label.kind() != self.labels.kind() {
-                return bad(format!("label: {}", label.kind()));
+                return bad(format!("label: {}", LabelKind::describe(label.kind())));
             }
         }
         self.dense.extend_from_slice(dense);

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::ColumnarBatch;
+use super::{ColumnarBatch, LabelKind};
 use crate::{Example, Label};
 
 /// A borrowed [`Label`]: what a row's label is without owning a class name.
@@ -39,13 +39,13 @@ impl LabelRef<'_> {
         }
     }
 
-    /// What kind of label this is, for error messages.
-    pub(crate) fn kind(self) -> &'static str {
+    /// The kind of column this label goes in; `None` for no label.
+    pub(crate) fn kind(self) -> Option<LabelKind> {
         match self {
-            LabelRef::None => "no label",
-            LabelRef::Float(_) => "a float label",
-            LabelRef::Class(_) => "a class id label",
-            LabelRef::Name(_) => "a class name label",
+            LabelRef::None => None,
+            LabelRef::Float(_) => Some(LabelKind::Float),
+            LabelRef::Class(_) => Some(LabelKind::Class),
+            LabelRef::Name(_) => Some(LabelKind::Name),
         }
     }
 }

@@ -8,18 +8,14 @@ use crate::{Dataset, Error, Position};
 /// while filling a batch is returned at once and the partial batch is dropped.
 pub struct Batch<D> {
     upstream: D,
-    size: usize,
-    drop_remainder: bool,
-    failed: bool,
+    batching: Batching,
 }
 
 impl<D> Batch<D> {
     pub(crate) fn new(upstream: D, size: usize, drop_remainder: bool) -> Self {
         Batch {
             upstream,
-            size,
-            drop_remainder,
-            failed: false,
+            batching: Batching::new(size, drop_remainder),
         }
     }
 }
@@ -28,39 +24,18 @@ impl<D: Dataset> Dataset for Batch<D> {
     type Item = Vec<D::Item>;
 
     fn next_item(&mut self) -> Option<Result<Vec<D::Item>, Error>> {
-        if self.size == 0 {
-            if self.failed {
-                return None;
-            }
-            self.failed = true;
-            return Some(Err(Error::InvalidArgument(
-                "batch size must be at least 1".into(),
-            )));
-        }
-        let mut batch = Vec::with_capacity(self.size.min(4096));
-        while batch.len() < self.size {
-            match self.upstream.next_item() {
-                Some(Ok(item)) => batch.push(item),
-                Some(Err(e)) => return Some(Err(e)),
-                None => break,
-            }
-        }
-        if batch.is_empty() || (self.drop_remainder && batch.len() < self.size) {
-            None
-        } else {
-            Some(Ok(batch))
-        }
+        let capacity = self.batching.size.min(4096);
+        let start = || Vec::with_capacity(capacity);
+        let push = |batch: &mut Vec<D::Item>, item| {
+            batch.push(item);
+            Ok(())
+        };
+        self.batching
+            .next("batch", &mut self.upstream, start, Vec::len, push)
     }
 
     fn len_hint(&self) -> Option<usize> {
-        let n = self.upstream.len_hint()?;
-        if self.size == 0 {
-            Some(0)
-        } else if self.drop_remainder {
-            Some(n / self.size)
-        } else {
-            Some(n.div_ceil(self.size))
-        }
+        self.batching.len_hint(self.upstream.len_hint()?)
     }
 
     fn position(&self) -> Position {
@@ -68,18 +43,87 @@ impl<D: Dataset> Dataset for Batch<D> {
     }
 
     fn restore(&mut self, position: &Position) -> Result<(), Error> {
-        self.failed = false;
+        self.batching.restored();
         self.upstream.restore(position)
+    }
+}
+
+/// How a stage groups items into batches, shared by `batch` and `batch_columnar`: the
+/// size, whether a short last batch is dropped, and whether a size of 0 was reported.
+pub(super) struct Batching {
+    pub(super) size: usize,
+    drop_remainder: bool,
+    failed: bool,
+}
+
+impl Batching {
+    pub(super) fn new(size: usize, drop_remainder: bool) -> Self {
+        Batching {
+            size,
+            drop_remainder,
+            failed: false,
+        }
+    }
+
+    /// The next batch: `start()` filled by `push` with items of `upstream` until
+    /// `rows` says it is full or the upstream ends. An error from either is returned at
+    /// once and the partial batch dropped; a size of 0 is an error naming `stage` on the
+    /// first pull, and the end of the data after.
+    pub(super) fn next<D: Dataset, B>(
+        &mut self,
+        stage: &str,
+        upstream: &mut D,
+        start: impl FnOnce() -> B,
+        rows: impl Fn(&B) -> usize,
+        mut push: impl FnMut(&mut B, D::Item) -> Result<(), Error>,
+    ) -> Option<Result<B, Error>> {
+        if self.size == 0 {
+            if self.failed {
+                return None;
+            }
+            self.failed = true;
+            return Some(Err(Error::InvalidArgument(format!(
+                "{stage} size must be at least 1"
+            ))));
+        }
+        let mut batch = start();
+        while rows(&batch) < self.size {
+            let Some(item) = upstream.next_item() else {
+                break;
+            };
+            if let Err(e) = item.and_then(|item| push(&mut batch, item)) {
+                return Some(Err(e));
+            }
+        }
+        let rows = rows(&batch);
+        if rows == 0 || (self.drop_remainder && rows < self.size) {
+            None
+        } else {
+            Some(Ok(batch))
+        }
+    }
+
+    /// How many batches `upstream` items make.
+    pub(super) fn len_hint(&self, upstream: usize) -> Option<usize> {
+        if self.size == 0 {
+            Some(0)
+        } else if self.drop_remainder {
+            Some(upstream / self.size)
+        } else {
+            Some(upstream.div_ceil(self.size))
+        }
+    }
+
+    /// After a restore, a size of 0 is reported again.
+    pub(super) fn restored(&mut self) {
+        self.failed = false;
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::combinators::collect;
     use crate::{from_vec, Dataset, DatasetExt, Error};
-
-    fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-        ds.iter().map(|r| r.unwrap()).collect()
-    }
 
     #[test]
     fn remainder_kept_or_dropped() {

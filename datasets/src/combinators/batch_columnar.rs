@@ -1,5 +1,6 @@
 //! `batch_columnar`: group rows into [`ColumnarBatch`]es on reused buffers.
 
+use super::batch::Batching;
 use crate::columnar::Recycler;
 use crate::{ColumnarBatch, ColumnarRow, Dataset, Error, Position};
 
@@ -14,19 +15,17 @@ use crate::{ColumnarBatch, ColumnarRow, Dataset, Error, Position};
 /// is dropped.
 pub struct BatchColumnar<D> {
     upstream: D,
-    size: usize,
-    drop_remainder: bool,
-    failed: bool,
+    batching: Batching,
     recycle: Recycler,
 }
+
+const STAGE: &str = "batch_columnar";
 
 impl<D> BatchColumnar<D> {
     pub(crate) fn new(upstream: D, size: usize, drop_remainder: bool) -> Self {
         BatchColumnar {
             upstream,
-            size,
-            drop_remainder,
-            failed: false,
+            batching: Batching::new(size, drop_remainder),
             recycle: Recycler::default(),
         }
     }
@@ -40,46 +39,23 @@ where
     type Item = ColumnarBatch;
 
     fn next_item(&mut self) -> Option<Result<ColumnarBatch, Error>> {
-        if self.size == 0 {
-            if self.failed {
-                return None;
+        let size = self.batching.size;
+        let start = || self.recycle.take();
+        let push = |batch: &mut ColumnarBatch, row: D::Item| {
+            batch.push_row(&row, STAGE)?;
+            // The first row sets the layout, and with it how much room rows take.
+            if batch.rows == 1 {
+                batch.reserve_rows(size);
             }
-            self.failed = true;
-            return Some(Err(Error::InvalidArgument(
-                "batch_columnar size must be at least 1".into(),
-            )));
-        }
-        let mut batch = self.recycle.take();
-        while batch.rows < self.size {
-            match self.upstream.next_item() {
-                Some(Ok(row)) => {
-                    if let Err(e) = batch.push_row(&row, "batch_columnar") {
-                        return Some(Err(e));
-                    }
-                    if batch.rows == 1 {
-                        batch.reserve_rows(self.size);
-                    }
-                }
-                Some(Err(e)) => return Some(Err(e)),
-                None => break,
-            }
-        }
-        if batch.is_empty() || (self.drop_remainder && batch.rows < self.size) {
-            None
-        } else {
-            Some(Ok(batch))
-        }
+            Ok(())
+        };
+        let rows = |batch: &ColumnarBatch| batch.rows;
+        self.batching
+            .next(STAGE, &mut self.upstream, start, rows, push)
     }
 
     fn len_hint(&self) -> Option<usize> {
-        let n = self.upstream.len_hint()?;
-        if self.size == 0 {
-            Some(0)
-        } else if self.drop_remainder {
-            Some(n / self.size)
-        } else {
-            Some(n.div_ceil(self.size))
-        }
+        self.batching.len_hint(self.upstream.len_hint()?)
     }
 
     fn position(&self) -> Position {
@@ -87,13 +63,14 @@ where
     }
 
     fn restore(&mut self, position: &Position) -> Result<(), Error> {
-        self.failed = false;
+        self.batching.restored();
         self.upstream.restore(position)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::combinators::collect;
     use crate::{from_vec, ColumnarBatch, Dataset, DatasetExt, Error, Example, Label};
 
     fn rows(n: usize) -> Vec<Example> {
@@ -104,10 +81,6 @@ mod tests {
                 label: Label::Class(i as u32 % 2),
             })
             .collect()
-    }
-
-    fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-        ds.iter().map(|r| r.unwrap()).collect()
     }
 
     #[test]

@@ -109,11 +109,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
+    use crate::combinators::collect;
     use crate::{from_fn, from_vec, Dataset, DatasetExt, Position};
-
-    fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-        ds.iter().map(|r| r.unwrap()).collect()
-    }
 
     #[test]
     fn later_passes_replay_without_reading_upstream() {

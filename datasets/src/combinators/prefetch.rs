@@ -5,6 +5,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::error::panic_message;
 use crate::{Dataset, Error, Position};
 
 enum Msg<T> {
@@ -37,16 +38,6 @@ pub struct Prefetch<D: Dataset> {
     delivered: Position,
     len: Option<usize>,
     ended: bool,
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
 }
 
 impl<D: Dataset + 'static> Prefetch<D> {
@@ -194,11 +185,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
+    use crate::combinators::collect;
     use crate::{from_fn, from_vec, Dataset, DatasetExt, Error, Position};
-
-    fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-        ds.iter().map(|r| r.unwrap()).collect()
-    }
 
     #[test]
     fn yields_the_same_items() {

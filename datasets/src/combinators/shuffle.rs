@@ -125,11 +125,8 @@ impl<D: Dataset> Dataset for Shuffle<D> {
 
 #[cfg(test)]
 mod tests {
+    use crate::combinators::collect;
     use crate::{from_vec, Dataset, DatasetExt, Error};
-
-    fn collect<D: Dataset>(ds: &mut D) -> Vec<D::Item> {
-        ds.iter().map(|r| r.unwrap()).collect()
-    }
 
     #[test]
     fn is_a_permutation_and_deterministic() {

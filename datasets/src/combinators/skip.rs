@@ -58,11 +58,8 @@ impl<D: Dataset> Dataset for Skip<D> {
 
 #[cfg(test)]
 mod tests {
+    use crate::combinators::collect;
     use crate::{from_vec, Dataset, DatasetExt};
-
-    fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-        ds.iter().map(|r| r.unwrap()).collect()
-    }
 
     #[test]
     fn skips_n() {

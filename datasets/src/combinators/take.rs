@@ -55,11 +55,8 @@ impl<D: Dataset> Dataset for Take<D> {
 
 #[cfg(test)]
 mod tests {
+    use crate::combinators::collect;
     use crate::{from_vec, Dataset, DatasetExt, Position};
-
-    fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-        ds.iter().map(|r| r.unwrap()).collect()
-    }
 
     #[test]
     fn takes_at_most_n() {

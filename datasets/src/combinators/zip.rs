@@ -47,11 +47,8 @@ impl<A: Dataset, B: Dataset> Dataset for Zip<A, B> {
 
 #[cfg(test)]
 mod tests {
+    use crate::combinators::collect;
     use crate::{from_vec, Dataset, DatasetExt};
-
-    fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-        ds.iter().map(|r| r.unwrap()).collect()
-    }
 
     #[test]
     fn pairs_up_to_the_shorter() {

@@ -1,9 +1,6 @@
 use super::{interleave, Built, Interleave};
+use crate::combinators::collect;
 use crate::{from_vec, Dataset, DatasetExt, Error, Position};
-
-fn collect<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-    ds.iter().map(|r| r.unwrap()).collect()
-}
 
 fn inputs() -> Vec<crate::VecDataset<i32>> {
     vec![

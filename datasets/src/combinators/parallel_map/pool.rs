@@ -6,6 +6,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use crate::error::panic_message;
 use crate::Error;
 
 /// The function a stage applies, shared by its workers.
@@ -26,16 +27,6 @@ pub(super) struct Pool<T, U> {
     results: Receiver<Done<U>>,
     stop: Arc<AtomicBool>,
     handles: Vec<JoinHandle<()>>,
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
 }
 
 impl<T: Send + 'static, U: Send + 'static> Pool<T, U> {

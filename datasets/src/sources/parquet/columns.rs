@@ -14,8 +14,9 @@ use arrow_array::{Array, ArrowPrimitiveType, RecordBatch};
 use arrow_buffer::ArrowNativeType;
 use arrow_schema::DataType;
 
+use crate::columnar::LabelKind;
 use crate::sources::cell;
-use crate::{ColumnarBatch, Labels, StringColumn};
+use crate::{ColumnarBatch, Labels};
 
 /// Where a column's values go.
 #[derive(Clone, Copy, Debug)]
@@ -30,14 +31,6 @@ pub(crate) enum Target {
     LabelClass(Option<u32>),
     /// A class name.
     LabelName,
-}
-
-/// The kind of label column a batch holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LabelKind {
-    Float,
-    Class,
-    Name,
 }
 
 impl Target {
@@ -83,32 +76,7 @@ type TextSink<'a> = dyn FnMut(usize, Option<&str>) -> Result<(), Bad> + 'a;
 impl Layout {
     /// Empties `batch` and lays it out for these rows, keeping its buffers.
     pub(crate) fn begin(&self, batch: &mut ColumnarBatch) {
-        batch.rows = 0;
-        batch.dense_width = self.dense;
-        batch.dense.clear();
-        batch.categorical.truncate(self.categorical);
-        batch.categorical.iter_mut().for_each(StringColumn::clear);
-        batch
-            .categorical
-            .resize_with(self.categorical, StringColumn::new);
-        batch.labels = match (self.label, std::mem::take(&mut batch.labels)) {
-            (None, _) => Labels::None,
-            (Some(LabelKind::Class), Labels::Class(mut v)) => {
-                v.clear();
-                Labels::Class(v)
-            }
-            (Some(LabelKind::Float), Labels::Float(mut v)) => {
-                v.clear();
-                Labels::Float(v)
-            }
-            (Some(LabelKind::Name), Labels::Name(mut v)) => {
-                v.clear();
-                Labels::Name(v)
-            }
-            (Some(LabelKind::Class), _) => Labels::Class(Vec::new()),
-            (Some(LabelKind::Float), _) => Labels::Float(Vec::new()),
-            (Some(LabelKind::Name), _) => Labels::Name(StringColumn::new()),
-        };
+        batch.reset_layout(self.dense, self.categorical, self.label);
     }
 
     /// Appends rows `offset..offset + len` of `chunk` to `batch` (laid out by

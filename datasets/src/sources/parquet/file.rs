@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arrow_schema::DataType;
+use arrow_schema::{DataType, Fields};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
@@ -69,23 +69,12 @@ impl ParquetFile {
         schema.validate()?;
         let name = path.display().to_string();
         let handle = open_regular(path)?;
-        let metadata = ArrowReaderMetadata::load(&handle, ArrowReaderOptions::new())
-            .map_err(|e| file_error(&name, None, format!("not a readable Parquet file: {e}")))?;
+        let metadata = read_footer(&handle, &name)?;
         let fields = metadata.schema().fields().clone();
         let mut wanted = Vec::with_capacity(schema.columns.len());
         for column in &schema.columns {
             let Some(index) = fields.iter().position(|f| f.name() == &column.name) else {
-                let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
-                return Err(Error::Parquet {
-                    file: name,
-                    row_group: None,
-                    row: None,
-                    column: Some(column.name.clone()),
-                    message: format!(
-                        "the file has no such column (its columns: {})",
-                        names.join(", ")
-                    ),
-                });
+                return Err(no_such_column(&name, &column.name, &fields));
             };
             wanted.push(index);
         }
@@ -119,22 +108,17 @@ impl ParquetFile {
                 (Some(Values::Boolean), kind) => kind != ColumnType::Category,
             };
             if !readable {
-                return Err(Error::Parquet {
-                    file: name,
-                    row_group: None,
-                    row: None,
-                    column: Some(column.name.clone()),
-                    message: format!(
-                        "holds {data_type} values, which cannot be read as {} (give a schema \
-                         that reads it as {})",
-                        cell::expected_name(column.kind, is_label),
-                        match values {
-                            Some(Values::Text) => "a category",
-                            Some(Values::Float) => "float",
-                            _ => "another type, or leave it out",
-                        }
-                    ),
-                });
+                let message = format!(
+                    "holds {data_type} values, which cannot be read as {} (give a schema that \
+                     reads it as {})",
+                    cell::expected_name(column.kind, is_label),
+                    match values {
+                        Some(Values::Text) => "a category",
+                        Some(Values::Float) => "float",
+                        _ => "another type, or leave it out",
+                    }
+                );
+                return Err(column_error(&name, &column.name, message));
             }
             plans.push(ColumnPlan {
                 name: column.name.clone(),
@@ -202,6 +186,12 @@ impl ParquetFile {
     }
 }
 
+/// The footer of the Parquet file open as `handle`, named `name` in errors.
+pub(super) fn read_footer(handle: &File, name: &str) -> Result<ArrowReaderMetadata, Error> {
+    ArrowReaderMetadata::load(handle, ArrowReaderOptions::new())
+        .map_err(|e| file_error(name, None, format!("not a readable Parquet file: {e}")))
+}
+
 /// An [`Error::Parquet`] about the file, or one of its row groups.
 fn file_error(file: &str, row_group: Option<usize>, message: String) -> Error {
     Error::Parquet {
@@ -211,4 +201,25 @@ fn file_error(file: &str, row_group: Option<usize>, message: String) -> Error {
         column: None,
         message,
     }
+}
+
+/// An [`Error::Parquet`] about column `column` of the file.
+pub(super) fn column_error(file: &str, column: &str, message: String) -> Error {
+    Error::Parquet {
+        file: file.to_string(),
+        row_group: None,
+        row: None,
+        column: Some(column.to_string()),
+        message,
+    }
+}
+
+/// The error for a column the file lacks, naming those it has.
+pub(super) fn no_such_column(file: &str, column: &str, fields: &Fields) -> Error {
+    let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+    let message = format!(
+        "the file has no such column (its columns: {})",
+        names.join(", ")
+    );
+    column_error(file, column, message)
 }

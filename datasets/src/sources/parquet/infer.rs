@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
-use super::file::{values_of, Values};
+use super::file::{column_error, no_such_column, read_footer, values_of, Values};
 use crate::{open_regular, ColumnType, Error, Schema};
 
 /// The schema of a Parquet file, from the types in its footer: every column, in file
@@ -19,23 +19,9 @@ pub fn infer_parquet_schema(path: impl AsRef<Path>, label: Option<&str>) -> Resu
     let file = path.display().to_string();
     let metadata = footer(path)?;
     let fields = metadata.schema().fields();
-    let bad_column = |column: &str, message: String| Error::Parquet {
-        file: file.clone(),
-        row_group: None,
-        row: None,
-        column: Some(column.to_string()),
-        message,
-    };
     if let Some(label) = label {
         if !fields.iter().any(|f| f.name() == label) {
-            let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
-            return Err(bad_column(
-                label,
-                format!(
-                    "the file has no such column (its columns: {})",
-                    names.join(", ")
-                ),
-            ));
+            return Err(no_such_column(&file, label, fields));
         }
     }
     let mut schema = Schema::new();
@@ -45,7 +31,8 @@ pub fn infer_parquet_schema(path: impl AsRef<Path>, label: Option<&str>) -> Resu
             Some(Values::Integer | Values::Boolean) => ColumnType::Int,
             Some(Values::Text) => ColumnType::Category,
             None => {
-                return Err(bad_column(
+                return Err(column_error(
+                    &file,
                     field.name(),
                     format!(
                         "holds {} values, which no column type reads: give a schema \
@@ -78,11 +65,5 @@ pub fn parquet_column_names(path: impl AsRef<Path>) -> Result<Vec<String>, Error
 /// The footer of the Parquet file at `path` (a regular file).
 fn footer(path: &Path) -> Result<ArrowReaderMetadata, Error> {
     let handle = open_regular(path)?;
-    ArrowReaderMetadata::load(&handle, ArrowReaderOptions::new()).map_err(|e| Error::Parquet {
-        file: path.display().to_string(),
-        row_group: None,
-        row: None,
-        column: None,
-        message: format!("not a readable Parquet file: {e}"),
-    })
+    read_footer(&handle, &path.display().to_string())
 }

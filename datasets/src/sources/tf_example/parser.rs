@@ -11,7 +11,8 @@ use std::collections::HashSet;
 
 use super::field_walk::{Fields, Value, WireError};
 use super::spec::{column_names, DType, FeatureConfig, FeatureSpec};
-use crate::{ColumnarBatch, Error, Labels, StringColumn};
+use crate::columnar::LabelKind;
+use crate::{ColumnarBatch, Error, Labels};
 use defaults::{compile_default, spec_error};
 use feature::{Compiled, Target};
 use lists::{locate_lists, ListKind, Lists};
@@ -21,14 +22,6 @@ mod defaults;
 mod feature;
 mod lists;
 mod row_fault;
-
-/// The kind of label column a spec gives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LabelKind {
-    Class,
-    Float,
-    Name,
-}
 
 /// A compiled [`FeatureSpec`]; see the module documentation.
 #[derive(Clone, Debug)]
@@ -177,32 +170,7 @@ impl ExampleParser {
 
     /// Empties `batch` and sets its layout to this spec's, keeping its allocations.
     pub(crate) fn begin(&self, batch: &mut ColumnarBatch) {
-        batch.rows = 0;
-        batch.dense_width = self.dense_width;
-        batch.dense.clear();
-        batch.categorical.truncate(self.categorical);
-        batch.categorical.iter_mut().for_each(StringColumn::clear);
-        batch
-            .categorical
-            .resize_with(self.categorical, StringColumn::new);
-        batch.labels = match (self.label, std::mem::take(&mut batch.labels)) {
-            (None, _) => Labels::None,
-            (Some(LabelKind::Class), Labels::Class(mut v)) => {
-                v.clear();
-                Labels::Class(v)
-            }
-            (Some(LabelKind::Float), Labels::Float(mut v)) => {
-                v.clear();
-                Labels::Float(v)
-            }
-            (Some(LabelKind::Name), Labels::Name(mut v)) => {
-                v.clear();
-                Labels::Name(v)
-            }
-            (Some(LabelKind::Class), _) => Labels::Class(Vec::new()),
-            (Some(LabelKind::Float), _) => Labels::Float(Vec::new()),
-            (Some(LabelKind::Name), _) => Labels::Name(StringColumn::new()),
-        };
+        batch.reset_layout(self.dense_width, self.categorical, self.label);
     }
 
     /// Appends `record`'s values as a row of `batch` (laid out by [`begin`](Self::begin));
