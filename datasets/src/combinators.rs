@@ -35,6 +35,7 @@ pub use zip::Zip;
 /// Every remaining item of `ds`, unwrapped: what the stages' tests compare.
 #[cfg(test)]
 fn collect<D: crate::Dataset>(mut ds: D) -> Vec<D::Item> {
-    use crate::DatasetExt;
-    ds.iter().map(|r| r.unwrap()).collect()
+    std::iter::from_fn(|| ds.next_item())
+        .map(Result::unwrap)
+        .collect()
 }

@@ -1,9 +1,66 @@
-//! [`Labels`]: the label column of a [`ColumnarBatch`](super::ColumnarBatch), and
-//! [`LabelKind`], which kind of column a batch's layout gives it.
+//! [`Labels`]: the label column of a [`ColumnarBatch`](super::ColumnarBatch);
+//! [`LabelKind`], which kind of column a batch's layout gives it; and [`LabelRef`], one
+//! row's label as a row lends it.
 
 use serde::{Deserialize, Serialize};
 
-use super::{LabelRef, StringColumn};
+use super::StringColumn;
+use crate::Label;
+
+/// A borrowed [`Label`]: what a row's label is without owning a class name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LabelRef<'a> {
+    /// No label.
+    None,
+    /// A regression target.
+    Float(f32),
+    /// A class id.
+    Class(u32),
+    /// A class name.
+    Name(&'a str),
+}
+
+impl LabelRef<'_> {
+    /// The owned [`Label`].
+    pub fn to_label(self) -> Label {
+        match self {
+            LabelRef::None => Label::None,
+            LabelRef::Float(v) => Label::Float(v),
+            LabelRef::Class(c) => Label::Class(c),
+            LabelRef::Name(s) => Label::Name(s.to_owned()),
+        }
+    }
+
+    /// The label as a number: a target, or a class id as `f32`.
+    pub fn as_f32(self) -> Option<f32> {
+        match self {
+            LabelRef::Float(v) => Some(v),
+            LabelRef::Class(c) => Some(c as f32),
+            LabelRef::None | LabelRef::Name(_) => None,
+        }
+    }
+
+    /// The kind of column this label goes in; `None` for no label.
+    pub(crate) fn kind(self) -> Option<LabelKind> {
+        match self {
+            LabelRef::None => None,
+            LabelRef::Float(_) => Some(LabelKind::Float),
+            LabelRef::Class(_) => Some(LabelKind::Class),
+            LabelRef::Name(_) => Some(LabelKind::Name),
+        }
+    }
+}
+
+impl<'a> From<&'a Label> for LabelRef<'a> {
+    fn from(label: &'a Label) -> Self {
+        match label {
+            Label::None => LabelRef::None,
+            Label::Float(v) => LabelRef::Float(*v),
+            Label::Class(c) => LabelRef::Class(*c),
+            Label::Name(s) => LabelRef::Name(s),
+        }
+    }
+}
 
 /// The kind of a [`Labels`] column, without its values; a layout with no label column
 /// has `None` for an `Option<LabelKind>`.
