@@ -44,7 +44,7 @@ pub(crate) use config::MAX_MESSAGE_BYTES;
 pub(crate) use config::{endpoint, serve_grpc};
 pub(crate) use metadata::TOKEN_KEY;
 
-use super::point_to_point::fill_and_send;
+use super::point_to_point::{check_peer, fill_and_send};
 use super::{Lent, Onward, Transport};
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 use inbound::Inbound;
@@ -129,16 +129,6 @@ impl GrpcTransport {
     pub fn set_peer_timeout(&mut self, timeout: Duration) {
         self.peer_timeout = timeout;
     }
-
-    fn check_peer(&self, peer: usize, verb: &str) -> Result<()> {
-        if peer == self.rank || peer >= self.world_size {
-            return Err(CollectiveFault::invalid(format!(
-                "rank {} cannot {verb} rank {peer} (world size {})",
-                self.rank, self.world_size
-            )));
-        }
-        Ok(())
-    }
 }
 
 impl Transport for GrpcTransport {
@@ -151,7 +141,7 @@ impl Transport for GrpcTransport {
     }
 
     fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
-        self.check_peer(to, "send to")?;
+        check_peer(self, to, "send to")?;
         let me = self.rank;
         let sent = match &mut self.outbound[to] {
             _ if self.lanes.carries(to) => self.lanes.send(to, tag, payload),
@@ -174,7 +164,7 @@ impl Transport for GrpcTransport {
         if !self.lanes.carries(to) {
             return fill_and_send(self, to, tag, len, fill);
         }
-        self.check_peer(to, "send to")?;
+        check_peer(self, to, "send to")?;
         let sent = self.lanes.send_filled(to, tag, len, fill);
         self.note_failure(sent)
     }
@@ -224,7 +214,7 @@ impl Transport for GrpcTransport {
 impl GrpcTransport {
     /// The oldest message from `from` with `tag`, in the pieces it arrived in.
     fn recv_payload(&mut self, from: usize, tag: u64) -> Result<Payload> {
-        self.check_peer(from, "receive from")?;
+        check_peer(self, from, "receive from")?;
         let (me, timeout) = (self.rank, self.peer_timeout);
         let received = match &mut self.inboxes[from] {
             Some(inbox) => inbox.recv_payload(me, tag, timeout, &self.inbound.watch),

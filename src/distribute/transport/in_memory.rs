@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use super::point_to_point::check_peer;
 use super::Transport;
 use crate::distribute::collective_fault::{CollectiveFault, Result};
 
@@ -76,16 +77,6 @@ impl InMemoryTransport {
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }
-
-    fn check_peer(&self, peer: usize, verb: &str) -> Result<()> {
-        if peer == self.rank || peer >= self.world_size {
-            return Err(CollectiveFault::invalid(format!(
-                "rank {} cannot {verb} rank {peer} (world size {})",
-                self.rank, self.world_size
-            )));
-        }
-        Ok(())
-    }
 }
 
 impl Transport for InMemoryTransport {
@@ -98,7 +89,7 @@ impl Transport for InMemoryTransport {
     }
 
     fn send(&mut self, to: usize, tag: u64, payload: Vec<u8>) -> Result<()> {
-        self.check_peer(to, "send to")?;
+        check_peer(self, to, "send to")?;
         let outbox = self.outboxes[to]
             .as_ref()
             .expect("a channel to every other rank");
@@ -114,7 +105,7 @@ impl Transport for InMemoryTransport {
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u8>> {
-        self.check_peer(from, "receive from")?;
+        check_peer(self, from, "receive from")?;
         if let Some(payload) = self.early[from].get_mut(&tag).and_then(VecDeque::pop_front) {
             return Ok(payload);
         }

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::PAYLOAD_POOL;
-use crate::distribute::collective_fault::Result;
+use crate::distribute::collective_fault::{CollectiveFault, Result};
 
 /// A received message lent to its reader: its bytes as the consecutive pieces they arrived
 /// in (HTTP/2 frames, socket reads), read in place instead of gathered into one vector.
@@ -133,6 +133,22 @@ pub trait Transport: Send {
     fn take_stalled_tasks(&mut self) -> usize {
         0
     }
+}
+
+/// An error unless `peer` is another rank of the world of `transport`; `verb` says what
+/// the rank tried to do with it ("send to", "receive from").
+pub(super) fn check_peer<T: Transport + ?Sized>(
+    transport: &T,
+    peer: usize,
+    verb: &str,
+) -> Result<()> {
+    let (rank, world_size) = (transport.rank(), transport.world_size());
+    if peer == rank || peer >= world_size {
+        return Err(CollectiveFault::invalid(format!(
+            "rank {rank} cannot {verb} rank {peer} (world size {world_size})"
+        )));
+    }
+    Ok(())
 }
 
 /// [`Transport::send_filled`] through [`Transport::send`]: `fill` writes a vector of the
