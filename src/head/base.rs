@@ -5,6 +5,7 @@ use burn::tensor::Tensor;
 use datasets::{Label, LabelRef, Labels};
 use serde::{Deserialize, Serialize};
 
+use super::host::to_host;
 use super::{BinaryClassHead, HeadLabels, HeadPrediction, MultiClassHead, RegressionHead};
 use crate::error::Result;
 use crate::metrics::Metrics;
@@ -66,7 +67,7 @@ impl Head {
 
     /// The training loss: `sum(weight * per-example loss) / batch size`.
     pub fn loss<B: Backend>(&self, logits: Tensor<B, 2>, labels: &HeadLabels<B>) -> Tensor<B, 1> {
-        dispatch!(self, h => h.loss(logits, labels))
+        dispatch!(self, h => labels.reduce(h.unreduced_loss(logits, labels)))
     }
 
     /// Eval metrics with TF's names (`loss` itself is added by the evaluation loop).
@@ -75,7 +76,10 @@ impl Head {
         logits: Tensor<B, 2>,
         labels: &HeadLabels<B>,
     ) -> Result<Metrics> {
-        dispatch!(self, h => h.metrics(logits, labels))
+        dispatch!(self, h => {
+            let losses = to_host(h.unreduced_loss(logits.clone(), labels))?;
+            Ok(h.metrics(&to_host(logits)?, &losses, labels))
+        })
     }
 
     /// Per-example predictions.

@@ -6,7 +6,7 @@ use burn::tensor::Tensor;
 use datasets::LabelRef;
 use serde::{Deserialize, Serialize};
 
-use super::host::to_host;
+use super::host::{to_host, WeightedSum};
 use super::vocabulary::{class_id, class_names};
 use super::{HeadLabels, HeadPrediction};
 use crate::error::Result;
@@ -50,7 +50,7 @@ impl BinaryClassHead {
 
     /// Per-example `max(x, 0) - x z + log(1 + exp(-|x|))`, the stable form of
     /// `-z log σ(x) - (1 - z) log(1 - σ(x))`.
-    fn unreduced_loss<B: Backend>(
+    pub(super) fn unreduced_loss<B: Backend>(
         &self,
         logits: Tensor<B, 2>,
         labels: &HeadLabels<B>,
@@ -62,29 +62,17 @@ impl BinaryClassHead {
         relu(x.clone()) - x * z + softplus_neg_abs
     }
 
-    pub(crate) fn loss<B: Backend>(
+    /// The metrics of a batch's logits and per-example losses, read back.
+    pub(super) fn metrics<B: Backend>(
         &self,
-        logits: Tensor<B, 2>,
+        logits: &[f32],
+        losses: &[f32],
         labels: &HeadLabels<B>,
-    ) -> Tensor<B, 1> {
-        labels.reduce(self.unreduced_loss(logits, labels))
-    }
-
-    pub(crate) fn metrics<B: Backend>(
-        &self,
-        logits: Tensor<B, 2>,
-        labels: &HeadLabels<B>,
-    ) -> Result<Metrics> {
-        let losses = to_host(self.unreduced_loss(logits.clone(), labels))?;
-        let logits = to_host(logits)?;
-        let (mut acc, mut avg_loss, mut pred_mean, mut label_mean) =
-            ([0.0; 2], [0.0; 2], [0.0; 2], [0.0; 2]);
+    ) -> Metrics {
+        let [mut accuracy, mut average_loss, mut prediction_mean, mut label_mean] =
+            [WeightedSum::default(); 4];
         // At TF's threshold 0.5: σ(x) > 0.5 exactly when x > 0.
         let mut counts = ConfusionCounts::default();
-        let add = |m: &mut [f64; 2], value: f64, weight: f64| {
-            m[0] += value * weight;
-            m[1] += weight;
-        };
         let mut observations = Vec::with_capacity(logits.len());
         for (i, &x) in logits.iter().enumerate() {
             let (w, z, p) = (
@@ -93,48 +81,27 @@ impl BinaryClassHead {
                 sigmoid(x),
             );
             let predicted = if x > 0.0 { 1.0 } else { 0.0 };
-            add(&mut acc, f64::from(u8::from(predicted == z)), w);
-            add(&mut avg_loss, losses[i] as f64, w);
+            accuracy.add(f64::from(u8::from(predicted == z)), w);
+            average_loss.add(losses[i] as f64, w);
             counts.add(predicted == 1.0, z == 1.0, w);
-            add(&mut pred_mean, p as f64, w);
-            add(&mut label_mean, z, w);
+            prediction_mean.add(p as f64, w);
+            label_mean.add(z, w);
             observations.push((p, z as f32, w as f32));
         }
-        let mean = |m: [f64; 2]| Metric::Mean {
-            sum: m[0],
-            weight: m[1],
-        };
-        Ok(Metrics::new()
-            .with("accuracy", mean(acc))
-            .with("average_loss", mean(avg_loss))
-            .with(
-                "precision",
-                Metric::Confusion {
-                    counts,
-                    ratio: Ratio::Precision,
-                },
-            )
-            .with(
-                "recall",
-                Metric::Confusion {
-                    counts,
-                    ratio: Ratio::Recall,
-                },
-            )
-            .with(
-                "f1",
-                Metric::Confusion {
-                    counts,
-                    ratio: Ratio::F1,
-                },
-            )
-            .with("prediction/mean", mean(pred_mean))
-            .with("label/mean", mean(label_mean))
+        let confusion = |ratio| Metric::Confusion { counts, ratio };
+        Metrics::new()
+            .with("accuracy", accuracy.mean())
+            .with("average_loss", average_loss.mean())
+            .with("precision", confusion(Ratio::Precision))
+            .with("recall", confusion(Ratio::Recall))
+            .with("f1", confusion(Ratio::F1))
+            .with("prediction/mean", prediction_mean.mean())
+            .with("label/mean", label_mean.mean())
             .with(
                 "accuracy_baseline",
                 Metric::Baseline {
-                    sum: label_mean[0],
-                    weight: label_mean[1],
+                    sum: label_mean.sum,
+                    weight: label_mean.weight,
                 },
             )
             .with(
@@ -150,7 +117,7 @@ impl BinaryClassHead {
                     Curve::PrecisionRecall,
                     observations,
                 )),
-            ))
+            )
     }
 
     pub(crate) fn predictions<B: Backend>(
@@ -164,14 +131,8 @@ impl BinaryClassHead {
                 let p = sigmoid(x);
                 let id = usize::from(x > 0.0);
                 HeadPrediction {
-                    logits: vec![x],
                     logistic: Some(vec![p]),
-                    probabilities: Some(vec![1.0 - p, p]),
-                    class_ids: Some(vec![id as i64]),
-                    classes: Some(vec![names[id].clone()]),
-                    all_class_ids: Some(vec![0, 1]),
-                    all_classes: Some(names.clone()),
-                    ..HeadPrediction::default()
+                    ..HeadPrediction::class(vec![x], vec![1.0 - p, p], id, 2, &names)
                 }
             })
             .collect())
@@ -196,7 +157,9 @@ impl BinaryClassHead {
 mod tests {
     use super::*;
     use crate::device::CpuBackend;
+    use crate::head::Head;
     use burn::tensor::TensorData;
+    use datasets::Label;
 
     #[test]
     fn loss_metrics_and_auc_match_the_hand_derivation() {
@@ -219,16 +182,9 @@ mod tests {
                 &device,
             )
         };
-        let head = BinaryClassHead::new();
-        let raw = [
-            LabelRef::Class(0),
-            LabelRef::Class(1),
-            LabelRef::Class(0),
-            LabelRef::Class(1),
-        ];
-        let labels = head
-            .labels::<CpuBackend>(raw.into_iter(), None, &device)
-            .unwrap();
+        let head = Head::Binary(BinaryClassHead::new());
+        let raw = [0, 1, 0, 1].map(Label::Class);
+        let labels = head.labels::<CpuBackend>(&raw, None, &device).unwrap();
         let loss: f32 = head.loss(logits(), &labels).into_scalar();
         assert!((f64::from(loss) - 0.59708592).abs() < 1e-6, "{loss}");
         let m = head.metrics(logits(), &labels).unwrap().values();

@@ -4,6 +4,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
 use crate::error::{Error, Result};
+use crate::metrics::Metric;
 
 /// A tensor's values as `f32`s, row-major.
 pub fn to_host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Result<Vec<f32>> {
@@ -31,6 +32,32 @@ pub fn argmax(values: &[f32]) -> usize {
 pub fn in_top_k(values: &[f32], target: usize, k: usize) -> bool {
     let own = values[target];
     own.is_finite() && values.iter().filter(|&&v| v > own).count() < k
+}
+
+/// Weighted values added up with their weights: what a metric streams before it is read as
+/// a mean (or a baseline, or a root mean).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WeightedSum {
+    /// Sum of weighted values.
+    pub sum: f64,
+    /// Sum of weights.
+    pub weight: f64,
+}
+
+impl WeightedSum {
+    /// Adds `value` with weight `weight`.
+    pub fn add(&mut self, value: f64, weight: f64) {
+        self.sum += value * weight;
+        self.weight += weight;
+    }
+
+    /// The weighted mean of what was added.
+    pub fn mean(self) -> Metric {
+        Metric::Mean {
+            sum: self.sum,
+            weight: self.weight,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,11 +3,10 @@
 //! a direct computation over all the examples at once.
 
 use burn::tensor::{Tensor, TensorData};
-use datasets::{Label, LabelRef};
+use datasets::Label;
 
-use super::{BinaryClassHead, MultiClassHead, RegressionHead};
+use super::{BinaryClassHead, Head, MultiClassHead, RegressionHead};
 use crate::device::CpuBackend;
-use crate::error::Result;
 use crate::metrics::Metrics;
 
 /// Uneven on purpose: an average of per-batch ratios would weigh the batch of 1 like the
@@ -25,16 +24,24 @@ fn uniform(seed: u64) -> impl FnMut() -> f32 {
     }
 }
 
-/// Each batch's metrics from `metrics(start, len)`; worker 0 merges the even batches, worker
-/// 1 the odd ones; worker 1's set travels as JSON and merges into worker 0's. Also returns
-/// the plain average of the per-batch values of `name`, which a correct merge must not give.
-fn merged(name: &str, mut metrics: impl FnMut(usize, usize) -> Result<Metrics>) -> (Metrics, f64) {
+/// `head`'s metrics of each batch of `labels` and `logits` (`logits.len() / N` values per
+/// example), weighted by [`weights`]; worker 0 merges the even batches, worker 1 the odd
+/// ones; worker 1's set travels as JSON and merges into worker 0's. Also returns the plain
+/// average of the per-batch values of `name`, which a correct merge must not give.
+fn merged(name: &str, head: &Head, labels: &[Label], logits: &[f32]) -> (Metrics, f64) {
     assert_eq!(BATCHES.iter().sum::<usize>(), N);
+    let (w, width) = (weights(), logits.len() / N);
     let mut workers = [Metrics::new(), Metrics::new()];
     let mut per_batch = Vec::new();
     let mut start = 0;
     for (i, &len) in BATCHES.iter().enumerate() {
-        let batch = metrics(start, len).unwrap();
+        let range = start..start + len;
+        let weights = Some(w[range.clone()].to_vec());
+        let labels = head
+            .labels::<CpuBackend>(&labels[range], weights, &Default::default())
+            .unwrap();
+        let rows = &logits[start * width..(start + len) * width];
+        let batch = head.metrics(tensor(rows, [len, width]), &labels).unwrap();
         per_batch.push(batch.values()[name]);
         workers[i % 2].merge(&batch);
         start += len;
@@ -68,20 +75,9 @@ fn rmse_of_merged_batches_is_the_rmse_of_all_examples() {
     let predictions: Vec<f32> = (0..N).map(|_| 4.0 * next() - 2.0).collect();
     // Errors grow with the index, so batches differ and their plain average is off.
     let targets: Vec<f32> = (0..N).map(|i| i as f32 * 0.2 * next()).collect();
-    let head = RegressionHead::new();
-    let (metrics, naive) = merged("root_mean_squared_error", |start, len| {
-        let range = start..start + len;
-        let labels: Vec<Label> = targets[range.clone()]
-            .iter()
-            .map(|&t| Label::Float(t))
-            .collect();
-        let labels = head.labels(
-            labels.iter().map(LabelRef::from),
-            Some(w[range.clone()].to_vec()),
-            &Default::default(),
-        )?;
-        head.metrics(tensor(&predictions[range], [len, 1]), &labels)
-    });
+    let head = Head::Regression(RegressionHead::new());
+    let labels: Vec<Label> = targets.iter().map(|&t| Label::Float(t)).collect();
+    let (metrics, naive) = merged("root_mean_squared_error", &head, &labels, &predictions);
     let (mut sum, mut weight) = (0.0, 0.0);
     for i in 0..N {
         let error = f64::from(predictions[i]) - f64::from(targets[i]);
@@ -114,20 +110,12 @@ fn precision_recall_and_f1_of_merged_batches_come_from_all_the_counts() {
         .iter()
         .map(|&x| x + 1.5 * next() - 0.5 > 0.0)
         .collect();
-    let head = BinaryClassHead::new();
-    let (metrics, naive) = merged("precision", |start, len| {
-        let range = start..start + len;
-        let labels: Vec<Label> = positive[range.clone()]
-            .iter()
-            .map(|&p| Label::Class(u32::from(p)))
-            .collect();
-        let labels = head.labels(
-            labels.iter().map(LabelRef::from),
-            Some(w[range.clone()].to_vec()),
-            &Default::default(),
-        )?;
-        head.metrics(tensor(&logits[range], [len, 1]), &labels)
-    });
+    let head = Head::Binary(BinaryClassHead::new());
+    let labels: Vec<Label> = positive
+        .iter()
+        .map(|&p| Label::Class(u32::from(p)))
+        .collect();
+    let (metrics, naive) = merged("precision", &head, &labels, &logits);
     let (mut tp, mut fp, mut fn_) = (0.0, 0.0, 0.0);
     for i in 0..N {
         let weight = f64::from(w[i]);
@@ -158,20 +146,9 @@ fn top_5_accuracy_of_merged_batches_is_the_share_of_all_examples() {
     let targets: Vec<usize> = (0..N)
         .map(|_| ((next() * CLASSES as f32) as usize).min(7))
         .collect();
-    let head = MultiClassHead::new(CLASSES);
-    let (metrics, naive) = merged("accuracy_top_5", |start, len| {
-        let labels: Vec<Label> = targets[start..start + len]
-            .iter()
-            .map(|&t| Label::Class(t as u32))
-            .collect();
-        let labels = head.labels(
-            labels.iter().map(LabelRef::from),
-            Some(w[start..start + len].to_vec()),
-            &Default::default(),
-        )?;
-        let rows = &logits[start * CLASSES..(start + len) * CLASSES];
-        head.metrics(tensor(rows, [len, CLASSES]), &labels)
-    });
+    let head = Head::MultiClass(MultiClassHead::new(CLASSES));
+    let labels: Vec<Label> = targets.iter().map(|&t| Label::Class(t as u32)).collect();
+    let (metrics, naive) = merged("accuracy_top_5", &head, &labels, &logits);
     // Directly: sort each row's classes by logit, descending, and look for the label among
     // the first five.
     let (mut hits, mut weight) = (0.0, 0.0);

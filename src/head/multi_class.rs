@@ -6,11 +6,11 @@ use burn::tensor::Tensor;
 use datasets::LabelRef;
 use serde::{Deserialize, Serialize};
 
-use super::host::{argmax, in_top_k, to_host};
+use super::host::{argmax, in_top_k, to_host, WeightedSum};
 use super::vocabulary::{class_id, class_names};
 use super::{HeadLabels, HeadPrediction};
 use crate::error::Result;
-use crate::metrics::{Metric, Metrics};
+use crate::metrics::Metrics;
 
 /// How many of the highest-scoring classes `accuracy_top_5` accepts. The name is TF's, from
 /// its official ResNet estimator (`accuracy_top_5`, the mean of `tf.nn.in_top_k(k=5)`); it is
@@ -55,7 +55,7 @@ impl MultiClassHead {
     }
 
     /// Per-example cross-entropy `[batch]`.
-    fn unreduced_loss<B: Backend>(
+    pub(super) fn unreduced_loss<B: Backend>(
         &self,
         logits: Tensor<B, 2>,
         labels: &HeadLabels<B>,
@@ -66,61 +66,30 @@ impl MultiClassHead {
         picked.reshape([batch]).neg()
     }
 
-    pub(crate) fn loss<B: Backend>(
+    /// The metrics of a batch's logits and per-example losses, read back.
+    pub(super) fn metrics<B: Backend>(
         &self,
-        logits: Tensor<B, 2>,
+        logits: &[f32],
+        losses: &[f32],
         labels: &HeadLabels<B>,
-    ) -> Tensor<B, 1> {
-        labels.reduce(self.unreduced_loss(logits, labels))
-    }
-
-    pub(crate) fn metrics<B: Backend>(
-        &self,
-        logits: Tensor<B, 2>,
-        labels: &HeadLabels<B>,
-    ) -> Result<Metrics> {
-        let losses = to_host(self.unreduced_loss(logits.clone(), labels))?;
-        let logits = to_host(logits)?;
-        let mut accuracy = (0.0, 0.0);
-        let mut average_loss = (0.0, 0.0);
-        let mut top_k = (0.0, 0.0);
+    ) -> Metrics {
+        let [mut accuracy, mut average_loss, mut top_k] = [WeightedSum::default(); 3];
         for (i, row) in logits.chunks(self.n_classes).enumerate() {
             let w = labels.host_weights[i] as f64;
             let correct = argmax(row) as f32 == labels.host_values[i];
-            accuracy.0 += w * f64::from(u8::from(correct));
-            accuracy.1 += w;
-            average_loss.0 += w * losses[i] as f64;
-            average_loss.1 += w;
+            accuracy.add(f64::from(u8::from(correct)), w);
+            average_loss.add(losses[i] as f64, w);
             let target = labels.host_values[i] as usize;
-            top_k.0 += w * f64::from(u8::from(in_top_k(row, target, TOP_K)));
-            top_k.1 += w;
+            top_k.add(f64::from(u8::from(in_top_k(row, target, TOP_K))), w);
         }
         let metrics = Metrics::new()
-            .with(
-                "accuracy",
-                Metric::Mean {
-                    sum: accuracy.0,
-                    weight: accuracy.1,
-                },
-            )
-            .with(
-                "average_loss",
-                Metric::Mean {
-                    sum: average_loss.0,
-                    weight: average_loss.1,
-                },
-            );
-        Ok(if self.n_classes > TOP_K {
-            metrics.with(
-                format!("accuracy_top_{TOP_K}"),
-                Metric::Mean {
-                    sum: top_k.0,
-                    weight: top_k.1,
-                },
-            )
+            .with("accuracy", accuracy.mean())
+            .with("average_loss", average_loss.mean());
+        if self.n_classes > TOP_K {
+            metrics.with(format!("accuracy_top_{TOP_K}"), top_k.mean())
         } else {
             metrics
-        })
+        }
     }
 
     pub(crate) fn predictions<B: Backend>(
@@ -130,21 +99,11 @@ impl MultiClassHead {
         let probabilities = to_host(softmax(logits.clone(), 1))?;
         let logits = to_host(logits)?;
         let names = class_names(self.n_classes, self.label_vocabulary.as_deref());
-        let all_ids: Vec<i64> = (0..self.n_classes as i64).collect();
         Ok(logits
             .chunks(self.n_classes)
             .zip(probabilities.chunks(self.n_classes))
             .map(|(l, p)| {
-                let id = argmax(p);
-                HeadPrediction {
-                    logits: l.to_vec(),
-                    probabilities: Some(p.to_vec()),
-                    class_ids: Some(vec![id as i64]),
-                    classes: Some(vec![names[id].clone()]),
-                    all_class_ids: Some(all_ids.clone()),
-                    all_classes: Some(names.clone()),
-                    ..HeadPrediction::default()
-                }
+                HeadPrediction::class(l.to_vec(), p.to_vec(), argmax(p), self.n_classes, &names)
             })
             .collect())
     }
@@ -167,7 +126,9 @@ impl MultiClassHead {
 mod tests {
     use super::*;
     use crate::device::CpuBackend;
+    use crate::head::Head;
     use burn::tensor::TensorData;
+    use datasets::Label;
 
     fn logits() -> Tensor<CpuBackend, 2> {
         Tensor::from_data(
@@ -184,11 +145,11 @@ mod tests {
         // Training loss = (1 * 10.0000907957 + 3 * 0.0000907957) / 2 (batch size) = 5.0001815914.
         // average_loss = the same sum / total weight 4 = 2.5000907957.
         // Predicted classes [0, 1]: only the second (weight 3) is right, accuracy = 3/4.
-        let head = MultiClassHead::new(3);
+        let head = Head::MultiClass(MultiClassHead::new(3));
         let device = Default::default();
         let labels = head
             .labels::<CpuBackend>(
-                [LabelRef::Class(2), LabelRef::Class(1)].into_iter(),
+                &[Label::Class(2), Label::Class(1)],
                 Some(vec![1.0, 3.0]),
                 &device,
             )

@@ -29,3 +29,24 @@ pub struct HeadPrediction {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predictions: Option<Vec<f32>>,
 }
+
+impl HeadPrediction {
+    /// A classifier's prediction: class `id` of `n_classes`, named by `names`.
+    pub(super) fn class(
+        logits: Vec<f32>,
+        probabilities: Vec<f32>,
+        id: usize,
+        n_classes: usize,
+        names: &[String],
+    ) -> Self {
+        Self {
+            logits,
+            probabilities: Some(probabilities),
+            class_ids: Some(vec![id as i64]),
+            classes: Some(vec![names[id].clone()]),
+            all_class_ids: Some((0..n_classes as i64).collect()),
+            all_classes: Some(names.to_vec()),
+            ..Self::default()
+        }
+    }
+}

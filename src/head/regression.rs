@@ -5,7 +5,7 @@ use burn::tensor::Tensor;
 use datasets::LabelRef;
 use serde::{Deserialize, Serialize};
 
-use super::host::to_host;
+use super::host::{to_host, WeightedSum};
 use super::label_fault::LabelFault;
 use super::{HeadLabels, HeadPrediction};
 use crate::error::{Error, Result};
@@ -54,7 +54,7 @@ impl RegressionHead {
     }
 
     /// Per-example sum over targets of the squared error `[batch]`.
-    fn unreduced_loss<B: Backend>(
+    pub(super) fn unreduced_loss<B: Backend>(
         &self,
         logits: Tensor<B, 2>,
         labels: &HeadLabels<B>,
@@ -63,55 +63,40 @@ impl RegressionHead {
         (diff.clone() * diff).sum_dim(1).reshape([labels.len()])
     }
 
-    pub(crate) fn loss<B: Backend>(
+    /// The metrics of a batch's predictions and per-example losses, read back.
+    pub(super) fn metrics<B: Backend>(
         &self,
-        logits: Tensor<B, 2>,
+        predictions: &[f32],
+        losses: &[f32],
         labels: &HeadLabels<B>,
-    ) -> Tensor<B, 1> {
-        labels.reduce(self.unreduced_loss(logits, labels))
-    }
-
-    pub(crate) fn metrics<B: Backend>(
-        &self,
-        logits: Tensor<B, 2>,
-        labels: &HeadLabels<B>,
-    ) -> Result<Metrics> {
-        let losses = to_host(self.unreduced_loss(logits.clone(), labels))?;
-        let predictions = to_host(logits)?;
+    ) -> Metrics {
         let d = self.label_dimension;
-        let (mut avg_loss, mut label_mean, mut pred_mean, mut squared_error) =
-            ([0.0; 2], [0.0; 2], [0.0; 2], [0.0; 2]);
+        let [mut average_loss, mut label_mean, mut prediction_mean, mut squared_error] =
+            [WeightedSum::default(); 4];
         for (i, loss) in losses.iter().enumerate() {
             let w = labels.host_weights[i] as f64;
-            avg_loss[0] += w * *loss as f64;
-            avg_loss[1] += w;
+            average_loss.add(*loss as f64, w);
             for j in 0..d {
-                label_mean[0] += w * labels.host_values[i * d + j] as f64;
-                label_mean[1] += w;
-                pred_mean[0] += w * predictions[i * d + j] as f64;
-                pred_mean[1] += w;
+                label_mean.add(labels.host_values[i * d + j] as f64, w);
+                prediction_mean.add(predictions[i * d + j] as f64, w);
                 // Per target, as TF's metric over the [batch, d] tensors (the weight
                 // broadcast over the targets).
                 let error = predictions[i * d + j] as f64 - labels.host_values[i * d + j] as f64;
-                squared_error[0] += w * error * error;
-                squared_error[1] += w;
+                squared_error.sum += w * error * error;
+                squared_error.weight += w;
             }
         }
-        let mean = |m: [f64; 2]| Metric::Mean {
-            sum: m[0],
-            weight: m[1],
-        };
-        Ok(Metrics::new()
-            .with("average_loss", mean(avg_loss))
-            .with("label/mean", mean(label_mean))
-            .with("prediction/mean", mean(pred_mean))
+        Metrics::new()
+            .with("average_loss", average_loss.mean())
+            .with("label/mean", label_mean.mean())
+            .with("prediction/mean", prediction_mean.mean())
             .with(
                 "root_mean_squared_error",
                 Metric::RootMean {
-                    sum: squared_error[0],
-                    weight: squared_error[1],
+                    sum: squared_error.sum,
+                    weight: squared_error.weight,
                 },
-            ))
+            )
     }
 
     pub(crate) fn predictions<B: Backend>(
@@ -137,7 +122,9 @@ impl RegressionHead {
 mod tests {
     use super::*;
     use crate::device::CpuBackend;
+    use crate::head::Head;
     use burn::tensor::TensorData;
+    use datasets::Label;
 
     #[test]
     fn weighted_squared_error_and_means() {
@@ -149,10 +136,10 @@ mod tests {
         let logits = || {
             Tensor::<CpuBackend, 2>::from_data(TensorData::new(vec![1.0f32, 3.0], [2, 1]), &device)
         };
-        let head = RegressionHead::new();
+        let head = Head::Regression(RegressionHead::new());
         let labels = head
             .labels::<CpuBackend>(
-                [LabelRef::Float(2.0), LabelRef::Float(2.5)].into_iter(),
+                &[Label::Float(2.0), Label::Float(2.5)],
                 Some(vec![1.0, 2.0]),
                 &device,
             )
@@ -169,7 +156,7 @@ mod tests {
             Some(vec![3.0])
         );
         let err = head
-            .labels::<CpuBackend>([LabelRef::Name("x")].into_iter(), None, &device)
+            .labels::<CpuBackend>(&[Label::Name("x".into())], None, &device)
             .unwrap_err();
         assert!(err.to_string().contains("not a number"));
     }

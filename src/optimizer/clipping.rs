@@ -72,9 +72,6 @@ impl Clipping {
         model: &M,
         mut grads: GradientsParams,
     ) -> GradientsParams {
-        if self.is_none() {
-            return grads;
-        }
         if self.value.is_some() || self.norm.is_some() {
             let mut each = Each {
                 grads: &mut grads,

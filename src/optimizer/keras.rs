@@ -335,14 +335,6 @@ mod tests {
                 let lr = 0.01 / (step + 1) as f64;
                 host = adam.step_on_host(lr, host.0, g.clone(), host.1);
                 ops = adam.step_with_tensor_ops(lr, ops.0, g, ops.1);
-                let bits = |t: &Tensor<B, 2>| -> Vec<u32> {
-                    let data = t.to_data();
-                    data.as_slice::<f32>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect()
-                };
                 assert_eq!(bits(&host.0), bits(&ops.0), "weights, step {step}");
                 assert_eq!(bits(&host.1.first), bits(&ops.1.first), "first moment");
                 assert_eq!(bits(&host.1.second), bits(&ops.1.second), "second moment");

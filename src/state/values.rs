@@ -21,9 +21,20 @@ pub fn parameter_values_where<B: Backend, M: Module<B>>(
     model: &M,
     wanted: impl Fn(&str) -> bool,
 ) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
+    read(model, wanted, false)
+}
+
+/// The shapes and values of the float parameters on the paths `wanted` keeps; with
+/// `untrained_only`, only of those no gradient trains.
+fn read<B: Backend, M: Module<B>>(
+    model: &M,
+    wanted: impl Fn(&str) -> bool,
+    untrained_only: bool,
+) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
     let mut reader = Reader {
         stack: Vec::new(),
         wanted,
+        untrained_only,
         out: BTreeMap::new(),
     };
     model.visit(&mut reader);
@@ -76,46 +87,10 @@ pub fn untrained_values_where<B: Backend, M: Module<B>>(
     // record is taken), and is read one update behind before: the clone shares that state,
     // so this syncs `model`'s.
     drop(model.clone().into_record());
-    let mut reader = Untrained {
-        stack: Vec::new(),
-        wanted,
-        out: BTreeMap::new(),
-    };
-    model.visit(&mut reader);
-    reader.out
-}
-
-struct Untrained<F> {
-    stack: Vec<String>,
-    wanted: F,
-    out: BTreeMap<String, Vec<f32>>,
-}
-
-impl<B: Backend, F: Fn(&str) -> bool> ModuleVisitor<B> for Untrained<F> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.stack.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.stack.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let path = self.stack.join(".");
-        if !(self.wanted)(&path) {
-            return;
-        }
-        let tensor = param.val();
-        if tensor.is_require_grad() {
-            return;
-        }
-        let values = tensor
-            .into_data()
-            .convert::<f32>()
-            .into_vec::<f32>()
-            .unwrap_or_default();
-        self.out.insert(path, values);
-    }
+    read(model, wanted, true)
+        .into_iter()
+        .map(|(path, (_, values))| (path, values))
+        .collect()
 }
 
 /// The CRC-32C of `values`' bits: whether a value changed, without keeping a copy.
@@ -144,6 +119,7 @@ pub fn load_values<B: Backend, M: Module<B>>(
 struct Reader<F> {
     stack: Vec<String>,
     wanted: F,
+    untrained_only: bool,
     out: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
 }
 
@@ -162,6 +138,9 @@ impl<B: Backend, F: Fn(&str) -> bool> ModuleVisitor<B> for Reader<F> {
             return;
         }
         let tensor = param.val();
+        if self.untrained_only && tensor.is_require_grad() {
+            return;
+        }
         let shape = tensor.shape().dims::<D>().to_vec();
         let values = tensor
             .into_data()

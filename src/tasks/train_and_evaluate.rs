@@ -99,22 +99,21 @@ where
     let config = estimator.run_config();
     let model_dir = &config.model_dir;
     let chief = spec.chief_task() == task;
-    let strategy = || strategy_for(config, whole);
     match task.kind {
-        TaskType::Chief | TaskType::Worker if chief => {
-            TrainFinished::remove(model_dir)?;
-            let outcome =
-                run_loop::train(estimator, train_input_fn()?, train_spec, strategy()?, None)?;
-            TrainFinished {
-                global_step: outcome.global_step,
-                max_steps,
-            }
-            .write(model_dir)?;
-            Ok(TrainAndEvaluateOutcome::trained(outcome))
-        }
         TaskType::Chief | TaskType::Worker => {
-            let outcome =
-                run_loop::train(estimator, train_input_fn()?, train_spec, strategy()?, None)?;
+            if chief {
+                TrainFinished::remove(model_dir)?;
+            }
+            let input = train_input_fn()?;
+            let strategy = strategy_for(config, whole)?;
+            let outcome = run_loop::train(estimator, input, train_spec, strategy, None)?;
+            if chief {
+                TrainFinished {
+                    global_step: outcome.global_step,
+                    max_steps,
+                }
+                .write(model_dir)?;
+            }
             Ok(TrainAndEvaluateOutcome::trained(outcome))
         }
         TaskType::Ps => {
