@@ -13,11 +13,13 @@ mod labels;
 mod pool;
 mod row;
 mod strings;
+mod table_row;
 
 pub use batch::ColumnarBatch;
 pub use batch_row::BatchRow;
 pub(crate) use labels::LabelKind;
 pub use labels::{LabelRef, Labels};
 pub(crate) use pool::Recycler;
-pub use row::{ColumnarRow, TableRow};
+pub use row::ColumnarRow;
 pub use strings::StringColumn;
+pub use table_row::TableRow;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::pool::Recycler;
-use super::{BatchRow, ColumnarRow, LabelKind, LabelRef, Labels, StringColumn};
+use super::{ColumnarRow, LabelKind, LabelRef, Labels, StringColumn};
 use crate::{Error, Example};
 
 /// Rows of tabular data as contiguous columns, from
@@ -64,20 +64,17 @@ impl TryFrom<BatchParts> for ColumnarBatch {
 }
 
 impl ColumnarBatch {
-    /// An empty batch whose buffers go back to `recycle` when it is dropped.
-    pub(crate) fn recycled(
-        dense: Vec<f32>,
-        categorical: Vec<StringColumn>,
-        labels: Labels,
-        recycle: Recycler,
-    ) -> Self {
+    /// An empty batch on buffers from `recycle` (when it has some), which go back to it when
+    /// the batch is dropped.
+    pub(crate) fn recycled(recycle: &Recycler) -> Self {
+        let (dense, categorical, labels) = recycle.take();
         ColumnarBatch {
             rows: 0,
             dense_width: 0,
             dense,
             categorical,
             labels,
-            recycle: Some(recycle),
+            recycle: Some(recycle.clone()),
         }
     }
 
@@ -142,21 +139,6 @@ impl ColumnarBatch {
             Labels::Class(v) => LabelRef::Class(v[i]),
             Labels::Name(v) => LabelRef::Name(v.get(i)),
         }
-    }
-
-    /// Row `i`, borrowed: its values without copying them.
-    ///
-    /// # Panics
-    ///
-    /// If `i >= self.rows`, as slice indexing does.
-    pub fn row(&self, i: usize) -> BatchRow<'_> {
-        assert!(i < self.rows, "row {i} of a {}-row batch", self.rows);
-        BatchRow { batch: self, i }
-    }
-
-    /// Every row, borrowed, in order.
-    pub fn rows(&self) -> impl ExactSizeIterator<Item = BatchRow<'_>> + '_ {
-        (0..self.rows).map(|i| BatchRow { batch: self, i })
     }
 
     /// Whether the batch has no rows.

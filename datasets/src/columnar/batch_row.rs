@@ -1,12 +1,29 @@
-//! [`BatchRow`]: one row of a [`ColumnarBatch`], borrowed.
+//! [`BatchRow`]: one row of a [`ColumnarBatch`], borrowed, and the batch's rows as such.
 
 use super::{ColumnarBatch, ColumnarRow, LabelRef};
 
 /// One row of a [`ColumnarBatch`], borrowed ([`ColumnarBatch::row`]).
 #[derive(Clone, Copy, Debug)]
 pub struct BatchRow<'a> {
-    pub(super) batch: &'a ColumnarBatch,
-    pub(super) i: usize,
+    batch: &'a ColumnarBatch,
+    i: usize,
+}
+
+impl ColumnarBatch {
+    /// Row `i`, borrowed: its values without copying them.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.rows`, as slice indexing does.
+    pub fn row(&self, i: usize) -> BatchRow<'_> {
+        assert!(i < self.rows, "row {i} of a {}-row batch", self.rows);
+        BatchRow { batch: self, i }
+    }
+
+    /// Every row, borrowed, in order.
+    pub fn rows(&self) -> impl ExactSizeIterator<Item = BatchRow<'_>> + '_ {
+        (0..self.rows).map(|i| BatchRow { batch: self, i })
+    }
 }
 
 impl ColumnarRow for BatchRow<'_> {

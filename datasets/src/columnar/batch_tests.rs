@@ -124,7 +124,7 @@ fn serde_round_trip_and_inconsistent_json_is_an_error() {
 #[test]
 fn dropped_batches_give_their_buffers_back() {
     let recycler = Recycler::default();
-    let mut batch = recycler.take();
+    let mut batch = ColumnarBatch::recycled(&recycler);
     for e in three() {
         batch.push_row(&e, "test").unwrap();
     }
@@ -132,7 +132,7 @@ fn dropped_batches_give_their_buffers_back() {
     // Dropped on another thread, as after a prefetch.
     std::thread::spawn(move || drop(batch)).join().unwrap();
     assert_eq!(recycler.available(), 1);
-    let mut again = recycler.take();
+    let mut again = ColumnarBatch::recycled(&recycler);
     assert_eq!(recycler.available(), 0);
     assert!(again.is_empty());
     let row = ex(&[9.0, 8.0], &["q", "r"], Label::Class(4));

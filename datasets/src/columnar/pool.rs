@@ -2,14 +2,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{ColumnarBatch, Labels, StringColumn};
+use super::{Labels, StringColumn};
 
 /// Sets of buffers kept for reuse. A pipeline holds a few batches at once (the one being
 /// filled, those queued by `prefetch`, the one the caller uses), so a few suffice; more
 /// would only hold memory.
 const KEEP: usize = 8;
 
-type Buffers = (Vec<f32>, Vec<StringColumn>, Labels);
+/// A batch's buffers: its dense values, categorical columns and labels.
+pub(super) type Buffers = (Vec<f32>, Vec<StringColumn>, Labels);
 
 /// A shared stack of batch buffers: `batch_columnar` takes from it, batches give back to
 /// it when dropped, possibly on another thread.
@@ -19,16 +20,15 @@ pub(crate) struct Recycler {
 }
 
 impl Recycler {
-    /// An empty batch, on recycled buffers when there are some.
-    pub(crate) fn take(&self) -> ColumnarBatch {
+    /// Recycled buffers when there are some, else empty ones.
+    pub(super) fn take(&self) -> Buffers {
         // A poisoned lock only means a thread panicked while pushing a buffer: the stack
         // is still a valid stack.
         let buffers = match self.free.lock() {
             Ok(mut free) => free.pop(),
             Err(poisoned) => poisoned.into_inner().pop(),
         };
-        let (dense, categorical, labels) = buffers.unwrap_or_default();
-        ColumnarBatch::recycled(dense, categorical, labels, self.clone())
+        buffers.unwrap_or_default()
     }
 
     pub(crate) fn give(&self, dense: Vec<f32>, categorical: Vec<StringColumn>, labels: Labels) {

@@ -40,7 +40,7 @@ where
 
     fn next_item(&mut self) -> Option<Result<ColumnarBatch, Error>> {
         let size = self.batching.size;
-        let start = || self.recycle.take();
+        let start = || ColumnarBatch::recycled(&self.recycle);
         let push = |batch: &mut ColumnarBatch, row: D::Item| {
             batch.push_row(&row, STAGE)?;
             // The first row sets the layout, and with it how much room rows take.

@@ -62,7 +62,7 @@ impl Dataset for ParquetBatches {
                 "Parquet batch size must be at least 1".into(),
             )));
         }
-        let mut batch = self.recycle.take();
+        let mut batch = ColumnarBatch::recycled(&self.recycle);
         self.cursor.file.layout.begin(&mut batch);
         // As `batch_columnar`: the rows of a batch that meets an error are dropped with it,
         // and the error is the first bad row's.

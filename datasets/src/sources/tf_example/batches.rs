@@ -76,7 +76,7 @@ fn decode(
     recycle: &Recycler,
     mut chunk: RecordChunk,
 ) -> Result<ColumnarBatch, Error> {
-    let mut batch = recycle.take();
+    let mut batch = ColumnarBatch::recycled(recycle);
     parser.begin(&mut batch);
     batch.reserve_rows(chunk.len());
     let mut found = Found::new();
