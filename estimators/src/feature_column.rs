@@ -58,6 +58,7 @@ mod learned;
 mod numeric;
 mod resolved;
 mod source;
+mod standardized;
 mod vocabulary;
 
 pub use bucketized::{bucketized_column, BucketizedColumn};
@@ -70,10 +71,11 @@ pub use hash::{fnv1a_64, hash_bucket};
 pub use hash_bucket::{categorical_column_with_hash_bucket, HashBucketColumn};
 pub use identity::{categorical_column_with_identity, IdentityColumn};
 pub use indicator::{indicator_column, IndicatorColumn};
-pub use numeric::{numeric_column, standardized_numeric_columns, Normalizer, NumericColumn};
+pub use numeric::{numeric_column, Normalizer, NumericColumn};
 pub(crate) use resolved::{ColumnInput, IdRole};
 pub use resolved::{Layout, ResolvedColumns};
 pub use source::{InputSource, InputSources};
+pub use standardized::standardized_numeric_columns;
 pub use vocabulary::{
     categorical_column_with_learned_vocabulary, categorical_column_with_vocabulary_list,
     LearnedVocabulary, VocabularyListColumn,
