@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use harness::{alive, gone_soon, run, started_pid, started_pids, Launcher};
+use harness::{alive, gone_soon, run, started_pid, started_pids, Finished, Launcher};
 
 #[test]
 fn every_task_gets_its_tf_config_and_its_output_comes_back_prefixed() {
@@ -534,6 +534,15 @@ fn task_script(dir: &std::path::Path, body: &str) -> String {
     )
 }
 
+/// Runs the launcher with `args` and, as every task's command, `sh -c` of [`task_script`]
+/// (`dir`, `body`): how it ended, and its stderr as one text.
+fn run_tasks(dir: &std::path::Path, args: &[&str], body: &str) -> (Finished, String) {
+    let script = task_script(dir, body);
+    let done = run(&[args, &["--", "sh", "-c", &script]].concat());
+    let stderr = done.stderr.join("\n");
+    (done, stderr)
+}
+
 fn starts(dir: &std::path::Path) -> Vec<String> {
     let mut starts: Vec<String> = std::fs::read_to_string(dir.join("starts"))
         .unwrap()
@@ -549,15 +558,13 @@ fn a_chief_that_fails_for_good_is_not_restarted_though_its_peers_exit_retryably_
     // The chief fails (exit 1) but takes a while to go; the workers notice at once and exit
     // with a lost peer's 128 before it has.
     let dir = tempfile::tempdir().unwrap();
-    let script = task_script(
+    let (done, stderr) = run_tasks(
         dir.path(),
+        &["--workers", "2", "--max-restarts", "2"],
         r#"if [ "$me" = chief0 ]; then touch failed; sleep 0.5; exit 1; fi
            while [ ! -e failed ]; do sleep 0.02; done
            exit 128"#,
     );
-    let args = ["--workers", "2", "--max-restarts", "2", "--", "sh", "-c"];
-    let done = run(&[&args[..], &[script.as_str()]].concat());
-    let stderr = done.stderr.join("\n");
     assert_eq!(done.code, Some(1), "{stderr}");
     assert_eq!(
         starts(dir.path()),
@@ -587,15 +594,13 @@ fn a_worker_that_fails_for_good_fails_the_job_with_its_code() {
     // Worker 0 has a configuration error (exit 3); the chief loses it (128): the job's
     // code is the worker's, since a restart would fail the same way.
     let dir = tempfile::tempdir().unwrap();
-    let script = task_script(
+    let (done, stderr) = run_tasks(
         dir.path(),
+        &["--workers", "1", "--max-restarts", "1"],
         r#"if [ "$me" = worker0 ]; then touch failed; exit 3; fi
            while [ ! -e failed ]; do sleep 0.02; done
            sleep 0.1; exit 128"#,
     );
-    let args = ["--workers", "1", "--max-restarts", "1", "--", "sh", "-c"];
-    let done = run(&[&args[..], &[script.as_str()]].concat());
-    let stderr = done.stderr.join("\n");
     assert_eq!(done.code, Some(3), "{stderr}");
     assert_eq!(starts(dir.path()), ["chief0", "worker0"], "{stderr}");
     assert!(
@@ -618,16 +623,14 @@ fn replicas_that_exit_retryably_restart_together_once_the_group_has_settled() {
     // Worker 1 loses a peer (128) in the first incarnation while the others still run: they
     // are given a moment, then killed, and the three start again and finish.
     let dir = tempfile::tempdir().unwrap();
-    let script = task_script(
+    let started = Instant::now();
+    let (done, stderr) = run_tasks(
         dir.path(),
+        &["--workers", "2", "--max-restarts", "1"],
         r#"if [ "$(grep -c . starts)" -gt 3 ]; then exit 0; fi
            if [ "$me" = worker1 ]; then exit 128; fi
            exec sleep 1000"#,
     );
-    let args = ["--workers", "2", "--max-restarts", "1", "--", "sh", "-c"];
-    let started = Instant::now();
-    let done = run(&[&args[..], &[script.as_str()]].concat());
-    let stderr = done.stderr.join("\n");
     assert_eq!(done.code, Some(0), "{stderr}");
     assert!(
         stderr.contains(
@@ -659,19 +662,15 @@ fn a_stopped_task_named_lost_by_every_other_is_ended_without_waiting_the_grace()
     // Worker 1 stops itself (SIGSTOP, as a frozen process); the others then exit as a lost
     // peer makes them, naming it. The default grace is 90 s.
     let dir = tempfile::tempdir().unwrap();
-    let script = task_script(
-        dir.path(),
-        &format!(
-            r#"if [ "$me" = worker1 ]; then echo $$ > stopped.tmp; mv stopped.tmp stopped; kill -STOP $$; exit 0; fi
-               {WAIT_STOPPED}
-               echo "task: error: lost worker:1: silent for 10.0s" >&2
-               exit 128"#
-        ),
+    let body = format!(
+        r#"if [ "$me" = worker1 ]; then echo $$ > stopped.tmp; mv stopped.tmp stopped; kill -STOP $$; exit 0; fi
+           {WAIT_STOPPED}
+           echo "task: error: lost worker:1: silent for 10.0s" >&2
+           exit 128"#
     );
     let started = Instant::now();
-    let done = run(&["--workers", "2", "--", "sh", "-c", &script]);
+    let (done, stderr) = run_tasks(dir.path(), &["--workers", "2"], &body);
     let elapsed = started.elapsed();
-    let stderr = done.stderr.join("\n");
     assert_eq!(done.code, Some(128), "{stderr}");
     assert!(elapsed < Duration::from_secs(20), "{elapsed:?}\n{stderr}");
     assert!(
@@ -702,16 +701,15 @@ fn a_stopped_task_named_lost_by_every_other_is_ended_without_waiting_the_grace()
 #[test]
 fn a_chief_named_lost_ends_on_sigterm_and_its_code_is_the_launchers() {
     let dir = tempfile::tempdir().unwrap();
-    let script = task_script(
+    let started = Instant::now();
+    let (done, stderr) = run_tasks(
         dir.path(),
+        &["--workers", "1"],
         r#"if [ "$me" = chief0 ]; then touch up; exec sleep 1000; fi
            while [ ! -e up ]; do sleep 0.02; done
            echo "task: error: training failed: lost chief:0: connection lost" >&2
            exit 128"#,
     );
-    let started = Instant::now();
-    let done = run(&["--workers", "1", "--", "sh", "-c", &script]);
-    let stderr = done.stderr.join("\n");
     assert_eq!(done.code, Some(143), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(20), "{stderr}");
     assert_eq!(
@@ -727,24 +725,14 @@ fn a_named_task_is_not_ended_while_a_task_no_one_named_still_runs() {
     // Worker 0 names worker 1 lost and exits, but the chief, not named, runs on for a second:
     // worker 1 is ended only once the chief too has exited.
     let dir = tempfile::tempdir().unwrap();
-    let script = task_script(
+    let (done, stderr) = run_tasks(
         dir.path(),
+        &["--workers", "2", "--grace-secs", "1"],
         r#"if [ "$me" = worker1 ]; then exec sleep 1000; fi
            if [ "$me" = worker0 ]; then echo "task: error: lost worker:1: gone" >&2; touch named; exit 128; fi
            while [ ! -e named ]; do sleep 0.02; done
            sleep 1; exit 0"#,
     );
-    let done = run(&[
-        "--workers",
-        "2",
-        "--grace-secs",
-        "1",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let stderr = done.stderr.join("\n");
     assert_eq!(done.code, Some(0), "{stderr}");
     let at = |needle: &str| {
         done.stderr

@@ -55,23 +55,24 @@ impl PsTasks {
     }
 }
 
-/// `workers` training tasks (the chief first) against `ps`, until `max_steps`.
+/// `workers` training tasks (the chief first) against `num_ps` ps tasks started for them,
+/// until `max_steps`; the ps tasks then end by themselves, cleanly.
 fn train(
     model_dir: &Path,
     optimizer: &OptimizerSpec,
-    ps: &PsTasks,
+    num_ps: usize,
     workers: usize,
     mode: PsMode,
     max_steps: u64,
 ) -> Vec<TrainOutcome> {
-    train_summarising(model_dir, optimizer, ps, workers, mode, max_steps, 100)
+    train_summarising(model_dir, optimizer, num_ps, workers, mode, max_steps, 100)
 }
 
 /// [`train`] with a summary every `summary_steps` steps.
 fn train_summarising(
     model_dir: &Path,
     optimizer: &OptimizerSpec,
-    ps: &PsTasks,
+    num_ps: usize,
     workers: usize,
     mode: PsMode,
     max_steps: u64,
@@ -84,7 +85,7 @@ fn train_summarising(
     train_configured(
         model_dir,
         optimizer,
-        ps,
+        num_ps,
         (workers, mode),
         max_steps,
         &configure,
@@ -95,11 +96,12 @@ fn train_summarising(
 fn train_configured(
     model_dir: &Path,
     optimizer: &OptimizerSpec,
-    ps: &PsTasks,
+    num_ps: usize,
     (workers, mode): (usize, PsMode),
     max_steps: u64,
     configure: &dyn Fn(TinyClassifier) -> TinyClassifier,
 ) -> Vec<TrainOutcome> {
+    let ps = PsTasks::start(num_ps, optimizer);
     let names: Vec<String> = std::iter::once("chief:0".to_string())
         .chain((1..workers).map(|w| format!("worker:{}", w - 1)))
         .collect();
@@ -123,10 +125,12 @@ fn train_configured(
             })
         })
         .collect();
-    handles
+    let outcomes = handles
         .into_iter()
         .map(|h| h.join().unwrap().unwrap())
-        .collect()
+        .collect();
+    ps.join();
+    outcomes
 }
 
 fn placement(model_dir: &Path) -> Placement {
@@ -135,6 +139,13 @@ fn placement(model_dir: &Path) -> Placement {
         .unwrap()
         .unwrap();
     serde_json::from_value(checkpoint.meta["placement"].clone()).unwrap()
+}
+
+/// The largest difference between the weights the ps tasks trained in `dir/ps` and those one
+/// process trains in `dir/single` on batches of `batch`.
+fn diff_from_one_process(dir: &Path, optimizer: &OptimizerSpec, batch: usize) -> f32 {
+    single(&dir.join("single"), optimizer.clone(), batch);
+    max_abs_diff(&weights(&dir.join("ps")), &weights(&dir.join("single")))
 }
 
 #[test]
@@ -161,22 +172,16 @@ fn sync_ps_with_one_worker_equals_one_process() {
         OptimizerSpec::adagrad(0.1).with_part("output", OptimizerSpec::ftrl(0.05)),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let ps = PsTasks::start(2, &optimizer);
         let outcomes = train(
             &dir.path().join("ps"),
             &optimizer,
-            &ps,
+            2,
             1,
             PsMode::sync(),
             STEPS,
         );
-        ps.join();
-        single(&dir.path().join("single"), optimizer.clone(), BATCH);
         assert_eq!(outcomes[0].global_step, STEPS);
-        let diff = max_abs_diff(
-            &weights(&dir.path().join("ps")),
-            &weights(&dir.path().join("single")),
-        );
+        let diff = diff_from_one_process(dir.path(), &optimizer, BATCH);
         assert!(diff <= 1e-6, "{optimizer:?}: max |ps - single| = {diff}");
         assert_eq!(placement(&dir.path().join("ps")).num_ps, 2);
     }
@@ -193,16 +198,8 @@ fn a_frozen_layer_stays_as_built_on_the_ps_tasks_while_the_rest_trains_like_one_
         };
         let dir = tempfile::tempdir().unwrap();
         let (ps_dir, single_dir) = (dir.path().join("ps"), dir.path().join("single"));
-        let ps = PsTasks::start(2, &optimizer);
-        let outcomes = train_configured(
-            &ps_dir,
-            &optimizer,
-            &ps,
-            (1, PsMode::sync()),
-            STEPS,
-            &frozen,
-        );
-        ps.join();
+        let outcomes =
+            train_configured(&ps_dir, &optimizer, 2, (1, PsMode::sync()), STEPS, &frozen);
         assert_eq!(outcomes[0].global_step, STEPS);
         let one = frozen(classifier(&single_dir, optimizer.clone()));
         one.train(|| input(BATCH), TrainSpec::max_steps(STEPS))
@@ -230,12 +227,9 @@ fn variables_cut_into_blocks_on_three_ps_tasks_train_like_one_process_and_resume
         estimator.run_config = estimator.run_config.with_variable_partitioner(blocks);
         estimator
     };
-    let ps = PsTasks::start(3, &optimizer);
-    let outcomes = train_configured(&ps_dir, &optimizer, &ps, (1, PsMode::sync()), STEPS, &cut);
-    ps.join();
+    let outcomes = train_configured(&ps_dir, &optimizer, 3, (1, PsMode::sync()), STEPS, &cut);
     assert_eq!(outcomes[0].global_step, STEPS);
-    single(&single_dir, optimizer.clone(), BATCH);
-    let diff = max_abs_diff(&weights(&ps_dir), &weights(&single_dir));
+    let diff = diff_from_one_process(dir.path(), &optimizer, BATCH);
     assert!(diff <= 1e-6, "max |ps - single| = {diff}");
     let placed = placement(&ps_dir);
     assert!(
@@ -250,11 +244,9 @@ fn variables_cut_into_blocks_on_three_ps_tasks_train_like_one_process_and_resume
     );
     // Resumed whole on one ps task, with the blocks' Adam moments joined, it goes on as one
     // process does: fresh moments would move the weights by far more than this bound.
-    let ps = PsTasks::start(1, &optimizer);
     let whole = |estimator: TinyClassifier| estimator;
     let more = 2 * STEPS;
-    train_configured(&ps_dir, &optimizer, &ps, (1, PsMode::sync()), more, &whole);
-    ps.join();
+    train_configured(&ps_dir, &optimizer, 1, (1, PsMode::sync()), more, &whole);
     classifier(&single_dir, optimizer)
         .train(|| input(BATCH), TrainSpec::max_steps(more))
         .unwrap();
@@ -267,7 +259,6 @@ fn variables_cut_into_blocks_on_three_ps_tasks_train_like_one_process_and_resume
 fn a_worker_adding_up_two_batches_pushes_what_one_process_with_the_doubled_batch_applies() {
     let optimizer = OptimizerSpec::adam(0.01);
     let dir = tempfile::tempdir().unwrap();
-    let ps = PsTasks::start(2, &optimizer);
     let two_passes = |mut estimator: TinyClassifier| {
         estimator.run_config = estimator.run_config.with_backward_passes_per_step(2);
         estimator
@@ -275,18 +266,13 @@ fn a_worker_adding_up_two_batches_pushes_what_one_process_with_the_doubled_batch
     let outcomes = train_configured(
         &dir.path().join("ps"),
         &optimizer,
-        &ps,
+        2,
         (1, PsMode::sync()),
         STEPS,
         &two_passes,
     );
-    ps.join();
-    single(&dir.path().join("single"), optimizer, 2 * BATCH);
     assert_eq!(outcomes[0].global_step, STEPS);
-    let diff = max_abs_diff(
-        &weights(&dir.path().join("ps")),
-        &weights(&dir.path().join("single")),
-    );
+    let diff = diff_from_one_process(dir.path(), &optimizer, 2 * BATCH);
     assert!(diff <= 1e-5, "max |ps - single| = {diff}");
 }
 
@@ -294,26 +280,20 @@ fn a_worker_adding_up_two_batches_pushes_what_one_process_with_the_doubled_batch
 fn sync_ps_with_two_workers_equals_one_process_with_the_doubled_batch() {
     let optimizer = OptimizerSpec::adam(0.01);
     let dir = tempfile::tempdir().unwrap();
-    let ps = PsTasks::start(2, &optimizer);
     let outcomes = train(
         &dir.path().join("ps"),
         &optimizer,
-        &ps,
+        2,
         2,
         PsMode::sync(),
         STEPS,
     );
-    ps.join();
-    single(&dir.path().join("single"), optimizer, 2 * BATCH);
     assert!(
         outcomes.iter().all(|o| o.global_step == STEPS),
         "{outcomes:?}"
     );
     assert!(outcomes[0].checkpoint.is_some() && outcomes[1].checkpoint.is_none());
-    let diff = max_abs_diff(
-        &weights(&dir.path().join("ps")),
-        &weights(&dir.path().join("single")),
-    );
+    let diff = diff_from_one_process(dir.path(), &optimizer, 2 * BATCH);
     assert!(diff <= 1e-5, "max |ps - single| = {diff}");
 }
 
@@ -321,17 +301,15 @@ fn sync_ps_with_two_workers_equals_one_process_with_the_doubled_batch() {
 fn async_ps_stops_at_max_steps_and_every_task_ends_by_itself() {
     let optimizer = OptimizerSpec::adagrad(0.1);
     let dir = tempfile::tempdir().unwrap();
-    let ps = PsTasks::start(2, &optimizer);
     let outcomes = train_summarising(
         &dir.path().join("ps"),
         &optimizer,
-        &ps,
+        2,
         3,
         PsMode::default(),
         60,
         10,
     );
-    ps.join();
     // The ps tasks apply no update past the last step: the chief's final checkpoint is at 60.
     assert_eq!(outcomes[0].global_step, 60);
     let manager = CheckpointManager::new(dir.path().join("ps"), None);
@@ -377,9 +355,7 @@ fn resuming_with_another_number_of_ps_tasks_re_shards_and_continues_exactly() {
     let model_dir = dir.path().join("ps");
     let mut steps_run = Vec::new();
     for (num_ps, max_steps) in [(2, 40), (1, 70), (3, STEPS)] {
-        let ps = PsTasks::start(num_ps, &optimizer);
-        let outcome = train(&model_dir, &optimizer, &ps, 1, PsMode::sync(), max_steps);
-        ps.join();
+        let outcome = train(&model_dir, &optimizer, num_ps, 1, PsMode::sync(), max_steps);
         steps_run.push(outcome[0].steps_run);
         assert_eq!(placement(&model_dir).num_ps, num_ps);
     }
@@ -388,7 +364,6 @@ fn resuming_with_another_number_of_ps_tasks_re_shards_and_continues_exactly() {
         vec![40, 30, 30],
         "each run continued where the last stopped"
     );
-    single(&dir.path().join("single"), optimizer, BATCH);
-    let diff = max_abs_diff(&weights(&model_dir), &weights(&dir.path().join("single")));
+    let diff = diff_from_one_process(dir.path(), &optimizer, BATCH);
     assert!(diff <= 1e-6, "max |re-sharded - single| = {diff}");
 }

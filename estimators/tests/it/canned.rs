@@ -93,6 +93,23 @@ pub(crate) fn targets() -> (Schema, Vec<Example>) {
     (schema(Schema::new().float("target").label("target")), data)
 }
 
+/// A DNN classifier of [`answers`], its classes named.
+pub(crate) fn answers_classifier(dir: &Path, schema: &Schema) -> DnnClassifier {
+    DnnClassifier::new(run_config(dir), schema, dnn_columns(), [8], 2)
+        .unwrap()
+        .with_label_vocabulary(["no", "yes"])
+        .unwrap()
+}
+
+/// What `est` predicts for the first of `data`.
+fn first_prediction<E>(est: &E, data: &[Example]) -> HeadPrediction
+where
+    E: Estimator<Batch = ColumnarBatch, Prediction = HeadPrediction>,
+{
+    let first = || Ok(from_vec(data[..1].to_vec()).batch_columnar(1, false));
+    est.predict(first, None).unwrap().next().unwrap().unwrap()
+}
+
 fn colour() -> estimators::feature_column::VocabularyListColumn {
     categorical_column_with_vocabulary_list("colour", ["red", "green", "blue"])
 }
@@ -193,20 +210,9 @@ fn dnn_classifier_with_every_option() {
 fn dnn_classifier_with_a_label_vocabulary_predicts_class_names() {
     let dir = tempfile::tempdir().unwrap();
     let (schema, data) = answers();
-    let est = DnnClassifier::new(run_config(dir.path()), &schema, dnn_columns(), [8], 2)
-        .unwrap()
-        .with_label_vocabulary(["no", "yes"])
-        .unwrap();
+    let est = answers_classifier(dir.path(), &schema);
     exercise(&est, &data, BINARY_METRICS);
-    let p = est
-        .predict(
-            || Ok(from_vec(data[..1].to_vec()).batch_columnar(1, false)),
-            None,
-        )
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
+    let p = first_prediction(&est, &data);
     assert_eq!(
         p.all_classes,
         Some(vec!["no".to_string(), "yes".to_string()])
@@ -298,16 +304,7 @@ fn baseline_classifier_learns_the_class_priors() {
     for e in &data {
         priors[e.label.class().unwrap() as usize] += 1.0 / data.len() as f32;
     }
-    let p = est
-        .predict(
-            || Ok(from_vec(data[..1].to_vec()).batch_columnar(1, false)),
-            None,
-        )
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let probabilities = p.probabilities.unwrap();
+    let probabilities = first_prediction(&est, &data).probabilities.unwrap();
     for (p, prior) in probabilities.iter().zip(priors) {
         assert!(
             (p - prior).abs() < 0.1,

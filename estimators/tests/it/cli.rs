@@ -34,32 +34,49 @@ pub(crate) fn last_json(output: &Output) -> serde_json::Value {
     serde_json::from_str(line).unwrap()
 }
 
+/// `train` on Iris' training file (its label column `label`): how most runs here start.
+pub(crate) fn train_on_iris() -> [String; 5] {
+    let train = iris("iris_train.csv");
+    ["train", "--train", &train, "--label-column", "label"].map(String::from)
+}
+
+/// `train-and-evaluate` on Iris as TF's tutorial trains it (128-64 hidden units, Adam at
+/// 0.001) into `model_dir`, printing its metrics as JSON.
+pub(crate) fn iris_train_and_evaluate_args(
+    model_dir: &str,
+    batch_size: &str,
+    max_steps: u64,
+) -> Vec<String> {
+    let (train, eval) = (iris("iris_train.csv"), iris("iris_test.csv"));
+    let steps = max_steps.to_string();
+    [
+        ["train-and-evaluate", "--train", &train, "--eval", &eval].as_slice(),
+        &["--label-column", "label", "--hidden-units", "128,64"],
+        &["--optimizer", "adam", "--learning-rate", "0.001"],
+        &["--batch-size", batch_size, "--max-steps", &steps],
+        &["--model-dir", model_dir, "--json"],
+    ]
+    .concat()
+    .into_iter()
+    .map(String::from)
+    .collect()
+}
+
 pub(crate) fn train_iris(model_dir: &Path, steps: u64) -> Output {
+    let model_dir = model_dir.to_str().unwrap();
+    run(bin().args(iris_train_and_evaluate_args(model_dir, "128", steps)))
+}
+
+/// `dnn-classifier train` on Iris with Adam at 0.01, evaluated, and `flags`, into
+/// `model_dir`, printing its metrics as JSON.
+pub(crate) fn train_iris_adam(model_dir: &Path, flags: &[&str]) -> Output {
     run(bin()
-        .args([
-            "train-and-evaluate",
-            "--train",
-            &iris("iris_train.csv"),
-            "--eval",
-        ])
-        .args([
-            &iris("iris_test.csv"),
-            "--label-column",
-            "label",
-            "--hidden-units",
-            "128,64",
-            "--optimizer",
-            "adam",
-            "--learning-rate",
-            "0.001",
-            "--batch-size",
-            "128",
-            "--max-steps",
-            &steps.to_string(),
-            "--model-dir",
-            model_dir.to_str().unwrap(),
-            "--json",
-        ]))
+        .args(["train", "--train", &iris("iris_train.csv"), "--eval"])
+        .args([&iris("iris_test.csv"), "--label-column", "label"])
+        .args(["--optimizer", "adam", "--learning-rate", "0.01", "--json"])
+        .args(flags)
+        .arg("--model-dir")
+        .arg(model_dir))
 }
 
 #[test]
@@ -89,22 +106,17 @@ fn train_and_evaluate_iris_reaches_tf_accuracy_and_reports_json() {
 #[test]
 fn train_json_reports_startup_apart_from_the_steady_rate() {
     let dir = tempfile::tempdir().unwrap();
-    let output = run(bin().args([
-        "train",
-        "--train",
-        &iris("iris_train.csv"),
-        "--label-column",
-        "label",
-        "--max-steps",
-        "300",
-        "--batch-size",
-        "32",
-        "--device",
-        "auto",
-        "--model-dir",
-        dir.path().to_str().unwrap(),
-        "--json",
-    ]));
+    let output = run(bin()
+        .args(train_on_iris())
+        .args([
+            "--max-steps",
+            "300",
+            "--batch-size",
+            "32",
+            "--device",
+            "auto",
+        ])
+        .args(["--model-dir", dir.path().to_str().unwrap(), "--json"]));
     assert!(output.status.success(), "{}", stderr(&output));
     let metrics = last_json(&output);
     assert_eq!(metrics["global_step"], 300);
@@ -174,6 +186,15 @@ pub(crate) fn assert_user_error(output: Output, needle: &str) {
     assert_eq!(errors.len(), 1, "{text}");
     assert!(errors[0].contains(needle), "expected '{needle}' in: {text}");
     assert!(!text.contains("panicked"), "{text}");
+}
+
+/// Checks that `output` is a success whose stderr says each of `said`.
+pub(crate) fn assert_success_saying(output: &Output, said: &[&str]) {
+    let text = stderr(output);
+    assert!(output.status.success(), "{text}");
+    for line in said {
+        assert!(text.contains(line), "no {line:?} in: {text}");
+    }
 }
 
 #[test]
@@ -276,12 +297,8 @@ fn train_on_an_evaluator_task_trains_nothing_and_exits_0() {
             r#"{"cluster": {"chief": ["127.0.0.1:1"]},
                 "task": {"type": "evaluator", "index": 0}}"#,
         )
+        .args(train_on_iris())
         .args([
-            "train",
-            "--train",
-            &iris("iris_train.csv"),
-            "--label-column",
-            "label",
             "--max-steps",
             "5",
             "--model-dir",

@@ -10,12 +10,10 @@ use std::time::{Duration, Instant};
 use estimator::checkpoint::CheckpointManager;
 use estimator::cluster::SHARED_MEMORY;
 
+use crate::cli::{iris_train_and_evaluate_args, train_on_iris};
+
 /// Longest any cluster in these tests may run before it is killed and the test fails.
 pub const LIMIT: Duration = Duration::from_secs(240);
-
-pub fn iris(file: &str) -> String {
-    format!("{}/../datasets/data/{file}", env!("CARGO_MANIFEST_DIR"))
-}
 
 pub fn dnn_classifier() -> &'static str {
     env!("CARGO_BIN_EXE_dnn-classifier")
@@ -100,6 +98,16 @@ pub fn run_launched(launcher: &mut Command, dir: &Path) -> (String, String) {
     (stdout, stderr)
 }
 
+/// The JSON line `task` printed, in a launcher's `stdout` (the panic shows `stderr`).
+pub fn task_json(stdout: &str, task: &str, stderr: &str) -> serde_json::Value {
+    let prefix = format!("[{task}] ");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no output from {task}; stderr:\n{stderr}"));
+    serde_json::from_str(line).unwrap()
+}
+
 /// Waits for `child` at most until `deadline`.
 pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     loop {
@@ -114,33 +122,9 @@ pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
 }
 
 fn train_args(model_dir: &str, max_steps: u64) -> Vec<String> {
-    [
-        "train-and-evaluate",
-        "--train",
-        &iris("iris_train.csv"),
-        "--eval",
-        &iris("iris_test.csv"),
-        "--label-column",
-        "label",
-        "--hidden-units",
-        "128,64",
-        "--optimizer",
-        "adam",
-        "--learning-rate",
-        "0.001",
-        "--batch-size",
-        "64",
-        "--max-steps",
-        &max_steps.to_string(),
-        "--save-checkpoints-steps",
-        "100",
-        "--model-dir",
-        model_dir,
-        "--json",
-    ]
-    .iter()
-    .map(ToString::to_string)
-    .collect()
+    let mut args = iris_train_and_evaluate_args(model_dir, "64", max_steps);
+    args.extend(["--save-checkpoints-steps", "100"].map(String::from));
+    args
 }
 
 #[test]
@@ -179,20 +163,12 @@ fn a_launched_cluster_trains_dnn_classifier_to_the_single_process_bar() {
         "a task had to be killed:\n{stderr}"
     );
 
-    let chief_line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("[chief:0] "))
-        .unwrap_or_else(|| panic!("no chief output; stderr:\n{stderr}"));
-    let metrics: serde_json::Value = serde_json::from_str(chief_line).unwrap();
+    let metrics = task_json(&stdout, "chief:0", &stderr);
     assert_eq!(metrics["global_step"], 1000);
     let accuracy = metrics["accuracy"].as_f64().unwrap();
     assert!(accuracy >= 0.90, "accuracy {accuracy}");
     for worker in ["worker:0", "worker:1"] {
-        let line = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("[{worker}] ")))
-            .unwrap_or_else(|| panic!("no output from {worker}; stderr:\n{stderr}"));
-        let json: serde_json::Value = serde_json::from_str(line).unwrap();
+        let json = task_json(&stdout, worker, &stderr);
         assert_eq!(json["global_step"], 1000, "{worker} ran in step");
     }
 
@@ -225,16 +201,9 @@ fn two_tasks_of_a_wide_network(shared_memory: bool) -> (String, Vec<u8>) {
         Command::new(estimator_launch())
             .args(["--workers", "1", "--grace-secs", "60", "--"])
             .arg(dnn_classifier())
-            .args(["train", "--train", &iris("iris_train.csv")])
-            .args(["--label-column", "label", "--hidden-units", "1024,512"])
-            .args([
-                "--batch-size",
-                "64",
-                "--max-steps",
-                "100",
-                "--intra-op-threads",
-                "1",
-            ])
+            .args(train_on_iris())
+            .args(["--hidden-units", "1024,512", "--batch-size", "64"])
+            .args(["--max-steps", "100", "--intra-op-threads", "1"])
             .arg("--model-dir")
             .arg(&model_dir)
             .env(SHARED_MEMORY, if shared_memory { "1" } else { "0" }),
@@ -269,8 +238,8 @@ fn replicas_with_batch_normalisation_end_identical() {
         Command::new(estimator_launch())
             .args(["--workers", "1", "--grace-secs", "60", "--"])
             .arg(dnn_classifier())
-            .args(["train", "--train", &iris("iris_train.csv")])
-            .args(["--label-column", "label", "--hidden-units", "16,8"])
+            .args(train_on_iris())
+            .args(["--hidden-units", "16,8"])
             .args(["--batch-norm", "--batch-size", "16", "--max-steps", "60"])
             .arg("--model-dir")
             .arg(dir.path().join("model")),

@@ -13,7 +13,9 @@ use estimator::summary::{event_files, read_event_file, EventKind, Value};
 use estimator::{Estimator, EstimatorExt, TrainSpec};
 use estimators::{DnnClassifier, DnnRegressor};
 
-use crate::canned::{answers, dnn_columns, examples, run_config, schema, targets};
+use crate::canned::{
+    answers, answers_classifier, dnn_columns, examples, run_config, schema, targets,
+};
 
 const STEPS: u64 = 20;
 
@@ -91,10 +93,7 @@ fn the_regressor_reports_rmse_the_root_of_its_average_loss() {
 fn the_binary_classifier_reports_precision_recall_and_their_f1() {
     let dir = tempfile::tempdir().unwrap();
     let (schema, data) = answers();
-    let est = DnnClassifier::new(run_config(dir.path()), &schema, dnn_columns(), [8], 2)
-        .unwrap()
-        .with_label_vocabulary(["no", "yes"])
-        .unwrap();
+    let est = answers_classifier(dir.path(), &schema);
     let m = evaluated(&est, &data, &["precision", "recall", "f1"]);
     let (p, r) = (m["precision"], m["recall"]);
     let f1 = if p + r == 0.0 {

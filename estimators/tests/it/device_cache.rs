@@ -14,7 +14,9 @@ use estimators::feature_column::{
 };
 use estimators::{BaselineRegressor, DnnClassifier, DnnLinearCombinedClassifier, LinearRegressor};
 
-use crate::canned::{answers, dnn_columns, examples, run_config, schema, targets};
+use crate::canned::{
+    answers, answers_classifier, dnn_columns, examples, run_config, schema, targets,
+};
 
 const ROWS: [u32; 6] = [5, 0, 17, 5, 239, 100];
 
@@ -62,18 +64,9 @@ where
 fn every_canned_network_gathers_the_batch_to_device_makes() {
     let dir = tempfile::tempdir().unwrap();
     let (classes_schema, classes) = answers();
-    let dnn = DnnClassifier::new(
-        run_config(dir.path()),
-        &classes_schema,
-        dnn_columns(),
-        [8],
-        2,
-    )
-    .unwrap()
-    .with_label_vocabulary(["no", "yes"])
-    .unwrap()
-    .with_weight_column("w")
-    .unwrap();
+    let dnn = answers_classifier(dir.path(), &classes_schema)
+        .with_weight_column("w")
+        .unwrap();
     gathers_what_to_device_makes(&dnn, &classes);
     assert!(dnn.network().input_values() >= 5);
 

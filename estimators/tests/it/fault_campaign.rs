@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use estimator::checkpoint::CheckpointManager;
 use estimator::datasets::SplitMix64;
 
-use crate::cluster::{iris, LIMIT};
+use crate::cli::iris;
+use crate::cluster::{signal, LIMIT};
 use crate::ps_cluster::{train_args, Launched};
 
 const MAX_STEPS: u64 = 2000;
@@ -103,19 +104,13 @@ fn run(dir: &Path, mode: Mode, victim: Option<(&str, Fault, Duration)>) -> Resul
     if let Some((task, fault, after)) = victim {
         cluster.wait_for_checkpoint(&model_dir, 1);
         std::thread::sleep(after);
-        let pid = cluster.pid(task).to_string();
-        let signal = |name: &str| {
-            Command::new("kill")
-                .args([name, &pid])
-                .status()
-                .is_ok_and(|status| status.success())
-        };
+        let pid = cluster.pid(task);
         killed = match fault {
-            Fault::Kill => signal("-KILL"),
+            Fault::Kill => signal("-KILL", pid),
             Fault::Stop(stopped) => {
-                let stopped_ok = signal("-STOP");
+                let stopped_ok = signal("-STOP", pid);
                 std::thread::sleep(stopped);
-                signal("-CONT") && stopped_ok
+                signal("-CONT", pid) && stopped_ok
             }
         };
     }

@@ -12,7 +12,7 @@ use datasets::tf_proto::{feature::Kind, Example, Feature, Features, FloatList, I
 use datasets::{TfRecordCompression, TfRecordWriter};
 
 use crate::cli::{assert_user_error, bin, iris, last_json, run, stderr};
-use crate::cluster::{dnn_classifier, estimator_launch, run_launched};
+use crate::cluster::{dnn_classifier, estimator_launch, run_launched, task_json};
 
 /// The header and rows of a CSV file.
 fn csv_rows(path: &str) -> (String, Vec<String>) {
@@ -306,11 +306,7 @@ fn digits_in_eight_tfrecord_shards_trains_on_two_tasks_each_shard_read_by_one() 
         assert_eq!(readers[0].0, task, "{file}");
     }
 
-    let chief = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("[chief:0] "))
-        .unwrap_or_else(|| panic!("no chief output; stderr:\n{stderr}"));
-    let metrics: serde_json::Value = serde_json::from_str(chief).unwrap();
+    let metrics = task_json(&stdout, "chief:0", &stderr);
     assert_eq!(metrics["global_step"], 2000);
     let accuracy = metrics["accuracy"].as_f64().unwrap();
     // The single-process Digits bar (canned_accuracy.rs).

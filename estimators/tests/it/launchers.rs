@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
 
-use crate::cluster::{dnn_classifier, free_ports, iris, wait_until, LIMIT};
+use crate::cli::iris;
+use crate::cluster::{dnn_classifier, free_ports, wait_until, LIMIT};
 use crate::ps_cluster::{train_args, Launched};
 
 const MAX_STEPS: &str = "300";

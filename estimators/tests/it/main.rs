@@ -6,6 +6,7 @@ mod canned_accuracy;
 mod cli;
 mod cli_device_cache;
 mod cli_input_errors;
+mod cli_model_dir;
 mod cli_training;
 mod cluster;
 mod derived_metrics;

@@ -12,9 +12,8 @@ use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
 
-use crate::cluster::{
-    dnn_classifier, error_line, iris, wait_for_checkpoint, wait_until, Reaper, LIMIT,
-};
+use crate::cli::train_on_iris;
+use crate::cluster::{dnn_classifier, error_line, wait_for_checkpoint, wait_until, Reaper, LIMIT};
 
 /// Two namespaces joined by a veth pair, removed (with their links) when dropped.
 struct Link {
@@ -157,13 +156,7 @@ impl Link {
         let tf_config = format!(r#"{{{cluster}, "task": {{"type": "{kind}", "index": 0}}}}"#);
         Command::new("ip")
             .args(["netns", "exec", &self.names[i], dnn_classifier()])
-            .args([
-                "train",
-                "--train",
-                &iris("iris_train.csv"),
-                "--label-column",
-                "label",
-            ])
+            .args(train_on_iris())
             .args(["--max-steps", max_steps, "--save-checkpoints-steps", "50"])
             .args(["--hidden-units", "16", "--peer-timeout-secs", "5"])
             .arg("--model-dir")

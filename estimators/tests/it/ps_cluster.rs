@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
 
+use crate::cli::iris;
 use crate::cluster::{
-    dnn_classifier, error_line, estimator_launch, iris, signal, wait_until, Reaper, LIMIT,
+    dnn_classifier, error_line, estimator_launch, signal, task_json, wait_until, Reaper, LIMIT,
 };
 
 /// A launched cluster whose launcher output goes to files in `dir`.
@@ -65,6 +66,23 @@ impl Launched {
         crate::cluster::wait_for_checkpoint(model_dir, step, || self.stderr());
     }
 
+    /// A cluster of `launcher` training on Iris into `dir/model` up to `max_steps`, with
+    /// `extra` flags, once it has saved its first checkpoint (step 200).
+    pub fn past_first_checkpoint(
+        dir: &Path,
+        launcher: &[&str],
+        max_steps: &str,
+        extra: &[&str],
+    ) -> Self {
+        let model_dir = dir.join("model");
+        let train = iris("iris_train.csv");
+        let extra = [&["--train", train.as_str()], extra].concat();
+        let args = train_args(model_dir.to_str().unwrap(), max_steps, &extra);
+        let cluster = Self::start(dir, launcher, &args);
+        cluster.wait_for_checkpoint(&model_dir, 200);
+        cluster
+    }
+
     /// The launcher's exit code, within `limit`.
     pub fn wait(&mut self, limit: Duration) -> i32 {
         let status = wait_until(&mut self.reaper.0[0], Instant::now() + limit)
@@ -100,27 +118,15 @@ pub fn train_args<'a>(model_dir: &'a str, max_steps: &'a str, extra: &[&'a str])
 fn a_killed_ps_is_restarted_and_training_completes_at_the_single_process_bar() {
     let dir = tempfile::tempdir().unwrap();
     let model_dir = dir.path().join("model");
-    let (train, eval) = (iris("iris_train.csv"), iris("iris_test.csv"));
+    let eval = iris("iris_test.csv");
     // Every layer's weight in blocks over both ps tasks: the checkpoint put back is cut
     // anew, values and Adam's moments.
-    let args = train_args(
-        model_dir.to_str().unwrap(),
-        "3000",
-        &[
-            "--train",
-            &train,
-            "--eval",
-            &eval,
-            "--ps-min-shard-bytes",
-            "64",
-        ],
-    );
-    let mut cluster = Launched::start(
+    let mut cluster = Launched::past_first_checkpoint(
         dir.path(),
         &["--workers", "1", "--ps", "2", "--max-restarts", "1"],
-        &args,
+        "3000",
+        &["--eval", &eval, "--ps-min-shard-bytes", "64"],
     );
-    cluster.wait_for_checkpoint(&model_dir, 200);
     assert!(signal("-KILL", cluster.pid("ps:1")));
     let code = cluster.wait(LIMIT);
     let stderr = cluster.stderr();
@@ -137,12 +143,7 @@ fn a_killed_ps_is_restarted_and_training_completes_at_the_single_process_bar() {
             "{line}\n{stderr}"
         );
     }
-    let stdout = cluster.stdout();
-    let chief = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("[chief:0] "))
-        .unwrap_or_else(|| panic!("no chief output:\n{stderr}"));
-    let metrics: serde_json::Value = serde_json::from_str(chief).unwrap();
+    let metrics = task_json(&cluster.stdout(), "chief:0", &stderr);
     assert_eq!(metrics["global_step"], 3000);
     let accuracy = metrics["accuracy"].as_f64().unwrap();
     assert!(accuracy >= 0.90, "accuracy {accuracy}");
@@ -160,19 +161,12 @@ fn a_killed_ps_is_restarted_and_training_completes_at_the_single_process_bar() {
 #[test]
 fn a_killed_chief_stops_the_ps_and_the_workers_with_a_retryable_code_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let model_dir = dir.path().join("model");
-    let train = iris("iris_train.csv");
-    let args = train_args(
-        model_dir.to_str().unwrap(),
-        "100000000",
-        &["--train", &train, "--peer-timeout-secs", "3"],
-    );
-    let mut cluster = Launched::start(
+    let mut cluster = Launched::past_first_checkpoint(
         dir.path(),
         &["--workers", "1", "--ps", "1", "--grace-secs", "60"],
-        &args,
+        "100000000",
+        &["--peer-timeout-secs", "3"],
     );
-    cluster.wait_for_checkpoint(&model_dir, 200);
     assert!(signal("-KILL", cluster.pid("chief:0")));
     let killed = Instant::now();
     let code = cluster.wait(Duration::from_secs(60));
@@ -236,12 +230,7 @@ fn workers_ps_and_an_evaluator_all_end_by_themselves_after_evaluating_every_chec
     assert!(stderr.contains("chief:0 exited with code 0"), "{stderr}");
     assert!(!stderr.contains("killing"), "{stderr}");
 
-    let stdout = cluster.stdout();
-    let evaluator = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("[evaluator:0] "))
-        .unwrap_or_else(|| panic!("no evaluator output:\n{stderr}"));
-    let metrics: serde_json::Value = serde_json::from_str(evaluator).unwrap();
+    let metrics = task_json(&cluster.stdout(), "evaluator:0", &stderr);
     assert_eq!(metrics["global_step"], 1000);
     assert!(metrics["accuracy"].as_f64().unwrap() >= 0.90, "{metrics}");
 

@@ -4,25 +4,18 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cluster::{error_line, iris, signal};
-use crate::ps_cluster::{train_args, Launched};
+use crate::cluster::{error_line, signal};
+use crate::ps_cluster::Launched;
 
 #[test]
 fn a_stopped_ps_is_named_by_every_training_task_within_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let model_dir = dir.path().join("model");
-    let train = iris("iris_train.csv");
-    let args = train_args(
-        model_dir.to_str().unwrap(),
-        "100000000",
-        &["--train", &train, "--peer-timeout-secs", "5"],
-    );
-    let mut cluster = Launched::start(
+    let mut cluster = Launched::past_first_checkpoint(
         dir.path(),
         &["--workers", "1", "--ps", "1", "--grace-secs", "3"],
-        &args,
+        "100000000",
+        &["--peer-timeout-secs", "5"],
     );
-    cluster.wait_for_checkpoint(&model_dir, 200);
     let ps = cluster.pid("ps:0");
     assert!(signal("-STOP", ps));
     let stopped = Instant::now();
@@ -87,26 +80,12 @@ fn exit_times(cluster: &Launched, since: Instant, tasks: &[&str]) -> Vec<Duratio
 #[test]
 fn a_killed_worker_in_synchronous_mode_stops_the_chief_with_a_retryable_code_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let model_dir = dir.path().join("model");
-    let train = iris("iris_train.csv");
-    let args = train_args(
-        model_dir.to_str().unwrap(),
-        "100000000",
-        &[
-            "--train",
-            &train,
-            "--peer-timeout-secs",
-            "5",
-            "--ps-mode",
-            "sync",
-        ],
-    );
-    let mut cluster = Launched::start(
+    let mut cluster = Launched::past_first_checkpoint(
         dir.path(),
         &["--workers", "1", "--ps", "1", "--grace-secs", "3"],
-        &args,
+        "100000000",
+        &["--peer-timeout-secs", "5", "--ps-mode", "sync"],
     );
-    cluster.wait_for_checkpoint(&model_dir, 200);
     assert!(signal("-KILL", cluster.pid("worker:0")));
     let killed = Instant::now();
     let code = cluster.wait(Duration::from_secs(60));

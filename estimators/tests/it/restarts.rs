@@ -6,20 +6,13 @@ use std::time::Duration;
 
 use estimator::checkpoint::CheckpointManager;
 
-use crate::cluster::{iris, signal, LIMIT};
-use crate::ps_cluster::{train_args, Launched};
+use crate::cluster::{signal, LIMIT};
+use crate::ps_cluster::Launched;
 
 #[test]
 fn a_stopped_chief_and_a_killed_worker_recover_under_max_restarts() {
     let dir = tempfile::tempdir().unwrap();
-    let model_dir = dir.path().join("model");
-    let train = iris("iris_train.csv");
-    let args = train_args(
-        model_dir.to_str().unwrap(),
-        "3000",
-        &["--train", &train, "--peer-timeout-secs", "5"],
-    );
-    let mut cluster = Launched::start(
+    let mut cluster = Launched::past_first_checkpoint(
         dir.path(),
         &[
             "--workers",
@@ -29,9 +22,9 @@ fn a_stopped_chief_and_a_killed_worker_recover_under_max_restarts() {
             "--grace-secs",
             "10",
         ],
-        &args,
+        "3000",
+        &["--peer-timeout-secs", "5"],
     );
-    cluster.wait_for_checkpoint(&model_dir, 200);
     let chief = cluster.pid("chief:0");
     assert!(signal("-STOP", chief));
     assert!(signal("-KILL", cluster.pid("worker:0")));
@@ -45,6 +38,6 @@ fn a_stopped_chief_and_a_killed_worker_recover_under_max_restarts() {
         stderr.contains("worker:0 exited with code 137 (killed by signal 9): restarting chief:0, worker:0 together (1 of 2)"),
         "{stderr}"
     );
-    let manager = CheckpointManager::new(&model_dir, None);
+    let manager = CheckpointManager::new(dir.path().join("model"), None);
     assert_eq!(manager.latest_step().unwrap(), Some(3000), "{stderr}");
 }

@@ -5,7 +5,8 @@ use std::process::Command;
 
 use estimator::cluster::{HIERARCHICAL_ALLREDUCE, HOST_ID, RING_BY_HOST};
 
-use crate::cluster::{dnn_classifier, estimator_launch, iris, run_launched};
+use crate::cli::iris;
+use crate::cluster::{dnn_classifier, estimator_launch, run_launched};
 
 /// A chief and 3 workers launched on this machine, told they are on two machines in turn
 /// (chief:0 and worker:1 on "a", worker:0 and worker:2 on "b"), train Iris for 60 steps

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use estimator::checkpoint::CheckpointManager;
 use estimator::summary::{event_files, read_event_file, EventKind, Value};
 
+use crate::cli::train_on_iris;
 use crate::cluster::{
-    dnn_classifier, error_line, free_ports, iris, signal, wait_for_checkpoint, wait_until, Reaper,
-    LIMIT,
+    dnn_classifier, error_line, free_ports, signal, wait_for_checkpoint, wait_until, Reaper, LIMIT,
 };
 
 const TASKS: [&str; 4] = ["chief:0", "worker:0", "worker:1", "worker:2"];
@@ -36,8 +36,8 @@ fn start(model_dir: &Path, logs: &Path) -> Reaper {
                 format!(r#"{{{cluster}, "task": {{"type": "{kind}", "index": {index}}}}}"#);
             let log = File::create(logs.join(format!("{task}.err"))).unwrap();
             Command::new(dnn_classifier())
-                .args(["train", "--train", &iris("iris_train.csv")])
-                .args(["--label-column", "label", "--max-steps", "100000000"])
+                .args(train_on_iris())
+                .args(["--max-steps", "100000000"])
                 .args(["--save-checkpoints-steps", "50", "--hidden-units", "16"])
                 .args(["--peer-timeout-secs", "10", "--stall-warning-secs", "3"])
                 .arg("--model-dir")
@@ -154,13 +154,7 @@ fn a_peer_that_never_comes_up_is_named_within_the_startup_timeout() {
     );
     let started = Instant::now();
     let output = Command::new(dnn_classifier())
-        .args([
-            "train",
-            "--train",
-            &iris("iris_train.csv"),
-            "--label-column",
-            "label",
-        ])
+        .args(train_on_iris())
         .args(["--max-steps", "10", "--startup-timeout-secs", "2"])
         .arg("--model-dir")
         .arg(dir.path().join("model"))

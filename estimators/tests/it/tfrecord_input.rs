@@ -88,18 +88,9 @@ fn spec(dir: &Path, vector: bool) -> PathBuf {
     path
 }
 
-const FLAGS: [&str; 8] = [
-    "--max-steps",
-    "200",
-    "--batch-size",
-    "32",
-    "--optimizer",
-    "adam",
-    "--learning-rate",
-    "0.01",
-];
-
-fn train_and_evaluate(
+/// `train-and-evaluate` of `train` and `eval` into `model_dir` (200 Adam steps at 0.01,
+/// batches of 32) with `extra` flags; its metrics.
+pub(crate) fn train_and_evaluate(
     model_dir: &Path,
     train: &Path,
     eval: &Path,
@@ -113,11 +104,28 @@ fn train_and_evaluate(
         .arg(eval)
         .arg("--model-dir")
         .arg(model_dir)
-        .args(FLAGS)
+        .args(["--max-steps", "200", "--batch-size", "32"])
+        .args(["--optimizer", "adam", "--learning-rate", "0.01"])
         .args(extra)
         .arg("--json"));
     assert!(output.status.success(), "{}", stderr(&output));
     last_json(&output)
+}
+
+/// Checks that `metrics`, of a model [`train_and_evaluate`] trained from Iris' rows in
+/// another format, are those of the model the CSV files train into `csv_model_dir`: the
+/// same rows, columns and seed make the same model, to the bit.
+pub(crate) fn assert_trains_like_csv(metrics: &serde_json::Value, csv_model_dir: &Path) {
+    let from_csv = train_and_evaluate(
+        csv_model_dir,
+        Path::new(&iris("iris_train.csv")),
+        Path::new(&iris("iris_test.csv")),
+        &["--label-column", "label"],
+    );
+    for key in ["accuracy", "loss", "average_loss", "global_step"] {
+        assert_eq!(metrics[key], from_csv[key], "{key}");
+    }
+    assert!(metrics["accuracy"].as_f64().unwrap() > 0.9, "{metrics}");
 }
 
 #[test]
@@ -128,12 +136,6 @@ fn tfrecord_input_trains_the_model_csv_input_does() {
     iris_tfrecord("iris_train.csv", &train, false, TfRecordCompression::None);
     iris_tfrecord("iris_test.csv", &test, false, TfRecordCompression::Gzip);
     let spec = spec(d, false);
-    let from_csv = train_and_evaluate(
-        &d.join("csv"),
-        Path::new(&iris("iris_train.csv")),
-        Path::new(&iris("iris_test.csv")),
-        &["--label-column", "label"],
-    );
     let model = d.join("tfrecord");
     let from_tfrecord = train_and_evaluate(
         &model,
@@ -141,14 +143,7 @@ fn tfrecord_input_trains_the_model_csv_input_does() {
         &test,
         &["--feature-spec", spec.to_str().unwrap()],
     );
-    // The same rows, columns and seed: the same model, to the bit.
-    for key in ["accuracy", "loss", "average_loss", "global_step"] {
-        assert_eq!(from_tfrecord[key], from_csv[key], "{key}");
-    }
-    assert!(
-        from_tfrecord["accuracy"].as_f64().unwrap() > 0.9,
-        "{from_tfrecord}"
-    );
+    assert_trains_like_csv(&from_tfrecord, &d.join("csv"));
 
     // Evaluate and predict read TFRecord files through the spec saved with the model.
     // Resuming (here: already at max_steps) finds the spec saved with the model.

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use estimator::checkpoint::CheckpointManager;
 
+use crate::cli::iris;
 use crate::cluster::{
-    dnn_classifier, error_line, estimator_launch, free_ports, iris, wait_until, Reaper, LIMIT,
+    dnn_classifier, error_line, estimator_launch, free_ports, wait_until, Reaper, LIMIT,
 };
 
 fn train_args(model_dir: &Path, max_steps: u64, startup_timeout_secs: u64) -> Vec<String> {

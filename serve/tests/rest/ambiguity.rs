@@ -1,7 +1,7 @@
 //! Version numbers claimed by several directories: copies of one export serve as that
 //! version; different exports make it ambiguous, refused and logged naming every directory.
 
-use estimator_serve::{LoadFault, Loaders, ModelConfig, Server};
+use estimator_serve::{LoadFault, Loaders, Server};
 use serde_json::json;
 
 use crate::support::*;
@@ -18,15 +18,9 @@ fn two_labels_holding_different_exports_under_one_version_are_refused_naming_bot
     std::fs::create_dir_all(base.join("final")).unwrap();
     std::fs::rename(&first, &latest).unwrap();
     std::fs::rename(&second, &last).unwrap();
-    let models = || {
-        vec![ModelConfig {
-            name: "iris".into(),
-            base_path: base.clone(),
-        }]
-    };
 
     // Nothing else to serve: the start is refused, naming both directories.
-    let err = Server::load(models(), Loaders::canned())
+    let err = Server::load(iris_model(&base), Loaders::canned())
         .err()
         .expect("an ambiguous version alone is not servable")
         .to_string();
@@ -82,15 +76,7 @@ fn numbers_written_two_ways_are_one_version_ambiguous_unless_the_exports_are_the
     let (plain, padded) = (base.join("1800000000"), base.join("01800000000"));
     std::fs::rename(&first, &plain).unwrap();
     std::fs::rename(&second, &padded).unwrap();
-    let server = Server::load(
-        vec![ModelConfig {
-            name: "iris".into(),
-            base_path: base.clone(),
-        }],
-        Loaders::canned(),
-    )
-    .unwrap();
-    let running = Running::start(server);
+    let running = Running::start(load_iris(&base));
     let (code, body) = running.get("/v1/models/iris/versions/1800000000");
     assert_eq!(code, 404, "{body}");
     let (_, status) = running.get("/v1/models/iris");

@@ -1,7 +1,6 @@
 //! Bad requests: TF Serving's status codes and an error naming the fault; the metrics that
 //! count them.
 
-use estimator_serve::{Loaders, ModelConfig, Server};
 use serde_json::json;
 
 use crate::support::*;
@@ -12,16 +11,7 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
     let base = dir.path().join("export");
     let export = export_iris(&dir.path().join("model"), &base, 20);
     let version = version_of(&export);
-    let server = Server::load(
-        vec![ModelConfig {
-            name: "iris".into(),
-            base_path: base,
-        }],
-        Loaders::canned(),
-    )
-    .unwrap()
-    .with_body_limit(4096);
-    let running = Running::start(server);
+    let running = Running::start(load_iris(&base).with_body_limit(4096));
 
     let (code, body) = running.post("/v1/models/rose:predict", &json!({"instances": rows()}));
     assert_eq!(code, 404);

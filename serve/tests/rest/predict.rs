@@ -15,15 +15,7 @@ fn a_tf_serving_client_gets_status_metadata_and_predictions_in_both_formats() {
     let base = dir.path().join("export");
     let export = export_iris(&dir.path().join("model"), &base, 200);
     let version = version_of(&export);
-    let server = Server::load(
-        vec![ModelConfig {
-            name: "iris".into(),
-            base_path: base.clone(),
-        }],
-        Loaders::canned(),
-    )
-    .unwrap();
-    let running = Running::start(server);
+    let running = Running::start(load_iris(&base));
 
     let (code, status) = running.get("/v1/models/iris");
     assert_eq!(code, 200, "{status}");

@@ -131,20 +131,24 @@ pub(crate) fn error_of(body: &Value) -> &str {
         .unwrap_or_else(|| panic!("no error member: {body}"))
 }
 
+/// The model `iris`, its versions under `base`.
+pub(crate) fn iris_model(base: &Path) -> Vec<ModelConfig> {
+    vec![ModelConfig {
+        name: "iris".into(),
+        base_path: base.to_path_buf(),
+    }]
+}
+
+/// A server of [`iris_model`] with the canned estimators' loaders.
+pub(crate) fn load_iris(base: &Path) -> Server {
+    Server::load(iris_model(base), Loaders::canned()).unwrap()
+}
+
 /// A server started with `limits`, on a free loopback port.
 pub(crate) fn start_iris_with(dir: &Path, limits: Limits) -> Running {
     let base = dir.join("export");
     export_iris(&dir.join("model"), &base, 20);
-    let server = Server::load(
-        vec![ModelConfig {
-            name: "iris".into(),
-            base_path: base,
-        }],
-        Loaders::canned(),
-    )
-    .unwrap()
-    .with_limits(limits);
-    Running::start(server)
+    Running::start(load_iris(&base).with_limits(limits))
 }
 
 /// A `POST` of `body` to `path`, written by hand (keep-alive).

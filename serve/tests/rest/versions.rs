@@ -20,10 +20,7 @@ fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels
     std::fs::create_dir_all(base.join("best")).unwrap();
     std::fs::rename(&staged, base.join("best").join("7")).unwrap();
     let server = Server::load(
-        vec![ModelConfig {
-            name: "iris".into(),
-            base_path: base.clone(),
-        }],
+        iris_model(&base),
         Loaders::canned().with_batching(Batching {
             max_batch_size: 16,
             batch_timeout: Duration::from_millis(2),
@@ -163,15 +160,7 @@ fn a_canned_export_records_tf_s_name_and_one_made_before_names_were_recorded_sti
     // An older export: the Rust type's path only.
     info.as_object_mut().unwrap().remove("estimator_name");
     std::fs::write(&info_path, info.to_string()).unwrap();
-    let server = Server::load(
-        vec![ModelConfig {
-            name: "iris".into(),
-            base_path: base.clone(),
-        }],
-        Loaders::canned(),
-    )
-    .unwrap();
-    let running = Running::start(server);
+    let running = Running::start(load_iris(&base));
     let (code, body) = running.post("/v1/models/iris:predict", &json!({"instances": rows()}));
     assert_eq!(code, 200, "{body}");
 

@@ -3,6 +3,7 @@ mod unused;
 
 use super::*;
 use crate::device::CpuTrainBackend as B;
+use crate::distribute::testing::on_threads;
 use crate::distribute::InMemoryTransport;
 use crate::optimizer::extract_gradients;
 use burn::nn::{Linear, LinearConfig};
@@ -40,31 +41,24 @@ fn weight_grad(model: &Linear<B>, grads: &GradientsParams) -> Vec<f32> {
 fn average_on_three_ranks(
     averager: impl Fn() -> GradientAverager + Sync,
 ) -> Vec<(Vec<f32>, f64, CommStats)> {
-    let averager = &averager;
-    let handles: Vec<_> = InMemoryTransport::cluster(3)
-        .into_iter()
-        .map(|mut transport| {
-            let mut averager = averager();
-            std::thread::spawn(move || {
-                let m = model();
-                let rank = transport.rank();
-                let local = LocalStep {
-                    grads: grads(&m, rows(rank * 4, 4)),
-                    loss: StepLoss::Known(rank as f64 + 0.1),
-                };
-                let averaged = averager
-                    .average(&m, Some(local), &mut transport)
-                    .unwrap()
-                    .expect("every rank took the step");
-                (
-                    weight_grad(&m, &averaged.grads),
-                    averaged.loss.read(),
-                    averager.take_stats(),
-                )
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    on_threads(InMemoryTransport::cluster(3), |transport| {
+        let mut averager = averager();
+        let m = model();
+        let rank = transport.rank();
+        let local = LocalStep {
+            grads: grads(&m, rows(rank * 4, 4)),
+            loss: StepLoss::Known(rank as f64 + 0.1),
+        };
+        let averaged = averager
+            .average(&m, Some(local), transport)
+            .unwrap()
+            .expect("every rank took the step");
+        (
+            weight_grad(&m, &averaged.grads),
+            averaged.loss.read(),
+            averager.take_stats(),
+        )
+    })
 }
 
 #[test]
@@ -174,27 +168,21 @@ fn buckets_read_off_the_device_as_one_tensor_average_to_the_same_bits() {
 fn a_rank_reading_buckets_one_gradient_at_a_time_agrees_with_ranks_that_fuse() {
     // Rank 1 has no batch at the third step, so no gradient to show the device: it reads
     // zeros gradient by gradient while the others fuse; the step is off for all.
-    let handles: Vec<_> = InMemoryTransport::cluster(3)
-        .into_iter()
-        .map(|mut transport| {
-            std::thread::spawn(move || {
-                let m = model();
-                let rank = transport.rank();
-                let mut averager = GradientAverager::new(64).with_device_fusion(true);
-                let mut seen = Vec::new();
-                for step in 0..3 {
-                    let local = (rank != 1 || step < 2).then(|| LocalStep {
-                        grads: grads(&m, rows(rank * 4 + step, 4)),
-                        loss: StepLoss::Known(1.0),
-                    });
-                    let averaged = averager.average(&m, local, &mut transport).unwrap();
-                    seen.push(averaged.map(|a| weight_grad(&m, &a.grads)));
-                }
-                seen
-            })
-        })
-        .collect();
-    let seen: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let seen = on_threads(InMemoryTransport::cluster(3), |transport| {
+        let m = model();
+        let rank = transport.rank();
+        let mut averager = GradientAverager::new(64).with_device_fusion(true);
+        let mut seen = Vec::new();
+        for step in 0..3 {
+            let local = (rank != 1 || step < 2).then(|| LocalStep {
+                grads: grads(&m, rows(rank * 4 + step, 4)),
+                loss: StepLoss::Known(1.0),
+            });
+            let averaged = averager.average(&m, local, transport).unwrap();
+            seen.push(averaged.map(|a| weight_grad(&m, &a.grads)));
+        }
+        seen
+    });
     for rank in &seen {
         assert_eq!(rank, &seen[0], "ranks differ");
         assert!(rank[0].is_some() && rank[1].is_some() && rank[2].is_none());
@@ -203,34 +191,28 @@ fn a_rank_reading_buckets_one_gradient_at_a_time_agrees_with_ranks_that_fuse() {
 
 #[test]
 fn a_rank_without_a_batch_calls_the_step_off_on_every_rank() {
-    let handles: Vec<_> = InMemoryTransport::cluster(3)
-        .into_iter()
-        .map(|mut transport| {
-            std::thread::spawn(move || {
-                let m = model();
-                let rank = transport.rank();
-                let mut averager = GradientAverager::new(64);
-                let mut taken = 0;
-                // Rank 2 runs out of input after two steps; the others have plenty.
-                for step in 0..5 {
-                    let local = (rank != 2 || step < 2).then(|| LocalStep {
-                        grads: grads(&m, rows(rank * 4, 4)),
-                        loss: StepLoss::Known(1.0),
-                    });
-                    match averager.average(&m, local, &mut transport).unwrap() {
-                        Some(_) => taken += 1,
-                        None => break,
-                    }
-                }
-                let stats = averager.take_stats();
-                assert_eq!(stats.steps, 3);
-                assert!(stats.bytes > 0 && stats.seconds > 0.0);
-                assert_eq!(averager.take_stats(), CommStats::default());
-                taken
-            })
-        })
-        .collect();
-    let taken: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let taken = on_threads(InMemoryTransport::cluster(3), |transport| {
+        let m = model();
+        let rank = transport.rank();
+        let mut averager = GradientAverager::new(64);
+        let mut taken = 0;
+        // Rank 2 runs out of input after two steps; the others have plenty.
+        for step in 0..5 {
+            let local = (rank != 2 || step < 2).then(|| LocalStep {
+                grads: grads(&m, rows(rank * 4, 4)),
+                loss: StepLoss::Known(1.0),
+            });
+            match averager.average(&m, local, transport).unwrap() {
+                Some(_) => taken += 1,
+                None => break,
+            }
+        }
+        let stats = averager.take_stats();
+        assert_eq!(stats.steps, 3);
+        assert!(stats.bytes > 0 && stats.seconds > 0.0);
+        assert_eq!(averager.take_stats(), CommStats::default());
+        taken
+    });
     assert_eq!(taken, vec![2, 2, 2]);
 }
 
@@ -260,38 +242,29 @@ fn passes_shared_by_all_reduce_threads_average_to_the_bits_of_one_thread() {
         })
     };
     let run = |threads: usize, compression: Compression, bucket_bytes: usize| {
-        let handles: Vec<_> = InMemoryTransport::cluster(3)
-            .into_iter()
-            .map(|mut transport| {
-                std::thread::spawn(move || {
-                    let m = wide();
-                    let rank = transport.rank();
-                    let x: Vec<f32> = (0..4 * 512)
-                        .map(|i| (((i + rank * 977) * 7919) % 201) as f32 / 100.0 - 1.0)
-                        .collect();
-                    let x = Tensor::<B, 2>::from_data(
-                        TensorData::new(x, [4, 512]),
-                        &Default::default(),
-                    );
-                    let y = m.forward(x);
-                    let loss = (y.clone() * y).mean();
-                    let local = LocalStep {
-                        grads: extract_gradients(&m, &mut loss.backward()),
-                        loss: StepLoss::Known(1.0),
-                    };
-                    let mut averager = GradientAverager::new(bucket_bytes)
-                        .with_compression(compression)
-                        .with_device_fusion(bucket_bytes < 1 << 20)
-                        .with_threads(threads);
-                    let averaged = averager.average(&m, Some(local), &mut transport).unwrap();
-                    let g = averaged.expect("every rank took the step").grads;
-                    let g = g.get::<<B as AutodiffBackend>::InnerBackend, 2>(m.weight.id);
-                    let bits = g.unwrap().into_data().to_vec::<f32>().unwrap();
-                    bits.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        let out: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let out = on_threads(InMemoryTransport::cluster(3), |transport| {
+            let m = wide();
+            let rank = transport.rank();
+            let x: Vec<f32> = (0..4 * 512)
+                .map(|i| (((i + rank * 977) * 7919) % 201) as f32 / 100.0 - 1.0)
+                .collect();
+            let x = Tensor::<B, 2>::from_data(TensorData::new(x, [4, 512]), &Default::default());
+            let y = m.forward(x);
+            let loss = (y.clone() * y).mean();
+            let local = LocalStep {
+                grads: extract_gradients(&m, &mut loss.backward()),
+                loss: StepLoss::Known(1.0),
+            };
+            let mut averager = GradientAverager::new(bucket_bytes)
+                .with_compression(compression)
+                .with_device_fusion(bucket_bytes < 1 << 20)
+                .with_threads(threads);
+            let averaged = averager.average(&m, Some(local), transport).unwrap();
+            let g = averaged.expect("every rank took the step").grads;
+            let g = g.get::<<B as AutodiffBackend>::InnerBackend, 2>(m.weight.id);
+            let bits = g.unwrap().into_data().to_vec::<f32>().unwrap();
+            bits.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        });
         assert!(out.iter().all(|bits| bits == &out[0]), "ranks differ");
         out.into_iter().next().unwrap()
     };
@@ -311,39 +284,32 @@ fn passes_shared_by_all_reduce_threads_average_to_the_bits_of_one_thread() {
 fn bucket_sizes_tried_then_chosen_alike_keep_every_step_the_whole_batch_gradient() {
     let single = model();
     let expected = weight_grad(&single, &grads(&single, rows(0, 12)));
-    let handles: Vec<_> = InMemoryTransport::cluster(3)
-        .into_iter()
-        .map(|mut transport| {
-            let expected = expected.clone();
-            std::thread::spawn(move || {
-                let m = model();
-                let rank = transport.rank();
-                // Buckets of 8 bytes cut the weight in three; of 64, hold everything.
-                let mut averager = GradientAverager::new(0);
-                averager.tuner = Some(bucket_tuner::BucketTuner::new(&[8, 64], 1, 2));
-                let mut sizes = Vec::new();
-                for _ in 0..8 {
-                    let local = LocalStep {
-                        grads: grads(&m, rows(rank * 4, 4)),
-                        loss: StepLoss::Known(1.0),
-                    };
-                    let averaged = averager.average(&m, Some(local), &mut transport);
-                    let averaged = averaged.unwrap().expect("every rank took the step");
-                    for (a, b) in weight_grad(&m, &averaged.grads).iter().zip(&expected) {
-                        assert!((a - b).abs() < 1e-5, "step {}: {a} vs {b}", sizes.len());
-                    }
-                    let work = averager.work[0].as_ref().unwrap();
-                    let one_bucket = work.buckets.len() == 1;
-                    assert_eq!(one_bucket, averager.bucket_bytes == 64, "the plan follows");
-                    sizes.push(averager.bucket_bytes);
-                }
-                let tuner = averager.tuner.as_ref().unwrap();
-                assert!(tuner.begin().vote.is_none(), "decided");
-                sizes
-            })
-        })
-        .collect();
-    let sizes: Vec<Vec<usize>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let sizes = on_threads(InMemoryTransport::cluster(3), |transport| {
+        let m = model();
+        let rank = transport.rank();
+        // Buckets of 8 bytes cut the weight in three; of 64, hold everything.
+        let mut averager = GradientAverager::new(0);
+        averager.tuner = Some(bucket_tuner::BucketTuner::new(&[8, 64], 1, 2));
+        let mut sizes = Vec::new();
+        for _ in 0..8 {
+            let local = LocalStep {
+                grads: grads(&m, rows(rank * 4, 4)),
+                loss: StepLoss::Known(1.0),
+            };
+            let averaged = averager.average(&m, Some(local), transport);
+            let averaged = averaged.unwrap().expect("every rank took the step");
+            for (a, b) in weight_grad(&m, &averaged.grads).iter().zip(&expected) {
+                assert!((a - b).abs() < 1e-5, "step {}: {a} vs {b}", sizes.len());
+            }
+            let work = averager.work[0].as_ref().unwrap();
+            let one_bucket = work.buckets.len() == 1;
+            assert_eq!(one_bucket, averager.bucket_bytes == 64, "the plan follows");
+            sizes.push(averager.bucket_bytes);
+        }
+        let tuner = averager.tuner.as_ref().unwrap();
+        assert!(tuner.begin().vote.is_none(), "decided");
+        sizes
+    });
     assert!(
         sizes.iter().all(|s| s == &sizes[0]),
         "ranks differ: {sizes:?}"

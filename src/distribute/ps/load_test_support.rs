@@ -1,14 +1,17 @@
 //! What the ps load tests share, whatever the client: two variables to initialise and a
-//! worker that pulls and pushes.
+//! worker that pulls and pushes. The shard's own tests start from the same variables.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::client::PsClient;
-use super::messages::{Counters, Init, Pull, Pulled, Push, PushOutcome};
+use super::messages::{Command, Counters, Init, Pull, Pulled, Push, PushOutcome};
 use super::placement::Placement;
 use super::variable_optimizer::VariableOptimizer;
 use crate::optimizer::OptimizerSpec;
+
+/// Generation of the chief's first initialisation in these tests.
+pub(super) const GENERATION: u64 = 7;
 
 /// Variables `a` (4 values) and `b` (2×3), zero, placed greedily over `num_ps` (`b` on ps 0,
 /// `a` on ps 1 with two), for `workers` training tasks.
@@ -34,7 +37,7 @@ pub(super) fn init_requests(
             workers,
             replicas_to_aggregate,
             max_staleness: None,
-            generation: 7,
+            generation: GENERATION,
         })
         .collect();
     inits[placement.ps_of("a").unwrap()]
@@ -95,6 +98,38 @@ pub(super) fn work(client: &dyn PsClient, w: usize, pushes: u64) -> u64 {
 /// What a load test ends with: each ps's global step, every variable's values, each ps's
 /// counters.
 pub(super) type LoadTestEnd = (Vec<u64>, BTreeMap<String, Vec<f32>>, Vec<Counters>);
+
+/// Every one of `clients` a worker of its own: the first initialises 2 ps tasks (aggregating
+/// `replicas_to_aggregate` pushes an update), then each pulls and pushes `pushes` times in a
+/// thread of its own, and the first finishes the job.
+pub(super) fn run_load_test<C: PsClient + Sync>(
+    clients: &[C],
+    replicas_to_aggregate: usize,
+    pushes: u64,
+) -> LoadTestEnd {
+    let workers = clients.len();
+    clients[0]
+        .init(init_requests(2, workers, replicas_to_aggregate))
+        .unwrap();
+    let applied: u64 = std::thread::scope(|scope| {
+        let handles: Vec<_> = clients
+            .iter()
+            .enumerate()
+            .map(|(w, client)| scope.spawn(move || work(client, w, pushes)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(applied, workers as u64 * pushes, "every push was applied");
+    let snapshots = clients[0].snapshot().unwrap();
+    let steps = snapshots.iter().map(|s| s.step).collect();
+    let values = snapshots
+        .into_iter()
+        .flat_map(|s| s.variables)
+        .map(|(path, (_, values))| (path, values))
+        .collect();
+    let counters = clients[0].control(Command::Finish).unwrap();
+    (steps, values, counters)
+}
 
 /// Checks a load test of `workers` workers pushing `pushes` times each against 2 ps tasks,
 /// synchronous (every update averages one gradient of each worker) or not (every push is

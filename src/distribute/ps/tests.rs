@@ -5,7 +5,7 @@ use std::net::TcpListener;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::load_test_support::{assert_exact_totals, init_requests, work, LoadTestEnd};
+use super::load_test_support::{assert_exact_totals, init_requests, run_load_test, LoadTestEnd};
 use super::messages::PushOutcome;
 use super::*;
 use crate::error::Error;
@@ -26,12 +26,7 @@ fn server_config(chief_timeout: Duration) -> PsServerConfig {
 }
 
 fn client_config() -> PsClientConfig {
-    PsClientConfig {
-        peer_timeout: Duration::from_secs(20),
-        startup_timeout: Duration::from_secs(20),
-        token: None,
-        tls: None,
-    }
+    PsClientConfig::for_tests()
 }
 
 /// `n` ps tasks updating with SGD(1.0), each in a thread; their addresses.
@@ -53,38 +48,13 @@ fn start(
         .unzip()
 }
 
-/// The variables after the run, by path.
-fn values(client: &ParameterServers) -> (Vec<u64>, BTreeMap<String, Vec<f32>>) {
-    let snapshots = client.snapshot().unwrap();
-    let steps = snapshots.iter().map(|s| s.step).collect();
-    let values = snapshots
-        .into_iter()
-        .flat_map(|s| s.variables)
-        .map(|(path, (_, values))| (path, values))
-        .collect();
-    (steps, values)
-}
-
 /// 8 workers × 1000 pushes against 2 ps tasks; the step and the values after it.
 fn load_test(replicas_to_aggregate: usize) -> LoadTestEnd {
     let (addresses, servers) = start(2, Duration::from_secs(30));
     let clients: Vec<ParameterServers> = (0..WORKERS)
         .map(|w| ParameterServers::connect(&addresses, w, "chief:0", client_config()).unwrap())
         .collect();
-    clients[0]
-        .init(init_requests(2, WORKERS, replicas_to_aggregate))
-        .unwrap();
-    let applied: u64 = std::thread::scope(|scope| {
-        let handles: Vec<_> = clients
-            .iter()
-            .enumerate()
-            .map(|(w, client)| scope.spawn(move || work(client, w, PUSHES)))
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    });
-    assert_eq!(applied, WORKERS as u64 * PUSHES, "every push was applied");
-    let (steps, values) = values(&clients[0]);
-    let counters = clients[0].control(Command::Finish).unwrap();
+    let end = run_load_test(&clients, replicas_to_aggregate, PUSHES);
     clients[0].control(Command::Shutdown).unwrap();
     for client in &clients[1..] {
         client.control(Command::Leave).unwrap();
@@ -93,7 +63,7 @@ fn load_test(replicas_to_aggregate: usize) -> LoadTestEnd {
         let exit = server.join().unwrap();
         assert!(exit.is_ok(), "a ps exits cleanly when shut down: {exit:?}");
     }
-    (steps, values, counters)
+    end
 }
 
 #[test]

@@ -5,6 +5,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 
 use crate::device::CpuTrainBackend as B;
+use crate::distribute::testing::on_threads;
 use crate::distribute::{CommStats, GradientAverager, InMemoryTransport, LocalStep, PowerSgd};
 use crate::distribute::{StepLoss, Transport};
 use crate::optimizer::extract_gradients;
@@ -43,27 +44,21 @@ type Seen = (Vec<Option<(Vec<f32>, Vec<f32>)>>, CommStats);
 /// `steps` steps on three ranks, each averaging the same gradients of its own every step
 /// (rank `out_of_input` has no batch from step 2 on).
 fn run(power_sgd: Option<PowerSgd>, steps: usize, out_of_input: Option<usize>) -> Vec<Seen> {
-    let handles: Vec<_> = InMemoryTransport::cluster(3)
-        .into_iter()
-        .map(|mut transport| {
-            std::thread::spawn(move || {
-                let m = model();
-                let rank = transport.rank();
-                let mut averager = GradientAverager::new(1 << 20).with_power_sgd(power_sgd);
-                let mut seen = Vec::new();
-                for step in 0..steps {
-                    let local = (out_of_input != Some(rank) || step < 2).then(|| LocalStep {
-                        grads: grads(&m, rank),
-                        loss: StepLoss::Known(1.0),
-                    });
-                    let averaged = averager.average(&m, local, &mut transport).unwrap();
-                    seen.push(averaged.map(|a| (weight(&m, &a.grads), bias(&m, &a.grads))));
-                }
-                (seen, averager.take_stats())
-            })
-        })
-        .collect();
-    let seen: Vec<Seen> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let seen: Vec<Seen> = on_threads(InMemoryTransport::cluster(3), |transport| {
+        let m = model();
+        let rank = transport.rank();
+        let mut averager = GradientAverager::new(1 << 20).with_power_sgd(power_sgd);
+        let mut seen = Vec::new();
+        for step in 0..steps {
+            let local = (out_of_input != Some(rank) || step < 2).then(|| LocalStep {
+                grads: grads(&m, rank),
+                loss: StepLoss::Known(1.0),
+            });
+            let averaged = averager.average(&m, local, transport).unwrap();
+            seen.push(averaged.map(|a| (weight(&m, &a.grads), bias(&m, &a.grads))));
+        }
+        (seen, averager.take_stats())
+    });
     for (rank, (steps, _)) in seen.iter().enumerate() {
         assert_eq!(steps, &seen[0].0, "rank {rank} differs from rank 0");
     }

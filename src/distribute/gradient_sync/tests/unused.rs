@@ -10,6 +10,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use super::rows;
 use crate::device::CpuTrainBackend as Train;
 use crate::distribute::gradient_sync::{GradientAverager, LocalStep};
+use crate::distribute::testing::on_threads;
 use crate::distribute::{InMemoryTransport, StepLoss, Transport};
 use crate::optimizer::extract_gradients;
 
@@ -60,31 +61,25 @@ fn unused_parameters_are_averaged_as_zeros_or_left_without_a_gradient_and_frozen
         let g = g.into_data().to_vec::<f32>().unwrap();
         want.iter_mut().zip(g).for_each(|(w, g)| *w += g / 3.0);
     }
-    let handles: Vec<_> = InMemoryTransport::cluster(3)
-        .into_iter()
-        .map(|mut transport| {
-            std::thread::spawn(move || {
-                let m = branches();
-                let local = LocalStep {
-                    grads: step_grads(&m, transport.rank()),
-                    loss: StepLoss::Known(1.0),
-                };
-                let mut averager = GradientAverager::new(1 << 20);
-                let averaged = averager
-                    .average::<Train, _, _>(&m, Some(local), &mut transport)
-                    .unwrap();
-                let grads = averaged.expect("every rank took the step").grads;
-                let read = |id| {
-                    grads
-                        .get::<Inner, 2>(id)
-                        .map(|g| g.into_data().to_vec::<f32>().unwrap())
-                };
-                let seen = [m.some.weight.id, m.none.weight.id, m.frozen.weight.id].map(read);
-                (seen, averager.take_stats().bytes)
-            })
-        })
-        .collect();
-    let seen: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let seen = on_threads(InMemoryTransport::cluster(3), |transport| {
+        let m = branches();
+        let local = LocalStep {
+            grads: step_grads(&m, transport.rank()),
+            loss: StepLoss::Known(1.0),
+        };
+        let mut averager = GradientAverager::new(1 << 20);
+        let averaged = averager
+            .average::<Train, _, _>(&m, Some(local), transport)
+            .unwrap();
+        let grads = averaged.expect("every rank took the step").grads;
+        let read = |id| {
+            grads
+                .get::<Inner, 2>(id)
+                .map(|g| g.into_data().to_vec::<f32>().unwrap())
+        };
+        let seen = [m.some.weight.id, m.none.weight.id, m.frozen.weight.id].map(read);
+        (seen, averager.take_stats().bytes)
+    });
     for ([some, none, frozen], bytes) in &seen {
         assert_eq!(some, &seen[0].0[0], "ranks differ");
         let some = some

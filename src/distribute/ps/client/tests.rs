@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::super::load_test_support::{assert_exact_totals, init_requests, work, LoadTestEnd};
+use super::super::load_test_support::{
+    assert_exact_totals, init_requests, run_load_test, LoadTestEnd,
+};
 use super::super::messages::Pulled;
 use super::super::shard::{Patience, Verdict};
 use super::super::variable_optimizer::VariableOptimizer;
@@ -34,32 +36,13 @@ fn load_test(replicas_to_aggregate: usize) -> LoadTestEnd {
     let ps = start(2);
     let clients: Vec<InMemoryParameterServers> =
         (0..WORKERS).map(|w| ps.client(w, config())).collect();
-    clients[0]
-        .init(init_requests(2, WORKERS, replicas_to_aggregate))
-        .unwrap();
-    let applied: u64 = std::thread::scope(|scope| {
-        let handles: Vec<_> = clients
-            .iter()
-            .enumerate()
-            .map(|(w, client)| scope.spawn(move || work(client, w, PUSHES)))
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    });
-    assert_eq!(applied, WORKERS as u64 * PUSHES, "every push was applied");
-    let snapshots = clients[0].snapshot().unwrap();
-    let steps = snapshots.iter().map(|s| s.step).collect();
-    let values = snapshots
-        .into_iter()
-        .flat_map(|s| s.variables)
-        .map(|(path, (_, values))| (path, values))
-        .collect();
-    let counters = clients[0].control(Command::Finish).unwrap();
+    let end = run_load_test(&clients, replicas_to_aggregate, PUSHES);
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "took {:?}",
         started.elapsed()
     );
-    (steps, values, counters)
+    end
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::super::load_test_support::{init_requests, GENERATION};
 use super::super::messages::{
     Command, Held, Init, Pull, Pulled, Push, PushOutcome, Pushed, Values,
 };
@@ -19,9 +20,6 @@ mod lifecycle;
 mod properties;
 mod synchronous;
 
-/// Generation of the chief's first initialisation in these tests.
-const GENERATION: u64 = 7;
-
 /// A shard updating with SGD(1.0), started at `t0`.
 fn shard(t0: Instant) -> ShardMachine {
     ShardMachine::new(
@@ -31,28 +29,11 @@ fn shard(t0: Instant) -> ShardMachine {
     )
 }
 
-/// Variables `a` (4 values) and `b` (2×3), zero, for `workers` training tasks aggregating
-/// `replicas_to_aggregate` gradients per update (0: asynchronous).
+/// The load tests' variables `a` (4 values) and `b` (2×3), zero, all on this shard, for
+/// `workers` training tasks aggregating `replicas_to_aggregate` gradients per update (0:
+/// asynchronous).
 fn init(workers: usize, replicas_to_aggregate: usize) -> Init {
-    let empty_state = VariableOptimizer::new(&OptimizerSpec::sgd(1.0))
-        .state_bytes()
-        .unwrap();
-    Init {
-        variables: BTreeMap::from([
-            ("a".to_string(), (vec![4], vec![0.0; 4])),
-            ("b".to_string(), (vec![2, 3], vec![0.0; 6])),
-        ]),
-        optimizer_state: empty_state,
-        optimizer: "sgd".into(),
-        learning_rate: 1.0,
-        schedule: Default::default(),
-        global_step: 0,
-        last_step: u64::MAX,
-        workers,
-        replicas_to_aggregate,
-        max_staleness: None,
-        generation: GENERATION,
-    }
+    init_requests(1, workers, replicas_to_aggregate).remove(0)
 }
 
 /// `worker`'s gradient of all `gradient` for `a`, computed at `step`; it waits up to 10s.

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::Duration;
 
 use crate::distribute::collective_fault::Result;
-use crate::distribute::{GrpcConfig, GrpcTransport};
+use crate::distribute::{all_reduce_sum, GrpcConfig, GrpcTransport, Transport};
 
 /// Generous bounds: every wait in these tests ends well before them unless something is
 /// wrong. Everything over HTTP/2: without it these loopback clusters would use the
@@ -109,4 +109,33 @@ fn input(rank: usize, len: usize) -> Vec<f32> {
     (0..len)
         .map(|i| ((i * 7 + rank * 13) % 1000) as f32)
         .collect()
+}
+
+/// All-reduces [`input`] of each of `lens` on every one of `ranks`, shuts them down and checks
+/// that each holds the exact sums.
+fn assert_exact_sums(ranks: Vec<GrpcTransport>, lens: &[usize]) {
+    let n = ranks.len();
+    let out = on_threads(ranks, |mut t| {
+        let sums: Vec<Vec<f32>> = lens
+            .iter()
+            .map(|&len| {
+                let mut values = input(t.rank(), len);
+                all_reduce_sum(&mut t, &mut values).unwrap();
+                values
+            })
+            .collect();
+        t.shutdown().unwrap();
+        sums
+    });
+    for (call, &len) in lens.iter().enumerate() {
+        let expected: Vec<f32> = (0..len)
+            .map(|i| (0..n).map(|r| ((i * 7 + r * 13) % 1000) as f32).sum())
+            .collect();
+        for (rank, sums) in out.iter().enumerate() {
+            assert!(
+                sums[call] == expected,
+                "n={n} len={len}: rank {rank} differs from the exact sum"
+            );
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use std::thread;
 use std::time::Duration;
 
-use super::{config, connect, expected_lanes, input, listeners, on_threads};
+use super::{assert_exact_sums, config, connect, expected_lanes, listeners, on_threads};
 use crate::distribute::testing::SplitMix;
 use crate::distribute::{all_reduce_sum, CollectiveFault, GrpcConfig, GrpcTransport, Transport};
 
@@ -12,29 +12,7 @@ fn all_reduce_sums_are_exact_and_identical_on_2_3_and_4_ranks() {
     // The last length is over 4 MiB and divisible by none of 2, 3, 4.
     let lens = [1, 5, 1001, (5 << 20) / 4 + 1];
     for n in 2..=4 {
-        let out = on_threads(connect(n, config()), |mut t| {
-            let sums: Vec<Vec<f32>> = lens
-                .iter()
-                .map(|&len| {
-                    let mut values = input(t.rank(), len);
-                    all_reduce_sum(&mut t, &mut values).unwrap();
-                    values
-                })
-                .collect();
-            t.shutdown().unwrap();
-            sums
-        });
-        for (call, &len) in lens.iter().enumerate() {
-            let expected: Vec<f32> = (0..len)
-                .map(|i| (0..n).map(|r| ((i * 7 + r * 13) % 1000) as f32).sum())
-                .collect();
-            for (rank, sums) in out.iter().enumerate() {
-                assert!(
-                    sums[call] == expected,
-                    "n={n} len={len}: rank {rank} differs from the exact sum"
-                );
-            }
-        }
+        assert_exact_sums(connect(n, config()), &lens);
     }
 }
 

@@ -9,7 +9,9 @@ use std::time::Duration;
 use super::super::lane::{dial_lane, LaneDirectory};
 use super::exchange::delivers_everything_though_the_sender_shuts_down_at_once;
 use super::failures::crash_is_reported_at_once_after_what_was_sent;
-use super::{connect, input, lane_config, listeners, on_threads, try_connect_on};
+use super::{
+    assert_exact_sums, connect, input, lane_config, listeners, on_threads, try_connect_on,
+};
 use crate::cluster::{same_host_lane_from_env, SAME_HOST_LANE};
 use crate::distribute::testing::{bits, SplitMix};
 use crate::distribute::{all_reduce_sum, GrpcConfig, GrpcTransport, Transport};
@@ -54,26 +56,7 @@ fn every_peer_on_loopback_gets_a_lane_and_sums_are_exact_on_2_to_5_ranks() {
             assert_eq!(t.same_host_peers(), others(t.rank(), n), "n={n}");
             assert_eq!(t.shared_memory_peers(), others(t.rank(), n), "n={n}");
         }
-        let out = on_threads(ranks, |mut t| {
-            let sums: Vec<Vec<f32>> = lens
-                .iter()
-                .map(|&len| {
-                    let mut values = input(t.rank(), len);
-                    all_reduce_sum(&mut t, &mut values).unwrap();
-                    values
-                })
-                .collect();
-            t.shutdown().unwrap();
-            sums
-        });
-        for (call, &len) in lens.iter().enumerate() {
-            let expected: Vec<f32> = (0..len)
-                .map(|i| (0..n).map(|r| ((i * 7 + r * 13) % 1000) as f32).sum())
-                .collect();
-            for (rank, sums) in out.iter().enumerate() {
-                assert!(sums[call] == expected, "n={n} len={len}: rank {rank}");
-            }
-        }
+        assert_exact_sums(ranks, &lens);
         // Rounded sums: the lane carries the same bytes as gRPC, bit for bit.
         let random_lens = [3, 70_001];
         let over_lanes = random_sums(connect(n, lane_config()), &random_lens);

@@ -1,0 +1,155 @@
+//! `dnn-classifier train` and its model directory: a second run on a directory in use is
+//! refused and a dead one's lock taken over, a resumed run may not change the variables,
+//! and a directory removed while training fails the run.
+
+use crate::cli::{assert_success_saying, assert_user_error, bin, run, stderr, train_on_iris};
+
+#[test]
+fn a_second_run_on_a_model_directory_in_use_is_refused_and_a_dead_ones_lock_taken_over() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    use crate::cluster::Reaper;
+
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let model = model_dir.to_str().unwrap().to_string();
+    let train = |hidden: &str, steps: &str| {
+        let mut cmd = bin();
+        cmd.args(train_on_iris())
+            .args(["--hidden-units", hidden, "--max-steps", steps])
+            .args(["--model-dir", &model]);
+        cmd
+    };
+    let first = train("64", "100000000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = first.id();
+    let mut reaper = Reaper(vec![first]);
+    let lock = model_dir.join(estimator::LOCK_FILE);
+    let started = Instant::now();
+    let owns = |owner: String| owner.starts_with(&format!("pid {pid} "));
+    while !(std::fs::read_to_string(&lock).is_ok_and(owns)
+        && model_dir.join("dnn_classifier.json").exists())
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the first run never took the lock and wrote its configuration"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let config = std::fs::read(model_dir.join("dnn_classifier.json")).ok();
+    let second = run(&mut train("256,128", "10"));
+    assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
+    let message = stderr(&second);
+    assert!(
+        message.contains(&format!("in use by pid {pid} on ")),
+        "{message}"
+    );
+    assert!(message.contains("(training, since unix time"), "{message}");
+    assert_eq!(
+        std::fs::read(model_dir.join("dnn_classifier.json")).ok(),
+        config,
+        "the refused run wrote nothing"
+    );
+    // SIGKILL: the lock goes with the process; the next run takes the directory over.
+    let mut killed = reaper.0.pop().unwrap();
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let third = run(&mut train("64", "10"));
+    let taken_over = format!("taking over the lock left by pid {pid} ");
+    assert_success_saying(&third, &[&taken_over]);
+}
+
+#[test]
+fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replaced_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    let train = |steps: &str, extra: &[&str]| {
+        run(bin()
+            .args(train_on_iris())
+            .args(["--max-steps", steps, "--model-dir"])
+            .arg(&model)
+            .args(extra))
+    };
+    let first = train("10", &["--hidden-units", "16", "--optimizer", "sgd"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let config = std::fs::read(model.join("dnn_classifier.json")).unwrap();
+
+    let wider = train("20", &["--hidden-units", "32,8"]);
+    assert_user_error(wider, "--hidden-units 32,8, but the model in");
+    let other = train("20", &["--optimizer", "adam"]);
+    let text = stderr(&other);
+    assert_user_error(other, "trained with sgd");
+    assert!(text.contains("--optimizer adam"), "{text}");
+    assert_eq!(
+        std::fs::read(model.join("dnn_classifier.json")).unwrap(),
+        config,
+        "a refused run changes nothing"
+    );
+
+    // The same sizes and optimizer, a new rate: trained on with it, saying so.
+    let faster = train("20", &["--hidden-units", "16", "--learning-rate", "0.2"]);
+    assert_success_saying(
+        &faster,
+        &["--learning-rate 0.2 replaces the saved model's 0.01"],
+    );
+    let plain = train("30", &[]);
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    assert!(!stderr(&plain).contains("replaces"), "{}", stderr(&plain));
+}
+
+#[test]
+fn a_model_directory_removed_while_training_fails_the_run() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    let mut cmd = bin();
+    cmd.args(train_on_iris())
+        .args(["--max-steps", "100000000"])
+        .args(["--save-checkpoints-steps", "200", "--model-dir"])
+        .arg(&model)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    while !std::fs::read_dir(&model)
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.path().extension() == Some("ckpt".as_ref()))
+        })
+        .unwrap_or(false)
+    {
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("no checkpoint within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The run may be writing a file in it meanwhile: removing can race with that.
+    while let Err(e) = std::fs::remove_dir_all(&model) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "cannot remove: {e}"
+        );
+    }
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("training went on after its model directory was removed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let text = stderr(&output);
+    assert_user_error(
+        output,
+        "removed (or replaced) while this run was writing it",
+    );
+    assert!(text.contains(model.to_str().unwrap()), "{text}");
+}
