@@ -4,7 +4,7 @@
 //! metadata and named opaque byte sections. The [`CheckpointManager`] writes them atomically into
 //! `model_dir` as `ckpt-{global_step}.ckpt`, keeps the index file `model_dir/checkpoint` up to
 //! date, deletes old checkpoints, and on resume falls back past corrupt or half-written files.
-//! On top of it: what a training checkpoint holds ([`contents`]: weights, optimizer state,
+//! On top of it: what a training checkpoint holds (`contents`: weights, optimizer state,
 //! input position), when one is due ([`CheckpointSchedule`]), restoring a model for
 //! inference, and the listeners called after each save.
 

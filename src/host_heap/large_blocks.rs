@@ -73,7 +73,7 @@ struct Shelf {
 }
 
 /// [`System`], keeping large freed blocks for the next allocation of their size; see the
-/// [module docs](self).
+/// docs of `src/host_heap/large_blocks.rs`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct KeepLargeBlocks;
 

@@ -149,7 +149,7 @@ impl CollectiveConfig {
     }
 
     /// Elements per segment of a ring all-reduce of `len` values over `world_size` ranks:
-    /// each chunk cut into about [`PIPELINE_SEGMENTS`] segments, none smaller than 64 KiB
+    /// each chunk cut into about `PIPELINE_SEGMENTS` segments, none smaller than 64 KiB
     /// on the wire (unless `segment_bytes` is) nor larger than `segment_bytes`. The same on
     /// every rank, since it depends only on the call's arguments.
     pub fn ring_segment_len(&self, len: usize, world_size: usize) -> usize {

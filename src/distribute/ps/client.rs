@@ -21,7 +21,7 @@ pub use in_memory::{InMemoryParameterServers, InMemoryPs};
 pub(crate) use intercepted::Intercepted;
 pub use ps_fault::PsFault;
 
-/// Settings of a [`PsClient`].
+/// Settings of a ps client (`PsClient`).
 #[derive(Debug, Clone)]
 pub struct PsClientConfig {
     /// How long a ps may stay unreachable (restarting) before it is reported lost.

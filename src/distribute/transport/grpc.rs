@@ -62,7 +62,8 @@ const RUNTIME_THREADS: usize = 2;
 /// How long dropping the runtime waits for its tasks once every message is delivered.
 const RUNTIME_GRACE: Duration = Duration::from_millis(500);
 
-/// One rank's end of a cluster connected over gRPC; see the [module docs](self).
+/// One rank's end of a cluster connected over gRPC; see the docs of
+/// `src/distribute/transport/grpc.rs`.
 ///
 /// Owns a tokio runtime: create, use and drop it from ordinary threads, not from async code.
 /// A message may hold up to 1 GiB.

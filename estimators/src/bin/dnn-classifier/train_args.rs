@@ -77,9 +77,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "schema.json", conflicts_with = "feature_spec")]
     pub schema: Option<PathBuf>,
     /// Read --train and --eval as TFRecord files of tf.Example, through this feature spec
-    /// (JSON, as tf.io.parse_example's: {"features": {"x": {"kind": "fixed", "shape":
+    /// (JSON, as tf.io.parse_example's: `{"features": {"x": {"kind": "fixed", "shape":
     /// [784], "dtype": "float32"}, "label": {"kind": "fixed", "shape": [], "dtype":
-    /// "int64"}}, "label": "label"}); saved in --model-dir for evaluate and predict.
+    /// "int64"}}, "label": "label"}`); saved in --model-dir for evaluate and predict.
     /// Example: `--feature-spec spec.json`.
     #[arg(long, value_name = "spec.json")]
     pub feature_spec: Option<PathBuf>,

@@ -53,7 +53,7 @@ impl Interceptor for AddToken {
 }
 
 /// Every ps task of the cluster, seen from training task `worker`; see the
-/// [module docs](self). Owns a tokio runtime: use it from ordinary threads.
+/// docs of `src/distribute/ps/client/grpc.rs`. Owns a tokio runtime: use it from ordinary threads.
 pub struct ParameterServers {
     clients: Vec<Client>,
     names: Vec<String>,

@@ -13,8 +13,8 @@ use super::super::variable_optimizer::VariableOptimizer;
 use super::{PsClient, PsClientConfig, PsFault};
 use crate::error::{Error, Result};
 
-/// The ps tasks of a cluster held in this process, one [`Shard`] each; see the
-/// [module docs](self). Cloning shares the shards.
+/// The ps tasks of a cluster held in this process, one `Shard` each; see the
+/// docs of `src/distribute/ps/client/in_memory.rs`. Cloning shares the shards.
 #[derive(Debug, Clone)]
 pub struct InMemoryPs {
     shards: Arc<[Shard]>,
