@@ -41,7 +41,7 @@ pub enum Command {
         after_help = "Examples:\n  dnn-classifier predict --input iris_test.csv --model-dir /tmp/iris\n  dnn-classifier predict --input iris_test.csv --export-dir /tmp/iris/export/1700000000 --format csv"
     )]
     Predict(PredictArgs),
-    /// Export the latest checkpoint to EXPORT_DIR_BASE/<timestamp>/.
+    /// Export the latest checkpoint to `EXPORT_DIR_BASE/<timestamp>/`.
     #[command(
         after_help = "Example:\n  dnn-classifier export --model-dir /tmp/iris --export-dir-base /tmp/iris/export"
     )]
@@ -134,7 +134,7 @@ pub struct ExportArgs {
     /// Example: `--model-dir /tmp/iris`.
     #[arg(long, value_name = "DIR")]
     pub model_dir: PathBuf,
-    /// Exports go to EXPORT_DIR_BASE/<unix-timestamp>/.
+    /// Exports go to `EXPORT_DIR_BASE/<unix-timestamp>/`.
     /// Example: `--export-dir-base /tmp/iris/export`.
     #[arg(long, value_name = "DIR")]
     pub export_dir_base: PathBuf,

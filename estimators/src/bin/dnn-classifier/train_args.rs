@@ -336,7 +336,7 @@ pub struct TrainArgs {
     /// Example: `--startup-timeout-secs 60`.
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub startup_timeout_secs: Option<u64>,
-    /// train-and-evaluate: exporters run after evaluations, into MODEL_DIR/export/<name>
+    /// train-and-evaluate: exporters run after evaluations, into `MODEL_DIR/export/<name>`
     /// (latest: every evaluation; best: when the loss improves; final: at the end).
     /// Example: `--exporters latest,best,final`.
     #[arg(
