@@ -27,6 +27,7 @@
 //! algbw = buffer bytes / time; busbw = algbw · 2(n−1)/n, the bytes each rank moves per
 //! second in a ring all-reduce (NCCL's convention), comparable across rank counts.
 
+mod args;
 mod tcp_ring;
 
 use std::io::{Read, Write};
@@ -35,108 +36,13 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use args::{parse_args, Args, GRPC, LANE, MIB, OPS, PAIR, SHM, TCP, TLS};
 use tcp_ring::{stream_pair, TcpTransport};
 
 use estimator::cluster::{issue_certificates, write_certificates};
 use estimator::distribute::{
-    all_reduce_sum_with, ClusterTls, CollectiveConfig, Compression, GrpcConfig, GrpcTransport,
-    Transport,
+    all_reduce_sum_with, ClusterTls, GrpcConfig, GrpcTransport, Transport,
 };
-
-const MIB: usize = 1 << 20;
-
-/// What each round times, in order.
-const OPS: [&str; 6] = ["gRPC", "lane", "shm", "TLS", "TCP", "pair"];
-const GRPC: usize = 0;
-const LANE: usize = 1;
-const SHM: usize = 2;
-const TLS: usize = 3;
-const TCP: usize = 4;
-const PAIR: usize = 5;
-
-struct Args {
-    /// Buffer sizes in bytes.
-    sizes: Vec<usize>,
-    ranks: Vec<usize>,
-    rounds: usize,
-    collective: CollectiveConfig,
-    /// Which of [`OPS`] are timed.
-    timed: [bool; 6],
-}
-
-fn parse_args() -> Args {
-    let mut args = Args {
-        sizes: [1, 16, 64, 256].map(|mib| mib * MIB).to_vec(),
-        ranks: vec![2, 4],
-        rounds: 5,
-        collective: CollectiveConfig::default(),
-        timed: [true; 6],
-    };
-    let list = |v: &str| -> Vec<usize> {
-        v.split(',')
-            .map(|x| x.trim().parse().expect("a list of integers"))
-            .collect()
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        match flag.as_str() {
-            "--sizes" => {
-                let mib = list(&it.next().expect("--sizes 1,16,…"));
-                args.sizes = mib.iter().map(|mib| mib * MIB).collect();
-            }
-            "--sizes-kib" => {
-                let kib = list(&it.next().expect("--sizes-kib 428,…"));
-                args.sizes = kib.iter().map(|kib| kib << 10).collect();
-            }
-            "--ranks" => args.ranks = list(&it.next().expect("--ranks 2,4")),
-            "--rounds" => args.rounds = it.next().expect("--rounds N").parse().unwrap(),
-            "--segment-kib" => {
-                let kib: usize = it.next().expect("--segment-kib N").parse().unwrap();
-                args.collective.segment_bytes = kib << 10;
-            }
-            // 0: no window, every segment of the first hop sent at once.
-            "--window-kib" => {
-                let kib: usize = it.next().expect("--window-kib N").parse().unwrap();
-                let bytes = if kib == 0 { usize::MAX } else { kib << 10 };
-                args.collective = args.collective.with_window_bytes(bytes);
-            }
-            // 0: always the ring.
-            "--halving-doubling-kib" => {
-                let kib: usize = it
-                    .next()
-                    .expect("--halving-doubling-kib N")
-                    .parse()
-                    .unwrap();
-                args.collective = args.collective.with_halving_doubling_bytes(kib << 10);
-            }
-            "--compression" => {
-                let name = it.next().expect("--compression none|fp16|bf16");
-                let compression: Compression = name.parse().unwrap();
-                args.collective = args.collective.with_compression(compression);
-            }
-            "--threads" => {
-                let threads = it.next().expect("--threads N").parse().unwrap();
-                args.collective = args.collective.with_threads(threads);
-            }
-            "--only" => {
-                let names = it.next().expect("--only grpc,lane,shm,tls,tcp,pair");
-                args.timed = OPS.map(|op| {
-                    names
-                        .split(',')
-                        .any(|name| name.trim().eq_ignore_ascii_case(op))
-                });
-                assert!(
-                    args.timed.contains(&true),
-                    "--only {names}: no such transport"
-                );
-            }
-            // `cargo bench` passes --bench; ignore it and anything unknown.
-            _ => {}
-        }
-    }
-    assert!(args.ranks.iter().all(|&n| n >= 2), "ranks must be >= 2");
-    args
-}
 
 fn main() {
     let args = parse_args();

@@ -32,9 +32,9 @@ pub use skip::Skip;
 pub use take::Take;
 pub use zip::Zip;
 
-/// Every remaining item of `ds`, unwrapped: what the stages' tests compare.
+/// Every remaining item of `ds`, unwrapped: what the stages' and sources' tests compare.
 #[cfg(test)]
-fn collect<D: crate::Dataset>(mut ds: D) -> Vec<D::Item> {
+pub(crate) fn collect<D: crate::Dataset>(mut ds: D) -> Vec<D::Item> {
     std::iter::from_fn(|| ds.next_item())
         .map(Result::unwrap)
         .collect()

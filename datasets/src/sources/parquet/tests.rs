@@ -11,6 +11,7 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use super::{infer_parquet_schema, ParquetDataset};
+use crate::combinators::collect;
 use crate::{ColumnType, ColumnarBatch, Dataset, DatasetExt, Error, Example, Label, Schema};
 
 /// Writes `columns` as a Parquet file of row groups of `group` rows (snappy).
@@ -60,10 +61,6 @@ fn schema() -> Schema {
         .label("label")
 }
 
-fn all<D: Dataset>(mut ds: D) -> Vec<D::Item> {
-    ds.iter().map(Result::unwrap).collect()
-}
-
 #[test]
 fn rows_come_in_schema_order_across_row_groups() {
     let dir = tempfile::tempdir().unwrap();
@@ -71,7 +68,7 @@ fn rows_come_in_schema_order_across_row_groups() {
     let ds = ParquetDataset::open(&path, schema()).unwrap();
     assert_eq!(ds.row_groups(), [5, 5, 5, 5, 3]);
     assert_eq!(ds.len_hint(), Some(23));
-    let rows = all(ds);
+    let rows = collect(ds);
     assert_eq!(rows.len(), 23);
     for (i, row) in rows.iter().enumerate() {
         // Dense values in schema order (b before a); a null category is "".
@@ -91,7 +88,7 @@ fn positions_resume_at_every_row_and_batches_match_batch_columnar() {
     let dir = tempfile::tempdir().unwrap();
     let path = rows_file(dir.path());
     let open = || ParquetDataset::open(&path, schema()).unwrap();
-    let full = all(open());
+    let full = collect(open());
     for k in 0..=full.len() {
         let mut ds = open();
         ds.iter().take(k).for_each(drop);
@@ -101,7 +98,7 @@ fn positions_resume_at_every_row_and_batches_match_batch_columnar() {
         resumed
             .restore(&serde_json::from_str(&json).unwrap())
             .unwrap();
-        assert_eq!(all(resumed), full[k..], "after {k} rows");
+        assert_eq!(collect(resumed), full[k..], "after {k} rows");
     }
     for (size, drop_remainder) in [(1, false), (4, false), (7, true), (23, false), (100, false)] {
         let mut columnar = open().batch_columnar(size, drop_remainder);
@@ -121,10 +118,10 @@ fn positions_resume_at_every_row_and_batches_match_batch_columnar() {
     batches.next_item();
     batches.next_item();
     let position = batches.position();
-    let rest: Vec<ColumnarBatch> = all(batches);
+    let rest: Vec<ColumnarBatch> = collect(batches);
     let mut resumed = open().into_batches(4, false);
     resumed.restore(&position).unwrap();
-    assert_eq!(all(resumed), rest);
+    assert_eq!(collect(resumed), rest);
     let rows: Vec<Example> = rest.iter().flat_map(ColumnarBatch::to_examples).collect();
     assert_eq!(rows, full[8..]);
 }
@@ -289,7 +286,7 @@ fn values_that_do_not_fit_name_row_group_row_and_column() {
         format!("{file}: row group 0, row 1: column s: null value and no default")
     );
     // Integers read as categories, in decimal.
-    let rows: Vec<_> = all(ParquetDataset::open(&path, Schema::new().category("u")).unwrap());
+    let rows: Vec<_> = collect(ParquetDataset::open(&path, Schema::new().category("u")).unwrap());
     assert_eq!(rows[1].categorical, ["2"]);
     // Types a column's kind cannot read are refused on opening.
     assert_eq!(
