@@ -24,8 +24,8 @@ use crate::server::{ModelConfig, ModelConfigFile, Server};
 /// Example:
 ///   dnn-classifier export --model-dir model_dir/iris --export-dir-base model_dir/iris/export
 ///   estimator-serve --model-name iris --model-base-path model_dir/iris/export
-///   curl -d '{"instances": [{"sepal_length": 5.1, "sepal_width": 3.5, "petal_length": 1.4,
-///     "petal_width": 0.2}]}' localhost:8501/v1/models/iris:predict
+///   curl -d '{"instances": [{"sepal_length_cm": 5.1, "sepal_width_cm": 3.5,
+///     "petal_length_cm": 1.4, "petal_width_cm": 0.2}]}' localhost:8501/v1/models/iris:predict
 #[derive(Debug, Parser)]
 #[command(name = "estimator-serve", version, verbatim_doc_comment)]
 struct Cli {

@@ -25,6 +25,25 @@ fn object(body: Value) -> Result<Map<String, Value>, ServeError> {
     }
 }
 
+/// The one signature an export has, which an absent or empty `signature_name` also names.
+pub const DEFAULT_SIGNATURE: &str = "serving_default";
+
+/// Refuses a request that names a signature the export lacks, as TF Serving does, instead
+/// of answering it with the default one.
+pub fn check_signature_name(body: &Value) -> Result<(), ServeError> {
+    match body.get("signature_name") {
+        None => Ok(()),
+        Some(Value::String(name)) if name.is_empty() || name == DEFAULT_SIGNATURE => Ok(()),
+        Some(Value::String(name)) => Err(ServeError::BadRequest(format!(
+            "Serving signature name: \"{name}\" not found in signature def (this export has \
+             only \"{DEFAULT_SIGNATURE}\")"
+        ))),
+        Some(other) => Err(ServeError::BadRequest(format!(
+            "'signature_name' must be a string, got {other}"
+        ))),
+    }
+}
+
 /// The instances of a `:predict` body, by input name. The body is taken apart, not
 /// copied: a large request's values are held once.
 pub fn predict_instances(

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use crate::body_timeout::BodyTimeout;
 use crate::error::ServeError;
 use crate::request::{
-    classify_response, examples, predict_instances, predict_response, regress_response, Format,
+    check_signature_name, classify_response, examples, predict_instances, predict_response,
+    regress_response, Format, DEFAULT_SIGNATURE,
 };
 use crate::server::Server;
 use crate::versions::Which;
@@ -114,7 +115,7 @@ fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
     json!({
         "model_spec": { "name": model, "signature_name": "", "version": version.to_string() },
         "metadata": { "signature_def": {
-            "signature_def": { "serving_default": {
+            "signature_def": { DEFAULT_SIGNATURE: {
                 "inputs": inputs,
                 "outputs": outputs,
                 "method_name": "tensorflow/serving/predict"
@@ -242,6 +243,7 @@ enum Answer {
 
 impl Call {
     fn parse(verb: &str, body: Value, signature: &Signature) -> Result<Self, ServeError> {
+        check_signature_name(&body)?;
         let (instances, answer) = match verb {
             "predict" => {
                 let (format, instances) = predict_instances(body, signature)?;

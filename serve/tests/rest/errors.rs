@@ -77,6 +77,22 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
         "{body}"
     );
 
+    // A signature the export lacks is refused, not answered with the default one.
+    for verb in ["predict", "classify"] {
+        let body = match verb {
+            "predict" => json!({"signature_name": "serving_v2", "instances": rows()}),
+            _ => json!({"signature_name": "serving_v2", "examples": rows()}),
+        };
+        let (code, body) = running.post(&format!("/v1/models/iris:{verb}"), &body);
+        assert_eq!(code, 400, "{verb}");
+        assert!(
+            error_of(&body).contains("signature name: \"serving_v2\" not found"),
+            "{body}"
+        );
+    }
+    let named = json!({"signature_name": "serving_default", "instances": rows()});
+    assert_eq!(running.post("/v1/models/iris:predict", &named).0, 200);
+
     let huge = json!({"instances": vec![rows()[0].clone(); 100]});
     let (code, body) = running.post("/v1/models/iris:predict", &huge);
     assert_eq!(code, 413);
@@ -88,7 +104,9 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
         .unwrap()
         .into_string()
         .unwrap();
-    let errors = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"ERROR\"} 8";
+    let errors = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"ERROR\"} 10";
     assert!(metrics.contains(errors), "{metrics}");
+    let ok = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"OK\"} 1";
+    assert!(metrics.contains(ok), "{metrics}");
     assert!(!metrics.contains("rose"), "{metrics}");
 }
