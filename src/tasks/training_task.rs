@@ -9,7 +9,7 @@ use datasets::Dataset;
 use super::connect::strategy_for;
 use super::serve_parameters::serve_parameters_in;
 use super::task_role::TaskRole;
-use super::train_and_evaluate::train_and_evaluate_in;
+use super::train_and_evaluate::{evaluate_final_model, train_and_evaluate_in};
 use crate::cluster::ClusterConfig;
 use crate::error::Result;
 use crate::estimator::{Estimator, EvalSpec, TrainOutcome, TrainSpec};
@@ -27,11 +27,11 @@ pub enum TaskOutcome {
     Trained {
         /// The training it did.
         outcome: TrainOutcome,
-        /// The last evaluation's metrics, where this process evaluated while training (a
-        /// local train-and-evaluate).
+        /// The last evaluation's metrics, where this process evaluated (a local
+        /// train-and-evaluate, or the chief of a cluster without an evaluator task).
         metrics: Option<BTreeMap<String, f64>>,
-        /// Whether this task should evaluate the final model itself: the chief, when no
-        /// evaluation ran here and no evaluator task of the cluster evaluates it.
+        /// Whether this task should evaluate the final model itself: the chief of
+        /// [`training_task`], which evaluates nothing.
         evaluate_final_model: bool,
     },
 }
@@ -71,8 +71,9 @@ where
 }
 
 /// [`train_and_evaluate`](super::train_and_evaluate) for this task, reporting which part
-/// it played. The chief of a cluster without an evaluator task is told to evaluate the
-/// final model (TF would evaluate nothing there).
+/// it played. The chief of a cluster without an evaluator task evaluates the final model
+/// itself, as an evaluator's last evaluation (summaries, history, and every exporter of
+/// `eval_spec`, the final ones included), where TF would evaluate and export nothing.
 pub fn train_and_evaluate_task<E, TD, TF, ED, EF>(
     estimator: &E,
     train_input_fn: TF,
@@ -94,19 +95,26 @@ where
         estimator,
         train_input_fn,
         train_spec,
-        eval_input_fn,
-        eval_spec,
+        &eval_input_fn,
+        eval_spec.clone(),
     )?;
     Ok(match (role, done.trained) {
         (TaskRole::ParameterServer, _) => TaskOutcome::ServedParameters,
         (_, None) => TaskOutcome::Evaluated(done.metrics.unwrap_or_default()),
-        (_, Some(outcome)) => TaskOutcome::Trained {
-            evaluate_final_model: done.metrics.is_none()
-                && role.is_chief()
-                && !has_evaluator(&cluster),
-            outcome,
-            metrics: done.metrics,
-        },
+        (_, Some(outcome)) => {
+            let metrics =
+                match done.metrics {
+                    None if role.is_chief() && !has_evaluator(&cluster) => Some(
+                        evaluate_final_model(estimator, &eval_input_fn, &eval_spec, &outcome)?,
+                    ),
+                    metrics => metrics,
+                };
+            TaskOutcome::Trained {
+                outcome,
+                metrics,
+                evaluate_final_model: false,
+            }
+        }
     })
 }
 

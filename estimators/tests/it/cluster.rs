@@ -180,6 +180,22 @@ fn a_launched_cluster_trains_dnn_classifier_to_the_single_process_bar() {
         Some(1000)
     );
     assert!(has_events(&chief_dir));
+    // With no evaluator task, the chief evaluated the final model as one would: into the
+    // eval directory, and through the exporters (latest and final by default).
+    assert!(has_events(&chief_dir.join("eval")));
+    for exporter in ["latest", "final"] {
+        let versions = std::fs::read_dir(chief_dir.join("export").join(exporter))
+            .unwrap_or_else(|e| panic!("no {exporter} export: {e}\n{stderr}"))
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .parse::<u64>()
+                    .is_ok()
+            });
+        assert_eq!(versions.count(), 1, "{exporter}");
+    }
     for worker in ["worker-0", "worker-1"] {
         let worker_dir = dir.path().join(worker);
         assert!(
