@@ -160,6 +160,27 @@ pub enum Error {
         /// Who stopped it.
         reason: String,
     },
+    /// Training stopped short of its last step because a task was asked to terminate
+    /// (SIGTERM, SIGINT); running the job again resumes it.
+    #[error(
+        "training stopped at global_step {global_step}: {}; {}",
+        match signal {
+            Some(signal) => format!("this task received {}", signal_name(*signal)),
+            None => "another replica was asked to terminate".to_string(),
+        },
+        match checkpoint {
+            true => "the chief saved a checkpoint there, run the job again to resume from it",
+            false => "run the job again to resume from the chief's latest checkpoint",
+        }
+    )]
+    Terminated {
+        /// The step this task stopped after.
+        global_step: u64,
+        /// The signal this task received; `None` where another replica received it.
+        signal: Option<i32>,
+        /// Whether the chief saved a checkpoint at `global_step`.
+        checkpoint: bool,
+    },
     /// The directory a run writes was removed while it ran.
     #[error(
         "{}: removed (or replaced) while this run was writing it; nothing more is saved \
@@ -215,10 +236,19 @@ pub const RETRYABLE_EXIT_CODE: i32 = 128;
 
 impl Error {
     /// The process exit code this error calls for: [`RETRYABLE_EXIT_CODE`] when a restart
-    /// of the cluster can fix it (a [`ErrorKind::PeerLost`]), 1 otherwise.
+    /// of the cluster can fix it (a [`ErrorKind::PeerLost`], or another replica's
+    /// termination), 128 + the signal for this task's own termination (143 for SIGTERM, as
+    /// if the signal had killed it), 1 otherwise.
     pub fn exit_code(&self) -> i32 {
-        match self.kind() {
-            ErrorKind::PeerLost => RETRYABLE_EXIT_CODE,
+        match (self, self.kind()) {
+            (
+                Error::Terminated {
+                    signal: Some(signal),
+                    ..
+                },
+                _,
+            ) => RETRYABLE_EXIT_CODE + signal,
+            (_, ErrorKind::PeerLost | ErrorKind::Terminated) => RETRYABLE_EXIT_CODE,
             _ => 1,
         }
     }
@@ -258,3 +288,9 @@ fn read_as(expected: &Option<&'static str>) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A signal's name (SIGTERM), or its number.
+fn signal_name(signal: i32) -> String {
+    signal_hook::low_level::signal_name(signal)
+        .map_or_else(|| format!("signal {signal}"), String::from)
+}

@@ -13,6 +13,7 @@ mod peeked;
 mod predict;
 mod progress;
 mod step_sync;
+mod termination;
 mod thread_trial;
 mod train;
 mod train_loop;

@@ -33,11 +33,14 @@ pub enum ErrorKind {
     Device,
     /// Training itself stopped: a non-finite loss, a hook, a panic, an early end.
     Training,
+    /// A task was asked to terminate (SIGTERM, SIGINT) and training stopped with a
+    /// checkpoint: running the job again resumes it (a retryable exit code).
+    Terminated,
 }
 
 impl Error {
-    /// The kind of this error; [`ErrorKind::PeerLost`] exactly when
-    /// [`exit_code`](Error::exit_code) is retryable.
+    /// The kind of this error; [`ErrorKind::PeerLost`] or [`ErrorKind::Terminated`]
+    /// exactly when [`exit_code`](Error::exit_code) is retryable.
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Config(_) | Error::Tls(_) | Error::DirInUse { .. } => ErrorKind::Config,
@@ -69,6 +72,7 @@ impl Error {
             | Error::EndedShort { .. }
             | Error::Panicked { .. }
             | Error::Hook { .. } => ErrorKind::Training,
+            Error::Terminated { .. } => ErrorKind::Terminated,
         }
     }
 }

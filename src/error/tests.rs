@@ -25,6 +25,46 @@ fn a_rendezvous_that_lost_a_rank_is_retryable_and_a_disagreement_a_configuration
     assert_eq!(Error::from(ClusterError::TokenEmpty).exit_code(), 1);
 }
 
+#[test]
+fn a_terminated_task_exits_as_killed_by_its_signal_and_its_peers_as_retryable() {
+    let here = Error::Terminated {
+        global_step: 1200,
+        signal: Some(15),
+        checkpoint: true,
+    };
+    assert_eq!(
+        (here.kind(), here.exit_code()),
+        (ErrorKind::Terminated, 143)
+    );
+    assert_eq!(
+        here.to_string(),
+        "training stopped at global_step 1200: this task received SIGTERM; the chief saved a \
+         checkpoint there, run the job again to resume from it"
+    );
+    let interrupted = Error::Terminated {
+        global_step: 7,
+        signal: Some(2),
+        checkpoint: false,
+    };
+    assert_eq!(interrupted.exit_code(), 130);
+    assert_eq!(
+        interrupted.to_string(),
+        "training stopped at global_step 7: this task received SIGINT; run the job again to \
+         resume from the chief's latest checkpoint"
+    );
+    let peer = Error::Terminated {
+        global_step: 1200,
+        signal: None,
+        checkpoint: true,
+    };
+    assert_eq!(peer.exit_code(), RETRYABLE_EXIT_CODE);
+    assert!(
+        peer.to_string()
+            .contains("another replica was asked to terminate"),
+        "{peer}"
+    );
+}
+
 /// What a caller does with an error: retry, fix a setting, or point at a damaged file.
 fn advice(error: &Error) -> String {
     match error {

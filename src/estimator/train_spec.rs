@@ -40,6 +40,12 @@ pub struct TrainSpec {
     /// auto-sharding; default true). Turn it off when the input function already reads
     /// only this worker's share.
     pub auto_shard: bool,
+    /// On SIGTERM or SIGINT, end the step under way, save a checkpoint there and return
+    /// [`Error::Terminated`](crate::Error::Terminated) (TF's `PreemptionCheckpointHandler`;
+    /// default false). Replicas in step stop at the same step, whichever of them received
+    /// it; a second signal terminates at once. The handlers stay registered for the rest of
+    /// the process, acting as if absent outside a run that asked for them.
+    pub stop_on_signals: bool,
 }
 
 impl TrainSpec {
@@ -64,6 +70,7 @@ impl TrainSpec {
             hooks: Vec::new(),
             resume_input: true,
             auto_shard: true,
+            stop_on_signals: false,
         }
     }
 
@@ -77,6 +84,13 @@ impl TrainSpec {
     /// [`TrainSpec::auto_shard`]).
     pub fn with_auto_shard(mut self, auto_shard: bool) -> Self {
         self.auto_shard = auto_shard;
+        self
+    }
+
+    /// Whether SIGTERM and SIGINT stop training with a checkpoint (see
+    /// [`TrainSpec::stop_on_signals`]).
+    pub fn with_stop_on_signals(mut self, stop: bool) -> Self {
+        self.stop_on_signals = stop;
         self
     }
 
@@ -95,6 +109,7 @@ impl fmt::Debug for TrainSpec {
             .field("hooks", &hooks)
             .field("resume_input", &self.resume_input)
             .field("auto_shard", &self.auto_shard)
+            .field("stop_on_signals", &self.stop_on_signals)
             .finish()
     }
 }

@@ -64,6 +64,7 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
                     // Only the reader resumes: a dealt input cannot restore or read on.
                     resume_input: rank == 0,
                     auto_shard: false,
+                    stop_on_signals: spec.stop_on_signals,
                 };
                 let mut replica_listener = None;
                 if rank == 0 {
@@ -174,7 +175,7 @@ fn first_cause(results: Vec<Result<TrainOutcome>>) -> Result<TrainOutcome> {
         match result {
             Ok(outcome) if rank == 0 => chief = Some(outcome),
             Ok(_) => {}
-            Err(e @ Error::PeerLost { .. }) => {
+            Err(e @ (Error::PeerLost { .. } | Error::Terminated { signal: None, .. })) => {
                 consequence.get_or_insert(e);
             }
             Err(e) => {

@@ -17,6 +17,7 @@ use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
 use datasets::Position;
 
+use super::termination::{self, Termination};
 use super::train_state::TrainState;
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::ps::{MinSizePartitioner, PsMode, PsReplica};
@@ -151,6 +152,13 @@ where
         state: TrainState<B, M>,
         local: Option<LocalStep>,
     ) -> Result<(TrainState<B, M>, Synced)>;
+
+    /// After a step: whether training stops there because a task was asked to terminate.
+    /// This process's own signal, where nobody waits for this replica's gradients;
+    /// replicas in step override it with what they agreed on in the step's exchange.
+    fn termination(&self) -> Option<Termination> {
+        termination::received().map(Termination::Alone)
+    }
 
     /// Stops before the others would (a hook's request), so that they stop with it instead
     /// of waiting for it. Nothing to do where nobody waits for this replica's gradients.

@@ -11,6 +11,7 @@ use datasets::{from_vec, Position};
 use serde::{Deserialize, Serialize};
 
 use super::step_sync::{Ready, Started, StepSync, Synced};
+use super::termination::Termination;
 use super::train_loop::TrainLoop;
 use super::train_state::TrainState;
 use crate::checkpoint::{Checkpoint, CheckpointManager};
@@ -88,12 +89,14 @@ impl Estimator for Line {
 type Calls = Arc<Mutex<Vec<String>>>;
 
 /// A strategy whose exchanges answer from a script: `A` apply, `P` applied elsewhere (the
-/// global step jumps by 10), `S` skipped, `X` stop, `E` error.
+/// global step jumps by 10), `S` skipped, `X` stop, `E` error, `T` apply and terminate
+/// (another replica was asked to).
 struct Scripted {
     script: Vec<char>,
     calls: Calls,
     chief: bool,
     start_step: u64,
+    terminated: bool,
 }
 
 impl Scripted {
@@ -160,9 +163,17 @@ where
             }
             'S' => Synced::Skipped,
             'X' => Synced::Stop,
+            'T' => {
+                self.terminated = true;
+                Synced::Apply(local)
+            }
             _ => return Err(Error::Config("scripted failure".into())),
         };
         Ok((state, synced))
+    }
+
+    fn termination(&self) -> Option<Termination> {
+        self.terminated.then_some(Termination::Peer)
     }
 
     fn leave(&mut self, state: &TrainState<Bk, M>) -> Result<()> {
@@ -247,6 +258,7 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
         calls: calls.clone(),
         chief,
         start_step,
+        terminated: false,
     };
     let device = Default::default();
     let state: State = TrainState {
@@ -277,6 +289,9 @@ fn run(script: &str, chief: bool, start_step: u64, batches: usize, stop_at: u64)
         model_dir,
     }
 }
+
+mod predict;
+mod termination;
 
 #[test]
 fn applied_steps_run_the_hooks_and_the_last_step_is_checkpointed() {
@@ -369,21 +384,4 @@ fn a_state_already_at_the_limit_trains_nothing_but_ends_the_job() {
     assert_eq!((outcome.global_step, outcome.steps_run), (8, 0));
     assert!(!run.calls.iter().any(|c| c.starts_with("exchange")));
     assert!(run.calls.contains(&"finish at 8".to_string()));
-}
-
-#[test]
-fn predictions_are_computed_on_a_pool_of_intra_op_threads() {
-    let trained = run("", true, 0, 3, u64::MAX);
-    assert!(trained.outcome.is_ok());
-    for threads in [1, 3] {
-        let estimator = Line {
-            run_config: RunConfig::new(trained.model_dir.path()).with_intra_op_threads(threads),
-        };
-        let batches = vec![vec![(1.0, 0.0), (2.0, 0.0)], vec![(3.0, 0.0)]];
-        let predictions: Vec<f32> = super::predict(&estimator, from_vec(batches), None)
-            .unwrap()
-            .collect::<Result<_>>()
-            .unwrap();
-        assert_eq!(predictions, vec![threads as f32; 3]);
-    }
 }

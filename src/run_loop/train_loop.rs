@@ -12,6 +12,7 @@ use super::local_step::accumulated_step;
 use super::loss_readout::LossReadout;
 use super::progress::RunProgressBar;
 use super::step_sync::{Ready, StepSync, Synced};
+use super::termination::{SignalWatch, Termination};
 use super::train_state::TrainState;
 use super::worker_positions::WorkerPositions;
 use crate::checkpoint::{CheckpointListener, CheckpointManager};
@@ -24,6 +25,8 @@ use crate::hooks::{
 };
 use crate::io::DirLock;
 use crate::seed::{replica_seed, step_seed};
+
+mod ending;
 
 /// The training state of a replica of estimator `E`.
 type State<B, E> = TrainState<B, <E as Estimator>::Model<B>>;
@@ -62,6 +65,8 @@ struct Steps<'p> {
     losses: LossReadout,
     /// Where this replica's own input stood, shared or recorded.
     own: WorkerPositions,
+    /// Set when training stops early because a task was asked to terminate.
+    terminated: Option<Termination>,
 }
 
 /// A step whose update was applied.
@@ -99,6 +104,7 @@ where
             save_estimator(self.estimator)?;
         }
         let limit = spec.limit;
+        let _watch = spec.stop_on_signals.then(SignalWatch::start).transpose()?;
         let state = match &config.warm_start_from {
             Some(settings) if is_chief => state.warm_started(settings, &config.model_dir)?,
             _ => state,
@@ -158,6 +164,7 @@ where
             first_step: None,
             losses: LossReadout::new(self.loss_readback),
             own,
+            terminated: None,
         };
 
         let mut begun = 0;
@@ -175,9 +182,13 @@ where
             let to_device = |batch: &E::Batch| estimator.to_device::<B>(batch, &device);
             let ahead = config.prefetch_to_device;
             with_device_input(&mut dataset, ahead, &to_device, |input| {
-                let state = self.steps(state, input, &mut hooks, chief.as_mut(), &mut steps);
+                let state = self.steps(state, input, &mut hooks, chief.as_mut(), &mut steps)?;
                 progress.finish();
-                let (checkpoint, crc, final_step) = self.end(state?, input, chief.as_mut())?;
+                if let Some(termination) = steps.terminated {
+                    let step = self.terminate(state, input, chief.as_mut(), &mut steps.own)?;
+                    return Err(termination.error(step, self.sync.is_chief()));
+                }
+                let (checkpoint, crc, final_step) = self.end(state, input, chief.as_mut())?;
                 steps.own.finish(final_step, &|| input.position());
                 // A parameter-server chief's final checkpoint is at the ps tasks' step, which
                 // other workers' pushes may have moved past the last one this task saw.
@@ -302,6 +313,21 @@ where
             if let Some(timeline) = &timeline {
                 timeline.end_step();
             }
+            // Before a hook's stop: replicas in step all stop here, so none leaves.
+            if let Some(termination) = self.sync.termination() {
+                tracing::warn!(
+                    "stopping after global_step {}: {}",
+                    state.global_step,
+                    match termination {
+                        Termination::Alone(_) | Termination::Here(_) => {
+                            "this task was asked to terminate"
+                        }
+                        Termination::Peer => "another replica was asked to terminate",
+                    }
+                );
+                steps.terminated = Some(termination);
+                break;
+            }
             if stop {
                 if state.global_step < steps.last_step {
                     self.sync.leave(&state)?;
@@ -369,25 +395,5 @@ where
             .progress
             .update(steps_done, || format!("loss {loss:.4}"));
         Ok((state, verdict.stop))
-    }
-
-    /// After the last step: the chief's final checkpoint, then the strategy's end of the
-    /// job; the checkpoint, the CRC-32C of the final weights and the global step they are at.
-    fn end(
-        &mut self,
-        state: State<B, E>,
-        input: &Input<'_, B, E>,
-        chief: Option<&mut Chief<'a>>,
-    ) -> Result<(Option<std::path::PathBuf>, u32, u64)> {
-        let (state, checkpoint) = match chief {
-            Some(chief) => {
-                let position = || input.position();
-                let (state, path) = chief.final_checkpoint(state, self.sync.as_mut(), &position)?;
-                (state, Some(path))
-            }
-            None => (state, None),
-        };
-        let crc = self.sync.finish(&state)?;
-        Ok((checkpoint, crc, state.global_step))
     }
 }

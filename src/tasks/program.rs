@@ -15,8 +15,10 @@ use crate::error::Error;
 /// Runs `program` as a training program's `main`: starts logging to standard error
 /// (`RUST_LOG`-style filter, `info` by default; colours on a terminal), runs it, and turns
 /// its result into the process's exit code — 0, [`RETRYABLE_EXIT_CODE`] (128) when the
-/// error is a lost peer (Kubeflow's `ExitCode` restart policy then restarts the task), 1
-/// otherwise — after printing the error and its causes on one line. The lost peer is found
+/// error is a lost peer (Kubeflow's `ExitCode` restart policy then restarts the task), 128 +
+/// the signal when training stopped on SIGTERM or SIGINT
+/// ([`TrainSpec::stop_on_signals`](crate::TrainSpec::stop_on_signals)), 1 otherwise —
+/// after printing the error and its causes on one line. The lost peer is found
 /// anywhere in the chain of causes, also inside an `anyhow::Error`.
 ///
 /// ```no_run

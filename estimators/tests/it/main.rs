@@ -24,5 +24,6 @@ mod restarts;
 mod ring_order;
 mod sharded_resume;
 mod stall;
+mod termination;
 mod tfrecord_input;
 mod tls_cluster;

@@ -16,6 +16,7 @@ use crate::distribute::{
     broadcast, CollectiveFault, CommStats, GradientAverager, LocalStep, Replica,
 };
 use crate::error::{Error, Result};
+use crate::run_loop::termination::{self, Termination};
 use crate::run_loop::train_state::TrainState;
 use crate::run_loop::worker_positions::SharedPositions;
 use crate::summary::SummaryWriter;
@@ -32,6 +33,8 @@ pub(crate) struct RingSync {
     shared: Option<SharedPositions>,
     /// The running statistics kept identical on all replicas, from the start.
     statistics: Option<RunningStatistics>,
+    /// Whether some replica was asked to terminate, as the last step's exchange agreed.
+    termination: Option<Termination>,
 }
 
 impl RingSync {
@@ -44,6 +47,7 @@ impl RingSync {
             manager,
             shared: None,
             statistics: None,
+            termination: None,
         }
     }
 
@@ -65,10 +69,23 @@ impl RingSync {
         model: &M,
         local: Option<LocalStep>,
     ) -> Result<Option<(LocalStep, Vec<f32>)>> {
-        let moves = (self.statistics.as_ref()).map_or_else(Vec::new, |s| s.moves(model));
-        self.averager
-            .average_along(model, local, moves, &mut self.replica.ring_transport())
-            .map_err(|e| self.replica.error(e))
+        let mut along = (self.statistics.as_ref()).map_or_else(Vec::new, |s| s.moves(model));
+        // Whether this replica was asked to terminate rides along, so that all replicas
+        // learn it in the same step and stop after it together.
+        let here = termination::received();
+        along.push(if here.is_some() { 1.0 } else { 0.0 });
+        let averaged = self
+            .averager
+            .average_along(model, local, along, &mut self.replica.ring_transport())
+            .map_err(|e| self.replica.error(e))?;
+        Ok(averaged.map(|(step, mut mean)| {
+            let anyone = mean.pop().is_some_and(|asked| asked > 0.0);
+            self.termination = match here {
+                Some(signal) => Some(Termination::Here(signal)),
+                None => anyone.then_some(Termination::Peer),
+            };
+            (step, mean)
+        }))
     }
 
     /// Compares this replica's weight digest with the chief's (broadcast); the replica
@@ -195,6 +212,10 @@ where
             shared.put(&mut checkpoint);
         }
         Ok((state, checkpoint))
+    }
+
+    fn termination(&self) -> Option<Termination> {
+        self.termination
     }
 
     fn leave(&mut self, state: &TrainState<B, M>) -> Result<()> {

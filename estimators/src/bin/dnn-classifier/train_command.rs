@@ -140,8 +140,10 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
     let input = || training.input();
     let classifier = training.cached.estimator();
     let timing = Timing::default();
+    // SIGTERM (a pod being evicted) or Ctrl-C: stop with a checkpoint, exit 128 + signal.
     let spec = TrainSpec::max_steps(args.max_steps)
         .with_auto_shard(false)
+        .with_stop_on_signals(true)
         .with_hook(timing.hook());
     let task = match (&eval_files, evaluate_after) {
         (Some(eval), true) => {
