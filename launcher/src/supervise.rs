@@ -22,12 +22,14 @@ mod lost;
 mod restart;
 mod running;
 mod sentinel;
+mod stop_signal;
 mod summary;
 mod watch;
 use lost::Blame;
 use restart::Restart;
 use running::{Running, SETTLE};
 use sentinel::Sentinel;
+use stop_signal::StopSignal;
 use summary::Ending;
 use watch::supervise;
 
@@ -76,6 +78,14 @@ pub fn launch(
             None
         }
     };
+    // Watched before any task starts, so that a Ctrl-C meanwhile reaches them too.
+    let stop = StopSignal::watch()
+        .map_err(|e| {
+            note(&format!(
+                "warning: cannot watch for Ctrl-C and SIGTERM ({e})"
+            ))
+        })
+        .ok();
     let (relays_alive, relays_done) = mpsc::channel::<()>();
     let group = sentinel.as_ref().map(Sentinel::group);
     let blame = Blame::default();
@@ -144,6 +154,7 @@ pub fn launch(
                 exit: None,
                 restarts: 0,
                 ending: Ending::Exited { signal: None },
+                told_to_stop: false,
             }),
             Err(e) => {
                 for running in tasks.iter_mut() {
@@ -167,7 +178,14 @@ pub fn launch(
         spawn: &mut spawn,
         together,
     };
-    let code = supervise(&mut tasks, layout.chief(), grace, restart, &blame);
+    let code = supervise(
+        &mut tasks,
+        layout.chief(),
+        grace,
+        restart,
+        &blame,
+        stop.as_ref(),
+    );
     finish(sentinel, relays_alive, relays_done);
     Ok(code)
 }

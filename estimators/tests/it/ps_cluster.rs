@@ -46,6 +46,11 @@ impl Launched {
         std::fs::read_to_string(self.dir.join("stdout")).unwrap()
     }
 
+    /// The launcher's own pid.
+    pub fn launcher_pid(&self) -> u32 {
+        self.reaper.0[0].id()
+    }
+
     /// The pid the launcher reported for `task`'s first start.
     pub fn pid(&self, task: &str) -> u32 {
         let stderr = self.stderr();

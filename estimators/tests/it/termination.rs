@@ -42,6 +42,15 @@ fn stopped_after(log: &str, prefix: &str) -> u64 {
     line.split(':').next().unwrap().parse().unwrap()
 }
 
+/// The step of an error line `training stopped at global_step N: …`.
+fn error_step(line: &str) -> u64 {
+    line.split("global_step ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no step in: {line}"))
+}
+
 /// Waits until `log()` shows `needle`, within [`LIMIT`].
 fn wait_for_log(needle: &str, log: impl Fn() -> String) {
     let deadline = Instant::now() + LIMIT;
@@ -182,13 +191,49 @@ fn a_parameter_server_chief_told_to_terminate_saves_and_the_others_lose_it_as_af
         );
     }
     let line = crate::cluster::error_line(&stderr, "[chief:0] ");
-    let step: u64 = line
-        .split("global_step ")
-        .nth(1)
-        .and_then(|rest| rest.split(':').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
+    let step = error_step(&line);
     assert!(line.ends_with("this task received SIGTERM; the chief saved a checkpoint there, run the job again to resume from it"), "{line}");
     let manager = CheckpointManager::new(&model_dir, None);
     assert_eq!(manager.latest_step().unwrap(), Some(step), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_to_the_launcher_stops_the_training_tasks_first_then_the_parameter_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let args = until_signalled(&model_dir);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let launcher = ["--workers", "1", "--ps", "1", "--grace-secs", "60"];
+    let mut cluster = Launched::start(dir.path(), &launcher, &args);
+    wait_for_log("loss = ", || cluster.stderr());
+    assert!(signal("-INT", cluster.launcher_pid()));
+    let code = cluster.wait(LIMIT);
+    let stderr = cluster.stderr();
+    assert_eq!(code, 143, "{stderr}");
+    assert!(
+        stderr.contains("estimator-launch: SIGINT: passing it on to every task as SIGTERM"),
+        "{stderr}"
+    );
+    let chief = crate::cluster::error_line(&stderr, "[chief:0] ");
+    assert!(
+        chief.ends_with("this task received SIGTERM; the chief saved a checkpoint there, run the job again to resume from it"),
+        "{stderr}"
+    );
+    let step = error_step(&chief);
+    let manager = CheckpointManager::new(&model_dir, None);
+    assert_eq!(manager.latest_step().unwrap(), Some(step), "{stderr}");
+    assert!(stderr.contains("worker:0 exited with code 143"), "{stderr}");
+    // The ps task is told last, once both training tasks are gone, and goes as its signal
+    // says.
+    let exit = |task: &str| {
+        stderr
+            .find(&format!("estimator-launch: {task} exited with code"))
+            .unwrap_or_else(|| panic!("no exit of {task}:\n{stderr}"))
+    };
+    assert!(
+        exit("ps:0") > exit("chief:0").max(exit("worker:0")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("ps:0 exited with code 143"), "{stderr}");
+    assert!(!stderr.contains("killing"), "{stderr}");
 }

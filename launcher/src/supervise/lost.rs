@@ -5,13 +5,13 @@
 //! task is ended at once: SIGTERM, then SIGKILL after a short grace (a stopped process only
 //! dies of the second).
 
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use estimator_cluster::Task;
 
-use super::running::{reap, Running, SETTLE};
+use super::running::{reap, terminate, Running, SETTLE};
 
 /// Longest an ended task may take to exit after SIGTERM before it is killed.
 pub(super) const TERM_GRACE: Duration = Duration::from_secs(3);
@@ -79,19 +79,7 @@ pub(super) fn to_end(tasks: &[Running], left: &[usize], blame: &Blame) -> Vec<(u
 /// Sends SIGTERM to `running`, waits up to `grace` for it, then kills it; its status, once
 /// reaped.
 pub(super) fn end(running: &mut Running, grace: Duration) -> Option<ExitStatus> {
-    // std sends only SIGKILL; the shell's kill builtin sends the rest. The child is not reaped
-    // yet, so its pid cannot name another process.
-    let _ = Command::new("/bin/sh")
-        .args([
-            "-c",
-            "kill -s TERM \"$1\"",
-            "sh",
-            &running.child.id().to_string(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    terminate(running.child.id());
     if let Some(status) = reap(&mut running.child, grace) {
         return Some(status);
     }

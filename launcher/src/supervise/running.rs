@@ -2,7 +2,7 @@
 //! told (codes as a shell reports them).
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,8 @@ pub(super) struct Running {
     pub(super) restarts: u32,
     /// How it ended (once `exit` is set).
     pub(super) ending: Ending,
+    /// Whether the launcher passed its own SIGINT / SIGTERM on to it.
+    pub(super) told_to_stop: bool,
 }
 
 impl Running {
@@ -81,4 +83,15 @@ pub(super) fn describe(status: ExitStatus) -> String {
         ),
         None => format!("exited with code {}", exit_code(status)),
     }
+}
+
+/// Sends SIGTERM to `pid` (a child not reaped yet, so the pid cannot name another process).
+pub(super) fn terminate(pid: u32) {
+    // std sends only SIGKILL; the shell's kill builtin sends the rest.
+    let _ = Command::new("/bin/sh")
+        .args(["-c", "kill -s TERM \"$1\"", "sh", &pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }

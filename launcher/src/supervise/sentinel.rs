@@ -3,8 +3,9 @@
 //! that pipe once it has reaped its tasks, which sweeps away whatever they left running; and
 //! when the launcher dies in any way (Ctrl-C, SIGTERM, even SIGKILL) the kernel closes the
 //! pipe for it, so the tasks die with it — without a signal handler. A terminal's Ctrl-C
-//! reaches only the launcher (the tasks are in another process group); the tasks are then
-//! killed with SIGKILL, like a lost machine.
+//! reaches only the launcher (the tasks are in another process group), which passes it on
+//! to them as SIGTERM (`stop_signal.rs`); a second Ctrl-C kills the launcher, and the
+//! sentinel then the tasks with SIGKILL, like a lost machine.
 
 use std::io;
 use std::os::unix::process::CommandExt;

@@ -6,11 +6,12 @@ use std::process::ExitStatus;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use estimator_cluster::Task;
+use estimator_cluster::{Task, TaskType};
 
 use super::lost::{self, Blame};
 use super::restart::{group_settled, restart_group, Restart};
-use super::running::{describe, exit_code, Running, POLL};
+use super::running::{describe, exit_code, terminate, Running, POLL};
+use super::stop_signal::{self, StopSignal};
 use super::summary::{self, Ending, Outcome};
 use crate::relay::note;
 
@@ -28,13 +29,15 @@ struct Cause {
 /// the chief's exit code — or, when the chief only lost a peer (≥ 128) after a task had failed
 /// for good (1–127), that task's. Retryable exits are restarted per `restart` until a task
 /// fails for good. Tasks left running once every other has exited, named lost by them (per
-/// `blame`), are ended without waiting for the grace.
+/// `blame`), are ended without waiting for the grace. The launcher's own SIGINT or SIGTERM
+/// (`stop`) goes on to every task as SIGTERM, with the grace to exit and no more restarts.
 pub(super) fn supervise(
     tasks: &mut [Running],
     chief: Task,
     grace: Duration,
     mut restart: Restart,
     blame: &Blame,
+    stop: Option<&StopSignal>,
 ) -> i32 {
     let mut chief_code = None;
     let mut cause: Option<Cause> = None;
@@ -43,8 +46,33 @@ pub(super) fn supervise(
     // Retryable exits of the group that restarts together, waiting for the group to settle.
     let mut held: Vec<(usize, ExitStatus, Instant)> = Vec::new();
     let mut deadline = None;
+    let mut stopping = false;
     loop {
         let now = Instant::now();
+        if let Some(signal) = stop.and_then(StopSignal::received).filter(|_| !stopping) {
+            stopping = true;
+            restart.max = 0;
+            note(&format!(
+                "{}: passing it on to every task as SIGTERM, training tasks first, {} s to \
+                 exit (again to kill them at once)",
+                stop_signal::name(signal),
+                grace.as_secs()
+            ));
+            deadline = Some(now + grace);
+        }
+        if stopping {
+            // The chief's last checkpoint may need the ps tasks: they go once training has.
+            let training_left = tasks.iter().any(|t| t.exit.is_none() && trains(t.task));
+            for running in tasks
+                .iter_mut()
+                .filter(|t| t.exit.is_none() && !t.told_to_stop)
+            {
+                if trains(running.task) || !training_left {
+                    terminate(running.child.id());
+                    running.told_to_stop = true;
+                }
+            }
+        }
         for (i, running) in tasks.iter_mut().enumerate() {
             if running.exit.is_some() || held.iter().any(|(h, _, _)| *h == i) {
                 continue;
@@ -238,4 +266,9 @@ fn record(
     if let Some(later) = later.filter(|_| code != 0) {
         later.push(format!("{} ({code})", running.task));
     }
+}
+
+/// Whether `task` trains (chief, worker), as opposed to serving variables or evaluating.
+fn trains(task: Task) -> bool {
+    matches!(task.kind, TaskType::Chief | TaskType::Worker)
 }
