@@ -1,7 +1,8 @@
 //! The fault campaign: a real cluster under `estimator-launch --max-restarts` loses a
-//! random task (chief, worker, ps or evaluator; SIGKILL) at a random moment, or has a
-//! synchronous parameter-server worker stopped (SIGSTOP) past the peer timeout and then
-//! continued, trial after trial. Each trial must end with the launcher's exit 0, the final checkpoint at exactly
+//! random task (chief, worker, ps or evaluator; SIGKILL, or SIGTERM, which a training task
+//! answers with a checkpoint before it exits) at a random moment, or has a synchronous
+//! parameter-server worker stopped (SIGSTOP) past the peer timeout and then continued,
+//! trial after trial. Each trial must end with the launcher's exit 0, the final checkpoint at exactly
 //! max_steps, every checkpoint on disk readable, the evaluator's last evaluation at
 //! max_steps (ps clusters run one), no task left running, and — where training is
 //! deterministic (MultiWorkerMirrored) — the same final weights as an uninterrupted run.
@@ -26,6 +27,8 @@ const MAX_STEPS: u64 = 2000;
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fault {
     Kill,
+    /// SIGTERM: a pod evicted.
+    Terminate,
     /// SIGSTOP for this long, then SIGCONT.
     Stop(Duration),
 }
@@ -107,6 +110,7 @@ fn run(dir: &Path, mode: Mode, victim: Option<(&str, Fault, Duration)>) -> Resul
         let pid = cluster.pid(task);
         killed = match fault {
             Fault::Kill => signal("-KILL", pid),
+            Fault::Terminate => signal("-TERM", pid),
             Fault::Stop(stopped) => {
                 let stopped_ok = signal("-STOP", pid);
                 std::thread::sleep(stopped);
@@ -180,6 +184,8 @@ fn campaign(trials: usize, seed: u64) -> (usize, Vec<String>) {
         let fault = if mode == Mode::SyncPs && rng.below(2) == 0 {
             victim = "worker:0";
             stopped_past_the_peer_timeout()
+        } else if rng.below(2) == 0 {
+            Fault::Terminate
         } else {
             Fault::Kill
         };
