@@ -133,7 +133,9 @@ fn train(train: &Path, model_dir: &Path, steps: u64) -> anyhow::Result<()> {
             .repeat(None)
             .batch_columnar(BATCH_SIZE, false))
     };
-    let outcome = classifier.train(input, TrainSpec::max_steps(steps))?;
+    // A pod's SIGTERM or Ctrl-C: stop after the step, with a checkpoint there.
+    let spec = TrainSpec::max_steps(steps).with_stop_on_signals(true);
+    let outcome = classifier.train(input, spec)?;
     let line = serde_json::json!({
         "global_step": outcome.global_step,
         "steps_run": outcome.steps_run,

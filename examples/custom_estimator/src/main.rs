@@ -56,7 +56,9 @@ fn run() -> anyhow::Result<()> {
     let test_input =
         || Ok(CsvDataset::open(bundled::iris_test_path(), schema.clone())?.batch(32, false));
 
-    let outcome = estimator.train(train_input, TrainSpec::max_steps(steps))?;
+    // A pod's SIGTERM or Ctrl-C: stop after the step, with a checkpoint there.
+    let spec = TrainSpec::max_steps(steps).with_stop_on_signals(true);
+    let outcome = estimator.train(train_input, spec)?;
     eprintln!(
         "trained to global_step {} (loss {:?})",
         outcome.global_step, outcome.last_loss
