@@ -21,11 +21,16 @@ pub struct Cli {
 pub enum Command {
     /// Train on CSV, Parquet or TFRecord files (resumes from the latest checkpoint in
     /// --model-dir).
+    ///
+    /// SIGTERM or Ctrl-C stops training after the step under way, with a checkpoint there
+    /// (exit code 143 or 130); a second one ends the process at once.
     #[command(
         after_help = "Examples:\n  dnn-classifier train --train iris_train.csv --label-column label \\\n    --hidden-units 128,64 --max-steps 1000 --model-dir /tmp/iris --json\n  dnn-classifier train --train mnist_train.tfrecord --feature-spec spec.json \\\n    --max-steps 1000 --model-dir /tmp/mnist"
     )]
     Train(TrainArgs),
     /// Train, then evaluate on --eval at the end.
+    ///
+    /// SIGTERM or Ctrl-C stops training as for train, without the evaluation.
     #[command(
         name = "train-and-evaluate",
         after_help = "Example:\n  dnn-classifier train-and-evaluate --train iris_train.csv --eval iris_test.csv \\\n    --label-column label --max-steps 1000 --model-dir /tmp/iris --json"
