@@ -26,7 +26,9 @@ use crate::layout::Roles;
     after_help = "Every task runs COMMAND with the launcher's environment plus its own TF_CONFIG; \
                   its output lines come back prefixed with the task's name ([worker:0] …). \
                   The launcher exits with the chief's exit code once the chief has exited and \
-                  the other tasks have exited or been killed after --grace-secs.\n\n\
+                  the other tasks have exited or been killed after --grace-secs. Ctrl-C or \
+                  SIGTERM goes on to the tasks as SIGTERM (training tasks first), a second one \
+                  kills them.\n\n\
                   Example:\n  estimator-launch --workers 2 -- dnn-classifier train \
                   --train iris_train.csv --label-column label --max-steps 1000 --model-dir /tmp/iris\n\n\
                   On a machine with 4 GPUs, one per replica:\n  estimator-launch --workers 3 --gpus 4 \
