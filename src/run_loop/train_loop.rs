@@ -314,18 +314,8 @@ where
                 timeline.end_step();
             }
             // Before a hook's stop: replicas in step all stop here, so none leaves.
-            if let Some(termination) = self.sync.termination() {
-                tracing::warn!(
-                    "stopping after global_step {}: {}",
-                    state.global_step,
-                    match termination {
-                        Termination::Alone(_) | Termination::Here(_) => {
-                            "this task was asked to terminate"
-                        }
-                        Termination::Peer => "another replica was asked to terminate",
-                    }
-                );
-                steps.terminated = Some(termination);
+            steps.terminated = self.terminating(state.global_step, steps.last_step);
+            if steps.terminated.is_some() {
                 break;
             }
             if stop {

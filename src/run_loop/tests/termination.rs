@@ -59,3 +59,15 @@ fn a_replica_that_is_not_the_chief_stops_without_a_checkpoint() {
         run.calls
     );
 }
+
+#[test]
+fn a_termination_at_the_last_step_ends_the_run_as_done() {
+    // Steps 1 to 7 apply, the 8th (max_steps) reports a termination.
+    let run = run("AAAAAAAT", true, 0, 100, u64::MAX);
+    assert_eq!(run.outcome.unwrap().global_step, 8);
+    assert!(
+        run.calls.contains(&"finish at 8".to_string()),
+        "{:?}",
+        run.calls
+    );
+}

@@ -7,6 +7,7 @@ use super::{Input, State, TrainLoop};
 use crate::error::Result;
 use crate::estimator::Estimator;
 use crate::run_loop::chief::Chief;
+use crate::run_loop::termination::Termination;
 use crate::run_loop::worker_positions::WorkerPositions;
 
 impl<'a, B, E> TrainLoop<'a, B, E>
@@ -14,6 +15,20 @@ where
     B: AutodiffBackend,
     E: Estimator,
 {
+    /// Whether training stops after `step` because a task was asked to terminate (never
+    /// at `last_step`, where the run ends as it would have anyway); the log says so.
+    pub(super) fn terminating(&self, step: u64, last_step: u64) -> Option<Termination> {
+        let termination = (step < last_step)
+            .then(|| self.sync.termination())
+            .flatten()?;
+        let who = match termination {
+            Termination::Alone(_) | Termination::Here(_) => "this task was",
+            Termination::Peer => "another replica was",
+        };
+        tracing::warn!("stopping after global_step {step}: {who} asked to terminate");
+        Some(termination)
+    }
+
     /// Training asked to terminate: the chief's checkpoint at the step reached, a
     /// parameter-server worker's input position; the step the run ends at. The strategy is
     /// not ended: the parameter-server tasks lose the chief as after a crash, and the job
