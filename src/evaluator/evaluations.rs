@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use datasets::Dataset;
 
 use super::pin::PinnedCheckpoint;
+use crate::checkpoint::{parse_checkpoint_file_name, CheckpointManager};
 use crate::error::{Error, Result};
-use crate::estimator::{Estimator, EvalSpec};
+use crate::estimator::{Estimator, EvalSpec, TrainOutcome};
 use crate::export::Exporter;
 use crate::io::DirLock;
 use crate::metrics::EvalHistory;
@@ -102,6 +103,26 @@ where
         self.results.insert(step, metrics.clone());
         self.export(pin.path(), &metrics, is_final)?;
         Ok(Evaluated::Metrics(metrics))
+    }
+
+    /// Ends the evaluations of a training run at its final checkpoint (`outcome`'s, or the
+    /// newest in the model directory), as an evaluator task's last evaluation: evaluated
+    /// unless it was, the final exporters run on it. Its metrics.
+    pub(crate) fn finish_run(&mut self, outcome: &TrainOutcome) -> Result<BTreeMap<String, f64>> {
+        let model_dir = &self.estimator.run_config().model_dir;
+        let checkpoint = match outcome.checkpoint.clone() {
+            Some(checkpoint) => checkpoint,
+            None => CheckpointManager::new(model_dir, None)
+                .list()?
+                .pop()
+                .ok_or_else(|| Error::checkpoint(model_dir, "no checkpoint to evaluate"))?,
+        };
+        let step = checkpoint
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(parse_checkpoint_file_name)
+            .unwrap_or(outcome.global_step);
+        self.finish(&checkpoint, step)
     }
 
     /// Ends the run at `checkpoint` (of global step `step`): evaluates it if it was not,

@@ -9,7 +9,6 @@ use datasets::Dataset;
 
 use super::connect::strategy_for;
 use super::serve_parameters::serve_parameters_in;
-use crate::checkpoint::{parse_checkpoint_file_name, CheckpointManager};
 use crate::cluster::{ClusterConfig, TaskType};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, EvalSpec, StepLimit, TrainOutcome, TrainSpec};
@@ -165,54 +164,8 @@ where
         strategy,
         Some(&mut listener),
     )?;
-    let metrics = evaluate_final(&mut evaluations, estimator, &outcome)?;
+    let metrics = evaluations.finish_run(&outcome)?;
     Ok((outcome, metrics))
-}
-
-/// Evaluates the final model of a training run as an evaluator task's last evaluation
-/// does, with `eval_spec`'s exporters (the final ones included); for the chief of a
-/// cluster that has no evaluator task.
-pub(crate) fn evaluate_final_model<E, ED, EF>(
-    estimator: &E,
-    eval_input_fn: &EF,
-    eval_spec: &EvalSpec,
-    outcome: &TrainOutcome,
-) -> Result<BTreeMap<String, f64>>
-where
-    E: Estimator,
-    ED: Dataset<Item = E::Batch> + Send,
-    EF: Fn() -> std::result::Result<ED, datasets::Error>,
-{
-    let mut evaluations = Evaluations::new(estimator, eval_input_fn, eval_spec)?;
-    evaluate_final(&mut evaluations, estimator, outcome)
-}
-
-/// The final checkpoint of `outcome` (or the newest in the model directory), evaluated
-/// unless it was, and the final exporters run on it.
-fn evaluate_final<E, ED, EF>(
-    evaluations: &mut Evaluations<'_, E, EF>,
-    estimator: &E,
-    outcome: &TrainOutcome,
-) -> Result<BTreeMap<String, f64>>
-where
-    E: Estimator,
-    ED: Dataset<Item = E::Batch> + Send,
-    EF: Fn() -> std::result::Result<ED, datasets::Error>,
-{
-    let model_dir = &estimator.run_config().model_dir;
-    let checkpoint = match outcome.checkpoint.clone() {
-        Some(checkpoint) => checkpoint,
-        None => CheckpointManager::new(model_dir, None)
-            .list()?
-            .pop()
-            .ok_or_else(|| Error::checkpoint(model_dir, "no checkpoint to evaluate"))?,
-    };
-    let step = checkpoint
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(parse_checkpoint_file_name)
-        .unwrap_or(outcome.global_step);
-    evaluations.finish(&checkpoint, step)
 }
 
 /// What this task's part of [`train_and_evaluate`] produced.

@@ -9,10 +9,11 @@ use datasets::Dataset;
 use super::connect::strategy_for;
 use super::serve_parameters::serve_parameters_in;
 use super::task_role::TaskRole;
-use super::train_and_evaluate::{evaluate_final_model, train_and_evaluate_in};
+use super::train_and_evaluate::train_and_evaluate_in;
 use crate::cluster::ClusterConfig;
 use crate::error::Result;
 use crate::estimator::{Estimator, EvalSpec, TrainOutcome, TrainSpec};
+use crate::evaluator::Evaluations;
 use crate::run_loop;
 
 /// What this task's part of a training job did.
@@ -102,13 +103,14 @@ where
         (TaskRole::ParameterServer, _) => TaskOutcome::ServedParameters,
         (_, None) => TaskOutcome::Evaluated(done.metrics.unwrap_or_default()),
         (_, Some(outcome)) => {
-            let metrics =
-                match done.metrics {
-                    None if role.is_chief() && !has_evaluator(&cluster) => Some(
-                        evaluate_final_model(estimator, &eval_input_fn, &eval_spec, &outcome)?,
-                    ),
-                    metrics => metrics,
-                };
+            let metrics = match done.metrics {
+                // As an evaluator's last evaluation: summaries, history, every exporter.
+                None if role.is_chief() && !has_evaluator(&cluster) => Some(
+                    Evaluations::new(estimator, &eval_input_fn, &eval_spec)?
+                        .finish_run(&outcome)?,
+                ),
+                metrics => metrics,
+            };
             TaskOutcome::Trained {
                 outcome,
                 metrics,
