@@ -13,6 +13,9 @@ pub enum ExportFault {
     Json(serde_json::Error),
     /// The export was written in a format this build does not load.
     Version(u32),
+    /// The directory is an export base (an exporter's, or `--export-dir-base`) holding
+    /// these versions, newest last, not an export itself.
+    Base(Vec<u64>),
 }
 
 impl fmt::Display for ExportFault {
@@ -22,6 +25,16 @@ impl fmt::Display for ExportFault {
             ExportFault::Json(e) => write!(f, "{e}"),
             ExportFault::Version(version) => {
                 write!(f, "unsupported export format version {version}")
+            }
+            ExportFault::Base(versions) => {
+                let listed: Vec<String> = versions.iter().map(u64::to_string).collect();
+                let newest = listed.last().map_or("", String::as_str);
+                write!(
+                    f,
+                    "not an export but a base of export versions ({}): give one of them, \
+                     the newest being {newest}",
+                    listed.join(", ")
+                )
             }
         }
     }

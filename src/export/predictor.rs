@@ -48,6 +48,15 @@ impl<E: Estimator, B: Backend> Predictor<E, B> {
     /// Loads the export in `dir` onto `device`.
     pub fn load_on(dir: impl AsRef<Path>, device: B::Device) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
+        if !dir.join(EXPORT_FILE).exists() {
+            let versions = super::writer::export_stamps(&dir)?;
+            if !versions.is_empty() {
+                return Err(Error::Export {
+                    path: dir,
+                    fault: ExportFault::Base(versions),
+                });
+            }
+        }
         let info: ExportInfo = read_json(&dir, EXPORT_FILE)?;
         if info.format_version != super::writer::EXPORT_FORMAT_VERSION {
             return Err(Error::Export {

@@ -39,6 +39,17 @@ fn train_evaluate_predict_export_round_trip() {
     }
 
     let export_dir = est.export(&dir.path().join("export")).unwrap();
+    // The base is not the export: the error names its versions.
+    let base = Predictor::<TinyClassifier>::load(dir.path().join("export")).err();
+    let version = export_dir.file_name().unwrap().to_string_lossy();
+    assert!(
+        base.as_ref()
+            .is_some_and(|e| e.to_string().ends_with(&format!(
+                "not an export but a base of export versions ({version}): give one of them, the \
+             newest being {version}"
+            ))),
+        "{base:?}"
+    );
     let predictor = Predictor::<TinyClassifier>::load(&export_dir).unwrap();
     assert_eq!(predictor.global_step(), 200);
     let batch = crate::support::examples()[..40].to_vec();
