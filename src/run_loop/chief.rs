@@ -148,9 +148,9 @@ impl<'l> Chief<'l> {
         Ok((state, path))
     }
 
-    /// A run asked to terminate: a checkpoint at the step reached (and that step), unless it has one,
-    /// saved as a periodic one is (parameter-server tasks are not told that training ended)
-    /// and not handed to the listener, since there is no time to evaluate it.
+    /// A run asked to terminate: a checkpoint at the step reached, unless it has one, saved
+    /// as a periodic one is (parameter-server tasks are not told that training ended) and
+    /// not handed to the listener, since there is no time to evaluate it; its path and step.
     pub fn checkpoint_before_stopping<B, M>(
         &mut self,
         state: TrainState<B, M>,
@@ -163,19 +163,16 @@ impl<'l> Chief<'l> {
     {
         self.listener = None;
         let step = state.global_step;
-        if self.manager.latest_step()? == Some(step) {
-            return Ok((
-                crate::checkpoint::checkpoint_path(&self.model_dir, step),
-                step,
-            ));
-        }
-        self.save(state, sync, position)?;
-        // A parameter-server chief's checkpoint is at the ps tasks' step.
-        let saved = self.manager.latest_step()?.unwrap_or(step);
-        Ok((
-            crate::checkpoint::checkpoint_path(&self.model_dir, saved),
-            saved,
-        ))
+        let saved = match self.manager.latest_step()? == Some(step) {
+            true => step,
+            false => {
+                self.save(state, sync, position)?;
+                // A parameter-server chief's checkpoint is at the ps tasks' step.
+                self.manager.latest_step()?.unwrap_or(step)
+            }
+        };
+        let path = crate::checkpoint::checkpoint_path(&self.model_dir, saved);
+        Ok((path, saved))
     }
 
     /// Writes what the summaries hold so far, the histograms still being bucketed included.
