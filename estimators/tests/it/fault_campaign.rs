@@ -2,8 +2,8 @@
 //! random task (chief, worker, ps or evaluator; SIGKILL, or SIGTERM, which a training task
 //! answers with a checkpoint before it exits) at a random moment, or has a synchronous
 //! parameter-server worker stopped (SIGSTOP) past the peer timeout and then continued,
-//! trial after trial. Each trial must end with the launcher's exit 0, the final checkpoint at exactly
-//! max_steps, every checkpoint on disk readable, the evaluator's last evaluation at
+//! trial after trial. Each trial must end with the launcher's exit 0, the final checkpoint at
+//! exactly max_steps, every checkpoint on disk readable, the evaluator's last evaluation at
 //! max_steps (ps clusters run one), no task left running, and — where training is
 //! deterministic (MultiWorkerMirrored) — the same final weights as an uninterrupted run.
 //!

@@ -13,6 +13,11 @@ use crate::cli::iris;
 use crate::cluster::{dnn_classifier, signal, wait_until, Reaper, LIMIT};
 use crate::ps_cluster::{train_args, Launched};
 
+/// How the error line of a task that received SIGTERM and saved the checkpoint ends.
+const SAVED_HERE: &str =
+    "this task received SIGTERM; the chief saved a checkpoint there, run the job again to resume \
+     from it";
+
 /// Training that runs until signalled: no checkpoint is due before a million steps.
 fn until_signalled(model_dir: &Path) -> Vec<String> {
     let model_dir = model_dir.to_str().unwrap();
@@ -192,7 +197,7 @@ fn a_parameter_server_chief_told_to_terminate_saves_and_the_others_lose_it_as_af
     }
     let line = crate::cluster::error_line(&stderr, "[chief:0] ");
     let step = error_step(&line);
-    assert!(line.ends_with("this task received SIGTERM; the chief saved a checkpoint there, run the job again to resume from it"), "{line}");
+    assert!(line.ends_with(SAVED_HERE), "{line}");
     let manager = CheckpointManager::new(&model_dir, None);
     assert_eq!(manager.latest_step().unwrap(), Some(step), "{stderr}");
 }
@@ -215,10 +220,7 @@ fn ctrl_c_to_the_launcher_stops_the_training_tasks_first_then_the_parameter_serv
         "{stderr}"
     );
     let chief = crate::cluster::error_line(&stderr, "[chief:0] ");
-    assert!(
-        chief.ends_with("this task received SIGTERM; the chief saved a checkpoint there, run the job again to resume from it"),
-        "{stderr}"
-    );
+    assert!(chief.ends_with(SAVED_HERE), "{stderr}");
     let step = error_step(&chief);
     let manager = CheckpointManager::new(&model_dir, None);
     assert_eq!(manager.latest_step().unwrap(), Some(step), "{stderr}");
