@@ -46,11 +46,15 @@ pub(super) fn supervise(
     // Retryable exits of the group that restarts together, waiting for the group to settle.
     let mut held: Vec<(usize, ExitStatus, Instant)> = Vec::new();
     let mut deadline = None;
-    let mut stopping = false;
+    // The launcher's own signal, once passed on.
+    let mut stopping: Option<i32> = None;
     loop {
         let now = Instant::now();
-        if let Some(signal) = stop.and_then(StopSignal::received).filter(|_| !stopping) {
-            stopping = true;
+        if let Some(signal) = stop
+            .and_then(StopSignal::received)
+            .filter(|_| stopping.is_none())
+        {
+            stopping = Some(signal);
             restart.max = 0;
             note(&format!(
                 "{}: passing it on to every task as SIGTERM, training tasks first, {} s to \
@@ -60,7 +64,7 @@ pub(super) fn supervise(
             ));
             deadline = Some(now + grace);
         }
-        if stopping {
+        if stopping.is_some() {
             // The chief's last checkpoint may need the ps tasks: they go once training has.
             let training_left = tasks.iter().any(|t| t.exit.is_none() && trains(t.task));
             for running in tasks
@@ -191,9 +195,13 @@ pub(super) fn supervise(
             ));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
+            let after = match stopping {
+                Some(signal) => format!("the launcher passed {} on", stop_signal::name(signal)),
+                None => format!("{chief} exited"),
+            };
             for i in left {
                 note(&format!(
-                    "killing {}: still running {} s after {chief} exited",
+                    "killing {}: still running {} s after {after}",
                     tasks[i].task,
                     grace.as_secs()
                 ));

@@ -5,5 +5,6 @@ mod closed_pipes;
 mod exits;
 mod explain_and_usage;
 mod harness;
+mod stop_signal;
 mod supervision;
 mod task_environment;
