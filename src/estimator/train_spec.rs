@@ -44,7 +44,9 @@ pub struct TrainSpec {
     /// [`Error::Terminated`](crate::Error::Terminated) (TF's `PreemptionCheckpointHandler`;
     /// default false). Replicas in step stop at the same step, whichever of them received
     /// it; a second signal terminates at once. The handlers stay registered for the rest of
-    /// the process, acting as if absent outside a run that asked for them.
+    /// the process, acting as if absent outside a run that asked for them. A signal the
+    /// program already handles (its own handler, tokio's) is only watched: that handler
+    /// still decides what else happens.
     pub stop_on_signals: bool,
 }
 

@@ -6,7 +6,9 @@
 //! The handlers stay registered once a run has asked for them (signal-hook cannot take a
 //! termination handler back without leaving the signal ignored); outside a run that
 //! watches, a signal does what it would without them. A signal the process ignores (SIGINT
-//! in a script's background job) is left ignored.
+//! in a script's background job) is left ignored, and one it already handles (its own
+//! handler, tokio's) is only watched: that handler decides what else happens, also to a
+//! second signal.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -56,6 +58,9 @@ struct Flags {
 static FLAGS: OnceLock<std::io::Result<Flags>> = OnceLock::new();
 /// How many runs of this process are watching.
 static WATCHING: Mutex<usize> = Mutex::new(0);
+/// Whether any is: a signal a handler of the program's own took outside a run is no
+/// request to stop.
+static WATCHED: AtomicBool = AtomicBool::new(false);
 
 fn flags() -> Result<&'static Flags> {
     let registered = FLAGS.get_or_init(|| {
@@ -63,11 +68,17 @@ fn flags() -> Result<&'static Flags> {
             received: Arc::new(AtomicUsize::new(0)),
             unhandled: Arc::new(AtomicBool::new(true)),
         };
-        for signal in [SIGTERM, SIGINT].into_iter().filter(|s| !ignored(*s)) {
-            // In this order: unhandled → the default action; else arm the next signal's
-            // default action, and record this one.
-            flag::register_conditional_default(signal, Arc::clone(&flags.unhandled))?;
-            flag::register(signal, Arc::clone(&flags.unhandled))?;
+        for signal in [SIGTERM, SIGINT] {
+            match disposition(signal) {
+                Disposition::Ignored => continue,
+                // In this order: unhandled → the default action; else arm the next signal's
+                // default action, and record this one.
+                Disposition::Default => {
+                    flag::register_conditional_default(signal, Arc::clone(&flags.unhandled))?;
+                    flag::register(signal, Arc::clone(&flags.unhandled))?;
+                }
+                Disposition::Handled => {}
+            }
             flag::register_usize(signal, Arc::clone(&flags.received), signal as usize)?;
         }
         Ok(flags)
@@ -79,6 +90,9 @@ fn flags() -> Result<&'static Flags> {
 
 /// The signal this process received while a run watched, if any.
 pub(crate) fn received() -> Option<i32> {
+    if !WATCHED.load(Ordering::SeqCst) {
+        return None;
+    }
     let flags = FLAGS.get()?.as_ref().ok()?;
     match flags.received.load(Ordering::SeqCst) {
         0 => None,
@@ -97,6 +111,7 @@ impl SignalWatch {
         if *watching == 0 {
             flags.received.store(0, Ordering::SeqCst);
             flags.unhandled.store(false, Ordering::SeqCst);
+            WATCHED.store(true, Ordering::SeqCst);
         }
         *watching += 1;
         Ok(SignalWatch(()))
@@ -108,20 +123,52 @@ impl Drop for SignalWatch {
         let mut watching = WATCHING.lock().unwrap_or_else(PoisonError::into_inner);
         *watching -= 1;
         if let (0, Some(Ok(flags))) = (*watching, FLAGS.get()) {
+            WATCHED.store(false, Ordering::SeqCst);
             flags.unhandled.store(true, Ordering::SeqCst);
             flags.received.store(0, Ordering::SeqCst);
         }
     }
 }
 
-/// Whether `signal` is ignored, as SIGINT is in a job a script started in the background:
-/// such a signal stays ignored (as Python leaves it).
+/// What a signal does before the handlers are registered.
+enum Disposition {
+    /// Its default action (SIGTERM, SIGINT: end the process).
+    Default,
+    /// Nothing, as SIGINT in a job a script started in the background: it stays so (as
+    /// Python leaves it).
+    Ignored,
+    /// The program's own handler runs.
+    Handled,
+}
+
+/// What `signal` does now.
 #[allow(unsafe_code)]
-fn ignored(signal: libc::c_int) -> bool {
+fn disposition(signal: libc::c_int) -> Disposition {
     let mut current = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: with no new action, sigaction only writes the current one into `current`,
     // which is zeroed (a valid sigaction) whatever it does.
     let read = unsafe { libc::sigaction(signal, std::ptr::null(), current.as_mut_ptr()) };
     // SAFETY: zeroed, then written by the kernel: initialised either way.
-    read == 0 && unsafe { current.assume_init() }.sa_sigaction == libc::SIG_IGN
+    let handler = unsafe { current.assume_init() }.sa_sigaction;
+    match handler {
+        _ if read != 0 => Disposition::Default,
+        libc::SIG_IGN => Disposition::Ignored,
+        libc::SIG_DFL => Disposition::Default,
+        _ => Disposition::Handled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_with_a_handler_of_the_programs_own_is_told_from_one_left_as_default() {
+        // SIGUSR2: no other test uses it, and its handler sets a flag only.
+        let signal = signal_hook::consts::SIGUSR2;
+        assert!(matches!(disposition(signal), Disposition::Default));
+        let id = flag::register(signal, Arc::new(AtomicBool::new(false))).unwrap();
+        assert!(matches!(disposition(signal), Disposition::Handled));
+        signal_hook::low_level::unregister(id);
+    }
 }
