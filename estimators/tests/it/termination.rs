@@ -3,7 +3,7 @@
 //! alone, and as the worker of a launched cluster, which stops with it.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,25 @@ fn until_signalled(model_dir: &Path) -> Vec<String> {
     args[every + 1] = "1000000".into();
     args.extend(["--train".into(), iris("iris_train.csv")]);
     args
+}
+
+/// A cluster launched with `launcher` flags, training with `extra` flags until signalled,
+/// past its first logged loss; its model directory.
+fn training_cluster(dir: &Path, launcher: &[&str], extra: &[&str]) -> (Launched, PathBuf) {
+    let model_dir = dir.join("model");
+    let mut args = until_signalled(&model_dir);
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cluster = Launched::start(dir, launcher, &args);
+    wait_for_log("loss = ", || cluster.stderr());
+    (cluster, model_dir)
+}
+
+/// The step of the latest checkpoint in `model_dir`.
+fn latest_step(model_dir: &Path) -> Option<u64> {
+    CheckpointManager::new(model_dir, None)
+        .latest_step()
+        .unwrap()
 }
 
 /// The step a task said it stopped after, from its log.
@@ -95,8 +114,7 @@ fn sigterm_saves_the_step_reached_exits_143_and_a_rerun_resumes_there() {
         )),
         "{stderr}"
     );
-    let manager = CheckpointManager::new(&model_dir, None);
-    assert_eq!(manager.latest_step().unwrap(), Some(step), "{stderr}");
+    assert_eq!(latest_step(&model_dir), Some(step), "{stderr}");
 
     // Run again: it resumes from that checkpoint and finishes.
     let mut args = until_signalled(&model_dir);
@@ -113,18 +131,13 @@ fn sigterm_saves_the_step_reached_exits_143_and_a_rerun_resumes_there() {
         rerun_log.contains(&format!("(global_step {step})")),
         "{rerun_log}"
     );
-    assert_eq!(manager.latest_step().unwrap(), Some(step + 50));
+    assert_eq!(latest_step(&model_dir), Some(step + 50));
 }
 
 #[test]
 fn a_worker_told_to_terminate_stops_the_cluster_at_one_step_with_the_chiefs_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
-    let model_dir = dir.path().join("model");
-    let args = until_signalled(&model_dir);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut cluster = Launched::start(dir.path(), &["--workers", "1"], &args);
-    wait_for_log("[chief:0] ", || cluster.stderr());
-    wait_for_log("loss = ", || cluster.stderr());
+    let (mut cluster, model_dir) = training_cluster(dir.path(), &["--workers", "1"], &[]);
     assert!(signal("-TERM", cluster.pid("worker:0")));
     let code = cluster.wait(LIMIT);
     let stderr = cluster.stderr();
@@ -140,20 +153,14 @@ fn a_worker_told_to_terminate_stops_the_cluster_at_one_step_with_the_chiefs_chec
         )),
         "{stderr}"
     );
-    let manager = CheckpointManager::new(&model_dir, None);
-    assert_eq!(manager.latest_step().unwrap(), Some(step), "{stderr}");
+    assert_eq!(latest_step(&model_dir), Some(step), "{stderr}");
 }
 
 #[test]
 fn a_second_sigterm_ends_a_task_that_cannot_finish_its_step() {
     let dir = tempfile::tempdir().unwrap();
-    let model_dir = dir.path().join("model");
-    let mut args = until_signalled(&model_dir);
-    args.extend(["--peer-timeout-secs".into(), "120".into()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let launcher = ["--workers", "1", "--grace-secs", "5"];
-    let mut cluster = Launched::start(dir.path(), &launcher, &args);
-    wait_for_log("loss = ", || cluster.stderr());
+    let (mut cluster, _) = training_cluster(dir.path(), &launcher, &["--peer-timeout-secs", "120"]);
     // A stopped worker holds the chief in the step's all-reduce.
     let (chief, worker) = (cluster.pid("chief:0"), cluster.pid("worker:0"));
     assert!(signal("-STOP", worker));
@@ -176,14 +183,9 @@ fn a_second_sigterm_ends_a_task_that_cannot_finish_its_step() {
 #[test]
 fn a_parameter_server_chief_told_to_terminate_saves_and_the_others_lose_it_as_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
-    let model_dir = dir.path().join("model");
-    let mut args = until_signalled(&model_dir);
-    args.extend(["--peer-timeout-secs".into(), "3".into()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let launcher = ["--workers", "1", "--ps", "1", "--grace-secs", "60"];
-    let mut cluster = Launched::start(dir.path(), &launcher, &args);
-    wait_for_log("[chief:0] ", || cluster.stderr());
-    wait_for_log("loss = ", || cluster.stderr());
+    let (mut cluster, model_dir) =
+        training_cluster(dir.path(), &launcher, &["--peer-timeout-secs", "3"]);
     assert!(signal("-TERM", cluster.pid("chief:0")));
     let code = cluster.wait(LIMIT);
     let stderr = cluster.stderr();
@@ -198,19 +200,14 @@ fn a_parameter_server_chief_told_to_terminate_saves_and_the_others_lose_it_as_af
     let line = crate::cluster::error_line(&stderr, "[chief:0] ");
     let step = error_step(&line);
     assert!(line.ends_with(SAVED_HERE), "{line}");
-    let manager = CheckpointManager::new(&model_dir, None);
-    assert_eq!(manager.latest_step().unwrap(), Some(step), "{stderr}");
+    assert_eq!(latest_step(&model_dir), Some(step), "{stderr}");
 }
 
 #[test]
 fn ctrl_c_to_the_launcher_stops_the_training_tasks_first_then_the_parameter_servers() {
     let dir = tempfile::tempdir().unwrap();
-    let model_dir = dir.path().join("model");
-    let args = until_signalled(&model_dir);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let launcher = ["--workers", "1", "--ps", "1", "--grace-secs", "60"];
-    let mut cluster = Launched::start(dir.path(), &launcher, &args);
-    wait_for_log("loss = ", || cluster.stderr());
+    let (mut cluster, model_dir) = training_cluster(dir.path(), &launcher, &[]);
     assert!(signal("-INT", cluster.launcher_pid()));
     let code = cluster.wait(LIMIT);
     let stderr = cluster.stderr();
@@ -222,8 +219,7 @@ fn ctrl_c_to_the_launcher_stops_the_training_tasks_first_then_the_parameter_serv
     let chief = crate::cluster::error_line(&stderr, "[chief:0] ");
     assert!(chief.ends_with(SAVED_HERE), "{stderr}");
     let step = error_step(&chief);
-    let manager = CheckpointManager::new(&model_dir, None);
-    assert_eq!(manager.latest_step().unwrap(), Some(step), "{stderr}");
+    assert_eq!(latest_step(&model_dir), Some(step), "{stderr}");
     assert!(stderr.contains("worker:0 exited with code 143"), "{stderr}");
     // The ps task is told last, once both training tasks are gone, and goes as its signal
     // says.
