@@ -14,6 +14,7 @@ mod body_timeout;
 mod budget;
 mod connection;
 mod connections;
+mod dir_stamp;
 mod error;
 mod http;
 mod limits;

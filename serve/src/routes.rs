@@ -1,5 +1,7 @@
 //! The REST handlers: TF Serving's URLs, the version a URL selects, and the answers.
 
+use std::collections::BTreeMap;
+
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -11,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::body_timeout::BodyTimeout;
 use crate::error::ServeError;
+use crate::load_fault::LoadFault;
 use crate::request::{
     check_signature_name, classify_response, examples, predict_instances, predict_response,
     regress_response, Format, DEFAULT_SIGNATURE,
@@ -29,14 +32,17 @@ fn split_verb(segment: &str) -> Result<(&str, &str), ServeError> {
 
 type Reply = Result<Json<Value>, ServeError>;
 
+/// Every version the server knows of, newest first: those it serves `AVAILABLE`, those that
+/// did not load `END` with the reason, as TF Serving reports a version whose load failed.
 pub(crate) async fn status(State(server): State<Server>, Path(model): Path<String>) -> Reply {
     let versions = server.versions(&model)?;
-    let list: Vec<Value> = versions
+    let mut states: BTreeMap<u64, Value> = versions
         .versions
         .keys()
-        .rev()
-        .map(|v| version_status(*v))
+        .map(|v| (*v, available(*v)))
         .collect();
+    states.extend(versions.refused.iter().map(|(v, why)| (*v, ended(*v, why))));
+    let list: Vec<Value> = states.into_values().rev().collect();
     Ok(Json(json!({ "model_version_status": list })))
 }
 
@@ -45,17 +51,32 @@ pub(crate) async fn status_of(
     Path((model, kind, which)): Path<(String, String, String)>,
 ) -> Reply {
     let which = Which::parse(&kind, &which)?;
+    if let Which::Version(version) = which {
+        if let Some(why) = server.versions(&model)?.refused.get(&version) {
+            return Ok(Json(
+                json!({ "model_version_status": [ended(version, why)] }),
+            ));
+        }
+    }
     let (version, _) = server.servable(&model, &which)?;
     Ok(Json(
-        json!({ "model_version_status": [version_status(version)] }),
+        json!({ "model_version_status": [available(version)] }),
     ))
 }
 
-fn version_status(version: u64) -> Value {
+fn available(version: u64) -> Value {
     json!({
         "version": version.to_string(),
         "state": "AVAILABLE",
         "status": { "error_code": "OK", "error_message": "" }
+    })
+}
+
+fn ended(version: u64, why: &LoadFault) -> Value {
+    json!({
+        "version": version.to_string(),
+        "state": "END",
+        "status": { "error_code": "UNKNOWN", "error_message": why.to_string() }
     })
 }
 

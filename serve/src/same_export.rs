@@ -1,7 +1,7 @@
-//! Whether two export directories hold the same export. Exporters that export one
-//! checkpoint within a second (the latest and final exporters after a run's last
-//! evaluation) write it under one version number in two label directories; their weight
-//! files can differ only in the order of the safetensors header's members, so files are
+//! Whether two export directories hold the same export: a copy of one export under a
+//! second label, or one checkpoint that the latest and final exporters wrote under one
+//! number before they shared a numbering. Their weight files can differ only in the order
+//! of the safetensors header's members, so files are
 //! compared by meaning: JSON as JSON, safetensors by header (as JSON) and data, anything
 //! else byte for byte.
 

@@ -7,16 +7,15 @@
 //!
 //! Names are read as numbers, as TF Serving reads them, so `01800000000` is version
 //! 1800000000, and `latest/7` and `final/7` are both version 7. Directories naming one
-//! version that hold the same export (the latest and final exporters exporting one
-//! checkpoint within a second) serve as that version. Holding different exports, the
+//! version that hold the same export (a copy under a second label) serve as that version. Holding different exports, the
 //! version is ambiguous: TF Serving warns and loads one of them; here neither is served and
 //! an error names every directory, since serving either could answer with the wrong model.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
 
+use crate::dir_stamp::DirStamp;
 use crate::error::ServeError;
 use crate::load_fault::LoadFault;
 use crate::loaders::Loaders;
@@ -36,9 +35,10 @@ pub struct ModelVersions {
     pub refused: BTreeMap<u64, LoadFault>,
     /// Versions named by directories holding different exports: never served.
     pub ambiguous: BTreeSet<u64>,
-    /// Version named by several directories → those directories with their modification
-    /// times when compared, so that they are compared again only once they change.
-    compared: BTreeMap<u64, Vec<(PathBuf, Option<SystemTime>)>>,
+    /// Version number → its directories as they were when last looked at, so that a
+    /// version refused (ambiguous, or failing to load) is tried again only once they
+    /// change, and logged once per change instead of at every scan.
+    stamps: BTreeMap<u64, DirStamp>,
 }
 
 impl ModelVersions {
@@ -49,9 +49,9 @@ impl ModelVersions {
 
     /// Loads the versions under `base` that `known` does not hold yet, keeping those it
     /// holds (a version directory is never rewritten: exports are renamed into place
-    /// whole). A version that fails to load is logged and left out; it is tried again at
-    /// the next scan. An ambiguous version is logged when it becomes ambiguous, and left
-    /// out until its directories change.
+    /// whole). A version that fails to load, or is ambiguous, is logged and left out until
+    /// its directories change (an export copied in file by file, or fixed in place), when
+    /// it is tried again.
     pub fn scan(base: &Path, known: &ModelVersions, loaders: &Loaders) -> std::io::Result<Self> {
         let mut claims: BTreeMap<u64, Vec<PathBuf>> = BTreeMap::new();
         let mut next = ModelVersions::default();
@@ -63,33 +63,24 @@ impl ModelVersions {
             claims.entry(version).or_default().push(dir);
         }
         for (version, dirs) in claims {
+            let stamp = DirStamp::of(&dirs);
+            let unchanged = known.stamps.get(&version) == Some(&stamp);
             next.dirs.insert(version, dirs.clone());
-            if dirs.len() > 1 {
-                let stamped: Vec<_> = dirs
-                    .iter()
-                    .map(|d| {
-                        (
-                            d.clone(),
-                            std::fs::metadata(d).and_then(|m| m.modified()).ok(),
-                        )
-                    })
-                    .collect();
-                let seen = known.compared.get(&version) == Some(&stamped);
-                next.compared.insert(version, stamped);
-                if seen && known.ambiguous.contains(&version) {
-                    next.ambiguous.insert(version);
-                    if let Some(why) = known.refused.get(&version) {
-                        next.refused.insert(version, why.clone());
+            next.stamps.insert(version, stamp);
+            if unchanged {
+                if let Some(why) = known.refused.get(&version) {
+                    next.refused.insert(version, why.clone());
+                    if known.ambiguous.contains(&version) {
+                        next.ambiguous.insert(version);
                     }
                     continue;
                 }
-                if !seen {
-                    if let Err(why) = one_export(version, &dirs) {
-                        tracing::error!("{why}");
-                        next.ambiguous.insert(version);
-                        next.refused.insert(version, why);
-                        continue;
-                    }
+            } else if dirs.len() > 1 {
+                if let Err(why) = one_export(version, &dirs) {
+                    tracing::error!("{why}");
+                    next.ambiguous.insert(version);
+                    next.refused.insert(version, why);
+                    continue;
                 }
             }
             let dir = &dirs[0];

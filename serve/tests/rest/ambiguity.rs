@@ -51,18 +51,32 @@ fn two_labels_holding_different_exports_under_one_version_are_refused_naming_bot
     for path in [
         "/v1/models/iris/labels/latest",
         "/v1/models/iris/labels/final",
-        "/v1/models/iris/versions/7",
     ] {
         let (code, body) = get(path);
         assert_eq!(code, 404, "{path}: {body}");
     }
+    let predicted = ureq::post(&format!("{}/v1/models/iris/versions/7:predict", served.url))
+        .send_json(json!({"instances": rows()}));
+    assert_eq!(answer(predicted).0, 404);
+    // The status names it as a version that did not load, and why.
     let (code, status) = get("/v1/models/iris");
     assert_eq!(code, 200, "{status}");
+    let ended = json!({"version": "7", "state": "END",
+        "status": {"error_code": "UNKNOWN", "error_message": refusal_text(refusal)}});
     assert_eq!(
         status["model_version_status"],
         json!([{"version": version_of(&other).to_string(), "state": "AVAILABLE",
-            "status": {"error_code": "OK", "error_message": ""}}])
+            "status": {"error_code": "OK", "error_message": ""}}, ended])
     );
+    assert_eq!(
+        get("/v1/models/iris/versions/7").1["model_version_status"][0],
+        ended
+    );
+}
+
+/// What a logged line says after its level and target.
+fn refusal_text(line: &str) -> &str {
+    &line[line.find("version 7 is ambiguous").unwrap()..]
 }
 
 #[test]
@@ -77,11 +91,15 @@ fn numbers_written_two_ways_are_one_version_ambiguous_unless_the_exports_are_the
     std::fs::rename(&first, &plain).unwrap();
     std::fs::rename(&second, &padded).unwrap();
     let running = Running::start(load_iris(&base));
-    let (code, body) = running.get("/v1/models/iris/versions/1800000000");
+    let (code, body) = running.post(
+        "/v1/models/iris/versions/1800000000:predict",
+        &json!({"instances": rows()}),
+    );
     assert_eq!(code, 404, "{body}");
     let (_, status) = running.get("/v1/models/iris");
+    assert_eq!(status["model_version_status"][0]["state"], "END");
     assert_eq!(
-        status["model_version_status"][0]["version"],
+        status["model_version_status"][1]["version"],
         version_of(&kept).to_string()
     );
     let versions = running.server.model_versions("iris").unwrap();
@@ -100,6 +118,7 @@ fn numbers_written_two_ways_are_one_version_ambiguous_unless_the_exports_are_the
     running.server.rescan();
     let (code, status) = running.get("/v1/models/iris/versions/1800000000");
     assert_eq!(code, 200, "{status}");
+    assert_eq!(status["model_version_status"][0]["state"], "AVAILABLE");
     let (code, reply) = running.post(
         "/v1/models/iris/versions/1800000000:predict",
         &json!({"instances": rows()}),

@@ -229,8 +229,11 @@ pub(crate) fn closed_after(stream: &mut TcpStream, within: Duration) -> Option<D
     }
 }
 
-/// The `estimator-serve` binary, run with `args` (and `--port 0`) under a descriptor limit
-/// of `descriptors` when given; killed when dropped.
+const POLL: &str = "--file-system-poll-wait-seconds";
+
+/// The `estimator-serve` binary, run with `args` (and `--port 0`; not polling for versions
+/// unless `args` ask it to) under a descriptor limit of `descriptors` when given; killed
+/// when dropped.
 pub(crate) struct Binary {
     child: Child,
     pub(crate) url: String,
@@ -250,7 +253,13 @@ impl Binary {
             .arg(format!("{limit}exec \"$0\" \"$@\""))
             .arg(binary)
             .args(args)
-            .args(["--port", "0", "--file-system-poll-wait-seconds", "0"])
+            .args(["--port", "0"])
+            .args(
+                (!args.contains(&POLL))
+                    .then_some([POLL, "0"])
+                    .into_iter()
+                    .flatten(),
+            )
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -102,6 +102,58 @@ fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels
         matches!(fault, LoadFault::ExportInfo { path, .. } if path == &broken.join("export.json")),
         "{fault:?}"
     );
+    // The status reports it as TF Serving reports a failed load: ended, with the reason.
+    let (_, status) = running.get("/v1/models/iris");
+    let newest = &status["model_version_status"][0];
+    assert_eq!(newest["version"], version_of(&broken).to_string());
+    assert_eq!(newest["state"], "END");
+    assert_eq!(newest["status"]["error_message"], fault.to_string());
+    assert_eq!(status["model_version_status"][1]["state"], "AVAILABLE");
+    let (code, status) = running.get(&format!("/v1/models/iris/versions/{}", version_of(&broken)));
+    assert_eq!(
+        (code, &status["model_version_status"][0]["state"]),
+        (200, &json!("END"))
+    );
+}
+
+#[test]
+fn a_version_that_fails_to_load_is_logged_once_and_tried_again_when_its_files_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let good = export_iris(&dir.path().join("model"), &base, 10);
+    let served = Binary::start(
+        &[
+            "--model-name",
+            "iris",
+            "--model-base-path",
+            base.to_str().unwrap(),
+            "--file-system-poll-wait-seconds",
+            "1",
+        ],
+        None,
+    );
+    let broken = base.join((version_of(&good) + 10).to_string());
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("export.json"), "{").unwrap();
+    let refusal = format!("version {} is not served", version_of(&broken));
+    let logged = served.logged(&refusal, Duration::from_secs(30));
+    assert!(logged.iter().any(|l| l.contains(&refusal)), "{logged:?}");
+    // Three more scans of the unchanged directory: neither loaded nor logged again.
+    let later = served.logged(&refusal, Duration::from_millis(3500));
+    assert!(!later.iter().any(|l| l.contains(&refusal)), "{later:?}");
+
+    // The export copied in file by file, over the broken one: loaded and served.
+    copy_export(&good, &broken);
+    let loaded = format!("loaded version {}", version_of(&broken));
+    let logged = served.logged(&loaded, Duration::from_secs(30));
+    assert!(logged.iter().any(|l| l.contains(&loaded)), "{logged:?}");
+    let status = ureq::get(&format!("{}/v1/models/iris", served.url)).call();
+    let (_, status) = answer(status);
+    assert_eq!(
+        status["model_version_status"][0],
+        json!({"version": version_of(&broken).to_string(), "state": "AVAILABLE",
+               "status": {"error_code": "OK", "error_message": ""}})
+    );
 }
 
 #[test]
@@ -181,8 +233,9 @@ fn a_canned_export_records_tf_s_name_and_one_made_before_names_were_recorded_sti
         "{fault}"
     );
     let (_, status) = running.get("/v1/models/iris");
+    assert_eq!(status["model_version_status"][0]["state"], "END");
     assert_eq!(
-        status["model_version_status"][0]["version"],
+        status["model_version_status"][1]["version"],
         version_of(&export).to_string()
     );
 }
