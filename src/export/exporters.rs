@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::writer::{export_checkpoint, export_stamps, ExportInfo, EXPORT_FILE};
+use super::writer::{export_numbered, export_stamps, ExportInfo, EXPORT_FILE};
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
 use crate::io::write_json_atomic;
@@ -117,12 +117,13 @@ impl Exporter {
         metrics: &BTreeMap<String, f64>,
         is_final: bool,
     ) -> Result<Option<PathBuf>> {
-        let base = self.export_dir_base(&estimator.run_config().model_dir);
+        let model_dir = &estimator.run_config().model_dir;
+        let (base, root) = (self.export_dir_base(model_dir), model_dir.join("export"));
         match self {
             Exporter::Latest {
                 exports_to_keep, ..
             } => {
-                let dir = export_checkpoint(estimator, Some(checkpoint), &base)?;
+                let dir = export_numbered(estimator, Some(checkpoint), &base, &root)?;
                 collect_garbage(&base, *exports_to_keep);
                 Ok(Some(dir))
             }
@@ -144,7 +145,7 @@ impl Exporter {
                 if !improves(value, best, *higher_is_better) {
                     return Ok(None);
                 }
-                let dir = export_checkpoint(estimator, Some(checkpoint), &base)?;
+                let dir = export_numbered(estimator, Some(checkpoint), &base, &root)?;
                 let record = BestSoFar {
                     metric: metric.clone(),
                     value,
@@ -160,7 +161,12 @@ impl Exporter {
                 if !is_final || step.is_some() && newest_export_step(&base) == step {
                     return Ok(None);
                 }
-                Ok(Some(export_checkpoint(estimator, Some(checkpoint), &base)?))
+                Ok(Some(export_numbered(
+                    estimator,
+                    Some(checkpoint),
+                    &base,
+                    &root,
+                )?))
             }
         }
     }

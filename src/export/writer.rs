@@ -58,13 +58,27 @@ pub fn export<E: Estimator>(estimator: &E, export_dir_base: &Path) -> Result<Pat
 /// Exports `checkpoint` (or, with `None`, the latest checkpoint) of `estimator` to
 /// `export_dir_base/<unix-timestamp>/`, as [`export`] does.
 ///
-/// The timestamp is the current time, or one more than the newest export already in
+/// The timestamp is the current time, or one more than the newest version already under
 /// `export_dir_base` when several exports fall in one second, so the newest export always
 /// has the largest number (what serving systems load, and what garbage collection keeps).
+/// Versions are counted as a server reads a base path: its numbered directories and those
+/// one level down (`export/latest/…`).
 pub fn export_checkpoint<E: Estimator>(
     estimator: &E,
     checkpoint: Option<&Path>,
     export_dir_base: &Path,
+) -> Result<PathBuf> {
+    export_numbered(estimator, checkpoint, export_dir_base, export_dir_base)
+}
+
+/// [`export_checkpoint`], numbered above every version under `numbering_root` (which holds
+/// `export_dir_base`): the exporters of one model directory share one numbering, so that a
+/// server reading `model_dir/export` never finds one number naming two different exports.
+pub(crate) fn export_numbered<E: Estimator>(
+    estimator: &E,
+    checkpoint: Option<&Path>,
+    export_dir_base: &Path,
+    numbering_root: &Path,
 ) -> Result<PathBuf> {
     let device = Default::default();
     let config = estimator.run_config();
@@ -80,9 +94,7 @@ pub fn export_checkpoint<E: Estimator>(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let next = export_stamps(export_dir_base)?
-        .last()
-        .map_or(0, |newest| newest + 1);
+    let next = newest_version(numbering_root)?.map_or(0, |newest| newest + 1);
     let mut stamp = now.max(next);
     while export_dir_base.join(stamp.to_string()).exists() {
         stamp += 1;
@@ -138,4 +150,43 @@ pub fn export_stamps(export_dir_base: &Path) -> Result<Vec<u64>> {
     }
     stamps.sort_unstable();
     Ok(stamps)
+}
+
+/// The largest version under `root` as a server reads a base path: its numbered directories
+/// and those in the directories between (labels, such as the exporters' names).
+fn newest_version(root: &Path) -> Result<Option<u64>> {
+    let mut newest = export_stamps(root)?.last().copied();
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(newest),
+        Err(e) => return Err(Error::io(root, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(root, e))?;
+        let name = entry.file_name();
+        let label = name
+            .to_str()
+            .is_some_and(|n| !n.starts_with('.') && n.parse::<u64>().is_err());
+        if label && entry.path().is_dir() {
+            newest = newest.max(export_stamps(&entry.path())?.last().copied());
+        }
+    }
+    Ok(newest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_version_counts_numbered_directories_and_those_under_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(newest_version(&dir.path().join("none")).unwrap(), None);
+        for name in ["5", "latest/9", "best/7", ".tmp-12-1", "staging/.tmp-13-1"] {
+            std::fs::create_dir_all(dir.path().join(name)).unwrap();
+        }
+        std::fs::write(dir.path().join("11"), "a file, not an export").unwrap();
+        assert_eq!(newest_version(dir.path()).unwrap(), Some(9));
+        assert_eq!(newest_version(&dir.path().join("best")).unwrap(), Some(7));
+    }
 }

@@ -1,7 +1,7 @@
 //! train_and_evaluate: local interleaving, the evaluator task against a trainer, pins,
 //! the training-finished marker, exporters.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -132,6 +132,17 @@ fn local_train_and_evaluate_evaluates_every_checkpoint_once_and_exports() {
     );
     assert_eq!(exported_steps(dir.path(), "worst"), worst);
     assert!(pins_left(&eval_dir).is_empty());
+    // One numbering across the exporters, though they all export within a second: a server
+    // reading `export/` one level down finds no number naming two different exports, and
+    // the final export, written last, is the newest.
+    let numbers: Vec<u64> = ["latest", "best", "worst", "final"]
+        .iter()
+        .flat_map(|name| export_stamps(&dir.path().join("export").join(name)).unwrap())
+        .collect();
+    let distinct: BTreeSet<u64> = numbers.iter().copied().collect();
+    assert_eq!(distinct.len(), numbers.len(), "{numbers:?}");
+    let final_base = dir.path().join("export").join("final");
+    assert_eq!(distinct.last(), export_stamps(&final_base).unwrap().last());
 
     // A second run evaluates only its new checkpoint and exports a final model again.
     let metrics = train_and_evaluate(
