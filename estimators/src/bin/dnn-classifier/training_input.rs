@@ -47,7 +47,7 @@ impl TrainingInput {
             .collect();
         let rows = match self.share.rows {
             (1, _) => String::from("every row"),
-            (n, i) => format!("every {n}th row from row {i}"),
+            (n, i) => format!("one row in {n}, from row {i}"),
         };
         tracing::info!(
             "training input: {} of {} file(s) under auto-shard policy {} (replica {rank} of \
