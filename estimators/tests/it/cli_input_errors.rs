@@ -110,6 +110,58 @@ fn bad_cells_and_labels_are_refused_naming_file_and_line() {
 }
 
 #[test]
+fn string_labels_outside_the_vocabulary_are_refused_naming_where_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Iris with its class ids written as names.
+    let names = ["setosa", "versicolor", "virginica"];
+    let named = |file: &str, rename: &dyn Fn(usize, &str) -> String| {
+        let text = std::fs::read_to_string(iris("iris_train.csv")).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        for (i, line) in lines.iter_mut().enumerate().skip(1) {
+            let (cells, id) = line.rsplit_once(',').unwrap();
+            *line = format!("{cells},{}", rename(i, names[id.parse::<usize>().unwrap()]));
+        }
+        let path = d.join(file);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        (path, lines)
+    };
+    let (plain, lines) = named("names.csv", &|_, name| name.to_string());
+    let first_virginica = 1 + lines
+        .iter()
+        .position(|l| l.ends_with(",virginica"))
+        .unwrap();
+    assert_user_error(
+        train(
+            &d.join("m1"),
+            &plain,
+            &["--label-vocabulary", "setosa,versicolor"],
+        ),
+        &format!(
+            "names.csv:{first_virginica}: column label: label 'virginica' is not in \
+             --label-vocabulary setosa,versicolor"
+        ),
+    );
+    let model = d.join("m2");
+    assert!(train(&model, &plain, &[]).status.success());
+    // The head refuses a label it does not know batch by batch: the file is named.
+    let (capital, _) = named("capital.csv", &|i, name| match i {
+        7 => "Setosa".into(),
+        _ => name.to_string(),
+    });
+    let evaluated = run(bin()
+        .arg("evaluate")
+        .arg("--model-dir")
+        .arg(&model)
+        .arg("--eval")
+        .arg(&capital));
+    assert_user_error(
+        evaluated,
+        "capital.csv: column label: label 'Setosa' is not in the label vocabulary",
+    );
+}
+
+#[test]
 fn flags_and_variables_that_cannot_work_are_refused_before_training() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -1,6 +1,6 @@
 //! `dnn-classifier train` and its model directory: a second run on a directory in use is
-//! refused and a dead one's lock taken over, a resumed run may not change the variables,
-//! and a directory removed while training fails the run.
+//! refused and a dead one's lock taken over, a resumed run may not change the variables or
+//! what the labels mean, and a directory removed while training fails the run.
 
 use crate::cli::{assert_success_saying, assert_user_error, bin, run, stderr, train_on_iris};
 
@@ -84,6 +84,29 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
     let text = stderr(&other);
     assert_user_error(other, "trained with sgd");
     assert!(text.contains("--optimizer adam"), "{text}");
+    // What the labels mean may not change either.
+    for (flag, value, kept) in [
+        ("--n-classes", "4", "trained with 3"),
+        (
+            "--label-vocabulary",
+            "a,b,c",
+            "trained with no label vocabulary",
+        ),
+        ("--label-column", "petal_width_cm", "trained with label:"),
+    ] {
+        let mut args = train_on_iris().to_vec();
+        if flag == "--label-column" {
+            args.truncate(3);
+        }
+        let changed = run(bin()
+            .args(args)
+            .args(["--max-steps", "20", "--model-dir"])
+            .arg(&model)
+            .args([flag, value]));
+        let text = stderr(&changed);
+        assert_user_error(changed, &format!("{flag} {value}, but the model in"));
+        assert!(text.contains(kept), "{text}");
+    }
     assert_eq!(
         std::fs::read(model.join("dnn_classifier.json")).unwrap(),
         config,
@@ -96,7 +119,7 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
         &faster,
         &["--learning-rate 0.2 replaces the saved model's 0.01"],
     );
-    let plain = train("30", &[]);
+    let plain = train("30", &["--n-classes", "3"]);
     assert!(plain.status.success(), "{}", stderr(&plain));
     assert!(!stderr(&plain).contains("replaces"), "{}", stderr(&plain));
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use estimator::datasets::{ColumnType, ColumnarBatch, InputFiles, Schema};
 use estimator::{DeviceSpec, Estimator, RunConfig};
 use estimators::feature_column::{
@@ -70,9 +70,21 @@ pub fn build_classifier(
     let string_labels = !facts.label_names.is_empty();
     let vocabulary = match (&args.label_vocabulary, string_labels) {
         (Some(vocabulary), _) => Some(vocabulary.clone()),
-        (None, true) => Some(facts.label_names.clone()),
+        (None, true) => Some(facts.label_names.keys().cloned().collect()),
         (None, false) => None,
     };
+    if let (Some(given), true) = (&args.label_vocabulary, string_labels) {
+        let unknown = facts
+            .label_names
+            .iter()
+            .find(|(name, _)| !given.contains(name));
+        if let Some((name, place)) = unknown {
+            bail!(
+                "{place}: column {label}: label '{name}' is not in --label-vocabulary {}",
+                given.join(",")
+            );
+        }
+    }
     let n_classes = match (args.n_classes, &vocabulary) {
         (Some(n), _) => n,
         (None, Some(vocabulary)) => vocabulary.len(),

@@ -12,8 +12,8 @@ use estimators::DnnClassifier;
 
 use crate::classifier::load_classifier;
 use crate::cli::{Command, EvaluateArgs, ExportArgs, PredictArgs};
-use crate::input::{batches, eval_schema, schema_for};
-use crate::input_format::InputFormat;
+use crate::input::{batches, eval_schema, naming_label_input, schema_for};
+use crate::input_format::{describe, InputFormat};
 use crate::memory_check;
 use crate::output::{metrics_json, print_line, PredictionWriter};
 use crate::train_command::train;
@@ -41,8 +41,9 @@ fn evaluate(args: EvaluateArgs) -> Result<()> {
     let format =
         InputFormat::for_model(&eval, args.feature_spec.as_deref(), Some(&args.model_dir))?;
     let schema = eval_schema(&eval, classifier.schema(), &format)?;
-    let metrics =
-        classifier.evaluate(|| batches(&eval, &schema, 512, &format), None, None, None)?;
+    let metrics = classifier
+        .evaluate(|| batches(&eval, &schema, 512, &format), None, None, None)
+        .map_err(|e| naming_label_input(e, &describe(&eval), &schema))?;
     let global_step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
     if args.json {
         print_line(metrics_json(global_step, &[], &metrics))?;

@@ -1,7 +1,7 @@
 //! Reading the input files (CSV, or TFRecord through a feature spec): schema, training
 //! statistics, pipelines.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -76,8 +76,9 @@ pub struct TrainingFacts {
     pub categories: Vec<Vec<String>>,
     /// Largest integer label plus one (integer labels).
     pub n_classes_seen: usize,
-    /// Distinct string labels, sorted (string labels).
-    pub label_names: Vec<String>,
+    /// Distinct string labels, sorted (string labels), each with where it was first read
+    /// (`file:line`).
+    pub label_names: BTreeMap<String, String>,
     /// Number of rows.
     pub rows: u64,
     /// Every row, in file order, when asked for: training then starts from memory instead
@@ -133,7 +134,7 @@ pub fn training_facts(
     };
     let mut stats = StatsAccumulator::new();
     let mut categories = vec![BTreeSet::new(); schema.num_categorical()];
-    let mut names = BTreeSet::new();
+    let mut names = BTreeMap::new();
     let mut n_classes_seen = 0usize;
     let mut rows = 0u64;
     let mut table = keep_rows.then(ColumnarBatch::default);
@@ -157,7 +158,9 @@ pub fn training_facts(
         match &example.label {
             Label::Class(c) => n_classes_seen = n_classes_seen.max(*c as usize + 1),
             Label::Name(name) => {
-                names.insert(name.clone());
+                if !names.contains_key(name) {
+                    names.insert(name.clone(), place.clone());
+                }
             }
             Label::Float(v) if v.fract() == 0.0 && *v >= 0.0 => {
                 n_classes_seen = n_classes_seen.max(*v as usize + 1)
@@ -181,7 +184,7 @@ pub fn training_facts(
             .map(|s| s.into_iter().collect())
             .collect(),
         n_classes_seen,
-        label_names: names.into_iter().collect(),
+        label_names: names,
         rows,
         table: table.map(|mut table| {
             table.shrink_to_fit();
@@ -283,5 +286,17 @@ impl Dataset for Located {
 
     fn restore(&mut self, position: &Position) -> Result<(), Error> {
         self.rows.restore(position)
+    }
+}
+
+/// `error`, naming `files` and the label column when it is a label the head refused: the
+/// head sees batches, not rows, so the files are as near as it can say.
+pub fn naming_label_input(error: estimator::Error, files: &str, schema: &Schema) -> anyhow::Error {
+    match error {
+        estimator::Error::Label(fault) => {
+            let column = schema.label.as_deref().unwrap_or("label");
+            anyhow::anyhow!("{files}: column {column}: {fault}")
+        }
+        other => other.into(),
     }
 }

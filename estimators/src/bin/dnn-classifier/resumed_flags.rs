@@ -1,12 +1,14 @@
 //! The `train` flags against the model a directory already holds: those that shape the
-//! saved variables (hidden units, optimizer, batch normalisation) must agree with it, as
-//! restoring TF's checkpoint into another graph fails; those that do not (learning rate,
-//! dropout) replace the saved values, saying so, as TF's model function would.
+//! saved variables or give the labels their meaning (hidden units, optimizer, batch
+//! normalisation, classes, label vocabulary and column) must agree with it, as restoring
+//! TF's checkpoint into another graph fails; those that do not (learning rate, dropout)
+//! replace the saved values, saying so, as TF's model function would.
 
 use std::path::Path;
 
 use anyhow::{bail, Result};
 use clap::ValueEnum;
+use estimator::head::Head;
 use estimator::Estimator;
 use estimators::DnnClassifier;
 
@@ -22,8 +24,8 @@ pub fn apply_to_resumed(
     let dnn = saved.network();
     let differs = |flag: &str, given: String, kept: String| {
         anyhow::anyhow!(
-            "{flag} {given}, but the model in {} was trained with {kept}: resuming keeps its \
-             variables, which {flag} would change; leave the flag out, or give another \
+            "{flag} {given}, but the model in {} was trained with {kept}: resuming keeps the model \
+             as it was trained, which {flag} would change; leave the flag out, or give another \
              --model-dir",
             model_dir.display()
         )
@@ -51,6 +53,33 @@ pub fn apply_to_resumed(
     }
     if args.batch_norm && !dnn.batch_norm {
         bail!(differs("--batch-norm", "on".into(), "none".into()));
+    }
+    if let Some(n) = args.n_classes {
+        if n != saved.n_classes() {
+            bail!(differs(
+                "--n-classes",
+                n.to_string(),
+                saved.n_classes().to_string()
+            ));
+        }
+    }
+    // Labels mean what they meant: another vocabulary or label column would train the saved
+    // logits on classes renumbered or on another column.
+    if let Some(given) = &args.label_vocabulary {
+        let kept = match saved.head() {
+            Head::Binary(head) => head.label_vocabulary.as_ref(),
+            Head::MultiClass(head) => head.label_vocabulary.as_ref(),
+            Head::Regression(_) => None,
+        };
+        if Some(given) != kept {
+            let kept = kept.map_or("no label vocabulary".into(), |v| v.join(","));
+            bail!(differs("--label-vocabulary", given.join(","), kept));
+        }
+    }
+    if let (Some(given), Some(kept)) = (&args.label_column, saved.schema().label_column()) {
+        if *given != kept.name {
+            bail!(differs("--label-column", given.clone(), kept.name.clone()));
+        }
     }
     let kept_dropout = dnn.dropout.unwrap_or(0.0);
     let mut classifier = saved;

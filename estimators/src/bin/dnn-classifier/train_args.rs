@@ -67,7 +67,7 @@ pub struct TrainArgs {
     pub block_length: u64,
     /// Name of the label column, required for a new model on CSV input (with
     /// --feature-spec: the label feature, by default the spec's "label"; resuming: the
-    /// saved model's).
+    /// saved model's, and giving another is an error).
     /// Example: `--label-column label`.
     #[arg(long, value_name = "NAME")]
     pub label_column: Option<String>,
@@ -88,11 +88,13 @@ pub struct TrainArgs {
     /// Example: `--hidden-units 256,128,64`.
     #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
     pub hidden_units: Option<Vec<usize>>,
-    /// Number of classes (inferred from the training labels when absent).
+    /// Number of classes (inferred from the training labels when absent). A resumed model
+    /// keeps its own; giving another is an error.
     /// Example: `--n-classes 3`.
     #[arg(long)]
     pub n_classes: Option<usize>,
-    /// Class names in id order, for string labels (sorted distinct labels when absent).
+    /// Class names in id order, for string labels (sorted distinct labels when absent). A
+    /// resumed model keeps its own; giving another is an error.
     /// Example: `--label-vocabulary setosa,versicolor,virginica`.
     #[arg(long, value_delimiter = ',')]
     pub label_vocabulary: Option<Vec<String>>,

@@ -17,8 +17,8 @@ use estimator::{
 use estimator::{write_json_atomic, DirLock};
 
 use crate::classifier::{build_classifier, load_classifier, MODEL_FILE};
-use crate::input::{batches, eval_schema};
-use crate::input_format::{InputFormat, Interleaving, SPEC_FILE};
+use crate::input::{batches, eval_schema, naming_label_input};
+use crate::input_format::{describe, InputFormat, Interleaving, SPEC_FILE};
 use crate::memory_check;
 use crate::output::{metrics_json, print_line};
 use crate::resumed_flags::apply_to_resumed;
@@ -155,9 +155,12 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
             let eval_input =
                 || Ok(batches(eval, &eval_schema, batch_size, &format)?.map(CachedBatch::Batch));
             let eval_spec = eval_spec(&args);
-            train_and_evaluate_task(&training.cached, input, spec, eval_input, eval_spec)?
+            let files = format!("{} or {}", describe(&train_files), describe(eval));
+            train_and_evaluate_task(&training.cached, input, spec, eval_input, eval_spec)
+                .map_err(|e| naming_label_input(e, &files, &schema))?
         }
-        _ => training_task(&training.cached, input, spec)?,
+        _ => training_task(&training.cached, input, spec)
+            .map_err(|e| naming_label_input(e, &describe(&train_files), &schema))?,
     };
     // Device memory for the final evaluation.
     training.cached.release();
@@ -181,12 +184,14 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
         (Some(metrics), _) => metrics,
         (None, Some(eval)) if evaluate_final_model => {
             let eval_schema = eval_schema(eval, &schema, &format)?;
-            classifier.evaluate(
-                || batches(eval, &eval_schema, batch_size, &format),
-                None,
-                None,
-                None,
-            )?
+            classifier
+                .evaluate(
+                    || batches(eval, &eval_schema, batch_size, &format),
+                    None,
+                    None,
+                    None,
+                )
+                .map_err(|e| naming_label_input(e, &describe(eval), &schema))?
         }
         (None, _) => Default::default(),
     };
