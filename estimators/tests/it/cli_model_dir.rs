@@ -93,6 +93,7 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
             "trained with no label vocabulary",
         ),
         ("--label-column", "petal_width_cm", "trained with label:"),
+        ("--no-normalize", "", "its numeric columns standardised"),
     ] {
         let mut args = train_on_iris().to_vec();
         if flag == "--label-column" {
@@ -102,9 +103,11 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
             .args(args)
             .args(["--max-steps", "20", "--model-dir"])
             .arg(&model)
-            .args([flag, value]));
+            .arg(flag)
+            .args((!value.is_empty()).then_some(value)));
         let text = stderr(&changed);
-        assert_user_error(changed, &format!("{flag} {value}, but the model in"));
+        let given = if value.is_empty() { "on" } else { value };
+        assert_user_error(changed, &format!("{flag} {given}, but the model in"));
         assert!(text.contains(kept), "{text}");
     }
     assert_eq!(

@@ -1,6 +1,6 @@
 //! The `train` flags against the model a directory already holds: those that shape the
 //! saved variables or give the labels their meaning (hidden units, optimizer, batch
-//! normalisation, classes, label vocabulary and column) must agree with it, as restoring
+//! normalisation, standardised inputs, classes, label vocabulary and column) must agree with it, as restoring
 //! TF's checkpoint into another graph fails; those that do not (learning rate, dropout)
 //! replace the saved values, saying so, as TF's model function would.
 
@@ -10,6 +10,7 @@ use anyhow::{bail, Result};
 use clap::ValueEnum;
 use estimator::head::Head;
 use estimator::Estimator;
+use estimators::feature_column::FeatureColumn;
 use estimators::DnnClassifier;
 
 use crate::train_args::TrainArgs;
@@ -53,6 +54,16 @@ pub fn apply_to_resumed(
     }
     if args.batch_norm && !dnn.batch_norm {
         bail!(differs("--batch-norm", "on".into(), "none".into()));
+    }
+    let standardised = dnn.columns.columns().iter().any(
+        |column| matches!(column, FeatureColumn::Numeric(numeric) if numeric.normalizer.is_some()),
+    );
+    if args.no_normalize && standardised {
+        bail!(differs(
+            "--no-normalize",
+            "on".into(),
+            "its numeric columns standardised".into()
+        ));
     }
     if let Some(n) = args.n_classes {
         if n != saved.n_classes() {

@@ -134,7 +134,8 @@ pub struct TrainArgs {
     /// Example: `--batch-norm`.
     #[arg(long)]
     pub batch_norm: bool,
-    /// Do not standardise numeric columns with the training data's mean and std.
+    /// Do not standardise numeric columns with the training data's mean and std (a new
+    /// model only: resuming one trained with them is an error).
     /// Example: `--no-normalize`.
     #[arg(long)]
     pub no_normalize: bool,
