@@ -1,8 +1,9 @@
 //! The `train` flags against the model a directory already holds: those that shape the
 //! saved variables or give the labels their meaning (hidden units, optimizer, batch
-//! normalisation, standardised inputs, classes, label vocabulary and column) must agree with it, as restoring
-//! TF's checkpoint into another graph fails; those that do not (learning rate, dropout)
-//! replace the saved values, saying so, as TF's model function would.
+//! normalisation, standardised inputs, classes, label vocabulary and column) must agree
+//! with it, as restoring TF's checkpoint into another graph fails; those that do not
+//! (learning rate, dropout) replace the saved values, saying so, as TF's model function
+//! would.
 
 use std::path::Path;
 
@@ -25,9 +26,9 @@ pub fn apply_to_resumed(
     let dnn = saved.network();
     let differs = |flag: &str, given: String, kept: String| {
         anyhow::anyhow!(
-            "{flag} {given}, but the model in {} was trained with {kept}: resuming keeps the model \
-             as it was trained, which {flag} would change; leave the flag out, or give another \
-             --model-dir",
+            "{flag} {given}, but the model in {} was trained with {kept}: resuming keeps the \
+             model as it was trained, which {flag} would change; leave the flag out, or give \
+             another --model-dir",
             model_dir.display()
         )
     };
