@@ -1,6 +1,7 @@
 //! Export directories (weights + signature + configuration), the exporters run after
 //! evaluations, the `Predictor` loader, and what serving an export needs of an estimator.
 
+mod base_path;
 mod export_fault;
 mod exporters;
 mod instances;
@@ -11,6 +12,7 @@ mod signature;
 mod writer;
 
 pub use crate::estimator::ESTIMATOR_FILE;
+pub use base_path::version_dirs;
 pub use export_fault::ExportFault;
 pub use exporters::{Exporter, BEST_FILE, DEFAULT_EXPORTS_TO_KEEP};
 pub use instances::{check_instance, check_instances, float_input, floats_input, text_input};

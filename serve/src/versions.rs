@@ -7,13 +7,17 @@
 //!
 //! Names are read as numbers, as TF Serving reads them, so `01800000000` is version
 //! 1800000000, and `latest/7` and `final/7` are both version 7. Directories naming one
-//! version that hold the same export (a copy under a second label) serve as that version. Holding different exports, the
-//! version is ambiguous: TF Serving warns and loads one of them; here neither is served and
-//! an error names every directory, since serving either could answer with the wrong model.
+//! version that hold the same export (a copy under a second label) serve as that version.
+//! Holding different exports, the version is ambiguous: TF Serving warns and loads one of
+//! them; here neither is served and an error names every directory, since serving either
+//! could answer with the wrong model. The directories are read by the core's
+//! `version_dirs`, which the export writer numbers by too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use estimator::export::version_dirs;
 
 use crate::dir_stamp::DirStamp;
 use crate::error::ServeError;
@@ -128,39 +132,6 @@ fn one_export(version: u64, dirs: &[PathBuf]) -> Result<(), LoadFault> {
         }
     }
     Ok(())
-}
-
-/// Every numbered directory in `base` (no label) and one level down (labelled by the
-/// directory between), in that order.
-fn version_dirs(base: &Path) -> std::io::Result<Vec<(u64, PathBuf, Option<String>)>> {
-    let mut found = Vec::new();
-    let mut labelled = Vec::new();
-    for entry in std::fs::read_dir(base)? {
-        let entry = entry?;
-        if !entry.file_type()?.is_dir() {
-            continue;
-        }
-        let name = entry.file_name().to_string_lossy().into_owned();
-        match name.parse::<u64>() {
-            Ok(version) => found.push((version, entry.path(), None)),
-            Err(_) if !name.starts_with('.') => {
-                for inner in std::fs::read_dir(entry.path())? {
-                    let inner = inner?;
-                    let inner_name = inner.file_name().to_string_lossy().into_owned();
-                    if let (Ok(version), true) =
-                        (inner_name.parse::<u64>(), inner.file_type()?.is_dir())
-                    {
-                        labelled.push((version, inner.path(), Some(name.clone())));
-                    }
-                }
-            }
-            Err(_) => {}
-        }
-    }
-    found.sort();
-    labelled.sort();
-    found.extend(labelled);
-    Ok(found)
 }
 
 /// Which version a URL asks for.

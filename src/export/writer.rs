@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::base_path::version_dirs;
 use crate::checkpoint::restore_for_inference;
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
@@ -155,23 +156,11 @@ pub fn export_stamps(export_dir_base: &Path) -> Result<Vec<u64>> {
 /// The largest version under `root` as a server reads a base path: its numbered directories
 /// and those in the directories between (labels, such as the exporters' names).
 fn newest_version(root: &Path) -> Result<Option<u64>> {
-    let mut newest = export_stamps(root)?.last().copied();
-    let entries = match std::fs::read_dir(root) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(newest),
-        Err(e) => return Err(Error::io(root, e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(root, e))?;
-        let name = entry.file_name();
-        let label = name
-            .to_str()
-            .is_some_and(|n| !n.starts_with('.') && n.parse::<u64>().is_err());
-        if label && entry.path().is_dir() {
-            newest = newest.max(export_stamps(&entry.path())?.last().copied());
-        }
+    match version_dirs(root) {
+        Ok(dirs) => Ok(dirs.into_iter().map(|(version, _, _)| version).max()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(root, e)),
     }
-    Ok(newest)
 }
 
 #[cfg(test)]
