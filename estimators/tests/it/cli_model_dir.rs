@@ -110,6 +110,39 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
         assert_user_error(changed, &format!("{flag} {given}, but the model in"));
         assert!(text.contains(kept), "{text}");
     }
+    // Nor the schema the files are read through.
+    let schema = dir.path().join("schema.json");
+    let with_sepal_width = |kind: &str, steps: &str| {
+        let columns = [
+            "sepal_length_cm",
+            "sepal_width_cm",
+            "petal_length_cm",
+            "petal_width_cm",
+        ]
+        .map(|name| match name {
+            "sepal_width_cm" => format!(r#"{{"name": "{name}", "kind": "{kind}"}}"#),
+            _ => format!(r#"{{"name": "{name}", "kind": "Float"}}"#),
+        });
+        let text = format!(
+            r#"{{"columns": [{}, {{"name": "label", "kind": "Int"}}]}}"#,
+            columns.join(", ")
+        );
+        std::fs::write(&schema, text).unwrap();
+        train(steps, &["--schema", schema.to_str().unwrap()])
+    };
+    let changed = with_sepal_width("Category", "20");
+    let text = stderr(&changed);
+    assert_user_error(
+        changed,
+        &format!(
+            "--schema {} (column 2: sepal_width_cm as Category), but the model in",
+            schema.display()
+        ),
+    );
+    assert!(
+        text.contains("trained with column 2: sepal_width_cm as Float"),
+        "{text}"
+    );
     assert_eq!(
         std::fs::read(model.join("dnn_classifier.json")).unwrap(),
         config,
@@ -125,6 +158,9 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
     let plain = train("30", &["--n-classes", "3"]);
     assert!(plain.status.success(), "{}", stderr(&plain));
     assert!(!stderr(&plain).contains("replaces"), "{}", stderr(&plain));
+    // The schema it was trained with, given again: trained on.
+    let same = with_sepal_width("Float", "40");
+    assert!(same.status.success(), "{}", stderr(&same));
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub fn training_schema(
 }
 
 /// The schema `--schema` gives, as JSON.
-fn read_schema(path: &Path) -> Result<Schema> {
+pub fn read_schema(path: &Path) -> Result<Schema> {
     let mut text = String::new();
     open_regular(path)?
         .read_to_string(&mut text)

@@ -1,19 +1,21 @@
 //! The `train` flags against the model a directory already holds: those that shape the
-//! saved variables or give the labels their meaning (hidden units, optimizer, batch
-//! normalisation, standardised inputs, classes, label vocabulary and column) must agree
-//! with it, as restoring TF's checkpoint into another graph fails; those that do not
-//! (learning rate, dropout) replace the saved values, saying so, as TF's model function
-//! would.
+//! saved variables, give the labels their meaning or say how the files are read (hidden
+//! units, optimizer, batch normalisation, standardised inputs, classes, label vocabulary and
+//! column, schema) must agree with it, as restoring TF's checkpoint into another graph
+//! fails; those that do not (learning rate, dropout) replace the saved values, saying so, as
+//! TF's model function would.
 
 use std::path::Path;
 
 use anyhow::{bail, Result};
 use clap::ValueEnum;
+use estimator::datasets::{Column, Schema};
 use estimator::head::Head;
 use estimator::Estimator;
 use estimators::feature_column::FeatureColumn;
 use estimators::DnnClassifier;
 
+use crate::input::read_schema;
 use crate::train_args::TrainArgs;
 
 /// `saved` (the model in `model_dir`) with the flags of `args` that may change on resume;
@@ -93,6 +95,17 @@ pub fn apply_to_resumed(
             bail!(differs("--label-column", given.clone(), kept.name.clone()));
         }
     }
+    // The saved schema reads the files; another one given would be silently ignored.
+    if let (Some(path), Some(label)) = (&args.schema, saved.schema().label.clone()) {
+        let given = read_schema(path)?.label(label);
+        if let Some((given, kept)) = first_difference(&given, saved.schema()) {
+            bail!(differs(
+                "--schema",
+                format!("{} ({given})", path.display()),
+                kept
+            ));
+        }
+    }
     let kept_dropout = dnn.dropout.unwrap_or(0.0);
     let mut classifier = saved;
     if let Some(rate) = args.learning_rate {
@@ -113,6 +126,26 @@ pub fn apply_to_resumed(
         }
     }
     Ok(classifier)
+}
+
+/// What `given` and `kept` each say at the first column where they differ, or `None` when they
+/// lay the columns out alike (class counts aside: the model's schema adds its own).
+fn first_difference(given: &Schema, kept: &Schema) -> Option<(String, String)> {
+    let describe = |column: Option<&Column>| match column {
+        None => "no such column".to_string(),
+        Some(column) => match &column.default {
+            None => format!("{} as {:?}", column.name, column.kind),
+            Some(default) => format!("{} as {:?}, default '{default}'", column.name, column.kind),
+        },
+    };
+    let n = given.columns.len().max(kept.columns.len());
+    (0..n)
+        .map(|i| (i, given.columns.get(i), kept.columns.get(i)))
+        .find(|(_, given, kept)| given != kept)
+        .map(|(i, given, kept)| {
+            let at = format!("column {}: ", i + 1);
+            (at.clone() + &describe(given), at + &describe(kept))
+        })
 }
 
 fn list(units: &[usize]) -> String {

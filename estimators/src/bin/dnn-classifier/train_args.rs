@@ -72,7 +72,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "NAME")]
     pub label_column: Option<String>,
     /// Column types as JSON (a `datasets::Schema`); inferred from the header and first rows
-    /// when absent.
+    /// when absent. Resuming: the saved model's, and giving another is an error.
     /// Example: `--schema schema.json`.
     #[arg(long, value_name = "schema.json", conflicts_with = "feature_spec")]
     pub schema: Option<PathBuf>,
