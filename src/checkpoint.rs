@@ -18,6 +18,7 @@ mod manager;
 mod naming;
 mod restore;
 mod retention;
+mod variables;
 mod warm_start;
 
 pub use cadence::{CheckpointEvery, CheckpointSchedule};
@@ -30,4 +31,6 @@ pub use manager::CheckpointManager;
 pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};
 pub(crate) use restore::restore_for_inference;
 pub use retention::checkpoints_to_delete;
+pub(crate) use variables::StoredWeights;
+pub use variables::VariableValue;
 pub use warm_start::{VarsToWarmStart, WarmStartSettings};

@@ -56,7 +56,7 @@ pub struct ServingVersionsDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/ARCHITECTURE.md")]
 pub struct ArchitectureDoctests;
-pub use checkpoint::{VarsToWarmStart, WarmStartSettings};
+pub use checkpoint::{VariableValue, VarsToWarmStart, WarmStartSettings};
 pub use cluster::ClusterConfig;
 pub use device::{CpuBackend, CpuTrainBackend, DeviceSpec};
 pub use device_cache::{CachedBatch, DeviceCached, GatherInput, GatherRows};

@@ -8,7 +8,7 @@ use burn::module::Module;
 use burn::tensor::backend::Backend;
 use serde::{Deserialize, Serialize};
 
-use super::contents::MODEL_SECTION;
+use super::variables::StoredWeights;
 use super::{Checkpoint, CheckpointManager};
 use crate::error::{Error, Result};
 use crate::state::{load_values, parameter_values, untrained_values};
@@ -77,12 +77,7 @@ impl WarmStartSettings {
     /// checkpoint and the variable (missing, or of another shape, with both shapes).
     pub fn apply<B: Backend, M: Module<B>>(&self, model: M) -> Result<M> {
         let (path, checkpoint) = self.source()?;
-        let weights = checkpoint
-            .section(MODEL_SECTION)
-            .ok_or_else(|| Error::checkpoint(&path, "has no 'model' section"))?;
-        let stored = safetensors::SafeTensors::deserialize(weights).map_err(|e| {
-            Error::checkpoint(&path, format!("weights are not valid safetensors: {e}"))
-        })?;
+        let stored = StoredWeights::of(&path, &checkpoint)?;
         let untrained = untrained_values(&model);
         let selected = self.selected(
             parameter_values(&model)
@@ -103,7 +98,7 @@ impl WarmStartSettings {
                 .get(&name)
                 .cloned()
                 .unwrap_or_else(|| name.clone());
-            let tensor = stored.tensor(&prev).map_err(|_| {
+            let previous = stored.value(&prev)?.ok_or_else(|| {
                 Error::checkpoint(
                     &path,
                     format!(
@@ -111,31 +106,16 @@ impl WarmStartSettings {
                     ),
                 )
             })?;
-            if tensor.shape() != shape.as_slice() {
+            if previous.shape != shape {
                 return Err(Error::checkpoint(
                     &path,
                     format!(
                         "warm start: variable '{prev}' has shape {:?}, the model's '{name}' {:?}",
-                        tensor.shape(),
-                        shape
+                        previous.shape, shape
                     ),
                 ));
             }
-            if tensor.dtype() != safetensors::Dtype::F32 {
-                return Err(Error::checkpoint(
-                    &path,
-                    format!(
-                        "warm start: variable '{prev}' is {:?}, not F32",
-                        tensor.dtype()
-                    ),
-                ));
-            }
-            let floats = tensor
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            values.insert(name, floats);
+            values.insert(name, previous.values);
         }
         let count = values.len();
         let model = load_values(model, &mut values)?;

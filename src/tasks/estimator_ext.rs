@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use datasets::Dataset;
 
 use super::training_task::{training_task, TaskOutcome};
+use crate::checkpoint::{Checkpoint, CheckpointManager, StoredWeights, VariableValue};
 use crate::distribute::Strategy;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 use crate::run_loop;
 
@@ -95,6 +96,39 @@ pub trait EstimatorExt: Estimator {
     fn export(&self, export_dir_base: &Path) -> Result<PathBuf> {
         crate::export::export(self, export_dir_base)
     }
+
+    /// The newest readable checkpoint in `model_dir` (TF's `latest_checkpoint`), or `None`
+    /// before the first one is written.
+    fn latest_checkpoint(&self) -> Result<Option<PathBuf>> {
+        let manager = CheckpointManager::new(&self.run_config().model_dir, None);
+        Ok(manager.latest()?.map(|(path, _)| path))
+    }
+
+    /// The names of the variables in the latest checkpoint, sorted (TF's
+    /// `get_variable_names`): the model's parameters by dotted path, as
+    /// `layers.0.weight`. The optimizer's state is saved beside them, not listed.
+    #[doc(alias = "get_variable_names")]
+    fn variable_names(&self) -> Result<Vec<String>> {
+        let (path, checkpoint) = latest(self)?;
+        Ok(StoredWeights::of(&path, &checkpoint)?.names())
+    }
+
+    /// The value of the variable `name` in the latest checkpoint (TF's
+    /// `get_variable_value`), read without building the model; an error naming the
+    /// checkpoint when it has no such variable.
+    #[doc(alias = "get_variable_value")]
+    fn variable_value(&self, name: &str) -> Result<VariableValue> {
+        let (path, checkpoint) = latest(self)?;
+        StoredWeights::of(&path, &checkpoint)?.require(name)
+    }
+}
+
+/// The latest checkpoint of `estimator`'s model directory; an error when there is none.
+fn latest<E: Estimator + ?Sized>(estimator: &E) -> Result<(PathBuf, Checkpoint)> {
+    let model_dir = &estimator.run_config().model_dir;
+    CheckpointManager::new(model_dir, None)
+        .latest()?
+        .ok_or_else(|| Error::checkpoint(model_dir, "no checkpoint found: train the model first"))
 }
 
 impl<E: Estimator> EstimatorExt for E {}

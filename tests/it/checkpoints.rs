@@ -3,7 +3,7 @@
 use estimator::checkpoint::checkpoint_path;
 use estimator::{Error, EstimatorExt, TrainSpec};
 
-use crate::support::{eval_input, train_input, TinyClassifier};
+use crate::support::{eval_input, examples, train_input, TinyClassifier};
 
 #[test]
 fn a_truncated_latest_checkpoint_falls_back_to_the_previous_one() {
@@ -80,4 +80,73 @@ fn a_checkpoint_of_another_optimizer_is_refused() {
         .train(train_input, TrainSpec::max_steps(30))
         .unwrap_err();
     assert!(err.to_string().contains("'adam'"), "{err}");
+}
+
+#[test]
+fn the_latest_checkpoints_variables_are_read_by_name_and_compute_its_predictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = TinyClassifier::new(dir.path());
+    assert_eq!(est.latest_checkpoint().unwrap(), None);
+    let err = est.variable_names().unwrap_err();
+    assert!(err.to_string().contains("train the model first"), "{err}");
+
+    est.train(train_input, TrainSpec::max_steps(40)).unwrap();
+    assert_eq!(
+        est.latest_checkpoint().unwrap(),
+        Some(checkpoint_path(dir.path(), 40))
+    );
+    let names = est.variable_names().unwrap();
+    assert_eq!(
+        names,
+        [
+            "hidden.bias",
+            "hidden.weight",
+            "output.bias",
+            "output.weight"
+        ]
+    );
+    let value = |name: &str| est.variable_value(name).unwrap();
+    let (w1, b1, w2, b2) = (
+        value("hidden.weight"),
+        value("hidden.bias"),
+        value("output.weight"),
+        value("output.bias"),
+    );
+    assert_eq!(
+        (w1.shape.as_slice(), w2.shape.as_slice()),
+        (&[4, 8][..], &[8, 3][..])
+    );
+    // The stored values are the ones the model predicts with: one example by hand.
+    let x = &examples()[0].dense;
+    let hidden: Vec<f32> = (0..8)
+        .map(|j| (b1.values[j] + (0..4).map(|i| x[i] * w1.values[i * 8 + j]).sum::<f32>()).max(0.0))
+        .collect();
+    let logits: Vec<f32> = (0..3)
+        .map(|k| {
+            b2.values[k]
+                + (0..8)
+                    .map(|j| hidden[j] * w2.values[j * 3 + k])
+                    .sum::<f32>()
+        })
+        .collect();
+    let total: f32 = logits.iter().map(|l| l.exp()).sum();
+    let predicted = est
+        .predict(eval_input, None)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    for (k, p) in predicted.probabilities.iter().enumerate() {
+        assert!(
+            (p - logits[k].exp() / total).abs() < 1e-5,
+            "{predicted:?} {logits:?}"
+        );
+    }
+
+    let err = est.variable_value("hidden.kernel").unwrap_err().to_string();
+    assert!(err.contains("ckpt-40.ckpt"), "{err}");
+    assert!(
+        err.contains("no variable 'hidden.kernel' (it holds hidden.bias, hidden.weight"),
+        "{err}"
+    );
 }
