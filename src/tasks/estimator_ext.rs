@@ -109,7 +109,7 @@ pub trait EstimatorExt: Estimator {
     /// `layers.0.weight`. The optimizer's state is saved beside them, not listed.
     #[doc(alias = "get_variable_names")]
     fn variable_names(&self) -> Result<Vec<String>> {
-        let (path, checkpoint) = latest(self)?;
+        let (path, checkpoint) = latest(&self.run_config().model_dir)?;
         Ok(StoredWeights::of(&path, &checkpoint)?.names())
     }
 
@@ -118,14 +118,13 @@ pub trait EstimatorExt: Estimator {
     /// checkpoint when it has no such variable.
     #[doc(alias = "get_variable_value")]
     fn variable_value(&self, name: &str) -> Result<VariableValue> {
-        let (path, checkpoint) = latest(self)?;
+        let (path, checkpoint) = latest(&self.run_config().model_dir)?;
         StoredWeights::of(&path, &checkpoint)?.require(name)
     }
 }
 
-/// The latest checkpoint of `estimator`'s model directory; an error when there is none.
-fn latest<E: Estimator + ?Sized>(estimator: &E) -> Result<(PathBuf, Checkpoint)> {
-    let model_dir = &estimator.run_config().model_dir;
+/// The latest checkpoint in `model_dir`; an error when there is none.
+fn latest(model_dir: &Path) -> Result<(PathBuf, Checkpoint)> {
     CheckpointManager::new(model_dir, None)
         .latest()?
         .ok_or_else(|| Error::checkpoint(model_dir, "no checkpoint found: train the model first"))
