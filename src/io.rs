@@ -4,5 +4,5 @@
 mod atomic;
 mod dir_lock;
 
-pub use atomic::{write_atomic, write_json_atomic};
+pub use atomic::{write_atomic, write_json_atomic, AtomicFile};
 pub use dir_lock::{DirLock, LOCK_FILE};

@@ -69,7 +69,7 @@ pub use estimator::{
 };
 pub use export::{Exporter, Predictor, Signature};
 pub use hooks::{Control, Hook};
-pub use io::{write_json_atomic, DirLock, LOCK_FILE};
+pub use io::{write_json_atomic, AtomicFile, DirLock, LOCK_FILE};
 pub use metrics::{EvalHistory, EvalRecord, Metric, Metrics};
 pub use mixed_precision::MixedPrecision;
 pub use optimizer::{Algorithm, OptimizerSpec};

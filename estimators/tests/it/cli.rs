@@ -175,6 +175,38 @@ fn export_then_predict_from_the_export_equals_predict_from_the_checkpoint() {
         "{text}"
     );
     assert_eq!(text.lines().count(), 31);
+
+    // --output holds what stdout would; a run failing after some batches leaves it as it was.
+    let output = dir.path().join("predictions.jsonl");
+    let predict_into = |input: &Path| {
+        run(bin()
+            .args(["predict", "--export-dir", &export_dir, "--input"])
+            .arg(input)
+            .arg("--output")
+            .arg(&output))
+    };
+    let written = predict_into(Path::new(&iris("iris_test.csv")));
+    assert!(written.status.success(), "{}", stderr(&written));
+    assert_eq!(
+        std::fs::read_to_string(&output).unwrap(),
+        stdout(&from_export)
+    );
+    let test_csv = std::fs::read_to_string(iris("iris_test.csv")).unwrap();
+    let (header, rows) = test_csv.split_once('\n').unwrap();
+    let bad = dir.path().join("bad_after_600_rows.csv");
+    let long = format!("{header}\n{}1,2,x,4,0\n", rows.repeat(20));
+    std::fs::write(&bad, long).unwrap();
+    assert_user_error(predict_into(&bad), "bad_after_600_rows.csv:602:");
+    assert_eq!(
+        std::fs::read_to_string(&output).unwrap(),
+        stdout(&from_export)
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// Runs a failing command: exit code 1..=127, one line on stderr naming `needle`.

@@ -126,7 +126,8 @@ pub struct PredictArgs {
     /// Example: `--format csv`.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: Format,
-    /// Write predictions here instead of stdout.
+    /// Write predictions here instead of stdout: in full or not at all, so a run that fails
+    /// half-way leaves the file as it was.
     /// Example: `--output predictions.jsonl`.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -1,13 +1,12 @@
 //! The subcommands.
 
-use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use estimator::datasets::{Dataset, InputFiles};
-use estimator::{DeviceSpec, Estimator, EstimatorExt, Predictor};
+use estimator::{AtomicFile, DeviceSpec, Estimator, EstimatorExt, Predictor};
 use estimators::DnnClassifier;
 
 use crate::classifier::load_classifier;
@@ -56,13 +55,17 @@ fn evaluate(args: EvaluateArgs) -> Result<()> {
 }
 
 fn predict(args: PredictArgs) -> Result<()> {
-    let out: Box<dyn std::io::Write> = match &args.output {
-        Some(path) => Box::new(BufWriter::new(
-            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
-        )),
+    // A run that fails half-way leaves --output as it was, not cut short.
+    let mut file = args.output.as_deref().map(AtomicFile::create).transpose()?;
+    let out: Box<dyn std::io::Write + '_> = match &mut file {
+        Some(file) => Box::new(file),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
-    let mut writer = PredictionWriter::new(out, args.format);
+    let name = args
+        .output
+        .as_ref()
+        .map_or("stdout".into(), |path| path.display().to_string());
+    let mut writer = PredictionWriter::new(out, name, args.format);
     let input = InputFiles::resolve(&args.input)?;
     let format = InputFormat::for_model(
         &input,
@@ -86,7 +89,11 @@ fn predict(args: PredictArgs) -> Result<()> {
             writer.write(&prediction?)?;
         }
     }
-    writer.finish()
+    writer.finish()?;
+    match file {
+        Some(file) => Ok(file.commit()?),
+        None => Ok(()),
+    }
 }
 
 fn export(args: ExportArgs) -> Result<()> {

@@ -49,15 +49,18 @@ pub fn metrics_json(
 /// Writes predictions as JSON lines or CSV.
 pub struct PredictionWriter<W: Write> {
     out: W,
+    /// What errors name: the output file, or stdout.
+    name: String,
     format: Format,
     header_written: bool,
 }
 
 impl<W: Write> PredictionWriter<W> {
-    /// A writer of `format` into `out`.
-    pub fn new(out: W, format: Format) -> Self {
+    /// A writer of `format` into `out`, which errors call `name`.
+    pub fn new(out: W, name: String, format: Format) -> Self {
         Self {
             out,
+            name,
             format,
             header_written: false,
         }
@@ -65,6 +68,11 @@ impl<W: Write> PredictionWriter<W> {
 
     /// Writes one prediction.
     pub fn write(&mut self, prediction: &HeadPrediction) -> Result<()> {
+        self.write_unnamed(prediction)
+            .with_context(|| format!("cannot write to {}", self.name))
+    }
+
+    fn write_unnamed(&mut self, prediction: &HeadPrediction) -> Result<()> {
         match self.format {
             Format::Jsonl => {
                 serde_json::to_writer(&mut self.out, prediction)?;
@@ -101,8 +109,9 @@ impl<W: Write> PredictionWriter<W> {
 
     /// Flushes the output.
     pub fn finish(mut self) -> Result<()> {
-        self.out.flush()?;
-        Ok(())
+        self.out
+            .flush()
+            .with_context(|| format!("cannot write to {}", self.name))
     }
 }
 
