@@ -209,6 +209,71 @@ fn export_then_predict_from_the_export_equals_predict_from_the_checkpoint() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+#[test]
+fn evaluate_predict_and_export_read_the_checkpoint_given_instead_of_the_latest() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("model");
+    let trained = train_iris_adam(
+        &model_dir,
+        &["--max-steps", "300", "--save-checkpoints-steps", "100"],
+    );
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    let early = model_dir.join("ckpt-100.ckpt");
+    let test_csv = iris("iris_test.csv");
+    let evaluate = |extra: &[&std::ffi::OsStr]| {
+        last_json(&run(bin()
+            .args(["evaluate", "--eval", &test_csv, "--json", "--model-dir"])
+            .arg(&model_dir)
+            .args(extra)))
+    };
+    assert_eq!(evaluate(&[])["global_step"], 300);
+    let named = evaluate(&[
+        "--checkpoint".as_ref(),
+        early.as_os_str(),
+        "--name".as_ref(),
+        "early".as_ref(),
+    ]);
+    assert_eq!(named["global_step"], 100, "{named}");
+    assert!(model_dir.join("eval_early").join("history.jsonl").exists());
+
+    let predict = |extra: &[&std::ffi::OsStr]| {
+        let output = run(bin()
+            .args(["predict", "--input", &test_csv, "--model-dir"])
+            .arg(&model_dir)
+            .args(extra));
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let latest = predict(&[]);
+    let at_100 = predict(&["--checkpoint".as_ref(), early.as_os_str()]);
+    assert_ne!(latest, at_100, "another checkpoint predicts otherwise");
+    assert_eq!(
+        at_100,
+        predict(&["--checkpoint".as_ref(), early.as_os_str()])
+    );
+
+    let export = run(bin()
+        .args(["export", "--model-dir"])
+        .arg(&model_dir)
+        .arg("--export-dir-base")
+        .arg(dir.path().join("export"))
+        .arg("--checkpoint")
+        .arg(model_dir.join("ckpt-200.ckpt")));
+    assert!(export.status.success(), "{}", stderr(&export));
+    let info =
+        std::fs::read_to_string(Path::new(stdout(&export).trim()).join("export.json")).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["global_step"], 200, "{info}");
+
+    let missing = model_dir.join("ckpt-7.ckpt");
+    let refused = run(bin()
+        .args(["evaluate", "--eval", &test_csv, "--model-dir"])
+        .arg(&model_dir)
+        .arg("--checkpoint")
+        .arg(&missing));
+    assert_user_error(refused, "ckpt-7.ckpt: No such file");
+}
+
 /// Runs a failing command: exit code 1..=127, one line on stderr naming `needle`.
 pub(crate) fn assert_user_error(output: Output, needle: &str) {
     let code = output.status.code().expect("exited, not killed");

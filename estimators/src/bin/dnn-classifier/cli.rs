@@ -36,7 +36,8 @@ pub enum Command {
         after_help = "Example:\n  dnn-classifier train-and-evaluate --train iris_train.csv --eval iris_test.csv \\\n    --label-column label --max-steps 1000 --model-dir /tmp/iris --json"
     )]
     TrainAndEvaluate(TrainArgs),
-    /// Evaluate the latest checkpoint of --model-dir on CSV, Parquet or TFRecord files.
+    /// Evaluate the latest checkpoint of --model-dir (or --checkpoint) on CSV, Parquet or
+    /// TFRecord files.
     #[command(
         after_help = "Example:\n  dnn-classifier evaluate --eval iris_test.csv --model-dir /tmp/iris --json"
     )]
@@ -46,7 +47,7 @@ pub enum Command {
         after_help = "Examples:\n  dnn-classifier predict --input iris_test.csv --model-dir /tmp/iris\n  dnn-classifier predict --input iris_test.csv --export-dir /tmp/iris/export/1700000000 --format csv"
     )]
     Predict(PredictArgs),
-    /// Export the latest checkpoint to `EXPORT_DIR_BASE/<timestamp>/`.
+    /// Export the latest checkpoint (or --checkpoint) to `EXPORT_DIR_BASE/<timestamp>/`.
     #[command(
         after_help = "Example:\n  dnn-classifier export --model-dir /tmp/iris --export-dir-base /tmp/iris/export"
     )]
@@ -75,6 +76,15 @@ pub struct EvaluateArgs {
     /// Example: `--model-dir /tmp/iris`.
     #[arg(long, value_name = "DIR")]
     pub model_dir: PathBuf,
+    /// The checkpoint to use instead of the latest one (TF's `checkpoint_path`).
+    /// Example: `--checkpoint /tmp/iris/ckpt-500.ckpt`.
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
+    /// Write the evaluation's summaries and history to `MODEL_DIR/eval_NAME` instead of
+    /// `MODEL_DIR/eval`, to keep evaluations on different data apart (TF's `name`).
+    /// Example: `--name holdout`.
+    #[arg(long, value_name = "NAME", value_parser = eval_name)]
+    pub name: Option<String>,
     /// Read --eval as a TFRecord file of tf.Example through this feature spec (default: the
     /// one saved in --model-dir by training on TFRecord files).
     /// Example: `--feature-spec spec.json`.
@@ -118,6 +128,11 @@ pub struct PredictArgs {
         required_unless_present = "export_dir"
     )]
     pub model_dir: Option<PathBuf>,
+    /// With --model-dir: the checkpoint to predict from instead of the latest one (TF's
+    /// `checkpoint_path`).
+    /// Example: `--checkpoint /tmp/iris/ckpt-500.ckpt`.
+    #[arg(long, value_name = "FILE", conflicts_with = "export_dir")]
+    pub checkpoint: Option<PathBuf>,
     /// Predict from this export directory.
     /// Example: `--export-dir /tmp/iris/export/1700000000`.
     #[arg(long, value_name = "DIR")]
@@ -144,4 +159,21 @@ pub struct ExportArgs {
     /// Example: `--export-dir-base /tmp/iris/export`.
     #[arg(long, value_name = "DIR")]
     pub export_dir_base: PathBuf,
+    /// The checkpoint to export instead of the latest one (TF's `checkpoint_path`).
+    /// Example: `--checkpoint /tmp/iris/ckpt-500.ckpt`.
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
+}
+
+/// An evaluation's name: one directory name, as `eval_NAME` is.
+fn eval_name(name: &str) -> Result<String, String> {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && !name.starts_with('.');
+    match plain {
+        true => Ok(name.to_string()),
+        false => Err("letters, digits, '_', '-' and '.' only (it names a directory)".into()),
+    }
 }

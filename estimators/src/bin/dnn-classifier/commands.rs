@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use estimator::datasets::{Dataset, InputFiles};
+use estimator::export::export_checkpoint;
 use estimator::{AtomicFile, DeviceSpec, Estimator, EstimatorExt, Predictor};
 use estimators::DnnClassifier;
 
@@ -41,7 +42,12 @@ fn evaluate(args: EvaluateArgs) -> Result<()> {
         InputFormat::for_model(&eval, args.feature_spec.as_deref(), Some(&args.model_dir))?;
     let schema = eval_schema(&eval, classifier.schema(), &format)?;
     let metrics = classifier
-        .evaluate(|| batches(&eval, &schema, 512, &format), None, None, None)
+        .evaluate(
+            || batches(&eval, &schema, 512, &format),
+            None,
+            args.checkpoint.as_deref(),
+            args.name.as_deref(),
+        )
         .map_err(|e| naming_label_input(e, &describe(&eval), &schema))?;
     let global_step = metrics.get("global_step").copied().unwrap_or(0.0) as u64;
     if args.json {
@@ -85,7 +91,10 @@ fn predict(args: PredictArgs) -> Result<()> {
         let model_dir: PathBuf = args.model_dir.clone().unwrap_or_default();
         let classifier = load_classifier(&model_dir, DeviceSpec::Cpu)?;
         let schema = schema_for(&input, classifier.schema(), &format)?;
-        for prediction in classifier.predict(|| batches(&input, &schema, 512, &format), None)? {
+        for prediction in classifier.predict(
+            || batches(&input, &schema, 512, &format),
+            args.checkpoint.as_deref(),
+        )? {
             writer.write(&prediction?)?;
         }
     }
@@ -98,7 +107,11 @@ fn predict(args: PredictArgs) -> Result<()> {
 
 fn export(args: ExportArgs) -> Result<()> {
     let classifier = load_classifier(&args.model_dir, DeviceSpec::Cpu)?;
-    let dir = classifier.export(&args.export_dir_base)?;
+    let dir = export_checkpoint(
+        &classifier,
+        args.checkpoint.as_deref(),
+        &args.export_dir_base,
+    )?;
     print_line(dir.display())?;
     Ok(())
 }
