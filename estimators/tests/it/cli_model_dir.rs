@@ -1,6 +1,7 @@
 //! `dnn-classifier train` and its model directory: a second run on a directory in use is
 //! refused and a dead one's lock taken over, a resumed run may not change the variables or
-//! what the labels mean, and a directory removed while training fails the run.
+//! what the labels mean but sets its own checkpoint cadence, and a directory removed while
+//! training fails the run.
 
 use crate::cli::{assert_success_saying, assert_user_error, bin, run, stderr, train_on_iris};
 
@@ -86,6 +87,7 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
     assert!(text.contains("--optimizer adam"), "{text}");
     // What the labels mean may not change either.
     for (flag, value, kept) in [
+        ("--activation-fn", "tanh", "trained with relu"),
         ("--n-classes", "4", "trained with 3"),
         (
             "--label-vocabulary",
@@ -161,6 +163,64 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
     // The schema it was trained with, given again: trained on.
     let same = with_sepal_width("Float", "40");
     assert!(same.status.success(), "{}", stderr(&same));
+}
+
+#[test]
+fn the_checkpoint_cadence_is_each_runs_own_and_the_activation_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    let train = |steps: &str, extra: &[&str]| {
+        let output = run(bin()
+            .args(train_on_iris())
+            .args(["--max-steps", steps, "--model-dir"])
+            .arg(&model)
+            .args(extra));
+        assert!(output.status.success(), "{}", stderr(&output));
+        output
+    };
+    let checkpoints = || {
+        let mut steps: Vec<u64> = std::fs::read_dir(&model)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.strip_prefix("ckpt-")?
+                    .strip_suffix(".ckpt")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        steps.sort_unstable();
+        steps
+    };
+    train(
+        "100",
+        &["--save-checkpoints-steps", "50", "--activation-fn", "tanh"],
+    );
+    assert_eq!(checkpoints(), [50, 100]);
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(model.join("dnn_classifier.json")).unwrap()).unwrap();
+    assert_eq!(config["network"]["activation"], "tanh", "{config}");
+    // Resumed with another cadence: that cadence, and the saved activation kept.
+    let logged = train(
+        "140",
+        &[
+            "--save-checkpoints-steps",
+            "10",
+            "--keep-checkpoint-max",
+            "3",
+        ],
+    );
+    assert_eq!(checkpoints(), [120, 130, 140]);
+    let logs = stderr(&logged);
+    assert_eq!(logs.matches("INFO loss = ").count(), 0, "{logs}");
+    let logged = train(
+        "200",
+        &["--keep-checkpoint-max", "0", "--log-step-count-steps", "20"],
+    );
+    // Without a cadence flag: TF's default (600 s), so only the final checkpoint is added.
+    assert_eq!(checkpoints(), [120, 130, 140, 200]);
+    let logs = stderr(&logged);
+    assert_eq!(logs.matches("INFO loss = ").count(), 3, "{logs}");
 }
 
 #[test]

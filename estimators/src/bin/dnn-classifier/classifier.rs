@@ -120,7 +120,8 @@ pub fn build_classifier(
     }
     let mut classifier = DnnClassifier::new(run_config, &schema, columns, hidden_units, n_classes)?
         .with_optimizer(optimizer_spec(args))
-        .with_batch_norm(args.batch_norm);
+        .with_batch_norm(args.batch_norm)
+        .with_activation(args.activation_fn.unwrap_or_default());
     if let Some(p) = args.dropout {
         classifier = classifier.with_dropout(p)?;
     }

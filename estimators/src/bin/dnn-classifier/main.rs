@@ -5,6 +5,7 @@
 //! Run `dnn-classifier --help` (or `cargo run --release -p estimators --bin dnn-classifier --
 //! --help`) for the subcommands, each with an example.
 
+mod cadence_flags;
 mod classifier;
 mod cli;
 mod commands;

@@ -1,9 +1,9 @@
 //! The `train` flags against the model a directory already holds: those that shape the
 //! saved variables, give the labels their meaning or say how the files are read (hidden
-//! units, optimizer, batch normalisation, standardised inputs, classes, label vocabulary and
-//! column, schema) must agree with it, as restoring TF's checkpoint into another graph
-//! fails; those that do not (learning rate, dropout) replace the saved values, saying so, as
-//! TF's model function would.
+//! units, activation, optimizer, batch normalisation, standardised inputs, classes, label
+//! vocabulary and column, schema) must agree with it, as restoring TF's checkpoint into
+//! another graph fails; those that do not (learning rate, dropout) replace the saved
+//! values, saying so, as TF's model function would.
 
 use std::path::Path;
 
@@ -13,7 +13,7 @@ use estimator::datasets::{Column, Schema};
 use estimator::head::Head;
 use estimator::Estimator;
 use estimators::feature_column::FeatureColumn;
-use estimators::DnnClassifier;
+use estimators::{Activation, DnnClassifier};
 
 use crate::input::read_schema;
 use crate::train_args::TrainArgs;
@@ -52,6 +52,15 @@ pub fn apply_to_resumed(
                 "--optimizer",
                 given.unwrap_or_default(),
                 kept.into()
+            ));
+        }
+    }
+    if let Some(activation) = args.activation_fn {
+        if activation != dnn.activation {
+            bail!(differs(
+                "--activation-fn",
+                name_of(activation),
+                name_of(dnn.activation)
             ));
         }
     }
@@ -146,6 +155,14 @@ fn first_difference(given: &Schema, kept: &Schema) -> Option<(String, String)> {
             let at = format!("column {}: ", i + 1);
             (at.clone() + &describe(given), at + &describe(kept))
         })
+}
+
+/// TF's name of `activation`, as the flag takes it.
+fn name_of(activation: Activation) -> String {
+    serde_json::to_value(activation)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn list(units: &[usize]) -> String {

@@ -62,8 +62,9 @@ pub fn cluster_run_config(
     model: &RunConfig,
     cluster: &ClusterConfig,
 ) -> Result<(RunConfig, usize)> {
-    let mut run_config = model
-        .clone()
+    let mut run_config = args
+        .cadence
+        .apply(model.clone())
         .with_ps_mode(ps_mode(args))
         .with_variable_partitioner(args.ps_min_shard_bytes.map(|bytes| MinSizePartitioner {
             min_shard_bytes: bytes,

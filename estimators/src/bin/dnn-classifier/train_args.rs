@@ -8,9 +8,12 @@ use estimator::datasets::AutoShardPolicy;
 use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
 use estimator::{Distribution, LossReadback, MixedPrecision};
+use estimators::Activation;
 
+use crate::cadence_flags::CadenceFlags;
 use crate::values::{
-    parse_bucket_bytes, parse_decay, parse_learning_rate, parse_mirrored, TimelineSteps,
+    parse_activation, parse_bucket_bytes, parse_decay, parse_learning_rate, parse_mirrored,
+    TimelineSteps,
 };
 
 /// Optimizers selectable from the command line.
@@ -88,6 +91,11 @@ pub struct TrainArgs {
     /// Example: `--hidden-units 256,128,64`.
     #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
     pub hidden_units: Option<Vec<usize>>,
+    /// Activation of the hidden layers: relu (the default), tanh, sigmoid, elu or leaky_relu
+    /// (TF's `activation_fn`). A resumed model keeps its own; giving another is an error.
+    /// Example: `--activation-fn tanh`.
+    #[arg(long, value_name = "NAME", value_parser = parse_activation)]
+    pub activation_fn: Option<Activation>,
     /// Number of classes (inferred from the training labels when absent). A resumed model
     /// keeps its own; giving another is an error.
     /// Example: `--n-classes 3`.
@@ -143,10 +151,8 @@ pub struct TrainArgs {
     /// Example: `--shuffle-buffer 1000`.
     #[arg(long, default_value_t = 10_000)]
     pub shuffle_buffer: usize,
-    /// Save a checkpoint every N steps (default: every 600 s, and at the end).
-    /// Example: `--save-checkpoints-steps 500`.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub save_checkpoints_steps: Option<u64>,
+    #[command(flatten)]
+    pub cadence: CadenceFlags,
     /// Compute device: cpu, cuda (CUDA device 0), cuda:N, or auto (CUDA when this build
     /// has it and a driver is installed, else the CPU). CUDA needs a build with the `cuda`
     /// feature.

@@ -63,12 +63,9 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
         args.label_column.as_deref(),
         &args.model_dir,
     )?;
-    let mut run_config = RunConfig::new(&args.model_dir)
+    let run_config = RunConfig::new(&args.model_dir)
         .with_tf_random_seed(args.seed)
         .with_device(device_flag(&args.device)?);
-    if let Some(steps) = args.save_checkpoints_steps {
-        run_config = run_config.with_save_checkpoints_steps(steps);
-    }
     let cluster = cluster_from_env()?;
     check_replicas_to_aggregate(&args, &cluster)?;
     let role = TaskRole::of(&cluster)?;

@@ -1,11 +1,12 @@
 //! The values of `dnn-classifier`'s flags that clap cannot parse alone: devices, Mirrored
-//! replicas, learning-rate schedules. Each error says what was wrong with the value; clap
+//! replicas, learning-rate schedules, activations. Each error says what was wrong with the value; clap
 //! prefixes the flag.
 
 use std::str::FromStr;
 
 use estimator::optimizer::{Decay, Schedule};
 use estimator::{DeviceSpec, Distribution};
+use estimators::Activation;
 
 /// Parses a `--learning-rate` value: not negative, and finite as the f32 that training uses
 /// (0 is a step that changes nothing).
@@ -68,6 +69,12 @@ pub fn parse_bucket_bytes(text: &str) -> Result<usize, String> {
         )),
         Err(_) => Err(format!("'{text}' is neither a number of bytes nor auto")),
     }
+}
+
+/// Parses an `--activation-fn` value: one of TF's names for the hidden layers' activation.
+pub fn parse_activation(text: &str) -> Result<Activation, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| format!("'{text}' is not one of relu, tanh, sigmoid, elu, leaky_relu"))
 }
 
 /// Parses a `--mirrored` value: a number of replicas (at least 1) or `all`.
