@@ -52,10 +52,7 @@ fn start(base: &Path, batching: Option<Batching>, limits: Limits) -> (Background
     if let Some(batching) = batching {
         loaders = loaders.with_batching(batching);
     }
-    let models = vec![ModelConfig {
-        name: "iris".into(),
-        base_path: base.to_path_buf(),
-    }];
+    let models = vec![ModelConfig::new("iris", base)];
     let server = Server::load(models, loaders).unwrap().with_limits(limits);
     let background = server.spawn("127.0.0.1:0", Duration::ZERO).unwrap();
     let url = format!("http://{}/v1/models/iris:predict", background.address());

@@ -27,6 +27,7 @@ mod routes;
 mod same_export;
 mod servable;
 mod server;
+mod version_policy;
 mod versions;
 
 pub use background::Background;
@@ -47,4 +48,5 @@ pub use program::{serve, serve_with};
 pub use request::Format;
 pub use servable::{Predictions, Servable, Served};
 pub use server::{ModelConfig, ModelConfigFile, Server};
+pub use version_policy::VersionPolicy;
 pub use versions::ModelVersions;

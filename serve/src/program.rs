@@ -37,7 +37,9 @@ struct Cli {
     #[arg(long, value_name = "DIR")]
     model_base_path: Option<PathBuf>,
     /// Several models: TF Serving's model_config_list in JSON,
-    /// {"model_config_list": {"config": [{"name": "iris", "base_path": "…"}]}}.
+    /// {"model_config_list": {"config": [{"name": "iris", "base_path": "…"}]}}, each with
+    /// an optional "model_version_policy" ({"latest": {"num_versions": N}}, {"all": {}} or
+    /// {"specific": {"versions": [N, …]}}; default: the latest one).
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["model_name", "model_base_path"])]
     model_config_file: Option<PathBuf>,
     /// Port of the REST API.
@@ -115,10 +117,9 @@ fn models(cli: &Cli) -> Result<Vec<ModelConfig>> {
         return Ok(file.models());
     }
     match (&cli.model_name, &cli.model_base_path) {
-        (Some(name), Some(base_path)) => Ok(vec![ModelConfig {
-            name: name.clone(),
-            base_path: base_path.clone(),
-        }]),
+        (Some(name), Some(base_path)) => {
+            Ok(vec![ModelConfig::new(name.clone(), base_path.clone())])
+        }
         _ => bail!("give --model-name and --model-base-path, or --model-config-file"),
     }
 }

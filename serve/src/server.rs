@@ -13,25 +13,56 @@ use crate::limits::Limits;
 use crate::loaders::Loaders;
 use crate::metrics::Metrics;
 use crate::servable::Servable;
+use crate::version_policy::VersionPolicy;
 use crate::versions::{ModelVersions, Which};
 
-/// One model to serve: its name in the URLs and the directory holding its versions.
+/// One model to serve: its name in the URLs, the directory holding its versions and which
+/// of them to serve.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// The name in `/v1/models/{name}`.
     pub name: String,
     /// The directory of numbered version directories.
     pub base_path: PathBuf,
+    /// Which versions to serve (default: the latest, as TF Serving).
+    #[serde(default)]
+    pub model_version_policy: VersionPolicy,
+    /// TF Serving's platform (`"tensorflow"`): accepted, so that its files read, and
+    /// ignored.
+    #[serde(default)]
+    pub model_platform: Option<String>,
+}
+
+impl ModelConfig {
+    /// Model `name` with its versions under `base_path`, serving the latest.
+    pub fn new(name: impl Into<String>, base_path: impl Into<PathBuf>) -> Self {
+        ModelConfig {
+            name: name.into(),
+            base_path: base_path.into(),
+            model_version_policy: VersionPolicy::default(),
+            model_platform: None,
+        }
+    }
+
+    /// Serves the versions `policy` picks instead of the latest.
+    pub fn with_version_policy(mut self, policy: VersionPolicy) -> Self {
+        self.model_version_policy = policy;
+        self
+    }
 }
 
 /// TF Serving's `--model_config_file`, JSON form:
-/// `{"model_config_list": {"config": [{"name": …, "base_path": …}]}}`.
+/// `{"model_config_list": {"config": [{"name": …, "base_path": …}]}}`; a field it does not
+/// know is an error naming it, rather than a setting silently dropped.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelConfigFile {
     model_config_list: ModelConfigList,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ModelConfigList {
     config: Vec<ModelConfig>,
 }
@@ -64,18 +95,26 @@ impl Server {
     pub fn load(models: Vec<ModelConfig>, loaders: Loaders) -> anyhow::Result<Self> {
         let mut loaded = BTreeMap::new();
         for config in models {
-            let versions = ModelVersions::scan(&config.base_path, &Default::default(), &loaders)
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "model '{}': {}: {e}",
-                        config.name,
-                        config.base_path.display()
-                    )
-                })?;
+            let policy = &config.model_version_policy;
+            policy
+                .check()
+                .map_err(|e| anyhow::anyhow!("model '{}': {e}", config.name))?;
+            let versions =
+                ModelVersions::scan(&config.base_path, policy, &Default::default(), &loaders)
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "model '{}': {}: {e}",
+                            config.name,
+                            config.base_path.display()
+                        )
+                    })?;
             if versions.versions.is_empty() {
                 let why = match versions.refused.iter().next_back() {
                     Some((version, e)) => format!("version {version}: {e}"),
-                    None => "numbered export directories, directly or one level down".into(),
+                    None => format!(
+                        "it needs numbered export directories, directly or one level down, \
+                         and serves {policy} of them"
+                    ),
                 };
                 anyhow::bail!(
                     "model '{}': no version under {} could be loaded ({why})",
@@ -132,7 +171,8 @@ impl Server {
     pub fn rescan(&self) {
         for model in self.models.values() {
             let known = Arc::clone(&model.versions.read().unwrap_or_else(|e| e.into_inner()));
-            match ModelVersions::scan(&model.config.base_path, &known, &self.loaders) {
+            let (base, policy) = (&model.config.base_path, &model.config.model_version_policy);
+            match ModelVersions::scan(base, policy, &known, &self.loaders) {
                 // A base path that lost every loadable version keeps serving the old ones.
                 Ok(next) if next.versions.is_empty() => {}
                 Ok(next) => {

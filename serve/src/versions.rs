@@ -25,6 +25,7 @@ use crate::load_fault::LoadFault;
 use crate::loaders::Loaders;
 use crate::same_export::same_export;
 use crate::servable::Servable;
+use crate::version_policy::VersionPolicy;
 
 /// One model's loaded versions and labels.
 #[derive(Clone, Default)]
@@ -51,12 +52,18 @@ impl ModelVersions {
         self.versions.iter().next_back().map(|(v, s)| (*v, s))
     }
 
-    /// Loads the versions under `base` that `known` does not hold yet, keeping those it
-    /// holds (a version directory is never rewritten: exports are renamed into place
-    /// whole). A version that fails to load, or is ambiguous, is logged and left out until
+    /// Loads the versions under `base` that `policy` picks (and each label's newest) and
+    /// `known` does not hold yet, keeping those it holds (a version directory is never
+    /// rewritten: exports are renamed into place whole) and unloading those no longer
+    /// picked. A version that fails to load, or is ambiguous, is logged and left out until
     /// its directories change (an export copied in file by file, or fixed in place), when
     /// it is tried again.
-    pub fn scan(base: &Path, known: &ModelVersions, loaders: &Loaders) -> std::io::Result<Self> {
+    pub fn scan(
+        base: &Path,
+        policy: &VersionPolicy,
+        known: &ModelVersions,
+        loaders: &Loaders,
+    ) -> std::io::Result<Self> {
         let mut claims: BTreeMap<u64, Vec<PathBuf>> = BTreeMap::new();
         let mut next = ModelVersions::default();
         for (version, dir, label) in version_dirs(base)? {
@@ -66,7 +73,15 @@ impl ModelVersions {
             }
             claims.entry(version).or_default().push(dir);
         }
-        for (version, dirs) in claims {
+        let labelled: BTreeSet<u64> = next.labels.values().copied().collect();
+        // Newest first, so that a latest-N policy counts the versions that did load.
+        for (version, dirs) in claims.into_iter().rev() {
+            if !policy.wants(version, next.versions.len()) && !labelled.contains(&version) {
+                if known.versions.contains_key(&version) {
+                    tracing::info!("unloaded version {version}: the policy serves {policy}");
+                }
+                continue;
+            }
             let stamp = DirStamp::of(&dirs);
             let unchanged = known.stamps.get(&version) == Some(&stamp);
             next.dirs.insert(version, dirs.clone());

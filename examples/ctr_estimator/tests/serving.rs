@@ -41,10 +41,7 @@ fn the_served_export_answers_what_predict_gives_and_refuses_an_unknown_feature()
     classifier.train(input, TrainSpec::max_steps(20)).unwrap();
     let export = classifier.export(&dir.path().join("export")).unwrap();
 
-    let model = ModelConfig {
-        name: "ctr".into(),
-        base_path: export.parent().unwrap().to_path_buf(),
-    };
+    let model = ModelConfig::new("ctr", export.parent().unwrap());
     let server = Server::load(vec![model], Loaders::new().with::<CtrClassifier>()).unwrap();
     let background = server.spawn("127.0.0.1:0", Duration::ZERO).unwrap();
     let url = format!("http://{}/v1/models/ctr:predict", background.address());

@@ -70,10 +70,8 @@ fn one_server_serves_a_canned_and_a_custom_export_through_the_same_checks() {
     export_canned(&dir.path().join("canned"), &stats);
     export_custom(&dir.path().join("custom"), stats);
 
-    let models = ["canned", "custom"].map(|name| ModelConfig {
-        name: name.into(),
-        base_path: dir.path().join(name).join("export"),
-    });
+    let models = ["canned", "custom"]
+        .map(|name| ModelConfig::new(name, dir.path().join(name).join("export")));
     let loaders = Loaders::canned().with::<IrisClassifier>();
     let server = Server::load(models.to_vec(), loaders).unwrap();
     let background = server.spawn("127.0.0.1:0", Duration::ZERO).unwrap();

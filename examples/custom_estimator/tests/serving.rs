@@ -43,10 +43,7 @@ fn trained(dir: &Path) -> (IrisClassifier, PathBuf, Vec<Vec<f32>>) {
 }
 
 fn serve(base: &Path, loaders: Loaders) -> (Background, String) {
-    let model = ModelConfig {
-        name: "iris".into(),
-        base_path: base.to_path_buf(),
-    };
+    let model = ModelConfig::new("iris", base);
     let server = Server::load(vec![model], loaders).unwrap();
     let background = server.spawn("127.0.0.1:0", Duration::ZERO).unwrap();
     let url = format!("http://{}/v1/models/iris:predict", background.address());
@@ -137,10 +134,7 @@ fn exports_are_found_by_their_stable_name_and_older_ones_by_their_type_name() {
     assert_eq!(code, 200, "{reply}");
 
     let unknown = Server::load(
-        vec![ModelConfig {
-            name: "iris".into(),
-            base_path: export.parent().unwrap().to_path_buf(),
-        }],
+        vec![ModelConfig::new("iris", export.parent().unwrap())],
         Loaders::new().with::<IrisClassifier>(),
     );
     let error = unknown

@@ -123,14 +123,7 @@ fn a_regressor_answers_regress_and_single_output_predictions() {
     };
     regressor.train(input, TrainSpec::max_steps(30)).unwrap();
     let export = regressor.export(&base).unwrap();
-    let server = Server::load(
-        vec![ModelConfig {
-            name: "width".into(),
-            base_path: base,
-        }],
-        Loaders::canned(),
-    )
-    .unwrap();
+    let server = Server::load(vec![ModelConfig::new("width", base)], Loaders::canned()).unwrap();
     let running = Running::start(server);
 
     let (code, regressed) = running.post("/v1/models/width:regress", &json!({"examples": rows()}));

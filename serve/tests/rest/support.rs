@@ -133,10 +133,7 @@ pub(crate) fn error_of(body: &Value) -> &str {
 
 /// The model `iris`, its versions under `base`.
 pub(crate) fn iris_model(base: &Path) -> Vec<ModelConfig> {
-    vec![ModelConfig {
-        name: "iris".into(),
-        base_path: base.to_path_buf(),
-    }]
+    vec![ModelConfig::new("iris", base)]
 }
 
 /// A server of [`iris_model`] with the canned estimators' loaders.

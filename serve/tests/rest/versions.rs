@@ -1,11 +1,13 @@
 //! Versions, labels and models: a new version under load, a broken one refused, several
-//! models from a model_config_list.
+//! models from a model_config_list, the version policy.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use estimator_serve::{Batching, LoadFault, Loaders, ModelConfig, ModelConfigFile, Server};
+use estimator_serve::{
+    Batching, LoadFault, Loaders, ModelConfig, ModelConfigFile, Server, VersionPolicy,
+};
 use serde_json::json;
 
 use crate::support::*;
@@ -72,14 +74,9 @@ fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels
         .iter()
         .map(|s| s["version"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        versions,
-        [
-            version_of(&second).to_string().as_str(),
-            version_of(&first).to_string().as_str(),
-            "7"
-        ]
-    );
+    // TF Serving's default policy serves the latest version only (and here the newest under
+    // each label): the first is unloaded.
+    assert_eq!(versions, [version_of(&second).to_string().as_str(), "7"]);
     let (_, metadata) = running.get("/v1/models/iris/metadata");
     assert_eq!(
         metadata["model_spec"]["version"],
@@ -187,23 +184,83 @@ fn a_model_config_list_serves_several_models_each_under_its_name() {
     // A model with nothing to serve stops the start, naming it.
     let empty = dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let models = vec![ModelConfig {
-        name: "void".into(),
-        base_path: empty,
-    }];
+    let models = vec![ModelConfig::new("void", empty)];
     let err = Server::load(models, Loaders::canned())
         .err()
         .unwrap()
         .to_string();
     assert!(err.contains("model 'void': no version under"), "{err}");
     // A device this build cannot use: the version is refused, saying why.
-    let models = vec![ModelConfig {
-        name: "small".into(),
-        base_path: small,
-    }];
+    let models = vec![ModelConfig::new("small", small)];
     let on_cuda = Loaders::canned().on(estimator::DeviceSpec::Cuda(0));
     let err = Server::load(models, on_cuda).err().unwrap().to_string();
     assert!(err.contains("device cuda:0"), "{err}");
+}
+
+#[test]
+fn the_version_policy_picks_the_versions_served_and_unknown_settings_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let export = export_iris(&dir.path().join("model"), &dir.path().join("staging"), 10);
+    for version in [1, 2, 3] {
+        copy_export(&export, &base.join(version.to_string()));
+    }
+    // The newest is broken: a latest-2 policy serves the two newest that load.
+    std::fs::create_dir_all(base.join("4")).unwrap();
+    std::fs::write(base.join("4").join("export.json"), "{").unwrap();
+    let served = |policy: &str| {
+        let file = format!(
+            r#"{{"model_config_list": {{"config": [{{"name": "iris", "base_path": {:?},
+                "model_version_policy": {policy}}}]}}}}"#,
+            base
+        );
+        let config: ModelConfigFile = serde_json::from_str(&file).unwrap();
+        let server = Server::load(config.models(), Loaders::canned()).unwrap();
+        let versions = server.model_versions("iris").unwrap();
+        let loaded: Vec<u64> = versions.versions.keys().copied().collect();
+        let refused: Vec<u64> = versions.refused.keys().copied().collect();
+        (loaded, refused)
+    };
+    assert_eq!(
+        served(r#"{"latest": {"num_versions": 2}}"#),
+        (vec![2, 3], vec![4])
+    );
+    assert_eq!(served(r#"{"all": {}}"#), (vec![1, 2, 3], vec![4]));
+    assert_eq!(
+        served(r#"{"specific": {"versions": [1, 9]}}"#),
+        (vec![1], vec![])
+    );
+    let policy = VersionPolicy::Latest { num_versions: 1 };
+    let models = vec![ModelConfig::new("iris", &base).with_version_policy(policy)];
+    let server = Server::load(models, Loaders::canned()).unwrap();
+    assert_eq!(
+        server
+            .model_versions("iris")
+            .unwrap()
+            .versions
+            .keys()
+            .collect::<Vec<_>>(),
+        [&3]
+    );
+
+    // A setting this server does not know is refused, naming it, not silently dropped.
+    let labels = json!({"model_config_list": {"config": [
+        {"name": "iris", "base_path": base, "version_labels": {"stable": 1}},
+    ]}});
+    let err = serde_json::from_value::<ModelConfigFile>(labels)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown field `version_labels`"), "{err}");
+    let nothing = VersionPolicy::Latest { num_versions: 0 };
+    let models = vec![ModelConfig::new("iris", &base).with_version_policy(nothing)];
+    let err = Server::load(models, Loaders::canned())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("model 'iris': model_version_policy latest: num_versions"),
+        "{err}"
+    );
 }
 
 #[test]
