@@ -17,7 +17,8 @@ use crate::limits::{
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
 };
 use crate::loaders::Loaders;
-use crate::server::{ModelConfig, ModelConfigFile, Server};
+use crate::model_config::{ModelConfig, ModelConfigFile};
+use crate::server::Server;
 
 /// Serve exported models over TF Serving's REST API.
 ///
@@ -39,7 +40,8 @@ struct Cli {
     /// Several models: TF Serving's model_config_list in JSON,
     /// {"model_config_list": {"config": [{"name": "iris", "base_path": "…"}]}}, each with
     /// an optional "model_version_policy" ({"latest": {"num_versions": N}}, {"all": {}} or
-    /// {"specific": {"versions": [N, …]}}; default: the latest one).
+    /// {"specific": {"versions": [N, …]}}; default: the latest one) and "version_labels"
+    /// ({"stable": N}).
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["model_name", "model_base_path"])]
     model_config_file: Option<PathBuf>,
     /// Port of the REST API.

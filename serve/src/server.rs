@@ -2,77 +2,16 @@
 //! loop are in `http.rs`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-
-use serde::Deserialize;
 
 use crate::budget::InstanceBudget;
 use crate::error::ServeError;
 use crate::limits::Limits;
 use crate::loaders::Loaders;
 use crate::metrics::Metrics;
+use crate::model_config::ModelConfig;
 use crate::servable::Servable;
-use crate::version_policy::VersionPolicy;
 use crate::versions::{ModelVersions, Which};
-
-/// One model to serve: its name in the URLs, the directory holding its versions and which
-/// of them to serve.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfig {
-    /// The name in `/v1/models/{name}`.
-    pub name: String,
-    /// The directory of numbered version directories.
-    pub base_path: PathBuf,
-    /// Which versions to serve (default: the latest, as TF Serving).
-    #[serde(default)]
-    pub model_version_policy: VersionPolicy,
-    /// TF Serving's platform (`"tensorflow"`): accepted, so that its files read, and
-    /// ignored.
-    #[serde(default)]
-    pub model_platform: Option<String>,
-}
-
-impl ModelConfig {
-    /// Model `name` with its versions under `base_path`, serving the latest.
-    pub fn new(name: impl Into<String>, base_path: impl Into<PathBuf>) -> Self {
-        ModelConfig {
-            name: name.into(),
-            base_path: base_path.into(),
-            model_version_policy: VersionPolicy::default(),
-            model_platform: None,
-        }
-    }
-
-    /// Serves the versions `policy` picks instead of the latest.
-    pub fn with_version_policy(mut self, policy: VersionPolicy) -> Self {
-        self.model_version_policy = policy;
-        self
-    }
-}
-
-/// TF Serving's `--model_config_file`, JSON form:
-/// `{"model_config_list": {"config": [{"name": …, "base_path": …}]}}`; a field it does not
-/// know is an error naming it, rather than a setting silently dropped.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfigFile {
-    model_config_list: ModelConfigList,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ModelConfigList {
-    config: Vec<ModelConfig>,
-}
-
-impl ModelConfigFile {
-    /// The models the file lists.
-    pub fn models(self) -> Vec<ModelConfig> {
-        self.model_config_list.config
-    }
-}
 
 pub(crate) struct Model {
     config: ModelConfig,
@@ -100,14 +39,13 @@ impl Server {
                 .check()
                 .map_err(|e| anyhow::anyhow!("model '{}': {e}", config.name))?;
             let versions =
-                ModelVersions::scan(&config.base_path, policy, &Default::default(), &loaders)
-                    .map_err(|e| {
-                        anyhow::anyhow!(
-                            "model '{}': {}: {e}",
-                            config.name,
-                            config.base_path.display()
-                        )
-                    })?;
+                ModelVersions::scan(&config, &Default::default(), &loaders).map_err(|e| {
+                    anyhow::anyhow!(
+                        "model '{}': {}: {e}",
+                        config.name,
+                        config.base_path.display()
+                    )
+                })?;
             if versions.versions.is_empty() {
                 let why = match versions.refused.iter().next_back() {
                     Some((version, e)) => format!("version {version}: {e}"),
@@ -121,6 +59,20 @@ impl Server {
                     config.name,
                     config.base_path.display()
                 );
+            }
+            // As TF Serving: a label must name a version that serves.
+            for (label, version) in &config.version_labels {
+                if !versions.versions.contains_key(version) {
+                    let why = match versions.refused.get(version) {
+                        Some(e) => format!("did not load: {e}"),
+                        None => format!("is not under {}", config.base_path.display()),
+                    };
+                    anyhow::bail!(
+                        "model '{}': version_labels: '{label}' names version {version}, which \
+                         {why}",
+                        config.name
+                    );
+                }
             }
             if loaded.contains_key(&config.name) {
                 anyhow::bail!("model '{}' is configured twice", config.name);
@@ -171,8 +123,7 @@ impl Server {
     pub fn rescan(&self) {
         for model in self.models.values() {
             let known = Arc::clone(&model.versions.read().unwrap_or_else(|e| e.into_inner()));
-            let (base, policy) = (&model.config.base_path, &model.config.model_version_policy);
-            match ModelVersions::scan(base, policy, &known, &self.loaders) {
+            match ModelVersions::scan(&model.config, &known, &self.loaders) {
                 // A base path that lost every loadable version keeps serving the old ones.
                 Ok(next) if next.versions.is_empty() => {}
                 Ok(next) => {

@@ -14,7 +14,7 @@
 //! `version_dirs`, which the export writer numbers by too.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use estimator::export::version_dirs;
@@ -23,9 +23,9 @@ use crate::dir_stamp::DirStamp;
 use crate::error::ServeError;
 use crate::load_fault::LoadFault;
 use crate::loaders::Loaders;
+use crate::model_config::ModelConfig;
 use crate::same_export::same_export;
 use crate::servable::Servable;
-use crate::version_policy::VersionPolicy;
 
 /// One model's loaded versions and labels.
 #[derive(Clone, Default)]
@@ -52,27 +52,29 @@ impl ModelVersions {
         self.versions.iter().next_back().map(|(v, s)| (*v, s))
     }
 
-    /// Loads the versions under `base` that `policy` picks (and each label's newest) and
-    /// `known` does not hold yet, keeping those it holds (a version directory is never
-    /// rewritten: exports are renamed into place whole) and unloading those no longer
-    /// picked. A version that fails to load, or is ambiguous, is logged and left out until
-    /// its directories change (an export copied in file by file, or fixed in place), when
-    /// it is tried again.
+    /// Loads the versions under `model`'s base path that its policy picks (and those its
+    /// labels name: its `version_labels`, each label directory's newest) and `known` does
+    /// not hold yet, keeping those it holds (a version directory is never rewritten:
+    /// exports are renamed into place whole) and unloading those no longer picked. A
+    /// version that fails to load, or is ambiguous, is logged and left out until its
+    /// directories change (an export copied in file by file, or fixed in place), when it
+    /// is tried again.
     pub fn scan(
-        base: &Path,
-        policy: &VersionPolicy,
+        model: &ModelConfig,
         known: &ModelVersions,
         loaders: &Loaders,
     ) -> std::io::Result<Self> {
+        let policy = &model.model_version_policy;
         let mut claims: BTreeMap<u64, Vec<PathBuf>> = BTreeMap::new();
         let mut next = ModelVersions::default();
-        for (version, dir, label) in version_dirs(base)? {
+        for (version, dir, label) in version_dirs(&model.base_path)? {
             if let Some(label) = label {
                 let newest = next.labels.entry(label).or_insert(version);
                 *newest = (*newest).max(version);
             }
             claims.entry(version).or_default().push(dir);
         }
+        next.labels.extend(model.version_labels.clone());
         let labelled: BTreeSet<u64> = next.labels.values().copied().collect();
         // Newest first, so that a latest-N policy counts the versions that did load.
         for (version, dirs) in claims.into_iter().rev() {

@@ -198,7 +198,7 @@ fn a_model_config_list_serves_several_models_each_under_its_name() {
 }
 
 #[test]
-fn the_version_policy_picks_the_versions_served_and_unknown_settings_are_refused() {
+fn the_version_policy_and_labels_pick_the_versions_served_and_unknown_settings_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("export");
     let export = export_iris(&dir.path().join("model"), &dir.path().join("staging"), 10);
@@ -243,14 +243,36 @@ fn the_version_policy_picks_the_versions_served_and_unknown_settings_are_refused
         [&3]
     );
 
+    // Labels name versions, which are served beside the policy's.
+    let labels = json!({"model_config_list": {"config": [{"name": "iris", "base_path": base,
+        "version_labels": {"stable": 1, "canary": 3}}]}});
+    let config: ModelConfigFile = serde_json::from_value(labels).unwrap();
+    let running = Running::start(Server::load(config.models(), Loaders::canned()).unwrap());
+    for (label, version) in [("stable", "1"), ("canary", "3")] {
+        let (code, status) = running.get(&format!("/v1/models/iris/labels/{label}"));
+        assert_eq!(code, 200, "{status}");
+        assert_eq!(status["model_version_status"][0]["version"], version);
+        let path = format!("/v1/models/iris/labels/{label}:predict");
+        assert_eq!(running.post(&path, &json!({"instances": rows()})).0, 200);
+    }
+    for (version, why) in [(4, "did not load"), (9, "is not under")] {
+        let models = vec![ModelConfig::new("iris", &base).with_version_label("stable", version)];
+        let err = Server::load(models, Loaders::canned())
+            .err()
+            .unwrap()
+            .to_string();
+        let named = format!("version_labels: 'stable' names version {version}, which {why}");
+        assert!(err.contains(&named), "{err}");
+    }
+
     // A setting this server does not know is refused, naming it, not silently dropped.
-    let labels = json!({"model_config_list": {"config": [
-        {"name": "iris", "base_path": base, "version_labels": {"stable": 1}},
+    let typo = json!({"model_config_list": {"config": [
+        {"name": "iris", "base_path": base, "version_label": {"stable": 1}},
     ]}});
-    let err = serde_json::from_value::<ModelConfigFile>(labels)
+    let err = serde_json::from_value::<ModelConfigFile>(typo)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("unknown field `version_labels`"), "{err}");
+    assert!(err.contains("unknown field `version_label`"), "{err}");
     let nothing = VersionPolicy::Latest { num_versions: 0 };
     let models = vec![ModelConfig::new("iris", &base).with_version_policy(nothing)];
     let err = Server::load(models, Loaders::canned())
