@@ -336,6 +336,10 @@ fn user_errors_are_one_line_messages_naming_what_is_wrong() {
         train(&["--train", &iris("iris_train.csv"), "--device", "tpu"]),
         "--device tpu: expected cpu, cuda, cuda:N or auto",
     );
+    assert_user_error(
+        train(&["--train", &iris("iris_train.csv"), "--exporters", "best"]),
+        "--exporters: train exports nothing; exporters run in train-and-evaluate",
+    );
     if !cfg!(feature = "cuda") {
         assert_user_error(
             train(&["--train", &iris("iris_train.csv"), "--device", "cuda:1"]),

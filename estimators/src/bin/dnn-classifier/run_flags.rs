@@ -9,9 +9,13 @@ use estimator::{Distribution, EvalSpec, Exporter, RunConfig, VarsToWarmStart, Wa
 
 use crate::train_args::{ExporterName, PsModeName, TrainArgs};
 
-/// Evaluation of train-and-evaluate: the whole eval file, with the exporters asked for.
+/// Evaluation of train-and-evaluate: the whole eval file, with the exporters asked for
+/// (latest and final by default).
 pub fn eval_spec(args: &TrainArgs) -> EvalSpec {
+    let default = [ExporterName::Latest, ExporterName::Final];
     args.exporters
+        .as_deref()
+        .unwrap_or(&default)
         .iter()
         .fold(EvalSpec::new(), |spec, exporter| {
             spec.with_exporter(match exporter {

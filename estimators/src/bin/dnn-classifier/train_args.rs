@@ -346,15 +346,11 @@ pub struct TrainArgs {
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub startup_timeout_secs: Option<u64>,
     /// train-and-evaluate: exporters run after evaluations, into `MODEL_DIR/export/<name>`
-    /// (latest: every evaluation; best: when the loss improves; final: at the end).
+    /// (latest: every evaluation; best: when the loss improves; final: at the end; default
+    /// latest,final). `train` exports nothing, and refuses the flag.
     /// Example: `--exporters latest,best,final`.
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "latest,final"
-    )]
-    pub exporters: Vec<ExporterName>,
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub exporters: Option<Vec<ExporterName>>,
 }
 
 /// How ps tasks apply gradients.

@@ -35,6 +35,9 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
     if evaluate_after && args.eval.is_none() {
         bail!("train-and-evaluate needs --eval FILE");
     }
+    if !evaluate_after && args.exporters.is_some() {
+        bail!("--exporters: train exports nothing; exporters run in train-and-evaluate");
+    }
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
