@@ -160,11 +160,14 @@ impl<B: AutodiffBackend, M: Module<B>> TrainState<B, M> {
     /// state untouched) — on a first start only: when `model_dir` has a checkpoint, the run
     /// resumes from its own.
     pub fn warm_started(mut self, settings: &WarmStartSettings, model_dir: &Path) -> Result<Self> {
-        if CheckpointManager::new(model_dir, None)
-            .latest_step()?
-            .is_none()
-        {
-            self.model = settings.apply(self.model)?;
+        match CheckpointManager::new(model_dir, None).latest_step()? {
+            None => self.model = settings.apply(self.model)?,
+            // As TF: a model directory with a checkpoint resumes from it.
+            Some(step) => tracing::info!(
+                "no warm start from {}: {} resumes from its own checkpoint (step {step})",
+                settings.ckpt_to_initialize_from.display(),
+                model_dir.display()
+            ),
         }
         Ok(self)
     }

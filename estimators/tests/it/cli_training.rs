@@ -141,6 +141,16 @@ fn warm_start_carries_the_trained_weights_or_the_selected_ones() {
     let all = warm("all", &[]);
     assert_success_saying(&all, &["warm-started 6 variable(s)"]);
     assert_eq!(last_json(&all)["accuracy"], accuracy);
+    // Run again, it resumes from its own checkpoint instead, saying so.
+    let resumed = warm("all", &[]);
+    assert_success_saying(
+        &resumed,
+        &[
+            "no warm start from",
+            "resumes from its own checkpoint (step 1)",
+        ],
+    );
+    assert!(!stderr(&resumed).contains("warm-started"));
     // The hidden layers only: the logits layer stays fresh.
     let hidden = warm("hidden", &["--warm-start-vars", "hidden"]);
     assert_success_saying(&hidden, &["warm-started 4 variable(s)"]);
