@@ -340,6 +340,32 @@ fn user_errors_are_one_line_messages_naming_what_is_wrong() {
         train(&["--train", &iris("iris_train.csv"), "--exporters", "best"]),
         "--exporters: train exports nothing; exporters run in train-and-evaluate",
     );
+    for (flag, value, error) in [
+        ("--hidden-units", "8,0", "a layer needs at least 1 unit"),
+        (
+            "--n-classes",
+            "1",
+            "1: a classifier needs at least 2 classes",
+        ),
+        (
+            "--label-vocabulary",
+            "",
+            "a classifier needs at least 2 class names",
+        ),
+        (
+            "--label-vocabulary",
+            "a,a,b",
+            "--label-vocabulary: invalid configuration: label vocabulary has 'a' twice",
+        ),
+    ] {
+        let output = run(bin()
+            .args(train_on_iris())
+            .args(["--max-steps", "5", flag, value, "--model-dir"])
+            .arg(dir.path().join("fresh")));
+        let text = stderr(&output);
+        assert_user_error(output, error);
+        assert!(text.contains(flag), "{text}");
+    }
     if !cfg!(feature = "cuda") {
         assert_user_error(
             train(&["--train", &iris("iris_train.csv"), "--device", "cuda:1"]),

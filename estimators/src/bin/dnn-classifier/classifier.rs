@@ -60,6 +60,16 @@ pub fn build_classifier(
     keep_rows: bool,
     (train, format, interleaving): (&InputFiles, &InputFormat, Interleaving),
 ) -> Result<(DnnClassifier, Option<Arc<ColumnarBatch>>)> {
+    if let Some(names) = args
+        .label_vocabulary
+        .as_ref()
+        .filter(|names| names.len() < 2)
+    {
+        bail!(
+            "--label-vocabulary '{}': a classifier needs at least 2 class names",
+            names.join(",")
+        );
+    }
     // A feature spec always names the label; a CSV file's must be named on the command line.
     let label = format
         .label()
@@ -126,7 +136,9 @@ pub fn build_classifier(
         classifier = classifier.with_dropout(p)?;
     }
     if let Some(vocabulary) = vocabulary {
-        classifier = classifier.with_label_vocabulary(vocabulary)?;
+        classifier = classifier
+            .with_label_vocabulary(vocabulary)
+            .context("--label-vocabulary")?;
     }
     Ok((classifier, table))
 }

@@ -12,8 +12,8 @@ use estimators::Activation;
 
 use crate::cadence_flags::CadenceFlags;
 use crate::values::{
-    parse_activation, parse_bucket_bytes, parse_decay, parse_learning_rate, parse_mirrored,
-    TimelineSteps,
+    parse_activation, parse_bucket_bytes, parse_decay, parse_layer_width, parse_learning_rate,
+    parse_mirrored, parse_n_classes, TimelineSteps,
 };
 
 /// Optimizers selectable from the command line.
@@ -89,7 +89,7 @@ pub struct TrainArgs {
     /// Hidden layer sizes (default 128,64). A resumed model keeps its own; giving other
     /// sizes is an error.
     /// Example: `--hidden-units 256,128,64`.
-    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...", value_parser = parse_layer_width)]
     pub hidden_units: Option<Vec<usize>>,
     /// Activation of the hidden layers: relu (the default), tanh, sigmoid, elu or leaky_relu
     /// (TF's `activation_fn`). A resumed model keeps its own; giving another is an error.
@@ -99,7 +99,7 @@ pub struct TrainArgs {
     /// Number of classes (inferred from the training labels when absent). A resumed model
     /// keeps its own; giving another is an error.
     /// Example: `--n-classes 3`.
-    #[arg(long)]
+    #[arg(long, value_name = "N", value_parser = parse_n_classes)]
     pub n_classes: Option<usize>,
     /// Class names in id order, for string labels (sorted distinct labels when absent). A
     /// resumed model keeps its own; giving another is an error.

@@ -71,6 +71,24 @@ pub fn parse_bucket_bytes(text: &str) -> Result<usize, String> {
     }
 }
 
+/// Parses one width of `--hidden-units`: a layer has at least one unit.
+pub fn parse_layer_width(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("a layer needs at least 1 unit".into()),
+        Ok(width) => Ok(width),
+        Err(_) => Err(format!("'{text}' is not a layer width (1, 2, …)")),
+    }
+}
+
+/// Parses an `--n-classes` value: a classifier tells at least 2 classes apart.
+pub fn parse_n_classes(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        Ok(n) => Err(format!("{n}: a classifier needs at least 2 classes")),
+        Err(_) => Err(format!("'{text}' is not a number of classes (2, 3, …)")),
+    }
+}
+
 /// Parses an `--activation-fn` value: one of TF's names for the hidden layers' activation.
 pub fn parse_activation(text: &str) -> Result<Activation, String> {
     serde_json::from_value(serde_json::Value::String(text.to_string()))
