@@ -88,6 +88,11 @@ fn resuming_with_flags_that_change_the_variables_is_refused_and_the_rate_replace
     // What the labels mean may not change either.
     for (flag, value, kept) in [
         ("--activation-fn", "tanh", "trained with relu"),
+        (
+            "--weight-column",
+            "petal_width_cm",
+            "trained with no weight column",
+        ),
         ("--n-classes", "4", "trained with 3"),
         (
             "--label-vocabulary",

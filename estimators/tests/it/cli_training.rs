@@ -1,13 +1,13 @@
 //! `dnn-classifier train` options that change how training runs: Mirrored replicas, warm
-//! start, learning-rate schedules.
+//! start, learning-rate schedules, a weight column.
 
 use std::path::Path;
 
 use estimator::summary::{EventKind, Value};
 
 use crate::cli::{
-    assert_success_saying, assert_user_error, bin, iris, last_json, run, stderr, train_iris,
-    train_iris_adam, train_on_iris,
+    assert_success_saying, assert_user_error, bin, iris, last_json, run, stderr, stdout,
+    train_iris, train_iris_adam, train_on_iris,
 };
 
 #[test]
@@ -311,4 +311,57 @@ fn a_fresh_run_trains_from_the_rows_its_statistics_pass_read_and_resumes_as_one_
     for metric in ["loss", "accuracy", "global_step"] {
         assert_eq!(whole[metric], resumed[metric], "{metric}");
     }
+}
+
+#[test]
+fn a_weight_column_weights_the_loss_and_prediction_does_not_need_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Iris with a leading weight column: 0 for every example of class 2, 1 for the others.
+    let text = std::fs::read_to_string(iris("iris_train.csv")).unwrap();
+    let (header, rows) = text.split_once('\n').unwrap();
+    let weighted: String = rows
+        .lines()
+        .map(|row| match row.ends_with(",2") {
+            true => format!("0,{row}\n"),
+            false => format!("1,{row}\n"),
+        })
+        .collect();
+    let train_csv = dir.path().join("weighted.csv");
+    std::fs::write(&train_csv, format!("weight,{header}\n{weighted}")).unwrap();
+    let model_dir = dir.path().join("model");
+    let trained = run(bin()
+        .args(["train", "--train"])
+        .arg(&train_csv)
+        .args(["--label-column", "label", "--weight-column", "weight"])
+        .args([
+            "--optimizer",
+            "adam",
+            "--learning-rate",
+            "0.01",
+            "--max-steps",
+            "300",
+        ])
+        .arg("--model-dir")
+        .arg(&model_dir));
+    assert!(trained.status.success(), "{}", stderr(&trained));
+
+    // Predicted from files without the weight column: class 2 weighed nothing in training,
+    // so it is never predicted, where the same training unweighted predicts it 10 times.
+    let predict = |model_dir: &Path| {
+        let output = run(bin()
+            .args(["predict", "--input", &iris("iris_test.csv"), "--model-dir"])
+            .arg(model_dir));
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output).matches(r#""class_ids":[2]"#).count()
+    };
+    assert_eq!(predict(&model_dir), 0);
+    let unweighted = dir.path().join("unweighted");
+    let trained = train_iris_adam(&unweighted, &["--max-steps", "300"]);
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    assert!(predict(&unweighted) >= 8);
+    // Evaluation weighs its examples, so it needs the column.
+    let evaluated = run(bin()
+        .args(["evaluate", "--eval", &iris("iris_test.csv"), "--model-dir"])
+        .arg(&model_dir));
+    assert_user_error(evaluated, "iris_test.csv: header has no column 'weight'");
 }

@@ -21,13 +21,20 @@ use crate::train_args::{TrainArgs, DEFAULT_HIDDEN_UNITS};
 /// File in the model directory holding the classifier's configuration.
 pub const MODEL_FILE: &str = "dnn_classifier.json";
 
-/// One feature column per input column: numbers (standardised unless `normalize` is off),
-/// categories as one-hot indicators over the values seen in training.
-fn feature_columns(schema: &Schema, facts: &TrainingFacts, normalize: bool) -> Vec<FeatureColumn> {
+/// One feature column per input column but the `weight` column: numbers (standardised unless
+/// `normalize` is off), categories as one-hot indicators over the values seen in training.
+fn feature_columns(
+    schema: &Schema,
+    facts: &TrainingFacts,
+    normalize: bool,
+    weight: Option<&str>,
+) -> Vec<FeatureColumn> {
     let (mut dense, mut categorical) = (0, 0);
     let mut columns = Vec::new();
     for column in schema.features() {
-        if column.kind == ColumnType::Category {
+        if Some(column.name.as_str()) == weight && column.kind.is_numeric() {
+            dense += 1;
+        } else if column.kind == ColumnType::Category {
             let vocabulary = facts.categories[categorical].clone();
             categorical += 1;
             columns.push(
@@ -117,7 +124,8 @@ pub fn build_classifier(
         Some(ColumnType::Int) => schema.with_label_classes(n_classes as u32),
         _ => schema,
     };
-    let columns = feature_columns(&schema, &facts, !args.no_normalize);
+    let weight = args.weight_column.as_deref();
+    let columns = feature_columns(&schema, &facts, !args.no_normalize, weight);
     let hidden_units = args
         .hidden_units
         .clone()
@@ -134,6 +142,11 @@ pub fn build_classifier(
         .with_activation(args.activation_fn.unwrap_or_default());
     if let Some(p) = args.dropout {
         classifier = classifier.with_dropout(p)?;
+    }
+    if let Some(name) = weight {
+        classifier = classifier
+            .with_weight_column(name)
+            .context("--weight-column")?;
     }
     if let Some(vocabulary) = vocabulary {
         classifier = classifier

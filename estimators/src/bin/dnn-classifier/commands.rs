@@ -12,10 +12,11 @@ use estimators::DnnClassifier;
 
 use crate::classifier::load_classifier;
 use crate::cli::{Command, EvaluateArgs, ExportArgs, PredictArgs};
-use crate::input::{batches, eval_schema, naming_label_input, schema_for};
+use crate::input::{batches, eval_schema, naming_label_input};
 use crate::input_format::{describe, InputFormat};
 use crate::memory_check;
 use crate::output::{metrics_json, print_line, PredictionWriter};
+use crate::prediction_input::PredictionInput;
 use crate::train_command::train;
 use crate::values::device_flag;
 
@@ -80,8 +81,10 @@ fn predict(args: PredictArgs) -> Result<()> {
     )?;
     if let Some(export_dir) = &args.export_dir {
         let predictor = Predictor::<DnnClassifier>::load(export_dir)?;
-        let schema = schema_for(&input, predictor.estimator().schema(), &format)?;
-        let mut data = batches(&input, &schema, 512, &format)?;
+        let estimator = predictor.estimator();
+        let weight = estimator.weight_column().map(|w| w.name.as_str());
+        let reading = PredictionInput::new(&input, estimator.schema(), weight, &format)?;
+        let mut data = reading.batches(&input, 512, &format)?;
         while let Some(batch) = data.next_item() {
             for prediction in predictor.predict(&batch?)? {
                 writer.write(&prediction)?;
@@ -90,9 +93,10 @@ fn predict(args: PredictArgs) -> Result<()> {
     } else {
         let model_dir: PathBuf = args.model_dir.clone().unwrap_or_default();
         let classifier = load_classifier(&model_dir, DeviceSpec::Cpu)?;
-        let schema = schema_for(&input, classifier.schema(), &format)?;
+        let weight = classifier.weight_column().map(|w| w.name.as_str());
+        let reading = PredictionInput::new(&input, classifier.schema(), weight, &format)?;
         for prediction in classifier.predict(
-            || batches(&input, &schema, 512, &format),
+            || reading.batches(&input, 512, &format),
             args.checkpoint.as_deref(),
         )? {
             writer.write(&prediction?)?;

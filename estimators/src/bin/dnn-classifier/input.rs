@@ -58,10 +58,10 @@ pub fn read_schema(path: &Path) -> Result<Schema> {
 }
 
 /// The column names of the first of `files`, a CSV header or a Parquet file's columns.
-fn columns_of(files: &InputFiles, schema: &Schema, format: &InputFormat) -> Result<Vec<String>> {
+pub fn columns_of(files: &InputFiles, format: &InputFormat) -> Result<Vec<String>> {
     Ok(match format {
         InputFormat::Parquet => parquet_column_names(files.first())?,
-        _ => CsvDataset::open(files.first(), strip_label(schema))?
+        _ => CsvDataset::open(files.first(), Schema::new())?
             .header()
             .to_vec(),
     })
@@ -199,7 +199,7 @@ pub fn schema_for(files: &InputFiles, schema: &Schema, format: &InputFormat) -> 
     if let InputFormat::TfRecord(_) = format {
         return Ok(strip_label(schema));
     }
-    let header = columns_of(files, schema, format)?;
+    let header = columns_of(files, format)?;
     Ok(match &schema.label {
         Some(label) if header.iter().any(|h| h == label) => schema.clone(),
         _ => strip_label(schema),

@@ -14,6 +14,7 @@ mod input_format;
 mod memory_check;
 mod optimizer_flags;
 mod output;
+mod prediction_input;
 mod resumed_flags;
 mod run_flags;
 mod timing;

@@ -1,9 +1,9 @@
 //! The `train` flags against the model a directory already holds: those that shape the
 //! saved variables, give the labels their meaning or say how the files are read (hidden
 //! units, activation, optimizer, batch normalisation, standardised inputs, classes, label
-//! vocabulary and column, schema) must agree with it, as restoring TF's checkpoint into
-//! another graph fails; those that do not (learning rate, dropout) replace the saved
-//! values, saying so, as TF's model function would.
+//! vocabulary and column, weight column, schema) must agree with it, as restoring TF's
+//! checkpoint into another graph fails; those that do not (learning rate, dropout) replace
+//! the saved values, saying so, as TF's model function would.
 
 use std::path::Path;
 
@@ -97,6 +97,13 @@ pub fn apply_to_resumed(
         if Some(given) != kept {
             let kept = kept.map_or("no label vocabulary".into(), |v| v.join(","));
             bail!(differs("--label-vocabulary", given.join(","), kept));
+        }
+    }
+    if let Some(given) = &args.weight_column {
+        let kept = saved.weight_column().map(|w| w.name.as_str());
+        if kept != Some(given.as_str()) {
+            let kept = kept.map_or("no weight column".into(), |name| name.to_string());
+            bail!(differs("--weight-column", given.clone(), kept));
         }
     }
     if let (Some(given), Some(kept)) = (&args.label_column, saved.schema().label_column()) {

@@ -101,6 +101,12 @@ pub struct TrainArgs {
     /// Example: `--n-classes 3`.
     #[arg(long, value_name = "N", value_parser = parse_n_classes)]
     pub n_classes: Option<usize>,
+    /// A numeric input column weighting each example in the loss and the metrics (TF's
+    /// `weight_column`); it is not a feature, and prediction does not need it. A resumed
+    /// model keeps its own; giving another is an error.
+    /// Example: `--weight-column weight`.
+    #[arg(long, value_name = "NAME")]
+    pub weight_column: Option<String>,
     /// Class names in id order, for string labels (sorted distinct labels when absent). A
     /// resumed model keeps its own; giving another is an error.
     /// Example: `--label-vocabulary setosa,versicolor,virginica`.

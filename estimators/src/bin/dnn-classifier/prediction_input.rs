@@ -1,0 +1,95 @@
+//! How `predict` reads its input: through the model's schema, without the columns
+//! prediction does not read that the files lack — the label, and the weight column, whose
+//! place in each batch is filled with 1 so that the batches keep the model's layout.
+
+use anyhow::Result;
+use estimator::datasets::{BoxDataset, ColumnarBatch, DatasetExt, Error, InputFiles, Schema};
+
+use crate::input::{batches, columns_of, schema_for};
+use crate::input_format::InputFormat;
+
+/// The schema prediction reads its files through, and where the weight goes.
+pub struct PredictionInput {
+    schema: Schema,
+    /// The weight column's index among the dense values, when the files lack it.
+    filled_weight: Option<usize>,
+}
+
+impl PredictionInput {
+    /// For `files`, predicted with a model trained on `model` with the `weight` column.
+    pub fn new(
+        files: &InputFiles,
+        model: &Schema,
+        weight: Option<&str>,
+        format: &InputFormat,
+    ) -> Result<Self> {
+        let mut schema = schema_for(files, model, format)?;
+        let filled_weight = match (weight, format) {
+            (Some(name), InputFormat::Csv | InputFormat::Parquet) => {
+                let header = columns_of(files, format)?;
+                let lacking = !header.iter().any(|column| column == name);
+                lacking.then(|| schema.dense_index(name)).flatten()
+            }
+            _ => None,
+        };
+        if filled_weight.is_some() {
+            schema
+                .columns
+                .retain(|column| Some(column.name.as_str()) != weight);
+        }
+        Ok(PredictionInput {
+            schema,
+            filled_weight,
+        })
+    }
+
+    /// Batches of `files`, one after another, laid out as the model's.
+    pub fn batches(
+        &self,
+        files: &InputFiles,
+        batch_size: usize,
+        format: &InputFormat,
+    ) -> Result<BoxDataset<ColumnarBatch>, Error> {
+        let read = batches(files, &self.schema, batch_size, format)?;
+        Ok(match self.filled_weight {
+            None => read,
+            Some(index) => read.map(move |batch| with_ones_at(batch, index)).boxed(),
+        })
+    }
+}
+
+/// `batch` with a dense column of ones inserted at `index`.
+fn with_ones_at(mut batch: ColumnarBatch, index: usize) -> ColumnarBatch {
+    let width = batch.dense_width;
+    let mut dense = Vec::with_capacity(batch.rows * (width + 1));
+    for row in 0..batch.rows {
+        let values = &batch.dense[row * width..(row + 1) * width];
+        dense.extend_from_slice(&values[..index]);
+        dense.push(1.0);
+        dense.extend_from_slice(&values[index..]);
+    }
+    batch.dense = dense;
+    batch.dense_width = width + 1;
+    batch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use estimator::datasets::{Example, Label};
+
+    #[test]
+    fn ones_go_in_at_the_weight_s_place_in_every_row() {
+        let rows: Vec<Example> = [[1.0, 2.0], [3.0, 4.0]]
+            .map(|dense| Example {
+                dense: dense.to_vec(),
+                categorical: Vec::new(),
+                label: Label::None,
+            })
+            .to_vec();
+        let batch = ColumnarBatch::from_examples(&rows).unwrap();
+        let filled = with_ones_at(batch, 1);
+        assert_eq!(filled.dense_width, 3);
+        assert_eq!(filled.dense, [1.0, 1.0, 2.0, 3.0, 1.0, 4.0]);
+    }
+}
