@@ -26,7 +26,12 @@ fn run() -> anyhow::Result<()> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--model-dir" => model_dir = args.next().context("--model-dir needs a value")?.into(),
-            "--steps" => steps = args.next().context("--steps needs a value")?.parse()?,
+            "--steps" => {
+                let value = args.next().context("--steps needs a value")?;
+                steps = value
+                    .parse()
+                    .with_context(|| format!("--steps {value}: not a number of steps"))?;
+            }
             other => bail!("unknown argument {other} (use --model-dir DIR, --steps N)"),
         }
     }
