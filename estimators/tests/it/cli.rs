@@ -210,7 +210,7 @@ fn export_then_predict_from_the_export_equals_predict_from_the_checkpoint() {
 }
 
 #[test]
-fn evaluate_predict_and_export_read_the_checkpoint_given_instead_of_the_latest() {
+fn evaluate_predict_and_export_read_the_checkpoint_given_and_predict_the_device_given() {
     let dir = tempfile::tempdir().unwrap();
     let model_dir = dir.path().join("model");
     let trained = train_iris_adam(

@@ -133,6 +133,19 @@ pub struct PredictArgs {
     /// Example: `--checkpoint /tmp/iris/ckpt-500.ckpt`.
     #[arg(long, value_name = "FILE", conflicts_with = "export_dir")]
     pub checkpoint: Option<PathBuf>,
+    /// With --model-dir: compute device, cpu, cuda, cuda:N or auto (as for train).
+    /// Example: `--device auto`.
+    #[arg(
+        long,
+        value_name = "DEVICE",
+        default_value = "cpu",
+        conflicts_with = "export_dir"
+    )]
+    pub device: String,
+    /// Threads one CPU operation may use; 0: automatic (as for train).
+    /// Example: `--intra-op-threads 1`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub intra_op_threads: usize,
     /// Predict from this export directory.
     /// Example: `--export-dir /tmp/iris/export/1700000000`.
     #[arg(long, value_name = "DIR")]

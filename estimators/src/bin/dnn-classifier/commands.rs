@@ -62,6 +62,7 @@ fn evaluate(args: EvaluateArgs) -> Result<()> {
 }
 
 fn predict(args: PredictArgs) -> Result<()> {
+    memory_check::check_threads("--intra-op-threads", args.intra_op_threads)?;
     // A run that fails half-way leaves --output as it was, not cut short.
     let mut file = args.output.as_deref().map(AtomicFile::create).transpose()?;
     let out: Box<dyn std::io::Write + '_> = match &mut file {
@@ -92,7 +93,10 @@ fn predict(args: PredictArgs) -> Result<()> {
         }
     } else {
         let model_dir: PathBuf = args.model_dir.clone().unwrap_or_default();
-        let classifier = load_classifier(&model_dir, DeviceSpec::Cpu)?;
+        let classifier = load_classifier(&model_dir, device_flag(&args.device)?)?;
+        let run_config = classifier.run_config().clone();
+        let classifier =
+            classifier.with_run_config(run_config.with_intra_op_threads(args.intra_op_threads));
         let weight = classifier.weight_column().map(|w| w.name.as_str());
         let reading = PredictionInput::new(&input, classifier.schema(), weight, &format)?;
         for prediction in classifier.predict(
