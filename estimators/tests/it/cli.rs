@@ -251,6 +251,8 @@ fn evaluate_predict_and_export_read_the_checkpoint_given_and_predict_the_device_
         at_100,
         predict(&["--checkpoint".as_ref(), early.as_os_str()])
     );
+    let on_one_thread = ["--device", "cpu", "--intra-op-threads", "1"].map(std::ffi::OsStr::new);
+    assert_eq!(latest, predict(&on_one_thread));
 
     let export = run(bin()
         .args(["export", "--model-dir"])
