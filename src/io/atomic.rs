@@ -23,9 +23,11 @@ pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<
 /// A file written in full or not at all, for output streamed as it is produced: the bytes
 /// go to a temp file beside `path`, which [`AtomicFile::commit`] syncs and renames over
 /// `path`. Dropped without a commit (the run failed half-way), the temp file is removed and
-/// `path` is left as it was. A `path` that is a symlink, a FIFO or a device (`/dev/stdout`)
-/// is written through directly instead: renaming over it would replace it.
+/// `path` is left as it was. A symlink's target is what is replaced, the link kept; a FIFO,
+/// a device, or anything under `/dev` or `/proc` (`/dev/stdout`) is written through
+/// directly instead, as renaming over it would replace it.
 pub struct AtomicFile {
+    /// The file written: `path`, or the file its symlinks lead to.
     path: PathBuf,
     /// The temp file renamed over `path` on commit; `None` when `path` is written directly.
     tmp: Option<PathBuf>,
@@ -37,14 +39,20 @@ impl AtomicFile {
     pub fn create(path: &Path) -> Result<Self> {
         // Two writers of one path in one process each get their own temp file.
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let replaced = match fs::symlink_metadata(path) {
+        let special = path.starts_with("/dev") || path.starts_with("/proc");
+        let (path, replaced) = match fs::metadata(path) {
             Ok(meta) if meta.is_dir() => {
                 let e = std::io::Error::other("it is a directory, not a file");
                 return Err(Error::io(path, e));
             }
-            Ok(meta) => meta.is_file(),
-            Err(_) => true,
+            Ok(meta) if meta.is_file() && !special => (
+                fs::canonicalize(path).map_err(|e| Error::io(path, e))?,
+                true,
+            ),
+            Ok(_) => (path.to_path_buf(), false),
+            Err(_) => (path.to_path_buf(), !special),
         };
+        let path = path.as_path();
         let dir = parent_dir(path);
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let file_name = path
@@ -151,19 +159,21 @@ mod tests {
     }
 
     #[test]
-    fn a_symlink_or_a_device_is_written_through_not_replaced() {
+    fn a_symlink_s_target_is_replaced_and_a_fifo_written_through() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("target.txt");
+        fs::write(&target, "old").unwrap();
         let link = dir.path().join("link.txt");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let mut file = AtomicFile::create(&link).unwrap();
-        file.write_all(b"through").unwrap();
+        file.write_all(b"new").unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "old");
         file.commit().unwrap();
         assert!(fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
             .is_symlink());
-        assert_eq!(fs::read_to_string(&target).unwrap(), "through");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
 
         let fifo = dir.path().join("fifo");
         rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RWXU).unwrap();

@@ -155,12 +155,14 @@ fn all_digits(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Whether `name` is the temporary file of an atomic write (`write_atomic`).
+/// Whether `name` is the temporary file of an atomic write (`AtomicFile`:
+/// `.<name>.tmp-<pid>-<n>`, or `.<name>.tmp-<pid>` as earlier versions named it).
 fn is_interrupted_write(name: &str) -> bool {
     name.starts_with('.')
-        && name
-            .rsplit_once(".tmp-")
-            .is_some_and(|(_, pid)| all_digits(pid))
+        && name.rsplit_once(".tmp-").is_some_and(|(_, rest)| {
+            let (pid, n) = rest.split_once('-').unwrap_or((rest, "0"));
+            all_digits(pid) && all_digits(n)
+        })
 }
 
 /// Who holds the lock, as its file says.
@@ -241,6 +243,7 @@ mod tests {
             ".ckpt-300.ckpt.tmp-4242",
             ".checkpoint.tmp-7",
             ".run_config.json.tmp-1",
+            ".run_config.json.tmp-1-0",
         ];
         let kept = [
             "ckpt-300.ckpt",
@@ -248,6 +251,8 @@ mod tests {
             ".hidden",
             ".x.tmp-",
             ".y.tmp-12a",
+            ".z.tmp-12-",
+            ".w.tmp-12-3-4",
         ];
         for name in left.iter().chain(&kept) {
             std::fs::write(dir.path().join(name), b"x").unwrap();
