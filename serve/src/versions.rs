@@ -1,4 +1,5 @@
-//! [`ModelVersions`]: the versions of one model found under its base path, loaded.
+//! [`ModelVersions`]: the versions of one model found under its base path that its
+//! [`VersionPolicy`](crate::VersionPolicy) and labels pick, loaded.
 //!
 //! A version is a directory named by a number (our exports' `<unix-timestamp>`), either in
 //! the base path itself or one level down, where the directory between names a label
