@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::hook::{Emit, Hook, StepInfo};
 use super::Control;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::{EvalHistory, EvalRecord};
 
 /// Whether smaller or larger values of the watched metric are better.
@@ -103,6 +103,19 @@ impl Hook for EarlyStoppingHook {
             return Ok(Control::Continue);
         }
         let history = EvalHistory::read(&self.eval_dir)?;
+        // As TF: a metric the evaluations do not report could never stop training.
+        if let Some(latest) = history.iter().max_by_key(|r| r.global_step) {
+            if !latest.metrics.contains_key(&self.metric) {
+                let reported: Vec<&str> = latest.metrics.keys().map(String::as_str).collect();
+                return Err(Error::Config(format!(
+                    "early stopping: the evaluations in {} report no metric '{}' (they report: \
+                     {})",
+                    self.eval_dir.display(),
+                    self.metric,
+                    reported.join(", ")
+                )));
+            }
+        }
         if should_stop(
             &history,
             &self.metric,
@@ -143,8 +156,35 @@ mod tests {
         assert!(!should_stop(&h, "loss", Improvement::Decrease, 300, 0)); // 400-200 = 200 < 300
         assert!(should_stop(&h, "loss", Improvement::Decrease, 200, 0)); // 400-200 = 200
         assert!(!should_stop(&h, "loss", Improvement::Decrease, 200, 500)); // min_steps
-                                                                            // For accuracy, larger is better: best 0.9 at step 100, so 300 steps without gain.
+
+        // Where larger is better: best 0.9 at step 100, so 300 steps without gain.
         assert!(should_stop(&h, "loss", Improvement::Increase, 300, 0));
         assert!(!should_stop(&h, "accuracy", Improvement::Increase, 1, 0)); // metric absent
+    }
+
+    #[test]
+    fn a_metric_the_evaluations_do_not_report_is_an_error_naming_those_they_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut hook = EarlyStoppingHook::new(dir.path(), "los", Improvement::Decrease, 10)
+            .with_run_every_steps(1);
+        let step = StepInfo {
+            global_step: 5,
+            loss: 0.5,
+            loss_step: 5,
+            now: std::time::Instant::now(),
+            duration: std::time::Duration::ZERO,
+        };
+        let mut emit = Emit::default();
+        // No evaluation yet: nothing to judge.
+        assert!(matches!(
+            hook.after_step(&step, &mut emit),
+            Ok(Control::Continue)
+        ));
+        EvalHistory::append(dir.path(), &record(4, 0.5)).unwrap();
+        let err = hook.after_step(&step, &mut emit).unwrap_err().to_string();
+        assert!(
+            err.contains("report no metric 'los' (they report: loss)"),
+            "{err}"
+        );
     }
 }

@@ -365,3 +365,61 @@ fn a_weight_column_weights_the_loss_and_prediction_does_not_need_it() {
         .arg(&model_dir));
     assert_user_error(evaluated, "iris_test.csv: header has no column 'weight'");
 }
+
+#[test]
+fn early_stopping_ends_train_and_evaluate_once_the_loss_stops_decreasing() {
+    let dir = tempfile::tempdir().unwrap();
+    let train_and_evaluate = |name: &str, extra: &[&str]| {
+        run(bin()
+            .args([
+                "train-and-evaluate",
+                "--train",
+                &iris("iris_train.csv"),
+                "--eval",
+            ])
+            .args([&iris("iris_test.csv"), "--label-column", "label", "--json"])
+            .args(["--optimizer", "adam", "--learning-rate", "0.05"])
+            .args(["--max-steps", "10000", "--save-checkpoints-steps", "100"])
+            .arg("--model-dir")
+            .arg(dir.path().join(name))
+            .args(extra))
+    };
+    // Adam at 0.05 overfits Iris within a few hundred steps: the evaluated loss turns up.
+    let stopped = train_and_evaluate("stopped", &["--stop-if-no-decrease", "loss:300"]);
+    assert_success_saying(
+        &stopped,
+        &["early stopping: loss has not improved for 300 steps"],
+    );
+    let step = last_json(&stopped)["global_step"].as_u64().unwrap();
+    assert!(step < 10_000, "{step}");
+    // Not before the minimum step asked for.
+    let later = train_and_evaluate(
+        "later",
+        &[
+            "--stop-if-no-decrease",
+            "loss:300",
+            "--early-stopping-min-steps",
+            "1500",
+        ],
+    );
+    assert!(later.status.success(), "{}", stderr(&later));
+    let later_step = last_json(&later)["global_step"].as_u64().unwrap();
+    assert!((1500..10_000).contains(&later_step), "{later_step}");
+
+    let misnamed = train_and_evaluate("misnamed", &["--stop-if-no-increase", "acc:300"]);
+    assert_user_error(misnamed, "report no metric 'acc' (they report: accuracy,");
+    let without_evaluations = run(bin()
+        .args(train_on_iris())
+        .args([
+            "--max-steps",
+            "5",
+            "--stop-if-no-decrease",
+            "loss:5",
+            "--model-dir",
+        ])
+        .arg(dir.path().join("train")));
+    assert_user_error(
+        without_evaluations,
+        "early stopping judges the evaluations of train-and-evaluate",
+    );
+}

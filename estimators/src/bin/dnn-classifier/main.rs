@@ -9,6 +9,7 @@ mod cadence_flags;
 mod classifier;
 mod cli;
 mod commands;
+mod early_stopping_flags;
 mod input;
 mod input_format;
 mod memory_check;

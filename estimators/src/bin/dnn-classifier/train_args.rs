@@ -11,6 +11,7 @@ use estimator::{Distribution, LossReadback, MixedPrecision};
 use estimators::Activation;
 
 use crate::cadence_flags::CadenceFlags;
+use crate::early_stopping_flags::EarlyStoppingFlags;
 use crate::values::{
     parse_activation, parse_bucket_bytes, parse_decay, parse_layer_width, parse_learning_rate,
     parse_mirrored, parse_n_classes, TimelineSteps,
@@ -159,6 +160,8 @@ pub struct TrainArgs {
     pub shuffle_buffer: usize,
     #[command(flatten)]
     pub cadence: CadenceFlags,
+    #[command(flatten)]
+    pub early_stopping: EarlyStoppingFlags,
     /// Compute device: cpu, cuda (CUDA device 0), cuda:N, or auto (CUDA when this build
     /// has it and a driver is installed, else the CPU). CUDA needs a build with the `cuda`
     /// feature.

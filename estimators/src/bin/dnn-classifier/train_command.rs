@@ -38,6 +38,9 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
     if !evaluate_after && args.exporters.is_some() {
         bail!("--exporters: train exports nothing; exporters run in train-and-evaluate");
     }
+    if !evaluate_after && args.early_stopping.given() {
+        bail!("early stopping judges the evaluations of train-and-evaluate: train has none");
+    }
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
@@ -141,10 +144,13 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
     let classifier = training.cached.estimator();
     let timing = Timing::default();
     // SIGTERM (a pod being evicted) or Ctrl-C: stop with a checkpoint, exit 128 + signal.
-    let spec = TrainSpec::max_steps(args.max_steps)
+    let mut spec = TrainSpec::max_steps(args.max_steps)
         .with_auto_shard(false)
         .with_stop_on_signals(true)
         .with_hook(timing.hook());
+    if let Some(hook) = args.early_stopping.hook(&args.model_dir) {
+        spec = spec.with_hook(hook);
+    }
     let task = match (&eval_files, evaluate_after) {
         (Some(eval), true) => {
             // A ps task reads no input, so its machine needs no evaluation files.

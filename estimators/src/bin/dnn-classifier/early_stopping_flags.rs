@@ -1,0 +1,103 @@
+//! Early stopping in train-and-evaluate: training stops once an evaluated metric has not
+//! improved for a number of global steps (TF's `stop_if_no_decrease_hook` and
+//! `stop_if_no_increase_hook`), judged on the evaluations in `MODEL_DIR/eval`, which the
+//! local run or the cluster's evaluator writes.
+
+use std::path::Path;
+
+use clap::Args;
+use estimator::hooks::{EarlyStoppingHook, Improvement};
+
+/// The early-stopping flags of `train-and-evaluate`.
+#[derive(Debug, Args)]
+pub struct EarlyStoppingFlags {
+    /// train-and-evaluate: stop training once the evaluated METRIC has not decreased for
+    /// STEPS global steps (TF's `stop_if_no_decrease_hook`).
+    /// Example: `--stop-if-no-decrease loss:1000`.
+    #[arg(
+        long,
+        value_name = "METRIC:STEPS",
+        value_parser = parse_patience,
+        conflicts_with = "stop_if_no_increase"
+    )]
+    pub stop_if_no_decrease: Option<Patience>,
+    /// train-and-evaluate: stop training once the evaluated METRIC has not increased for
+    /// STEPS global steps (TF's `stop_if_no_increase_hook`).
+    /// Example: `--stop-if-no-increase accuracy:1000`.
+    #[arg(long, value_name = "METRIC:STEPS", value_parser = parse_patience)]
+    pub stop_if_no_increase: Option<Patience>,
+    /// With early stopping: never stop before this global step (TF's `min_steps`, default
+    /// 0).
+    /// Example: `--early-stopping-min-steps 2000`.
+    #[arg(long, value_name = "N")]
+    pub early_stopping_min_steps: Option<u64>,
+}
+
+/// A metric and how many global steps it may go without improving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patience {
+    metric: String,
+    steps: u64,
+}
+
+/// Parses `METRIC:STEPS`, as `loss:1000`.
+fn parse_patience(text: &str) -> Result<Patience, String> {
+    let Some((metric, steps)) = text.rsplit_once(':') else {
+        return Err("expected METRIC:STEPS, as loss:1000".into());
+    };
+    if metric.is_empty() {
+        return Err("the metric is missing: expected METRIC:STEPS, as loss:1000".into());
+    }
+    match steps.parse::<u64>() {
+        Ok(steps) if steps > 0 => Ok(Patience {
+            metric: metric.to_string(),
+            steps,
+        }),
+        _ => Err(format!("'{steps}' is not a number of steps (1, 2, …)")),
+    }
+}
+
+impl EarlyStoppingFlags {
+    /// Whether any of the flags was given.
+    pub fn given(&self) -> bool {
+        self.stop_if_no_decrease.is_some()
+            || self.stop_if_no_increase.is_some()
+            || self.early_stopping_min_steps.is_some()
+    }
+
+    /// The hook the flags ask for, watching the evaluations of `model_dir`.
+    pub fn hook(&self, model_dir: &Path) -> Option<EarlyStoppingHook> {
+        let (patience, improvement) = match (&self.stop_if_no_decrease, &self.stop_if_no_increase) {
+            (Some(patience), _) => (patience, Improvement::Decrease),
+            (None, Some(patience)) => (patience, Improvement::Increase),
+            (None, None) => return None,
+        };
+        let eval_dir = model_dir.join("eval");
+        let hook = EarlyStoppingHook::new(eval_dir, &patience.metric, improvement, patience.steps);
+        Some(hook.with_min_steps(self.early_stopping_min_steps.unwrap_or(0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_metric_and_steps_and_names_what_is_wrong() {
+        let patience = parse_patience("auc_precision_recall:500").unwrap();
+        assert_eq!(
+            (patience.metric.as_str(), patience.steps),
+            ("auc_precision_recall", 500)
+        );
+        assert!(parse_patience("loss").unwrap_err().contains("METRIC:STEPS"));
+        assert!(parse_patience(":5")
+            .unwrap_err()
+            .contains("metric is missing"));
+        assert!(parse_patience("loss:0")
+            .unwrap_err()
+            .contains("'0' is not a number"));
+        assert!(parse_patience("loss:x")
+            .unwrap_err()
+            .contains("'x' is not a number"));
+    }
+}
