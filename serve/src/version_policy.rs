@@ -35,13 +35,13 @@ impl Default for VersionPolicy {
 
 impl VersionPolicy {
     /// Whether the policy can serve anything: a count of 0 or an empty list cannot.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> anyhow::Result<()> {
         match self {
             VersionPolicy::Latest { num_versions: 0 } => {
-                Err("model_version_policy latest: num_versions must be at least 1".into())
+                anyhow::bail!("model_version_policy latest: num_versions must be at least 1")
             }
             VersionPolicy::Specific { versions } if versions.is_empty() => {
-                Err("model_version_policy specific: versions must list at least one".into())
+                anyhow::bail!("model_version_policy specific: versions must list at least one")
             }
             _ => Ok(()),
         }
@@ -88,6 +88,10 @@ mod tests {
         assert!(latest.wants(1, 0) && !latest.wants(1, 1));
         assert!(VersionPolicy::Latest { num_versions: 0 }.check().is_err());
         let empty = VersionPolicy::Specific { versions: vec![] };
-        assert!(empty.check().unwrap_err().contains("at least one"));
+        assert!(empty
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("at least one"));
     }
 }

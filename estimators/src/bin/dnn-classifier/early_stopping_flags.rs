@@ -4,6 +4,7 @@
 //! local run or the cluster's evaluator writes.
 
 use std::path::Path;
+use std::str::FromStr;
 
 use clap::Args;
 use estimator::hooks::{EarlyStoppingHook, Improvement};
@@ -17,14 +18,13 @@ pub struct EarlyStoppingFlags {
     #[arg(
         long,
         value_name = "METRIC:STEPS",
-        value_parser = parse_patience,
         conflicts_with = "stop_if_no_increase"
     )]
     pub stop_if_no_decrease: Option<Patience>,
     /// train-and-evaluate: stop training once the evaluated METRIC has not increased for
     /// STEPS global steps (TF's `stop_if_no_increase_hook`).
     /// Example: `--stop-if-no-increase accuracy:1000`.
-    #[arg(long, value_name = "METRIC:STEPS", value_parser = parse_patience)]
+    #[arg(long, value_name = "METRIC:STEPS")]
     pub stop_if_no_increase: Option<Patience>,
     /// With early stopping: never stop before this global step (TF's `min_steps`, default
     /// 0).
@@ -40,20 +40,24 @@ pub struct Patience {
     steps: u64,
 }
 
-/// Parses `METRIC:STEPS`, as `loss:1000`.
-fn parse_patience(text: &str) -> Result<Patience, String> {
-    let Some((metric, steps)) = text.rsplit_once(':') else {
-        return Err("expected METRIC:STEPS, as loss:1000".into());
-    };
-    if metric.is_empty() {
-        return Err("the metric is missing: expected METRIC:STEPS, as loss:1000".into());
-    }
-    match steps.parse::<u64>() {
-        Ok(steps) if steps > 0 => Ok(Patience {
-            metric: metric.to_string(),
-            steps,
-        }),
-        _ => Err(format!("'{steps}' is not a number of steps (1, 2, …)")),
+impl FromStr for Patience {
+    type Err = String;
+
+    /// Parses `METRIC:STEPS`, as `loss:1000`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let Some((metric, steps)) = text.rsplit_once(':') else {
+            return Err("expected METRIC:STEPS, as loss:1000".into());
+        };
+        if metric.is_empty() {
+            return Err("the metric is missing: expected METRIC:STEPS, as loss:1000".into());
+        }
+        match steps.parse::<u64>() {
+            Ok(steps) if steps > 0 => Ok(Patience {
+                metric: metric.to_string(),
+                steps,
+            }),
+            _ => Err(format!("'{steps}' is not a number of steps (1, 2, …)")),
+        }
     }
 }
 
@@ -84,20 +88,15 @@ mod tests {
 
     #[test]
     fn parses_metric_and_steps_and_names_what_is_wrong() {
-        let patience = parse_patience("auc_precision_recall:500").unwrap();
+        let parse = |text: &str| text.parse::<Patience>();
+        let patience = parse("auc_precision_recall:500").unwrap();
         assert_eq!(
             (patience.metric.as_str(), patience.steps),
             ("auc_precision_recall", 500)
         );
-        assert!(parse_patience("loss").unwrap_err().contains("METRIC:STEPS"));
-        assert!(parse_patience(":5")
-            .unwrap_err()
-            .contains("metric is missing"));
-        assert!(parse_patience("loss:0")
-            .unwrap_err()
-            .contains("'0' is not a number"));
-        assert!(parse_patience("loss:x")
-            .unwrap_err()
-            .contains("'x' is not a number"));
+        assert!(parse("loss").unwrap_err().contains("METRIC:STEPS"));
+        assert!(parse(":5").unwrap_err().contains("metric is missing"));
+        assert!(parse("loss:0").unwrap_err().contains("'0' is not a number"));
+        assert!(parse("loss:x").unwrap_err().contains("'x' is not a number"));
     }
 }
