@@ -1,7 +1,8 @@
 //! `dnn-classifier` on TFRecord files of tf.Example (`--feature-spec`): the same model as
-//! from the same rows in CSV, evaluate and predict through the spec saved with the model,
-//! bad records refused naming file, record and feature; and TensorBoard events files, which
-//! are TFRecord files too, read both ways between the summary writer and `datasets`.
+//! from the same rows in CSV, evaluate and predict through the spec saved with the model, a
+//! weight feature prediction records need not have, bad records refused naming file, record
+//! and feature; and TensorBoard events files, which are TFRecord files too, read both ways
+//! between the summary writer and `datasets`.
 
 use std::path::{Path, PathBuf};
 
@@ -327,4 +328,58 @@ fn events_files_are_tfrecord_files_both_ways() {
     writer.finish().unwrap();
     assert_eq!(read_event_file(&copy).unwrap(), events);
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&path).unwrap());
+}
+
+#[test]
+fn a_weight_feature_weighs_training_and_prediction_records_need_not_have_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Weight 0 for every example of class 2.
+    let mut weighted = iris_examples("iris_train.csv", false);
+    for example in &mut weighted {
+        let features = &mut example.features.as_mut().unwrap().feature;
+        let Some(Kind::Int64List(label)) = &features["label"].kind else {
+            unreachable!("an int64 label")
+        };
+        let weight = if label.value[0] == 2 { 0.0 } else { 1.0 };
+        features.insert("weight".into(), floats(vec![weight]));
+    }
+    let train = dir.path().join("train.tfrecord");
+    write(&weighted, &train, TfRecordCompression::None);
+    let text = std::fs::read_to_string(spec(dir.path(), false)).unwrap();
+    let with_weight = text.replacen(
+        r#""features": {"#,
+        r#""features": {"weight": {"kind": "fixed", "shape": [], "dtype": "float32"}, "#,
+        1,
+    );
+    let spec_path = dir.path().join("weighted.json");
+    std::fs::write(&spec_path, with_weight).unwrap();
+    let model_dir = dir.path().join("model");
+    let trained = run(bin()
+        .args(["train", "--train"])
+        .arg(&train)
+        .arg("--feature-spec")
+        .arg(&spec_path)
+        .args(["--weight-column", "weight", "--max-steps", "300"])
+        .args([
+            "--optimizer",
+            "adam",
+            "--learning-rate",
+            "0.01",
+            "--model-dir",
+        ])
+        .arg(&model_dir));
+    assert!(trained.status.success(), "{}", stderr(&trained));
+
+    // Records without the weight feature, read through the spec saved with the model.
+    let test = dir.path().join("test.tfrecord");
+    iris_tfrecord("iris_test.csv", &test, false, TfRecordCompression::None);
+    let predicted = run(bin()
+        .args(["predict", "--input"])
+        .arg(&test)
+        .arg("--model-dir")
+        .arg(&model_dir));
+    assert!(predicted.status.success(), "{}", stderr(&predicted));
+    let text = stdout(&predicted);
+    assert_eq!(text.lines().count(), 30);
+    assert_eq!(text.matches(r#""class_ids":[2]"#).count(), 0, "{text}");
 }

@@ -85,7 +85,7 @@ fn predict(args: PredictArgs) -> Result<()> {
         let estimator = predictor.estimator();
         let weight = estimator.weight_column().map(|w| w.name.as_str());
         let reading = PredictionInput::new(&input, estimator.schema(), weight, &format)?;
-        let mut data = reading.batches(&input, 512, &format)?;
+        let mut data = reading.batches(&input, 512)?;
         while let Some(batch) = data.next_item() {
             for prediction in predictor.predict(&batch?)? {
                 writer.write(&prediction)?;
@@ -99,10 +99,9 @@ fn predict(args: PredictArgs) -> Result<()> {
             classifier.with_run_config(run_config.with_intra_op_threads(args.intra_op_threads));
         let weight = classifier.weight_column().map(|w| w.name.as_str());
         let reading = PredictionInput::new(&input, classifier.schema(), weight, &format)?;
-        for prediction in classifier.predict(
-            || reading.batches(&input, 512, &format),
-            args.checkpoint.as_deref(),
-        )? {
+        for prediction in
+            classifier.predict(|| reading.batches(&input, 512), args.checkpoint.as_deref())?
+        {
             writer.write(&prediction?)?;
         }
     }

@@ -1,6 +1,6 @@
 //! How `predict` reads its input: through the model's schema, without the columns
-//! prediction does not read that the files lack — the label, and the weight column, whose
-//! place in each batch is filled with 1 so that the batches keep the model's layout.
+//! prediction does not read that the files may lack — the label, and the weight column,
+//! whose place in each batch is filled with 1 so that the batches keep the model's layout.
 
 use anyhow::Result;
 use estimator::datasets::{BoxDataset, ColumnarBatch, DatasetExt, Error, InputFiles, Schema};
@@ -11,12 +11,16 @@ use crate::input_format::InputFormat;
 /// The schema prediction reads its files through, and where the weight goes.
 pub struct PredictionInput {
     schema: Schema,
-    /// The weight column's index among the dense values, when the files lack it.
+    /// The format, a feature spec without the weight feature: records need not have it.
+    format: InputFormat,
+    /// The weight column's index among the dense values, when it is not read.
     filled_weight: Option<usize>,
 }
 
 impl PredictionInput {
-    /// For `files`, predicted with a model trained on `model` with the `weight` column.
+    /// For `files` read as `format`, predicted with a model trained on `model` with the
+    /// `weight` column. CSV and Parquet files are read without it when they lack it (an
+    /// extra CSV column is an error); tf.Example records never need it.
     pub fn new(
         files: &InputFiles,
         model: &Schema,
@@ -24,13 +28,18 @@ impl PredictionInput {
         format: &InputFormat,
     ) -> Result<Self> {
         let mut schema = schema_for(files, model, format)?;
-        let filled_weight = match (weight, format) {
-            (Some(name), InputFormat::Csv | InputFormat::Parquet) => {
-                let header = columns_of(files, format)?;
+        let mut format = format.clone();
+        let filled_weight = match (weight, &mut format) {
+            (None, _) => None,
+            (Some(name), InputFormat::TfRecord(spec)) => {
+                spec.features.retain(|(feature, _)| feature != name);
+                schema.dense_index(name)
+            }
+            (Some(name), _) => {
+                let header = columns_of(files, &format)?;
                 let lacking = !header.iter().any(|column| column == name);
                 lacking.then(|| schema.dense_index(name)).flatten()
             }
-            _ => None,
         };
         if filled_weight.is_some() {
             schema
@@ -39,6 +48,7 @@ impl PredictionInput {
         }
         Ok(PredictionInput {
             schema,
+            format,
             filled_weight,
         })
     }
@@ -48,9 +58,8 @@ impl PredictionInput {
         &self,
         files: &InputFiles,
         batch_size: usize,
-        format: &InputFormat,
     ) -> Result<BoxDataset<ColumnarBatch>, Error> {
-        let read = batches(files, &self.schema, batch_size, format)?;
+        let read = batches(files, &self.schema, batch_size, &self.format)?;
         Ok(match self.filled_weight {
             None => read,
             Some(index) => read.map(move |batch| with_ones_at(batch, index)).boxed(),
