@@ -408,6 +408,27 @@ fn early_stopping_ends_train_and_evaluate_once_the_loss_stops_decreasing() {
 
     let misnamed = train_and_evaluate("misnamed", &["--stop-if-no-increase", "acc:300"]);
     assert_user_error(misnamed, "report no metric 'acc' (they report: accuracy,");
+    // With the default cadence, evaluations come every 600 s: said, as it rarely is wanted.
+    let by_time = run(bin()
+        .args([
+            "train-and-evaluate",
+            "--train",
+            &iris("iris_train.csv"),
+            "--eval",
+        ])
+        .args([
+            &iris("iris_test.csv"),
+            "--label-column",
+            "label",
+            "--max-steps",
+            "5",
+        ])
+        .args(["--stop-if-no-decrease", "loss:100", "--model-dir"])
+        .arg(dir.path().join("by_time")));
+    assert_success_saying(
+        &by_time,
+        &["every 600 s by default: --save-checkpoints-steps N"],
+    );
     let without_evaluations = run(bin()
         .args(train_on_iris())
         .args([

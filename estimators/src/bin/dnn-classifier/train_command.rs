@@ -149,6 +149,13 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
         .with_stop_on_signals(true)
         .with_hook(timing.hook());
     if let Some(hook) = args.early_stopping.hook(&args.model_dir) {
+        let cadence = &args.cadence;
+        if cadence.save_checkpoints_steps.is_none() && cadence.save_checkpoints_secs.is_none() {
+            tracing::warn!(
+                "early stopping judges the evaluations that follow each checkpoint, every 600 s \
+                 by default: --save-checkpoints-steps N evaluates more often"
+            );
+        }
         spec = spec.with_hook(hook);
     }
     let task = match (&eval_files, evaluate_after) {
