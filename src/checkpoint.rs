@@ -31,6 +31,5 @@ pub use manager::CheckpointManager;
 pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};
 pub(crate) use restore::restore_for_inference;
 pub use retention::checkpoints_to_delete;
-pub(crate) use variables::StoredWeights;
-pub use variables::VariableValue;
+pub use variables::{list_variables, load_variable, VariableValue};
 pub use warm_start::{VarsToWarmStart, WarmStartSettings};

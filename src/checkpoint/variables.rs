@@ -1,14 +1,51 @@
-//! A checkpoint's weights read by name, without building the model: what TF's
-//! `tf.train.load_variable` and `Estimator.get_variable_value` read, and what warm start
-//! copies from.
+//! A checkpoint's weights read by name, without building the model: TF's
+//! `tf.train.list_variables` and `tf.train.load_variable` (behind `Estimator`'s
+//! `get_variable_names` and `get_variable_value`), and what warm start copies from.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use safetensors::{Dtype, SafeTensors};
 
 use super::contents::MODEL_SECTION;
-use super::Checkpoint;
+use super::{Checkpoint, CheckpointManager};
 use crate::error::{Error, Result};
+
+/// Every variable of the checkpoint `ckpt_dir_or_file` (a checkpoint file, or a model
+/// directory's latest), with its shape, sorted by name (TF's `tf.train.list_variables`): the
+/// model's parameters by dotted path, as `layers.0.weight`. The optimizer's state is saved
+/// beside them, not listed.
+pub fn list_variables(ckpt_dir_or_file: impl AsRef<Path>) -> Result<Vec<(String, Vec<usize>)>> {
+    let (path, checkpoint) = required_checkpoint(ckpt_dir_or_file.as_ref())?;
+    Ok(StoredWeights::of(&path, &checkpoint)?.variables())
+}
+
+/// The variable `name` of the checkpoint `ckpt_dir_or_file` (a checkpoint file, or a model
+/// directory's latest; TF's `tf.train.load_variable`); an error naming the checkpoint when
+/// it has no such variable.
+pub fn load_variable(ckpt_dir_or_file: impl AsRef<Path>, name: &str) -> Result<VariableValue> {
+    let (path, checkpoint) = required_checkpoint(ckpt_dir_or_file.as_ref())?;
+    StoredWeights::of(&path, &checkpoint)?.require(name)
+}
+
+/// The checkpoint `ckpt_dir_or_file` names, as TF reads that argument: the file itself, or
+/// a model directory's latest; `None` for a directory with no checkpoint yet.
+pub(crate) fn read_checkpoint(ckpt_dir_or_file: &Path) -> Result<Option<(PathBuf, Checkpoint)>> {
+    if ckpt_dir_or_file.is_dir() {
+        return CheckpointManager::new(ckpt_dir_or_file, None).latest();
+    }
+    let dir = ckpt_dir_or_file.parent().unwrap_or(Path::new("."));
+    let checkpoint = CheckpointManager::new(dir, None).load(ckpt_dir_or_file)?;
+    Ok(Some((ckpt_dir_or_file.to_path_buf(), checkpoint)))
+}
+
+fn required_checkpoint(ckpt_dir_or_file: &Path) -> Result<(PathBuf, Checkpoint)> {
+    read_checkpoint(ckpt_dir_or_file)?.ok_or_else(|| {
+        Error::checkpoint(
+            ckpt_dir_or_file,
+            "no checkpoint found: train the model first",
+        )
+    })
+}
 
 /// One variable as a checkpoint holds it.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,16 +75,16 @@ impl<'a> StoredWeights<'a> {
         Ok(StoredWeights { path, tensors })
     }
 
-    /// Every variable's name, sorted.
-    pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
+    /// Every variable's name and shape, sorted by name.
+    pub fn variables(&self) -> Vec<(String, Vec<usize>)> {
+        let mut variables: Vec<(String, Vec<usize>)> = self
             .tensors
-            .names()
+            .tensors()
             .into_iter()
-            .map(str::to_string)
+            .map(|(name, view)| (name, view.shape().to_vec()))
             .collect();
-        names.sort();
-        names
+        variables.sort();
+        variables
     }
 
     /// The variable `name`, or `None` when the checkpoint has none of that name; an error
@@ -77,8 +114,8 @@ impl<'a> StoredWeights<'a> {
     /// when there is none of that name.
     pub fn require(&self, name: &str) -> Result<VariableValue> {
         self.value(name)?.ok_or_else(|| {
-            let names = self.names();
-            let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
+            let names = self.variables();
+            let shown: Vec<&str> = names.iter().take(8).map(|(n, _)| n.as_str()).collect();
             let more = match names.len() - shown.len() {
                 0 => String::new(),
                 n => format!(" and {n} more"),

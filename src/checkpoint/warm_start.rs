@@ -2,14 +2,14 @@
 //! run's checkpoint, before its first step.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use serde::{Deserialize, Serialize};
 
-use super::variables::StoredWeights;
-use super::{Checkpoint, CheckpointManager};
+use super::variables::{read_checkpoint, StoredWeights};
+use super::Checkpoint;
 use crate::error::{Error, Result};
 use crate::state::{load_values, parameter_values, untrained_values};
 
@@ -130,17 +130,12 @@ impl WarmStartSettings {
     /// The checkpoint to read: the file, or the latest checkpoint of the model directory.
     fn source(&self) -> Result<(PathBuf, Checkpoint)> {
         let from = &self.ckpt_to_initialize_from;
-        if from.is_dir() {
-            return CheckpointManager::new(from, None).latest()?.ok_or_else(|| {
-                Error::Config(format!(
-                    "warm start: {} holds no checkpoint",
-                    from.display()
-                ))
-            });
-        }
-        let dir = from.parent().unwrap_or(Path::new("."));
-        let checkpoint = CheckpointManager::new(dir, None).load(from)?;
-        Ok((from.clone(), checkpoint))
+        read_checkpoint(from)?.ok_or_else(|| {
+            Error::Config(format!(
+                "warm start: {} holds no checkpoint",
+                from.display()
+            ))
+        })
     }
 
     /// The variables (name, shape) of `trainable` the settings select.

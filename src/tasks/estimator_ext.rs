@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use datasets::Dataset;
 
 use super::training_task::{training_task, TaskOutcome};
-use crate::checkpoint::{Checkpoint, CheckpointManager, StoredWeights, VariableValue};
+use crate::checkpoint::{list_variables, load_variable, CheckpointManager, VariableValue};
 use crate::distribute::Strategy;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 use crate::run_loop;
 
@@ -106,11 +106,11 @@ pub trait EstimatorExt: Estimator {
 
     /// The names of the variables in the latest checkpoint, sorted (TF's
     /// `get_variable_names`): the model's parameters by dotted path, as
-    /// `layers.0.weight`. The optimizer's state is saved beside them, not listed.
+    /// `layers.0.weight` ([`list_variables`] gives their shapes too).
     #[doc(alias = "get_variable_names")]
     fn variable_names(&self) -> Result<Vec<String>> {
-        let (path, checkpoint) = latest(&self.run_config().model_dir)?;
-        Ok(StoredWeights::of(&path, &checkpoint)?.names())
+        let variables = list_variables(&self.run_config().model_dir)?;
+        Ok(variables.into_iter().map(|(name, _)| name).collect())
     }
 
     /// The value of the variable `name` in the latest checkpoint (TF's
@@ -118,16 +118,8 @@ pub trait EstimatorExt: Estimator {
     /// checkpoint when it has no such variable.
     #[doc(alias = "get_variable_value")]
     fn variable_value(&self, name: &str) -> Result<VariableValue> {
-        let (path, checkpoint) = latest(&self.run_config().model_dir)?;
-        StoredWeights::of(&path, &checkpoint)?.require(name)
+        load_variable(&self.run_config().model_dir, name)
     }
-}
-
-/// The latest checkpoint in `model_dir`; an error when there is none.
-fn latest(model_dir: &Path) -> Result<(PathBuf, Checkpoint)> {
-    CheckpointManager::new(model_dir, None)
-        .latest()?
-        .ok_or_else(|| Error::checkpoint(model_dir, "no checkpoint found: train the model first"))
 }
 
 impl<E: Estimator> EstimatorExt for E {}

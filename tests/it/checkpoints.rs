@@ -1,6 +1,6 @@
 //! Corrupt checkpoints, shape mismatches and explicit checkpoint selection.
 
-use estimator::checkpoint::checkpoint_path;
+use estimator::checkpoint::{checkpoint_path, list_variables, load_variable};
 use estimator::{Error, EstimatorExt, TrainSpec};
 
 use crate::support::{eval_input, examples, train_input, TinyClassifier};
@@ -149,4 +149,19 @@ fn the_latest_checkpoints_variables_are_read_by_name_and_compute_its_predictions
         err.contains("no variable 'hidden.kernel' (it holds hidden.bias, hidden.weight"),
         "{err}"
     );
+
+    // TF's tf.train.list_variables / load_variable: a model directory's latest, or a file.
+    assert_eq!(
+        list_variables(dir.path()).unwrap(),
+        [
+            ("hidden.bias".to_string(), vec![8]),
+            ("hidden.weight".to_string(), vec![4, 8]),
+            ("output.bias".to_string(), vec![3]),
+            ("output.weight".to_string(), vec![8, 3]),
+        ]
+    );
+    assert_eq!(load_variable(dir.path(), "output.bias").unwrap(), b2);
+    let earlier = load_variable(checkpoint_path(dir.path(), 20), "output.bias").unwrap();
+    assert_eq!(earlier.shape, [3]);
+    assert_ne!(earlier.values, b2.values, "step 20's values, not step 40's");
 }

@@ -5,8 +5,10 @@ use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::backend::Backend;
 
+use std::path::Path;
+
 use super::*;
-use crate::checkpoint::contents;
+use crate::checkpoint::{contents, CheckpointManager};
 use crate::device::CpuTrainBackend as Train;
 use crate::optimizer::{Optimizer, OptimizerSpec};
 use crate::state::parameter_values;
