@@ -253,6 +253,20 @@ fn evaluate_predict_and_export_read_the_checkpoint_given_and_predict_the_device_
     );
     let on_one_thread = ["--device", "cpu", "--intra-op-threads", "1"].map(std::ffi::OsStr::new);
     assert_eq!(latest, predict(&on_one_thread));
+    let on_no_device = run(bin()
+        .args([
+            "predict",
+            "--input",
+            &test_csv,
+            "--device",
+            "tpu",
+            "--model-dir",
+        ])
+        .arg(&model_dir));
+    assert_user_error(
+        on_no_device,
+        "--device tpu: expected cpu, cuda, cuda:N or auto",
+    );
 
     let export = run(bin()
         .args(["export", "--model-dir"])
