@@ -54,25 +54,3 @@ impl ModelConfig {
         self
     }
 }
-
-/// TF Serving's `--model_config_file`, JSON form:
-/// `{"model_config_list": {"config": [{"name": …, "base_path": …}]}}`; a field it does not
-/// know is an error naming it, rather than a setting silently dropped.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfigFile {
-    model_config_list: ModelConfigList,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ModelConfigList {
-    config: Vec<ModelConfig>,
-}
-
-impl ModelConfigFile {
-    /// The models the file lists.
-    pub fn models(self) -> Vec<ModelConfig> {
-        self.model_config_list.config
-    }
-}

@@ -12,12 +12,14 @@ use estimator::export::ServableEstimator;
 use estimator::DeviceSpec;
 
 use crate::batching::Batching;
+use crate::config_watch::watch_model_config;
 use crate::limits::{
     default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
 };
 use crate::loaders::Loaders;
-use crate::model_config::{ModelConfig, ModelConfigFile};
+use crate::model_config::ModelConfig;
+use crate::model_config_file::ModelConfigFile;
 use crate::server::Server;
 
 /// Serve exported models over TF Serving's REST API.
@@ -37,13 +39,17 @@ struct Cli {
     /// export/latest/…, export/best/…, whose directory names become version labels).
     #[arg(long, value_name = "DIR")]
     model_base_path: Option<PathBuf>,
-    /// Several models: TF Serving's model_config_list in JSON,
-    /// {"model_config_list": {"config": [{"name": "iris", "base_path": "…"}]}}, each with
-    /// an optional "model_version_policy" ({"latest": {"num_versions": N}}, {"all": {}} or
-    /// {"specific": {"versions": [N, …]}}; default: the latest one) and "version_labels"
-    /// ({"stable": N}).
-    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["model_name", "model_base_path"])]
+    /// Several models: TF Serving's model config file, in its protobuf text format
+    /// (model_config_list { config { name: 'iris' base_path: '/models/iris' } }) or in JSON
+    /// ({"model_config_list": {"config": [{"name": "iris", "base_path": "…"}]}}), each with
+    /// an optional model_version_policy (latest { num_versions: N }, all {} or specific {
+    /// versions: N }; default: the latest one) and version_labels.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["model_name", "model_base_path"])]
     model_config_file: Option<PathBuf>,
+    /// Seconds between reads of --model-config-file, whose changes (models added, removed,
+    /// their policies and labels) are then served (0: read once, at start).
+    #[arg(long, value_name = "SECONDS", requires = "model_config_file")]
+    model_config_file_poll_wait_seconds: Option<u64>,
     /// Port of the REST API.
     #[arg(long, default_value_t = 8501)]
     port: u16,
@@ -110,18 +116,28 @@ fn parse_device(text: &str) -> Result<DeviceSpec, String> {
     }
 }
 
-fn models(cli: &Cli) -> Result<Vec<ModelConfig>> {
+/// The models to serve, and the model config file's text when they come from one.
+fn models(cli: &Cli) -> Result<(Vec<ModelConfig>, Option<String>)> {
     if let Some(path) = &cli.model_config_file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let file: ModelConfigFile = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a model_config_list", path.display()))?;
-        return Ok(file.models());
+        let models = ModelConfigFile::parse(&text)
+            .with_context(|| path.display().to_string())?
+            .models();
+        if models.is_empty() {
+            bail!("{}: lists no model to serve", path.display());
+        }
+        return Ok((models, Some(text)));
+    }
+    if cli.model_config_file_poll_wait_seconds.is_some() {
+        // clap drops the `requires` when --model-name, which conflicts with the file, is given.
+        bail!("--model-config-file-poll-wait-seconds needs --model-config-file to read again");
     }
     match (&cli.model_name, &cli.model_base_path) {
-        (Some(name), Some(base_path)) => {
-            Ok(vec![ModelConfig::new(name.clone(), base_path.clone())])
-        }
+        (Some(name), Some(base_path)) => Ok((
+            vec![ModelConfig::new(name.clone(), base_path.clone())],
+            None,
+        )),
         _ => bail!("give --model-name and --model-base-path, or --model-config-file"),
     }
 }
@@ -190,7 +206,8 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
         });
     }
     let limits = limits(&cli)?;
-    let server = Server::load(models(&cli)?, loaders)?.with_limits(limits);
+    let (models, config_text) = models(&cli)?;
+    let server = Server::load(models, loaders)?.with_limits(limits);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let address = format!("{}:{}", cli.host, cli.port);
@@ -202,6 +219,19 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
             listener.local_addr()?,
             limits.max_connections
         );
+        if let (Some(path), Some(text), Some(seconds @ 1..)) = (
+            &cli.model_config_file,
+            config_text,
+            cli.model_config_file_poll_wait_seconds,
+        ) {
+            let every = Duration::from_secs(seconds);
+            tokio::spawn(watch_model_config(
+                server.clone(),
+                path.clone(),
+                text,
+                every,
+            ));
+        }
         let poll = Duration::from_secs(cli.file_system_poll_wait_seconds);
         server.run(listener, poll, shutdown_signal()).await?;
         Ok(())

@@ -201,7 +201,7 @@ pub(crate) async fn run(
     let started = std::time::Instant::now();
     let answer = answer_request(&server, &model, &which, &verb, body).await;
     let elapsed = started.elapsed();
-    if server.models.contains_key(&model) {
+    if server.serves(&model) {
         server
             .metrics
             .record(&model, &verb, answer.is_ok(), elapsed);

@@ -2,7 +2,7 @@
 //! loop are in `http.rs`.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::budget::InstanceBudget;
 use crate::error::ServeError;
@@ -18,10 +18,16 @@ pub(crate) struct Model {
     versions: RwLock<Arc<ModelVersions>>,
 }
 
+/// Model name → the model.
+type Models = BTreeMap<String, Arc<Model>>;
+
 /// The models a server answers for.
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) models: Arc<BTreeMap<String, Model>>,
+    models: Arc<RwLock<Models>>,
+    /// Held while versions load (a rescan, a new model config), so that two never load
+    /// the same version side by side.
+    loading: Arc<Mutex<()>>,
     loaders: Loaders,
     pub(crate) limits: Limits,
     pub(crate) budget: InstanceBudget,
@@ -29,63 +35,14 @@ pub struct Server {
 }
 
 impl Server {
-    /// Loads every version of every model; a model none of whose versions loads is an error
-    /// naming it and its base path.
+    /// Loads the versions of every model that its policy picks; a model none of whose
+    /// versions loads is an error naming it and its base path.
     pub fn load(models: Vec<ModelConfig>, loaders: Loaders) -> anyhow::Result<Self> {
-        let mut loaded = BTreeMap::new();
-        for config in models {
-            let policy = &config.model_version_policy;
-            policy
-                .check()
-                .map_err(|e| anyhow::anyhow!("model '{}': {e}", config.name))?;
-            let versions =
-                ModelVersions::scan(&config, &Default::default(), &loaders).map_err(|e| {
-                    anyhow::anyhow!(
-                        "model '{}': {}: {e}",
-                        config.name,
-                        config.base_path.display()
-                    )
-                })?;
-            if versions.versions.is_empty() {
-                let why = match versions.refused.iter().next_back() {
-                    Some((version, e)) => format!("version {version}: {e}"),
-                    None => format!(
-                        "it needs numbered export directories, directly or one level down, \
-                         and serves {policy} of them"
-                    ),
-                };
-                anyhow::bail!(
-                    "model '{}': no version under {} could be loaded ({why})",
-                    config.name,
-                    config.base_path.display()
-                );
-            }
-            // As TF Serving: a label must name a version that serves.
-            for (label, version) in &config.version_labels {
-                if !versions.versions.contains_key(version) {
-                    let why = match versions.refused.get(version) {
-                        Some(e) => format!("did not load: {e}"),
-                        None => format!("is not under {}", config.base_path.display()),
-                    };
-                    anyhow::bail!(
-                        "model '{}': version_labels: '{label}' names version {version}, which \
-                         {why}",
-                        config.name
-                    );
-                }
-            }
-            if loaded.contains_key(&config.name) {
-                anyhow::bail!("model '{}' is configured twice", config.name);
-            }
-            let model = Model {
-                config: config.clone(),
-                versions: RwLock::new(Arc::new(versions)),
-            };
-            loaded.insert(config.name, model);
-        }
+        let loaded = load_models(models, &Models::new(), &loaders)?;
         let limits = Limits::default();
         Ok(Self {
-            models: Arc::new(loaded),
+            models: Arc::new(RwLock::new(loaded)),
+            loading: Arc::default(),
             loaders,
             budget: InstanceBudget::new(
                 limits.max_instances_per_request,
@@ -94,6 +51,45 @@ impl Server {
             limits,
             metrics: Arc::default(),
         })
+    }
+
+    /// Serves `models` from now on (TF Serving's reload of its model config): models no
+    /// longer listed are unloaded, new ones loaded, and those whose settings changed
+    /// rescanned, keeping the versions they still serve. A list [`Server::load`] would
+    /// refuse is refused whole, and the models served before stay as they were.
+    pub fn reconfigure(&self, models: Vec<ModelConfig>) -> anyhow::Result<()> {
+        let _loading = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+        let before = self
+            .models
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let after = load_models(models, &before, &self.loaders)?;
+        for name in before.keys().filter(|name| !after.contains_key(*name)) {
+            tracing::info!("model '{name}': unloaded, as the model config no longer lists it");
+        }
+        for (name, model) in &after {
+            match before.get(name) {
+                None => tracing::info!("model '{name}': added by the model config"),
+                Some(old) if !Arc::ptr_eq(old, model) => {
+                    tracing::info!("model '{name}': its settings changed in the model config")
+                }
+                Some(_) => {}
+            }
+        }
+        *self.models.write().unwrap_or_else(|e| e.into_inner()) = after;
+        Ok(())
+    }
+
+    /// The names of the models served now.
+    pub fn model_names(&self) -> Vec<String> {
+        let models = self.models.read().unwrap_or_else(|e| e.into_inner());
+        models.keys().cloned().collect()
+    }
+
+    pub(crate) fn serves(&self, name: &str) -> bool {
+        let models = self.models.read().unwrap_or_else(|e| e.into_inner());
+        models.contains_key(name)
     }
 
     /// Serves within `limits` (request sizes, the decoding budget, connections and their
@@ -121,7 +117,12 @@ impl Server {
     /// Looks for new (or removed) versions of every model once; versions already loaded
     /// are kept, so requests under way finish on the version they started with.
     pub fn rescan(&self) {
-        for model in self.models.values() {
+        let _loading = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+        let models: Vec<Arc<Model>> = {
+            let models = self.models.read().unwrap_or_else(|e| e.into_inner());
+            models.values().cloned().collect()
+        };
+        for model in models {
             let known = Arc::clone(&model.versions.read().unwrap_or_else(|e| e.into_inner()));
             match ModelVersions::scan(&model.config, &known, &self.loaders) {
                 // A base path that lost every loadable version keeps serving the old ones.
@@ -151,12 +152,15 @@ impl Server {
     }
 
     pub(crate) fn versions(&self, name: &str) -> Result<Arc<ModelVersions>, ServeError> {
-        let model = self.models.get(name).ok_or_else(|| {
+        let model = {
+            let models = self.models.read().unwrap_or_else(|e| e.into_inner());
+            models.get(name).cloned()
+        };
+        let model = model.ok_or_else(|| {
             ServeError::NotFound(format!("Servable not found for request: model '{name}'"))
         })?;
-        Ok(Arc::clone(
-            &model.versions.read().unwrap_or_else(|e| e.into_inner()),
-        ))
+        let versions = Arc::clone(&model.versions.read().unwrap_or_else(|e| e.into_inner()));
+        Ok(versions)
     }
 
     /// The version `which` selects of model `name`.
@@ -180,4 +184,74 @@ impl Server {
                 ))
             })
     }
+}
+
+/// The models `configs` lists, each with the versions its policy and labels pick; a model
+/// `known` holds with the same settings is kept as it is, and one whose settings changed
+/// keeps the versions it still serves. Refused, naming the model: a policy that serves
+/// nothing, a name listed twice, no version that loads, a label naming a version that does
+/// not serve.
+fn load_models(
+    configs: Vec<ModelConfig>,
+    known: &Models,
+    loaders: &Loaders,
+) -> anyhow::Result<Models> {
+    let mut loaded = Models::new();
+    for config in configs {
+        if loaded.contains_key(&config.name) {
+            anyhow::bail!("model '{}' is configured twice", config.name);
+        }
+        let policy = &config.model_version_policy;
+        policy
+            .check()
+            .map_err(|e| anyhow::anyhow!("model '{}': {e}", config.name))?;
+        let before = known.get(&config.name);
+        if let Some(model) = before.filter(|model| model.config == config) {
+            loaded.insert(config.name, Arc::clone(model));
+            continue;
+        }
+        let before = before.map_or_else(Default::default, |model| {
+            Arc::clone(&model.versions.read().unwrap_or_else(|e| e.into_inner()))
+        });
+        let versions = ModelVersions::scan(&config, &before, loaders).map_err(|e| {
+            anyhow::anyhow!(
+                "model '{}': {}: {e}",
+                config.name,
+                config.base_path.display()
+            )
+        })?;
+        if versions.versions.is_empty() {
+            let why = match versions.refused.iter().next_back() {
+                Some((version, e)) => format!("version {version}: {e}"),
+                None => format!(
+                    "it needs numbered export directories, directly or one level down, and \
+                     serves {policy} of them"
+                ),
+            };
+            anyhow::bail!(
+                "model '{}': no version under {} could be loaded ({why})",
+                config.name,
+                config.base_path.display()
+            );
+        }
+        // As TF Serving: a label must name a version that serves.
+        for (label, version) in &config.version_labels {
+            if !versions.versions.contains_key(version) {
+                let why = match versions.refused.get(version) {
+                    Some(e) => format!("did not load: {e}"),
+                    None => format!("is not under {}", config.base_path.display()),
+                };
+                anyhow::bail!(
+                    "model '{}': version_labels: '{label}' names version {version}, which {why}",
+                    config.name
+                );
+            }
+        }
+        let model = Model {
+            config: config.clone(),
+            versions: RwLock::new(Arc::new(versions)),
+        };
+        loaded.insert(config.name, Arc::new(model));
+    }
+    Ok(loaded)
 }

@@ -15,7 +15,8 @@ pub enum VersionPolicy {
     /// The newest `num_versions` versions that load (TF Serving's default, with 1): a
     /// newer version that fails to load leaves the older one served.
     Latest {
-        /// How many.
+        /// How many (1 when not given, as TF Serving's proto3 default).
+        #[serde(default = "one")]
         num_versions: usize,
     },
     /// Every version.
@@ -23,8 +24,13 @@ pub enum VersionPolicy {
     /// These versions (those of them that exist).
     Specific {
         /// The version numbers.
+        #[serde(default)]
         versions: Vec<u64>,
     },
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Default for VersionPolicy {

@@ -8,6 +8,7 @@ mod body_timeout;
 mod connections;
 mod errors;
 mod limits;
+mod model_config_file;
 mod predict;
 mod support;
 mod versions;

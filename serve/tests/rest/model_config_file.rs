@@ -1,0 +1,119 @@
+//! TF Serving's model config file: its protobuf text format, and the file read again while
+//! serving (models added, removed, their settings changed; a bad change refused whole).
+
+use std::path::Path;
+use std::time::Duration;
+
+use estimator_serve::{Loaders, ModelConfig, Server, VersionPolicy};
+
+use crate::support::*;
+
+/// Replaces `path`'s text as a ConfigMap update does: whole, by a rename.
+fn write_config(path: &Path, text: &str) {
+    let staged = path.with_extension("staged");
+    std::fs::write(&staged, text).unwrap();
+    std::fs::rename(&staged, path).unwrap();
+}
+
+#[test]
+fn a_models_config_in_text_format_serves_and_its_changes_apply_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    export_iris(&dir.path().join("model"), &base, 10);
+    let config = dir.path().join("models.config");
+    let model = |name: &str| {
+        format!("  config {{\n    name: '{name}'\n    base_path: {base:?}\n    model_platform: 'tensorflow'\n  }}\n")
+    };
+    write_config(
+        &config,
+        &format!("model_config_list {{\n{}}}\n", model("a")),
+    );
+    let served = Binary::start(
+        &[
+            "--model-config-file",
+            config.to_str().unwrap(),
+            "--model-config-file-poll-wait-seconds",
+            "1",
+        ],
+        None,
+    );
+    let status = |name: &str| {
+        let reply = ureq::get(&format!("{}/v1/models/{name}", served.url)).call();
+        answer(reply).0
+    };
+    assert_eq!((status("a"), status("b")), (200, 404));
+
+    // 'b' added and 'a' removed: applied at the next read.
+    write_config(
+        &config,
+        &format!("model_config_list {{\n{}}}\n", model("b")),
+    );
+    let applied = "now serving its models";
+    let logged = served.logged(applied, Duration::from_secs(30));
+    assert!(logged.iter().any(|l| l.contains(applied)), "{logged:?}");
+    assert_eq!((status("a"), status("b")), (404, 200));
+
+    // A change with a typo is refused whole, naming its line; 'b' stays served.
+    let typo = format!(
+        "model_config_list {{\n{}  config {{ nam: 'c' }}\n}}\n",
+        model("a")
+    );
+    write_config(&config, &typo);
+    let refused = "not applied, the models served stay as they were";
+    let logged = served.logged(refused, Duration::from_secs(30));
+    let line = logged.iter().find(|l| l.contains(refused));
+    assert!(
+        line.is_some_and(|l| l.contains("line 7, column 12: field 'nam' not found")),
+        "{logged:?}"
+    );
+    assert_eq!((status("a"), status("b")), (404, 200));
+    drop(served);
+
+    // At start, the same file stops the server with the same line.
+    let (exit, log) = run_to_exit(&["--model-config-file", config.to_str().unwrap()]);
+    assert!(!exit.success());
+    assert!(
+        log.contains("models.config: line 7, column 12: field 'nam'"),
+        "{log}"
+    );
+    let base = base.to_str().unwrap();
+    let without_file = ["--model-name", "a", "--model-base-path", base];
+    let poll = ["--model-config-file-poll-wait-seconds", "1"];
+    let (exit, log) = run_to_exit(&[&without_file[..], &poll[..]].concat());
+    assert!(!exit.success());
+    assert!(log.contains("needs --model-config-file"), "{log}");
+}
+
+#[test]
+fn reconfigure_serves_the_new_list_or_refuses_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let export = export_iris(&dir.path().join("model"), &dir.path().join("staging"), 10);
+    for version in [1, 2] {
+        copy_export(&export, &base.join(version.to_string()));
+    }
+    let server = Server::load(vec![ModelConfig::new("iris", &base)], Loaders::canned()).unwrap();
+    let served = |server: &Server| -> Vec<u64> {
+        let versions = server.model_versions("iris").unwrap();
+        versions.versions.keys().copied().collect()
+    };
+    assert_eq!(served(&server), [2]);
+    let all = ModelConfig::new("iris", &base).with_version_policy(VersionPolicy::All {});
+    server.reconfigure(vec![all.clone()]).unwrap();
+    assert_eq!(served(&server), [1, 2]);
+
+    // A model with nothing to serve: the new list is refused, the old one serves on.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = server
+        .reconfigure(vec![all, ModelConfig::new("void", &empty)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("model 'void': no version under"), "{err}");
+    assert_eq!(server.model_names(), ["iris"]);
+    assert_eq!(served(&server), [1, 2]);
+
+    server.reconfigure(vec![]).unwrap();
+    assert!(server.model_names().is_empty());
+    assert!(server.model_versions("iris").is_none());
+}
