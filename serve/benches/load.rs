@@ -1,5 +1,6 @@
 //! Load on estimator-serve over loopback: single-instance Iris `:predict` requests from
-//! keep-alive HTTP clients, with server-side batching off and on, interleaved by round.
+//! keep-alive HTTP clients, with server-side batching off, on, and on with two batching
+//! threads, interleaved by round.
 //!
 //! Run: `cargo bench --bench load` (add `-- --rounds 3 --seconds 5 --clients 16`). Per
 //! round and setting: the closed-loop rate (every client sends its next request when the
@@ -205,13 +206,23 @@ fn main() {
             Some(Batching {
                 max_batch_size: 32,
                 batch_timeout: Duration::ZERO,
+                ..Batching::default()
+            }),
+        ),
+        (
+            "batching on, 2 threads",
+            Some(Batching {
+                max_batch_size: 32,
+                batch_timeout: Duration::ZERO,
+                num_batch_threads: 2,
+                ..Batching::default()
             }),
         ),
     ];
     let mut rates = vec![Vec::new(); settings.len()];
     for round in 0..rounds {
         for (k, (name, batching)) in settings.iter().enumerate() {
-            let (_server, url) = start(&base, *batching, limits);
+            let (_server, url) = start(&base, batching.clone(), limits);
             let idle = open_idle(&url, idle);
             load(&url, clients, 0.5, None); // warm-up
             let (rate, latencies) = load(&url, clients, seconds, None);

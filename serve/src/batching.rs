@@ -2,6 +2,7 @@
 //! requests to one model version are merged into one prediction of up to
 //! `max_batch_size` instances, waiting at most `batch_timeout` for more to arrive.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,21 +14,34 @@ use crate::error::ServeError;
 use crate::servable::{Predictions, Servable};
 
 /// How requests are merged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Batching {
     /// Most instances in one merged prediction (a larger request runs alone).
     pub max_batch_size: usize,
     /// Longest a request waits for others to join it.
     pub batch_timeout: Duration,
+    /// Threads forming and running merged predictions, per version: several run at once
+    /// on the version's copies (TF Serving's `num_batch_threads`).
+    pub num_batch_threads: usize,
+    /// Most batches waiting to be formed, counted as `max_batch_size` instances each; a
+    /// request that would queue beyond is answered 503 (TF Serving's
+    /// `max_enqueued_batches`). `None`: no bound but `--max-instances-in-flight`.
+    pub max_enqueued_batches: Option<usize>,
+    /// The batching threads' name (TF Serving's `thread_pool_name`).
+    pub thread_pool_name: Option<String>,
 }
 
 impl Default for Batching {
     /// 32 instances, no wait: a batch is whatever queued while the model was busy with the
-    /// last one (TF Serving's advice for CPUs: `batch_timeout_micros` 0, then tune).
+    /// last one (TF Serving's advice for CPUs: `batch_timeout_micros` 0, then tune); one
+    /// thread, no bound on the queue.
     fn default() -> Self {
         Self {
             max_batch_size: 32,
             batch_timeout: Duration::ZERO,
+            num_batch_threads: 1,
+            max_enqueued_batches: None,
+            thread_pool_name: None,
         }
     }
 }
@@ -37,25 +51,41 @@ struct Job {
     reply: tokio::sync::oneshot::Sender<Predictions>,
 }
 
-/// A [`Servable`] whose predictions go through one batching thread.
+/// A [`Servable`] whose predictions go through batching threads.
 pub struct Batched {
     inner: Arc<dyn Servable>,
     jobs: Mutex<Sender<Job>>,
+    /// Instances sent and not yet taken by a batching thread.
+    queued: Arc<AtomicUsize>,
+    /// The bound on `queued`, from `max_enqueued_batches`.
+    max_queued: Option<usize>,
 }
 
 impl Batched {
-    /// Batches the predictions of `inner` as `batching` says; the thread ends with the
+    /// Batches the predictions of `inner` as `batching` says; the threads end with the
     /// last handle.
     pub fn new(inner: Arc<dyn Servable>, batching: Batching) -> Self {
         let (jobs, queue) = channel();
-        let model = Arc::clone(&inner);
-        std::thread::Builder::new()
-            .name("batching".into())
-            .spawn(move || merge(&*model, &queue, batching))
-            .expect("the batching thread starts");
+        let queue = Arc::new(Mutex::new(queue));
+        let queued = Arc::new(AtomicUsize::new(0));
+        let name = batching.thread_pool_name.as_deref().unwrap_or("batching");
+        for thread in 0..batching.num_batch_threads.max(1) {
+            let (model, queue, queued) =
+                (Arc::clone(&inner), Arc::clone(&queue), Arc::clone(&queued));
+            let batching = batching.clone();
+            std::thread::Builder::new()
+                .name(format!("{name}-{thread}"))
+                .spawn(move || merge(&*model, &queue, &queued, &batching))
+                .expect("the batching thread starts");
+        }
+        let max_queued = batching
+            .max_enqueued_batches
+            .map(|batches| batches.saturating_mul(batching.max_batch_size));
         Self {
             inner,
             jobs: Mutex::new(jobs),
+            queued,
+            max_queued,
         }
     }
 }
@@ -77,9 +107,23 @@ impl Servable for Batched {
         instances: Vec<Instance>,
     ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
+        let size = instances.len();
+        let before = self.queued.fetch_add(size, Ordering::SeqCst);
+        // A request larger than the bound still runs when nothing waits before it.
+        if self
+            .max_queued
+            .is_some_and(|max| before > 0 && before + size > max)
+        {
+            self.queued.fetch_sub(size, Ordering::SeqCst);
+            let _ = reply.send(Err(ServeError::Unavailable(
+                "The batch scheduling queue to which this task was submitted is full".into(),
+            )));
+            return Ok(answer);
+        }
         let job = Job { instances, reply };
         let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(refused) = jobs.send(job) {
+            self.queued.fetch_sub(size, Ordering::SeqCst);
             let _ = refused.0.reply.send(Err(stopped()));
         }
         Ok(answer)
@@ -90,28 +134,50 @@ fn stopped() -> ServeError {
     ServeError::Internal("the batching thread has stopped".into())
 }
 
-/// Takes jobs as they come, merging those that arrive within the timeout of the first.
-fn merge(model: &dyn Servable, queue: &Receiver<Job>, batching: Batching) {
-    while let Ok(first) = queue.recv() {
-        let deadline = Instant::now() + batching.batch_timeout;
-        let mut size = first.instances.len();
-        let mut jobs = vec![first];
-        while size < batching.max_batch_size {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match queue.recv_timeout(left) {
-                Ok(job) if size + job.instances.len() <= batching.max_batch_size => {
-                    size += job.instances.len();
-                    jobs.push(job);
+/// One batching thread: takes jobs as they come, merging those that arrive within the
+/// timeout of the first, and runs the merged prediction once it has let the queue go, so
+/// that another thread forms the next batch meanwhile. A job that does not fit starts the
+/// thread's next batch.
+fn merge(
+    model: &dyn Servable,
+    queue: &Mutex<Receiver<Job>>,
+    queued: &AtomicUsize,
+    batching: &Batching,
+) {
+    let take = |job: Job| {
+        queued.fetch_sub(job.instances.len(), Ordering::SeqCst);
+        job
+    };
+    let mut leftover: Option<Job> = None;
+    loop {
+        let jobs = {
+            let queue = queue.lock().unwrap_or_else(|e| e.into_inner());
+            let first = match leftover.take() {
+                Some(job) => job,
+                None => match queue.recv() {
+                    Ok(job) => take(job),
+                    Err(_) => return,
+                },
+            };
+            let deadline = Instant::now() + batching.batch_timeout;
+            let mut size = first.instances.len();
+            let mut jobs = vec![first];
+            while size < batching.max_batch_size {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match queue.recv_timeout(left) {
+                    Ok(job) if size + job.instances.len() <= batching.max_batch_size => {
+                        size += job.instances.len();
+                        jobs.push(take(job));
+                    }
+                    Ok(job) => {
+                        leftover = Some(take(job));
+                        break;
+                    }
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
                 }
-                Ok(job) => {
-                    run(model, std::mem::take(&mut jobs));
-                    size = job.instances.len();
-                    jobs.push(job);
-                }
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => break,
             }
-        }
+            jobs
+        };
         run(model, jobs);
     }
 }
@@ -147,9 +213,15 @@ mod tests {
 
     /// Answers each instance with its `x` doubled; refuses an instance without `x`; counts
     /// its calls.
+    #[derive(Default)]
     struct Doubler {
         signature: Signature,
         calls: AtomicUsize,
+        /// How long a prediction takes (5 ms when zero).
+        pause: Duration,
+        running: AtomicUsize,
+        /// Most predictions running at once.
+        peak: AtomicUsize,
     }
 
     impl Servable for Doubler {
@@ -159,7 +231,10 @@ mod tests {
 
         fn predict(&self, instances: &[Instance]) -> Predictions {
             self.calls.fetch_add(1, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(5));
+            let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(running, Ordering::SeqCst);
+            std::thread::sleep(self.pause.max(Duration::from_millis(5)));
+            self.running.fetch_sub(1, Ordering::SeqCst);
             instances
                 .iter()
                 .map(|i| match i.get("x").and_then(Value::as_f64) {
@@ -176,13 +251,11 @@ mod tests {
 
     #[test]
     fn concurrent_requests_share_predictions_and_a_bad_one_fails_alone() {
-        let model = Arc::new(Doubler {
-            signature: Signature::new(),
-            calls: AtomicUsize::new(0),
-        });
+        let model = Arc::new(Doubler::default());
         let batching = Batching {
             max_batch_size: 64,
             batch_timeout: Duration::from_millis(50),
+            ..Batching::default()
         };
         let batched = Batched::new(Arc::clone(&model) as Arc<dyn Servable>, batching);
         let answers: Vec<Predictions> = std::thread::scope(|scope| {
@@ -216,13 +289,11 @@ mod tests {
 
     #[test]
     fn concurrent_requests_are_merged_into_fewer_predictions() {
-        let model = Arc::new(Doubler {
-            signature: Signature::new(),
-            calls: AtomicUsize::new(0),
-        });
+        let model = Arc::new(Doubler::default());
         let batching = Batching {
             max_batch_size: 64,
             batch_timeout: Duration::from_millis(100),
+            ..Batching::default()
         };
         let batched = Batched::new(Arc::clone(&model) as Arc<dyn Servable>, batching);
         std::thread::scope(|scope| {
@@ -240,16 +311,76 @@ mod tests {
 
     #[test]
     fn a_request_above_the_batch_size_runs_alone() {
-        let model = Arc::new(Doubler {
-            signature: Signature::new(),
-            calls: AtomicUsize::new(0),
-        });
+        let model = Arc::new(Doubler::default());
         let batching = Batching {
             max_batch_size: 2,
             batch_timeout: Duration::from_millis(1),
+            ..Batching::default()
         };
         let batched = Batched::new(model, batching);
         let big: Vec<Instance> = (0..5).map(|k| instance(k as f64)).collect();
         assert_eq!(batched.predict(&big).unwrap().len(), 5);
+    }
+
+    /// `requests` single-instance requests at once, each its own batch; the most
+    /// predictions that ran at the same time.
+    fn peak_with_threads(threads: usize, requests: usize) -> usize {
+        let model = Arc::new(Doubler {
+            pause: Duration::from_millis(30),
+            ..Doubler::default()
+        });
+        let batching = Batching {
+            max_batch_size: 1,
+            num_batch_threads: threads,
+            ..Batching::default()
+        };
+        let batched = Batched::new(Arc::clone(&model) as Arc<dyn Servable>, batching);
+        std::thread::scope(|scope| {
+            for k in 0..requests {
+                let batched = &batched;
+                scope.spawn(move || assert!(batched.predict(&[instance(k as f64)]).is_ok()));
+            }
+        });
+        assert_eq!(model.calls.load(Ordering::SeqCst), requests);
+        model.peak.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn several_batching_threads_run_predictions_at_once_and_one_runs_them_in_turn() {
+        assert_eq!(peak_with_threads(1, 6), 1);
+        assert!(peak_with_threads(3, 6) >= 2);
+    }
+
+    #[test]
+    fn a_request_beyond_the_enqueued_batches_is_answered_unavailable() {
+        let model = Arc::new(Doubler {
+            pause: Duration::from_millis(300),
+            ..Doubler::default()
+        });
+        let batching = Batching {
+            max_batch_size: 1,
+            max_enqueued_batches: Some(1),
+            ..Batching::default()
+        };
+        let batched = Batched::new(model, batching);
+        let running = batched.predict_later(vec![instance(1.0)]).ok().unwrap();
+        // Once the thread has taken the first, one batch may wait and a second may not.
+        while batched.queued.load(Ordering::SeqCst) > 0 {
+            std::thread::yield_now();
+        }
+        let waiting = batched.predict_later(vec![instance(2.0)]).ok().unwrap();
+        let refused = batched.predict_later(vec![instance(3.0)]).ok().unwrap();
+        let refused = refused.blocking_recv().unwrap().unwrap_err();
+        assert_eq!(
+            refused.status(),
+            axum::http::StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert!(refused.to_string().contains("queue"), "{refused}");
+        for (answer, x) in [(running, 1.0), (waiting, 2.0)] {
+            let y = answer.blocking_recv().unwrap().unwrap()[0]["y"].as_f64();
+            assert_eq!(y, Some(2.0 * x));
+        }
+        // Drained, the queue takes requests again.
+        assert!(batched.predict(&[instance(4.0)]).is_ok());
     }
 }

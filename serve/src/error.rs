@@ -18,6 +18,8 @@ pub enum ServeError {
     TooLarge(String),
     /// 500: the model failed on a well-formed request.
     Internal(String),
+    /// 503: the server cannot take the request now (a full batching queue).
+    Unavailable(String),
 }
 
 impl ServeError {
@@ -29,6 +31,7 @@ impl ServeError {
             ServeError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             ServeError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ServeError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -38,7 +41,8 @@ impl ServeError {
             | ServeError::NotFound(m)
             | ServeError::Timeout(m)
             | ServeError::TooLarge(m)
-            | ServeError::Internal(m) => m,
+            | ServeError::Internal(m)
+            | ServeError::Unavailable(m) => m,
         }
     }
 }

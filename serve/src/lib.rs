@@ -10,6 +10,7 @@
 mod accept;
 mod background;
 mod batching;
+mod batching_parameters;
 mod body_timeout;
 mod budget;
 mod config_watch;
@@ -17,6 +18,7 @@ mod connection;
 mod connections;
 mod dir_stamp;
 mod error;
+mod flag_spelling;
 mod http;
 mod limits;
 mod load_fault;
@@ -30,6 +32,7 @@ mod routes;
 mod same_export;
 mod servable;
 mod server;
+mod text_proto;
 mod version_policy;
 mod versions;
 

@@ -127,8 +127,8 @@ impl Loaders {
             })?;
         let device = self.device.resolve().map_err(|e| LoadFault::load(dir, e))?;
         let loaded = load(dir, device).map_err(|e| LoadFault::load(dir, e))?;
-        Ok(match self.batching {
-            Some(batching) => Arc::new(Batched::new(loaded, batching)),
+        Ok(match &self.batching {
+            Some(batching) => Arc::new(Batched::new(loaded, batching.clone())),
             None => loaded,
         })
     }

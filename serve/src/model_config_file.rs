@@ -2,15 +2,12 @@
 //! Serving's own `models.config`) or in its JSON form.
 
 use anyhow::{anyhow, Context};
-use miette::Diagnostic;
-use prost_reflect::{DescriptorPool, DynamicMessage, SerializeOptions};
+use prost_reflect::SerializeOptions;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model_config::ModelConfig;
-
-/// The descriptor of TF Serving's `ModelServerConfig` and the messages in it (`build.rs`).
-static DESCRIPTOR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/model_server_config.bin"));
+use crate::text_proto;
 
 /// TF Serving's settings this server does not have: named when a file sets one, instead of
 /// a bare "not found".
@@ -50,12 +47,8 @@ impl ModelConfigFile {
 
     /// Parses TF Serving's protobuf text format, as its `models.config` files are written.
     pub fn from_text_proto(text: &str) -> anyhow::Result<Self> {
-        let pool = DescriptorPool::decode(DESCRIPTOR).context("the built-in descriptor")?;
-        let descriptor = pool
-            .get_message_by_name("tensorflow.serving.ModelServerConfig")
-            .context("the built-in descriptor has no ModelServerConfig")?;
-        let message = DynamicMessage::parse_text_format(descriptor, text)
-            .map_err(|e| anyhow!("{}: {}", position(text, &e), explained(&e)))?;
+        let message =
+            text_proto::parse("tensorflow.serving.ModelServerConfig", text, &NOT_SUPPORTED)?;
         let options = SerializeOptions::new()
             .use_proto_field_name(true)
             .stringify_64_bit_integers(false);
@@ -91,32 +84,6 @@ impl ModelConfigFile {
         Ok(ModelConfigFile {
             model_config_list: ModelConfigList { config },
         })
-    }
-}
-
-/// `line L, column C` of the parse error's first label.
-fn position(text: &str, error: &prost_reflect::text_format::ParseError) -> String {
-    let offset = error
-        .labels()
-        .and_then(|mut labels| labels.next())
-        .map_or(text.len(), |label| label.offset())
-        .min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-    format!("line {line}, column {column}")
-}
-
-fn explained(error: &prost_reflect::text_format::ParseError) -> String {
-    let message = error.to_string();
-    match NOT_SUPPORTED
-        .iter()
-        .find(|field| message.starts_with(&format!("field '{field}' not found")))
-    {
-        Some(field) => {
-            format!("{field}: TF Serving's setting, which estimator-serve does not have")
-        }
-        None => message,
     }
 }
 

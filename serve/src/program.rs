@@ -13,6 +13,7 @@ use estimator::DeviceSpec;
 
 use crate::batching::Batching;
 use crate::config_watch::watch_model_config;
+use crate::flag_spelling::respelled;
 use crate::limits::{
     default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
@@ -22,7 +23,8 @@ use crate::model_config::ModelConfig;
 use crate::model_config_file::ModelConfigFile;
 use crate::server::Server;
 
-/// Serve exported models over TF Serving's REST API.
+/// Serve exported models over TF Serving's REST API. TF Serving's spelling of the flags
+/// (--model_name=iris, --enable_batching=true) is read as this program's.
 ///
 /// Example:
 ///   dnn-classifier export --model-dir model_dir/iris --export-dir-base model_dir/iris/export
@@ -53,6 +55,10 @@ struct Cli {
     /// Port of the REST API.
     #[arg(long, default_value_t = 8501)]
     port: u16,
+    /// Port of the REST API, by TF Serving's name for it. This server has no gRPC API, so
+    /// TF Serving's --port (its gRPC port) cannot be given beside it.
+    #[arg(long, value_name = "PORT", conflicts_with = "port")]
+    rest_api_port: Option<u16>,
     /// Address to listen on; 0.0.0.0 to accept other machines.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
@@ -67,6 +73,17 @@ struct Cli {
     /// --enable_batching).
     #[arg(long)]
     enable_batching: bool,
+    /// With --enable-batching: TF Serving's batching parameters file (max_batch_size {
+    /// value: 128 } batch_timeout_micros { value: 0 } num_batch_threads { value: 4 }
+    /// max_enqueued_batches { value: 100 }), instead of --max-batch-size and
+    /// --batch-timeout-micros.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "enable_batching",
+        conflicts_with_all = ["max_batch_size", "batch_timeout_micros"]
+    )]
+    batching_parameters_file: Option<PathBuf>,
     /// With --enable-batching: most instances in one merged prediction.
     #[arg(long, default_value_t = 32, requires = "enable_batching")]
     max_batch_size: usize,
@@ -200,17 +217,26 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
         if cli.max_batch_size == 0 {
             bail!("--max-batch-size must be at least 1");
         }
-        loaders = loaders.with_batching(Batching {
-            max_batch_size: cli.max_batch_size,
-            batch_timeout: Duration::from_micros(cli.batch_timeout_micros),
-        });
+        let batching = match &cli.batching_parameters_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                Batching::from_text_proto(&text).with_context(|| path.display().to_string())?
+            }
+            None => Batching {
+                max_batch_size: cli.max_batch_size,
+                batch_timeout: Duration::from_micros(cli.batch_timeout_micros),
+                ..Batching::default()
+            },
+        };
+        loaders = loaders.with_batching(batching);
     }
     let limits = limits(&cli)?;
     let (models, config_text) = models(&cli)?;
     let server = Server::load(models, loaders)?.with_limits(limits);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let address = format!("{}:{}", cli.host, cli.port);
+        let address = format!("{}:{}", cli.host, cli.rest_api_port.unwrap_or(cli.port));
         let listener = tokio::net::TcpListener::bind(&address)
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
@@ -266,7 +292,8 @@ pub fn serve_with(loaders: Loaders) -> ExitCode {
                     .map(|n| n.to_string_lossy().into_owned())
             })
             .unwrap_or_else(|| "estimator-serve".into());
-        let matches = Cli::command().bin_name(program).get_matches();
+        let args = respelled(std::env::args_os());
+        let matches = Cli::command().bin_name(program).get_matches_from(args);
         let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         run(cli, loaders)
     })

@@ -5,10 +5,10 @@
 
 mod ambiguity;
 mod body_timeout;
+mod config_files;
 mod connections;
 mod errors;
 mod limits;
-mod model_config_file;
 mod predict;
 mod support;
 mod versions;

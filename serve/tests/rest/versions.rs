@@ -26,6 +26,7 @@ fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels
         Loaders::canned().with_batching(Batching {
             max_batch_size: 16,
             batch_timeout: Duration::from_millis(2),
+            ..Batching::default()
         }),
     )
     .unwrap();

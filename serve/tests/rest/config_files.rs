@@ -1,5 +1,6 @@
-//! TF Serving's model config file: its protobuf text format, and the file read again while
-//! serving (models added, removed, their settings changed; a bad change refused whole).
+//! TF Serving's configuration files, as its users write them: the model config file in
+//! protobuf text format, read again while serving (models added, removed, their settings
+//! changed; a bad change refused whole), and the batching parameters file.
 
 use std::path::Path;
 use std::time::Duration;
@@ -116,4 +117,48 @@ fn reconfigure_serves_the_new_list_or_refuses_it_whole() {
     server.reconfigure(vec![]).unwrap();
     assert!(server.model_names().is_empty());
     assert!(server.model_versions("iris").is_none());
+}
+
+#[test]
+fn tf_serving_s_command_line_and_batching_parameters_file_serve_and_a_bad_file_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let export = export_iris(&dir.path().join("model"), &base, 10);
+    let parameters = dir.path().join("batching.config");
+    let good = "max_batch_size { value: 64 }\nbatch_timeout_micros { value: 1000 }\n\
+                num_batch_threads { value: 2 }\nmax_enqueued_batches { value: 10 }\n";
+    std::fs::write(&parameters, good).unwrap();
+    // As a tensorflow_model_server command line spells them.
+    let base = format!("--model_base_path={}", base.display());
+    let model = ["--model_name=iris", &base, "--enable_batching=true"];
+    let file = format!("--batching_parameters_file={}", parameters.display());
+    let file = [file.as_str()];
+    let served = Binary::start(&[&model[..], &file[..]].concat(), None);
+    let body = serde_json::json!({"instances": rows()});
+    let reply = ureq::post(&format!("{}/v1/models/iris:predict", served.url)).send_json(body);
+    let (code, answer) = answer(reply);
+    assert_eq!(code, 200, "{answer}");
+    let classes = |predictions: Vec<serde_json::Value>| -> Vec<serde_json::Value> {
+        predictions.iter().map(|p| p["classes"].clone()).collect()
+    };
+    let want = expected(&export)
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let got = answer["predictions"].as_array().unwrap().clone();
+    assert_eq!(classes(got), classes(want));
+    drop(served);
+
+    std::fs::write(
+        &parameters,
+        "max_batch_size { value: 64 }\nnum_batch_threads: 2\n",
+    )
+    .unwrap();
+    let (exit, log) = run_to_exit(&[&model[..], &file[..]].concat());
+    assert!(!exit.success());
+    assert!(log.contains("batching.config: line 2, column"), "{log}");
+    // The file replaces the flags it would contradict.
+    let both = [&model[..], &file[..], &["--max-batch-size", "8"][..]].concat();
+    let (exit, log) = run_to_exit(&both);
+    assert!(!exit.success() && log.contains("--max-batch-size"), "{log}");
 }
