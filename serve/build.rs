@@ -1,31 +1,55 @@
-//! Writes the descriptors of TF Serving's configuration messages (`../proto/tensorflow_serving/`:
-//! the model server config and the batching parameters), from which its files in protobuf
-//! text format are read, with the protoc binary vendored by `protoc-bin-vendored`: no
-//! system protoc is needed.
+//! TF Serving's protobuf definitions (`../proto/tensorflow_serving/`, with TensorFlow's
+//! messages they use), with the protoc binary vendored by `protoc-bin-vendored`: no system
+//! protoc is needed.
+//!
+//! - The gRPC services (`PredictionService`, `ModelService`: servers, and clients for Rust
+//!   programs and the tests) and their messages, as Rust code; tf.Example is `datasets`' own.
+//! - The descriptors of the configuration messages (the model server config, the batching
+//!   parameters), from which TF Serving's files in protobuf text format are read.
 
+use std::path::PathBuf;
 use std::process::Command;
 
+const SERVICES: [&str; 2] = [
+    "../proto/tensorflow_serving/apis/prediction_service.proto",
+    "../proto/tensorflow_serving/apis/model_service.proto",
+];
+
+const CONFIGURATION: [&str; 2] = [
+    "../proto/tensorflow_serving/config/model_server_config.proto",
+    "../proto/tensorflow_serving/servables/tensorflow/session_bundle_config.proto",
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = [
-        "../proto/tensorflow_serving/config/model_server_config.proto",
-        "../proto/tensorflow_serving/servables/tensorflow/session_bundle_config.proto",
-    ];
-    for proto in protos {
-        println!("cargo:rerun-if-changed={proto}");
-    }
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("tf_serving_config.bin");
-    let status = Command::new(protoc_bin_vendored::protoc_bin_path()?)
+    println!("cargo:rerun-if-changed=../proto");
+    let protoc = protoc_bin_vendored::protoc_bin_path()?;
+    let well_known = protoc_bin_vendored::include_path()?;
+
+    let mut config = tonic_prost_build::Config::new();
+    config.protoc_executable(&protoc);
+    tonic_prost_build::configure()
+        .extern_path(".tensorflow.Example", "::datasets::tf_proto::Example")
+        .extern_path(".tensorflow.Features", "::datasets::tf_proto::Features")
+        .extern_path(".tensorflow.Feature", "::datasets::tf_proto::Feature")
+        .extern_path(".tensorflow.BytesList", "::datasets::tf_proto::BytesList")
+        .extern_path(".tensorflow.FloatList", "::datasets::tf_proto::FloatList")
+        .extern_path(".tensorflow.Int64List", "::datasets::tf_proto::Int64List")
+        .compile_with_config(
+            config,
+            &SERVICES.map(PathBuf::from),
+            &[PathBuf::from("../proto"), well_known.clone()],
+        )?;
+
+    let out = PathBuf::from(std::env::var("OUT_DIR")?).join("tf_serving_config.bin");
+    let status = Command::new(&protoc)
         .arg("--proto_path=../proto")
-        .arg(format!(
-            "--proto_path={}",
-            protoc_bin_vendored::include_path()?.display()
-        ))
+        .arg(format!("--proto_path={}", well_known.display()))
         .arg("--include_imports")
         .arg(format!("--descriptor_set_out={}", out.display()))
-        .args(protos)
+        .args(CONFIGURATION)
         .status()?;
     if !status.success() {
-        return Err(format!("protoc failed on {protos:?}: {status}").into());
+        return Err(format!("protoc failed on {CONFIGURATION:?}: {status}").into());
     }
     Ok(())
 }

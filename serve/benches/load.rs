@@ -1,6 +1,7 @@
-//! Load on estimator-serve over loopback: single-instance Iris `:predict` requests from
-//! keep-alive HTTP clients, with server-side batching off, on, and on with two batching
-//! threads, interleaved by round.
+//! Load on estimator-serve over loopback: single-instance Iris predictions from keep-alive
+//! REST clients (`:predict`) and gRPC clients (PredictionService's Predict), with
+//! server-side batching off, on, and (REST) on with two batching threads, interleaved by
+//! round.
 //!
 //! Run: `cargo bench --bench load` (add `-- --rounds 3 --seconds 5 --clients 16`). Per
 //! round and setting: the closed-loop rate (every client sends its next request when the
@@ -8,11 +9,12 @@
 //! (requests sent on a fixed schedule, latency counted from the scheduled time, so a stall
 //! is not hidden by the clients waiting) with its p50 / p99.
 //!
-//! `--idle N` opens N connections that send nothing before each run and keeps them open
-//! through it (the descriptor soft limit is raised to the hard one for them; both are
-//! printed); `--max-connections N` caps the server's connections (default: its own cap,
-//! from the descriptor limit). Each round then reports how many idle connections the
-//! server closed to make room.
+//! `--only TEXT` runs the settings whose name holds TEXT (`--only gRPC`). `--idle N` opens N
+//! connections that send nothing before each run and keeps them open through it (the
+//! descriptor soft limit is raised to the hard one for them; both are printed);
+//! `--max-connections N` caps the server's connections (default: its own cap, from the
+//! descriptor limit). Each round then reports how many idle connections the server closed to
+//! make room.
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
@@ -21,6 +23,10 @@ use std::time::{Duration, Instant};
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainSpec};
+use estimator_serve::grpc::proto::tensorflow::serving::prediction_service_client::PredictionServiceClient;
+use estimator_serve::grpc::proto::tensorflow::serving::{ModelSpec, PredictRequest};
+use estimator_serve::grpc::proto::tensorflow::tensor_shape_proto::Dim;
+use estimator_serve::grpc::proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
 use estimator_serve::{Background, Batching, Limits, Loaders, ModelConfig, Server};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
@@ -47,40 +53,176 @@ fn export_iris(dir: &Path) -> std::path::PathBuf {
     base
 }
 
-/// A server on a free loopback port, batching as `batching` says; stopped when dropped.
-fn start(base: &Path, batching: Option<Batching>, limits: Limits) -> (Background, String) {
+/// How the clients call the server.
+#[derive(Clone, Copy)]
+enum Transport {
+    /// REST over HTTP/1.1, a keep-alive connection per client.
+    Rest,
+    /// gRPC (TF Serving's PredictionService), an HTTP/2 connection per client.
+    Grpc,
+}
+
+/// A server on free loopback ports (REST and gRPC), batching as `batching` says; stopped
+/// when dropped.
+struct Started {
+    _rest: Background,
+    rest_url: String,
+    grpc_url: String,
+    grpc: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        std::thread::JoinHandle<()>,
+    )>,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some((stop, thread)) = self.grpc.take() {
+            let _ = stop.send(());
+            let _ = thread.join();
+        }
+    }
+}
+
+fn start(base: &Path, batching: Option<Batching>, limits: Limits) -> Started {
     let mut loaders = Loaders::canned();
     if let Some(batching) = batching {
         loaders = loaders.with_batching(batching);
     }
     let models = vec![ModelConfig::new("iris", base)];
     let server = Server::load(models, loaders).unwrap().with_limits(limits);
-    let background = server.spawn("127.0.0.1:0", Duration::ZERO).unwrap();
-    let url = format!("http://{}/v1/models/iris:predict", background.address());
-    (background, url)
+    let rest = server.clone().spawn("127.0.0.1:0", Duration::ZERO).unwrap();
+    let rest_url = format!("http://{}/v1/models/iris:predict", rest.address());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let grpc_url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        runtime
+            .block_on(server.run_grpc(listener, shutdown))
+            .unwrap();
+    });
+    Started {
+        _rest: rest,
+        rest_url,
+        grpc_url,
+        grpc: Some((stop, thread)),
+    }
 }
 
-fn send(agent: &ureq::Agent, url: &str) {
-    let response = agent
-        .post(url)
-        .set("Content-Type", "application/json")
-        .send_string(BODY)
-        .expect("a prediction");
-    let text = response.into_string().unwrap();
-    assert!(text.starts_with("{\"predictions\""), "{text}");
+/// A gRPC client with a runtime of its own, and the request it sends.
+struct GrpcClient {
+    runtime: tokio::runtime::Runtime,
+    client: PredictionServiceClient<tonic::transport::Channel>,
+    request: PredictRequest,
+}
+
+/// One client's connection.
+enum Client {
+    Rest(ureq::Agent, String),
+    Grpc(Box<GrpcClient>),
+}
+
+impl Client {
+    fn connect(transport: Transport, started: &Started) -> Self {
+        match transport {
+            Transport::Rest => {
+                Client::Rest(ureq::AgentBuilder::new().build(), started.rest_url.clone())
+            }
+            Transport::Grpc => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let url = started.grpc_url.clone();
+                let client = runtime
+                    .block_on(PredictionServiceClient::connect(url))
+                    .unwrap();
+                Client::Grpc(Box::new(GrpcClient {
+                    runtime,
+                    client,
+                    request: grpc_request(),
+                }))
+            }
+        }
+    }
+
+    fn send(&mut self) {
+        match self {
+            Client::Rest(agent, url) => {
+                let response = agent
+                    .post(url)
+                    .set("Content-Type", "application/json")
+                    .send_string(BODY)
+                    .expect("a prediction");
+                let text = response.into_string().unwrap();
+                assert!(text.starts_with("{\"predictions\""), "{text}");
+            }
+            Client::Grpc(grpc) => {
+                let answer = grpc
+                    .runtime
+                    .block_on(grpc.client.predict(grpc.request.clone()))
+                    .expect("a prediction");
+                assert_eq!(answer.into_inner().outputs["classes"].string_val.len(), 1);
+            }
+        }
+    }
+}
+
+/// [`BODY`]'s instance as a gRPC Predict request: one float tensor of shape [1] per feature.
+fn grpc_request() -> PredictRequest {
+    let features = [
+        ("sepal_length_cm", 5.9),
+        ("sepal_width_cm", 3.0),
+        ("petal_length_cm", 4.2),
+        ("petal_width_cm", 1.5),
+    ];
+    let tensor = |value: f32| TensorProto {
+        dtype: DataType::DtFloat as i32,
+        tensor_shape: Some(TensorShapeProto {
+            dim: vec![Dim {
+                size: 1,
+                name: String::new(),
+            }],
+            unknown_rank: false,
+        }),
+        float_val: vec![value],
+        ..TensorProto::default()
+    };
+    PredictRequest {
+        model_spec: Some(ModelSpec {
+            name: "iris".into(),
+            ..ModelSpec::default()
+        }),
+        inputs: features
+            .iter()
+            .map(|(name, value)| (name.to_string(), tensor(*value)))
+            .collect(),
+        output_filter: Vec::new(),
+    }
 }
 
 /// `clients` threads for `seconds`: requests/s and every latency. With `rate`, each client
 /// sends on a fixed schedule (rate / clients per second) and latency counts from the
 /// scheduled time; without, each sends as soon as its last request is answered.
-fn load(url: &str, clients: usize, seconds: f64, rate: Option<f64>) -> (f64, Vec<Duration>) {
+fn load(
+    started: &Started,
+    transport: Transport,
+    clients: usize,
+    seconds: f64,
+    rate: Option<f64>,
+) -> (f64, Vec<Duration>) {
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
     let per_client: Vec<Vec<Duration>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..clients)
             .map(|c| {
                 scope.spawn(move || {
-                    let agent = ureq::AgentBuilder::new().build();
+                    let mut client = Client::connect(transport, started);
                     let mut latencies = Vec::new();
                     let interval = rate.map(|r| Duration::from_secs_f64(clients as f64 / r));
                     // Clients of a scheduled run start spread over one interval.
@@ -97,7 +239,7 @@ fn load(url: &str, clients: usize, seconds: f64, rate: Option<f64>) -> (f64, Vec
                         } else {
                             Instant::now()
                         };
-                        send(&agent, url);
+                        client.send();
                         let done = Instant::now();
                         latencies.push(done - sent);
                         next = match interval {
@@ -171,7 +313,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let (mut rounds, mut seconds, mut clients) = (3, 5.0, 16);
-    let (mut idle, mut max_connections) = (0, None);
+    let (mut idle, mut max_connections, mut only) = (0, None, None::<String>);
     let args: Vec<String> = std::env::args().collect();
     for w in args.windows(2) {
         match w[0].as_str() {
@@ -179,6 +321,7 @@ fn main() {
             "--seconds" => seconds = w[1].parse().expect("--seconds S"),
             "--clients" => clients = w[1].parse().expect("--clients N"),
             "--idle" => idle = w[1].parse().expect("--idle N"),
+            "--only" => only = Some(w[1].clone()),
             "--max-connections" => {
                 max_connections = Some(w[1].parse().expect("--max-connections N"))
             }
@@ -199,34 +342,45 @@ fn main() {
     );
     let dir = tempfile::tempdir().unwrap();
     let base = export_iris(dir.path());
+    let batching = Batching {
+        max_batch_size: 32,
+        batch_timeout: Duration::ZERO,
+        ..Batching::default()
+    };
+    let two_threads = Batching {
+        num_batch_threads: 2,
+        ..batching.clone()
+    };
     let settings = [
-        ("batching off", None),
+        ("REST, batching off", None, Transport::Rest),
         (
-            "batching on ",
-            Some(Batching {
-                max_batch_size: 32,
-                batch_timeout: Duration::ZERO,
-                ..Batching::default()
-            }),
+            "REST, batching on ",
+            Some(batching.clone()),
+            Transport::Rest,
         ),
         (
-            "batching on, 2 threads",
-            Some(Batching {
-                max_batch_size: 32,
-                batch_timeout: Duration::ZERO,
-                num_batch_threads: 2,
-                ..Batching::default()
-            }),
+            "REST, batching on, 2 threads",
+            Some(two_threads),
+            Transport::Rest,
         ),
+        ("gRPC, batching off", None, Transport::Grpc),
+        ("gRPC, batching on ", Some(batching), Transport::Grpc),
     ];
+    let settings: Vec<_> = settings
+        .into_iter()
+        .filter(|(name, _, _)| {
+            only.as_ref()
+                .is_none_or(|only| name.contains(only.as_str()))
+        })
+        .collect();
     let mut rates = vec![Vec::new(); settings.len()];
     for round in 0..rounds {
-        for (k, (name, batching)) in settings.iter().enumerate() {
-            let (_server, url) = start(&base, batching.clone(), limits);
-            let idle = open_idle(&url, idle);
-            load(&url, clients, 0.5, None); // warm-up
-            let (rate, latencies) = load(&url, clients, seconds, None);
-            let (_, paced) = load(&url, clients, seconds, Some(rate / 2.0));
+        for (k, (name, batching, transport)) in settings.iter().enumerate() {
+            let started = start(&base, batching.clone(), limits);
+            let idle = open_idle(&started.rest_url, idle);
+            load(&started, *transport, clients, 0.5, None); // warm-up
+            let (rate, latencies) = load(&started, *transport, clients, seconds, None);
+            let (_, paced) = load(&started, *transport, clients, seconds, Some(rate / 2.0));
             let closed_note = if idle.is_empty() {
                 String::new()
             } else {
@@ -243,7 +397,7 @@ fn main() {
             rates[k].push(rate);
         }
     }
-    for ((name, _), rates) in settings.iter().zip(rates) {
+    for ((name, _, _), rates) in settings.iter().zip(rates) {
         println!("median {name}: {:.0} predictions/s", median(rates));
     }
 }

@@ -35,7 +35,14 @@ impl InstanceBudget {
     /// Room for the instances of `body`, held until the permit is dropped; waits while the
     /// requests under way hold the budget. 413 for a request above either limit.
     pub(crate) async fn admit(&self, body: &[u8]) -> Result<OwnedSemaphorePermit, ServeError> {
-        let instances = count_instances(body);
+        self.admit_count(count_instances(body)).await
+    }
+
+    /// Room for `instances`, as [`InstanceBudget::admit`].
+    pub(crate) async fn admit_count(
+        &self,
+        instances: usize,
+    ) -> Result<OwnedSemaphorePermit, ServeError> {
         if instances > self.per_request {
             return Err(ServeError::TooLarge(format!(
                 "the request has {instances} instances, above the limit of {} per request \

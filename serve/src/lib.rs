@@ -19,6 +19,7 @@ mod connections;
 mod dir_stamp;
 mod error;
 mod flag_spelling;
+pub mod grpc;
 mod http;
 mod limits;
 mod load_fault;

@@ -23,8 +23,9 @@ use crate::model_config::ModelConfig;
 use crate::model_config_file::ModelConfigFile;
 use crate::server::Server;
 
-/// Serve exported models over TF Serving's REST API. TF Serving's spelling of the flags
-/// (--model_name=iris, --enable_batching=true) is read as this program's.
+/// Serve exported models over TF Serving's REST API, and its gRPC API with --grpc-port.
+/// TF Serving's spelling of the flags (--model_name=iris, --enable_batching=true) is read
+/// as this program's.
 ///
 /// Example:
 ///   dnn-classifier export --model-dir model_dir/iris --export-dir-base model_dir/iris/export
@@ -55,10 +56,14 @@ struct Cli {
     /// Port of the REST API.
     #[arg(long, default_value_t = 8501)]
     port: u16,
-    /// Port of the REST API, by TF Serving's name for it. This server has no gRPC API, so
-    /// TF Serving's --port (its gRPC port) cannot be given beside it.
+    /// Port of the REST API, by TF Serving's name for it. TF Serving's --port (its gRPC
+    /// port) cannot be given beside it: here that is --grpc-port.
     #[arg(long, value_name = "PORT", conflicts_with = "port")]
     rest_api_port: Option<u16>,
+    /// Port of TF Serving's gRPC API (PredictionService, ModelService; TF Serving's 8500),
+    /// on --host; none by default.
+    #[arg(long, value_name = "PORT")]
+    grpc_port: Option<u16>,
     /// Address to listen on; 0.0.0.0 to accept other machines.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
@@ -236,6 +241,29 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
     let server = Server::load(models, loaders)?.with_limits(limits);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
+        // One signal stops both APIs: each finishes the requests under way.
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        let stopped = move || {
+            let mut stopping = stopping.clone();
+            async move {
+                let _ = stopping.wait_for(|stop| *stop).await;
+            }
+        };
+        let grpc = match cli.grpc_port {
+            Some(port) => {
+                let address = format!("{}:{port}", cli.host);
+                let listener = tokio::net::TcpListener::bind(&address)
+                    .await
+                    .with_context(|| format!("cannot listen on {address}"))?;
+                tracing::info!("serving the gRPC API on {}", listener.local_addr()?);
+                Some(tokio::spawn(server.clone().run_grpc(listener, stopped())))
+            }
+            None => None,
+        };
         let address = format!("{}:{}", cli.host, cli.rest_api_port.unwrap_or(cli.port));
         let listener = tokio::net::TcpListener::bind(&address)
             .await
@@ -259,7 +287,10 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
             ));
         }
         let poll = Duration::from_secs(cli.file_system_poll_wait_seconds);
-        server.run(listener, poll, shutdown_signal()).await?;
+        server.run(listener, poll, stopped()).await?;
+        if let Some(grpc) = grpc {
+            grpc.await?.context("the gRPC API failed")?;
+        }
         Ok(())
     })
 }

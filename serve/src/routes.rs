@@ -18,6 +18,7 @@ use crate::request::{
     check_signature_name, classify_response, examples, predict_instances, predict_response,
     regress_response, Format, DEFAULT_SIGNATURE,
 };
+use crate::servable::{output_dtype, predict_async};
 use crate::server::Server;
 use crate::versions::Which;
 
@@ -94,6 +95,14 @@ pub(crate) async fn metadata_of(
     Ok(Json(metadata_json(&model, version, servable.signature())))
 }
 
+fn tf_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Float32 => "DT_FLOAT",
+        DType::Int64 => "DT_INT64",
+        DType::String => "DT_STRING",
+    }
+}
+
 /// TF Serving's metadata answer: the `serving_default` signature.
 fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
     let tensor = |dtype: &str, per_example: &[usize], name: &str| {
@@ -112,26 +121,12 @@ fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
     let inputs: serde_json::Map<String, Value> = signature
         .inputs
         .iter()
-        .map(|i| {
-            let dtype = match i.dtype {
-                DType::Float32 => "DT_FLOAT",
-                DType::Int64 => "DT_INT64",
-                DType::String => "DT_STRING",
-            };
-            (i.name.clone(), tensor(dtype, &i.shape, &i.name))
-        })
+        .map(|i| (i.name.clone(), tensor(tf_name(i.dtype), &i.shape, &i.name)))
         .collect();
     let outputs: serde_json::Map<String, Value> = signature
         .outputs
         .iter()
-        .map(|key| {
-            let dtype = match key.as_str() {
-                "class_ids" | "all_class_ids" => "DT_INT64",
-                "classes" | "all_classes" => "DT_STRING",
-                _ => "DT_FLOAT",
-            };
-            (key.clone(), tensor(dtype, &[], key))
-        })
+        .map(|key| (key.clone(), tensor(tf_name(output_dtype(key)), &[], key)))
         .collect();
     json!({
         "model_spec": { "name": model, "signature_name": "", "version": version.to_string() },
@@ -233,17 +228,8 @@ pub(crate) async fn answer_request(
     let body: Value = serde_json::from_slice(&body)
         .map_err(|e| ServeError::BadRequest(format!("the request body is not JSON: {e}")))?;
     let call = Call::parse(verb, body, servable.signature())?;
-    let predictions = match servable.predict_later(call.instances) {
-        // Batched: the batching thread answers; this worker serves other requests meanwhile.
-        Ok(answer) => answer
-            .await
-            .map_err(|_| ServeError::Internal("the batching thread has stopped".into()))??,
-        // A few instances take less time than a hand-off to the blocking pool and back.
-        Err(instances) if body_len <= INLINE_BODY_BYTES => servable.predict(&instances)?,
-        Err(instances) => tokio::task::spawn_blocking(move || servable.predict(&instances))
-            .await
-            .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))??,
-    };
+    let inline = body_len <= INLINE_BODY_BYTES;
+    let predictions = predict_async(servable, call.instances, inline).await?;
     call.answer.respond(predictions)
 }
 

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use burn::tensor::backend::Backend;
-use estimator::export::{check_instances, Instance, ServableEstimator};
+use estimator::export::{check_instances, DType, Instance, ServableEstimator};
 use estimator::{CpuBackend, Predictor, Signature};
 use serde_json::{Map, Value};
 
@@ -30,6 +30,36 @@ pub trait Servable: Send + Sync {
         instances: Vec<Instance>,
     ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
         Err(instances)
+    }
+}
+
+/// The answer of `servable` to `instances`, off the async threads unless `inline`: from the
+/// batching thread when it batches (this worker serves other requests meanwhile), else on
+/// the blocking pool, or on this worker for a few instances, which take less time than a
+/// hand-off to the pool and back.
+pub(crate) async fn predict_async(
+    servable: Arc<dyn Servable>,
+    instances: Vec<Instance>,
+    inline: bool,
+) -> Predictions {
+    match servable.predict_later(instances) {
+        Ok(answer) => answer
+            .await
+            .map_err(|_| ServeError::Internal("the batching thread has stopped".into()))?,
+        Err(instances) if inline => servable.predict(&instances),
+        Err(instances) => tokio::task::spawn_blocking(move || servable.predict(&instances))
+            .await
+            .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?,
+    }
+}
+
+/// The element type of a canned estimator's output `key` (`class_ids`: integers,
+/// `classes`: strings, the rest floats).
+pub(crate) fn output_dtype(key: &str) -> DType {
+    match key {
+        "class_ids" | "all_class_ids" => DType::Int64,
+        "classes" | "all_classes" => DType::String,
+        _ => DType::Float32,
     }
 }
 

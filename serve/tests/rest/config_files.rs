@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use estimator_serve::grpc::proto::tensorflow::serving::model_service_client::ModelServiceClient;
+use estimator_serve::grpc::proto::tensorflow::serving::{GetModelStatusRequest, ModelSpec};
 use estimator_serve::{Loaders, ModelConfig, Server, VersionPolicy};
 
 use crate::support::*;
@@ -133,7 +135,27 @@ fn tf_serving_s_command_line_and_batching_parameters_file_serve_and_a_bad_file_s
     let model = ["--model_name=iris", &base, "--enable_batching=true"];
     let file = format!("--batching_parameters_file={}", parameters.display());
     let file = [file.as_str()];
-    let served = Binary::start(&[&model[..], &file[..]].concat(), None);
+    let grpc = ["--grpc_port=0"];
+    let served = Binary::start(&[&model[..], &file[..], &grpc[..]].concat(), None);
+    // The gRPC API listens too, and answers a TF Serving client's status call.
+    let line = served
+        .log
+        .iter()
+        .find_map(|l| l.split("serving the gRPC API on ").nth(1));
+    let address = format!("http://{}", line.expect("a gRPC address logged").trim());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let status = runtime.block_on(async {
+        let mut models = ModelServiceClient::connect(address).await.unwrap();
+        let spec = ModelSpec {
+            name: "iris".into(),
+            ..ModelSpec::default()
+        };
+        let request = GetModelStatusRequest {
+            model_spec: Some(spec),
+        };
+        models.get_model_status(request).await.unwrap().into_inner()
+    });
+    assert_eq!(status.model_version_status.len(), 1);
     let body = serde_json::json!({"instances": rows()});
     let reply = ureq::post(&format!("{}/v1/models/iris:predict", served.url)).send_json(body);
     let (code, answer) = answer(reply);

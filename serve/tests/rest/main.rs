@@ -1,13 +1,16 @@
 //! The server over loopback, driven by a real HTTP client as a TF Serving client would:
 //! status, metadata, both `:predict` formats, `:classify`, `:regress`, versions and labels,
 //! a new version under load, and the errors with their status codes; ambiguous versions,
-//! request limits, connections held to their cap and timeouts, and the body-read timeout.
+//! request limits, connections held to their cap and timeouts, and the body-read timeout;
+//! TF Serving's configuration files; the gRPC API, with tonic's generated clients.
 
 mod ambiguity;
 mod body_timeout;
 mod config_files;
 mod connections;
 mod errors;
+mod grpc;
+mod grpc_models;
 mod limits;
 mod predict;
 mod support;

@@ -1,10 +1,6 @@
 //! Status, metadata and predictions: both `:predict` formats, `:classify` and `:regress`.
 
-use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
-use estimator::{EstimatorExt, RunConfig, TrainSpec};
 use estimator_serve::{Loaders, ModelConfig, Server};
-use estimators::feature_column::standardized_numeric_columns;
-use estimators::DnnRegressor;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -110,19 +106,7 @@ fn a_tf_serving_client_gets_status_metadata_and_predictions_in_both_formats() {
 fn a_regressor_answers_regress_and_single_output_predictions() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("export");
-    let schema = bundled::iris_schema();
-    let train = bundled::iris_train_path();
-    let stats = FeatureStats::compute(CsvDataset::open(&train, schema.clone()).unwrap()).unwrap();
-    let columns = standardized_numeric_columns(&schema, &stats).unwrap();
-    let config = RunConfig::new(dir.path().join("model")).with_progress(false);
-    let regressor = DnnRegressor::new(config, &schema, columns, [8]).unwrap();
-    let input = || {
-        Ok(CsvDataset::open(&train, schema.clone())?
-            .repeat(None)
-            .batch_columnar(32, false))
-    };
-    regressor.train(input, TrainSpec::max_steps(30)).unwrap();
-    let export = regressor.export(&base).unwrap();
+    let export = export_regressor(&dir.path().join("model"), &base);
     let server = Server::load(vec![ModelConfig::new("width", base)], Loaders::canned()).unwrap();
     let running = Running::start(server);
 

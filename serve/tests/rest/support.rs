@@ -11,7 +11,7 @@ use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
 use estimator_serve::{Background, Limits, Loaders, ModelConfig, Server};
 use estimators::feature_column::standardized_numeric_columns;
-use estimators::DnnClassifier;
+use estimators::{DnnClassifier, DnnRegressor};
 use serde_json::{json, Value};
 
 pub(crate) const FEATURES: [&str; 4] = [
@@ -40,6 +40,24 @@ pub(crate) fn export_iris(model_dir: &Path, base: &Path, steps: u64) -> PathBuf 
         .train(input, TrainSpec::max_steps(steps))
         .unwrap();
     classifier.export(base).unwrap()
+}
+
+/// An Iris regressor (of the rows' `label`, as a number) trained 30 steps in `model_dir`,
+/// exported under `base`.
+pub(crate) fn export_regressor(model_dir: &Path, base: &Path) -> PathBuf {
+    let schema = bundled::iris_schema();
+    let train = bundled::iris_train_path();
+    let stats = FeatureStats::compute(CsvDataset::open(&train, schema.clone()).unwrap()).unwrap();
+    let columns = standardized_numeric_columns(&schema, &stats).unwrap();
+    let config = RunConfig::new(model_dir).with_progress(false);
+    let regressor = DnnRegressor::new(config, &schema, columns, [8]).unwrap();
+    let input = || {
+        Ok(CsvDataset::open(&train, schema.clone())?
+            .repeat(None)
+            .batch_columnar(32, false))
+    };
+    regressor.train(input, TrainSpec::max_steps(30)).unwrap();
+    regressor.export(base).unwrap()
 }
 
 pub(crate) fn version_of(dir: &Path) -> u64 {
