@@ -1,9 +1,10 @@
-//! Load on estimator-serve over loopback: single-instance Iris predictions from keep-alive
-//! REST clients (`:predict`) and gRPC clients (PredictionService's Predict), with
-//! server-side batching off, on, and (REST) on with two batching threads, interleaved by
-//! round.
+//! Load on estimator-serve over loopback: Iris predictions from keep-alive REST clients
+//! (`:predict`) and gRPC clients (PredictionService's Predict), with server-side batching
+//! off, on, and (REST) on with two batching threads, interleaved by round.
 //!
-//! Run: `cargo bench --bench load` (add `-- --rounds 3 --seconds 5 --clients 16`). Per
+//! Run: `cargo bench --bench load` (add `-- --rounds 3 --seconds 5 --clients 16`; with
+//! `--instances N`, each request holds N instances instead of one: rates are still
+//! predictions/s, each latency a request's). Per
 //! round and setting: the closed-loop rate (every client sends its next request when the
 //! last is answered) with p50 / p99 latency, then an open-loop run at half that rate
 //! (requests sent on a fixed schedule, latency counted from the scheduled time, so a stall
@@ -31,7 +32,23 @@ use estimator_serve::{Background, Batching, Limits, Loaders, ModelConfig, Server
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 
-const BODY: &str = r#"{"instances": [{"sepal_length_cm": 5.9, "sepal_width_cm": 3.0, "petal_length_cm": 4.2, "petal_width_cm": 1.5}]}"#;
+/// The instance every request sends, `--instances` times.
+const INSTANCE: [(&str, f32); 4] = [
+    ("sepal_length_cm", 5.9),
+    ("sepal_width_cm", 3.0),
+    ("petal_length_cm", 4.2),
+    ("petal_width_cm", 1.5),
+];
+
+/// `instances` copies of [`INSTANCE`] as a REST `:predict` body.
+fn rest_body(instances: usize) -> String {
+    let row: Vec<String> = INSTANCE
+        .iter()
+        .map(|(name, value)| format!("\"{name}\": {value}"))
+        .collect();
+    let row = format!("{{{}}}", row.join(", "));
+    format!("{{\"instances\": [{}]}}", vec![row; instances].join(", "))
+}
 
 fn export_iris(dir: &Path) -> std::path::PathBuf {
     let schema = bundled::iris_schema();
@@ -123,15 +140,16 @@ struct GrpcClient {
 
 /// One client's connection.
 enum Client {
-    Rest(ureq::Agent, String),
+    Rest(ureq::Agent, String, String),
     Grpc(Box<GrpcClient>),
 }
 
 impl Client {
-    fn connect(transport: Transport, started: &Started) -> Self {
+    fn connect(transport: Transport, started: &Started, instances: usize) -> Self {
         match transport {
             Transport::Rest => {
-                Client::Rest(ureq::AgentBuilder::new().build(), started.rest_url.clone())
+                let agent = ureq::AgentBuilder::new().build();
+                Client::Rest(agent, started.rest_url.clone(), rest_body(instances))
             }
             Transport::Grpc => {
                 let runtime = tokio::runtime::Builder::new_current_thread()
@@ -145,7 +163,7 @@ impl Client {
                 Client::Grpc(Box::new(GrpcClient {
                     runtime,
                     client,
-                    request: grpc_request(),
+                    request: grpc_request(instances),
                 }))
             }
         }
@@ -153,11 +171,11 @@ impl Client {
 
     fn send(&mut self) {
         match self {
-            Client::Rest(agent, url) => {
+            Client::Rest(agent, url, body) => {
                 let response = agent
                     .post(url)
                     .set("Content-Type", "application/json")
-                    .send_string(BODY)
+                    .send_string(body)
                     .expect("a prediction");
                 let text = response.into_string().unwrap();
                 assert!(text.starts_with("{\"predictions\""), "{text}");
@@ -167,30 +185,33 @@ impl Client {
                     .runtime
                     .block_on(grpc.client.predict(grpc.request.clone()))
                     .expect("a prediction");
-                assert_eq!(answer.into_inner().outputs["classes"].string_val.len(), 1);
+                let classes = &answer.into_inner().outputs["classes"];
+                assert_eq!(classes.string_val.len() as i64, grpc.instances());
             }
         }
     }
 }
 
-/// [`BODY`]'s instance as a gRPC Predict request: one float tensor of shape [1] per feature.
-fn grpc_request() -> PredictRequest {
-    let features = [
-        ("sepal_length_cm", 5.9),
-        ("sepal_width_cm", 3.0),
-        ("petal_length_cm", 4.2),
-        ("petal_width_cm", 1.5),
-    ];
+impl GrpcClient {
+    fn instances(&self) -> i64 {
+        let tensor = self.request.inputs.values().next();
+        tensor.map_or(0, |t| t.tensor_shape.as_ref().unwrap().dim[0].size)
+    }
+}
+
+/// `instances` copies of [`INSTANCE`] as a gRPC Predict request: one float tensor of shape
+/// `[instances]` per feature.
+fn grpc_request(instances: usize) -> PredictRequest {
     let tensor = |value: f32| TensorProto {
         dtype: DataType::DtFloat as i32,
         tensor_shape: Some(TensorShapeProto {
             dim: vec![Dim {
-                size: 1,
+                size: instances as i64,
                 name: String::new(),
             }],
             unknown_rank: false,
         }),
-        float_val: vec![value],
+        float_val: vec![value; instances],
         ..TensorProto::default()
     };
     PredictRequest {
@@ -198,7 +219,7 @@ fn grpc_request() -> PredictRequest {
             name: "iris".into(),
             ..ModelSpec::default()
         }),
-        inputs: features
+        inputs: INSTANCE
             .iter()
             .map(|(name, value)| (name.to_string(), tensor(*value)))
             .collect(),
@@ -212,6 +233,7 @@ fn grpc_request() -> PredictRequest {
 fn load(
     started: &Started,
     transport: Transport,
+    instances: usize,
     clients: usize,
     seconds: f64,
     rate: Option<f64>,
@@ -222,7 +244,7 @@ fn load(
         let handles: Vec<_> = (0..clients)
             .map(|c| {
                 scope.spawn(move || {
-                    let mut client = Client::connect(transport, started);
+                    let mut client = Client::connect(transport, started, instances);
                     let mut latencies = Vec::new();
                     let interval = rate.map(|r| Duration::from_secs_f64(clients as f64 / r));
                     // Clients of a scheduled run start spread over one interval.
@@ -312,7 +334,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let (mut rounds, mut seconds, mut clients) = (3, 5.0, 16);
+    let (mut rounds, mut seconds, mut clients, mut instances) = (3, 5.0, 16, 1);
     let (mut idle, mut max_connections, mut only) = (0, None, None::<String>);
     let args: Vec<String> = std::env::args().collect();
     for w in args.windows(2) {
@@ -320,6 +342,7 @@ fn main() {
             "--rounds" => rounds = w[1].parse().expect("--rounds N"),
             "--seconds" => seconds = w[1].parse().expect("--seconds S"),
             "--clients" => clients = w[1].parse().expect("--clients N"),
+            "--instances" => instances = w[1].parse().expect("--instances N"),
             "--idle" => idle = w[1].parse().expect("--idle N"),
             "--only" => only = Some(w[1].clone()),
             "--max-connections" => {
@@ -378,9 +401,11 @@ fn main() {
         for (k, (name, batching, transport)) in settings.iter().enumerate() {
             let started = start(&base, batching.clone(), limits);
             let idle = open_idle(&started.rest_url, idle);
-            load(&started, *transport, clients, 0.5, None); // warm-up
-            let (rate, latencies) = load(&started, *transport, clients, seconds, None);
-            let (_, paced) = load(&started, *transport, clients, seconds, Some(rate / 2.0));
+            let run = |seconds, rate| load(&started, *transport, instances, clients, seconds, rate);
+            run(0.5, None); // warm-up
+            let (requests, latencies) = run(seconds, None);
+            let (_, paced) = run(seconds, Some(requests / 2.0));
+            let rate = requests * instances as f64;
             let closed_note = if idle.is_empty() {
                 String::new()
             } else {
