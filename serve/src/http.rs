@@ -15,7 +15,7 @@ use crate::server::Server;
 impl Server {
     /// The REST routes.
     pub fn router(&self) -> Router {
-        Router::new()
+        let router = Router::new()
             .route("/v1/models/{model}", get(status).post(call))
             .route("/v1/models/{model}/metadata", get(metadata))
             .route(
@@ -26,9 +26,12 @@ impl Server {
                 "/v1/models/{model}/{kind}/{which}/metadata",
                 get(metadata_of),
             )
-            .route("/monitoring/prometheus/metrics", get(prometheus))
-            .layer(DefaultBodyLimit::max(self.limits.max_body_bytes))
-            .with_state(self.clone())
+            .layer(DefaultBodyLimit::max(self.limits.max_body_bytes));
+        let router = match &self.monitoring.prometheus_path {
+            Some(path) => router.route(path, get(prometheus)),
+            None => router,
+        };
+        router.with_state(self.clone())
     }
 
     /// Serves on `listener` until `shutdown` completes, then finishes the requests under

@@ -21,6 +21,7 @@ use crate::limits::{
 use crate::loaders::Loaders;
 use crate::model_config::ModelConfig;
 use crate::model_config_file::ModelConfigFile;
+use crate::monitoring_config::MonitoringConfig;
 use crate::server::Server;
 
 /// Serve exported models over TF Serving's REST API, and its gRPC API with --grpc-port.
@@ -112,6 +113,18 @@ struct Cli {
     /// (ulimit -n) less 64, at most 4096.
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
+    /// TF Serving's one REST timeout, in milliseconds: sets the three below at once.
+    #[arg(
+        long,
+        value_name = "MS",
+        conflicts_with_all = ["header_read_timeout_ms", "idle_timeout_ms", "body_read_timeout_ms"]
+    )]
+    rest_api_timeout_in_ms: Option<u64>,
+    /// TF Serving's monitoring config file (prometheus_config { enable: true path:
+    /// "/monitoring/prometheus/metrics" }): the metrics are served only where it says.
+    /// Without it, they are at /monitoring/prometheus/metrics.
+    #[arg(long, value_name = "FILE")]
+    monitoring_config_file: Option<PathBuf>,
     /// Longest a request head may take from its first byte, in milliseconds (0: no limit).
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
     header_read_timeout_ms: u64,
@@ -180,7 +193,10 @@ fn limits(cli: &Cli) -> Result<Limits> {
     if cli.max_connections == Some(0) {
         bail!("--max-connections must be at least 1");
     }
-    let timeout = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
+    let timeout = |ms: u64| {
+        let ms = cli.rest_api_timeout_in_ms.unwrap_or(ms);
+        (ms > 0).then(|| Duration::from_millis(ms))
+    };
     Ok(Limits {
         max_body_bytes: cli.max_body_bytes,
         max_instances_per_request: cli.max_instances_per_request,
@@ -238,7 +254,17 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
     }
     let limits = limits(&cli)?;
     let (models, config_text) = models(&cli)?;
-    let server = Server::load(models, loaders)?.with_limits(limits);
+    let monitoring = match &cli.monitoring_config_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            MonitoringConfig::from_text_proto(&text).with_context(|| path.display().to_string())?
+        }
+        None => MonitoringConfig::default(),
+    };
+    let server = Server::load(models, loaders)?
+        .with_limits(limits)
+        .with_monitoring(monitoring);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         // One signal stops both APIs: each finishes the requests under way.
@@ -328,4 +354,45 @@ pub fn serve_with(loaders: Loaders) -> ExitCode {
         let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         run(cli, loaders)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tf_serving_s_rest_timeout_sets_the_three_timeouts_and_cannot_contradict_them() {
+        let cli = |extra: &[&str]| {
+            let model = [
+                "estimator-serve",
+                "--model-name",
+                "m",
+                "--model-base-path",
+                "b",
+            ];
+            Cli::try_parse_from(model.iter().chain(extra))
+        };
+        let limits = limits_of(&["--rest-api-timeout-in-ms", "5000"]);
+        let five = Some(Duration::from_secs(5));
+        let timeouts = (
+            limits.header_read_timeout,
+            limits.idle_timeout,
+            limits.body_read_timeout,
+        );
+        assert_eq!(timeouts, (five, five, five));
+        let off = limits_of(&["--rest-api-timeout-in-ms", "0"]);
+        assert_eq!(off.idle_timeout, None);
+        assert!(cli(&["--rest-api-timeout-in-ms", "5000", "--idle-timeout-ms", "1"]).is_err());
+    }
+
+    fn limits_of(extra: &[&str]) -> Limits {
+        let model = [
+            "estimator-serve",
+            "--model-name",
+            "m",
+            "--model-base-path",
+            "b",
+        ];
+        limits(&Cli::try_parse_from(model.iter().chain(extra)).unwrap()).unwrap()
+    }
 }

@@ -10,6 +10,7 @@ use crate::limits::Limits;
 use crate::loaders::Loaders;
 use crate::metrics::Metrics;
 use crate::model_config::ModelConfig;
+use crate::monitoring_config::MonitoringConfig;
 use crate::servable::Servable;
 use crate::versions::{ModelVersions, Which};
 
@@ -32,6 +33,7 @@ pub struct Server {
     pub(crate) limits: Limits,
     pub(crate) budget: InstanceBudget,
     pub(crate) metrics: Arc<Metrics>,
+    pub(crate) monitoring: MonitoringConfig,
 }
 
 impl Server {
@@ -50,6 +52,7 @@ impl Server {
             ),
             limits,
             metrics: Arc::default(),
+            monitoring: MonitoringConfig::default(),
         })
     }
 
@@ -100,6 +103,12 @@ impl Server {
             limits.max_instances_in_flight,
         );
         self.limits = limits;
+        self
+    }
+
+    /// Serves the Prometheus metrics as `monitoring` says instead of at TF Serving's path.
+    pub fn with_monitoring(mut self, monitoring: MonitoringConfig) -> Self {
+        self.monitoring = monitoring;
         self
     }
 

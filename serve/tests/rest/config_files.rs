@@ -135,8 +135,19 @@ fn tf_serving_s_command_line_and_batching_parameters_file_serve_and_a_bad_file_s
     let model = ["--model_name=iris", &base, "--enable_batching=true"];
     let file = format!("--batching_parameters_file={}", parameters.display());
     let file = [file.as_str()];
-    let grpc = ["--grpc_port=0"];
-    let served = Binary::start(&[&model[..], &file[..], &grpc[..]].concat(), None);
+    let monitoring = dir.path().join("monitoring.config");
+    std::fs::write(
+        &monitoring,
+        "prometheus_config {\n  enable: true,\n  path: \"/metrics\"\n}\n",
+    )
+    .unwrap();
+    let monitoring = format!("--monitoring_config_file={}", monitoring.display());
+    let more = [
+        "--grpc_port=0",
+        &monitoring,
+        "--rest_api_timeout_in_ms=20000",
+    ];
+    let served = Binary::start(&[&model[..], &file[..], &more[..]].concat(), None);
     // The gRPC API listens too, and answers a TF Serving client's status call.
     let line = served
         .log
@@ -169,6 +180,17 @@ fn tf_serving_s_command_line_and_batching_parameters_file_serve_and_a_bad_file_s
         .collect();
     let got = answer["predictions"].as_array().unwrap().clone();
     assert_eq!(classes(got), classes(want));
+    // The metrics where the monitoring config says, and only there.
+    let metrics = ureq::get(&format!("{}/metrics", served.url))
+        .call()
+        .unwrap();
+    let text = metrics.into_string().unwrap();
+    assert!(
+        text.contains(":tensorflow:serving:request_count{model_name=\"iris\""),
+        "{text}"
+    );
+    let default = ureq::get(&format!("{}/monitoring/prometheus/metrics", served.url)).call();
+    assert_eq!(crate::support::answer(default).0, 404);
     drop(served);
 
     std::fs::write(
