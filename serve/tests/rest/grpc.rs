@@ -207,6 +207,20 @@ fn predict_classify_and_metadata_answer_as_the_rest_api_and_refuse_what_tf_servi
         rest_probabilities
     );
 
+    // Packed values (`tensor_content`, as tf.make_tensor_proto writes numpy arrays).
+    let mut packed = iris_inputs(&[]);
+    for tensor in packed.values_mut() {
+        let bytes = tensor.float_val.iter().flat_map(|x| x.to_le_bytes());
+        tensor.tensor_content = bytes.collect();
+        tensor.float_val.clear();
+    }
+    let answer = grpc.run(client.predict(predict("iris", packed))).unwrap();
+    let answer = answer.into_inner();
+    assert_eq!(
+        answer.outputs["probabilities"].float_val,
+        rest_probabilities
+    );
+
     // What a TF Serving client gets wrong is refused, naming it.
     let refusing = client.clone();
     let refused = |request: PredictRequest| {
