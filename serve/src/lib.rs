@@ -50,7 +50,7 @@ pub use limits::{
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
 };
 pub use load_fault::LoadFault;
-pub use loaders::Loaders;
+pub use loaders::{LoadRetries, Loaders};
 pub use metrics::Metrics;
 pub use model_config::ModelConfig;
 pub use model_config_file::ModelConfigFile;

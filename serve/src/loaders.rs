@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use estimator::device::ResolvedDevice;
 use estimator::export::{ExportInfo, EXPORT_FILE};
@@ -22,12 +23,33 @@ use crate::servable::{Servable, Served};
 
 type Load = fn(&Path, ResolvedDevice) -> estimator::Result<Arc<dyn Servable>>;
 
+/// How often a version whose load failed is loaded again while its files stay as they were
+/// (TF Serving's `--max_num_load_retries` and `--load_retry_interval_micros`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadRetries {
+    /// Loads after the first that failed (0: none).
+    pub max: u32,
+    /// The wait between two.
+    pub interval: Duration,
+}
+
+impl Default for LoadRetries {
+    /// TF Serving's: 5 more, a minute apart.
+    fn default() -> Self {
+        Self {
+            max: 5,
+            interval: Duration::from_secs(60),
+        }
+    }
+}
+
 /// The estimators a server loads, keyed by the name in an export's `export.json`.
 #[derive(Clone)]
 pub struct Loaders {
     by_name: BTreeMap<String, Load>,
     batching: Option<Batching>,
     device: DeviceSpec,
+    pub(crate) retries: LoadRetries,
 }
 
 impl Loaders {
@@ -37,6 +59,7 @@ impl Loaders {
             by_name: BTreeMap::new(),
             batching: None,
             device: DeviceSpec::Cpu,
+            retries: LoadRetries::default(),
         }
     }
 
@@ -96,6 +119,13 @@ impl Loaders {
     /// Loads the versions onto `device` (the CPU by default).
     pub fn on(mut self, device: DeviceSpec) -> Self {
         self.device = device;
+        self
+    }
+
+    /// Loads a version whose load failed (on the device, or reading its variables) again as
+    /// `retries` says, instead of TF Serving's 5 more a minute apart.
+    pub fn with_load_retries(mut self, retries: LoadRetries) -> Self {
+        self.retries = retries;
         self
     }
 

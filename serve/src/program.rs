@@ -18,7 +18,7 @@ use crate::limits::{
     default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
 };
-use crate::loaders::Loaders;
+use crate::loaders::{LoadRetries, Loaders};
 use crate::model_config::ModelConfig;
 use crate::model_config_file::ModelConfigFile;
 use crate::monitoring_config::MonitoringConfig;
@@ -71,6 +71,13 @@ struct Cli {
     /// Seconds between looks for new versions (0: never).
     #[arg(long, default_value_t = 1)]
     file_system_poll_wait_seconds: u64,
+    /// Loads after the first of a version whose load failed (on the device, or reading its
+    /// variables) while its files stay as they were; any change to them loads it again.
+    #[arg(long, value_name = "N", default_value_t = LoadRetries::default().max)]
+    max_num_load_retries: u32,
+    /// Microseconds between two such loads.
+    #[arg(long, value_name = "MICROS", default_value_t = LoadRetries::default().interval.as_micros() as u64)]
+    load_retry_interval_micros: u64,
     /// Compute device: cpu, cuda (CUDA device 0), cuda:N, or auto (CUDA when this build
     /// has it and a driver is installed, else the CPU).
     #[arg(long, value_name = "DEVICE", default_value = "cpu", value_parser = parse_device)]
@@ -233,7 +240,10 @@ async fn shutdown_signal() {
 }
 
 fn run(cli: Cli, loaders: Loaders) -> Result<()> {
-    let mut loaders = loaders.on(cli.device);
+    let mut loaders = loaders.on(cli.device).with_load_retries(LoadRetries {
+        max: cli.max_num_load_retries,
+        interval: Duration::from_micros(cli.load_retry_interval_micros),
+    });
     if cli.enable_batching {
         if cli.max_batch_size == 0 {
             bail!("--max-batch-size must be at least 1");

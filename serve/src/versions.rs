@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use estimator::export::version_dirs;
 
@@ -45,9 +46,17 @@ pub struct ModelVersions {
     /// version refused (ambiguous, or failing to load) is tried again only once they
     /// change, and logged once per change instead of at every scan.
     stamps: BTreeMap<u64, DirStamp>,
+    /// Version number → the loads of it that failed since its directories last changed,
+    /// and when the last one was.
+    failed_loads: BTreeMap<u64, (u32, Instant)>,
 }
 
 impl ModelVersions {
+    /// How many loads of `version` failed since its directories last changed.
+    pub fn failed_loads(&self, version: u64) -> u32 {
+        self.failed_loads.get(&version).map_or(0, |(n, _)| *n)
+    }
+
     /// The newest version.
     pub fn newest(&self) -> Option<(u64, &Arc<dyn Servable>)> {
         self.versions.iter().next_back().map(|(v, s)| (*v, s))
@@ -59,7 +68,8 @@ impl ModelVersions {
     /// exports are renamed into place whole) and unloading those no longer picked. A
     /// version that fails to load, or is ambiguous, is logged and left out until its
     /// directories change (an export copied in file by file, or fixed in place), when it
-    /// is tried again.
+    /// is tried again; one whose load failed on the device or reading its variables is also
+    /// tried again as the loaders' [`LoadRetries`](crate::LoadRetries) say.
     pub fn scan(
         model: &ModelConfig,
         known: &ModelVersions,
@@ -89,13 +99,22 @@ impl ModelVersions {
             let unchanged = known.stamps.get(&version) == Some(&stamp);
             next.dirs.insert(version, dirs.clone());
             next.stamps.insert(version, stamp);
+            let mut failed = (0, Instant::now());
             if unchanged {
                 if let Some(why) = known.refused.get(&version) {
-                    next.refused.insert(version, why.clone());
-                    if known.ambiguous.contains(&version) {
-                        next.ambiguous.insert(version);
+                    failed = known.failed_loads.get(&version).copied().unwrap_or(failed);
+                    let retries = loaders.retries;
+                    let retry = matches!(why, LoadFault::Load { .. })
+                        && failed.0 <= retries.max
+                        && failed.1.elapsed() >= retries.interval;
+                    if !retry {
+                        next.refused.insert(version, why.clone());
+                        next.failed_loads.insert(version, failed);
+                        if known.ambiguous.contains(&version) {
+                            next.ambiguous.insert(version);
+                        }
+                        continue;
                     }
-                    continue;
                 }
             } else if dirs.len() > 1 {
                 if let Err(why) = one_export(version, &dirs) {
@@ -117,8 +136,20 @@ impl ModelVersions {
                     next.versions.insert(version, loaded);
                 }
                 Err(e) => {
-                    tracing::error!("version {version} is not served: {e}");
+                    let failures = failed.0 + 1;
+                    let retries = loaders.retries.max;
+                    let left = match (retries + 1).saturating_sub(failures) {
+                        _ if !matches!(e, LoadFault::Load { .. }) => String::new(),
+                        0 => format!(
+                            " (load {failures}, the last: tried again once its files change)"
+                        ),
+                        _ if failures == 1 => String::new(),
+                        _ => format!(" (load {failures} of {})", retries + 1),
+                    };
+                    tracing::error!("version {version} is not served{left}: {e}");
                     next.refused.insert(version, e);
+                    next.failed_loads
+                        .insert(version, (failures, Instant::now()));
                 }
             }
         }

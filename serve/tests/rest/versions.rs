@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use estimator_serve::{
-    Batching, LoadFault, Loaders, ModelConfig, ModelConfigFile, Server, VersionPolicy,
+    Batching, LoadFault, LoadRetries, Loaders, ModelConfig, ModelConfigFile, Server, VersionPolicy,
 };
 use serde_json::json;
 
@@ -324,4 +324,50 @@ fn a_canned_export_records_tf_s_name_and_one_made_before_names_were_recorded_sti
         status["model_version_status"][1]["version"],
         version_of(&export).to_string()
     );
+}
+
+#[test]
+fn a_version_whose_variables_do_not_load_is_loaded_again_as_the_retries_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let export = export_iris(&dir.path().join("model"), &dir.path().join("staging"), 10);
+    copy_export(&export, &base.join("1"));
+    copy_export(&export, &base.join("2"));
+    // Version 2's weights cut short: its variables do not load, and version 1 serves.
+    let weights = base.join("2").join("model.safetensors");
+    let whole = std::fs::read(&weights).unwrap();
+    std::fs::write(&weights, &whole[..whole.len() / 2]).unwrap();
+    let server = |retries: LoadRetries| {
+        let loaders = Loaders::canned().with_load_retries(retries);
+        Server::load(iris_model(&base), loaders).unwrap()
+    };
+    let failed = |server: &Server| server.model_versions("iris").unwrap().failed_loads(2);
+    let served = |server: &Server| -> Vec<u64> {
+        let versions = server.model_versions("iris").unwrap();
+        versions.versions.keys().copied().collect()
+    };
+
+    // Two retries with no wait: three loads in all, then none while the files stay.
+    let eager = server(LoadRetries {
+        max: 2,
+        interval: Duration::ZERO,
+    });
+    assert!(matches!(
+        eager.model_versions("iris").unwrap().refused.get(&2),
+        Some(LoadFault::Load { .. })
+    ));
+    assert_eq!((served(&eager), failed(&eager)), (vec![1], 1));
+    for _ in 0..5 {
+        eager.rescan();
+    }
+    assert_eq!((served(&eager), failed(&eager)), (vec![1], 3));
+    // TF Serving's default waits a minute between loads: none yet.
+    let patient = server(LoadRetries::default());
+    patient.rescan();
+    assert_eq!(failed(&patient), 1);
+
+    // The weights written whole again: loaded at the next look, its failures forgotten.
+    std::fs::write(&weights, &whole).unwrap();
+    eager.rescan();
+    assert_eq!((served(&eager), failed(&eager)), (vec![2], 0));
 }
