@@ -5,8 +5,8 @@
 //! - The gRPC services (`PredictionService`, `ModelService`: servers, and clients for Rust
 //!   programs and the tests) and their messages, as Rust code; tf.Example is `datasets`' own.
 //! - The descriptors of the configuration messages (the model server config, the batching
-//!   parameters, the monitoring config), from which TF Serving's files in protobuf text
-//!   format are read.
+//!   parameters, the monitoring and SSL configs), from which TF Serving's files in protobuf
+//!   text format are read.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,9 +16,10 @@ const SERVICES: [&str; 2] = [
     "../proto/tensorflow_serving/apis/model_service.proto",
 ];
 
-const CONFIGURATION: [&str; 3] = [
+const CONFIGURATION: [&str; 4] = [
     "../proto/tensorflow_serving/config/model_server_config.proto",
     "../proto/tensorflow_serving/config/monitoring_config.proto",
+    "../proto/tensorflow_serving/config/ssl_config.proto",
     "../proto/tensorflow_serving/servables/tensorflow/session_bundle_config.proto",
 ];
 

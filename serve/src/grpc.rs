@@ -10,6 +10,7 @@ mod tensors;
 use std::future::Future;
 
 use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::Status;
 
 use crate::error::ServeError;
@@ -37,20 +38,32 @@ pub mod proto {
 
 impl Server {
     /// Serves TF Serving's gRPC API on `listener` until `shutdown` completes; messages are
-    /// held to the limits' body size.
+    /// held to the limits' body size, and with [`Server::with_grpc_tls`] the connections
+    /// are TLS. A TLS config that does not load is an error before anything is served.
     pub async fn run_grpc(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), tonic::transport::Error> {
         let max = self.limits.max_body_bytes;
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(ssl) = &self.grpc_tls {
+            let mut tls = ServerTlsConfig::new()
+                .identity(Identity::from_pem(&ssl.server_cert, &ssl.server_key));
+            if let Some(ca) = &ssl.custom_ca {
+                tls = tls
+                    .client_ca_root(Certificate::from_pem(ca))
+                    .client_auth_optional(!ssl.client_verify);
+            }
+            builder = builder.tls_config(tls)?;
+        }
         let predictions = PredictionServiceServer::new(self.clone())
             .max_decoding_message_size(max)
             .max_encoding_message_size(usize::MAX);
         let models = ModelServiceServer::new(self).max_decoding_message_size(max);
         // Answers go out as soon as they are written, as gRPC's own servers send them.
         let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-        tonic::transport::Server::builder()
+        builder
             .add_service(predictions)
             .add_service(models)
             .serve_with_incoming_shutdown(incoming, shutdown)

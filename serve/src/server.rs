@@ -12,6 +12,7 @@ use crate::metrics::Metrics;
 use crate::model_config::ModelConfig;
 use crate::monitoring_config::MonitoringConfig;
 use crate::servable::Servable;
+use crate::ssl_config::SslConfig;
 use crate::versions::{ModelVersions, Which};
 
 pub(crate) struct Model {
@@ -34,6 +35,7 @@ pub struct Server {
     pub(crate) budget: InstanceBudget,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) monitoring: MonitoringConfig,
+    pub(crate) grpc_tls: Option<SslConfig>,
 }
 
 impl Server {
@@ -53,6 +55,7 @@ impl Server {
             limits,
             metrics: Arc::default(),
             monitoring: MonitoringConfig::default(),
+            grpc_tls: None,
         })
     }
 
@@ -109,6 +112,13 @@ impl Server {
     /// Serves the Prometheus metrics as `monitoring` says instead of at TF Serving's path.
     pub fn with_monitoring(mut self, monitoring: MonitoringConfig) -> Self {
         self.monitoring = monitoring;
+        self
+    }
+
+    /// Serves the gRPC API over TLS as `ssl` says (TF Serving's SSL config), not in the
+    /// clear.
+    pub fn with_grpc_tls(mut self, ssl: SslConfig) -> Self {
+        self.grpc_tls = Some(ssl);
         self
     }
 

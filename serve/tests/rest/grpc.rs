@@ -27,7 +27,7 @@ use crate::support::*;
 /// dropped.
 pub(crate) struct Grpc {
     runtime: tokio::runtime::Runtime,
-    address: SocketAddr,
+    pub(crate) address: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 

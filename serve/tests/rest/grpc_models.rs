@@ -1,13 +1,16 @@
-//! TF Serving's ModelService over gRPC (status, reload) and Regress, with tonic's generated
-//! clients, against the REST API's answers.
+//! TF Serving's ModelService over gRPC (status, reload), Regress, and the API over TLS, with
+//! tonic's generated clients, against the REST API's answers.
 
+use estimator::cluster::IssuedCertificate;
 use estimator_serve::grpc::proto::tensorflow::serving::model_server_config::Config;
+use estimator_serve::grpc::proto::tensorflow::serving::prediction_service_client::PredictionServiceClient;
 use estimator_serve::grpc::proto::tensorflow::serving::{
     ClassificationRequest, GetModelStatusRequest, ModelConfig, ModelConfigList, ModelServerConfig,
     RegressionRequest, ReloadConfigRequest,
 };
-use estimator_serve::{Loaders, Server};
+use estimator_serve::{Loaders, Server, SslConfig};
 use serde_json::{json, Value};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 use tonic::Code;
 
 use crate::grpc::{iris_examples, iris_inputs, predict, spec, Grpc};
@@ -116,4 +119,49 @@ fn a_regressor_answers_regress_as_the_rest_api() {
         }))
         .unwrap_err();
     assert!(status.message().contains("not a classifier"), "{status:?}");
+}
+
+#[test]
+fn over_tls_the_grpc_api_serves_only_clients_that_trust_it_and_show_a_certificate_its_ca_issued() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    export_iris(&dir.path().join("model"), &base, 10);
+    let tasks = [
+        ("server".to_string(), vec!["localhost".to_string()]),
+        ("client".to_string(), vec!["client".to_string()]),
+    ];
+    let (ca, issued) = estimator::cluster::issue_certificates("serving-ca", &tasks).unwrap();
+    let ssl = SslConfig {
+        server_key: issued[0].key_pem.clone(),
+        server_cert: issued[0].cert_pem.clone(),
+        custom_ca: Some(ca.clone()),
+        client_verify: true,
+    };
+    let grpc = Grpc::start(load_iris(&base).with_grpc_tls(ssl));
+    let call = |scheme: &str, identity: Option<&IssuedCertificate>| {
+        grpc.run(async {
+            let mut endpoint = Channel::from_shared(format!("{scheme}://{}", grpc.address))?;
+            if scheme == "https" {
+                let mut tls = ClientTlsConfig::new()
+                    .ca_certificate(Certificate::from_pem(&ca))
+                    .domain_name("localhost");
+                if let Some(id) = identity {
+                    tls = tls.identity(Identity::from_pem(&id.cert_pem, &id.key_pem));
+                }
+                endpoint = endpoint.tls_config(tls)?;
+            }
+            let mut client = PredictionServiceClient::new(endpoint.connect().await?);
+            client.predict(predict("iris", iris_inputs(&[]))).await?;
+            Ok::<_, Box<dyn std::error::Error>>(())
+        })
+    };
+    call("https", Some(&issued[1])).unwrap();
+    assert!(
+        call("https", None).is_err(),
+        "a client without a certificate was served"
+    );
+    assert!(
+        call("http", None).is_err(),
+        "a client in the clear was served"
+    );
 }
