@@ -136,15 +136,15 @@ impl ModelVersions {
                     next.versions.insert(version, loaded);
                 }
                 Err(e) => {
-                    let failures = failed.0 + 1;
-                    let retries = loaders.retries.max;
-                    let left = match (retries + 1).saturating_sub(failures) {
+                    let failures = failed.0.saturating_add(1);
+                    let loads = loaders.retries.max.saturating_add(1);
+                    let left = match loads.saturating_sub(failures) {
                         _ if !matches!(e, LoadFault::Load { .. }) => String::new(),
                         0 => format!(
                             " (load {failures}, the last: tried again once its files change)"
                         ),
                         _ if failures == 1 => String::new(),
-                        _ => format!(" (load {failures} of {})", retries + 1),
+                        _ => format!(" (load {failures} of {loads})"),
                     };
                     tracing::error!("version {version} is not served{left}: {e}");
                     next.refused.insert(version, e);
