@@ -140,7 +140,14 @@ impl Loaders {
     pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, LoadFault> {
         let info_path = dir.join(EXPORT_FILE);
         let info: ExportInfo = std::fs::read(&info_path)
-            .map_err(|e| e.to_string())
+            .map_err(|e| match dir.join("saved_model.pb").is_file() {
+                // A TF Serving user's model directory, pointed at as it was.
+                true => "the directory holds a TensorFlow SavedModel (saved_model.pb), which \
+                         this server does not load: serve the export of an estimator of this \
+                         project (`dnn-classifier export`, `Estimator::export`)"
+                    .to_string(),
+                false => e.to_string(),
+            })
             .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
             .map_err(|reason| LoadFault::ExportInfo {
                 path: info_path,

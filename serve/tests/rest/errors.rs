@@ -1,6 +1,7 @@
 //! Bad requests: TF Serving's status codes and an error naming the fault; the metrics that
-//! count them.
+//! count them. A TensorFlow SavedModel where an export should be, named as such.
 
+use estimator_serve::{Loaders, Server};
 use serde_json::json;
 
 use crate::support::*;
@@ -109,4 +110,21 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
     let ok = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"OK\"} 1";
     assert!(metrics.contains(ok), "{metrics}");
     assert!(!metrics.contains("rose"), "{metrics}");
+}
+
+#[test]
+fn a_tensorflow_saved_model_is_named_as_such_rather_than_as_a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let version = dir.path().join("1");
+    std::fs::create_dir_all(version.join("variables")).unwrap();
+    std::fs::write(version.join("saved_model.pb"), b"\x08\x01").unwrap();
+    let err = Server::load(iris_model(dir.path()), Loaders::canned())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("holds a TensorFlow SavedModel (saved_model.pb)"),
+        "{err}"
+    );
+    assert!(err.contains("model 'iris': no version under"), "{err}");
 }
