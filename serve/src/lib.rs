@@ -53,7 +53,7 @@ pub use limits::{
 };
 pub use load_fault::LoadFault;
 pub use loaders::{LoadRetries, Loaders};
-pub use metrics::Metrics;
+pub use metrics::{Entrypoint, Metrics};
 pub use model_config::ModelConfig;
 pub use model_config_file::ModelConfigFile;
 pub use monitoring_config::{MonitoringConfig, DEFAULT_METRICS_PATH};

@@ -36,8 +36,26 @@ struct Latency {
 struct Counters {
     /// (model, status) → requests.
     requests: BTreeMap<(String, &'static str), u64>,
-    /// (model, API) → latency.
-    latency: BTreeMap<(String, String), Latency>,
+    /// (model, API, entrypoint) → latency.
+    latency: BTreeMap<(String, String, Entrypoint), Latency>,
+}
+
+/// Which API a request came through (TF Serving's `entrypoint` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Entrypoint {
+    /// The REST API.
+    Rest,
+    /// The gRPC API.
+    Grpc,
+}
+
+impl Entrypoint {
+    fn label(self) -> &'static str {
+        match self {
+            Entrypoint::Rest => "REST",
+            Entrypoint::Grpc => "GRPC",
+        }
+    }
 }
 
 /// Counters of every request to a known model.
@@ -47,9 +65,16 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Counts one request to `model` through `api` (predict, classify, …) that took
-    /// `elapsed` and succeeded or not.
-    pub fn record(&self, model: &str, api: &str, ok: bool, elapsed: Duration) {
+    /// Counts one request to `model` through `api` (predict, classify, …) of `entrypoint`
+    /// that took `elapsed` and succeeded or not.
+    pub fn record(
+        &self,
+        model: &str,
+        api: &str,
+        entrypoint: Entrypoint,
+        ok: bool,
+        elapsed: Duration,
+    ) {
         let mut counters = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         let status = if ok { "OK" } else { "ERROR" };
         *counters
@@ -58,7 +83,7 @@ impl Metrics {
             .or_default() += 1;
         let latency = counters
             .latency
-            .entry((model.to_string(), api.to_string()))
+            .entry((model.to_string(), api.to_string(), entrypoint))
             .or_default();
         let us = elapsed.as_secs_f64() * 1e6;
         latency.sum_us += us;
@@ -80,8 +105,10 @@ impl Metrics {
             );
         }
         let _ = writeln!(out, "# TYPE :tensorflow:serving:request_latency histogram");
-        for ((model, api), latency) in &counters.latency {
-            let labels = format!("model_name=\"{model}\",API=\"{api}\",entrypoint=\"REST\"");
+        for ((model, api, entrypoint), latency) in &counters.latency {
+            let entrypoint = entrypoint.label();
+            let labels =
+                format!("model_name=\"{model}\",API=\"{api}\",entrypoint=\"{entrypoint}\"");
             let mut cumulative = 0;
             for (bound, n) in BUCKETS_US.iter().zip(latency.counts) {
                 cumulative += n;
@@ -114,12 +141,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_and_cumulative_buckets_per_model_and_api() {
+    fn counts_and_cumulative_buckets_per_model_api_and_entrypoint() {
         let metrics = Metrics::default();
-        metrics.record("iris", "predict", true, Duration::from_micros(80));
-        metrics.record("iris", "predict", true, Duration::from_micros(3_000));
-        metrics.record("iris", "predict", false, Duration::from_secs(10));
-        metrics.record("mnist", "classify", true, Duration::from_micros(40));
+        let rest = Entrypoint::Rest;
+        metrics.record("iris", "predict", rest, true, Duration::from_micros(80));
+        metrics.record("iris", "predict", rest, true, Duration::from_micros(3_000));
+        metrics.record("iris", "predict", rest, false, Duration::from_secs(10));
+        metrics.record("mnist", "classify", rest, true, Duration::from_micros(40));
+        metrics.record(
+            "mnist",
+            "classify",
+            Entrypoint::Grpc,
+            true,
+            Duration::from_micros(40),
+        );
         let text = metrics.render();
         let line = |prefix: &str| {
             text.lines()
@@ -145,6 +180,14 @@ mod tests {
         assert_eq!(line(&format!("{bucket},le=\"5000\"}}")), "2");
         assert_eq!(line(&format!("{bucket},le=\"5000000\"}}")), "2");
         assert_eq!(line(&format!("{bucket},le=\"+Inf\"}}")), "3");
-        assert!(text.contains("model_name=\"mnist\",API=\"classify\""));
+        // One histogram per entrypoint: the gRPC request apart from the REST one.
+        let mnist =
+            ":tensorflow:serving:request_latency_count{model_name=\"mnist\",API=\"classify\"";
+        assert_eq!(line(&format!("{mnist},entrypoint=\"REST\"}}")), "1");
+        assert_eq!(line(&format!("{mnist},entrypoint=\"GRPC\"}}")), "1");
+        assert_eq!(
+            line(&format!("{count}{{model_name=\"mnist\",status=\"OK\"}}")),
+            "2"
+        );
     }
 }

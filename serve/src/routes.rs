@@ -14,9 +14,10 @@ use serde_json::{json, Value};
 use crate::body_timeout::BodyTimeout;
 use crate::error::ServeError;
 use crate::load_fault::LoadFault;
+use crate::metrics::Entrypoint;
 use crate::request::{
     check_signature_name, classify_response, examples, predict_instances, predict_response,
-    regress_response, Format, DEFAULT_SIGNATURE,
+    regress_response, Format, SIGNATURE_NAMES,
 };
 use crate::servable::{output_dtype, predict_async};
 use crate::server::Server;
@@ -128,15 +129,18 @@ fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
         .iter()
         .map(|key| (key.clone(), tensor(tf_name(output_dtype(key)), &[], key)))
         .collect();
+    let definition = json!({
+        "inputs": inputs,
+        "outputs": outputs,
+        "method_name": "tensorflow/serving/predict"
+    });
+    let definitions: serde_json::Map<String, Value> = SIGNATURE_NAMES
+        .iter()
+        .map(|name| (name.to_string(), definition.clone()))
+        .collect();
     json!({
         "model_spec": { "name": model, "signature_name": "", "version": version.to_string() },
-        "metadata": { "signature_def": {
-            "signature_def": { DEFAULT_SIGNATURE: {
-                "inputs": inputs,
-                "outputs": outputs,
-                "method_name": "tensorflow/serving/predict"
-            }},
-        }}
+        "metadata": { "signature_def": { "signature_def": definitions } }
     })
 }
 
@@ -199,7 +203,7 @@ pub(crate) async fn run(
     if server.serves(&model) {
         server
             .metrics
-            .record(&model, &verb, answer.is_ok(), elapsed);
+            .record(&model, &verb, Entrypoint::Rest, answer.is_ok(), elapsed);
     }
     let status = answer
         .as_ref()

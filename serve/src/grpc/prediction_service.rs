@@ -19,7 +19,8 @@ use super::proto::tensorflow::tensor_shape_proto::Dim;
 use super::proto::tensorflow::{DataType, SignatureDef, TensorInfo, TensorShapeProto};
 use super::tensors;
 use crate::error::ServeError;
-use crate::request::DEFAULT_SIGNATURE;
+use crate::metrics::Entrypoint;
+use crate::request::{signature_named, DEFAULT_SIGNATURE, SIGNATURE_NAMES};
 use crate::servable::{output_dtype, predict_async, Servable};
 use crate::server::Server;
 use crate::versions::Which;
@@ -179,7 +180,10 @@ impl PredictionService for Server {
             defaults: HashMap::new(),
         };
         let map = SignatureDefMap {
-            signature_def: HashMap::from([(DEFAULT_SIGNATURE.to_string(), definition)]),
+            signature_def: SIGNATURE_NAMES
+                .iter()
+                .map(|name| (name.to_string(), definition.clone()))
+                .collect(),
         };
         let any = prost_types::Any {
             type_url: "type.googleapis.com/tensorflow.serving.SignatureDefMap".into(),
@@ -203,8 +207,13 @@ impl Server {
         let started = Instant::now();
         let answer = call.await;
         if self.serves(&spec.name) {
-            self.metrics
-                .record(&spec.name, api, answer.is_ok(), started.elapsed());
+            self.metrics.record(
+                &spec.name,
+                api,
+                Entrypoint::Grpc,
+                answer.is_ok(),
+                started.elapsed(),
+            );
         }
         answer.map_err(Status::from)
     }
@@ -214,13 +223,7 @@ impl Server {
         &self,
         spec: &ModelSpec,
     ) -> Result<(u64, std::sync::Arc<dyn Servable>), ServeError> {
-        if !spec.signature_name.is_empty() && spec.signature_name != DEFAULT_SIGNATURE {
-            return Err(ServeError::BadRequest(format!(
-                "Serving signature name: \"{}\" not found in signature def (this export has \
-                 only \"{DEFAULT_SIGNATURE}\")",
-                spec.signature_name
-            )));
-        }
+        signature_named(&spec.signature_name)?;
         self.servable(&spec.name, &which(spec)?)
     }
 
@@ -253,7 +256,10 @@ fn answered(spec: &ModelSpec, version: u64) -> ModelSpec {
     ModelSpec {
         name: spec.name.clone(),
         version_choice: Some(VersionChoice::Version(version as i64)),
-        signature_name: DEFAULT_SIGNATURE.into(),
+        signature_name: match spec.signature_name.as_str() {
+            "" => DEFAULT_SIGNATURE.into(),
+            named => named.into(),
+        },
     }
 }
 

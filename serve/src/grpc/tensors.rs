@@ -1,12 +1,13 @@
 //! Tensors (`TensorProto`) into request instances, predictions into tensors, and
-//! tf.Examples into instances: what the gRPC calls carry, in the instances and predictions
-//! every servable takes and gives.
+//! tf.Examples (also serialized, in a string tensor) into instances: what the gRPC calls
+//! carry, in the instances and predictions every servable takes and gives.
 
 use std::collections::HashMap;
 
 use datasets::tf_proto::{feature, Example};
 use estimator::export::{DType, Instance};
 use estimator::Signature;
+use prost::Message;
 use serde_json::{Map, Value};
 
 use super::proto::tensorflow::tensor_shape_proto::Dim;
@@ -26,6 +27,9 @@ pub(crate) fn instances(
         let names: Vec<&str> = signature.inputs.iter().map(|i| i.name.as_str()).collect();
         names.join(", ")
     };
+    if let Some(examples) = serialized_examples(signature, inputs) {
+        return examples;
+    }
     if let Some(extra) = inputs
         .keys()
         .find(|name| !signature.inputs.iter().any(|i| &i.name == *name))
@@ -68,6 +72,34 @@ pub(crate) fn instances(
         }
     }
     Ok(instances)
+}
+
+/// The instances of serialized tf.Examples, when they are the request's one input, named
+/// `examples` or `inputs` (as a TF estimator's parsing serving input takes them) and not an
+/// input of the signature.
+fn serialized_examples(
+    signature: &Signature,
+    inputs: &HashMap<String, TensorProto>,
+) -> Option<Result<Vec<Instance>, ServeError>> {
+    let [(name, tensor)] = <[_; 1]>::try_from(inputs.iter().collect::<Vec<_>>()).ok()?;
+    let parsing_input = ["examples", "inputs"].contains(&name.as_str())
+        && tensor.dtype() == DataType::DtString
+        && !signature.inputs.iter().any(|input| &input.name == name);
+    parsing_input.then(|| {
+        tensor
+            .string_val
+            .iter()
+            .enumerate()
+            .map(|(index, bytes)| {
+                let example = Example::decode(bytes.as_slice()).map_err(|e| {
+                    bad(format!(
+                        "input '{name}': value {index} is not a serialized tf.Example: {e}"
+                    ))
+                })?;
+                example_instance(index, &example, None)
+            })
+            .collect()
+    })
 }
 
 /// One value per row of the tensor for input `name`, nested as the input's shape.

@@ -91,8 +91,15 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
             "{body}"
         );
     }
-    let named = json!({"signature_name": "serving_default", "instances": rows()});
-    assert_eq!(running.post("/v1/models/iris:predict", &named).0, 200);
+    // The signature's names: TF Serving's default, and a TF estimator export's `predict`.
+    for name in ["serving_default", "predict"] {
+        let named = json!({"signature_name": name, "instances": rows()});
+        assert_eq!(
+            running.post("/v1/models/iris:predict", &named).0,
+            200,
+            "{name}"
+        );
+    }
 
     let huge = json!({"instances": vec![rows()[0].clone(); 100]});
     let (code, body) = running.post("/v1/models/iris:predict", &huge);
@@ -107,7 +114,7 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
         .unwrap();
     let errors = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"ERROR\"} 10";
     assert!(metrics.contains(errors), "{metrics}");
-    let ok = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"OK\"} 1";
+    let ok = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"OK\"} 2";
     assert!(metrics.contains(ok), "{metrics}");
     assert!(!metrics.contains("rose"), "{metrics}");
 }

@@ -221,6 +221,46 @@ fn predict_classify_and_metadata_answer_as_the_rest_api_and_refuse_what_tf_servi
         rest_probabilities
     );
 
+    // Serialized tf.Examples as the one string input `examples` (a TF estimator's parsing
+    // serving input), under the `predict` signature name: the same answer.
+    let serialized: Vec<Vec<u8>> = match iris_examples().unwrap().kind.unwrap() {
+        input::Kind::ExampleList(list) => list.examples.iter().map(|e| e.encode_to_vec()).collect(),
+        _ => unreachable!(),
+    };
+    let strings = |values: Vec<Vec<u8>>| TensorProto {
+        dtype: DataType::DtString as i32,
+        tensor_shape: Some(TensorShapeProto {
+            dim: vec![Dim {
+                size: values.len() as i64,
+                name: String::new(),
+            }],
+            unknown_rank: false,
+        }),
+        string_val: values,
+        ..TensorProto::default()
+    };
+    let mut parsing = predict(
+        "iris",
+        HashMap::from([("examples".into(), strings(serialized))]),
+    );
+    parsing.model_spec.as_mut().unwrap().signature_name = "predict".into();
+    let answer = grpc.run(client.predict(parsing)).unwrap().into_inner();
+    assert_eq!(answer.model_spec.unwrap().signature_name, "predict");
+    assert_eq!(
+        answer.outputs["probabilities"].float_val,
+        rest_probabilities
+    );
+    let garbage = HashMap::from([("examples".into(), strings(vec![vec![0xff, 0xff]]))]);
+    let status = grpc
+        .run(client.predict(predict("iris", garbage)))
+        .unwrap_err();
+    assert!(
+        status
+            .message()
+            .contains("value 0 is not a serialized tf.Example"),
+        "{status:?}"
+    );
+
     // What a TF Serving client gets wrong is refused, naming it.
     let refusing = client.clone();
     let refused = |request: PredictRequest| {
