@@ -271,18 +271,21 @@ fn read<T>(path: &Path, parse: impl FnOnce(&str) -> Result<T>) -> Result<T> {
 mod tests {
     use super::*;
 
+    /// The flags of one model, and `extra`.
+    fn cli(extra: &[&str]) -> Result<Cli, clap::Error> {
+        let model = [
+            "estimator-serve",
+            "--model-name",
+            "m",
+            "--model-base-path",
+            "b",
+        ];
+        Cli::try_parse_from(model.iter().chain(extra))
+    }
+
     #[test]
     fn tf_serving_s_rest_timeout_sets_the_three_timeouts_and_cannot_contradict_them() {
-        let cli = |extra: &[&str]| {
-            let model = [
-                "estimator-serve",
-                "--model-name",
-                "m",
-                "--model-base-path",
-                "b",
-            ];
-            Cli::try_parse_from(model.iter().chain(extra))
-        };
+        let limits_of = |extra: &[&str]| cli(extra).unwrap().limits().unwrap();
         let limits = limits_of(&["--rest-api-timeout-in-ms", "5000"]);
         let five = Some(Duration::from_secs(5));
         let timeouts = (
@@ -294,19 +297,5 @@ mod tests {
         let off = limits_of(&["--rest-api-timeout-in-ms", "0"]);
         assert_eq!(off.idle_timeout, None);
         assert!(cli(&["--rest-api-timeout-in-ms", "5000", "--idle-timeout-ms", "1"]).is_err());
-    }
-
-    fn limits_of(extra: &[&str]) -> Limits {
-        let model = [
-            "estimator-serve",
-            "--model-name",
-            "m",
-            "--model-base-path",
-            "b",
-        ];
-        Cli::try_parse_from(model.iter().chain(extra))
-            .unwrap()
-            .limits()
-            .unwrap()
     }
 }
