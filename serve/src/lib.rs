@@ -35,6 +35,7 @@ mod routes;
 mod same_export;
 mod servable;
 mod server;
+mod signatures;
 mod ssl_config;
 mod text_proto;
 mod version_policy;

@@ -25,31 +25,11 @@ fn object(body: Value) -> Result<Map<String, Value>, ServeError> {
     }
 }
 
-/// The one signature an export has, which an absent or empty `signature_name` also names.
-pub const DEFAULT_SIGNATURE: &str = "serving_default";
-
-/// The names the signature answers to: TF Serving's default, and `predict`, under which a
-/// TF estimator's export has the same outputs.
-pub const SIGNATURE_NAMES: [&str; 2] = [DEFAULT_SIGNATURE, "predict"];
-
-/// Whether `name` (empty: the default) names the export's signature; if not, TF Serving's
-/// error.
-pub(crate) fn signature_named(name: &str) -> Result<(), ServeError> {
-    if name.is_empty() || SIGNATURE_NAMES.contains(&name) {
-        return Ok(());
-    }
-    Err(ServeError::BadRequest(format!(
-        "Serving signature name: \"{name}\" not found in signature def (this export has \
-         \"{DEFAULT_SIGNATURE}\", also named \"predict\")"
-    )))
-}
-
-/// Refuses a request that names a signature the export lacks, as TF Serving does, instead
-/// of answering it with the default one.
-pub fn check_signature_name(body: &Value) -> Result<(), ServeError> {
+/// The `signature_name` a body gives ("" when none), as TF Serving reads it.
+pub(crate) fn signature_name(body: &Value) -> Result<&str, ServeError> {
     match body.get("signature_name") {
-        None => Ok(()),
-        Some(Value::String(name)) => signature_named(name),
+        None => Ok(""),
+        Some(Value::String(name)) => Ok(name),
         Some(other) => Err(ServeError::BadRequest(format!(
             "'signature_name' must be a string, got {other}"
         ))),
@@ -182,14 +162,13 @@ pub fn examples(body: Value) -> Result<Vec<Instance>, ServeError> {
         .collect()
 }
 
-/// The `:predict` answer: every prediction's signature outputs, a bare value where the
-/// signature has one output.
+/// The `:predict` answer: every prediction's outputs named by `keys`, a bare value where
+/// there is one.
 pub fn predict_response(
     format: Format,
-    signature: &Signature,
+    keys: &[String],
     predictions: Vec<Map<String, Value>>,
 ) -> Value {
-    let keys = &signature.outputs;
     let pick = |p: &Map<String, Value>, key: &String| p.get(key).cloned().unwrap_or(Value::Null);
     match (format, keys.len()) {
         (Format::Row, 1) => {

@@ -16,11 +16,12 @@ use crate::error::ServeError;
 use crate::load_fault::LoadFault;
 use crate::metrics::Entrypoint;
 use crate::request::{
-    check_signature_name, classify_response, examples, predict_instances, predict_response,
-    regress_response, Format, SIGNATURE_NAMES,
+    classify_response, examples, predict_instances, predict_response, regress_response,
+    signature_name, Format,
 };
 use crate::servable::{output_dtype, predict_async};
 use crate::server::Server;
+use crate::signatures::NamedSignature;
 use crate::versions::Which;
 
 /// `name:verb` as its two parts.
@@ -104,7 +105,7 @@ fn tf_name(dtype: DType) -> &'static str {
     }
 }
 
-/// TF Serving's metadata answer: the `serving_default` signature.
+/// TF Serving's metadata answer: every signature the export answers to.
 fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
     let tensor = |dtype: &str, per_example: &[usize], name: &str| {
         let mut dims = vec![json!({ "size": "-1", "name": "" })];
@@ -124,19 +125,24 @@ fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
         .iter()
         .map(|i| (i.name.clone(), tensor(tf_name(i.dtype), &i.shape, &i.name)))
         .collect();
-    let outputs: serde_json::Map<String, Value> = signature
-        .outputs
-        .iter()
-        .map(|key| (key.clone(), tensor(tf_name(output_dtype(key)), &[], key)))
-        .collect();
-    let definition = json!({
-        "inputs": inputs,
-        "outputs": outputs,
-        "method_name": "tensorflow/serving/predict"
-    });
-    let definitions: serde_json::Map<String, Value> = SIGNATURE_NAMES
-        .iter()
-        .map(|name| (name.to_string(), definition.clone()))
+    let definitions: serde_json::Map<String, Value> = NamedSignature::all(signature)
+        .into_iter()
+        .map(|named| {
+            let outputs: serde_json::Map<String, Value> = named
+                .output_names()
+                .iter()
+                .map(|name| {
+                    let dtype = output_dtype(named.key_of(name).unwrap_or(name));
+                    (name.clone(), tensor(tf_name(dtype), &[], name))
+                })
+                .collect();
+            let definition = json!({
+                "inputs": inputs,
+                "outputs": outputs,
+                "method_name": named.method
+            });
+            (named.name.to_string(), definition)
+        })
         .collect();
     json!({
         "model_spec": { "name": model, "signature_name": "", "version": version.to_string() },
@@ -247,18 +253,18 @@ struct Call {
 }
 
 enum Answer {
-    Predict(Format, Signature),
+    Predict(Format, NamedSignature),
     Classify,
     Regress,
 }
 
 impl Call {
     fn parse(verb: &str, body: Value, signature: &Signature) -> Result<Self, ServeError> {
-        check_signature_name(&body)?;
+        let named = NamedSignature::named(signature, signature_name(&body)?)?;
         let (instances, answer) = match verb {
             "predict" => {
                 let (format, instances) = predict_instances(body, signature)?;
-                (instances, Answer::Predict(format, signature.clone()))
+                (instances, Answer::Predict(format, named))
             }
             "classify" => (examples(body)?, Answer::Classify),
             "regress" => (examples(body)?, Answer::Regress),
@@ -278,9 +284,11 @@ impl Answer {
         predictions: Vec<serde_json::Map<String, Value>>,
     ) -> Result<Value, ServeError> {
         match self {
-            Answer::Predict(format, signature) => {
-                Ok(predict_response(format, &signature, predictions))
-            }
+            Answer::Predict(format, named) => Ok(predict_response(
+                format,
+                &named.output_names(),
+                named.outputs_of(predictions),
+            )),
             Answer::Classify => classify_response(&predictions),
             Answer::Regress => regress_response(&predictions),
         }

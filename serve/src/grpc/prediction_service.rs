@@ -20,9 +20,9 @@ use super::proto::tensorflow::{DataType, SignatureDef, TensorInfo, TensorShapePr
 use super::tensors;
 use crate::error::ServeError;
 use crate::metrics::Entrypoint;
-use crate::request::{signature_named, DEFAULT_SIGNATURE, SIGNATURE_NAMES};
 use crate::servable::{output_dtype, predict_async, Servable};
 use crate::server::Server;
+use crate::signatures::NamedSignature;
 use crate::versions::Which;
 use estimator::export::{DType, Instance};
 
@@ -39,17 +39,16 @@ impl PredictionService for Server {
         let spec = request.model_spec.unwrap_or_default();
         let answer = self
             .counted(&spec, "predict", async {
-                let (version, servable) = self.selected(&spec)?;
-                let signature = servable.signature().clone();
-                let instances = tensors::instances(&signature, &request.inputs)?;
+                let (version, servable, named) = self.selected(&spec)?;
+                let instances = tensors::instances(servable.signature(), &request.inputs)?;
                 let keys = match request.output_filter.is_empty() {
-                    true => signature.outputs.clone(),
-                    false => filtered(&signature.outputs, request.output_filter)?,
+                    true => named.output_names(),
+                    false => filtered(&named.output_names(), request.output_filter)?,
                 };
                 let predictions = self.predictions(servable, instances).await?;
                 Ok(PredictResponse {
-                    model_spec: Some(answered(&spec, version)),
-                    outputs: tensors::outputs(&keys, &predictions)?,
+                    model_spec: Some(answered(&spec, version, &named)),
+                    outputs: tensors::outputs(&keys, &named.outputs_of(predictions))?,
                 })
             })
             .await?;
@@ -64,7 +63,7 @@ impl PredictionService for Server {
         let spec = request.model_spec.unwrap_or_default();
         let answer = self
             .counted(&spec, "classify", async {
-                let (version, servable) = self.selected(&spec)?;
+                let (version, servable, named) = self.selected(&spec)?;
                 let instances = examples(request.input)?;
                 let predictions = self.predictions(servable, instances).await?;
                 let classifications = predictions
@@ -90,7 +89,7 @@ impl PredictionService for Server {
                     })
                     .collect::<Result<_, _>>()?;
                 Ok(ClassificationResponse {
-                    model_spec: Some(answered(&spec, version)),
+                    model_spec: Some(answered(&spec, version, &named)),
                     result: Some(ClassificationResult { classifications }),
                 })
             })
@@ -106,7 +105,7 @@ impl PredictionService for Server {
         let spec = request.model_spec.unwrap_or_default();
         let answer = self
             .counted(&spec, "regress", async {
-                let (version, servable) = self.selected(&spec)?;
+                let (version, servable, named) = self.selected(&spec)?;
                 let instances = examples(request.input)?;
                 let predictions = self.predictions(servable, instances).await?;
                 let regressions = predictions
@@ -121,7 +120,7 @@ impl PredictionService for Server {
                     })
                     .collect::<Result<_, _>>()?;
                 Ok(RegressionResponse {
-                    model_spec: Some(answered(&spec, version)),
+                    model_spec: Some(answered(&spec, version, &named)),
                     result: Some(RegressionResult { regressions }),
                 })
             })
@@ -149,7 +148,7 @@ impl PredictionService for Server {
                 "Metadata field {field} is not supported (only signature_def is)"
             )));
         }
-        let (version, servable) = self.selected(&spec)?;
+        let (version, servable, named) = self.selected(&spec)?;
         let signature = servable.signature();
         let info = |name: &str, dtype: DType, shape: &[usize]| TensorInfo {
             encoding: Some(Encoding::Name(format!("{name}:0"))),
@@ -165,24 +164,32 @@ impl PredictionService for Server {
                 unknown_rank: false,
             }),
         };
-        let definition = SignatureDef {
-            inputs: signature
-                .inputs
+        let inputs: HashMap<String, TensorInfo> = signature
+            .inputs
+            .iter()
+            .map(|i| (i.name.clone(), info(&i.name, i.dtype, &i.shape)))
+            .collect();
+        let definition = |named: NamedSignature| {
+            let outputs = named
+                .output_names()
                 .iter()
-                .map(|i| (i.name.clone(), info(&i.name, i.dtype, &i.shape)))
-                .collect(),
-            outputs: signature
-                .outputs
-                .iter()
-                .map(|key| (key.clone(), info(key, output_dtype(key), &[])))
-                .collect(),
-            method_name: "tensorflow/serving/predict".into(),
-            defaults: HashMap::new(),
+                .map(|name| {
+                    let dtype = output_dtype(named.key_of(name).unwrap_or(name));
+                    (name.clone(), info(name, dtype, &[]))
+                })
+                .collect();
+            let definition = SignatureDef {
+                inputs: inputs.clone(),
+                outputs,
+                method_name: named.method.into(),
+                defaults: HashMap::new(),
+            };
+            (named.name.to_string(), definition)
         };
         let map = SignatureDefMap {
-            signature_def: SIGNATURE_NAMES
-                .iter()
-                .map(|name| (name.to_string(), definition.clone()))
+            signature_def: NamedSignature::all(signature)
+                .into_iter()
+                .map(definition)
                 .collect(),
         };
         let any = prost_types::Any {
@@ -190,7 +197,7 @@ impl PredictionService for Server {
             value: map.encode_to_vec(),
         };
         Ok(Response::new(GetModelMetadataResponse {
-            model_spec: Some(answered(&spec, version)),
+            model_spec: Some(answered(&spec, version, &named)),
             metadata: HashMap::from([("signature_def".to_string(), any)]),
         }))
     }
@@ -218,13 +225,14 @@ impl Server {
         answer.map_err(Status::from)
     }
 
-    /// The version `spec` selects, after its signature name is checked.
-    pub(super) fn selected(
+    /// The version `spec` selects, and the signature it names of it.
+    fn selected(
         &self,
         spec: &ModelSpec,
-    ) -> Result<(u64, std::sync::Arc<dyn Servable>), ServeError> {
-        signature_named(&spec.signature_name)?;
-        self.servable(&spec.name, &which(spec)?)
+    ) -> Result<(u64, std::sync::Arc<dyn Servable>, NamedSignature), ServeError> {
+        let (version, servable) = self.servable(&spec.name, &which(spec)?)?;
+        let named = NamedSignature::named(servable.signature(), &spec.signature_name)?;
+        Ok((version, servable, named))
     }
 
     /// The predictions for `instances`, within the server's instance budget.
@@ -252,14 +260,11 @@ pub(super) fn which(spec: &ModelSpec) -> Result<Which, ServeError> {
 }
 
 /// The model spec of an answer: the model, the version that answered, the signature.
-fn answered(spec: &ModelSpec, version: u64) -> ModelSpec {
+fn answered(spec: &ModelSpec, version: u64, named: &NamedSignature) -> ModelSpec {
     ModelSpec {
         name: spec.name.clone(),
         version_choice: Some(VersionChoice::Version(version as i64)),
-        signature_name: match spec.signature_name.as_str() {
-            "" => DEFAULT_SIGNATURE.into(),
-            named => named.into(),
-        },
+        signature_name: named.name.into(),
     }
 }
 

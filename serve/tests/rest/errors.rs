@@ -100,6 +100,20 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
             "{name}"
         );
     }
+    // TF's classification signature: each row's classes and their scores.
+    let named = json!({"signature_name": "classification", "instances": rows()});
+    let (code, body) = running.post("/v1/models/iris:predict", &named);
+    assert_eq!(code, 200, "{body}");
+    let first = &body["predictions"][0];
+    assert_eq!(first["classes"], json!(["0", "1", "2"]), "{body}");
+    assert_eq!(first["scores"].as_array().map(Vec::len), Some(3), "{body}");
+    let (_, metadata) = running.get("/v1/models/iris/metadata");
+    let signatures = &metadata["metadata"]["signature_def"]["signature_def"];
+    assert_eq!(
+        signatures["classification"]["method_name"],
+        "tensorflow/serving/classify"
+    );
+    assert!(signatures["regression"].is_null(), "{metadata}");
 
     let huge = json!({"instances": vec![rows()[0].clone(); 100]});
     let (code, body) = running.post("/v1/models/iris:predict", &huge);
@@ -114,7 +128,7 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
         .unwrap();
     let errors = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"ERROR\"} 10";
     assert!(metrics.contains(errors), "{metrics}");
-    let ok = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"OK\"} 2";
+    let ok = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"OK\"} 3";
     assert!(metrics.contains(ok), "{metrics}");
     assert!(!metrics.contains("rose"), "{metrics}");
 }

@@ -250,6 +250,18 @@ fn predict_classify_and_metadata_answer_as_the_rest_api_and_refuse_what_tf_servi
         answer.outputs["probabilities"].float_val,
         rest_probabilities
     );
+    // TF's classification signature: every class and its score, as `classes` and `scores`.
+    let mut classification = predict("iris", iris_inputs(&[]));
+    classification.model_spec.as_mut().unwrap().signature_name = "classification".into();
+    let answer = grpc
+        .run(client.predict(classification))
+        .unwrap()
+        .into_inner();
+    let mut names: Vec<&String> = answer.outputs.keys().collect();
+    names.sort();
+    assert_eq!(names, ["classes", "scores"]);
+    assert_eq!(answer.outputs["scores"].float_val, rest_probabilities);
+    assert_eq!(answer.outputs["classes"].string_val.len(), 6);
     let garbage = HashMap::from([("examples".into(), strings(vec![vec![0xff, 0xff]]))]);
     let status = grpc
         .run(client.predict(predict("iris", garbage)))

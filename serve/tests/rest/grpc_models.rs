@@ -112,6 +112,11 @@ fn a_regressor_answers_regress_as_the_rest_api() {
         .map(|r| r.value)
         .collect();
     assert_eq!(got, want);
+    // TF's regression signature through Predict: the same values, as `outputs`.
+    let mut regression = predict("width", iris_inputs(&[]));
+    regression.model_spec.as_mut().unwrap().signature_name = "regression".into();
+    let answer = grpc.run(grpc.predictions().predict(regression)).unwrap();
+    assert_eq!(answer.into_inner().outputs["outputs"].float_val, want);
     let status = grpc
         .run(grpc.predictions().classify(ClassificationRequest {
             model_spec: spec("width"),
