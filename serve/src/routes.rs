@@ -129,10 +129,10 @@ fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
         .into_iter()
         .map(|named| {
             let outputs: serde_json::Map<String, Value> = named
-                .output_names()
+                .output_names(signature)
                 .iter()
                 .map(|name| {
-                    let dtype = output_dtype(named.key_of(name).unwrap_or(name));
+                    let dtype = output_dtype(named.key_of(name));
                     (name.clone(), tensor(tf_name(dtype), &[], name))
                 })
                 .collect();
@@ -253,7 +253,8 @@ struct Call {
 }
 
 enum Answer {
-    Predict(Format, NamedSignature),
+    /// The format, the signature, and its outputs' names.
+    Predict(Format, NamedSignature, Vec<String>),
     Classify,
     Regress,
 }
@@ -264,7 +265,8 @@ impl Call {
         let (instances, answer) = match verb {
             "predict" => {
                 let (format, instances) = predict_instances(body, signature)?;
-                (instances, Answer::Predict(format, named))
+                let keys = named.output_names(signature);
+                (instances, Answer::Predict(format, named, keys))
             }
             "classify" => (examples(body)?, Answer::Classify),
             "regress" => (examples(body)?, Answer::Regress),
@@ -284,9 +286,9 @@ impl Answer {
         predictions: Vec<serde_json::Map<String, Value>>,
     ) -> Result<Value, ServeError> {
         match self {
-            Answer::Predict(format, named) => Ok(predict_response(
+            Answer::Predict(format, named, keys) => Ok(predict_response(
                 format,
-                &named.output_names(),
+                &keys,
                 named.outputs_of(predictions),
             )),
             Answer::Classify => classify_response(&predictions),

@@ -13,57 +13,46 @@ pub const DEFAULT_SIGNATURE: &str = "serving_default";
 
 const PREDICT: &str = "tensorflow/serving/predict";
 
-/// One signature of an export: its name, its method, and its outputs, each read from a
-/// prediction key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// TF's classification signature's outputs, each read from a prediction key.
+const CLASSIFICATION: &[(&str, &str)] = &[("classes", "all_classes"), ("scores", "probabilities")];
+
+/// TF's regression signature's output.
+const REGRESSION: &[(&str, &str)] = &[("outputs", "predictions")];
+
+/// One signature of an export: its name, its method, and its outputs: the export's own, or
+/// some of them renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NamedSignature {
     /// The name requests give it.
     pub(crate) name: &'static str,
     /// TF Serving's method name (`tensorflow/serving/predict`, `…/classify`, `…/regress`).
     pub(crate) method: &'static str,
-    /// (output name, the prediction key it is read from), in the signature's order.
-    outputs: Vec<(String, String)>,
+    /// (output name, the prediction key it is read from); `None`: the export's own outputs.
+    renamed: Option<&'static [(&'static str, &'static str)]>,
 }
 
 impl NamedSignature {
     /// Every signature an export of `signature` answers to.
     pub(crate) fn all(signature: &Signature) -> Vec<Self> {
-        let own: Vec<(String, String)> = signature
-            .outputs
-            .iter()
-            .map(|k| (k.clone(), k.clone()))
-            .collect();
         let has = |key: &str| signature.outputs.iter().any(|o| o == key);
-        let renamed = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            pairs
-                .iter()
-                .map(|(o, k)| (o.to_string(), k.to_string()))
-                .collect()
+        let own = |name| Self {
+            name,
+            method: PREDICT,
+            renamed: None,
         };
-        let mut all = vec![
-            Self {
-                name: DEFAULT_SIGNATURE,
-                method: PREDICT,
-                outputs: own.clone(),
-            },
-            Self {
-                name: "predict",
-                method: PREDICT,
-                outputs: own,
-            },
-        ];
+        let mut all = vec![own(DEFAULT_SIGNATURE), own("predict")];
         if has("all_classes") && has("probabilities") {
             all.push(Self {
                 name: "classification",
                 method: "tensorflow/serving/classify",
-                outputs: renamed(&[("classes", "all_classes"), ("scores", "probabilities")]),
+                renamed: Some(CLASSIFICATION),
             });
         }
         if has("predictions") {
             all.push(Self {
                 name: "regression",
                 method: "tensorflow/serving/regress",
-                outputs: renamed(&[("outputs", "predictions")]),
+                renamed: Some(REGRESSION),
             });
         }
         all
@@ -77,8 +66,8 @@ impl NamedSignature {
             name
         };
         let all = Self::all(signature);
-        let names: Vec<String> = all.iter().map(|s| format!("\"{}\"", s.name)).collect();
-        all.into_iter().find(|s| s.name == name).ok_or_else(|| {
+        all.iter().find(|s| s.name == name).copied().ok_or_else(|| {
+            let names: Vec<String> = all.iter().map(|s| format!("\"{}\"", s.name)).collect();
             ServeError::BadRequest(format!(
                 "Serving signature name: \"{name}\" not found in signature def (this export \
                  has {})",
@@ -87,31 +76,42 @@ impl NamedSignature {
         })
     }
 
-    /// The names of its outputs.
-    pub(crate) fn output_names(&self) -> Vec<String> {
-        self.outputs.iter().map(|(name, _)| name.clone()).collect()
+    /// The names of its outputs, for an export of `signature`.
+    pub(crate) fn output_names(&self, signature: &Signature) -> Vec<String> {
+        match self.renamed {
+            None => signature.outputs.clone(),
+            Some(renamed) => renamed.iter().map(|(name, _)| name.to_string()).collect(),
+        }
     }
 
     /// The prediction key output `name` is read from.
-    pub(crate) fn key_of(&self, name: &str) -> Option<&str> {
-        self.outputs
+    pub(crate) fn key_of<'a>(&self, name: &'a str) -> &'a str {
+        let renamed = self.renamed.unwrap_or_default();
+        renamed
             .iter()
-            .find(|(output, _)| output == name)
-            .map(|(_, key)| key.as_str())
+            .find(|(output, _)| *output == name)
+            .map_or(name, |(_, key)| key)
     }
 
-    /// `predictions` as this signature's outputs: renamed, the others left out.
+    /// `predictions` as this signature's outputs: renamed, the others left out (its own
+    /// signature's are left as they are: the answer picks its outputs from them).
     pub(crate) fn outputs_of(
         &self,
         predictions: Vec<Map<String, Value>>,
     ) -> Vec<Map<String, Value>> {
+        let Some(renamed) = self.renamed else {
+            return predictions;
+        };
         predictions
             .into_iter()
             .map(|mut prediction| {
-                self.outputs
+                renamed
                     .iter()
                     .map(|(name, key)| {
-                        (name.clone(), prediction.remove(key).unwrap_or(Value::Null))
+                        (
+                            name.to_string(),
+                            prediction.remove(*key).unwrap_or(Value::Null),
+                        )
                     })
                     .collect()
             })
@@ -135,8 +135,11 @@ mod tests {
             .collect();
         assert_eq!(names, ["serving_default", "predict", "classification"]);
         let classification = NamedSignature::named(&signature, "classification").unwrap();
-        assert_eq!(classification.output_names(), ["classes", "scores"]);
-        assert_eq!(classification.key_of("scores"), Some("probabilities"));
+        assert_eq!(
+            classification.output_names(&signature),
+            ["classes", "scores"]
+        );
+        assert_eq!(classification.key_of("scores"), "probabilities");
         let prediction = serde_json::json!({"class_ids": [1], "classes": ["1"],
             "all_classes": ["0", "1"], "probabilities": [0.25, 0.75]});
         let Value::Object(prediction) = prediction else {

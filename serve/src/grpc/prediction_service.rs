@@ -41,9 +41,10 @@ impl PredictionService for Server {
             .counted(&spec, "predict", async {
                 let (version, servable, named) = self.selected(&spec)?;
                 let instances = tensors::instances(servable.signature(), &request.inputs)?;
+                let names = named.output_names(servable.signature());
                 let keys = match request.output_filter.is_empty() {
-                    true => named.output_names(),
-                    false => filtered(&named.output_names(), request.output_filter)?,
+                    true => names,
+                    false => filtered(&names, request.output_filter)?,
                 };
                 let predictions = self.predictions(servable, instances).await?;
                 Ok(PredictResponse {
@@ -171,10 +172,10 @@ impl PredictionService for Server {
             .collect();
         let definition = |named: NamedSignature| {
             let outputs = named
-                .output_names()
+                .output_names(signature)
                 .iter()
                 .map(|name| {
-                    let dtype = output_dtype(named.key_of(name).unwrap_or(name));
+                    let dtype = output_dtype(named.key_of(name));
                     (name.clone(), info(name, dtype, &[]))
                 })
                 .collect();
