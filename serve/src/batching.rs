@@ -55,10 +55,9 @@ struct Job {
 pub struct Batched {
     inner: Arc<dyn Servable>,
     jobs: Mutex<Sender<Job>>,
-    /// Instances sent and not yet taken by a batching thread.
-    queued: Arc<AtomicUsize>,
-    /// The bound on `queued`, from `max_enqueued_batches`.
-    max_queued: Option<usize>,
+    /// Instances sent and not yet taken by a batching thread, and their bound (from
+    /// `max_enqueued_batches`); counted only when bounded.
+    queued: Option<(Arc<AtomicUsize>, usize)>,
 }
 
 impl Batched {
@@ -67,25 +66,24 @@ impl Batched {
     pub fn new(inner: Arc<dyn Servable>, batching: Batching) -> Self {
         let (jobs, queue) = channel();
         let queue = Arc::new(Mutex::new(queue));
-        let queued = Arc::new(AtomicUsize::new(0));
+        let queued = batching.max_enqueued_batches.map(|batches| {
+            let max = batches.saturating_mul(batching.max_batch_size);
+            (Arc::new(AtomicUsize::new(0)), max)
+        });
         let name = batching.thread_pool_name.as_deref().unwrap_or("batching");
         for thread in 0..batching.num_batch_threads.max(1) {
-            let (model, queue, queued) =
-                (Arc::clone(&inner), Arc::clone(&queue), Arc::clone(&queued));
+            let (model, queue) = (Arc::clone(&inner), Arc::clone(&queue));
+            let queued = queued.as_ref().map(|(count, _)| Arc::clone(count));
             let batching = batching.clone();
             std::thread::Builder::new()
                 .name(format!("{name}-{thread}"))
-                .spawn(move || merge(&*model, &queue, &queued, &batching))
+                .spawn(move || merge(&*model, &queue, queued.as_deref(), &batching))
                 .expect("the batching thread starts");
         }
-        let max_queued = batching
-            .max_enqueued_batches
-            .map(|batches| batches.saturating_mul(batching.max_batch_size));
         Self {
             inner,
             jobs: Mutex::new(jobs),
             queued,
-            max_queued,
         }
     }
 }
@@ -108,22 +106,23 @@ impl Servable for Batched {
     ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let size = instances.len();
-        let before = self.queued.fetch_add(size, Ordering::SeqCst);
-        // A request larger than the bound still runs when nothing waits before it.
-        if self
-            .max_queued
-            .is_some_and(|max| before > 0 && before + size > max)
-        {
-            self.queued.fetch_sub(size, Ordering::SeqCst);
-            let _ = reply.send(Err(ServeError::Unavailable(
-                "The batch scheduling queue to which this task was submitted is full".into(),
-            )));
-            return Ok(answer);
+        if let Some((count, max)) = &self.queued {
+            let before = count.fetch_add(size, Ordering::SeqCst);
+            // A request larger than the bound still runs when nothing waits before it.
+            if before > 0 && before + size > *max {
+                count.fetch_sub(size, Ordering::SeqCst);
+                let _ = reply.send(Err(ServeError::Unavailable(
+                    "The batch scheduling queue to which this task was submitted is full".into(),
+                )));
+                return Ok(answer);
+            }
         }
         let job = Job { instances, reply };
         let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(refused) = jobs.send(job) {
-            self.queued.fetch_sub(size, Ordering::SeqCst);
+            if let Some((count, _)) = &self.queued {
+                count.fetch_sub(size, Ordering::SeqCst);
+            }
             let _ = refused.0.reply.send(Err(stopped()));
         }
         Ok(answer)
@@ -141,11 +140,13 @@ fn stopped() -> ServeError {
 fn merge(
     model: &dyn Servable,
     queue: &Mutex<Receiver<Job>>,
-    queued: &AtomicUsize,
+    queued: Option<&AtomicUsize>,
     batching: &Batching,
 ) {
     let take = |job: Job| {
-        queued.fetch_sub(job.instances.len(), Ordering::SeqCst);
+        if let Some(count) = queued {
+            count.fetch_sub(job.instances.len(), Ordering::SeqCst);
+        }
         job
     };
     let mut leftover: Option<Job> = None;
@@ -365,7 +366,8 @@ mod tests {
         let batched = Batched::new(model, batching);
         let running = batched.predict_later(vec![instance(1.0)]).ok().unwrap();
         // Once the thread has taken the first, one batch may wait and a second may not.
-        while batched.queued.load(Ordering::SeqCst) > 0 {
+        let (count, _) = batched.queued.as_ref().unwrap();
+        while count.load(Ordering::SeqCst) > 0 {
             std::thread::yield_now();
         }
         let waiting = batched.predict_later(vec![instance(2.0)]).ok().unwrap();
