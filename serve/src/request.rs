@@ -199,27 +199,50 @@ pub fn predict_response(
     }
 }
 
+/// Per prediction, every class with its score (`all_classes`, `probabilities`): what
+/// Classify answers, over either API.
+pub(crate) fn class_scores(
+    predictions: &[Map<String, Value>],
+) -> Result<Vec<Vec<(&Value, &Value)>>, ServeError> {
+    predictions
+        .iter()
+        .map(|p| match (p.get("all_classes"), p.get("probabilities")) {
+            (Some(Value::Array(classes)), Some(Value::Array(scores))) => {
+                Ok(classes.iter().zip(scores).collect())
+            }
+            _ => Err(ServeError::BadRequest(
+                "this model is not a classifier: use regress or predict".into(),
+            )),
+        })
+        .collect()
+}
+
+/// Per prediction, its one value (`predictions`): what Regress answers, over either API.
+pub(crate) fn regression_values(
+    predictions: &[Map<String, Value>],
+) -> Result<Vec<&Value>, ServeError> {
+    predictions
+        .iter()
+        .map(|p| match p.get("predictions") {
+            Some(Value::Array(values)) if values.len() == 1 => Ok(&values[0]),
+            _ => Err(ServeError::BadRequest(
+                "this model is not a single-target regressor: use predict".into(),
+            )),
+        })
+        .collect()
+}
+
 /// The `:classify` answer: per example, `[class, score]` for every class.
 pub fn classify_response(predictions: &[Map<String, Value>]) -> Result<Value, ServeError> {
-    let results = predictions
-        .iter()
-        .map(|p| {
-            let (Some(Value::Array(classes)), Some(Value::Array(scores))) =
-                (p.get("all_classes"), p.get("probabilities"))
-            else {
-                return Err(ServeError::BadRequest(
-                    "this model is not a classifier: use :regress or :predict".into(),
-                ));
-            };
-            Ok(Value::Array(
-                classes
-                    .iter()
-                    .zip(scores)
-                    .map(|(c, s)| Value::Array(vec![c.clone(), s.clone()]))
-                    .collect(),
-            ))
+    let results = class_scores(predictions)?
+        .into_iter()
+        .map(|pairs| {
+            let pairs = pairs
+                .into_iter()
+                .map(|(c, s)| Value::Array(vec![c.clone(), s.clone()]));
+            Value::Array(pairs.collect())
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect();
     Ok(Value::Object(Map::from_iter([(
         "result".into(),
         Value::Array(results),
@@ -228,15 +251,10 @@ pub fn classify_response(predictions: &[Map<String, Value>]) -> Result<Value, Se
 
 /// The `:regress` answer: one value per example.
 pub fn regress_response(predictions: &[Map<String, Value>]) -> Result<Value, ServeError> {
-    let results = predictions
-        .iter()
-        .map(|p| match p.get("predictions") {
-            Some(Value::Array(values)) if values.len() == 1 => Ok(values[0].clone()),
-            _ => Err(ServeError::BadRequest(
-                "this model is not a single-target regressor: use :predict".into(),
-            )),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let results = regression_values(predictions)?
+        .into_iter()
+        .cloned()
+        .collect();
     Ok(Value::Object(Map::from_iter([(
         "result".into(),
         Value::Array(results),

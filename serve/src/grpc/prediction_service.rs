@@ -20,6 +20,7 @@ use super::proto::tensorflow::{DataType, SignatureDef, TensorInfo, TensorShapePr
 use super::tensors;
 use crate::error::ServeError;
 use crate::metrics::Entrypoint;
+use crate::request::{class_scores, regression_values};
 use crate::servable::{output_dtype, predict_async, Servable};
 use crate::server::Server;
 use crate::signatures::NamedSignature;
@@ -67,28 +68,18 @@ impl PredictionService for Server {
                 let (version, servable, named) = self.selected(&spec)?;
                 let instances = examples(request.input)?;
                 let predictions = self.predictions(servable, instances).await?;
-                let classifications = predictions
-                    .iter()
-                    .map(|p| {
-                        let (Some(classes), Some(scores)) = (
-                            p.get("all_classes").and_then(|c| c.as_array()),
-                            p.get("probabilities").and_then(|s| s.as_array()),
-                        ) else {
-                            return Err(ServeError::BadRequest(
-                                "this model is not a classifier: use Regress or Predict".into(),
-                            ));
-                        };
-                        let classes = classes
-                            .iter()
-                            .zip(scores)
+                let classifications = class_scores(&predictions)?
+                    .into_iter()
+                    .map(|pairs| Classifications {
+                        classes: pairs
+                            .into_iter()
                             .map(|(label, score)| Class {
                                 label: label.as_str().unwrap_or_default().to_string(),
                                 score: score.as_f64().unwrap_or(f64::NAN) as f32,
                             })
-                            .collect();
-                        Ok(Classifications { classes })
+                            .collect(),
                     })
-                    .collect::<Result<_, _>>()?;
+                    .collect();
                 Ok(ClassificationResponse {
                     model_spec: Some(answered(&spec, version, &named)),
                     result: Some(ClassificationResult { classifications }),
@@ -109,17 +100,12 @@ impl PredictionService for Server {
                 let (version, servable, named) = self.selected(&spec)?;
                 let instances = examples(request.input)?;
                 let predictions = self.predictions(servable, instances).await?;
-                let regressions = predictions
-                    .iter()
-                    .map(|p| match p.get("predictions").and_then(|v| v.as_array()) {
-                        Some(values) if values.len() == 1 => Ok(Regression {
-                            value: values[0].as_f64().unwrap_or(f64::NAN) as f32,
-                        }),
-                        _ => Err(ServeError::BadRequest(
-                            "this model is not a single-target regressor: use Predict".into(),
-                        )),
+                let regressions = regression_values(&predictions)?
+                    .into_iter()
+                    .map(|value| Regression {
+                        value: value.as_f64().unwrap_or(f64::NAN) as f32,
                     })
-                    .collect::<Result<_, _>>()?;
+                    .collect();
                 Ok(RegressionResponse {
                     model_spec: Some(answered(&spec, version, &named)),
                     result: Some(RegressionResult { regressions }),
