@@ -143,7 +143,8 @@ pub trait DatasetExt: Dataset + Sized {
         Shard::new(self, num_shards, index)
     }
 
-    /// Reads up to `buffer` items ahead on a background thread.
+    /// Reads up to `buffer` items ahead on a background thread; a `buffer` over 65536 is
+    /// an error on the first pull.
     ///
     /// The position is that after the last item delivered to the caller. The thread stops
     /// when the dataset is dropped or restored.

@@ -24,7 +24,7 @@ impl<D: Dataset> Dataset for Batch<D> {
     type Item = Vec<D::Item>;
 
     fn next_item(&mut self) -> Option<Result<Vec<D::Item>, Error>> {
-        let capacity = self.batching.size.min(4096);
+        let capacity = self.batching.size.min(RESERVE_ROWS);
         let start = || Vec::with_capacity(capacity);
         let push = |batch: &mut Vec<D::Item>, item| {
             batch.push(item);
@@ -47,6 +47,10 @@ impl<D: Dataset> Dataset for Batch<D> {
         self.upstream.restore(position)
     }
 }
+
+/// Rows room is made for before they come: a batch size is a bound, not a promise of
+/// rows, and reserving `usize::MAX` of them would abort the process.
+pub(super) const RESERVE_ROWS: usize = 4096;
 
 /// How a stage groups items into batches, shared by `batch` and `batch_columnar`: the
 /// size, whether a short last batch is dropped, and whether a size of 0 was reported.

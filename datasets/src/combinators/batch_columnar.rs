@@ -1,6 +1,6 @@
 //! `batch_columnar`: group rows into [`ColumnarBatch`]es on reused buffers.
 
-use super::batch::Batching;
+use super::batch::{Batching, RESERVE_ROWS};
 use crate::columnar::Recycler;
 use crate::{ColumnarBatch, ColumnarRow, Dataset, Error, Position};
 
@@ -45,7 +45,7 @@ where
             batch.push_row(&row, STAGE)?;
             // The first row sets the layout, and with it how much room rows take.
             if batch.rows == 1 {
-                batch.reserve_rows(size);
+                batch.reserve_rows(size.min(RESERVE_ROWS));
             }
             Ok(())
         };
@@ -129,6 +129,13 @@ mod tests {
         );
         let last = ds.next_item().unwrap().unwrap();
         assert_eq!(last.dense, [5.0, -5.0]);
+        assert!(ds.next_item().is_none());
+    }
+
+    #[test]
+    fn a_size_past_the_rows_makes_one_batch_without_reserving_it() {
+        let mut ds = from_vec(rows(5)).batch_columnar(usize::MAX, false);
+        assert_eq!(ds.next_item().unwrap().unwrap().rows, 5);
         assert!(ds.next_item().is_none());
     }
 

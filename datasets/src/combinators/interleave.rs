@@ -278,7 +278,12 @@ impl<I: Inputs> Dataset for Interleave<I> {
         // all were open from the start.
         let slot_input = |i: usize| slot_inputs.get(i).map_or(i as u64, |&k| k);
         let opened = opened.unwrap_or(count as u64);
-        let bad = (0..slots).find(|&i| !done[i] && slot_input(i) >= opened.min(count as u64));
+        // An input in two slots would be read twice (files open as often as asked).
+        let bad = (0..slots).find(|&i| {
+            !done[i]
+                && (slot_input(i) >= opened.min(count as u64)
+                    || (0..i).any(|j| !done[j] && slot_input(j) == slot_input(i)))
+        });
         if opened > count as u64 || bad.is_some() || (*current as usize) >= slots.max(1) {
             return Err(Error::Position(format!(
                 "interleave position does not fit {count} inputs in {slots} slots"

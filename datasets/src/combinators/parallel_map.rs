@@ -17,7 +17,8 @@ pub enum ParallelCalls {
     /// One per CPU the process may use (`std::thread::available_parallelism`), as
     /// `tf.data.AUTOTUNE` starts out.
     Autotune,
-    /// Exactly this many threads; `Fixed(0)` is an error on the first pull.
+    /// Exactly this many threads; `Fixed(0)`, or more than 4096, is an error on the first
+    /// pull.
     Fixed(usize),
 }
 
@@ -30,6 +31,10 @@ impl ParallelCalls {
         }
     }
 }
+
+/// The most worker threads: each is a real thread, and room for all of them (and for twice
+/// as many items) is made when they start.
+const MAX_THREADS: usize = 4096;
 
 struct Slot<U> {
     /// Upstream position right after this item was read.
@@ -147,6 +152,12 @@ where
             return Err(Error::InvalidArgument(
                 "map_parallel needs at least 1 thread, got ParallelCalls::Fixed(0)".into(),
             ));
+        }
+        if threads > MAX_THREADS {
+            return Err(Error::InvalidArgument(format!(
+                "map_parallel runs at most {MAX_THREADS} threads, got \
+                 ParallelCalls::Fixed({threads})"
+            )));
         }
         self.pool = Some(Pool::start(threads, self.f.clone())?);
         self.threads = threads;

@@ -8,6 +8,10 @@ use std::thread::JoinHandle;
 use crate::error::panic_message;
 use crate::{Dataset, Error, Position};
 
+/// The largest read-ahead: the channel makes room for every item it may hold up front, so
+/// a buffer of `usize::MAX` would abort the process rather than wait for items.
+const MAX_BUFFER: usize = 1 << 16;
+
 enum Msg<T> {
     Item(Result<T, Error>, Position),
     End(Position),
@@ -113,6 +117,13 @@ impl<D: Dataset + 'static> Dataset for Prefetch<D> {
     fn next_item(&mut self) -> Option<Result<D::Item, Error>> {
         if self.ended {
             return None;
+        }
+        if self.buffer > MAX_BUFFER {
+            self.ended = true;
+            return Some(Err(Error::InvalidArgument(format!(
+                "prefetch buffer {} is more than the most, {MAX_BUFFER} items",
+                self.buffer
+            ))));
         }
         if matches!(self.state, State::Idle(_)) {
             self.start();
@@ -253,6 +264,17 @@ mod tests {
         }
         assert!(ds.next_item().is_none());
         assert!(ds.restore(&Position::Index(0)).is_err());
+    }
+
+    #[test]
+    fn a_buffer_too_large_to_allocate_is_an_error() {
+        let mut ds = from_vec(vec![1, 2]).prefetch(usize::MAX);
+        let err = ds.next_item().unwrap().unwrap_err().to_string();
+        assert!(
+            err.contains("prefetch buffer 18446744073709551615 is more"),
+            "{err}"
+        );
+        assert!(ds.next_item().is_none());
     }
 
     #[test]

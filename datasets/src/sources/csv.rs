@@ -23,8 +23,9 @@ pub use options::{BadRowPolicy, CsvOptions, RowCounter};
 ///
 /// A file is gzip if its name ends in `.gz` or it starts with the gzip magic bytes. Blank
 /// lines are skipped; quoting follows RFC 4180 (quoted fields may hold delimiters, `""`
-/// and newlines). Only a regular file (or a symlink to one) is opened: a device, a FIFO or
-/// a directory is an error. Text is UTF-8, a leading byte-order mark skipped; a header name
+/// and newlines; a file that ends inside one is an error, as a cut-off file). Only a
+/// regular file (or a symlink to one) is opened: a device, a FIFO or a directory is an
+/// error. Text is UTF-8, a leading byte-order mark skipped; a header name
 /// or a value read that is not UTF-8 is an error at its line and column, and a file that
 /// starts as UTF-16, UTF-32 or binary data (NUL bytes) is refused on opening. A record
 /// longer than 64 MiB is an error at the line it starts on. Errors name the file, the line (the header is line 1) and the column:
@@ -87,6 +88,18 @@ impl CsvDataset {
                     header: header.join(","),
                 });
             };
+            // Which of two same-named fields the column means cannot be told.
+            if let Some(again) = header[field + 1..].iter().position(|h| *h == c.name) {
+                return Err(Error::Format {
+                    file,
+                    message: format!(
+                        "line 1: the header names column '{}' twice (fields {} and {})",
+                        c.name,
+                        field + 1,
+                        field + again + 2
+                    ),
+                });
+            }
             let is_label = schema.label.as_deref() == Some(c.name.as_str());
             let (target, out) = match (c.kind, is_label) {
                 (ColumnType::Float, false) => (Target::DenseFloat, dense),

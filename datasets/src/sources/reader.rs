@@ -280,11 +280,26 @@ impl CsvRecordReader {
         let (mut nout_total, mut nend_total) = (0, 0);
         loop {
             let input = &self.buf[self.pos..self.end];
+            // At the end of the file csv-core ends the record even inside a quoted field,
+            // taking a cut-off file's text as a whole last row; a line end in its place ends
+            // the record the same way everywhere else, and stays in a quoted field.
+            let end = input.is_empty() && self.eof;
+            let input: &[u8] = if end { b"\n" } else { input };
             let (result, nin, nout, nend) = self.core.read_record(
                 input,
                 &mut self.out[nout_total..],
                 &mut self.ends[nend_total..],
             );
+            if end && result == ReadRecordResult::InputEmpty {
+                return Err(Error::Format {
+                    file: self.file.clone(),
+                    message: format!(
+                        "line {line}: the file ends inside a quoted field (a quote never \
+                         closed, or the file is truncated)"
+                    ),
+                });
+            }
+            let nin = if end { 0 } else { nin };
             let newlines = memchr::memchr_iter(b'\n', &input[..nin]).count() as u64;
             self.advance(nin);
             self.line += newlines;

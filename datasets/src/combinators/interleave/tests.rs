@@ -89,3 +89,22 @@ fn positions_written_before_slots_were_recorded_still_restore() {
     ds.restore(&serde_json::from_str(old).unwrap()).unwrap();
     assert_eq!(collect(ds), vec![22, 2, 23, 3]);
 }
+
+#[test]
+fn a_position_with_one_input_in_two_slots_is_refused() {
+    // Files can be opened again and again: two slots on one file would read it twice.
+    let files = crate::InputFiles::new(["f0", "f1"]).unwrap();
+    let open = |path: &std::path::Path| {
+        let base = if path.ends_with("f0") { 0 } else { 100 };
+        Ok(from_vec(vec![base, base + 1]))
+    };
+    let twice = r#"{"interleave": {"current": 0, "in_block": 0, "done": [false, false],
+        "inputs": [{"index": 0}, {"index": 0}], "slot_inputs": [0, 0], "opened": 2}}"#;
+    let mut ds = files.read(2, 1, open);
+    let err = ds
+        .restore(&serde_json::from_str(twice).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not fit 2 inputs in 2 slots"), "{err}");
+    assert_eq!(collect(ds), vec![0, 100, 1, 101]);
+}

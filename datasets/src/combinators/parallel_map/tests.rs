@@ -242,6 +242,11 @@ fn zero_threads_is_an_error() {
         Some(Err(Error::InvalidArgument(_)))
     ));
     assert!(ds.next_item().is_none());
+    // Room for the threads' handles is made up front: this many would abort the process.
+    let mut ds = numbers(3).map_parallel(uneven, Fixed(usize::MAX));
+    let err = ds.next_item().unwrap().unwrap_err().to_string();
+    assert!(err.contains("Fixed(18446744073709551615)"), "{err}");
+    assert!(ds.next_item().is_none());
 }
 
 fn sorted<T: Ord>(mut xs: Vec<T>) -> Vec<T> {

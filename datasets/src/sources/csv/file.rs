@@ -61,6 +61,13 @@ impl CsvFile {
                     "byte {byte} is past the end ({len} bytes)"
                 )));
             }
+            // A record, and a line end, take a byte at least: more is no place in this file,
+            // and counting on from it would overflow.
+            if record > byte || line > byte.saturating_add(1) {
+                return Err(changed(&format!(
+                    "{record} records and {line} lines cannot be read by byte {byte}"
+                )));
+            }
             return reader.seek(byte, line);
         }
         let (mut fresh, header) = open_reader(&self.path, self.delimiter)?;

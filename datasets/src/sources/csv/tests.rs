@@ -132,6 +132,26 @@ fn missing_column_is_named() {
 }
 
 #[test]
+fn a_schema_column_the_header_names_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "sepal_length,petal_width,label,petal_width\n1,2,0,3\n";
+    let path = write(&dir, "twice.csv", text);
+    let err = CsvDataset::open(&path, iris_like())
+        .err()
+        .unwrap()
+        .to_string();
+    let want = "line 1: the header names column 'petal_width' twice (fields 2 and 4)";
+    assert_eq!(err, format!("{}: {want}", path.display()));
+    // A column the schema does not read may be named twice.
+    let path = write(
+        &dir,
+        "extra.csv",
+        "x,sepal_length,petal_width,label,x\n1,2,3,0,4\n",
+    );
+    assert!(CsvDataset::open(&path, iris_like()).is_ok());
+}
+
+#[test]
 fn ragged_row() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(
@@ -335,4 +355,22 @@ fn line_numbers_survive_restore() {
         skipped: 0,
     };
     assert!(fresh.restore(&past).is_err());
+}
+
+#[test]
+fn a_position_with_more_records_or_lines_than_bytes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "c.csv", GOOD);
+    // Each record and each line takes at least a byte: counting on from these would overflow.
+    for (record, line) in [(u64::MAX, 2), (0, u64::MAX)] {
+        let mut ds = CsvDataset::open(&path, iris_like()).unwrap();
+        let at = Position::Csv {
+            record,
+            byte: 31,
+            line,
+            skipped: 0,
+        };
+        let err = ds.restore(&at).unwrap_err().to_string();
+        assert!(err.contains("cannot be read by byte 31"), "{err}");
+    }
 }

@@ -44,7 +44,6 @@ fn agrees_with_the_csv_crate() {
         b"a,b\n\"multi\nline\",2\nnext,3\n",
         b"a,b\n\"multi\r\nline\",2\r\nnext,3\r\n",
         b"a,,b\n,,\n",
-        b"x\n\"unterminated\n",
         b"a;b\n1;\"2;3\"\n",
         b"only\r\nlines\rwith\rcr\n",
         b"",
@@ -160,4 +159,34 @@ fn bom_is_skipped_and_seek_works() {
     r.seek(byte, line).unwrap();
     let (l, rec) = r.next_record().unwrap().unwrap();
     assert_eq!((l, rec.fields(b',')[0]), (3, b"3".as_slice()));
+}
+
+#[test]
+fn a_file_that_ends_inside_quotes_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.csv");
+    let ends = "the file ends inside a quoted field (a quote never closed, or the file is \
+                truncated)";
+    for (text, good) in [
+        (&b"a,b\n1,2\n3,\"cut off\n"[..], 2),
+        (b"a,b\n1,\"x\"\"", 1),
+        (b"a,b\n\"only", 1),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let mut r = CsvRecordReader::open(&path, b',').unwrap();
+        for _ in 0..good {
+            r.next_record().unwrap().unwrap();
+        }
+        let err = r.next_record().err().unwrap().to_string();
+        let line = good + 1;
+        assert_eq!(err, format!("{}: line {line}: {ends}", path.display()));
+    }
+    // Quotes closed at the end of the file, with or without a line end, are fine.
+    for text in [&b"a,b\n1,\"x\"\n"[..], b"a,b\n1,\"x\"", b"a,b\n1,x\"y"] {
+        std::fs::write(&path, text).unwrap();
+        let mut r = CsvRecordReader::open(&path, b',').unwrap();
+        r.next_record().unwrap().unwrap();
+        assert_eq!(r.next_record().unwrap().unwrap().1.fields(b',').len(), 2);
+        assert!(r.next_record().unwrap().is_none());
+    }
 }

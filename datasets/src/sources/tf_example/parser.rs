@@ -23,6 +23,10 @@ mod feature;
 mod lists;
 mod row_fault;
 
+/// The most values a spec's features hold together: each value is a column with a name of
+/// its own, made when the spec is compiled, so a shape of `[4294967296]` would be billions.
+const MAX_COLUMNS: usize = 1 << 22;
+
 /// A compiled [`FeatureSpec`]; see the module documentation.
 #[derive(Clone, Debug)]
 pub(crate) struct ExampleParser {
@@ -75,6 +79,7 @@ impl ExampleParser {
         let mut features = Vec::with_capacity(spec.features.len());
         let (mut dense_width, mut categorical) = (0usize, 0usize);
         let mut columns = HashSet::new();
+        let mut columns_total = 0usize;
         for (name, feature) in &spec.features {
             if name.is_empty() {
                 return Err(Error::FeatureSpec("a feature with an empty name".into()));
@@ -84,6 +89,16 @@ impl ExampleParser {
                 .ok_or_else(|| spec_error(name, "its shape holds more values than memory"))?;
             if values == 0 {
                 return Err(spec_error(name, "its shape holds no values"));
+            }
+            columns_total = columns_total.saturating_add(values);
+            if columns_total > MAX_COLUMNS {
+                return Err(spec_error(
+                    name,
+                    format!(
+                        "its shape holds {values} values: with the features before it, more \
+                         than the {MAX_COLUMNS} columns a spec can lay out"
+                    ),
+                ));
             }
             let is_label = spec.label.as_deref() == Some(name.as_str());
             for column in column_names(name, values) {

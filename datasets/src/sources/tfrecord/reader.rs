@@ -258,7 +258,7 @@ impl TfRecordReader {
             let hint = self
                 .pos
                 .checked_div(framed)
-                .map_or(READ, |each| each * (size - framed));
+                .map_or(READ, |each| each.saturating_mul(size - framed));
             match self.frame(hint.max(HEADER), true) {
                 Ok(Some(record)) => records.push(record),
                 Ok(None) => break,
@@ -289,6 +289,13 @@ impl TfRecordReader {
             if byte > file_len {
                 return Err(mismatch(format!(
                     "record {records} starts at byte {byte}, past the end ({file_len} bytes)"
+                )));
+            }
+            // Every record takes at least a header and a footer: a larger count is not one
+            // this file can have, and counting on from it would overflow.
+            if records > byte / (HEADER + FOOTER) as u64 {
+                return Err(mismatch(format!(
+                    "{records} records cannot end by byte {byte}"
                 )));
             }
             f.seek(SeekFrom::Start(byte))

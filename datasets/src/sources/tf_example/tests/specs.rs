@@ -48,6 +48,12 @@ fn specs_that_cannot_work_are_refused() {
             r#"{"features": {"x": {"kind": "fixed", "shape": [2], "dtype": "float32"}, "x[1]": {"kind": "fixed", "shape": [], "dtype": "string"}}}"#.into(),
             "feature spec: feature 'x[1]': its column 'x[1]' has the name of another column",
         ),
+        (
+            r#"{"features": {"x": {"kind": "fixed", "shape": [65536, 65536], "dtype": "float32"}}}"#
+                .into(),
+            "feature spec: feature 'x': its shape holds 4294967296 values: with the features \
+             before it, more than the 4194304 columns a spec can lay out",
+        ),
         (fixed(r#", "dflt": 1"#), "unknown field `dflt`"),
         (
             r#"{"features": {"x": {"kind": "sparse", "dtype": "int64"}}}"#.into(),

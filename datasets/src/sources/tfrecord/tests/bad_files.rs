@@ -142,3 +142,28 @@ fn a_fifo_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_position_with_more_records_than_bytes_hold_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, offsets) = plain_file(dir.path());
+    let mut ds = TfRecordDataset::open([&path]).unwrap();
+    // Each record takes at least 16 bytes: 2 records cannot end before byte 32.
+    let bad = Position::TfRecord {
+        file: 0,
+        record: u64::MAX,
+        byte: offsets[1],
+    };
+    let err = ds.restore(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("not the one the position was taken from"),
+        "{err}"
+    );
+    let fits = Position::TfRecord {
+        file: 0,
+        record: 1,
+        byte: offsets[1],
+    };
+    ds.restore(&fits).unwrap();
+    assert_eq!(read_all(&mut ds).unwrap().len(), 4);
+}

@@ -98,3 +98,12 @@ fn chunks_refuse_damage_as_single_records_do() {
         );
     }
 }
+
+#[test]
+fn a_chunk_size_past_the_records_reads_them_all_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = plain_file(dir.path());
+    let mut ds = TfRecordDataset::open([&path]).unwrap();
+    let (got, _) = chunked(&mut ds, usize::MAX).unwrap();
+    assert_eq!(got.len(), 5);
+}
