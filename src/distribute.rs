@@ -36,7 +36,7 @@ pub use step_loss::StepLoss;
 pub use strategy::{ConnectConfig, Distribution, Strategy, StrategyPlan};
 pub(crate) use timeline::Lane;
 pub use timeline::{Timeline, TimelineSpec};
-pub(crate) use transport::listen_address;
+pub(crate) use transport::{listen_address, wait_from_secs};
 pub use transport::{
     ClusterTls, GrpcConfig, GrpcTransport, InMemoryTransport, Lent, Onward, Renumbered, TlsFault,
     Transport, DEFAULT_RECV_TIMEOUT,

@@ -59,7 +59,8 @@ pub(crate) fn ring_layout_of_cluster<T: Transport + ?Sized>(
     if chief && hierarchical {
         match machine_size {
             0 => tracing::warn!(
-                "no hierarchical all-reduce: it needs two machines or more with as many tasks                  each, two or more (tasks per machine: {machines:?})"
+                "no hierarchical all-reduce: it needs two machines or more with as many tasks \
+                 each, two or more (tasks per machine: {machines:?})"
             ),
             k => tracing::info!(
                 "hierarchical all-reduce over {} machines of {k} tasks",

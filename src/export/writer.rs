@@ -95,11 +95,7 @@ pub(crate) fn export_numbered<E: Estimator>(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let next = newest_version(numbering_root)?.map_or(0, |newest| newest + 1);
-    let mut stamp = now.max(next);
-    while export_dir_base.join(stamp.to_string()).exists() {
-        stamp += 1;
-    }
+    let stamp = free_stamp(export_dir_base, numbering_root, now)?;
     let final_dir = export_dir_base.join(stamp.to_string());
     let tmp_dir = export_dir_base.join(format!(".tmp-{stamp}-{}", std::process::id()));
     std::fs::create_dir_all(&tmp_dir).map_err(|e| Error::io(&tmp_dir, e))?;
@@ -153,6 +149,29 @@ pub fn export_stamps(export_dir_base: &Path) -> Result<Vec<u64>> {
     Ok(stamps)
 }
 
+/// The first number from `now` on above every version under `numbering_root` and free in
+/// `export_dir_base`; an error when a directory there already took the last one (a version
+/// is any numbered directory name, so one of them may be `u64::MAX`).
+fn free_stamp(export_dir_base: &Path, numbering_root: &Path, now: u64) -> Result<u64> {
+    let newest = newest_version(numbering_root)?;
+    let exhausted = |taken: u64| {
+        Error::Config(format!(
+            "{}: export version {taken} is the largest number there is; no number is left \
+             for a newer export (remove that directory)",
+            numbering_root.display()
+        ))
+    };
+    let next = match newest {
+        Some(newest) => newest.checked_add(1).ok_or_else(|| exhausted(newest))?,
+        None => 0,
+    };
+    let mut stamp = now.max(next);
+    while export_dir_base.join(stamp.to_string()).exists() {
+        stamp = stamp.checked_add(1).ok_or_else(|| exhausted(stamp))?;
+    }
+    Ok(stamp)
+}
+
 /// The largest version under `root` as a server reads a base path: its numbered directories
 /// and those in the directories between (labels, such as the exporters' names).
 fn newest_version(root: &Path) -> Result<Option<u64>> {
@@ -177,5 +196,17 @@ mod tests {
         std::fs::write(dir.path().join("11"), "a file, not an export").unwrap();
         assert_eq!(newest_version(dir.path()).unwrap(), Some(9));
         assert_eq!(newest_version(&dir.path().join("best")).unwrap(), Some(7));
+    }
+
+    #[test]
+    fn a_version_named_u64_max_is_an_error_naming_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("latest");
+        std::fs::create_dir_all(base.join("5")).unwrap();
+        assert_eq!(free_stamp(&base, dir.path(), 3).unwrap(), 6);
+        std::fs::create_dir_all(base.join(u64::MAX.to_string())).unwrap();
+        let err = free_stamp(&base, dir.path(), 3).unwrap_err().to_string();
+        assert!(err.contains(&dir.path().display().to_string()), "{err}");
+        assert!(err.contains("no number is left"), "{err}");
     }
 }

@@ -7,14 +7,13 @@
 //! training on every replica at the same step.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::time::Duration;
 
 use datasets::{Dataset, Position};
 
 use super::step_sync::Peers;
 use super::training_replica::{train_replica, InProcess};
 use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
-use crate::distribute::{InMemoryTransport, Replica};
+use crate::distribute::{wait_from_secs, InMemoryTransport, Replica};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
 
@@ -38,7 +37,7 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
             contents::restore_input(&mut dataset, &checkpoint, &path);
         }
     }
-    let timeout = Duration::from_secs(config.peer_timeout_secs);
+    let timeout = wait_from_secs(config.peer_timeout_secs);
     let transports = InMemoryTransport::cluster_with_timeout(replicas, timeout);
     let names: Vec<String> = (0..replicas).map(|r| format!("replica:{r}")).collect();
     let mut senders = Vec::with_capacity(replicas);

@@ -1,10 +1,8 @@
 //! The strategy a run trains with: chosen from the run configuration and the cluster,
 //! then connected to the peers.
 
-use std::time::Duration;
-
 use crate::cluster::{cluster_token_from_env, ClusterConfig};
-use crate::distribute::{ClusterTls, ConnectConfig, Strategy, StrategyPlan};
+use crate::distribute::{wait_from_secs, ClusterTls, ConnectConfig, Strategy, StrategyPlan};
 use crate::error::Result;
 use crate::estimator::RunConfig;
 
@@ -18,9 +16,9 @@ pub(crate) fn strategy_for(config: &RunConfig, cluster: &ClusterConfig) -> Resul
         _ => (cluster_token_from_env()?, ClusterTls::from_env()?),
     };
     let connect = ConnectConfig {
-        peer_timeout: Duration::from_secs(config.peer_timeout_secs),
-        startup_timeout: Duration::from_secs(config.startup_timeout_secs),
-        stall_warning: Duration::from_secs(config.stall_warning_secs),
+        peer_timeout: wait_from_secs(config.peer_timeout_secs),
+        startup_timeout: wait_from_secs(config.startup_timeout_secs),
+        stall_warning: wait_from_secs(config.stall_warning_secs),
         token,
         tls,
     };

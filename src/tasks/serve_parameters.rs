@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cluster::{cluster_token_from_env, ClusterConfig, TaskType};
 use crate::distribute::ps::{serve, PsServerConfig, VariableOptimizer};
-use crate::distribute::{listen_address, ClusterTls};
+use crate::distribute::{listen_address, wait_from_secs, ClusterTls};
 use crate::error::{Error, Result};
 use crate::estimator::Estimator;
 
@@ -49,12 +49,12 @@ pub fn serve_parameters_in<E: Estimator>(cluster: &ClusterConfig, estimator: &E)
     let listener = TcpListener::bind(listen)
         .map_err(|e| Error::Config(format!("{task} cannot listen on {listen}: {e}")))?;
     let config = estimator.run_config();
-    let peer_timeout = Duration::from_secs(config.peer_timeout_secs);
+    let peer_timeout = wait_from_secs(config.peer_timeout_secs);
     let chief_name = spec.chief_task().to_string();
     let server_config = PsServerConfig {
         chief_name: chief_name.clone(),
         chief_timeout: peer_timeout,
-        startup_timeout: Duration::from_secs(config.startup_timeout_secs),
+        startup_timeout: wait_from_secs(config.startup_timeout_secs),
         grace: peer_timeout.min(MAX_GRACE),
         token: cluster_token_from_env()?,
         tls: ClusterTls::from_env()?,

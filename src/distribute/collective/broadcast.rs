@@ -74,7 +74,9 @@ pub fn broadcast_with<T: Transport + ?Sized>(
                 CollectiveFault::peer(prev, "sent a length beyond this machine's address space")
             })?;
             data.clear();
-            data.reserve(len);
+            // The peer's length is a claim, not a size to allocate up front: a garbled one
+            // would abort the process. `data` grows by the segments actually received.
+            data.reserve(len.min(config.segment_len(1)));
             len
         }
     };
@@ -183,6 +185,18 @@ mod tests {
             data
         });
         assert!(out.iter().all(|d| d == &payload));
+    }
+
+    #[test]
+    fn a_length_header_beyond_memory_is_an_error_not_an_abort() {
+        let mut ranks = InMemoryTransport::cluster_with_timeout(2, Duration::from_millis(200));
+        let mut receiver = ranks.pop().unwrap();
+        let mut root = ranks.pop().unwrap();
+        let length_tag = Tag::new(CollectivePhase::BroadcastLength, 0, 0).encode();
+        root.send(1, length_tag, u64::MAX.to_le_bytes().to_vec())
+            .unwrap();
+        let err = broadcast(&mut receiver, 0, &mut vec![]).unwrap_err();
+        assert_eq!(err.rank(), Some(0), "{err}");
     }
 
     #[test]

@@ -55,7 +55,10 @@ impl Placement {
                     && placement.variables.len() == sizes.len()
                     && sizes
                         .iter()
-                        .all(|(path, _)| placement.variables.contains_key(path)) =>
+                        .all(|(path, _)| placement.variables.contains_key(path))
+                    // A damaged checkpoint may name a ps past the last, which `loads` and
+                    // `initialise` would index with.
+                    && placement.variables.values().all(|&ps| ps < num_ps) =>
             {
                 placement
             }
@@ -135,6 +138,16 @@ mod tests {
         let resharded = Placement::keep_or_place(Some(recorded), &vars, 3);
         assert_eq!(resharded, Placement::greedy(&vars, 3));
         assert_eq!(resharded.num_ps, 3);
+    }
+
+    #[test]
+    fn a_recorded_placement_naming_a_ps_past_the_last_is_placed_anew() {
+        let vars = sizes(&[("w", 8), ("b", 2)]);
+        let mut recorded = Placement::greedy(&vars, 2);
+        recorded.variables.insert("w".into(), 7);
+        let placed = Placement::keep_or_place(Some(recorded), &vars, 2);
+        assert_eq!(placed, Placement::greedy(&vars, 2));
+        assert_eq!(placed.loads(&vars), vec![8, 2]);
     }
 
     #[test]

@@ -77,7 +77,9 @@ impl VariableOptimizer {
         values: &mut Vec<f32>,
         grad: Vec<f32>,
     ) -> Result<()> {
-        let elements: usize = shape.iter().product();
+        // The shape came over the wire with the chief's Init: a product past usize saturates
+        // (no vector holds that many values) rather than wrapping to a count that matches.
+        let elements = shape.iter().fold(1usize, |n, &d| n.saturating_mul(d));
         if values.len() != elements || grad.len() != elements {
             return Err(refused(VariableOptimizerFault::SizeMismatch {
                 path: path.to_string(),
@@ -121,3 +123,19 @@ fn refused(fault: VariableOptimizerFault) -> Error {
 
 #[cfg(test)]
 mod reference_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shape_whose_product_overflows_is_refused_naming_the_variable() {
+        let mut optimizer = VariableOptimizer::new(&OptimizerSpec::sgd(0.1));
+        let shape = [1 << 32, 1 << 32];
+        let err = optimizer
+            .apply(0.1, "w", &shape, &mut Vec::new(), Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("w: shape [4294967296, 4294967296]"), "{err}");
+    }
+}

@@ -100,7 +100,10 @@ impl RingWriter {
             start = start.next_multiple_of(capacity);
         }
         let free_from = if empty { start } else { released };
-        if start + len - free_from > capacity {
+        // `released` is the receiving process's word: one past what was ever placed is no
+        // room (the message goes over the socket), not an underflow.
+        let used = (start + len).checked_sub(free_from);
+        if used.is_none_or(|used| used > capacity) {
             return None;
         }
         let at = (start % capacity) as usize;
@@ -305,6 +308,15 @@ mod tests {
         assert!(err.contains("after one that ended at 100"), "{err}");
         assert_eq!(writer.write(&[]), None);
         assert_eq!(writer.write(&[0; 1025]), None);
+    }
+
+    #[test]
+    fn a_release_past_anything_placed_leaves_the_ring_unused() {
+        let (mut writer, _reader) = ring_of(1024);
+        assert_eq!(writer.write(&[1; 100]), Some(0));
+        // The receiver's process writes the counter: a bogus one must not break the sender.
+        released(&writer.map).store(5000, Ordering::Release);
+        assert_eq!(writer.write(&[2; 100]), None);
     }
 
     #[test]
