@@ -9,6 +9,10 @@ use prost_reflect::{DynamicMessage, Value};
 use crate::batching::Batching;
 use crate::text_proto;
 
+/// Batching threads a version may start: each one a thread of the process, for every
+/// version loaded, started as the version loads.
+const MOST_BATCH_THREADS: usize = 1024;
+
 impl Batching {
     /// The batching a TF Serving batching parameters file sets, as its files are written
     /// (`max_batch_size { value: 128 } batch_timeout_micros { value: 0 }
@@ -33,6 +37,10 @@ impl Batching {
             batching.max_enqueued_batches = Some(batches);
         }
         if let Some(threads) = positive(&message, "num_batch_threads")? {
+            if threads > MOST_BATCH_THREADS {
+                let most = MOST_BATCH_THREADS;
+                bail!("num_batch_threads: {threads} is above {most}, the most a version may start");
+            }
             batching.num_batch_threads = threads;
         }
         if let Some(Value::Message(name)) = present(&message, "thread_pool_name").as_deref() {
@@ -127,6 +135,11 @@ mod tests {
         assert!(
             typo.starts_with("line 2, column 1: field 'max_batch_sise'"),
             "{typo}"
+        );
+        let threads = error("num_batch_threads { value: 1000000000 }");
+        assert!(
+            threads.starts_with("num_batch_threads: 1000000000 is above 1024"),
+            "{threads}"
         );
         let bare = error("max_batch_size: 8");
         assert!(bare.starts_with("line 1, column"), "{bare}");

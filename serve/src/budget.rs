@@ -69,32 +69,39 @@ impl InstanceBudget {
 /// list, or of the longest `inputs` column — read without building the values. A body that
 /// is not a JSON object counts none: decoding it gives the error.
 pub(crate) fn count_instances(body: &[u8]) -> usize {
-    #[derive(Deserialize)]
-    struct Lists {
-        instances: Option<Count>,
-        inputs: Option<Count>,
-        examples: Option<Count>,
-    }
-    match serde_json::from_slice::<Lists>(body) {
-        Ok(lists) => [lists.instances, lists.inputs, lists.examples]
-            .into_iter()
-            .flatten()
-            .map(|count| count.0)
-            .max()
-            .unwrap_or(0),
-        Err(_) => 0,
-    }
+    serde_json::from_slice::<Count>(body).map_or(0, |count| count.0)
 }
 
-/// The length of a list (its elements skipped, not built); of an object, the longest list
-/// among its members (columnar `inputs`); of anything else, zero.
+/// The most instances any `instances`, `inputs` or `examples` member of a body holds.
+/// Every member is counted, a name given twice too: the body is decoded as its last one
+/// says, which a count that refused the body would not have bounded.
 struct Count(usize);
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_any(Counter { columns: true })
-            .map(Count)
+        deserializer.deserialize_map(Members).map(Count)
+    }
+}
+
+struct Members;
+
+impl<'de> Visitor<'de> for Members {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<usize, A::Error> {
+        let mut most = 0;
+        while let Some(name) = members.next_key::<String>()? {
+            if ["instances", "inputs", "examples"].contains(&name.as_str()) {
+                most = most.max(members.next_value_seed(Counter { columns: true })?);
+            } else {
+                members.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(most)
     }
 }
 
@@ -192,6 +199,18 @@ mod tests {
         );
         assert_eq!(count_instances(br#"{"instances": "#), 0);
         assert_eq!(count_instances(b"[1, 2, 3]"), 0);
+    }
+
+    #[test]
+    fn a_list_named_twice_is_counted_as_the_decoding_reads_it() {
+        let body = br#"{"instances": [], "instances": [1, 2, 3]}"#;
+        assert_eq!(count_instances(body), 3);
+        let decoded: serde_json::Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(decoded["instances"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            count_instances(br#"{"inputs": [1], "inputs": {"a": [1, 2]}}"#),
+            2
+        );
     }
 
     #[tokio::test]

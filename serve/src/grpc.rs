@@ -3,7 +3,9 @@
 //! HandleReloadConfigRequest), answering from the same models, versions, instance budget and
 //! metrics as the REST routes.
 
+mod examples;
 mod model_service;
+mod outputs;
 mod prediction_service;
 mod tensors;
 

@@ -75,12 +75,8 @@ impl Metrics {
         ok: bool,
         elapsed: Duration,
     ) {
+        self.count(model, ok);
         let mut counters = self.counters.lock().unwrap_or_else(|e| e.into_inner());
-        let status = if ok { "OK" } else { "ERROR" };
-        *counters
-            .requests
-            .entry((model.to_string(), status))
-            .or_default() += 1;
         let latency = counters
             .latency
             .entry((model.to_string(), api.to_string(), entrypoint))
@@ -93,12 +89,24 @@ impl Metrics {
         }
     }
 
+    /// Counts one request to `model` that succeeded or not, outside any API's latency: a
+    /// method the model does not have.
+    pub fn count(&self, model: &str, ok: bool) {
+        let mut counters = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        let status = if ok { "OK" } else { "ERROR" };
+        *counters
+            .requests
+            .entry((model.to_string(), status))
+            .or_default() += 1;
+    }
+
     /// Everything counted, in Prometheus' text exposition format.
     pub fn render(&self) -> String {
         let counters = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();
         let _ = writeln!(out, "# TYPE :tensorflow:serving:request_count counter");
         for ((model, status), n) in &counters.requests {
+            let model = escaped(model);
             let _ = writeln!(
                 out,
                 ":tensorflow:serving:request_count{{model_name=\"{model}\",status=\"{status}\"}} {n}"
@@ -107,6 +115,7 @@ impl Metrics {
         let _ = writeln!(out, "# TYPE :tensorflow:serving:request_latency histogram");
         for ((model, api, entrypoint), latency) in &counters.latency {
             let entrypoint = entrypoint.label();
+            let (model, api) = (escaped(model), escaped(api));
             let labels =
                 format!("model_name=\"{model}\",API=\"{api}\",entrypoint=\"{entrypoint}\"");
             let mut cumulative = 0;
@@ -134,6 +143,15 @@ impl Metrics {
         }
         out
     }
+}
+
+/// `value` as a label value: a model's name is any text its config gives, and a quote or a
+/// line break in it would end the label, or the line, and let it write lines of its own.
+fn escaped(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -188,6 +206,22 @@ mod tests {
         assert_eq!(
             line(&format!("{count}{{model_name=\"mnist\",status=\"OK\"}}")),
             "2"
+        );
+    }
+
+    #[test]
+    fn a_model_name_cannot_break_out_of_its_label() {
+        let metrics = Metrics::default();
+        let name = "m\"} 1\nfake_metric{a=\"\\";
+        metrics.record(name, "predict", Entrypoint::Grpc, true, Duration::ZERO);
+        let text = metrics.render();
+        assert!(
+            !text.lines().any(|l| l.starts_with("fake_metric")),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"model_name="m\"} 1\nfake_metric{a=\"\\","#),
+            "{text}"
         );
     }
 }

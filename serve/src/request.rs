@@ -146,6 +146,7 @@ pub fn examples(body: Value) -> Result<Vec<Instance>, ServeError> {
             "the request needs 'examples': a list of feature objects".into(),
         ));
     };
+    check_context(context.values().map(json_values).sum(), examples.len())?;
     examples
         .into_iter()
         .enumerate()
@@ -160,6 +161,32 @@ pub fn examples(body: Value) -> Result<Vec<Instance>, ServeError> {
             ))),
         })
         .collect()
+}
+
+/// Values of a context copied into its examples, at most: as many as a default-sized body
+/// holds (two bytes each, `0,`). The instance budget counts examples, not their size, and
+/// each example gets a copy of the context.
+const MOST_CONTEXT_COPIES: usize = crate::limits::DEFAULT_BODY_LIMIT / 2;
+
+/// Refuses (413) a context of `values` values copied into each of `examples` examples
+/// beyond [`MOST_CONTEXT_COPIES`].
+pub(crate) fn check_context(values: usize, examples: usize) -> Result<(), ServeError> {
+    match values.checked_mul(examples) {
+        Some(copies) if copies <= MOST_CONTEXT_COPIES => Ok(()),
+        _ => Err(ServeError::TooLarge(format!(
+            "the context's {values} values copied into each of {examples} examples make more \
+             than {MOST_CONTEXT_COPIES}: send fewer examples per request, or a smaller context"
+        ))),
+    }
+}
+
+/// How many JSON values `value` is: itself and those it holds.
+fn json_values(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(json_values).sum::<usize>(),
+        Value::Object(members) => 1 + members.values().map(json_values).sum::<usize>(),
+        _ => 1,
+    }
 }
 
 /// The `:predict` answer: every prediction's outputs named by `keys`, a bare value where
@@ -259,4 +286,24 @@ pub fn regress_response(predictions: &[Map<String, Value>]) -> Result<Value, Ser
         "result".into(),
         Value::Array(results),
     )])))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_context_too_large_to_copy_into_every_example_is_refused_before_it_is_copied() {
+        let context = vec![0; 1 << 20];
+        let body = json!({"context": {"x": context}, "examples": vec![json!({}); 9]});
+        let Err(err) = examples(body) else {
+            panic!("not refused")
+        };
+        assert_eq!(err.status(), axum::http::StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(err.to_string().contains("1048577 values"), "{err}");
+        let small = json!({"context": {"x": [1, 2]}, "examples": [{"y": 3}, {}]});
+        assert_eq!(examples(small).unwrap()[0]["x"], json!([1, 2]));
+    }
 }

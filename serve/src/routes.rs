@@ -206,10 +206,14 @@ pub(crate) async fn run(
     let started = std::time::Instant::now();
     let answer = answer_request(&server, &model, &which, &verb, body).await;
     let elapsed = started.elapsed();
+    // A latency only for the methods there are: a verb is any text a URL gives, and each
+    // one would be a histogram of its own, held for as long as the server runs.
     if server.serves(&model) {
-        server
-            .metrics
-            .record(&model, &verb, Entrypoint::Rest, answer.is_ok(), elapsed);
+        let (metrics, ok) = (&server.metrics, answer.is_ok());
+        match ["predict", "classify", "regress"].contains(&verb.as_str()) {
+            true => metrics.record(&model, &verb, Entrypoint::Rest, ok, elapsed),
+            false => metrics.count(&model, ok),
+        }
     }
     let status = answer
         .as_ref()
@@ -294,5 +298,28 @@ impl Answer {
             Answer::Classify => classify_response(&predictions),
             Answer::Regress => regress_response(&predictions),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+    use crate::server::testing::serving;
+
+    #[tokio::test]
+    async fn only_the_methods_there_are_get_a_latency_and_every_request_is_counted() {
+        let signature = Signature::new().with_input("x", DType::Float32);
+        let server = serving("m", signature, Limits::default());
+        for verb in ["predict", "no_such_method_0", "no_such_method_1"] {
+            let body = Ok(Bytes::from_static(b"{}"));
+            let answer = run(server.clone(), "m".into(), Which::Newest, verb.into(), body).await;
+            assert!(answer.is_err());
+        }
+        let text = server.metrics.render();
+        assert!(text.contains("API=\"predict\""), "{text}");
+        assert!(!text.contains("no_such_method"), "{text}");
+        let errors = r#"request_count{model_name="m",status="ERROR"} 3"#;
+        assert!(text.contains(errors), "{text}");
     }
 }

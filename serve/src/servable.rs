@@ -120,6 +120,15 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
         let predictions = predictor
             .predict(&batch)
             .map_err(|e| ServeError::Internal(e.to_string()))?;
+        // The answers are matched to the instances by position, and split by count between
+        // the requests of a batch.
+        if predictions.len() != instances.len() {
+            return Err(ServeError::Internal(format!(
+                "the model made {} predictions of a batch of {} instances",
+                predictions.len(),
+                instances.len()
+            )));
+        }
         Ok(predictions
             .iter()
             .map(|p| match predictor.estimator().prediction_json(p) {

@@ -274,3 +274,40 @@ fn load_models(
     }
     Ok(loaded)
 }
+
+/// A server of one model whose only version is a signature: for the tests of the requests
+/// a model would be asked.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use estimator::export::Instance;
+    use estimator::Signature;
+
+    /// Refuses every prediction: the tests using it look at what comes before one.
+    struct SignatureOnly(Signature);
+
+    impl Servable for SignatureOnly {
+        fn signature(&self) -> &Signature {
+            &self.0
+        }
+
+        fn predict(&self, _: &[Instance]) -> crate::servable::Predictions {
+            Err(ServeError::Internal("no model here".into()))
+        }
+    }
+
+    /// Model `name`, of `signature`, as version 1, served within `limits`.
+    pub(crate) fn serving(name: &str, signature: Signature, limits: Limits) -> Server {
+        let mut versions = ModelVersions::default();
+        versions
+            .versions
+            .insert(1, Arc::new(SignatureOnly(signature)));
+        let model = Model {
+            config: ModelConfig::new(name, "/nowhere"),
+            versions: RwLock::new(Arc::new(versions)),
+        };
+        let server = Server::load(Vec::new(), Loaders::new()).expect("no model to load");
+        *server.models.write().unwrap() = Models::from([(name.to_string(), Arc::new(model))]);
+        server.with_limits(limits)
+    }
+}

@@ -1,6 +1,7 @@
 //! `PredictionService` as TF Serving's: Predict, Classify, Regress and GetModelMetadata.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use prost::Message;
@@ -9,15 +10,14 @@ use tonic::{Request, Response, Status};
 use super::proto::tensorflow::serving::model_spec::VersionChoice;
 use super::proto::tensorflow::serving::prediction_service_server::PredictionService;
 use super::proto::tensorflow::serving::{
-    input, Class, ClassificationRequest, ClassificationResponse, ClassificationResult,
-    Classifications, GetModelMetadataRequest, GetModelMetadataResponse, Input, ModelSpec,
-    PredictRequest, PredictResponse, Regression, RegressionRequest, RegressionResponse,
-    RegressionResult, SignatureDefMap,
+    Class, ClassificationRequest, ClassificationResponse, ClassificationResult, Classifications,
+    GetModelMetadataRequest, GetModelMetadataResponse, ModelSpec, PredictRequest, PredictResponse,
+    Regression, RegressionRequest, RegressionResponse, RegressionResult, SignatureDefMap,
 };
 use super::proto::tensorflow::tensor_info::Encoding;
 use super::proto::tensorflow::tensor_shape_proto::Dim;
 use super::proto::tensorflow::{DataType, SignatureDef, TensorInfo, TensorShapeProto};
-use super::tensors;
+use super::{examples, outputs, tensors};
 use crate::error::ServeError;
 use crate::metrics::Entrypoint;
 use crate::request::{class_scores, regression_values};
@@ -41,16 +41,18 @@ impl PredictionService for Server {
         let answer = self
             .counted(&spec, "predict", async {
                 let (version, servable, named) = self.selected(&spec)?;
-                let instances = tensors::instances(servable.signature(), &request.inputs)?;
-                let names = named.output_names(servable.signature());
+                let signature = servable.signature();
+                let names = named.output_names(signature);
                 let keys = match request.output_filter.is_empty() {
                     true => names,
                     false => filtered(&names, request.output_filter)?,
                 };
-                let predictions = self.predictions(servable, instances).await?;
+                let count = tensors::batch_size(signature, &request.inputs);
+                let build = || tensors::instances(signature, &request.inputs);
+                let predictions = self.predictions(&servable, count, build).await?;
                 Ok(PredictResponse {
                     model_spec: Some(answered(&spec, version, &named)),
-                    outputs: tensors::outputs(&keys, &named.outputs_of(predictions))?,
+                    outputs: outputs::outputs(&keys, &named.outputs_of(predictions))?,
                 })
             })
             .await?;
@@ -66,8 +68,9 @@ impl PredictionService for Server {
         let answer = self
             .counted(&spec, "classify", async {
                 let (version, servable, named) = self.selected(&spec)?;
-                let instances = examples(request.input)?;
-                let predictions = self.predictions(servable, instances).await?;
+                let (list, context) = examples::list(request.input)?;
+                let build = || examples::instances(&list, context.as_ref());
+                let predictions = self.predictions(&servable, list.len(), build).await?;
                 let classifications = class_scores(&predictions)?
                     .into_iter()
                     .map(|pairs| Classifications {
@@ -98,8 +101,9 @@ impl PredictionService for Server {
         let answer = self
             .counted(&spec, "regress", async {
                 let (version, servable, named) = self.selected(&spec)?;
-                let instances = examples(request.input)?;
-                let predictions = self.predictions(servable, instances).await?;
+                let (list, context) = examples::list(request.input)?;
+                let build = || examples::instances(&list, context.as_ref());
+                let predictions = self.predictions(&servable, list.len(), build).await?;
                 let regressions = regression_values(&predictions)?
                     .into_iter()
                     .map(|value| Regression {
@@ -216,21 +220,25 @@ impl Server {
     fn selected(
         &self,
         spec: &ModelSpec,
-    ) -> Result<(u64, std::sync::Arc<dyn Servable>, NamedSignature), ServeError> {
+    ) -> Result<(u64, Arc<dyn Servable>, NamedSignature), ServeError> {
         let (version, servable) = self.servable(&spec.name, &which(spec)?)?;
         let named = NamedSignature::named(servable.signature(), &spec.signature_name)?;
         Ok((version, servable, named))
     }
 
-    /// The predictions for `instances`, within the server's instance budget.
+    /// The predictions for the `count` instances `build` makes, built once the server's
+    /// instance budget has room for them: a request above it is refused before it is
+    /// decoded, as the REST API refuses one.
     async fn predictions(
         &self,
-        servable: std::sync::Arc<dyn Servable>,
-        instances: Vec<Instance>,
+        servable: &Arc<dyn Servable>,
+        count: usize,
+        build: impl FnOnce() -> Result<Vec<Instance>, ServeError>,
     ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, ServeError> {
-        let _room = self.budget.admit_count(instances.len()).await?;
+        let _room = self.budget.admit_count(count).await?;
+        let instances = build()?;
         let inline = instances.len() <= INLINE_INSTANCES;
-        predict_async(servable, instances, inline).await
+        predict_async(Arc::clone(servable), instances, inline).await
     }
 }
 
@@ -255,35 +263,22 @@ fn answered(spec: &ModelSpec, version: u64, named: &NamedSignature) -> ModelSpec
     }
 }
 
-/// The outputs a Predict call's `output_filter` names, each of the signature's.
+/// The outputs a Predict call's `output_filter` names, each of the signature's, once: each
+/// is a tensor of every prediction, so a name repeated would have it built again.
 fn filtered(outputs: &[String], filter: Vec<String>) -> Result<Vec<String>, ServeError> {
-    for key in &filter {
-        if !outputs.contains(key) {
+    let mut keys: Vec<String> = Vec::new();
+    for key in filter {
+        if !outputs.contains(&key) {
             return Err(ServeError::BadRequest(format!(
                 "output tensor alias not found in signature: {key} (its outputs: {})",
                 outputs.join(", ")
             )));
         }
-    }
-    Ok(filter)
-}
-
-/// The instances of a Classify or Regress call's input.
-fn examples(input: Option<Input>) -> Result<Vec<Instance>, ServeError> {
-    let (examples, context) = match input.and_then(|i| i.kind) {
-        Some(input::Kind::ExampleList(list)) => (list.examples, None),
-        Some(input::Kind::ExampleListWithContext(list)) => (list.examples, list.context),
-        None => {
-            return Err(ServeError::BadRequest(
-                "the request's input has no examples: set example_list".into(),
-            ))
+        if !keys.contains(&key) {
+            keys.push(key);
         }
-    };
-    examples
-        .iter()
-        .enumerate()
-        .map(|(index, example)| tensors::example_instance(index, example, context.as_ref()))
-        .collect()
+    }
+    Ok(keys)
 }
 
 fn data_type(dtype: DType) -> DataType {
@@ -291,5 +286,74 @@ fn data_type(dtype: DType) -> DataType {
         DType::Float32 => DataType::DtFloat,
         DType::Int64 => DataType::DtInt64,
         DType::String => DataType::DtString,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datasets::tf_proto::{feature, BytesList};
+    use tonic::Code;
+
+    use super::super::examples::example;
+    use super::super::proto::tensorflow::serving::{input, ExampleList, Input};
+    use super::super::proto::tensorflow::TensorProto;
+    use super::*;
+    use crate::limits::Limits;
+    use crate::server::testing::serving;
+
+    #[tokio::test]
+    async fn a_request_above_the_instance_limit_is_refused_before_its_values_are_decoded() {
+        let signature = estimator::Signature::new().with_input("x", DType::Float32);
+        let limits = Limits {
+            max_instances_per_request: 2,
+            max_instances_in_flight: 2,
+            ..Limits::default()
+        };
+        let server = serving("m", signature, limits);
+        let spec = Some(ModelSpec {
+            name: "m".into(),
+            ..ModelSpec::default()
+        });
+        // Each would be refused for its values, were they decoded.
+        let mut x = TensorProto {
+            tensor_shape: Some(TensorShapeProto {
+                dim: vec![Dim {
+                    size: 3,
+                    name: String::new(),
+                }],
+                unknown_rank: false,
+            }),
+            int64_val: vec![1, 2, 3],
+            ..TensorProto::default()
+        };
+        x.set_dtype(DataType::DtInt64);
+        let inputs = HashMap::from([("x".to_string(), x)]);
+        let request = PredictRequest {
+            model_spec: spec.clone(),
+            inputs,
+            output_filter: Vec::new(),
+        };
+        let refused = server.predict(Request::new(request)).await.unwrap_err();
+        assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+        let not_utf8 = feature::Kind::BytesList(BytesList {
+            value: vec![vec![0xff]],
+        });
+        let examples = vec![example("x", not_utf8); 3];
+        let input = Some(Input {
+            kind: Some(input::Kind::ExampleList(ExampleList { examples })),
+        });
+        let request = ClassificationRequest {
+            model_spec: spec,
+            input,
+        };
+        let refused = server.classify(Request::new(request)).await.unwrap_err();
+        assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    }
+
+    #[test]
+    fn an_output_named_twice_in_the_filter_is_answered_once() {
+        let outputs = ["a".to_string(), "b".to_string()];
+        let filter = ["b", "a", "b", "b"].map(String::from).to_vec();
+        assert_eq!(filtered(&outputs, filter).unwrap(), ["b", "a"]);
     }
 }

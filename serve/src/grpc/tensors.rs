@@ -1,19 +1,18 @@
-//! Tensors (`TensorProto`) into request instances, predictions into tensors, and
-//! tf.Examples (also serialized, in a string tensor) into instances: what the gRPC calls
-//! carry, in the instances and predictions every servable takes and gives.
+//! A Predict call's tensors (`TensorProto`) into request instances, serialized tf.Examples
+//! in a string tensor too: what it carries, in the instances every servable takes (the
+//! examples themselves are read by `examples.rs`, the answers' tensors made by `outputs.rs`).
 
 use std::collections::HashMap;
 
-use datasets::tf_proto::{feature, Example};
+use datasets::tf_proto::Example;
 use estimator::export::{DType, Instance};
 use estimator::Signature;
 use prost::Message;
 use serde_json::{Map, Value};
 
-use super::proto::tensorflow::tensor_shape_proto::Dim;
-use super::proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
+use super::examples;
+use super::proto::tensorflow::{DataType, TensorProto};
 use crate::error::ServeError;
-use crate::servable::output_dtype;
 
 /// The instances of a Predict call's `inputs`: each signature input's tensor cut along its
 /// first dimension, the batch. An input the signature lacks, a missing one, another element
@@ -74,18 +73,43 @@ pub(crate) fn instances(
     Ok(instances)
 }
 
-/// The instances of serialized tf.Examples, when they are the request's one input, named
-/// `examples` or `inputs` (as a TF estimator's parsing serving input takes them) and not an
-/// input of the signature.
-fn serialized_examples(
+/// How many instances a Predict call's `inputs` declare: the largest first dimension, or the
+/// serialized examples. Read before any instance is built, so that the instance budget
+/// refuses a request too large to decode rather than one already decoded.
+pub(crate) fn batch_size(signature: &Signature, inputs: &HashMap<String, TensorProto>) -> usize {
+    if let Some((_, tensor)) = examples_input(signature, inputs) {
+        return tensor.string_val.len();
+    }
+    inputs
+        .values()
+        .filter_map(|tensor| tensor.tensor_shape.as_ref()?.dim.first())
+        // A negative batch counts none here: `rows` refuses it naming the input.
+        .map(|dim| usize::try_from(dim.size).unwrap_or(0))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The request's one input when it is serialized tf.Examples: named `examples` or `inputs`
+/// (as a TF estimator's parsing serving input takes them), of strings, and not an input of
+/// the signature.
+fn examples_input<'a>(
     signature: &Signature,
-    inputs: &HashMap<String, TensorProto>,
-) -> Option<Result<Vec<Instance>, ServeError>> {
+    inputs: &'a HashMap<String, TensorProto>,
+) -> Option<(&'a String, &'a TensorProto)> {
     let [(name, tensor)] = <[_; 1]>::try_from(inputs.iter().collect::<Vec<_>>()).ok()?;
     let parsing_input = ["examples", "inputs"].contains(&name.as_str())
         && tensor.dtype() == DataType::DtString
         && !signature.inputs.iter().any(|input| &input.name == name);
-    parsing_input.then(|| {
+    parsing_input.then_some((name, tensor))
+}
+
+/// The instances of serialized tf.Examples, when they are the request's input.
+fn serialized_examples(
+    signature: &Signature,
+    inputs: &HashMap<String, TensorProto>,
+) -> Option<Result<Vec<Instance>, ServeError>> {
+    let (name, tensor) = examples_input(signature, inputs)?;
+    Some(
         tensor
             .string_val
             .iter()
@@ -96,11 +120,14 @@ fn serialized_examples(
                         "input '{name}': value {index} is not a serialized tf.Example: {e}"
                     ))
                 })?;
-                example_instance(index, &example, None)
+                examples::instance(index, &example, None)
             })
-            .collect()
-    })
+            .collect(),
+    )
 }
+
+/// The most dimensions a tensor has (TensorFlow's `TensorShape::MaxDimensions()`).
+const MAX_RANK: usize = 254;
 
 /// One value per row of the tensor for input `name`, nested as the input's shape.
 fn rows(
@@ -114,6 +141,14 @@ fn rows(
         .iter()
         .flat_map(|s| s.dim.iter().map(|d| d.size))
         .collect();
+    // `nest` recurses once per dimension, and a signature read from a file can give any
+    // number of them: TF's own bound keeps the stack safe.
+    if dims.len() > MAX_RANK {
+        let rank = dims.len();
+        return Err(bad(format!(
+            "input '{name}' has {rank} dimensions, above {MAX_RANK}"
+        )));
+    }
     let expected: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     let fits = dims.first().is_some_and(|&batch| batch >= 0)
         && (dims[1..] == expected[..] || (shape.is_empty() && dims[1..] == [1]));
@@ -127,14 +162,32 @@ fn rows(
         )));
     }
     let values = values(name, dtype, tensor)?;
-    let batch = dims[0] as usize;
-    let per_row: usize = shape.iter().product();
-    if values.len() != batch * per_row {
+    let batch = usize::try_from(dims[0]).unwrap_or(usize::MAX);
+    // Each level of the lists `nest` builds, counted with checks: a shape whose product
+    // wraps, or with a zero under a large dimension, would otherwise pass for the values
+    // given and have as many lists built as it declares.
+    let levels: Vec<Option<usize>> = shape
+        .iter()
+        .scan(Some(batch), |count, &dim| {
+            *count = count.and_then(|count| count.checked_mul(dim));
+            Some(*count)
+        })
+        .collect();
+    let count = levels.last().copied().unwrap_or(Some(batch));
+    if count != Some(values.len()) {
+        let count = count.map_or_else(|| "more than can be held".into(), |n| n.to_string());
         return Err(bad(format!(
-            "input '{name}' of shape {dims:?} holds {} values, expected {}",
-            values.len(),
-            batch * per_row
+            "input '{name}' of shape {dims:?} holds {} values, expected {count}",
+            values.len()
         )));
+    }
+    if levels
+        .iter()
+        .flatten()
+        .any(|&lists| lists > batch.max(values.len()))
+    {
+        let why = "a zero under a larger dimension: more empty lists than rows";
+        return Err(bad(format!("input '{name}' of shape {dims:?} has {why}")));
     }
     let mut values = values.into_iter();
     Ok((0..batch).map(|_| nest(&mut values, shape)).collect())
@@ -155,13 +208,20 @@ fn values(name: &str, dtype: DType, tensor: &TensorProto) -> Result<Vec<Value>, 
             want.as_str_name()
         ))
     };
-    let packed = |width: usize| tensor.tensor_content.chunks_exact(width);
+    let packed = |width: usize| match tensor.tensor_content.chunks_exact(width) {
+        chunks if chunks.remainder().is_empty() => Ok(chunks),
+        _ => Err(bad(format!(
+            "input '{name}': tensor_content holds {} bytes, not a whole number of {width}-byte \
+             values",
+            tensor.tensor_content.len()
+        ))),
+    };
     match (dtype, given) {
         (DType::Float32, DataType::DtFloat) => {
             let floats: Vec<f32> = if tensor.tensor_content.is_empty() {
                 tensor.float_val.clone()
             } else {
-                packed(4)
+                packed(4)?
                     .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
                     .collect()
             };
@@ -178,7 +238,7 @@ fn values(name: &str, dtype: DType, tensor: &TensorProto) -> Result<Vec<Value>, 
         (DType::Int64, DataType::DtInt64) => Ok(if tensor.tensor_content.is_empty() {
             tensor.int64_val.iter().map(|&x| Value::from(x)).collect()
         } else {
-            packed(8)
+            packed(8)?
                 .map(|b| Value::from(i64::from_le_bytes(b.try_into().unwrap())))
                 .collect()
         }),
@@ -203,140 +263,70 @@ fn nest(values: &mut impl Iterator<Item = Value>, shape: &[usize]) -> Value {
     }
 }
 
-/// The Predict answer: each output `keys` names, the predictions' values stacked along a
-/// first dimension, the batch.
-pub(crate) fn outputs(
-    keys: &[String],
-    predictions: &[Map<String, Value>],
-) -> Result<HashMap<String, TensorProto>, ServeError> {
-    keys.iter()
-        .map(|key| {
-            let column: Vec<&Value> = predictions
-                .iter()
-                .map(|p| p.get(key).unwrap_or(&Value::Null))
-                .collect();
-            Ok((key.clone(), tensor(key, &column)?))
-        })
-        .collect()
-}
-
-fn tensor(key: &str, rows: &[&Value]) -> Result<TensorProto, ServeError> {
-    let row_shape = rows.first().map_or_else(Vec::new, |row| shape_of(row));
-    let mut flat = Vec::new();
-    for row in rows {
-        if shape_of(row) != row_shape {
-            return Err(ServeError::Internal(format!(
-                "output '{key}' has rows of different shapes"
-            )));
-        }
-        flatten(row, &mut flat);
-    }
-    let mut tensor = TensorProto {
-        tensor_shape: Some(TensorShapeProto {
-            dim: std::iter::once(rows.len())
-                .chain(row_shape)
-                .map(|size| Dim {
-                    size: size as i64,
-                    name: String::new(),
-                })
-                .collect(),
-            unknown_rank: false,
-        }),
-        ..TensorProto::default()
-    };
-    let not = |what: &str| {
-        ServeError::Internal(format!("output '{key}' holds a value that is not {what}"))
-    };
-    match output_dtype(key) {
-        DType::Float32 => {
-            tensor.set_dtype(DataType::DtFloat);
-            tensor.float_val = flat
-                .iter()
-                .map(|v| v.as_f64().map(|x| x as f32).ok_or_else(|| not("a number")))
-                .collect::<Result<_, _>>()?;
-        }
-        DType::Int64 => {
-            tensor.set_dtype(DataType::DtInt64);
-            tensor.int64_val = flat
-                .iter()
-                .map(|v| v.as_i64().ok_or_else(|| not("an integer")))
-                .collect::<Result<_, _>>()?;
-        }
-        DType::String => {
-            tensor.set_dtype(DataType::DtString);
-            tensor.string_val = flat
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(|s| s.as_bytes().to_vec())
-                        .ok_or_else(|| not("a string"))
-                })
-                .collect::<Result<_, _>>()?;
-        }
-    }
-    Ok(tensor)
-}
-
-fn shape_of(value: &Value) -> Vec<usize> {
-    match value {
-        Value::Array(items) => {
-            let mut shape = vec![items.len()];
-            shape.extend(items.first().map_or_else(Vec::new, shape_of));
-            shape
-        }
-        _ => Vec::new(),
-    }
-}
-
-fn flatten<'a>(value: &'a Value, into: &mut Vec<&'a Value>) {
-    match value {
-        Value::Array(items) => items.iter().for_each(|item| flatten(item, into)),
-        scalar => into.push(scalar),
-    }
-}
-
-/// A tf.Example as an instance: each feature's values, one value as a scalar; `context`'s
-/// features first, the example's over them (Classify's and Regress's `Input`).
-pub(crate) fn example_instance(
-    index: usize,
-    example: &Example,
-    context: Option<&Example>,
-) -> Result<Instance, ServeError> {
-    let mut instance = Map::new();
-    for source in context.into_iter().chain([example]) {
-        for (name, feature) in source.features.iter().flat_map(|f| &f.feature) {
-            let values: Vec<Value> = match &feature.kind {
-                Some(feature::Kind::FloatList(list)) => list
-                    .value
-                    .iter()
-                    .map(|&x| Value::from(f64::from(x)))
-                    .collect(),
-                Some(feature::Kind::Int64List(list)) => {
-                    list.value.iter().map(|&x| Value::from(x)).collect()
-                }
-                Some(feature::Kind::BytesList(list)) => list
-                    .value
-                    .iter()
-                    .map(|bytes| {
-                        String::from_utf8(bytes.clone())
-                            .map(Value::from)
-                            .map_err(|_| {
-                                bad(format!("example {index}: feature '{name}' is not UTF-8"))
-                            })
-                    })
-                    .collect::<Result<_, _>>()?,
-                None => Vec::new(),
-            };
-            let value = match <[Value; 1]>::try_from(values) {
-                Ok([one]) => one,
-                Err(values) => Value::Array(values),
-            };
-            instance.insert(name.clone(), value);
-        }
-    }
-    Ok(instance)
-}
-
 fn bad(message: String) -> ServeError {
     ServeError::BadRequest(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::proto::tensorflow::tensor_shape_proto::Dim;
+    use super::super::proto::tensorflow::TensorShapeProto;
+    use super::*;
+
+    fn floats(dims: &[i64], content: &[u8]) -> HashMap<String, TensorProto> {
+        let dim = dims.iter().map(|&size| Dim {
+            size,
+            name: String::new(),
+        });
+        let mut tensor = TensorProto {
+            tensor_shape: Some(TensorShapeProto {
+                dim: dim.collect(),
+                unknown_rank: false,
+            }),
+            tensor_content: content.to_vec(),
+            ..TensorProto::default()
+        };
+        tensor.set_dtype(DataType::DtFloat);
+        HashMap::from([("x".to_string(), tensor)])
+    }
+
+    fn refused(shape: &[usize], dims: &[i64], content: &[u8]) -> String {
+        let signature = Signature::new().with_shaped_input("x", DType::Float32, shape.to_vec());
+        match instances(&signature, &floats(dims, content)) {
+            Err(ServeError::BadRequest(message)) => message,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_shape_declaring_more_values_than_the_tensor_holds_is_refused_naming_the_input() {
+        let wraps = refused(&[4], &[1 << 62, 4], &[]);
+        assert!(wraps.starts_with("input 'x' of shape"), "{wraps}");
+        assert!(
+            wraps.ends_with("holds 0 values, expected more than can be held"),
+            "{wraps}"
+        );
+        let hollow = refused(&[1 << 40, 0], &[1, 1 << 40, 0], &[]);
+        assert!(hollow.contains("more empty lists than rows"), "{hollow}");
+        let deep = refused(&[1; 100_000], &[1; 100_001], &[0, 0, 128, 63]);
+        assert_eq!(deep, "input 'x' has 100001 dimensions, above 254");
+        let torn = refused(&[1], &[1, 1], &[0, 0, 128, 63, 1]);
+        assert!(torn.contains("tensor_content holds 5 bytes"), "{torn}");
+        let signature = Signature::new().with_shaped_input("x", DType::Float32, vec![1]);
+        let one = instances(&signature, &floats(&[1, 1], &[0, 0, 128, 63])).unwrap();
+        assert_eq!(one[0]["x"], serde_json::json!([1.0]));
+    }
+
+    #[test]
+    fn the_batch_is_read_from_the_shapes_before_any_value_is() {
+        let signature = Signature::new().with_input("x", DType::Float32);
+        assert_eq!(batch_size(&signature, &floats(&[1 << 62], &[])), 1 << 62);
+        assert_eq!(batch_size(&signature, &floats(&[-1], &[])), 0);
+        let mut examples = floats(&[], &[]);
+        let mut tensor = examples.remove("x").unwrap();
+        tensor.set_dtype(DataType::DtString);
+        tensor.string_val = vec![Vec::new(); 3];
+        let examples = HashMap::from([("examples".to_string(), tensor)]);
+        assert_eq!(batch_size(&signature, &examples), 3);
+    }
 }

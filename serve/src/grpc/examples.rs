@@ -1,0 +1,129 @@
+//! tf.Examples into instances: Classify's and Regress's input, each example with the
+//! features of the list's context, and the serialized examples of a Predict call.
+
+use datasets::tf_proto::{feature, Example, Feature};
+use estimator::export::Instance;
+use serde_json::{Map, Value};
+
+use super::proto::tensorflow::serving::{input, Input};
+use crate::error::ServeError;
+use crate::request::check_context;
+
+/// The examples of a Classify or Regress call's input, and its context.
+pub(super) fn list(input: Option<Input>) -> Result<(Vec<Example>, Option<Example>), ServeError> {
+    match input.and_then(|i| i.kind) {
+        Some(input::Kind::ExampleList(list)) => Ok((list.examples, None)),
+        Some(input::Kind::ExampleListWithContext(list)) => Ok((list.examples, list.context)),
+        None => Err(ServeError::BadRequest(
+            "the request's input has no examples: set example_list".into(),
+        )),
+    }
+}
+
+/// The instances of `examples`, each with the features of `context`.
+pub(super) fn instances(
+    examples: &[Example],
+    context: Option<&Example>,
+) -> Result<Vec<Instance>, ServeError> {
+    let features = context
+        .iter()
+        .flat_map(|c| c.features.iter())
+        .flat_map(|f| &f.feature);
+    let values = features.map(|(_, feature)| 1 + feature_len(feature)).sum();
+    check_context(values, examples.len())?;
+    examples
+        .iter()
+        .enumerate()
+        .map(|(index, example)| instance(index, example, context))
+        .collect()
+}
+
+/// How many values a feature holds.
+fn feature_len(feature: &Feature) -> usize {
+    match &feature.kind {
+        Some(feature::Kind::FloatList(list)) => list.value.len(),
+        Some(feature::Kind::Int64List(list)) => list.value.len(),
+        Some(feature::Kind::BytesList(list)) => list.value.len(),
+        None => 0,
+    }
+}
+
+/// A tf.Example as an instance: each feature's values, one value as a scalar; `context`'s
+/// features first, the example's over them (Classify's and Regress's `Input`).
+pub(super) fn instance(
+    index: usize,
+    example: &Example,
+    context: Option<&Example>,
+) -> Result<Instance, ServeError> {
+    let mut instance = Map::new();
+    for source in context.into_iter().chain([example]) {
+        for (name, feature) in source.features.iter().flat_map(|f| &f.feature) {
+            let values: Vec<Value> = match &feature.kind {
+                Some(feature::Kind::FloatList(list)) => list
+                    .value
+                    .iter()
+                    .map(|&x| Value::from(f64::from(x)))
+                    .collect(),
+                Some(feature::Kind::Int64List(list)) => {
+                    list.value.iter().map(|&x| Value::from(x)).collect()
+                }
+                Some(feature::Kind::BytesList(list)) => list
+                    .value
+                    .iter()
+                    .map(|bytes| {
+                        String::from_utf8(bytes.clone())
+                            .map(Value::from)
+                            .map_err(|_| {
+                                ServeError::BadRequest(format!(
+                                    "example {index}: feature '{name}' is not UTF-8"
+                                ))
+                            })
+                    })
+                    .collect::<Result<_, _>>()?,
+                None => Vec::new(),
+            };
+            let value = match <[Value; 1]>::try_from(values) {
+                Ok([one]) => one,
+                Err(values) => Value::Array(values),
+            };
+            instance.insert(name.clone(), value);
+        }
+    }
+    Ok(instance)
+}
+
+/// An example of one feature `name`.
+#[cfg(test)]
+pub(super) fn example(name: &str, kind: feature::Kind) -> Example {
+    let feature = Feature { kind: Some(kind) };
+    let feature = std::collections::HashMap::from([(name.to_string(), feature)]);
+    Example {
+        features: Some(datasets::tf_proto::Features { feature }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datasets::tf_proto::FloatList;
+
+    use super::*;
+
+    #[test]
+    fn a_context_too_large_to_copy_into_every_example_is_refused() {
+        let floats = feature::Kind::FloatList(FloatList {
+            value: vec![0.0; 1 << 20],
+        });
+        let context = example("x", floats);
+        let answer = instances(&vec![Example::default(); 9], Some(&context));
+        assert!(
+            matches!(answer, Err(ServeError::TooLarge(_))),
+            "not refused"
+        );
+        assert_eq!(
+            instances(&[Example::default()], Some(&context))
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}
