@@ -6,6 +6,7 @@ mod classification;
 mod device_cache;
 mod dnn;
 mod dnn_options;
+mod heads;
 mod linear;
 mod serving;
 mod task;

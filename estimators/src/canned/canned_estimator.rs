@@ -9,20 +9,23 @@ use estimator::head::{Head, HeadLabels, HeadPrediction};
 use estimator::{
     Error, Estimator, Metrics, MixedPrecision, OptimizerSpec, Result, RunConfig, Signature,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::{Task, WeightColumn};
 use crate::network::Network;
+
+mod saved;
 
 /// A canned estimator: network `N` (DNN, linear, wide & deep, baseline) with a head for
 /// task `K` (classification or regression). Use the aliases — [`DnnClassifier`],
 /// [`LinearRegressor`], … — and their `new`; everything a served model needs (columns,
 /// vocabularies, normalisers, head) is in this serialisable value, so
-/// `Predictor::<DnnClassifier>::load(export_dir)` rebuilds it.
+/// `Predictor::<DnnClassifier>::load(export_dir)` rebuilds it. Read back, it gets the checks
+/// `new` makes of a new one, since the file may have been edited or damaged.
 ///
 /// [`DnnClassifier`]: super::DnnClassifier
 /// [`LinearRegressor`]: super::LinearRegressor
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(bound = "N: Network")]
 pub struct CannedEstimator<N, K> {
     run_config: RunConfig,

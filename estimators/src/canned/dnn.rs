@@ -3,7 +3,7 @@
 use datasets::Schema;
 use estimator::{OptimizerSpec, Result, RunConfig};
 
-use super::classification::{classification_head, regression_head};
+use super::heads::{classification_head, regression_head};
 use super::{CannedEstimator, Classification, Regression};
 use crate::feature_column::{FeatureColumn, Layout, ResolvedColumns};
 use crate::network::DnnNetwork;

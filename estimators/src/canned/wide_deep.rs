@@ -3,8 +3,8 @@
 use datasets::Schema;
 use estimator::{OptimizerSpec, Result, RunConfig};
 
-use super::classification::{classification_head, regression_head};
 use super::dnn::default_dnn_optimizer;
+use super::heads::{classification_head, regression_head};
 use super::linear::default_linear_optimizer;
 use super::{CannedEstimator, Classification, Regression};
 use crate::feature_column::{FeatureColumn, Layout, ResolvedColumns};

@@ -55,6 +55,16 @@ impl TryFrom<Saved> for ResolvedColumns {
     type Error = Error;
 
     fn try_from(saved: Saved) -> Result<Self> {
+        // A hand-edited or damaged saved form gets every check a new one gets: a hash size of
+        // 0 would divide by zero, a place outside the batch panic, a repeated vocabulary
+        // entry or unsorted boundaries silently give other ids.
+        let schema = saved.inputs.saved_schema()?;
+        let again = Self::resolve(saved.columns.clone(), &schema, saved.layout)?;
+        if !again.inputs.same_keys(&saved.inputs) {
+            return Err(Error::Config(
+                "the saved inputs are not those the saved feature columns read".into(),
+            ));
+        }
         let parts = parts(&saved.columns, &saved.inputs, saved.layout)?;
         Ok(Self {
             layout: saved.layout,
@@ -104,12 +114,27 @@ impl ResolvedColumns {
             }
             column.resolve(&mut inputs, schema)?;
         }
+        check_sizes(&columns, layout)?;
         Ok(Self {
             parts: parts(&columns, &inputs, layout)?,
             layout,
             columns,
             inputs,
         })
+    }
+
+    /// Checks that the columns read `schema` where they were resolved to read it (a saved
+    /// estimator's columns and its saved schema), not another column of it.
+    pub(crate) fn check_schema(&self, schema: &Schema) -> Result<()> {
+        let again = Self::resolve(self.columns.clone(), schema, self.layout)?;
+        if again.inputs != self.inputs {
+            return Err(Error::Config(
+                "the saved feature columns do not read the saved schema where they were \
+                 resolved to"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// The layout the columns were resolved for.
@@ -233,6 +258,30 @@ impl ResolvedColumns {
             FeatureColumn::Bucketized(c) if self.layout == Layout::Dnn => c.num_buckets(),
             _ => 0,
         }
+    }
+}
+
+/// Checks that the input width and the ids of all columns fit the device's i64 ids and
+/// offsets, so that summing them (`input_width`, a linear model's table) cannot overflow.
+fn check_sizes(columns: &[FeatureColumn], layout: Layout) -> Result<()> {
+    let (mut width, mut ids) = (Some(0usize), Some(0usize));
+    for column in columns {
+        let (w, n) = match column {
+            FeatureColumn::Numeric(_) => (1, 0),
+            FeatureColumn::Indicator(c) => (c.width(), 0),
+            FeatureColumn::Embedding(e) => (e.dimension, e.num_buckets()),
+            FeatureColumn::Bucketized(c) if layout == Layout::Dnn => (c.num_buckets(), 0),
+            other => (0, other.num_buckets().unwrap_or(0)),
+        };
+        width = width.and_then(|t| t.checked_add(w));
+        ids = ids.and_then(|t| t.checked_add(n));
+    }
+    let most = i64::MAX as usize;
+    match (width, ids) {
+        (Some(w), Some(n)) if w <= most && n <= most => Ok(()),
+        _ => Err(Error::Config(format!(
+            "the feature columns' widths or bucket counts add up to more than {most}"
+        ))),
     }
 }
 

@@ -174,6 +174,76 @@ impl InputSources {
         Ok(())
     }
 
+    /// A schema holding just the recorded keys, in their recorded order and types, to
+    /// resolve saved columns against again: an error when a place is outside the layout or
+    /// held by two keys.
+    pub(crate) fn saved_schema(&self) -> Result<Schema> {
+        let mut dense: Vec<(usize, &str, bool)> = Vec::new();
+        let mut categorical: Vec<(usize, &str)> = Vec::new();
+        for (key, source) in &self.sources {
+            match *source {
+                InputSource::Dense { index, integer } if index < self.num_dense => {
+                    dense.push((index, key, integer))
+                }
+                InputSource::Categorical { index } if index < self.num_categorical => {
+                    categorical.push((index, key))
+                }
+                _ => {
+                    return Err(Error::Config(format!(
+                        "input '{key}': its place {source:?} is outside the layout of {} \
+                         numeric and {} category values",
+                        self.num_dense, self.num_categorical
+                    )))
+                }
+            }
+        }
+        dense.sort_unstable();
+        categorical.sort_unstable();
+        let twice = dense
+            .windows(2)
+            .find(|w| w[0].0 == w[1].0)
+            .map(|w| (w[0].1, w[1].1));
+        let twice = twice.or_else(|| {
+            let same = categorical.windows(2).find(|w| w[0].0 == w[1].0);
+            same.map(|w| (w[0].1, w[1].1))
+        });
+        if let Some((a, b)) = twice {
+            return Err(Error::Config(format!(
+                "inputs '{a}' and '{b}' are recorded at the same place"
+            )));
+        }
+        let schema = dense
+            .into_iter()
+            .fold(Schema::new(), |s, (_, key, integer)| {
+                s.add(
+                    key,
+                    if integer {
+                        ColumnType::Int
+                    } else {
+                        ColumnType::Float
+                    },
+                )
+            });
+        Ok(categorical
+            .into_iter()
+            .fold(schema, |s, (_, key)| s.category(key)))
+    }
+
+    /// Whether `self` and `other` record the same keys, in the same order, as the same kind
+    /// of value (their places aside).
+    pub(crate) fn same_keys(&self, other: &InputSources) -> bool {
+        let kind = |s: InputSource| match s {
+            InputSource::Dense { integer, .. } => Some(integer),
+            InputSource::Categorical { .. } => None,
+        };
+        self.order == other.order
+            && self.sources.len() == other.sources.len()
+            && self
+                .keys()
+                .zip(other.keys())
+                .all(|(a, b)| kind(a.1) == kind(b.1))
+    }
+
     /// Where `key` was found, if it was.
     pub(crate) fn source(&self, key: &str) -> Option<InputSource> {
         self.sources.get(key).copied()

@@ -198,6 +198,12 @@ impl VocabularyListColumn {
         if self.vocabulary.is_empty() {
             return bad("the vocabulary is empty".into());
         }
+        if self.num_oov_buckets > i64::MAX as usize - self.vocabulary.len() {
+            return bad(format!(
+                "num_oov_buckets {} is too large",
+                self.num_oov_buckets
+            ));
+        }
         // A set, not a scan of the values before: learned vocabularies can be large.
         let mut seen = std::collections::HashSet::with_capacity(self.vocabulary.len());
         for v in &self.vocabulary {

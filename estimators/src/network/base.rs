@@ -5,7 +5,7 @@ use std::fmt::Debug;
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::ColumnarBatch;
+use datasets::{ColumnarBatch, Schema};
 use estimator::export::DType;
 use estimator::{GatherRows, MixedPrecision, Result};
 use serde::de::DeserializeOwned;
@@ -57,4 +57,8 @@ pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Se
 
     /// The input features the network reads, with their serving types.
     fn serving_inputs(&self) -> Vec<(String, DType)>;
+
+    /// Checks a saved configuration as building a new one checks it, its columns against
+    /// `schema`, the input they were resolved against.
+    fn check_saved(&self, schema: &Schema) -> Result<()>;
 }

@@ -4,7 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::Initializer;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::ColumnarBatch;
+use datasets::{ColumnarBatch, Schema};
 use estimator::export::DType;
 use estimator::{MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
@@ -55,5 +55,9 @@ impl Network for BaselineNetwork {
 
     fn serving_inputs(&self) -> Vec<(String, DType)> {
         Vec::new()
+    }
+
+    fn check_saved(&self, _schema: &Schema) -> Result<()> {
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@ use burn::nn::{
 };
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::ColumnarBatch;
+use datasets::{ColumnarBatch, Schema};
 use estimator::export::DType;
 use estimator::{Error, MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
@@ -52,11 +52,7 @@ impl DnnNetwork {
             ));
         }
         let hidden_units: Vec<usize> = hidden_units.into_iter().collect();
-        if hidden_units.is_empty() || hidden_units.contains(&0) {
-            return Err(Error::Config(format!(
-                "hidden_units {hidden_units:?} must be one or more positive layer widths"
-            )));
-        }
+        check_hidden_units(&hidden_units)?;
         Ok(Self {
             columns,
             hidden_units,
@@ -76,6 +72,15 @@ impl DnnNetwork {
             )))
         }
     }
+}
+
+fn check_hidden_units(hidden_units: &[usize]) -> Result<()> {
+    if hidden_units.is_empty() || hidden_units.contains(&0) {
+        return Err(Error::Config(format!(
+            "hidden_units {hidden_units:?} must be one or more positive layer widths"
+        )));
+    }
+    Ok(())
 }
 
 /// The DNN's weights: input layer (embeddings), hidden layers, optional batch norms, logits.
@@ -193,12 +198,26 @@ impl Network for DnnNetwork {
     fn serving_inputs(&self) -> Vec<(String, DType)> {
         self.columns.serving_inputs()
     }
+
+    /// Burn's dropout panics on a probability outside `[0, 1]`.
+    fn check_saved(&self, schema: &Schema) -> Result<()> {
+        if self.columns.layout() != Layout::Dnn {
+            return Err(Error::Config(
+                "a DNN's feature columns have another layout".into(),
+            ));
+        }
+        check_hidden_units(&self.hidden_units)?;
+        if let Some(p) = self.dropout {
+            Self::check_dropout(p)?;
+        }
+        self.columns.check_schema(schema)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datasets::{Example, Schema};
+    use datasets::Example;
     use estimator::weights_to_safetensors;
     use estimator::{CpuBackend, CpuTrainBackend};
 

@@ -4,7 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, Initializer};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
-use datasets::ColumnarBatch;
+use datasets::{ColumnarBatch, Schema};
 use estimator::export::DType;
 use estimator::{Error, MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
@@ -132,12 +132,21 @@ impl Network for LinearNetwork {
     fn serving_inputs(&self) -> Vec<(String, DType)> {
         self.columns.serving_inputs()
     }
+
+    fn check_saved(&self, schema: &Schema) -> Result<()> {
+        if self.columns.layout() != Layout::Linear {
+            return Err(Error::Config(
+                "a linear model's feature columns have another layout".into(),
+            ));
+        }
+        self.columns.check_schema(schema)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datasets::{Example, Schema};
+    use datasets::Example;
     use estimator::CpuBackend;
 
     use crate::feature_column::{categorical_column_with_vocabulary_list, numeric_column};

@@ -4,7 +4,7 @@
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use datasets::ColumnarBatch;
+use datasets::{ColumnarBatch, Schema};
 use estimator::export::DType;
 use estimator::{MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
@@ -83,5 +83,10 @@ impl Network for WideDeepNetwork {
             }
         }
         inputs
+    }
+
+    fn check_saved(&self, schema: &Schema) -> Result<()> {
+        self.linear.check_saved(schema)?;
+        self.dnn.check_saved(schema)
     }
 }

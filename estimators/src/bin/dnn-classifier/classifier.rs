@@ -167,6 +167,9 @@ pub fn load_classifier(model_dir: &Path, device: DeviceSpec) -> Result<DnnClassi
     })?;
     let classifier: DnnClassifier =
         serde_json::from_str(&text).with_context(|| format!("{}: corrupt", path.display()))?;
+    if device == DeviceSpec::Cpu {
+        memory_check::check_model_fits(&path, &classifier, memory_check::available_bytes())?;
+    }
     let run_config = RunConfig {
         model_dir: model_dir.to_path_buf(),
         device,

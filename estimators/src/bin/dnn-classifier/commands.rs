@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Result;
 use estimator::datasets::{Dataset, InputFiles};
 use estimator::export::export_checkpoint;
-use estimator::{AtomicFile, DeviceSpec, Estimator, EstimatorExt, Predictor};
+use estimator::{load_estimator, AtomicFile, DeviceSpec, Estimator, EstimatorExt, Predictor};
 use estimators::DnnClassifier;
 
 use crate::classifier::load_classifier;
@@ -81,6 +81,12 @@ fn predict(args: PredictArgs) -> Result<()> {
         args.model_dir.as_deref(),
     )?;
     if let Some(export_dir) = &args.export_dir {
+        // The sizes in the export's configuration, before loading builds the model; one
+        // that cannot be read is left for the load to report.
+        if let Ok(exported) = load_estimator::<DnnClassifier>(export_dir) {
+            let file = export_dir.join("estimator.json");
+            memory_check::check_model_fits(&file, &exported, memory_check::available_bytes())?;
+        }
         let predictor = Predictor::<DnnClassifier>::load(export_dir)?;
         let estimator = predictor.estimator();
         let weight = estimator.weight_column().map(|w| w.name.as_str());

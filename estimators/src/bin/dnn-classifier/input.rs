@@ -193,8 +193,8 @@ pub fn training_facts(
     })
 }
 
-/// The schema for reading files that may lack the label column (prediction input), as the
-/// first file's header (or Parquet columns) says; a TFRecord file is read without it.
+/// The schema for reading files that may lack the label column, as the first file's header
+/// (or Parquet columns) says; a TFRecord file is read without it.
 pub fn schema_for(files: &InputFiles, schema: &Schema, format: &InputFormat) -> Result<Schema> {
     if let InputFormat::TfRecord(_) = format {
         return Ok(strip_label(schema));
@@ -239,7 +239,8 @@ pub fn eval_schema(files: &InputFiles, schema: &Schema, format: &InputFormat) ->
     Ok(eval)
 }
 
-fn strip_label(schema: &Schema) -> Schema {
+/// `schema` without its label column.
+pub fn strip_label(schema: &Schema) -> Schema {
     let mut stripped = schema.clone();
     stripped.label_classes = None;
     if let Some(label) = stripped.label.take() {

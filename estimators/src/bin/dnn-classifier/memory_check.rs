@@ -1,7 +1,10 @@
 //! Refusing sizes that cannot fit before anything is allocated: an allocation failure
 //! aborts the process with no message naming the flag at fault.
 
+use std::path::Path;
+
 use anyhow::{bail, Result};
+use estimators::DnnClassifier;
 
 /// Bytes per value (f32).
 const VALUE: f64 = 4.0;
@@ -10,14 +13,59 @@ const VALUE: f64 = 4.0;
 /// gradients and two optimizer slots, and for the batch its input and every layer's
 /// activations and their gradients.
 pub fn step_bytes(inputs: usize, hidden_units: &[usize], outputs: usize, batch: usize) -> f64 {
-    let widths: Vec<f64> = std::iter::once(inputs)
+    let widths = widths(inputs, hidden_units, outputs);
+    let activations: f64 = widths.iter().sum::<f64>() * batch as f64;
+    (parameters(&widths) * 4.0 + activations * 2.0) * VALUE
+}
+
+fn widths(inputs: usize, hidden_units: &[usize], outputs: usize) -> Vec<f64> {
+    std::iter::once(inputs)
         .chain(hidden_units.iter().copied())
         .chain(std::iter::once(outputs))
         .map(|w| w as f64)
-        .collect();
-    let parameters: f64 = widths.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
-    let activations: f64 = widths.iter().sum::<f64>() * batch as f64;
-    (parameters * 4.0 + activations * 2.0) * VALUE
+        .collect()
+}
+
+/// Weights and biases of dense layers of `widths`.
+fn parameters(widths: &[f64]) -> f64 {
+    widths.windows(2).map(|w| w[0] * w[1] + w[1]).sum()
+}
+
+/// An error naming `file` when the weights of the model it describes cannot fit in
+/// `available` bytes: its sizes come from a file that may be damaged or hand-edited, and
+/// building the model would abort the process.
+pub fn check_model_fits(
+    file: &Path,
+    classifier: &DnnClassifier,
+    available: Option<f64>,
+) -> Result<()> {
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let dnn = classifier.network();
+    let logits = classifier.head().logits_dimension();
+    let dense = parameters(&widths(
+        dnn.columns.input_width(),
+        &dnn.hidden_units,
+        logits,
+    ));
+    let tables: f64 = dnn
+        .columns
+        .embedding_columns()
+        .iter()
+        .map(|e| e.num_buckets() as f64 * e.dimension as f64)
+        .sum();
+    let needed = (dense + tables) * VALUE;
+    if needed > available {
+        bail!(
+            "{}: the model it describes needs at least {} for its weights, more than the {} \
+             of memory available",
+            file.display(),
+            human(needed),
+            human(available)
+        );
+    }
+    Ok(())
 }
 
 /// `MemAvailable` of `/proc/meminfo`; `None` where it cannot be read (not Linux).
@@ -122,5 +170,25 @@ mod tests {
         assert!(check_fits(4, &[128, 64], 3, 1_000_000_000_000, Some(16e9)).is_err());
         assert!(check_fits(784, &[1024, 1024], 10, 1024, Some(16e9)).is_ok());
         assert!(check_fits(4, &[100_000_000], 3, 128, None).is_ok());
+    }
+
+    #[test]
+    fn a_saved_model_too_large_for_memory_is_refused_naming_its_file() {
+        use estimator::datasets::Schema;
+        use estimator::RunConfig;
+        use estimators::feature_column::numeric_column;
+        let schema = Schema::new().float("x").int("y").label("y");
+        let model = |units: usize| {
+            let columns = vec![numeric_column("x").into()];
+            DnnClassifier::new(RunConfig::new("m"), &schema, columns, [units], 3).unwrap()
+        };
+        let file = Path::new("m/dnn_classifier.json");
+        let err = check_model_fits(file, &model(1 << 40), Some(16e9)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "m/dnn_classifier.json: the model it describes needs at least 22.0 TB for its \
+             weights, more than the 16.0 GB of memory available"
+        );
+        assert!(check_model_fits(file, &model(128), Some(16e9)).is_ok());
     }
 }

@@ -5,7 +5,7 @@
 use anyhow::Result;
 use estimator::datasets::{BoxDataset, ColumnarBatch, DatasetExt, Error, InputFiles, Schema};
 
-use crate::input::{batches, columns_of, schema_for};
+use crate::input::{batches, columns_of, strip_label};
 use crate::input_format::InputFormat;
 
 /// The schema prediction reads its files through, and where the weight goes.
@@ -27,7 +27,9 @@ impl PredictionInput {
         weight: Option<&str>,
         format: &InputFormat,
     ) -> Result<Self> {
-        let mut schema = schema_for(files, model, format)?;
+        // Never the label, even where the files have it: a class the model does not know
+        // (or none at all) must not stop the rows being predicted.
+        let mut schema = strip_label(model);
         let mut format = format.clone();
         let filled_weight = match (weight, &mut format) {
             (None, _) => None,
@@ -100,5 +102,34 @@ mod tests {
         let filled = with_ones_at(batch, 1);
         assert_eq!(filled.dense_width, 3);
         assert_eq!(filled.dense, [1.0, 1.0, 2.0, 3.0, 1.0, 4.0]);
+    }
+
+    #[test]
+    fn a_label_column_in_the_input_is_not_read() {
+        use estimator::datasets::{Dataset, Labels};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.csv");
+        // A class the model was not trained on, and one id out of its range.
+        std::fs::write(&path, "x,name,id\n1.5,bird,7\n").unwrap();
+        let files = InputFiles::resolve(&path.display().to_string()).unwrap();
+        for label in ["name", "id"] {
+            let model = Schema::new()
+                .float("x")
+                .category("name")
+                .int("id")
+                .label(label);
+            let model = match label {
+                "id" => model.with_label_classes(3),
+                _ => model,
+            };
+            let input = PredictionInput::new(&files, &model, None, &InputFormat::Csv).unwrap();
+            let batch = input
+                .batches(&files, 8)
+                .unwrap()
+                .next_item()
+                .unwrap()
+                .unwrap();
+            assert_eq!((batch.rows, &batch.labels), (1, &Labels::None));
+        }
     }
 }

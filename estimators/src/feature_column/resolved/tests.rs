@@ -85,3 +85,96 @@ fn serving_inputs_list_each_key_once_with_its_type() {
     let back: ResolvedColumns = serde_json::from_str(&json).unwrap();
     assert_eq!(back, resolved);
 }
+
+/// The error reading the saved form of `columns` (resolved against `schema()`) once `edit`
+/// has changed it.
+fn refused_when_saved(
+    columns: Vec<FeatureColumn>,
+    layout: Layout,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> String {
+    let resolved = ResolvedColumns::resolve(columns, &schema(), layout).unwrap();
+    let mut saved = serde_json::to_value(&resolved).unwrap();
+    edit(&mut saved);
+    serde_json::from_value::<ResolvedColumns>(saved)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn a_saved_form_gets_the_checks_of_a_new_one() {
+    use crate::feature_column::categorical_column_with_hash_bucket;
+    use serde_json::json;
+    let hashed = || vec![indicator_column(categorical_column_with_hash_bucket("c", 4)).into()];
+    let err = refused_when_saved(hashed(), Layout::Dnn, |v| {
+        v["columns"][0]["indicator"]["categorical"]["hash_bucket"]["hash_bucket_size"] = json!(0)
+    });
+    assert!(err.contains("feature column 'c': hash_bucket_size must be at least 1"));
+    let listed = || vec![indicator_column(colour()).into()];
+    let vocabulary = |v: &mut serde_json::Value| -> serde_json::Value {
+        v["columns"][0]["indicator"]["categorical"]["vocabulary_list"].take()
+    };
+    let err = refused_when_saved(listed(), Layout::Dnn, |v| {
+        let mut list = vocabulary(v);
+        list["vocabulary"] = json!(["red", "red", "blue"]);
+        v["columns"][0]["indicator"]["categorical"]["vocabulary_list"] = list;
+    });
+    assert!(
+        err.contains("'red' appears twice in the vocabulary"),
+        "{err}"
+    );
+    let err = refused_when_saved(listed(), Layout::Dnn, |v| {
+        let mut list = vocabulary(v);
+        list["num_oov_buckets"] = json!(u64::MAX);
+        v["columns"][0]["indicator"]["categorical"]["vocabulary_list"] = list;
+    });
+    assert!(
+        err.contains("num_oov_buckets 18446744073709551615 is too large"),
+        "{err}"
+    );
+    let bucketized = || vec![bucketized_column(numeric_column("x"), [0.0, 1.0]).into()];
+    let err = refused_when_saved(bucketized(), Layout::Dnn, |v| {
+        v["columns"][0]["bucketized"]["boundaries"] = json!([1.0, 0.0])
+    });
+    assert!(err.contains("must be strictly increasing"), "{err}");
+    let standardised = || vec![numeric_column("x").with_normalizer(1.0, 2.0).into()];
+    let err = refused_when_saved(standardised(), Layout::Dnn, |v| {
+        v["columns"][0]["numeric"]["normalizer"]["std"] = json!(-2.0)
+    });
+    assert!(err.contains("must be finite, std >= 0"), "{err}");
+    let err = refused_when_saved(standardised(), Layout::Dnn, |v| {
+        v["inputs"]["sources"]["x"]["dense"]["index"] = json!(2)
+    });
+    assert!(err.contains("input 'x': its place"), "{err}");
+    let embedded = || vec![embedding_column(colour(), 2).into()];
+    let err = refused_when_saved(embedded(), Layout::Dnn, |v| {
+        v["columns"][0]["embedding"]["dimension"] = json!(0)
+    });
+    assert!(err.contains("dimension must be at least 1"), "{err}");
+    let two = || vec![numeric_column("x").into(), numeric_column("n").into()];
+    let err = refused_when_saved(two(), Layout::Dnn, |v| {
+        v["inputs"]["sources"]["n"]["dense"]["index"] = json!(0)
+    });
+    assert!(err.contains("are recorded at the same place"), "{err}");
+    let err = refused_when_saved(two(), Layout::Dnn, |v| {
+        v["columns"] = json!([v["columns"][0].clone()])
+    });
+    assert!(
+        err.contains("not those the saved feature columns read"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bucket_counts_too_large_to_add_are_rejected() {
+    use crate::feature_column::categorical_column_with_hash_bucket;
+    let half = i64::MAX as usize / 2 + 1;
+    let columns = vec![
+        categorical_column_with_hash_bucket("c", half).into(),
+        categorical_column_with_identity("n", half).into(),
+    ];
+    let err = ResolvedColumns::resolve(columns, &schema(), Layout::Linear)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bucket counts add up to more than"), "{err}");
+}
