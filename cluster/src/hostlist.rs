@@ -27,6 +27,12 @@ pub(crate) fn first_host(list: &str) -> Option<String> {
                     if !valid || range.split('-').count() > 2 {
                         return None;
                     }
+                    // Slurm refuses `[5-1]`; taking its 5 would name a host it never gave.
+                    if let Some((low, high)) = range.split_once('-') {
+                        if by_value(low) > by_value(high) {
+                            return None;
+                        }
+                    }
                 }
                 host.push_str(first);
             }
@@ -36,6 +42,12 @@ pub(crate) fn first_host(list: &str) -> Option<String> {
         }
     }
     (!host.is_empty()).then_some(host)
+}
+
+/// A run of digits as a key ordered by its value, however long (`007` = `7` < `10`).
+fn by_value(digits: &str) -> (usize, &str) {
+    let significant = digits.trim_start_matches('0');
+    (significant.len(), significant)
 }
 
 #[cfg(test)]
@@ -52,6 +64,8 @@ mod tests {
             ("rack[1-2]-node[01-04]", "rack1-node01"),
             ("a[9]b", "a9b"),
             (" n-1.cluster ", "n-1.cluster"),
+            ("n[09-10]", "n09"),
+            ("n[007-7]", "n007"),
         ] {
             assert_eq!(first_host(list).as_deref(), Some(first), "{list}");
         }
@@ -70,7 +84,18 @@ mod tests {
     #[test]
     fn malformed_lists_have_no_first_host() {
         for list in [
-            "", ",n1", "n[1-", "n[]", "n[a-b]", "n[1-2-3]", "n]1", "n[1[2]]", "a b",
+            "",
+            ",n1",
+            "n[1-",
+            "n[]",
+            "n[a-b]",
+            "n[5-1]",
+            "n[10-9]",
+            "n[3,2-01]",
+            "n[1-2-3]",
+            "n]1",
+            "n[1[2]]",
+            "a b",
         ] {
             assert_eq!(first_host(list), None, "{list}");
         }

@@ -14,6 +14,10 @@ pub const DEFAULT_RENDEZVOUS_PORT: u16 = 29500;
 /// Variable naming the rendezvous port, over every other rule.
 pub const RENDEZVOUS_PORT: &str = "ESTIMATOR_RENDEZVOUS_PORT";
 
+/// The largest world a launcher's variables may declare: rank 0 holds a connection and a
+/// slot per rank during the rendezvous, so a mistyped size must not become its allocation.
+pub(crate) const MAX_WORLD_SIZE: usize = 1 << 20;
+
 /// Which launcher started this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launcher {
@@ -172,6 +176,16 @@ pub fn launched_rank(var: impl Fn(&str) -> Option<String>) -> Result<Option<Laun
             ),
         ));
     }
+    if world_size > MAX_WORLD_SIZE {
+        return Err(Error::variable(
+            launcher.size_variable(),
+            format!(
+                "{} = {world_size}: more ranks than rank 0's rendezvous gathers (at most \
+                 {MAX_WORLD_SIZE})",
+                launcher.size_variable()
+            ),
+        ));
+    }
     if rank >= world_size {
         return Err(Error::variable(
             launcher.rank_variable(),
@@ -186,12 +200,26 @@ pub fn launched_rank(var: impl Fn(&str) -> Option<String>) -> Result<Option<Laun
     if world_size == 1 {
         return Ok(None);
     }
-    let local = |name: &str| var(name).and_then(|v| v.trim().parse::<usize>().ok());
-    let local_rank = local(launcher.local_rank_variable());
-    let all_on_one_host = launcher
-        .local_size_variable()
-        .and_then(local)
-        .is_some_and(|local_size| local_size == world_size);
+    // Optional, but a value set and unusable is a launcher misread: say so, as for the rank.
+    let local = |name: &str| -> Result<Option<usize>, Error> {
+        let Some(text) = var(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+        else {
+            return Ok(None);
+        };
+        text.parse().map(Some).map_err(|_| {
+            Error::variable(
+                name,
+                format!("{name} = '{text}' is not a non-negative integer ({launcher})"),
+            )
+        })
+    };
+    let local_rank = local(launcher.local_rank_variable())?;
+    let all_on_one_host = match launcher.local_size_variable() {
+        Some(name) => local(name)? == Some(world_size),
+        None => false,
+    };
     let rendezvous = rendezvous_address(launcher, &var, all_on_one_host)?;
     Ok(Some(LaunchedRank {
         launcher,

@@ -34,9 +34,40 @@ pub enum LaunchError {
         /// GPUs it lists.
         listed: usize,
     },
+    /// More tasks than a host has ports for, each listening on one of its own.
+    #[error(
+        "--workers {workers} and --ps {ps} ask for more than {max} tasks, each of which \
+         listens on a port of its own on --host"
+    )]
+    TooManyTasks {
+        /// `--workers`.
+        workers: usize,
+        /// `--ps`.
+        ps: usize,
+        /// The most tasks a launch starts.
+        max: usize,
+    },
     /// A `--task` of `certs` is not `NAME=HOST[,HOST...]` with a name and a host.
     #[error("--task '{0}': expected NAME=HOST[,HOST...] with a name and a host")]
     TaskSpec(String),
+    /// A `--task` of `certs` whose NAME cannot name files of its own in `--out`.
+    #[error("--task '{spec}': {reason}")]
+    TaskName {
+        /// The `--task` as given.
+        spec: String,
+        /// Why its name cannot be used.
+        reason: String,
+    },
+    /// The launcher's `CUDA_VISIBLE_DEVICES` holds an entry `--gpus` cannot hand out.
+    #[error("--gpus {count}: {CUDA_VISIBLE_DEVICES}=\"{visible}\" {reason}")]
+    UnusableGpus {
+        /// GPUs asked for.
+        count: usize,
+        /// The launcher's `CUDA_VISIBLE_DEVICES`.
+        visible: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Certificates cannot be issued or written.
     #[error(transparent)]
     Certificates(#[from] estimator_cluster::Error),

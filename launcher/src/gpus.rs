@@ -17,10 +17,20 @@ fn listed(value: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether CUDA takes `id` for a GPU: an index or a UUID (`GPU-…`, `MIG-…`); it hides every
+/// GPU listed after one it does not (`-1`, the usual way of hiding them all).
+fn is_gpu_id(id: &str) -> bool {
+    let index = !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit());
+    index || id.starts_with("GPU-") || id.starts_with("MIG-")
+}
+
 /// The GPUs a launch shares out, and which task gets which.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuPlan {
-    /// The GPU ids to hand out, as the tasks' `CUDA_VISIBLE_DEVICES` names them.
+    /// How many GPUs are handed out.
+    count: usize,
+    /// Their ids from the launcher's own `CUDA_VISIBLE_DEVICES`; empty for GPUs `0..count`,
+    /// named when handed out, since `--gpus` is a number and not a list worth allocating.
     ids: Vec<String>,
 }
 
@@ -30,21 +40,41 @@ impl GpuPlan {
     ///
     /// The error is one line naming `--gpus`.
     pub fn new(count: usize, inherited: Option<&str>) -> Result<GpuPlan, LaunchError> {
-        let ids = match inherited {
-            None => (0..count).map(|i| i.to_string()).collect(),
-            Some(value) => {
-                let visible = listed(value);
-                if visible.len() < count {
-                    return Err(LaunchError::TooFewGpus {
-                        count,
-                        visible: value.to_string(),
-                        listed: visible.len(),
-                    });
-                }
-                visible[..count].iter().map(|id| id.to_string()).collect()
-            }
+        let Some(value) = inherited else {
+            return Ok(GpuPlan {
+                count,
+                ids: Vec::new(),
+            });
         };
-        Ok(GpuPlan { ids })
+        let visible = listed(value);
+        if visible.len() < count {
+            return Err(LaunchError::TooFewGpus {
+                count,
+                visible: value.to_string(),
+                listed: visible.len(),
+            });
+        }
+        let ids = &visible[..count];
+        let unusable = |reason: String| LaunchError::UnusableGpus {
+            count,
+            visible: value.to_string(),
+            reason,
+        };
+        for (i, id) in ids.iter().enumerate() {
+            if !is_gpu_id(id) {
+                return Err(unusable(format!(
+                    "lists '{id}', which is no GPU index or UUID"
+                )));
+            }
+            // Two tasks handed one GPU would share it while each is told it has its own.
+            if ids[..i].contains(id) {
+                return Err(unusable(format!("lists GPU {id} twice")));
+            }
+        }
+        Ok(GpuPlan {
+            count,
+            ids: ids.iter().map(|id| id.to_string()).collect(),
+        })
     }
 
     /// The `CUDA_VISIBLE_DEVICES` of `task` in `cluster`: one GPU, round-robin over the
@@ -57,7 +87,13 @@ impl GpuPlan {
             TaskType::Chief | TaskType::Worker => cluster.global_rank(task),
         };
         match slot {
-            Some(slot) if !self.ids.is_empty() => self.ids[slot % self.ids.len()].clone(),
+            Some(slot) if self.count > 0 => {
+                let gpu = slot % self.count;
+                self.ids
+                    .get(gpu)
+                    .cloned()
+                    .unwrap_or_else(|| gpu.to_string())
+            }
             _ => String::new(),
         }
     }
@@ -68,7 +104,10 @@ pub fn describe(visible: Option<&str>) -> String {
     let Some(value) = visible else {
         return format!("all ({CUDA_VISIBLE_DEVICES} not set): cuda:N is GPU N");
     };
-    let ids = listed(value);
+    let ids: Vec<&str> = listed(value)
+        .into_iter()
+        .take_while(|id| is_gpu_id(id))
+        .collect();
     if ids.is_empty() {
         return format!("none ({CUDA_VISIBLE_DEVICES}=\"{value}\"): --device cuda fails");
     }
@@ -152,6 +191,28 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_count_without_a_list_is_not_allocated() {
+        let cluster = cluster(true, 1, 0, false);
+        let plan = GpuPlan::new(usize::MAX, None).unwrap();
+        assert_eq!(plan.visible(&cluster, task(TaskType::Chief, 0)), "0");
+        assert_eq!(plan.visible(&cluster, task(TaskType::Worker, 0)), "1");
+    }
+
+    #[test]
+    fn an_entry_that_is_no_gpu_or_a_gpu_listed_twice_is_refused() {
+        assert_eq!(
+            GpuPlan::new(1, Some("-1")).unwrap_err().to_string(),
+            "--gpus 1: CUDA_VISIBLE_DEVICES=\"-1\" lists '-1', which is no GPU index or UUID"
+        );
+        assert_eq!(
+            GpuPlan::new(2, Some("0, 0")).unwrap_err().to_string(),
+            "--gpus 2: CUDA_VISIBLE_DEVICES=\"0, 0\" lists GPU 0 twice"
+        );
+        assert!(GpuPlan::new(2, Some("GPU-8f2e,MIG-1a2b,-1")).is_ok());
+        assert!(GpuPlan::new(0, Some("-1")).is_ok());
+    }
+
+    #[test]
     fn zero_gpus_hides_every_gpu() {
         let cluster = cluster(true, 1, 0, true);
         let plan = GpuPlan::new(0, None).unwrap();
@@ -181,6 +242,15 @@ mod tests {
         assert_eq!(
             describe(Some("2,0")),
             "cuda is GPU 2, cuda:1 is GPU 0 (CUDA_VISIBLE_DEVICES=2,0)"
+        );
+        // CUDA sees only the GPUs listed before an entry that names none.
+        assert_eq!(
+            describe(Some("-1")),
+            "none (CUDA_VISIBLE_DEVICES=\"-1\"): --device cuda fails"
+        );
+        assert_eq!(
+            describe(Some("1,-1,0")),
+            "cuda is GPU 1 (CUDA_VISIBLE_DEVICES=1,-1,0)"
         );
     }
 }

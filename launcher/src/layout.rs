@@ -6,6 +6,9 @@ use serde::Serialize;
 
 use crate::error::LaunchError;
 
+/// The most tasks a launch starts: each listens on a port of its own on one host.
+pub const MAX_TASKS: usize = u16::MAX as usize;
+
 /// How many tasks of each role to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Roles {
@@ -20,10 +23,23 @@ pub struct Roles {
 }
 
 impl Roles {
-    /// Checks that the cluster has a training task to act as chief.
+    /// Checks that the cluster has a training task to act as chief, and no more tasks than
+    /// [`MAX_TASKS`].
     pub fn validate(&self) -> Result<(), LaunchError> {
         if !self.chief && self.workers == 0 {
             return Err(LaunchError::NoTrainingTask);
+        }
+        let others = usize::from(self.chief) + usize::from(self.evaluator);
+        let total = self
+            .workers
+            .checked_add(self.ps)
+            .and_then(|n| n.checked_add(others));
+        if total.is_none_or(|total| total > MAX_TASKS) {
+            return Err(LaunchError::TooManyTasks {
+                workers: self.workers,
+                ps: self.ps,
+                max: MAX_TASKS,
+            });
         }
         Ok(())
     }
@@ -228,6 +244,16 @@ mod tests {
             Err(LaunchError::NoTrainingTask)
         ));
         assert!(roles(true, 0, 0, false).validate().is_ok());
+    }
+
+    #[test]
+    fn more_tasks_than_ports_are_refused_before_any_is_listed() {
+        for (workers, ps) in [(usize::MAX, 1), (70_000, 0), (1, 65_534)] {
+            let error = roles(true, workers, ps, true).validate().unwrap_err();
+            assert!(matches!(error, LaunchError::TooManyTasks { .. }), "{error}");
+            assert!(error.to_string().starts_with("--workers "), "{error}");
+        }
+        assert!(roles(true, 65_533, 0, true).validate().is_ok());
     }
 
     #[test]

@@ -30,7 +30,6 @@ use restart::Restart;
 use running::{Running, SETTLE};
 use sentinel::Sentinel;
 use stop_signal::StopSignal;
-use summary::Ending;
 use watch::supervise;
 
 /// A launch that could not start: the one-line message and the exit code.
@@ -148,14 +147,7 @@ pub fn launch(
     let mut tasks: Vec<Running> = Vec::with_capacity(layout.tasks.len());
     for &task in &layout.tasks {
         match spawn(task) {
-            Ok(child) => tasks.push(Running {
-                task,
-                child,
-                exit: None,
-                restarts: 0,
-                ending: Ending::Exited { signal: None },
-                told_to_stop: false,
-            }),
+            Ok(child) => tasks.push(Running::started(task, child)),
             Err(e) => {
                 for running in tasks.iter_mut() {
                     running.kill();

@@ -58,11 +58,44 @@ pub fn issue_for(specs: &[String], dir: &Path) -> Result<Vec<PathBuf>, LaunchErr
         .iter()
         .map(|spec| parse_task(spec))
         .collect::<Result<Vec<_>, _>>()?;
+    check_file_names(specs, &tasks)?;
     let (ca, issued) = issue_certificates(CA_NAME, &tasks)?;
     let files = write_certificates(dir, &ca, &issued)?;
     let mut written = vec![dir.join("ca.crt")];
     written.extend(files.into_iter().flat_map(|f| [f.cert, f.key]));
     Ok(written)
+}
+
+/// Each task's NAME becomes `NAME.crt` and `NAME.key` in the directory (`:` written `-`, as
+/// [`write_certificates`] does): a name that would write elsewhere, over the CA's `ca.crt`,
+/// or over another task's files would leave a certificate silently missing or replaced.
+fn check_file_names(specs: &[String], tasks: &[(String, Vec<String>)]) -> Result<(), LaunchError> {
+    let mut stems: Vec<(String, &String)> = Vec::with_capacity(tasks.len());
+    for (spec, (name, _)) in specs.iter().zip(tasks) {
+        let refuse = |reason: String| LaunchError::TaskName {
+            spec: spec.clone(),
+            reason,
+        };
+        let stem = name.replace(':', "-");
+        if stem.contains(['/', '\\']) || stem == "." || stem == ".." {
+            return Err(refuse(format!(
+                "NAME '{name}' is no file name (no / or \\, not . or ..)"
+            )));
+        }
+        if stem.eq_ignore_ascii_case("ca") {
+            return Err(refuse(format!(
+                "NAME '{name}' would write its certificate over the CA's ca.crt"
+            )));
+        }
+        if let Some((_, earlier)) = stems.iter().find(|(s, _)| *s == stem) {
+            return Err(refuse(format!(
+                "NAME '{name}' would write {stem}.crt and {stem}.key over those of --task \
+                 '{earlier}'"
+            )));
+        }
+        stems.push((stem, spec));
+    }
+    Ok(())
 }
 
 fn parse_task(spec: &str) -> Result<(String, Vec<String>), LaunchError> {
@@ -119,5 +152,29 @@ mod tests {
             assert!(matches!(&error, LaunchError::TaskSpec(spec) if spec == bad));
             assert!(error.to_string().starts_with(&format!("--task '{bad}'")));
         }
+    }
+
+    #[test]
+    fn task_names_must_give_files_of_their_own_in_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        for specs in [
+            &["ca=h"][..],
+            &["CA=h"],
+            &["../escape=h"],
+            &["a/b=h"],
+            &[".=h"],
+            &["..=h"],
+            &["a=h1", "a=h2"],
+            &["worker:0=h", "worker-0=h"],
+        ] {
+            let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+            let error = issue_for(&specs, &out).unwrap_err();
+            assert!(matches!(error, LaunchError::TaskName { .. }), "{error}");
+            assert!(error.to_string().starts_with("--task '"), "{error}");
+        }
+        // Nothing written: neither outside the directory nor in it.
+        assert!(!out.exists());
+        assert!(!dir.path().join("escape.crt").exists());
     }
 }

@@ -132,6 +132,55 @@ proptest::proptest! {
 }
 
 #[test]
+fn a_world_larger_than_rank_0_can_gather_is_refused() {
+    // Rank 0 keeps a slot per rank: a mistyped WORLD_SIZE must not become its allocation.
+    let message = refusal(&[
+        ("RANK", "0"),
+        ("WORLD_SIZE", "10000000000"),
+        ("MASTER_ADDR", "h"),
+        ("MASTER_PORT", "29500"),
+    ]);
+    assert!(
+        message.starts_with("WORLD_SIZE = 10000000000: more ranks than"),
+        "{message}"
+    );
+    let largest = MAX_WORLD_SIZE.to_string();
+    let me = rank(&[
+        ("SLURM_PROCID", "1"),
+        ("SLURM_NTASKS", &largest),
+        ("SLURM_STEP_NODELIST", "n1"),
+    ]);
+    assert_eq!(me.world_size, MAX_WORLD_SIZE);
+}
+
+#[test]
+fn an_unusable_local_rank_or_local_size_is_refused_naming_it() {
+    let torchrun = [
+        ("RANK", "1"),
+        ("WORLD_SIZE", "2"),
+        ("MASTER_ADDR", "h"),
+        ("MASTER_PORT", "29500"),
+    ];
+    let bad = [&torchrun[..], &[("LOCAL_RANK", "one")]].concat();
+    let message = refusal(&bad);
+    assert!(
+        message.starts_with("LOCAL_RANK = 'one' is not a non-negative integer (torchrun)"),
+        "{message}"
+    );
+    let message = refusal(&[
+        ("OMPI_COMM_WORLD_RANK", "0"),
+        ("OMPI_COMM_WORLD_SIZE", "2"),
+        ("OMPI_COMM_WORLD_LOCAL_SIZE", "-2"),
+    ]);
+    assert!(
+        message.starts_with("OMPI_COMM_WORLD_LOCAL_SIZE = '-2' is not a non-negative integer"),
+        "{message}"
+    );
+    let blank = [&torchrun[..], &[("LOCAL_RANK", " ")]].concat();
+    assert_eq!(rank(&blank).local_rank, None);
+}
+
+#[test]
 fn nothing_or_a_world_of_one_is_local() {
     assert_eq!(launched(&[]).unwrap(), None);
     assert_eq!(

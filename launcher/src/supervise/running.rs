@@ -29,6 +29,18 @@ pub(super) struct Running {
 }
 
 impl Running {
+    /// `task`, just started as `child`.
+    pub(super) fn started(task: Task, child: Child) -> Self {
+        Running {
+            task,
+            child,
+            exit: None,
+            restarts: 0,
+            ending: Ending::Exited { signal: None },
+            told_to_stop: false,
+        }
+    }
+
     /// Kills the task if it still runs and reaps it (SIGKILL through `Child::kill`).
     pub(super) fn kill(&mut self) -> Option<ExitStatus> {
         if self.exit.is_some() {

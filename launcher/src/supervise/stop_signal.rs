@@ -42,3 +42,13 @@ impl StopSignal {
 pub(super) fn name(signal: i32) -> &'static str {
     signal_hook::low_level::signal_name(signal).unwrap_or("a signal")
 }
+
+#[cfg(test)]
+impl StopSignal {
+    /// One that no handler sets: a test raises it through the returned flag.
+    pub(super) fn unwatched() -> (Self, Arc<AtomicUsize>) {
+        let received = Arc::new(AtomicUsize::new(0));
+        let flag = Arc::clone(&received);
+        (StopSignal { received }, flag)
+    }
+}

@@ -27,3 +27,65 @@ fn a_missing_command_is_127() {
         "cannot run 'no-such-tool': command not found"
     );
 }
+
+#[test]
+fn a_restart_awaited_when_the_launcher_is_told_to_stop_is_not_made() {
+    use std::cell::Cell;
+    use std::time::Instant;
+
+    use estimator_cluster::TaskType;
+
+    let start = |script: &str| {
+        Command::new("/bin/sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let chief = Task {
+        kind: TaskType::Chief,
+        index: 0,
+    };
+    let worker = Task {
+        kind: TaskType::Worker,
+        index: 0,
+    };
+    // The chief takes longer than the group's settling to stop (a last checkpoint); the
+    // worker's retryable exit waits for the group when the signal comes.
+    let mut tasks = vec![
+        Running::started(chief, start("trap '' TERM; exec sleep 10")),
+        Running::started(worker, start("exit 137")),
+    ];
+    let spawned = Cell::new(0);
+    let mut spawn = |_: Task| -> io::Result<Child> {
+        spawned.set(spawned.get() + 1);
+        Err(io::Error::other(
+            "no task is started again once told to stop",
+        ))
+    };
+    let restart = Restart {
+        max: 1,
+        spawn: &mut spawn,
+        together: vec![chief, worker],
+    };
+    let (stop, received) = StopSignal::unwatched();
+    let raise = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(500));
+        received.store(2, std::sync::atomic::Ordering::SeqCst);
+    });
+    let began = Instant::now();
+    let grace = Duration::from_secs(2);
+    supervise(
+        &mut tasks,
+        chief,
+        grace,
+        restart,
+        &Blame::default(),
+        Some(&stop),
+    );
+    raise.join().unwrap();
+    assert_eq!(spawned.get(), 0);
+    assert_eq!(tasks[1].exit, Some(137));
+    assert!(tasks.iter().all(|t| t.exit.is_some()));
+    assert!(began.elapsed() < Duration::from_secs(5));
+}

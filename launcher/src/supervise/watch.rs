@@ -63,6 +63,12 @@ pub(super) fn supervise(
                 grace.as_secs()
             ));
             deadline = Some(now + grace);
+            // A retryable exit awaiting its group's restart is final now: the restart would
+            // kill the tasks stopping with a checkpoint, and a reaped task takes no SIGTERM.
+            for (i, status, _) in held.drain(..) {
+                let later = cause.as_ref().map(|_| &mut after_cause);
+                record(&mut tasks[i], status, chief, &mut chief_code, later);
+            }
         }
         if stopping.is_some() {
             // The chief's last checkpoint may need the ps tasks: they go once training has.
