@@ -13,6 +13,7 @@ mod learning_rate_schedule;
 mod regularization;
 mod row_blocks;
 mod spec;
+mod state_shapes;
 
 pub use any::{AnyOptimizer, AnyState};
 pub use apply::Optimizer;

@@ -48,7 +48,8 @@ pub fn restore_model<B: Backend, M: Module<B>>(
     load_weights(model, weights.to_vec(), path)
 }
 
-/// Restores the optimizer state, refusing a checkpoint written by another optimizer kind.
+/// Restores the optimizer state, refusing a checkpoint written by another optimizer kind or
+/// holding a parameter's state of another rank or shape than the parameter's.
 pub fn restore_optimizer<B: AutodiffBackend>(
     optimizer: &mut Optimizer<B>,
     checkpoint: &Checkpoint,
@@ -72,7 +73,19 @@ pub fn restore_optimizer<B: AutodiffBackend>(
         .ok_or_else(|| Error::checkpoint(path, "has no 'optimizer' section"))?;
     optimizer
         .load_state_bytes(bytes, device)
-        .map_err(|e| Error::checkpoint(path, format!("optimizer state: {e}")))
+        .map_err(|e| Error::checkpoint(path, format!("optimizer state: {e}")))?;
+    // The model section's shapes are the model's (restoring it refuses any other), and they
+    // are at hand here: a state of another shape is refused now, not met by the first step.
+    let weights = checkpoint
+        .section(MODEL_SECTION)
+        .ok_or_else(|| Error::checkpoint(path, "has no 'model' section"))?;
+    let weights = safetensors::SafeTensors::deserialize(weights)
+        .map_err(|e| Error::checkpoint(path, format!("weights are not valid safetensors: {e}")))?;
+    let shape_of = |name: &str| weights.tensor(name).ok().map(|t| t.shape().to_vec());
+    match optimizer.state_shape_fault(shape_of) {
+        Some(fault) => Err(Error::checkpoint(path, fault)),
+        None => Ok(()),
+    }
 }
 
 /// Puts `dataset` back where the checkpoint says the input was; a pipeline of another
@@ -96,3 +109,6 @@ pub fn restore_input<D: Dataset>(dataset: &mut D, checkpoint: &Checkpoint, path:
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,6 +13,9 @@ pub enum ExportFault {
     Json(serde_json::Error),
     /// The export was written in a format this build does not load.
     Version(u32),
+    /// The serving signature is one no request could be served by (an input without a name
+    /// or named twice, a shape with a 0 or too many dimensions, an output named twice).
+    Signature(String),
     /// The directory is an export base (an exporter's, or `--export-dir-base`) holding
     /// these versions, newest last, not an export itself.
     Base(Vec<u64>),
@@ -26,6 +29,7 @@ impl fmt::Display for ExportFault {
             ExportFault::Version(version) => {
                 write!(f, "unsupported export format version {version}")
             }
+            ExportFault::Signature(message) => write!(f, "{message}"),
             ExportFault::Base(versions) => {
                 let listed: Vec<String> = versions.iter().map(u64::to_string).collect();
                 let newest = listed.last().map_or("", String::as_str);

@@ -66,6 +66,12 @@ impl<E: Estimator, B: Backend> Predictor<E, B> {
         }
         let estimator: E = read_json(&dir, ESTIMATOR_FILE)?;
         let signature: Signature = read_json(&dir, SIGNATURE_FILE)?;
+        if let Some(message) = signature.fault() {
+            return Err(Error::Export {
+                path: dir.join(SIGNATURE_FILE),
+                fault: ExportFault::Signature(message),
+            });
+        }
         let weights_path = dir.join(WEIGHTS_FILE);
         let weights = std::fs::read(&weights_path).map_err(|e| Error::Export {
             path: weights_path.clone(),
@@ -112,3 +118,6 @@ impl<E: Estimator, B: Backend> Predictor<E, B> {
         &self.dir
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,6 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The most dimensions a tensor has (TensorFlow's `TensorShape::MaxDimensions()`); a served
+/// input's tensor has the batch's besides its shape's.
+const MAX_DIMS: usize = 254;
+
 /// Element type of a serving input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,5 +73,44 @@ impl Signature {
     pub fn with_output(mut self, key: impl Into<String>) -> Self {
         self.outputs.push(key.into());
         self
+    }
+
+    /// What makes the signature one no request can be served by, if anything: an input
+    /// without a name or named twice, a shape with a 0 (no values to feed) or with more
+    /// dimensions than a tensor has, an output named twice. A server would otherwise refuse
+    /// every request, or answer with the first of two same-named values.
+    pub(crate) fn fault(&self) -> Option<String> {
+        for (i, input) in self.inputs.iter().enumerate() {
+            let name = &input.name;
+            if name.is_empty() {
+                return Some(format!("input {i} (from 0) has an empty name"));
+            }
+            if let Some(first) = self.inputs[..i].iter().position(|p| &p.name == name) {
+                return Some(format!(
+                    "inputs {first} and {i} (from 0) are both named '{name}'"
+                ));
+            }
+            let shape = &input.shape;
+            if shape.len() >= MAX_DIMS {
+                return Some(format!(
+                    "input '{name}' has {} dimensions, which with the batch's are more than \
+                     {MAX_DIMS}, the most a tensor has",
+                    shape.len()
+                ));
+            }
+            if shape.contains(&0) {
+                return Some(format!(
+                    "input '{name}' has shape {shape:?}: a dimension of 0 leaves it no values"
+                ));
+            }
+        }
+        for (i, output) in self.outputs.iter().enumerate() {
+            if let Some(first) = self.outputs[..i].iter().position(|o| o == output) {
+                return Some(format!(
+                    "outputs {first} and {i} (from 0) are both named '{output}'"
+                ));
+            }
+        }
+        None
     }
 }

@@ -2,6 +2,7 @@
 //! parameter at a time.
 
 use super::row_blocks::{cut_record, join_records};
+use super::state_shapes::shape_fault;
 use super::{param_paths, AnyOptimizer, OptimizerSpec};
 use std::collections::BTreeMap;
 
@@ -104,6 +105,21 @@ impl<B: AutodiffBackend> Optimizer<B> {
     ) -> crate::error::Result<()> {
         self.states.clear();
         self.merge_state_bytes(bytes, device)
+    }
+
+    /// What makes the state unfit for the parameters `shape_of` gives the shapes of, if
+    /// anything: the first (by path) whose rank or shape differs from its parameter's.
+    /// Paths it gives no shape for are left alone (a ps task's blocks). Call it on state
+    /// restored from outside (a checkpoint, a chief's): Burn would otherwise panic at the
+    /// first step, or broadcast a state of another shape into a wrong one.
+    pub fn state_shape_fault(
+        &self,
+        shape_of: impl Fn(&str) -> Option<Vec<usize>>,
+    ) -> Option<String> {
+        self.states.iter().find_map(|(path, record)| {
+            let shape = shape_of(path)?;
+            shape_fault::<B>(path, record, &shape)
+        })
     }
 
     /// Number of parameters that have optimizer state.

@@ -3,6 +3,7 @@
 
 use burn::tensor::{Tensor, TensorData};
 
+use super::messages::Shaped;
 use super::shard::ShardFault;
 use crate::device::CpuTrainBackend;
 use crate::error::{Error, Result};
@@ -108,11 +109,30 @@ impl VariableOptimizer {
             .map_err(|e| refused(VariableOptimizerFault::State(e.to_string())))
     }
 
-    /// Replaces the state with serialised state.
-    pub fn load_state_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        self.optimizer
+    /// Replaces the state with serialised state of `variables`. State that does not load,
+    /// or whose shape is not its variable's (the first update would panic in Burn), is
+    /// refused, and the state stays as it was.
+    pub fn load_state_bytes(&mut self, bytes: &[u8], variables: &Shaped) -> Result<()> {
+        let before = self.state_bytes()?;
+        let shape_of = |path: &str| variables.get(path).map(|(shape, _)| shape.clone());
+        let fault = match self.load(bytes) {
+            Ok(()) => self.optimizer.state_shape_fault(shape_of),
+            Err(e) => Some(e),
+        };
+        match fault {
+            None => Ok(()),
+            Some(fault) => {
+                // What was saved a moment ago loads again.
+                let _ = self.load(&before);
+                Err(refused(VariableOptimizerFault::State(fault)))
+            }
+        }
+    }
+
+    fn load(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
+        (self.optimizer)
             .load_state_bytes(bytes, &Default::default())
-            .map_err(|e| refused(VariableOptimizerFault::State(e.to_string())))
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -127,6 +147,30 @@ mod reference_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn state_of_another_shape_than_its_variable_is_refused_and_the_state_kept() {
+        let mut trained = VariableOptimizer::new(&OptimizerSpec::adam(0.1));
+        let mut values = vec![1.0; 4];
+        trained
+            .apply(0.1, "w", &[2, 2], &mut values, vec![0.5; 4])
+            .unwrap();
+        let state = trained.state_bytes().unwrap();
+        let variables =
+            |shape: Vec<usize>| Shaped::from([("w".to_string(), (shape, values.clone()))]);
+        let mut ps = VariableOptimizer::new(&OptimizerSpec::adam(0.1));
+        let err = ps
+            .load_state_bytes(&state, &variables(vec![4]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("'w'") && err.contains("[4]"), "{err}");
+        assert_eq!(ps.optimizer.state_len(), 0);
+        ps.load_state_bytes(&state, &variables(vec![2, 2])).unwrap();
+        assert_eq!(ps.optimizer.state_len(), 1);
+        let mut values = vec![1.0; 4];
+        ps.apply(0.1, "w", &[2, 2], &mut values, vec![0.5; 4])
+            .unwrap();
+    }
 
     #[test]
     fn a_shape_whose_product_overflows_is_refused_naming_the_variable() {

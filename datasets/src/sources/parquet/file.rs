@@ -73,9 +73,14 @@ impl ParquetFile {
         let fields = metadata.schema().fields().clone();
         let mut wanted = Vec::with_capacity(schema.columns.len());
         for column in &schema.columns {
-            let Some(index) = fields.iter().position(|f| f.name() == &column.name) else {
+            let mut matches = (fields.iter().enumerate()).filter(|(_, f)| f.name() == &column.name);
+            let Some((index, _)) = matches.next() else {
                 return Err(no_such_column(&name, &column.name, &fields));
             };
+            // Arrow schemas allow a name twice; reading the first would be a silent guess.
+            if let Some((second, _)) = matches.next() {
+                return Err(twice(&name, &column.name, index, second));
+            }
             wanted.push(index);
         }
         // The reader yields the projected columns in file order.
@@ -128,9 +133,7 @@ impl ParquetFile {
             });
         }
         let mask = ProjectionMask::roots(metadata.parquet_schema(), projected.iter().copied());
-        let row_groups = (metadata.metadata().row_groups().iter())
-            .map(|g| u64::try_from(g.num_rows()).unwrap_or_default())
-            .collect();
+        let row_groups = row_counts(&metadata, &name)?;
         let label = plans.iter().find_map(|p| p.target.label_kind());
         let dense_plans = (plans.iter().enumerate())
             .filter(|(_, p)| matches!(p.target, Target::Dense))
@@ -192,6 +195,33 @@ pub(super) fn read_footer(handle: &File, name: &str) -> Result<ArrowReaderMetada
         .map_err(|e| file_error(name, None, format!("not a readable Parquet file: {e}")))
 }
 
+/// Rows of each row group, as the footer says. The footer's counts are i64 and the file's
+/// rows are added up as u64 (its length, a position's rows before it): a negative count, or
+/// counts that add up beyond u64, is an error naming the row group, rather than a group
+/// skipped or a sum that overflows.
+fn row_counts(metadata: &ArrowReaderMetadata, name: &str) -> Result<Vec<u64>, Error> {
+    let groups = metadata.metadata().row_groups();
+    let mut total = 0u64;
+    let mut counts = Vec::with_capacity(groups.len());
+    for (group, g) in groups.iter().enumerate() {
+        let Ok(rows) = u64::try_from(g.num_rows()) else {
+            let message = format!("the footer says it holds {} rows", g.num_rows());
+            return Err(file_error(name, Some(group), message));
+        };
+        let Some(sum) = total.checked_add(rows) else {
+            let message = format!(
+                "the footer says it holds {rows} rows, which with the {total} rows before it \
+                 are more than {} in all",
+                u64::MAX
+            );
+            return Err(file_error(name, Some(group), message));
+        };
+        total = sum;
+        counts.push(rows);
+    }
+    Ok(counts)
+}
+
 /// An [`Error::Parquet`] about the file, or one of its row groups.
 fn file_error(file: &str, row_group: Option<usize>, message: String) -> Error {
     Error::Parquet {
@@ -220,6 +250,16 @@ pub(super) fn no_such_column(file: &str, column: &str, fields: &Fields) -> Error
     let message = format!(
         "the file has no such column (its columns: {})",
         names.join(", ")
+    );
+    column_error(file, column, message)
+}
+
+/// The error for a column name the file holds at `first` and `second` (from 0, as pyarrow's
+/// `schema.field(i)` counts).
+pub(super) fn twice(file: &str, column: &str, first: usize, second: usize) -> Error {
+    let message = format!(
+        "the file has two columns of this name (columns {first} and {second}, from 0): \
+         which one to read is ambiguous"
     );
     column_error(file, column, message)
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
-use super::file::{column_error, no_such_column, read_footer, values_of, Values};
+use super::file::{column_error, no_such_column, read_footer, twice, values_of, Values};
 use crate::{open_regular, ColumnType, Error, Schema};
 
 /// The schema of a Parquet file, from the types in its footer: every column, in file
@@ -25,7 +25,11 @@ pub fn infer_parquet_schema(path: impl AsRef<Path>, label: Option<&str>) -> Resu
         }
     }
     let mut schema = Schema::new();
-    for field in fields {
+    for (i, field) in fields.iter().enumerate() {
+        // The schema's own check would say "appears twice" without the file or where.
+        if let Some(first) = fields[..i].iter().position(|f| f.name() == field.name()) {
+            return Err(twice(&file, field.name(), first, i));
+        }
         let kind = match values_of(field.data_type()) {
             Some(Values::Float) => ColumnType::Float,
             Some(Values::Integer | Values::Boolean) => ColumnType::Int,

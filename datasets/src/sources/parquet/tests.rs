@@ -1,3 +1,4 @@
+mod footers;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -178,7 +178,7 @@ impl ShardMachine {
                 ps: self.optimizer.kind(),
             }));
         }
-        self.optimizer.load_state_bytes(&init.optimizer_state)?;
+        (self.optimizer).load_state_bytes(&init.optimizer_state, &init.variables)?;
         self.variables = init.variables;
         let paths = self.variables.keys().cloned().collect::<Vec<_>>();
         self.changed(paths);
