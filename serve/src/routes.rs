@@ -132,8 +132,9 @@ fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
                 .output_names(signature)
                 .iter()
                 .map(|name| {
-                    let dtype = output_dtype(named.key_of(name));
-                    (name.clone(), tensor(tf_name(dtype), &[], name))
+                    let dtype = tf_name(output_dtype(named.key_of(name)));
+                    let shape = named.output_shape(signature, name);
+                    (name.clone(), tensor(dtype, shape, name))
                 })
                 .collect();
             let definition = json!({

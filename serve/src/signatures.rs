@@ -93,6 +93,12 @@ impl NamedSignature {
             .map_or(name, |(_, key)| key)
     }
 
+    /// The shape per example of output `name`, where the export records one (else empty:
+    /// the metadata then gives the batch's dimension alone).
+    pub(crate) fn output_shape<'a>(&self, signature: &'a Signature, name: &str) -> &'a [usize] {
+        (signature.output_shapes.get(self.key_of(name))).map_or(&[], Vec::as_slice)
+    }
+
     /// `predictions` as this signature's outputs: renamed, the others left out (its own
     /// signature's are left as they are: the answer picks its outputs from them).
     pub(crate) fn outputs_of(

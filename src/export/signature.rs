@@ -1,5 +1,7 @@
 //! The serving signature: what a served model takes and returns.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// The most dimensions a tensor has (TensorFlow's `TensorShape::MaxDimensions()`); a served
@@ -36,6 +38,10 @@ pub struct Signature {
     pub inputs: Vec<InputSpec>,
     /// Output keys each prediction carries (`class_ids`, `probabilities`, …).
     pub outputs: Vec<String>,
+    /// The shape per example of the outputs that have one recorded (`probabilities`: `[3]`),
+    /// which a server's metadata gives after the batch's dimension.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub output_shapes: BTreeMap<String, Vec<usize>>,
 }
 
 impl Signature {
@@ -75,6 +81,13 @@ impl Signature {
         self
     }
 
+    /// Adds an output key with its shape per example.
+    pub fn with_shaped_output(mut self, key: impl Into<String>, shape: Vec<usize>) -> Self {
+        let key = key.into();
+        self.output_shapes.insert(key.clone(), shape);
+        self.with_output(key)
+    }
+
     /// What makes the signature one no request can be served by, if anything: an input
     /// without a name or named twice, a shape with a 0 (no values to feed) or with more
     /// dimensions than a tensor has, an output named twice. A server would otherwise refuse
@@ -103,6 +116,11 @@ impl Signature {
                     "input '{name}' has shape {shape:?}: a dimension of 0 leaves it no values"
                 ));
             }
+        }
+        if let Some(key) = (self.output_shapes.keys()).find(|key| !self.outputs.contains(key)) {
+            return Some(format!(
+                "a shape is given for '{key}', which is not an output"
+            ));
         }
         for (i, output) in self.outputs.iter().enumerate() {
             if let Some(first) = self.outputs[..i].iter().position(|o| o == output) {

@@ -89,6 +89,48 @@ impl Head {
 
     /// The prediction keys, for the serving signature.
     pub fn output_keys(&self) -> Vec<String> {
-        dispatch!(self, h => h.output_keys())
+        let outputs = dispatch!(self, h => h.outputs());
+        outputs
+            .into_iter()
+            .map(|(key, _)| key.to_string())
+            .collect()
+    }
+
+    /// The prediction keys with each one's shape per example (a list of values), for the
+    /// serving signature.
+    pub fn output_shapes(&self) -> Vec<(String, Vec<usize>)> {
+        let outputs = dispatch!(self, h => h.outputs());
+        (outputs.into_iter())
+            .map(|(key, width)| (key.to_string(), vec![width]))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::TensorData;
+
+    use super::*;
+    use crate::device::CpuBackend;
+    use crate::head::{BinaryClassHead, MultiClassHead, RegressionHead};
+
+    #[test]
+    fn predictions_have_the_widths_the_output_shapes_give() {
+        let heads = [
+            Head::Binary(BinaryClassHead::new()),
+            Head::MultiClass(MultiClassHead::new(4)),
+            Head::Regression(RegressionHead::new()),
+        ];
+        for head in heads {
+            let width = head.logits_dimension();
+            let logits = TensorData::new(vec![0.5f32; 2 * width], [2, width]);
+            let logits = Tensor::<CpuBackend, 2>::from_data(logits, &Default::default());
+            let prediction = serde_json::to_value(&head.predictions(logits).unwrap()[0]);
+            let prediction = prediction.unwrap();
+            for (key, shape) in head.output_shapes() {
+                let values = prediction[&key].as_array().unwrap().len();
+                assert_eq!(vec![values], shape, "{key} of {head:?}");
+            }
+        }
     }
 }

@@ -138,18 +138,17 @@ impl BinaryClassHead {
             .collect())
     }
 
-    pub(crate) fn output_keys(&self) -> Vec<String> {
-        [
-            "logits",
-            "logistic",
-            "probabilities",
-            "class_ids",
-            "classes",
-            "all_class_ids",
-            "all_classes",
+    /// Each prediction key and its values per example.
+    pub(crate) fn outputs(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("logits", 1),
+            ("logistic", 1),
+            ("probabilities", 2),
+            ("class_ids", 1),
+            ("classes", 1),
+            ("all_class_ids", 2),
+            ("all_classes", 2),
         ]
-        .map(String::from)
-        .to_vec()
     }
 }
 

@@ -108,17 +108,17 @@ impl MultiClassHead {
             .collect())
     }
 
-    pub(crate) fn output_keys(&self) -> Vec<String> {
-        [
-            "logits",
-            "probabilities",
-            "class_ids",
-            "classes",
-            "all_class_ids",
-            "all_classes",
+    /// Each prediction key and its values per example.
+    pub(crate) fn outputs(&self) -> Vec<(&'static str, usize)> {
+        let n = self.n_classes;
+        vec![
+            ("logits", n),
+            ("probabilities", n),
+            ("class_ids", 1),
+            ("classes", 1),
+            ("all_class_ids", n),
+            ("all_classes", n),
         ]
-        .map(String::from)
-        .to_vec()
     }
 }
 

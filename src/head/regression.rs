@@ -113,8 +113,9 @@ impl RegressionHead {
             .collect())
     }
 
-    pub(crate) fn output_keys(&self) -> Vec<String> {
-        vec!["predictions".into()]
+    /// Each prediction key and its values per example.
+    pub(crate) fn outputs(&self) -> Vec<(&'static str, usize)> {
+        vec![("predictions", self.label_dimension)]
     }
 }
 

@@ -214,10 +214,9 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
             .fold(Signature::new(), |s, (name, dtype)| {
                 s.with_input(name, dtype)
             });
-        self.head
-            .output_keys()
-            .into_iter()
-            .fold(signature, Signature::with_output)
+        (self.head.output_shapes().into_iter()).fold(signature, |s, (key, shape)| {
+            s.with_shaped_output(key, shape)
+        })
     }
 }
 
@@ -374,6 +373,8 @@ mod tests {
             .collect();
         assert_eq!(inputs, [("c", DType::String), ("x", DType::Float32)]);
         assert_eq!(signature.outputs, est.head().output_keys());
+        let shapes: Vec<_> = signature.output_shapes.iter().collect();
+        assert_eq!(shapes, [(&"predictions".to_string(), &vec![1])]);
     }
 
     #[test]

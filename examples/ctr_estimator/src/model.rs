@@ -157,10 +157,9 @@ impl Estimator for CtrClassifier {
         let signature = inputs.fold(Signature::new(), |s, (name, dtype)| {
             s.with_input(name, dtype)
         });
-        head()
-            .output_keys()
-            .into_iter()
-            .fold(signature, Signature::with_output)
+        (head().output_shapes().into_iter()).fold(signature, |s, (key, shape)| {
+            s.with_shaped_output(key, shape)
+        })
     }
 
     /// Exports say "ctr_classifier", not this type's path, so that renaming the crate or

@@ -217,7 +217,7 @@ impl Estimator for IrisClassifier {
         Signature::new()
             .with_shaped_input("features", DType::Float32, vec![self.stats.len()])
             .with_output("class_id")
-            .with_output("probabilities")
+            .with_shaped_output("probabilities", vec![N_CLASSES])
     }
 
     /// Exports say "iris_mlp", not this type's path, so that renaming the crate or moving

@@ -166,7 +166,10 @@ impl PredictionService for Server {
                 .iter()
                 .map(|name| {
                     let dtype = output_dtype(named.key_of(name));
-                    (name.clone(), info(name, dtype, &[]))
+                    (
+                        name.clone(),
+                        info(name, dtype, named.output_shape(signature, name)),
+                    )
                 })
                 .collect();
             let definition = SignatureDef {

@@ -381,5 +381,14 @@ fn predict_classify_and_metadata_answer_as_the_rest_api_and_refuse_what_tf_servi
         DataType::DtFloat
     );
     assert_eq!(signature.outputs["classes"].dtype(), DataType::DtString);
+    let sizes = |info: &estimator_serve::grpc::proto::tensorflow::TensorInfo| -> Vec<i64> {
+        let shape = info.tensor_shape.as_ref().unwrap();
+        shape.dim.iter().map(|d| d.size).collect()
+    };
+    assert_eq!(sizes(&signature.outputs["all_classes"]), [-1, 3]);
+    assert_eq!(
+        sizes(&map.signature_def["classification"].outputs["scores"]),
+        [-1, 3]
+    );
     assert_eq!(metadata(vec![]).unwrap_err().code(), Code::InvalidArgument);
 }

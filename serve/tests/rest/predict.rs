@@ -32,6 +32,19 @@ fn a_tf_serving_client_gets_status_metadata_and_predictions_in_both_formats() {
     }
     assert_eq!(signature["outputs"]["class_ids"]["dtype"], "DT_INT64");
     assert_eq!(metadata["model_spec"]["version"], version.to_string());
+    // TF's shapes: the batch, then the values per example.
+    let sizes = |output: &Value| -> Vec<Value> {
+        let dims = output["tensor_shape"]["dim"].as_array().unwrap();
+        dims.iter().map(|d| d["size"].clone()).collect()
+    };
+    let outputs = &signature["outputs"];
+    assert_eq!(sizes(&outputs["probabilities"]), [json!("-1"), json!("3")]);
+    assert_eq!(sizes(&outputs["class_ids"]), [json!("-1"), json!("1")]);
+    let classification = &metadata["metadata"]["signature_def"]["signature_def"]["classification"];
+    assert_eq!(
+        sizes(&classification["outputs"]["scores"]),
+        [json!("-1"), json!("3")]
+    );
 
     // Row format, named features: every output of the signature, equal to Predictor's.
     let lines = expected(&export);
@@ -134,4 +147,9 @@ fn a_regressor_answers_regress_and_single_output_predictions() {
     let outputs =
         &metadata["metadata"]["signature_def"]["signature_def"]["serving_default"]["outputs"];
     assert_eq!(outputs["predictions"]["dtype"], "DT_FLOAT", "{metadata}");
+    let dims = outputs["predictions"]["tensor_shape"]["dim"]
+        .as_array()
+        .unwrap();
+    assert_eq!(dims.len(), 2, "{metadata}");
+    assert_eq!(dims[1]["size"], "1", "{metadata}");
 }

@@ -119,6 +119,7 @@ fn signatures_no_request_could_be_served_by_are_refused_naming_the_file_and_inpu
     let with = |inputs: Vec<InputSpec>, outputs: &[&str]| Signature {
         inputs,
         outputs: outputs.iter().map(|o| o.to_string()).collect(),
+        ..Signature::default()
     };
     let cases = [
         (
@@ -144,6 +145,13 @@ fn signatures_no_request_could_be_served_by_are_refused_naming_the_file_and_inpu
         (
             with(vec![input("x", vec![2])], &["y", "p", "y"]),
             "outputs 0 and 2 (from 0) are both named 'y'",
+        ),
+        (
+            Signature {
+                output_shapes: [("q".to_string(), vec![2])].into(),
+                ..with(vec![input("x", vec![2])], &["y"])
+            },
+            "a shape is given for 'q', which is not an output",
         ),
     ];
     for (signature, why) in cases {
