@@ -94,15 +94,25 @@ impl<'de> Visitor<'de> for Members {
 
     fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<usize, A::Error> {
         let mut most = 0;
-        while let Some(name) = members.next_key::<String>()? {
-            if ["instances", "inputs", "examples"].contains(&name.as_str()) {
-                most = most.max(members.next_value_seed(Counter { columns: true })?);
-            } else {
-                members.next_value::<IgnoredAny>()?;
+        while let Some(member) = members.next_key::<Member>()? {
+            match member {
+                Member::Other => members.next_value::<IgnoredAny>().map(|_| ())?,
+                _ => most = most.max(members.next_value_seed(Counter { columns: true })?),
             }
         }
         Ok(most)
     }
+}
+
+/// A body's member by name, read without allocating it (every request is counted).
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Member {
+    Instances,
+    Inputs,
+    Examples,
+    #[serde(other)]
+    Other,
 }
 
 /// Counts the elements of a list; with `columns`, also the longest list among an object's
