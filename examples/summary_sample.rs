@@ -7,9 +7,11 @@
 //! `python scripts/check_tensorboard.py MODEL_DIR --train-tags loss,global_step/sec,learning_rate
 //! --eval-tags accuracy,average_loss,loss --expect-log MODEL_DIR/train.log --histograms`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use estimator::summary::SummaryWriter;
+use estimator::AtomicFile;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut model_dir = None;
@@ -59,7 +61,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         average_loss * 32.0
     );
     let log_path = model_dir.join("train.log");
-    std::fs::write(&log_path, log).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    // Atomic, as the check reads it against the events: never a log cut short.
+    let mut file = AtomicFile::create(&log_path)?;
+    file.write_all(log.as_bytes())
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    file.commit()?;
     println!("sample run written to {}", model_dir.display());
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -100,13 +101,22 @@ pub fn write_certificates(
 }
 
 fn write_atomically(path: &Path, bytes: &[u8], secret: bool) -> Result<(), Error> {
+    // Per process and call: two launchers writing one directory, or a cert and its key
+    // (`worker-0.crt`, `worker-0.key`), never share a temp file.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let failed = |source: std::io::Error| Error::CertificateWrite {
         path: path.to_path_buf(),
         source: source.into(),
     };
-    let temporary = path.with_extension("tmp");
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let temporary = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    // `create_new`: a file left at that name (or a link planted there) is never reused, so
+    // the mode below is the one a key is written under, from its first byte.
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     if secret {
         use std::os::unix::fs::OpenOptionsExt;
@@ -115,9 +125,19 @@ fn write_atomically(path: &Path, bytes: &[u8], secret: bool) -> Result<(), Error
     #[cfg(not(unix))]
     let _ = secret;
     let mut file = options.open(&temporary).map_err(failed)?;
-    file.write_all(bytes).map_err(failed)?;
-    file.sync_all().map_err(failed)?;
-    std::fs::rename(&temporary, path).map_err(failed)
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(failed(e));
+    }
+    // The rename is durable only once the directory entry is.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -148,6 +168,62 @@ mod tests {
             }
         }
         assert_ne!(issued[0].cert_pem, issued[1].cert_pem);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn two_writers_at_once_leave_whole_files_and_owner_only_keys() {
+        use std::os::unix::fs::PermissionsExt;
+        let tasks = vec![("worker:0".to_string(), vec!["localhost".to_string()])];
+        let versions = [
+            issue_certificates("CA one", &tasks).unwrap(),
+            issue_certificates("CA two", &tasks).unwrap(),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        // A key left world-readable by hand: what replaces it must not inherit that.
+        std::fs::write(dir.path().join("worker-0.key"), "stale").unwrap();
+        let readable = std::fs::Permissions::from_mode(0o644);
+        std::fs::set_permissions(dir.path().join("worker-0.key"), readable).unwrap();
+        std::thread::scope(|scope| {
+            for (ca, issued) in &versions {
+                scope.spawn(|| {
+                    for _ in 0..50 {
+                        write_certificates(dir.path(), ca, issued).unwrap();
+                    }
+                });
+            }
+        });
+        let key_path = dir.path().join("worker-0.key");
+        let key = std::fs::read_to_string(&key_path).unwrap();
+        assert!(versions.iter().any(|(_, issued)| issued[0].key_pem == key));
+        let ca = std::fs::read_to_string(dir.path().join("ca.crt")).unwrap();
+        assert!(versions.iter().any(|(version, _)| *version == ca));
+        let mode = std::fs::metadata(&key_path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            3,
+            "no temp file left"
+        );
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temp_file_and_the_other_files_whole() {
+        let tasks = vec![("worker:0".to_string(), vec!["localhost".to_string()])];
+        let (ca, issued) = issue_certificates("test CA", &tasks).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // A directory where the key goes: the rename over it fails.
+        std::fs::create_dir_all(dir.path().join("worker-0.key/inside")).unwrap();
+        let error = write_certificates(dir.path(), &ca, &issued).unwrap_err();
+        assert!(error.to_string().contains("worker-0.key"), "{error}");
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["ca.crt", "worker-0.crt", "worker-0.key"]);
+        let cert = std::fs::read_to_string(dir.path().join("worker-0.crt")).unwrap();
+        assert_eq!(cert, issued[0].cert_pem);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use estimator::datasets::SplitMix64;
+use estimator::AtomicFile;
 
 /// Sites, most visited first: the last two are rare enough to fall outside the learned
 /// vocabulary (its `max_size`), into the out-of-vocabulary bucket.
@@ -112,9 +113,10 @@ fn daypart_effect(device: usize, hour: u32) -> f64 {
     }
 }
 
-/// Writes `impressions` as CSV with [`HEADER`] to `path`.
+/// Writes `impressions` as CSV with [`HEADER`] to `path`, atomically: a generation cut
+/// short leaves the file it would have replaced, never one that ends mid-row.
 pub fn write_csv(path: &Path, impressions: &[Impression]) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut out = AtomicFile::create(path).map_err(std::io::Error::other)?;
     writeln!(out, "{HEADER}")?;
     for i in impressions {
         writeln!(
@@ -129,5 +131,5 @@ pub fn write_csv(path: &Path, impressions: &[Impression]) -> std::io::Result<()>
             u8::from(i.clicked)
         )?;
     }
-    out.flush()
+    out.commit().map_err(std::io::Error::other)
 }

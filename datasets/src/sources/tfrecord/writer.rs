@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use flate2::write::{GzEncoder, ZlibEncoder};
 
 use super::crc::masked_crc32c;
+use super::replace::Replacement;
 use super::TfRecordCompression;
 use crate::Error;
 
@@ -29,6 +30,12 @@ impl Sink {
 /// Writes a TFRecord file that `tf.data.TFRecordDataset` (with the same `compression_type`)
 /// and [`TfRecordDataset`](crate::TfRecordDataset) read back.
 ///
+/// The file is replaced whole or not at all: the records go to a temp file beside `path`,
+/// which [`finish`](Self::finish) renames over it. A writer dropped unfinished (an error, a
+/// panic) leaves `path` as it was, and a run killed half-way leaves it too, with at most its
+/// temp file (`.<name>.tmp-<pid>-<n>`). A FIFO or a device (`/dev/stdout`) is written
+/// through directly.
+///
 /// ```
 /// use datasets::{Dataset, DatasetExt, TfRecordCompression, TfRecordDataset, TfRecordWriter};
 ///
@@ -45,20 +52,26 @@ impl Sink {
 pub struct TfRecordWriter {
     sink: Sink,
     path: PathBuf,
+    replacement: Replacement,
 }
 
 impl TfRecordWriter {
-    /// Creates (or truncates) `path`.
+    /// Starts writing `path`, which keeps its old content (if any) until [`finish`](Self::finish).
     pub fn create(path: impl AsRef<Path>, compression: TfRecordCompression) -> Result<Self, Error> {
         let path = path.as_ref().to_path_buf();
-        let file = BufWriter::new(File::create(&path).map_err(|e| Error::io(&path, e))?);
+        let (replacement, file) = Replacement::create(&path).map_err(|e| Error::io(&path, e))?;
+        let file = BufWriter::new(file);
         let level = flate2::Compression::default();
         let sink = match compression {
             TfRecordCompression::None => Sink::Plain(file),
             TfRecordCompression::Gzip => Sink::Gzip(GzEncoder::new(file, level)),
             TfRecordCompression::Zlib => Sink::Zlib(ZlibEncoder::new(file, level)),
         };
-        Ok(TfRecordWriter { sink, path })
+        Ok(TfRecordWriter {
+            sink,
+            path,
+            replacement,
+        })
     }
 
     /// Appends one record.
@@ -80,8 +93,8 @@ impl TfRecordWriter {
         self.write_record(&prost::Message::encode_to_vec(example))
     }
 
-    /// Ends the compressed stream, flushes and syncs the file: an error here means the file
-    /// is incomplete.
+    /// Ends the compressed stream, syncs the file and puts it in place: an error here leaves
+    /// `path` as it was.
     pub fn finish(self) -> Result<(), Error> {
         let path = self.path;
         let io = |e| Error::io(&path, e);
@@ -91,6 +104,6 @@ impl TfRecordWriter {
             Sink::Zlib(w) => w.finish().map_err(io)?,
         };
         let file = file.into_inner().map_err(|e| io(e.into_error()))?;
-        file.sync_all().map_err(io)
+        self.replacement.commit(file).map_err(io)
     }
 }

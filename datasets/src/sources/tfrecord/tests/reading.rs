@@ -131,3 +131,34 @@ fn records_larger_than_the_read_buffer() {
         assert_eq!(got, [big.clone(), vec![9], big.clone()]);
     }
 }
+
+#[test]
+fn a_file_is_replaced_only_by_a_finished_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let entries = || std::fs::read_dir(dir.path()).unwrap().count();
+    for compression in ALL {
+        let path = dir.path().join(name(compression));
+        write(&path, &records(3), compression);
+        let mut unfinished = TfRecordWriter::create(&path, compression).unwrap();
+        for r in records(40) {
+            unfinished.write_record(&r).unwrap();
+        }
+        drop(unfinished);
+        let kept = read_all(&mut TfRecordDataset::open([&path]).unwrap()).unwrap();
+        assert_eq!(kept, records(3), "{compression}: the old file, whole");
+
+        let mut writer = TfRecordWriter::create(&path, compression).unwrap();
+        writer.write_record(b"new").unwrap();
+        let still = read_all(&mut TfRecordDataset::open([&path]).unwrap()).unwrap();
+        assert_eq!(still, records(3), "{compression}: unchanged until finished");
+        writer.finish().unwrap();
+        let new = read_all(&mut TfRecordDataset::open([&path]).unwrap()).unwrap();
+        assert_eq!(new, [b"new".to_vec()], "{compression}");
+    }
+    assert_eq!(entries(), ALL.len(), "no temp file left");
+    // A device is written through, not renamed over.
+    let mut null = TfRecordWriter::create("/dev/null", TfRecordCompression::None).unwrap();
+    null.write_record(b"gone").unwrap();
+    null.finish().unwrap();
+    assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+}
