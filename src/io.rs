@@ -4,5 +4,6 @@
 mod atomic;
 mod dir_lock;
 
+pub(crate) use atomic::sync_parent_dir;
 pub use atomic::{write_atomic, write_json_atomic, AtomicFile};
 pub use dir_lock::{DirLock, LOCK_FILE};

@@ -35,7 +35,8 @@ impl CheckpointSchedule {
     /// Whether a checkpoint is due at `step`, `now`.
     pub fn due(&self, step: u64, now: Instant) -> bool {
         match self.every {
-            CheckpointEvery::Steps(n) => step >= self.last_step + n,
+            // A run_config.json may say "never" as u64::MAX steps.
+            CheckpointEvery::Steps(n) => step >= self.last_step.saturating_add(n),
             CheckpointEvery::Secs(s) => {
                 now.duration_since(self.last_time) >= Duration::from_secs(s)
             }
@@ -64,5 +65,13 @@ mod tests {
         let by_secs = CheckpointSchedule::new(CheckpointEvery::Secs(5), 0, t0);
         assert!(!by_secs.due(1000, t0 + Duration::from_secs(4)));
         assert!(by_secs.due(1, t0 + Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn a_cadence_of_u64_max_steps_is_never_due_after_a_resume() {
+        let t0 = Instant::now();
+        let never = CheckpointSchedule::new(CheckpointEvery::Steps(u64::MAX), 500, t0);
+        assert!(!never.due(501, t0));
+        assert!(!never.due(u64::MAX - 1, t0));
     }
 }

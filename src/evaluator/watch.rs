@@ -97,8 +97,17 @@ where
                 last_start = Some(started);
             }
             match evaluated {
-                // A newer checkpoint replaced it: look again at once.
-                Evaluated::Vanished => continue,
+                // Deleted or renamed under the index: none will replace the final one.
+                Evaluated::Vanished if is_final => {
+                    tracing::warn!("final checkpoint {} is gone", path.display());
+                    return last_metrics(&evaluations, &path);
+                }
+                // A newer one replaced it, or the index names a file deleted by hand: look
+                // again after a poll, since at once would spin until the index changes.
+                Evaluated::Vanished => {
+                    std::thread::sleep(POLL_INTERVAL);
+                    continue;
+                }
                 Evaluated::Metrics(metrics) if is_final => return Ok(metrics),
                 Evaluated::Metrics(_) => {}
                 Evaluated::Unreadable if is_final => {
@@ -155,4 +164,84 @@ fn last_metrics<E, F>(
             "the final checkpoint could not be evaluated, nor any before it",
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use burn::nn::{Linear, LinearConfig};
+    use burn::tensor::backend::Backend;
+    use burn::tensor::Tensor;
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+    use crate::estimator::RunConfig;
+    use crate::export::Signature;
+
+    /// An estimator whose checkpoints are never read: the index names none that exists.
+    #[derive(Serialize, Deserialize)]
+    struct Unread {
+        run_config: RunConfig,
+    }
+
+    impl Estimator for Unread {
+        type Model<B: Backend> = Linear<B>;
+        type Batch = ();
+        type DeviceBatch<B: Backend> = ();
+        type Prediction = f32;
+
+        fn run_config(&self) -> &RunConfig {
+            &self.run_config
+        }
+
+        fn build_model<B: Backend>(&self, device: &B::Device) -> Linear<B> {
+            LinearConfig::new(1, 1).init(device)
+        }
+
+        fn to_device<B: Backend>(&self, _: &(), _: &B::Device) -> Result<()> {
+            Ok(())
+        }
+
+        fn loss<B: Backend>(
+            &self,
+            _: &Linear<B>,
+            _: &(),
+            device: &B::Device,
+        ) -> Result<Tensor<B, 1>> {
+            Ok(Tensor::zeros([1], device))
+        }
+
+        fn predictions<B: Backend>(
+            &self,
+            _: &Linear<B>,
+            _: &(),
+            _: &B::Device,
+        ) -> Result<Vec<f32>> {
+            Ok(Vec::new())
+        }
+
+        fn serving_signature(&self) -> Signature {
+            Signature::new()
+        }
+    }
+
+    #[test]
+    fn a_final_checkpoint_deleted_under_the_index_ends_the_evaluator_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = r#"{"latest":"ckpt-10.ckpt","all":["ckpt-10.ckpt"],"timestamps":[1.0]}"#;
+        std::fs::write(dir.path().join("checkpoint"), index).unwrap();
+        let estimator = Unread {
+            run_config: RunConfig::new(dir.path()),
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let input = || Ok(datasets::from_vec(Vec::<()>::new()));
+            let result = run_evaluator(&estimator, input, &EvalSpec::new(), 10);
+            let _ = tx.send(result.map_err(|e| e.to_string()));
+        });
+        let result = rx.recv_timeout(Duration::from_secs(20));
+        let err = result.expect("the evaluator returns").unwrap_err();
+        assert!(err.contains("ckpt-10.ckpt"), "{err}");
+    }
 }

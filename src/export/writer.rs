@@ -10,7 +10,7 @@ use crate::checkpoint::restore_for_inference;
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, ESTIMATOR_FILE};
-use crate::io::{write_atomic, write_json_atomic, DirLock};
+use crate::io::{sync_parent_dir, write_atomic, write_json_atomic, DirLock};
 use crate::state::weights_to_safetensors;
 
 /// Weights file of an export (safetensors, readable by Python's `safetensors`).
@@ -123,6 +123,9 @@ pub(crate) fn export_numbered<E: Estimator>(
     };
     write_json_atomic(&tmp_dir.join(EXPORT_FILE), &info)?;
     std::fs::rename(&tmp_dir, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
+    // Else a crash could undo the rename after the caller acted on it (a best-export record
+    // naming it, older exports collected).
+    sync_parent_dir(&final_dir);
     Ok(final_dir)
 }
 

@@ -77,7 +77,9 @@ pub fn should_stop(
     let mut best: Option<(u64, f64)> = None;
     for (step, value) in points {
         let better = match (best, improvement) {
-            (None, _) => true,
+            // A diverged first evaluation (NaN, as the history reads a non-finite value
+            // back) would stay the best forever: nothing compares better than NaN.
+            (None, _) => !value.is_nan(),
             (Some((_, b)), Improvement::Decrease) => value < b,
             (Some((_, b)), Improvement::Increase) => value > b,
         };
@@ -160,6 +162,19 @@ mod tests {
         // Where larger is better: best 0.9 at step 100, so 300 steps without gain.
         assert!(should_stop(&h, "loss", Improvement::Increase, 300, 0));
         assert!(!should_stop(&h, "accuracy", Improvement::Increase, 1, 0)); // metric absent
+    }
+
+    #[test]
+    fn a_nan_evaluation_is_never_the_best_one() {
+        // A diverged first evaluation (NaN loss), then steady improvement: no stop.
+        let h = [
+            record(100, f64::NAN),
+            record(200, 0.9),
+            record(300, 0.8),
+            record(400, 0.7),
+        ];
+        assert!(!should_stop(&h, "loss", Improvement::Decrease, 200, 0));
+        assert!(!should_stop(&h, "loss", Improvement::Increase, 400, 0));
     }
 
     #[test]

@@ -86,10 +86,7 @@ impl AtomicFile {
             };
             file.sync_all()?;
             fs::rename(tmp, &self.path)?;
-            // The rename is durable only once the directory entry is.
-            if let Ok(d) = fs::File::open(parent_dir(&self.path)) {
-                let _ = d.sync_all();
-            }
+            sync_parent_dir(&self.path);
             Ok(())
         })();
         result.map_err(|e| {
@@ -116,6 +113,14 @@ impl Drop for AtomicFile {
         if let Some(tmp) = self.tmp.take() {
             let _ = fs::remove_file(tmp);
         }
+    }
+}
+
+/// Syncs the directory holding `path`, after a rename or a creation there: the new entry is
+/// durable only once the directory is. Best effort: not every file system can sync one.
+pub(crate) fn sync_parent_dir(path: &Path) {
+    if let Ok(d) = fs::File::open(parent_dir(path)) {
+        let _ = d.sync_all();
     }
 }
 

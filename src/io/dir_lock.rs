@@ -167,15 +167,21 @@ fn is_interrupted_write(name: &str) -> bool {
 
 /// Who holds the lock, as its file says.
 fn owner_of(file: &mut File) -> String {
-    let mut text = String::new();
+    // Its first line, bounded: the file is anyone's to fill, and it goes into a message.
+    let mut bytes = Vec::new();
     let read = file
         .seek(SeekFrom::Start(0))
-        .and_then(|_| file.read_to_string(&mut text));
+        .and_then(|_| file.take(MAX_OWNER_BYTES).read_to_end(&mut bytes));
+    let text = String::from_utf8_lossy(&bytes);
+    let line = text.lines().next().unwrap_or_default().trim();
     match read {
-        Ok(_) if !text.trim().is_empty() => text.trim().to_string(),
+        Ok(_) if !line.is_empty() => line.replace(char::is_control, "?"),
         _ => UNKNOWN_OWNER.to_string(),
     }
 }
+
+/// The most of a lock file read for its owner: the line this crate writes fits in it.
+const MAX_OWNER_BYTES: u64 = 512;
 
 /// Writes this process as the lock's owner.
 fn write_owner(file: &mut File, purpose: &str) -> std::io::Result<()> {
@@ -234,6 +240,19 @@ mod tests {
             "{owner}"
         );
         drop(lock);
+    }
+
+    #[test]
+    fn a_garbage_lock_file_gives_a_short_one_line_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = format!("pid 7 on h\r\n{}\u{1b}[2J", "x".repeat(1 << 20));
+        let _other = held_elsewhere(dir.path(), &garbage);
+        let err = DirLock::acquire(dir.path(), "training")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains(['\n', '\r', '\u{1b}']), "{err:?}");
+        assert!(err.len() < 1024, "{} bytes", err.len());
+        assert!(err.contains("in use by pid 7 on h"), "{err}");
     }
 
     #[test]

@@ -103,8 +103,9 @@ impl LossScale {
     /// Records a step whose gradients were all `finite` (or not); whether to apply it.
     pub fn update(&mut self, finite: bool) -> bool {
         let s = &mut self.state;
+        // Saturating: a restored checkpoint's counters may stand at their maximum.
         if finite {
-            s.good_steps += 1;
+            s.good_steps = s.good_steps.saturating_add(1);
             if s.good_steps >= self.growth_steps {
                 s.scale = (s.scale * 2.0).min(self.max);
                 s.good_steps = 0;
@@ -112,7 +113,7 @@ impl LossScale {
         } else {
             s.scale = (s.scale / 2.0).max(self.min);
             s.good_steps = 0;
-            s.skipped_steps += 1;
+            s.skipped_steps = s.skipped_steps.saturating_add(1);
         }
         finite
     }
@@ -173,5 +174,19 @@ mod tests {
         let mut bounded = LossScale::new().with_bounds(1.0, 64.0);
         bounded.restore(scale.state());
         assert_eq!(bounded.scale(), 64.0);
+    }
+
+    #[test]
+    fn counters_restored_at_their_maximum_do_not_overflow() {
+        let mut scale = LossScale::new();
+        scale.restore(LossScaleState {
+            scale: 2.0,
+            good_steps: u64::MAX,
+            skipped_steps: u64::MAX,
+        });
+        assert!(scale.update(true));
+        assert_eq!((scale.scale(), scale.state().good_steps), (4.0, 0));
+        assert!(!scale.update(false));
+        assert_eq!(scale.skipped_steps(), u64::MAX);
     }
 }
