@@ -56,6 +56,11 @@ impl DirLock {
             .truncate(false)
             .open(&path)
             .map_err(|e| Error::io(&path, e))?;
+        // Reading its owner would wait for ever on a FIFO, and a device is no lock.
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            let why = "is not a regular file: remove it, and the next run makes its own";
+            return Err(Error::io(&path, std::io::Error::other(why)));
+        }
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -240,6 +245,15 @@ mod tests {
             "{owner}"
         );
         drop(lock);
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_fifo_is_refused_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join(LOCK_FILE);
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RWXU).unwrap();
+        let err = DirLock::acquire(dir.path(), "training").err().unwrap();
+        assert!(err.to_string().contains("is not a regular file"), "{err}");
     }
 
     #[test]
