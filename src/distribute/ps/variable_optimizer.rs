@@ -115,24 +115,17 @@ impl VariableOptimizer {
     pub fn load_state_bytes(&mut self, bytes: &[u8], variables: &Shaped) -> Result<()> {
         let before = self.state_bytes()?;
         let shape_of = |path: &str| variables.get(path).map(|(shape, _)| shape.clone());
-        let fault = match self.load(bytes) {
+        let device = Default::default();
+        let fault = match self.optimizer.load_state_bytes(bytes, &device) {
             Ok(()) => self.optimizer.state_shape_fault(shape_of),
-            Err(e) => Some(e),
+            Err(e) => Some(e.to_string()),
         };
-        match fault {
-            None => Ok(()),
-            Some(fault) => {
-                // What was saved a moment ago loads again.
-                let _ = self.load(&before);
-                Err(refused(VariableOptimizerFault::State(fault)))
-            }
-        }
-    }
-
-    fn load(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
-        (self.optimizer)
-            .load_state_bytes(bytes, &Default::default())
-            .map_err(|e| e.to_string())
+        let Some(fault) = fault else {
+            return Ok(());
+        };
+        // What was saved a moment ago loads again.
+        let _ = self.optimizer.load_state_bytes(&before, &device);
+        Err(refused(VariableOptimizerFault::State(fault)))
     }
 }
 
