@@ -93,10 +93,9 @@ impl EvalHistory {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(&path, e)),
         };
-        let torn = text
-            .lines()
-            .count()
-            .checked_sub(usize::from(!text.ends_with('\n')));
+        // The last line is torn when the file does not end with a line end.
+        let last = text.lines().count().saturating_sub(1);
+        let torn = (!text.ends_with('\n')).then_some(last);
         let parse = |(i, line): (usize, &str)| match serde_json::from_str(line) {
             Ok(record) => Some(record),
             // Only a torn last line is expected; another is skipped, but not silently.
