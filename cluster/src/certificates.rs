@@ -3,8 +3,8 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
+use atomic_file::AtomicFile;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
@@ -101,43 +101,17 @@ pub fn write_certificates(
 }
 
 fn write_atomically(path: &Path, bytes: &[u8], secret: bool) -> Result<(), Error> {
-    // Per process and call: two launchers writing one directory, or a cert and its key
-    // (`worker-0.crt`, `worker-0.key`), never share a temp file.
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let failed = |source: std::io::Error| Error::CertificateWrite {
-        path: path.to_path_buf(),
-        source: source.into(),
+    // A key is the owner's alone from its first byte, whatever a file it replaces allowed.
+    let file = if secret {
+        AtomicFile::create_private(path)
+    } else {
+        AtomicFile::create(path)
     };
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-    let dir = dir.unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let temporary = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
-    // `create_new`: a file left at that name (or a link planted there) is never reused, so
-    // the mode below is the one a key is written under, from its first byte.
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    if secret {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    #[cfg(not(unix))]
-    let _ = secret;
-    let mut file = options.open(&temporary).map_err(failed)?;
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&temporary, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(failed(e));
-    }
-    // The rename is durable only once the directory entry is.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    file.and_then(|mut file| file.write_all(bytes).and_then(|()| file.commit()))
+        .map_err(|source| Error::CertificateWrite {
+            path: path.to_path_buf(),
+            source: source.into(),
+        })
 }
 
 #[cfg(test)]

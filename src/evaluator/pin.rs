@@ -6,6 +6,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::io::AtomicFile;
 
 /// The directory of an eval directory holding the pinned checkpoints.
 pub(crate) const PINNED_DIR: &str = ".pinned";
@@ -42,21 +43,15 @@ impl PinnedCheckpoint {
                 checkpoint.display()
             ),
         }
-        // Copied under a temporary name, so a pin is always a whole file.
-        let tmp = dir.join(format!(
-            ".{}.tmp-{}",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        match std::fs::copy(checkpoint, &tmp) {
-            Ok(_) => {}
+        // Copied whole or not at all, so a pin is always a whole checkpoint.
+        let mut source = match std::fs::File::open(checkpoint) {
+            Ok(file) => file,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(Error::io(checkpoint, e));
-            }
-        }
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+            Err(e) => return Err(Error::io(checkpoint, e)),
+        };
+        let mut copy = AtomicFile::create(&path)?;
+        std::io::copy(&mut source, &mut copy).map_err(|e| Error::io(checkpoint, e))?;
+        copy.commit()?;
         Ok(Some(Self { path }))
     }
 

@@ -160,8 +160,8 @@ fn all_digits(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Whether `name` is the temporary file of an atomic write (`AtomicFile`:
-/// `.<name>.tmp-<pid>-<n>`, or `.<name>.tmp-<pid>` as earlier versions named it).
+/// Whether `name` is the temporary file of an atomic write as earlier versions named it
+/// (`.<name>.tmp-<pid>-<n>` or `.<name>.tmp-<pid>`); today's have no name until committed.
 fn is_interrupted_write(name: &str) -> bool {
     name.starts_with('.')
         && name.rsplit_once(".tmp-").is_some_and(|(_, rest)| {

@@ -6,7 +6,6 @@ mod compression;
 mod crc;
 mod reader;
 mod record_file;
-mod replace;
 mod writer;
 
 use std::path::Path;

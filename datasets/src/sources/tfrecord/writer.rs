@@ -1,20 +1,19 @@
 //! [`TfRecordWriter`]: records framed as TensorFlow writes them, optionally compressed.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use atomic_file::AtomicFile;
 use flate2::write::{GzEncoder, ZlibEncoder};
 
 use super::crc::masked_crc32c;
-use super::replace::Replacement;
 use super::TfRecordCompression;
 use crate::Error;
 
 enum Sink {
-    Plain(BufWriter<File>),
-    Gzip(GzEncoder<BufWriter<File>>),
-    Zlib(ZlibEncoder<BufWriter<File>>),
+    Plain(BufWriter<AtomicFile>),
+    Gzip(GzEncoder<BufWriter<AtomicFile>>),
+    Zlib(ZlibEncoder<BufWriter<AtomicFile>>),
 }
 
 impl Sink {
@@ -32,9 +31,8 @@ impl Sink {
 ///
 /// The file is replaced whole or not at all: the records go to a temp file beside `path`,
 /// which [`finish`](Self::finish) renames over it. A writer dropped unfinished (an error, a
-/// panic) leaves `path` as it was, and a run killed half-way leaves it too, with at most its
-/// temp file (`.<name>.tmp-<pid>-<n>`). A FIFO or a device (`/dev/stdout`) is written
-/// through directly.
+/// panic) leaves `path` as it was, and so does a run killed half-way (on Linux, with no temp
+/// file left either). A FIFO or a device (`/dev/stdout`) is written through directly.
 ///
 /// ```
 /// use datasets::{Dataset, DatasetExt, TfRecordCompression, TfRecordDataset, TfRecordWriter};
@@ -52,14 +50,13 @@ impl Sink {
 pub struct TfRecordWriter {
     sink: Sink,
     path: PathBuf,
-    replacement: Replacement,
 }
 
 impl TfRecordWriter {
     /// Starts writing `path`, which keeps its old content (if any) until [`finish`](Self::finish).
     pub fn create(path: impl AsRef<Path>, compression: TfRecordCompression) -> Result<Self, Error> {
         let path = path.as_ref().to_path_buf();
-        let (replacement, file) = Replacement::create(&path).map_err(|e| Error::io(&path, e))?;
+        let file = AtomicFile::create(&path).map_err(|e| Error::io(&path, e))?;
         let file = BufWriter::new(file);
         let level = flate2::Compression::default();
         let sink = match compression {
@@ -67,11 +64,7 @@ impl TfRecordWriter {
             TfRecordCompression::Gzip => Sink::Gzip(GzEncoder::new(file, level)),
             TfRecordCompression::Zlib => Sink::Zlib(ZlibEncoder::new(file, level)),
         };
-        Ok(TfRecordWriter {
-            sink,
-            path,
-            replacement,
-        })
+        Ok(TfRecordWriter { sink, path })
     }
 
     /// Appends one record.
@@ -104,6 +97,6 @@ impl TfRecordWriter {
             Sink::Zlib(w) => w.finish().map_err(io)?,
         };
         let file = file.into_inner().map_err(|e| io(e.into_error()))?;
-        self.replacement.commit(file).map_err(io)
+        file.commit().map_err(io)
     }
 }
