@@ -11,9 +11,12 @@ mod tensors;
 
 use std::future::Future;
 
+use tonic::body::Body;
+use tonic::codegen::http::{HeaderValue, Response};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
-use tonic::Status;
+use tonic::{Code, Status};
+use tower::util::MapResponseLayer;
 
 use crate::error::ServeError;
 use crate::server::Server;
@@ -66,12 +69,27 @@ impl Server {
         // Answers go out as soon as they are written, as gRPC's own servers send them.
         let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
         builder
+            .layer(MapResponseLayer::new(resource_exhausted_for_oversize))
             .add_service(predictions)
             .add_service(models)
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await
     }
 }
+
+/// A message past the size limit as gRPC's own servers (and TF Serving) answer it:
+/// `RESOURCE_EXHAUSTED`, where tonic's decoder says `OUT_OF_RANGE`. No call of this server
+/// answers `OUT_OF_RANGE` itself, so each one is tonic's size limit.
+fn resource_exhausted_for_oversize(mut response: Response<Body>) -> Response<Body> {
+    let status = response.headers().get(GRPC_STATUS);
+    if status.is_some_and(|code| code.as_bytes() == b"11") {
+        let code = HeaderValue::from(Code::ResourceExhausted as i32);
+        response.headers_mut().insert(GRPC_STATUS, code);
+    }
+    response
+}
+
+const GRPC_STATUS: &str = "grpc-status";
 
 impl From<ServeError> for Status {
     /// The gRPC code TF Serving answers with where its REST API answers the HTTP status.
@@ -84,5 +102,61 @@ impl From<ServeError> for Status {
             ServeError::Internal(m) => Status::internal(m),
             ServeError::Unavailable(m) => Status::unavailable(m),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::proto::tensorflow::serving::prediction_service_client::PredictionServiceClient;
+    use super::proto::tensorflow::serving::{ModelSpec, PredictRequest};
+    use super::proto::tensorflow::{DataType, TensorProto};
+    use super::*;
+    use crate::limits::Limits;
+    use crate::server::testing::serving;
+    use estimator::export::DType;
+
+    #[tokio::test]
+    async fn a_message_above_the_body_limit_is_resource_exhausted_naming_both_sizes() {
+        let signature = estimator::Signature::new().with_input("x", DType::Float32);
+        let limits = Limits {
+            max_body_bytes: 4096,
+            ..Limits::default()
+        };
+        let server = serving("m", signature, limits);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(server.run_grpc(listener, async {
+            let _ = stopped.await;
+        }));
+        let mut client = PredictionServiceClient::connect(url).await.unwrap();
+        let request = |values: usize| {
+            let mut x = TensorProto {
+                float_val: vec![1.0; values],
+                ..TensorProto::default()
+            };
+            x.set_dtype(DataType::DtFloat);
+            PredictRequest {
+                model_spec: Some(ModelSpec {
+                    name: "m".into(),
+                    ..ModelSpec::default()
+                }),
+                inputs: HashMap::from([("x".to_string(), x)]),
+                output_filter: Vec::new(),
+            }
+        };
+        let refused = client.predict(request(2000)).await.unwrap_err();
+        assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+        assert!(
+            refused.message().contains("the limit is: 4096"),
+            "{refused:?}"
+        );
+        // Under the limit, the request is decoded and checked (its shape is missing).
+        let decoded = client.predict(request(10)).await.unwrap_err();
+        assert!(decoded.message().contains("has shape []"), "{decoded:?}");
+        stop.send(()).unwrap();
+        served.await.unwrap().unwrap();
     }
 }
