@@ -5,6 +5,7 @@ mod base_path;
 mod export_fault;
 mod exporters;
 mod instances;
+mod prediction_value;
 mod predictor;
 mod request_fault;
 mod serving;

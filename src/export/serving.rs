@@ -43,15 +43,10 @@ pub trait ServableEstimator: Estimator + Send + 'static {
 
 /// `value` as JSON with each `f32` written in the shortest digits that read back as it
 /// (`0.26313546`, as `predict` output writes it), not as the `f64` it widens to
-/// (`0.26313546299934387`, what `serde_json::to_value` gives).
-///
-/// serde_json prints an `f32` with its own shortest form; reading that text back yields the
-/// `f64` nearest those digits, which prints the same way. `to_value` keeps the widened
-/// `f64` instead.
+/// (`0.26313546299934387`, what `serde_json::to_value` gives). `null` for what JSON text
+/// cannot hold either (a map whose keys are not strings, numbers or booleans).
 pub fn prediction_json<T: Serialize + ?Sized>(value: &T) -> Value {
-    serde_json::to_string(value)
-        .and_then(|text| serde_json::from_str(&text))
-        .unwrap_or(Value::Null)
+    super::prediction_value::to_value(value).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
