@@ -32,6 +32,10 @@ use estimator_serve::{Background, Batching, Limits, Loaders, ModelConfig, Server
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 
+/// The server's allocator, as the `estimator-serve` binary runs with (the clients share it).
+#[global_allocator]
+static ALLOCATOR: estimator_serve::ServingAllocator = estimator_serve::ServingAllocator;
+
 /// The instance every request sends, `--instances` times.
 const INSTANCE: [(&str, f32); 4] = [
     ("sepal_length_cm", 5.9),
