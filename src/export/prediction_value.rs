@@ -242,49 +242,50 @@ impl ser::Serializer for ValueSerializer {
     }
 }
 
-impl ser::SerializeSeq for Compound {
-    type Ok = Value;
-    type Error = Unsupported;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Value> {
-        self.end_seq()
-    }
+/// The sequence-like compounds: each element pushed, the array made at the end.
+macro_rules! sequence {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Compound {
+            type Ok = Value;
+            type Error = Unsupported;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+                self.push(value)
+            }
+            fn end(self) -> Result<Value> {
+                self.end_seq()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound {
-    type Ok = Value;
-    type Error = Unsupported;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Value> {
-        self.end_seq()
-    }
+sequence!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+
+/// The struct-like compounds: each field a member, the object made at the end.
+macro_rules! structure {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound {
+            type Ok = Value;
+            type Error = Unsupported;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<()> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<Value> {
+                self.end_map()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Compound {
-    type Ok = Value;
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Value> {
-        self.end_seq()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound {
-    type Ok = Value;
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Value> {
-        self.end_seq()
-    }
-}
+structure!(SerializeStruct, SerializeStructVariant);
 
 impl ser::SerializeMap for Compound {
     type Ok = Value;
@@ -296,36 +297,6 @@ impl ser::SerializeMap for Compound {
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
         let key = self.key.take().unwrap_or_default();
         self.field(&key, value)
-    }
-    fn end(self) -> Result<Value> {
-        self.end_map()
-    }
-}
-
-impl ser::SerializeStruct for Compound {
-    type Ok = Value;
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<()> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Value> {
-        self.end_map()
-    }
-}
-
-impl ser::SerializeStructVariant for Compound {
-    type Ok = Value;
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<()> {
-        self.field(key, value)
     }
     fn end(self) -> Result<Value> {
         self.end_map()
