@@ -30,19 +30,10 @@ pub(crate) fn outputs(
 
 fn tensor(key: &str, rows: &[&Value]) -> Result<TensorProto, ServeError> {
     let row_shape = rows.first().map_or_else(Vec::new, |row| shape_of(row));
-    let mut flat = Vec::new();
-    for row in rows {
-        if shape_of(row) != row_shape {
-            return Err(ServeError::Internal(format!(
-                "output '{key}' has rows of different shapes"
-            )));
-        }
-        flatten(row, &mut flat);
-    }
     let mut tensor = TensorProto {
         tensor_shape: Some(TensorShapeProto {
             dim: std::iter::once(rows.len())
-                .chain(row_shape)
+                .chain(row_shape.iter().copied())
                 .map(|size| Dim {
                     size: size as i64,
                     name: String::new(),
@@ -52,37 +43,61 @@ fn tensor(key: &str, rows: &[&Value]) -> Result<TensorProto, ServeError> {
         }),
         ..TensorProto::default()
     };
+    let dtype = output_dtype(key);
+    tensor.set_dtype(match dtype {
+        DType::Float32 => DataType::DtFloat,
+        DType::Int64 => DataType::DtInt64,
+        DType::String => DataType::DtString,
+    });
+    let values = rows.len() * row_shape.iter().product::<usize>();
+    match dtype {
+        DType::Float32 => tensor.float_val.reserve(values),
+        DType::Int64 => tensor.int64_val.reserve(values),
+        DType::String => tensor.string_val.reserve(values),
+    }
+    for row in rows {
+        push_values(key, row, &row_shape, &mut tensor, dtype)?;
+    }
+    Ok(tensor)
+}
+
+/// Appends `value`'s elements, in row order, to the values of `tensor` that `dtype` fills,
+/// checking that `value` has `shape`.
+fn push_values(
+    key: &str,
+    value: &Value,
+    shape: &[usize],
+    tensor: &mut TensorProto,
+    dtype: DType,
+) -> Result<(), ServeError> {
     let not = |what: &str| {
         ServeError::Internal(format!("output '{key}' holds a value that is not {what}"))
     };
-    match output_dtype(key) {
-        DType::Float32 => {
-            tensor.set_dtype(DataType::DtFloat);
-            tensor.float_val = flat
-                .iter()
-                .map(|v| v.as_f64().map(|x| x as f32).ok_or_else(|| not("a number")))
-                .collect::<Result<_, _>>()?;
-        }
-        DType::Int64 => {
-            tensor.set_dtype(DataType::DtInt64);
-            tensor.int64_val = flat
-                .iter()
-                .map(|v| v.as_i64().ok_or_else(|| not("an integer")))
-                .collect::<Result<_, _>>()?;
-        }
-        DType::String => {
-            tensor.set_dtype(DataType::DtString);
-            tensor.string_val = flat
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(|s| s.as_bytes().to_vec())
-                        .ok_or_else(|| not("a string"))
-                })
-                .collect::<Result<_, _>>()?;
+    match (value, shape.split_first()) {
+        (Value::Array(items), Some((&len, inner))) if items.len() == len => items
+            .iter()
+            .try_for_each(|item| push_values(key, item, inner, tensor, dtype)),
+        (Value::Array(_), _) | (_, Some(_)) => Err(ServeError::Internal(format!(
+            "output '{key}' has rows of different shapes"
+        ))),
+        (scalar, None) => {
+            match dtype {
+                DType::Float32 => {
+                    let x = scalar.as_f64().ok_or_else(|| not("a number"))?;
+                    tensor.float_val.push(x as f32);
+                }
+                DType::Int64 => {
+                    let x = scalar.as_i64().ok_or_else(|| not("an integer"))?;
+                    tensor.int64_val.push(x);
+                }
+                DType::String => {
+                    let x = scalar.as_str().ok_or_else(|| not("a string"))?;
+                    tensor.string_val.push(x.as_bytes().to_vec());
+                }
+            }
+            Ok(())
         }
     }
-    Ok(tensor)
 }
 
 fn shape_of(value: &Value) -> Vec<usize> {
@@ -96,9 +111,62 @@ fn shape_of(value: &Value) -> Vec<usize> {
     }
 }
 
-fn flatten<'a>(value: &'a Value, into: &mut Vec<&'a Value>) {
-    match value {
-        Value::Array(items) => items.iter().for_each(|item| flatten(item, into)),
-        scalar => into.push(scalar),
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn predictions(rows: &[Value]) -> Vec<Map<String, Value>> {
+        rows.iter()
+            .map(|row| row.as_object().unwrap().clone())
+            .collect()
+    }
+
+    fn dims(tensor: &TensorProto) -> Vec<i64> {
+        let shape = tensor.tensor_shape.as_ref().unwrap();
+        shape.dim.iter().map(|d| d.size).collect()
+    }
+
+    #[test]
+    fn each_output_is_its_rows_stacked_along_the_batch() {
+        let rows = predictions(&[
+            json!({"probabilities": [[0.25, 0.75]], "class_ids": [1], "classes": ["b"]}),
+            json!({"probabilities": [[0.5, 0.5]], "class_ids": [0], "classes": ["a"]}),
+        ]);
+        let keys = ["probabilities", "class_ids", "classes"].map(String::from);
+        let out = outputs(&keys, &rows).unwrap();
+        let probabilities = &out["probabilities"];
+        assert_eq!(dims(probabilities), [2, 1, 2]);
+        assert_eq!(probabilities.float_val, [0.25, 0.75, 0.5, 0.5]);
+        assert_eq!(out["class_ids"].int64_val, [1, 0]);
+        assert_eq!(out["class_ids"].dtype(), DataType::DtInt64);
+        assert_eq!(out["classes"].string_val, [b"b".to_vec(), b"a".to_vec()]);
+        assert_eq!(
+            dims(&outputs(&keys[..1], &[]).unwrap()["probabilities"]),
+            [0]
+        );
+    }
+
+    #[test]
+    fn ragged_rows_and_values_of_another_type_are_named() {
+        let keys = ["probabilities".to_string()];
+        let message = |rows: &[Value]| outputs(&keys, &predictions(rows)).unwrap_err().to_string();
+        let ragged = [
+            json!({"probabilities": [0.5, 0.5]}),
+            json!({"probabilities": [1.0]}),
+        ];
+        assert!(message(&ragged).contains("rows of different shapes"));
+        let deeper = [
+            json!({"probabilities": [0.5]}),
+            json!({"probabilities": [[0.5]]}),
+        ];
+        assert!(message(&deeper).contains("rows of different shapes"));
+        let text = [json!({"probabilities": ["x"]})];
+        let err = message(&text);
+        assert!(
+            err.contains("output 'probabilities' holds a value that is not a number"),
+            "{err}"
+        );
     }
 }
