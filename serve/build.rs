@@ -4,6 +4,7 @@
 //!
 //! - The gRPC services (`PredictionService`, `ModelService`: servers, and clients for Rust
 //!   programs and the tests) and their messages, as Rust code; tf.Example is `datasets`' own.
+//!   So is `PredictionLog`, the record of a model's warmup requests.
 //! - The descriptors of the configuration messages (the model server config, the batching
 //!   parameters, the monitoring and SSL configs), from which TF Serving's files in protobuf
 //!   text format are read.
@@ -11,9 +12,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-const SERVICES: [&str; 2] = [
+const SERVICES: [&str; 3] = [
     "../proto/tensorflow_serving/apis/prediction_service.proto",
     "../proto/tensorflow_serving/apis/model_service.proto",
+    "../proto/tensorflow_serving/apis/prediction_log.proto",
 ];
 
 const CONFIGURATION: [&str; 4] = [

@@ -104,6 +104,11 @@ pub(crate) struct Cli {
     /// batch is whatever queued while the model was busy).
     #[arg(long, default_value_t = 0, requires = "enable_batching")]
     pub(crate) batch_timeout_micros: u64,
+    /// Answer the requests of a version's assets.extra/tf_serving_warmup_requests before it
+    /// serves (TF Serving's --enable_model_warmup); a request not answered refuses the
+    /// version.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub(crate) enable_model_warmup: bool,
     /// Largest request body in bytes (413 beyond).
     #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]
     pub(crate) max_body_bytes: usize,
@@ -297,5 +302,23 @@ mod tests {
         let off = limits_of(&["--rest-api-timeout-in-ms", "0"]);
         assert_eq!(off.idle_timeout, None);
         assert!(cli(&["--rest-api-timeout-in-ms", "5000", "--idle-timeout-ms", "1"]).is_err());
+    }
+
+    #[test]
+    fn model_warmup_is_on_unless_turned_off_in_either_spelling() {
+        assert!(cli(&[]).unwrap().enable_model_warmup);
+        assert!(
+            !cli(&["--enable-model-warmup=false"])
+                .unwrap()
+                .enable_model_warmup
+        );
+        let args = [
+            "x",
+            "--model_name=m",
+            "--model_base_path=b",
+            "--enable_model_warmup=false",
+        ];
+        let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
+        assert!(!Cli::try_parse_from(respelled).unwrap().enable_model_warmup);
     }
 }

@@ -8,6 +8,7 @@ mod model_service;
 mod outputs;
 mod prediction_service;
 mod tensors;
+mod warmup;
 
 use std::future::Future;
 
@@ -22,24 +23,11 @@ use crate::error::ServeError;
 use crate::server::Server;
 use proto::tensorflow::serving::model_service_server::ModelServiceServer;
 use proto::tensorflow::serving::prediction_service_server::PredictionServiceServer;
+pub(crate) use warmup::warm_up;
 
 /// TF Serving's messages and services, generated from `proto/` (`build.rs`): the servers
 /// this crate runs, and clients for a Rust program to call any TF Serving.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod proto {
-    /// Package `tensorflow`: tensors and signatures.
-    pub mod tensorflow {
-        tonic::include_proto!("tensorflow");
-        /// Package `tensorflow.error`: error codes.
-        pub mod error {
-            tonic::include_proto!("tensorflow.error");
-        }
-        /// Package `tensorflow.serving`: the services and their calls.
-        pub mod serving {
-            tonic::include_proto!("tensorflow.serving");
-        }
-    }
-}
+pub mod proto;
 
 impl Server {
     /// Serves TF Serving's gRPC API on `listener` until `shutdown` completes; messages are

@@ -39,6 +39,15 @@ pub enum LoadFault {
         /// The core crate's error, as printed.
         reason: String,
     },
+    /// A request of the version's warmup file (`assets.extra/tf_serving_warmup_requests`)
+    /// cannot be read or is not answered.
+    #[error("{}: {reason}", path.display())]
+    Warmup {
+        /// The warmup file.
+        path: PathBuf,
+        /// Which record, and what reading or answering it said.
+        reason: String,
+    },
     /// Several directories name the version and hold different exports.
     #[error(
         "version {version} is ambiguous: {} hold different exports; none of them is served \

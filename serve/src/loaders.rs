@@ -16,6 +16,7 @@ use estimators::{
 };
 
 use crate::batching::{Batched, Batching};
+use crate::grpc::warm_up;
 use crate::load_fault::LoadFault;
 use estimator::export::ServableEstimator;
 
@@ -50,6 +51,7 @@ pub struct Loaders {
     batching: Option<Batching>,
     device: DeviceSpec,
     pub(crate) retries: LoadRetries,
+    warmup: bool,
 }
 
 impl Loaders {
@@ -60,6 +62,7 @@ impl Loaders {
             batching: None,
             device: DeviceSpec::Cpu,
             retries: LoadRetries::default(),
+            warmup: true,
         }
     }
 
@@ -129,14 +132,22 @@ impl Loaders {
         self
     }
 
+    /// Whether a version answers the requests of its warmup file
+    /// (`assets.extra/tf_serving_warmup_requests`) before it serves: on by default, as TF
+    /// Serving's `--enable_model_warmup`.
+    pub fn with_model_warmup(mut self, warmup: bool) -> Self {
+        self.warmup = warmup;
+        self
+    }
+
     /// Merges concurrent requests to each loaded version (server-side batching).
     pub fn with_batching(mut self, batching: Batching) -> Self {
         self.batching = Some(batching);
         self
     }
 
-    /// Loads the export in `dir`; an error names the directory and, for an estimator this
-    /// server does not know, its name.
+    /// Loads the export in `dir` and answers its warmup requests; an error names the
+    /// directory and, for an estimator this server does not know, its name.
     pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, LoadFault> {
         let info_path = dir.join(EXPORT_FILE);
         let info: ExportInfo = std::fs::read(&info_path)
@@ -164,6 +175,12 @@ impl Loaders {
             })?;
         let device = self.device.resolve().map_err(|e| LoadFault::load(dir, e))?;
         let loaded = load(dir, device).map_err(|e| LoadFault::load(dir, e))?;
+        if self.warmup {
+            let answered = warm_up(dir, loaded.as_ref())?;
+            if answered > 0 {
+                tracing::info!("{}: answered {answered} warmup requests", dir.display());
+            }
+        }
         Ok(match &self.batching {
             Some(batching) => Arc::new(Batched::new(loaded, batching.clone())),
             None => loaded,

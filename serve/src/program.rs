@@ -41,7 +41,10 @@ async fn shutdown_signal() {
 }
 
 fn run(cli: Cli, loaders: Loaders) -> Result<()> {
-    let mut loaders = loaders.on(cli.device).with_load_retries(cli.load_retries());
+    let mut loaders = loaders
+        .on(cli.device)
+        .with_load_retries(cli.load_retries())
+        .with_model_warmup(cli.enable_model_warmup);
     if let Some(batching) = cli.batching()? {
         loaders = loaders.with_batching(batching);
     }

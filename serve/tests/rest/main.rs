@@ -15,3 +15,4 @@ mod limits;
 mod predict;
 mod support;
 mod versions;
+mod warmup;

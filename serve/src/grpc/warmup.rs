@@ -1,0 +1,85 @@
+//! Model warmup as TF Serving's: the requests a version's export holds in
+//! `assets.extra/tf_serving_warmup_requests` (a TFRecord file of `PredictionLog`s, as TF
+//! Serving reads them) are answered once before the version serves, so that the first
+//! client's request does not pay for what a first prediction sets up (a CUDA device's kernels
+//! above all).
+
+use std::path::Path;
+
+use datasets::{DatasetExt, TfRecordDataset};
+use estimator::export::Instance;
+use prost::Message;
+
+use super::proto::tensorflow::serving::prediction_log::LogType;
+use super::proto::tensorflow::serving::PredictionLog;
+use super::{examples, tensors};
+use crate::error::ServeError;
+use crate::load_fault::LoadFault;
+use crate::servable::Servable;
+
+/// Where a version directory keeps its warmup requests (TF Serving's path).
+pub(crate) const WARMUP_FILE: &str = "assets.extra/tf_serving_warmup_requests";
+
+/// The most records a warmup file may hold (TF Serving's limit).
+const MAX_RECORDS: usize = 1000;
+
+/// Answers each request of the warmup file in `dir` with `servable`; how many there were.
+/// No file is no warmup. A record that is not a `PredictionLog`, a request of another kind
+/// than Predict, Classify or Regress, one the model refuses, or more than 1,000 records
+/// are a [`LoadFault::Warmup`] naming the record: the version is not served, as in TF
+/// Serving.
+pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, LoadFault> {
+    let path = dir.join(WARMUP_FILE);
+    if !path.is_file() {
+        return Ok(0);
+    }
+    let fault = |reason: String| LoadFault::Warmup {
+        path: path.clone(),
+        reason,
+    };
+    let mut records = TfRecordDataset::open([&path]).map_err(|e| fault(e.to_string()))?;
+    let mut answered = 0;
+    for (index, record) in records.iter().enumerate() {
+        if index == MAX_RECORDS {
+            return Err(fault(format!(
+                "more than {MAX_RECORDS} warmup records, TF Serving's limit"
+            )));
+        }
+        let record = record.map_err(|e| fault(e.to_string()))?;
+        let refused = |why: String| fault(format!("warmup record {index}: {why}"));
+        let instances = request_instances(&record, servable).map_err(refused)?;
+        servable
+            .predict(&instances)
+            .map_err(|e| refused(format!("the model refused it: {e}")))?;
+        answered += 1;
+    }
+    Ok(answered)
+}
+
+/// The instances of one warmup record's request.
+fn request_instances(record: &[u8], servable: &dyn Servable) -> Result<Vec<Instance>, String> {
+    let log = PredictionLog::decode(record).map_err(|e| format!("not a PredictionLog ({e})"))?;
+    let from_examples = |input| {
+        let (list, context) = examples::list(input)?;
+        examples::instances(&list, context.as_ref())
+    };
+    let instances = match log.log_type {
+        Some(LogType::PredictLog(log)) => {
+            let request = log.request.unwrap_or_default();
+            tensors::instances(servable.signature(), &request.inputs)
+        }
+        Some(LogType::ClassifyLog(log)) => from_examples(log.request.unwrap_or_default().input),
+        Some(LogType::RegressLog(log)) => from_examples(log.request.unwrap_or_default().input),
+        None => {
+            return Err(
+                "a log of no kind this server answers: Predict, Classify or Regress \
+                        (MultiInference and SessionRun are not served)"
+                    .into(),
+            )
+        }
+    };
+    instances.map_err(|e: ServeError| e.to_string())
+}
+
+#[cfg(test)]
+mod tests;

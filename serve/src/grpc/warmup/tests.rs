@@ -1,0 +1,175 @@
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use datasets::tf_proto::{feature, FloatList};
+use datasets::{TfRecordCompression, TfRecordWriter};
+use estimator::export::DType;
+use estimator::Signature;
+
+use super::super::examples::example;
+use super::super::proto::tensorflow::serving::{
+    input, ClassificationRequest, ClassifyLog, ExampleList, Input, PredictLog, PredictRequest,
+    RegressLog, RegressionRequest,
+};
+use super::super::proto::tensorflow::tensor_shape_proto::Dim;
+use super::super::proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
+use super::*;
+use crate::servable::Predictions;
+
+/// Answers every instance, or refuses all with `refusing`; keeps the batch sizes it saw.
+struct Recording {
+    signature: Signature,
+    batches: Mutex<Vec<usize>>,
+    refusing: bool,
+}
+
+impl Recording {
+    fn new(refusing: bool) -> Self {
+        Self {
+            signature: Signature::new().with_input("x", DType::Float32),
+            batches: Mutex::new(Vec::new()),
+            refusing,
+        }
+    }
+
+    fn batches(&self) -> Vec<usize> {
+        self.batches.lock().unwrap().clone()
+    }
+}
+
+impl Servable for Recording {
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn predict(&self, instances: &[Instance]) -> Predictions {
+        self.batches.lock().unwrap().push(instances.len());
+        match self.refusing {
+            true => Err(ServeError::Internal("out of memory".into())),
+            false => Ok(instances.iter().map(|_| serde_json::Map::new()).collect()),
+        }
+    }
+}
+
+fn predict(input: &str, values: Vec<f32>) -> PredictionLog {
+    let mut x = TensorProto {
+        tensor_shape: Some(TensorShapeProto {
+            dim: vec![Dim {
+                size: values.len() as i64,
+                name: String::new(),
+            }],
+            unknown_rank: false,
+        }),
+        float_val: values,
+        ..TensorProto::default()
+    };
+    x.set_dtype(DataType::DtFloat);
+    let request = PredictRequest {
+        inputs: HashMap::from([(input.to_string(), x)]),
+        ..PredictRequest::default()
+    };
+    PredictionLog {
+        log_type: Some(LogType::PredictLog(PredictLog {
+            request: Some(request),
+            response: None,
+        })),
+    }
+}
+
+fn examples(n: usize) -> Option<Input> {
+    let x = feature::Kind::FloatList(FloatList { value: vec![1.5] });
+    Some(Input {
+        kind: Some(input::Kind::ExampleList(ExampleList {
+            examples: vec![example("x", x); n],
+        })),
+    })
+}
+
+/// A version directory whose warmup file holds `records`.
+fn version_with(records: &[Vec<u8>]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(WARMUP_FILE);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut writer = TfRecordWriter::create(&path, TfRecordCompression::None).unwrap();
+    for record in records {
+        writer.write_record(record).unwrap();
+    }
+    writer.finish().unwrap();
+    dir
+}
+
+#[test]
+fn each_predict_classify_and_regress_request_is_answered_before_the_version_serves() {
+    let classify = PredictionLog {
+        log_type: Some(LogType::ClassifyLog(ClassifyLog {
+            request: Some(ClassificationRequest {
+                model_spec: None,
+                input: examples(3),
+            }),
+            response: None,
+        })),
+    };
+    let regress = PredictionLog {
+        log_type: Some(LogType::RegressLog(RegressLog {
+            request: Some(RegressionRequest {
+                model_spec: None,
+                input: examples(1),
+            }),
+            response: None,
+        })),
+    };
+    let records = [predict("x", vec![1.0, 2.0]), classify, regress].map(|l| l.encode_to_vec());
+    let dir = version_with(&records);
+    let servable = Recording::new(false);
+    assert_eq!(warm_up(dir.path(), &servable), Ok(3));
+    assert_eq!(servable.batches(), [2, 3, 1]);
+
+    let none = tempfile::tempdir().unwrap();
+    assert_eq!(warm_up(none.path(), &servable), Ok(0), "no file, no warmup");
+}
+
+#[test]
+fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_record() {
+    let fault = |records: &[Vec<u8>], refusing: bool| {
+        let dir = version_with(records);
+        let err = warm_up(dir.path(), &Recording::new(refusing)).unwrap_err();
+        let LoadFault::Warmup { path, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(path, &dir.path().join(WARMUP_FILE));
+        err.to_string()
+    };
+    let good = predict("x", vec![1.0]).encode_to_vec();
+    let err = fault(&[good.clone(), b"\xff\xff".to_vec()], false);
+    assert!(
+        err.contains("warmup record 1: not a PredictionLog"),
+        "{err}"
+    );
+    let unknown = fault(&[PredictionLog { log_type: None }.encode_to_vec()], false);
+    assert!(
+        unknown.contains("warmup record 0: a log of no kind"),
+        "{unknown}"
+    );
+    let wrong_input = fault(&[predict("y", vec![1.0]).encode_to_vec()], false);
+    assert!(
+        wrong_input.contains("warmup record 0: input tensor alias not found in signature: y"),
+        "{wrong_input}"
+    );
+    let refused = fault(std::slice::from_ref(&good), true);
+    assert!(
+        refused.contains("the model refused it: out of memory"),
+        "{refused}"
+    );
+    let too_many = fault(&vec![good; MAX_RECORDS + 1], false);
+    assert!(
+        too_many.contains("more than 1000 warmup records"),
+        "{too_many}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(WARMUP_FILE);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, b"not a TFRecord file").unwrap();
+    let torn = warm_up(dir.path(), &Recording::new(false)).unwrap_err();
+    assert!(matches!(torn, LoadFault::Warmup { .. }), "{torn:?}");
+}
