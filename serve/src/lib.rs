@@ -64,10 +64,10 @@ pub use servable::{Predictions, Servable, Served};
 pub use server::Server;
 pub use ssl_config::SslConfig;
 pub use version_policy::VersionPolicy;
+pub use versions::ModelVersions;
 
 /// The allocator `estimator-serve` runs with, for a serving program of one's own to run with
 /// too: `#[global_allocator] static ALLOCATOR: ServingAllocator = ServingAllocator;`. It is
 /// mimalloc, as TF Serving runs on tcmalloc: serving a request allocates many small maps and
 /// values, which glibc's allocator serves markedly slower.
 pub use mimalloc::MiMalloc as ServingAllocator;
-pub use versions::ModelVersions;

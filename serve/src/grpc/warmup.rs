@@ -18,7 +18,7 @@ use crate::load_fault::LoadFault;
 use crate::servable::Servable;
 
 /// Where a version directory keeps its warmup requests (TF Serving's path).
-pub(crate) const WARMUP_FILE: &str = "assets.extra/tf_serving_warmup_requests";
+const WARMUP_FILE: &str = "assets.extra/tf_serving_warmup_requests";
 
 /// The most records a warmup file may hold (TF Serving's limit).
 const MAX_RECORDS: usize = 1000;
