@@ -27,7 +27,8 @@ const MAX_RECORDS: usize = 1000;
 /// No file is no warmup. A record that is not a `PredictionLog`, a request of another kind
 /// than Predict, Classify or Regress, one the model refuses, or more than 1,000 records
 /// are a [`LoadFault::Warmup`] naming the record: the version is not served, as in TF
-/// Serving.
+/// Serving. A model that fails on a request it takes is a [`LoadFault::Load`], retried as
+/// a load that failed on the device is.
 pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, LoadFault> {
     let path = dir.join(WARMUP_FILE);
     if !path.is_file() {
@@ -48,9 +49,18 @@ pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, Load
         let record = record.map_err(|e| fault(e.to_string()))?;
         let refused = |why: String| fault(format!("warmup record {index}: {why}"));
         let instances = request_instances(&record, servable).map_err(refused)?;
-        servable
-            .predict(&instances)
-            .map_err(|e| refused(format!("the model refused it: {e}")))?;
+        servable.predict(&instances).map_err(|e| match e {
+            // The model failed on a request it takes (a device out of memory): a load that
+            // failed on the device, retried as one.
+            ServeError::Internal(_) | ServeError::Unavailable(_) => LoadFault::load(
+                dir,
+                format!(
+                    "{}: warmup record {index}: the model failed: {e}",
+                    path.display()
+                ),
+            ),
+            refused_request => refused(format!("the model refused it: {refused_request}")),
+        })?;
         answered += 1;
     }
     Ok(answered)

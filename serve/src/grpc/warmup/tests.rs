@@ -16,19 +16,19 @@ use super::super::proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
 use super::*;
 use crate::servable::Predictions;
 
-/// Answers every instance, or refuses all with `refusing`; keeps the batch sizes it saw.
+/// Answers every instance, or fails each batch with `failure`; keeps the batch sizes it saw.
 struct Recording {
     signature: Signature,
     batches: Mutex<Vec<usize>>,
-    refusing: bool,
+    failure: Option<fn() -> ServeError>,
 }
 
 impl Recording {
-    fn new(refusing: bool) -> Self {
+    fn new(failure: Option<fn() -> ServeError>) -> Self {
         Self {
             signature: Signature::new().with_input("x", DType::Float32),
             batches: Mutex::new(Vec::new()),
-            refusing,
+            failure,
         }
     }
 
@@ -44,9 +44,9 @@ impl Servable for Recording {
 
     fn predict(&self, instances: &[Instance]) -> Predictions {
         self.batches.lock().unwrap().push(instances.len());
-        match self.refusing {
-            true => Err(ServeError::Internal("out of memory".into())),
-            false => Ok(instances.iter().map(|_| serde_json::Map::new()).collect()),
+        match self.failure {
+            Some(failure) => Err(failure()),
+            None => Ok(instances.iter().map(|_| serde_json::Map::new()).collect()),
         }
     }
 }
@@ -120,7 +120,7 @@ fn each_predict_classify_and_regress_request_is_answered_before_the_version_serv
     };
     let records = [predict("x", vec![1.0, 2.0]), classify, regress].map(|l| l.encode_to_vec());
     let dir = version_with(&records);
-    let servable = Recording::new(false);
+    let servable = Recording::new(None);
     assert_eq!(warm_up(dir.path(), &servable), Ok(3));
     assert_eq!(servable.batches(), [2, 3, 1]);
 
@@ -130,9 +130,9 @@ fn each_predict_classify_and_regress_request_is_answered_before_the_version_serv
 
 #[test]
 fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_record() {
-    let fault = |records: &[Vec<u8>], refusing: bool| {
+    let fault = |records: &[Vec<u8>], failure: Option<fn() -> ServeError>| {
         let dir = version_with(records);
-        let err = warm_up(dir.path(), &Recording::new(refusing)).unwrap_err();
+        let err = warm_up(dir.path(), &Recording::new(failure)).unwrap_err();
         let LoadFault::Warmup { path, .. } = &err else {
             panic!("{err:?}")
         };
@@ -140,27 +140,38 @@ fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_
         err.to_string()
     };
     let good = predict("x", vec![1.0]).encode_to_vec();
-    let err = fault(&[good.clone(), b"\xff\xff".to_vec()], false);
+    let err = fault(&[good.clone(), b"\xff\xff".to_vec()], None);
     assert!(
         err.contains("warmup record 1: not a PredictionLog"),
         "{err}"
     );
-    let unknown = fault(&[PredictionLog { log_type: None }.encode_to_vec()], false);
+    let unknown = fault(&[PredictionLog { log_type: None }.encode_to_vec()], None);
     assert!(
         unknown.contains("warmup record 0: a log of no kind"),
         "{unknown}"
     );
-    let wrong_input = fault(&[predict("y", vec![1.0]).encode_to_vec()], false);
+    let wrong_input = fault(&[predict("y", vec![1.0]).encode_to_vec()], None);
     assert!(
         wrong_input.contains("warmup record 0: input tensor alias not found in signature: y"),
         "{wrong_input}"
     );
-    let refused = fault(std::slice::from_ref(&good), true);
+    let bad_request = || ServeError::BadRequest("no such class".into());
+    let refused = fault(std::slice::from_ref(&good), Some(bad_request));
     assert!(
-        refused.contains("the model refused it: out of memory"),
+        refused.contains("warmup record 0: the model refused it: no such class"),
         "{refused}"
     );
-    let too_many = fault(&vec![good; MAX_RECORDS + 1], false);
+    // A model that fails (a device out of memory) is a load to retry, naming the record.
+    let dir = version_with(std::slice::from_ref(&good));
+    let out_of_memory = || ServeError::Internal("out of memory".into());
+    let failed = warm_up(dir.path(), &Recording::new(Some(out_of_memory))).unwrap_err();
+    assert!(matches!(failed, LoadFault::Load { .. }), "{failed:?}");
+    let message = failed.to_string();
+    assert!(
+        message.contains("warmup record 0: the model failed: out of memory"),
+        "{message}"
+    );
+    let too_many = fault(&vec![good; MAX_RECORDS + 1], None);
     assert!(
         too_many.contains("more than 1000 warmup records"),
         "{too_many}"
@@ -170,6 +181,6 @@ fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_
     let path = dir.path().join(WARMUP_FILE);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, b"not a TFRecord file").unwrap();
-    let torn = warm_up(dir.path(), &Recording::new(false)).unwrap_err();
+    let torn = warm_up(dir.path(), &Recording::new(None)).unwrap_err();
     assert!(matches!(torn, LoadFault::Warmup { .. }), "{torn:?}");
 }
