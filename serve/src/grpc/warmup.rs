@@ -48,7 +48,7 @@ pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, Load
         }
         let record = record.map_err(|e| fault(e.to_string()))?;
         let refused = |why: String| fault(format!("warmup record {index}: {why}"));
-        let instances = request_instances(&record, servable).map_err(refused)?;
+        let instances = request_instances(&record, servable).map_err(|e| refused(e.to_string()))?;
         servable.predict(&instances).map_err(|e| match e {
             // The model failed on a request it takes (a device out of memory): a load that
             // failed on the device, retried as one.
@@ -67,28 +67,26 @@ pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, Load
 }
 
 /// The instances of one warmup record's request.
-fn request_instances(record: &[u8], servable: &dyn Servable) -> Result<Vec<Instance>, String> {
-    let log = PredictionLog::decode(record).map_err(|e| format!("not a PredictionLog ({e})"))?;
+fn request_instances(record: &[u8], servable: &dyn Servable) -> Result<Vec<Instance>, ServeError> {
+    let log = PredictionLog::decode(record)
+        .map_err(|e| ServeError::BadRequest(format!("not a PredictionLog ({e})")))?;
     let from_examples = |input| {
         let (list, context) = examples::list(input)?;
         examples::instances(&list, context.as_ref())
     };
-    let instances = match log.log_type {
+    match log.log_type {
         Some(LogType::PredictLog(log)) => {
             let request = log.request.unwrap_or_default();
             tensors::instances(servable.signature(), &request.inputs)
         }
         Some(LogType::ClassifyLog(log)) => from_examples(log.request.unwrap_or_default().input),
         Some(LogType::RegressLog(log)) => from_examples(log.request.unwrap_or_default().input),
-        None => {
-            return Err(
-                "a log of no kind this server answers: Predict, Classify or Regress \
-                        (MultiInference and SessionRun are not served)"
-                    .into(),
-            )
-        }
-    };
-    instances.map_err(|e: ServeError| e.to_string())
+        None => Err(ServeError::BadRequest(
+            "a log of no kind this server answers: Predict, Classify or Regress \
+             (MultiInference and SessionRun are not served)"
+                .into(),
+        )),
+    }
 }
 
 #[cfg(test)]
