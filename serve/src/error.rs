@@ -20,6 +20,8 @@ pub enum ServeError {
     Internal(String),
     /// 503: the server cannot take the request now (a full batching queue).
     Unavailable(String),
+    /// 501: a method the server does not implement (a MultiInference task's).
+    Unimplemented(String),
 }
 
 impl ServeError {
@@ -32,6 +34,7 @@ impl ServeError {
             ServeError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServeError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ServeError::Unimplemented(_) => StatusCode::NOT_IMPLEMENTED,
         }
     }
 
@@ -42,7 +45,8 @@ impl ServeError {
             | ServeError::Timeout(m)
             | ServeError::TooLarge(m)
             | ServeError::Internal(m)
-            | ServeError::Unavailable(m) => m,
+            | ServeError::Unavailable(m)
+            | ServeError::Unimplemented(m) => m,
         }
     }
 }

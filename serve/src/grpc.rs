@@ -1,12 +1,14 @@
 //! TF Serving's gRPC API beside the REST one, on `--grpc-port`: `PredictionService`
-//! (Predict, Classify, Regress, GetModelMetadata) and `ModelService` (GetModelStatus,
+//! (Predict, Classify, Regress, MultiInference, GetModelMetadata) and `ModelService` (GetModelStatus,
 //! HandleReloadConfigRequest), answering from the same models, versions, instance budget and
 //! metrics as the REST routes.
 
 mod examples;
 mod model_service;
+mod multi_inference;
 mod outputs;
 mod prediction_service;
+mod results;
 mod tensors;
 mod warmup;
 
@@ -89,6 +91,7 @@ impl From<ServeError> for Status {
             ServeError::TooLarge(m) => Status::resource_exhausted(m),
             ServeError::Internal(m) => Status::internal(m),
             ServeError::Unavailable(m) => Status::unavailable(m),
+            ServeError::Unimplemented(m) => Status::unimplemented(m),
         }
     }
 }

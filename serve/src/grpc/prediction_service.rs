@@ -1,4 +1,5 @@
-//! `PredictionService` as TF Serving's: Predict, Classify, Regress and GetModelMetadata.
+//! `PredictionService` as TF Serving's: Predict, Classify, Regress, MultiInference
+//! (`multi_inference.rs`) and GetModelMetadata.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,17 +11,16 @@ use tonic::{Request, Response, Status};
 use super::proto::tensorflow::serving::model_spec::VersionChoice;
 use super::proto::tensorflow::serving::prediction_service_server::PredictionService;
 use super::proto::tensorflow::serving::{
-    Class, ClassificationRequest, ClassificationResponse, ClassificationResult, Classifications,
-    GetModelMetadataRequest, GetModelMetadataResponse, ModelSpec, PredictRequest, PredictResponse,
-    Regression, RegressionRequest, RegressionResponse, RegressionResult, SignatureDefMap,
+    ClassificationRequest, ClassificationResponse, GetModelMetadataRequest,
+    GetModelMetadataResponse, ModelSpec, MultiInferenceRequest, MultiInferenceResponse,
+    PredictRequest, PredictResponse, RegressionRequest, RegressionResponse, SignatureDefMap,
 };
 use super::proto::tensorflow::tensor_info::Encoding;
 use super::proto::tensorflow::tensor_shape_proto::Dim;
 use super::proto::tensorflow::{DataType, SignatureDef, TensorInfo, TensorShapeProto};
-use super::{examples, outputs, tensors};
+use super::{examples, outputs, results, tensors};
 use crate::error::ServeError;
 use crate::metrics::Entrypoint;
-use crate::request::{class_scores, regression_values};
 use crate::servable::{output_dtype, predict_async, Servable};
 use crate::server::Server;
 use crate::signatures::NamedSignature;
@@ -71,21 +71,9 @@ impl PredictionService for Server {
                 let (list, context) = examples::list(request.input)?;
                 let build = || examples::instances(&list, context.as_ref());
                 let predictions = self.predictions(&servable, list.len(), build).await?;
-                let classifications = class_scores(&predictions)?
-                    .into_iter()
-                    .map(|pairs| Classifications {
-                        classes: pairs
-                            .into_iter()
-                            .map(|(label, score)| Class {
-                                label: label.as_str().unwrap_or_default().to_string(),
-                                score: score.as_f64().unwrap_or(f64::NAN) as f32,
-                            })
-                            .collect(),
-                    })
-                    .collect();
                 Ok(ClassificationResponse {
                     model_spec: Some(answered(&spec, version, &named)),
-                    result: Some(ClassificationResult { classifications }),
+                    result: Some(results::classification(&predictions)?),
                 })
             })
             .await?;
@@ -104,19 +92,22 @@ impl PredictionService for Server {
                 let (list, context) = examples::list(request.input)?;
                 let build = || examples::instances(&list, context.as_ref());
                 let predictions = self.predictions(&servable, list.len(), build).await?;
-                let regressions = regression_values(&predictions)?
-                    .into_iter()
-                    .map(|value| Regression {
-                        value: value.as_f64().unwrap_or(f64::NAN) as f32,
-                    })
-                    .collect();
                 Ok(RegressionResponse {
                     model_spec: Some(answered(&spec, version, &named)),
-                    result: Some(RegressionResult { regressions }),
+                    result: Some(results::regression(&predictions)?),
                 })
             })
             .await?;
         Ok(Response::new(answer))
+    }
+
+    async fn multi_inference(
+        &self,
+        request: Request<MultiInferenceRequest>,
+    ) -> Result<Response<MultiInferenceResponse>, Status> {
+        self.answer_multi_inference(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
     async fn get_model_metadata(
@@ -199,7 +190,7 @@ impl PredictionService for Server {
 
 impl Server {
     /// Runs `call`, counting it in the model's metrics under `api` when the model exists.
-    async fn counted<T>(
+    pub(super) async fn counted<T>(
         &self,
         spec: &ModelSpec,
         api: &str,
@@ -232,7 +223,7 @@ impl Server {
     /// The predictions for the `count` instances `build` makes, built once the server's
     /// instance budget has room for them: a request above it is refused before it is
     /// decoded, as the REST API refuses one.
-    async fn predictions(
+    pub(super) async fn predictions(
         &self,
         servable: &Arc<dyn Servable>,
         count: usize,
@@ -258,7 +249,7 @@ pub(super) fn which(spec: &ModelSpec) -> Result<Which, ServeError> {
 }
 
 /// The model spec of an answer: the model, the version that answered, the signature.
-fn answered(spec: &ModelSpec, version: u64, named: &NamedSignature) -> ModelSpec {
+pub(super) fn answered(spec: &ModelSpec, version: u64, named: &NamedSignature) -> ModelSpec {
     ModelSpec {
         name: spec.name.clone(),
         version_choice: Some(VersionChoice::Version(version as i64)),

@@ -10,6 +10,7 @@ use datasets::{DatasetExt, TfRecordDataset};
 use estimator::export::Instance;
 use prost::Message;
 
+use super::multi_inference::{self, Method};
 use super::proto::tensorflow::serving::prediction_log::LogType;
 use super::proto::tensorflow::serving::PredictionLog;
 use super::{examples, tensors};
@@ -25,7 +26,8 @@ const MAX_RECORDS: usize = 1000;
 
 /// Answers each request of the warmup file in `dir` with `servable`; how many there were.
 /// No file is no warmup. A record that is not a `PredictionLog`, a request of another kind
-/// than Predict, Classify or Regress, one the model refuses, or more than 1,000 records
+/// than Predict, Classify, Regress or MultiInference, one the model refuses (a Classify of a
+/// model that is not a classifier too), or more than 1,000 records
 /// are a [`LoadFault::Warmup`] naming the record: the version is not served, as in TF
 /// Serving. A model that fails on a request it takes is a [`LoadFault::Load`], retried as
 /// a load that failed on the device is.
@@ -48,8 +50,9 @@ pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, Load
         }
         let record = record.map_err(|e| fault(e.to_string()))?;
         let refused = |why: String| fault(format!("warmup record {index}: {why}"));
-        let instances = request_instances(&record, servable).map_err(|e| refused(e.to_string()))?;
-        servable.predict(&instances).map_err(|e| match e {
+        let (instances, methods) =
+            request_instances(&record, servable).map_err(|e| refused(e.to_string()))?;
+        let predictions = servable.predict(&instances).map_err(|e| match e {
             // The model failed on a request it takes (a device out of memory): a load that
             // failed on the device, retried as one.
             ServeError::Internal(_) | ServeError::Unavailable(_) => LoadFault::load(
@@ -61,13 +64,22 @@ pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, Load
             ),
             refused_request => refused(format!("the model refused it: {refused_request}")),
         })?;
+        for method in methods {
+            method
+                .result(&predictions)
+                .map_err(|e| refused(format!("the model refused it: {e}")))?;
+        }
         answered += 1;
     }
     Ok(answered)
 }
 
-/// The instances of one warmup record's request.
-fn request_instances(record: &[u8], servable: &dyn Servable) -> Result<Vec<Instance>, ServeError> {
+/// The instances of one warmup record's request, and the results its call reads from their
+/// predictions (none for Predict: its outputs are the predictions).
+fn request_instances(
+    record: &[u8],
+    servable: &dyn Servable,
+) -> Result<(Vec<Instance>, Vec<Method>), ServeError> {
     let log = PredictionLog::decode(record)
         .map_err(|e| ServeError::BadRequest(format!("not a PredictionLog ({e})")))?;
     let from_examples = |input| {
@@ -77,13 +89,25 @@ fn request_instances(record: &[u8], servable: &dyn Servable) -> Result<Vec<Insta
     match log.log_type {
         Some(LogType::PredictLog(log)) => {
             let request = log.request.unwrap_or_default();
-            tensors::instances(servable.signature(), &request.inputs)
+            let instances = tensors::instances(servable.signature(), &request.inputs)?;
+            Ok((instances, Vec::new()))
         }
-        Some(LogType::ClassifyLog(log)) => from_examples(log.request.unwrap_or_default().input),
-        Some(LogType::RegressLog(log)) => from_examples(log.request.unwrap_or_default().input),
+        Some(LogType::ClassifyLog(log)) => {
+            let instances = from_examples(log.request.unwrap_or_default().input)?;
+            Ok((instances, vec![Method::Classify]))
+        }
+        Some(LogType::RegressLog(log)) => {
+            let instances = from_examples(log.request.unwrap_or_default().input)?;
+            Ok((instances, vec![Method::Regress]))
+        }
+        Some(LogType::MultiInferenceLog(log)) => {
+            let request = log.request.unwrap_or_default();
+            let methods = multi_inference::methods(&request.tasks, servable.signature())?;
+            Ok((from_examples(request.input)?, methods))
+        }
         None => Err(ServeError::BadRequest(
-            "a log of no kind this server answers: Predict, Classify or Regress \
-             (MultiInference and SessionRun are not served)"
+            "a log of no kind this server answers: Predict, Classify, Regress or \
+             MultiInference (SessionRun is not served)"
                 .into(),
         )),
     }

@@ -2,7 +2,8 @@
 //! status, metadata, both `:predict` formats, `:classify`, `:regress`, versions and labels,
 //! a new version under load, and the errors with their status codes; ambiguous versions,
 //! request limits, connections held to their cap and timeouts, and the body-read timeout;
-//! TF Serving's configuration files; the gRPC API, with tonic's generated clients.
+//! TF Serving's configuration files; the gRPC API (MultiInference too), with tonic's generated
+//! clients.
 
 mod ambiguity;
 mod body_timeout;
@@ -11,6 +12,7 @@ mod connections;
 mod errors;
 mod grpc;
 mod grpc_models;
+mod grpc_multi_inference;
 mod limits;
 mod predict;
 mod support;

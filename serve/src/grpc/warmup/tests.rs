@@ -8,25 +8,43 @@ use estimator::Signature;
 
 use super::super::examples::example;
 use super::super::proto::tensorflow::serving::{
-    input, ClassificationRequest, ClassifyLog, ExampleList, Input, PredictLog, PredictRequest,
-    RegressLog, RegressionRequest,
+    input, ClassificationRequest, ClassifyLog, ExampleList, InferenceTask, Input, ModelSpec,
+    MultiInferenceLog, MultiInferenceRequest, PredictLog, PredictRequest, RegressLog,
+    RegressionRequest,
 };
 use super::super::proto::tensorflow::tensor_shape_proto::Dim;
 use super::super::proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
 use super::*;
 use crate::servable::Predictions;
 
-/// Answers every instance, or fails each batch with `failure`; keeps the batch sizes it saw.
+/// Answers every instance with `prediction` (a classifier's and a regressor's outputs at
+/// once, unless told otherwise), or fails each batch with `failure`; keeps the batch sizes it
+/// saw.
 struct Recording {
     signature: Signature,
+    prediction: serde_json::Map<String, serde_json::Value>,
     batches: Mutex<Vec<usize>>,
     failure: Option<fn() -> ServeError>,
 }
 
 impl Recording {
     fn new(failure: Option<fn() -> ServeError>) -> Self {
+        Self::answering(
+            serde_json::json!({"all_classes": ["0", "1"], "probabilities": [0.25, 0.75],
+                "predictions": [1.5]}),
+            failure,
+        )
+    }
+
+    fn answering(prediction: serde_json::Value, failure: Option<fn() -> ServeError>) -> Self {
+        let serde_json::Value::Object(prediction) = prediction else {
+            panic!("a prediction is an object")
+        };
+        let mut signature = Signature::new().with_input("x", DType::Float32);
+        signature.outputs = prediction.keys().cloned().collect();
         Self {
-            signature: Signature::new().with_input("x", DType::Float32),
+            signature,
+            prediction,
             batches: Mutex::new(Vec::new()),
             failure,
         }
@@ -46,7 +64,7 @@ impl Servable for Recording {
         self.batches.lock().unwrap().push(instances.len());
         match self.failure {
             Some(failure) => Err(failure()),
-            None => Ok(instances.iter().map(|_| serde_json::Map::new()).collect()),
+            None => Ok(instances.iter().map(|_| self.prediction.clone()).collect()),
         }
     }
 }
@@ -85,6 +103,29 @@ fn examples(n: usize) -> Option<Input> {
     })
 }
 
+fn multi_inference(tasks: &[(&str, &str)], n: usize) -> PredictionLog {
+    let tasks = tasks
+        .iter()
+        .map(|(signature, method)| InferenceTask {
+            model_spec: Some(ModelSpec {
+                name: "m".into(),
+                signature_name: signature.to_string(),
+                ..ModelSpec::default()
+            }),
+            method_name: method.to_string(),
+        })
+        .collect();
+    PredictionLog {
+        log_type: Some(LogType::MultiInferenceLog(MultiInferenceLog {
+            request: Some(MultiInferenceRequest {
+                tasks,
+                input: examples(n),
+            }),
+            response: None,
+        })),
+    }
+}
+
 /// A version directory whose warmup file holds `records`.
 fn version_with(records: &[Vec<u8>]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -118,11 +159,18 @@ fn each_predict_classify_and_regress_request_is_answered_before_the_version_serv
             response: None,
         })),
     };
-    let records = [predict("x", vec![1.0, 2.0]), classify, regress].map(|l| l.encode_to_vec());
-    let dir = version_with(&records);
+    let both = multi_inference(
+        &[
+            ("classification", "tensorflow/serving/classify"),
+            ("regression", "tensorflow/serving/regress"),
+        ],
+        4,
+    );
+    let records = [predict("x", vec![1.0, 2.0]), classify, regress, both];
+    let dir = version_with(&records.map(|l| l.encode_to_vec()));
     let servable = Recording::new(None);
-    assert_eq!(warm_up(dir.path(), &servable), Ok(3));
-    assert_eq!(servable.batches(), [2, 3, 1]);
+    assert_eq!(warm_up(dir.path(), &servable), Ok(4));
+    assert_eq!(servable.batches(), [2, 3, 1, 4]);
 
     let none = tempfile::tempdir().unwrap();
     assert_eq!(warm_up(none.path(), &servable), Ok(0), "no file, no warmup");
@@ -170,6 +218,22 @@ fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_
     assert!(
         message.contains("warmup record 0: the model failed: out of memory"),
         "{message}"
+    );
+    // A MultiInference a call would refuse, and a Classify of a model that is not a classifier.
+    let predict_task = multi_inference(&[("", "tensorflow/serving/predict")], 1);
+    let unimplemented = fault(&[predict_task.encode_to_vec()], None);
+    assert!(
+        unimplemented.contains("warmup record 0: Unsupported signature method_name"),
+        "{unimplemented}"
+    );
+    let classify = multi_inference(&[("", "tensorflow/serving/classify")], 1).encode_to_vec();
+    let dir = version_with(&[good.clone(), classify]);
+    let regressor = Recording::answering(serde_json::json!({"predictions": [2.0]}), None);
+    let not_a_classifier = warm_up(dir.path(), &regressor).unwrap_err().to_string();
+    assert!(
+        not_a_classifier
+            .contains("warmup record 1: the model refused it: this model is not a classifier"),
+        "{not_a_classifier}"
     );
     let too_many = fault(&vec![good; MAX_RECORDS + 1], None);
     assert!(

@@ -1,0 +1,103 @@
+use super::*;
+use estimator::Signature;
+
+fn task(model: &str, signature: &str, method: &str) -> InferenceTask {
+    InferenceTask {
+        model_spec: Some(ModelSpec {
+            name: model.into(),
+            signature_name: signature.into(),
+            ..ModelSpec::default()
+        }),
+        method_name: method.into(),
+    }
+}
+
+fn classifier() -> Signature {
+    let mut signature = Signature::new();
+    signature.outputs = ["class_ids", "classes", "all_classes", "probabilities"]
+        .map(String::from)
+        .to_vec();
+    signature
+}
+
+fn message(error: ServeError) -> String {
+    error.to_string()
+}
+
+#[test]
+fn every_task_names_the_same_model_and_a_name() {
+    let tasks = [task("m", "", CLASSIFY), task("m", "predict", CLASSIFY)];
+    assert_eq!(model_name(&tasks).unwrap(), "m");
+    let two = [task("m", "", CLASSIFY), task("n", "predict", CLASSIFY)];
+    assert!(message(model_name(&two).unwrap_err()).contains("the same model name"));
+    let unnamed = [task("m", "", CLASSIFY), task("", "predict", CLASSIFY)];
+    assert!(message(model_name(&unnamed).unwrap_err()).contains("empty model name"));
+    let no_spec = [InferenceTask::default()];
+    assert!(message(model_name(&no_spec).unwrap_err()).contains("empty model name"));
+    let none = model_name(&[]).unwrap_err();
+    assert!(matches!(none, ServeError::BadRequest(_)), "{none:?}");
+    assert!(message(none).contains("no tasks"));
+}
+
+#[test]
+fn tasks_are_planned_in_order_with_their_signatures_resolved() {
+    let tasks = [
+        task("m", "", CLASSIFY),
+        task("m", "classification", CLASSIFY),
+    ];
+    let plan = planned(&tasks, &classifier()).unwrap();
+    let got: Vec<(Method, &str)> = plan.iter().map(|(_, m, n)| (*m, n.name)).collect();
+    assert_eq!(
+        got,
+        [
+            (Method::Classify, DEFAULT_SIGNATURE),
+            (Method::Classify, "classification")
+        ]
+    );
+    let mut regressor = Signature::new();
+    regressor.outputs = vec!["predictions".into()];
+    let tasks = [task("m", "regression", REGRESS)];
+    let plan = planned(&tasks, &regressor).unwrap();
+    assert_eq!((plan[0].1, plan[0].2.name), (Method::Regress, "regression"));
+}
+
+#[test]
+fn what_tf_serving_refuses_is_refused_naming_it() {
+    let signature = classifier();
+    let refused = |tasks: &[InferenceTask]| planned(tasks, &signature).unwrap_err();
+
+    // The default signature named twice, once by its name and once by none.
+    let twice = refused(&[
+        task("m", "", CLASSIFY),
+        task("m", "serving_default", CLASSIFY),
+    ]);
+    assert!(
+        message(twice).contains("Duplicate evaluation of signature: serving_default"),
+        "twice"
+    );
+    let unknown = refused(&[task("m", "other", CLASSIFY)]);
+    assert!(message(unknown).contains("\"other\" not found"));
+    let predict = refused(&[task("m", "", PREDICT)]);
+    assert!(
+        matches!(predict, ServeError::Unimplemented(_)),
+        "{predict:?}"
+    );
+    assert!(
+        message(predict).contains("Unsupported signature method_name: tensorflow/serving/predict")
+    );
+    let mut both = classifier();
+    both.outputs.push("predictions".into());
+    let crossed = planned(&[task("m", "classification", REGRESS)], &both).unwrap_err();
+    assert!(matches!(crossed, ServeError::BadRequest(_)), "{crossed:?}");
+    assert!(message(crossed).contains(
+        "Expected regression signature method_name to be tensorflow/serving/regress. \
+             Was: tensorflow/serving/classify"
+    ),);
+}
+
+#[test]
+fn an_unimplemented_method_is_unimplemented_over_grpc_and_501_over_http() {
+    let error = ServeError::Unimplemented("x".into());
+    assert_eq!(error.status(), axum::http::StatusCode::NOT_IMPLEMENTED);
+    assert_eq!(Status::from(error).code(), tonic::Code::Unimplemented);
+}
