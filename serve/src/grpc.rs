@@ -4,6 +4,7 @@
 //! metrics as the REST routes.
 
 mod examples;
+mod inference_tasks;
 mod model_service;
 mod multi_inference;
 mod outputs;

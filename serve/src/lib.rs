@@ -8,6 +8,7 @@
 //! [`Loaders::with`].
 
 mod accept;
+mod b64;
 mod background;
 mod batching;
 mod batching_parameters;
@@ -19,6 +20,7 @@ mod connection;
 mod connections;
 mod dir_stamp;
 mod error;
+mod example_instance;
 mod flag_spelling;
 pub mod grpc;
 mod http;
@@ -33,6 +35,7 @@ mod program;
 mod request;
 mod routes;
 mod same_export;
+mod serialized_examples;
 mod servable;
 mod server;
 mod signatures;

@@ -4,7 +4,9 @@
 use estimator::Signature;
 use serde_json::{Map, Value};
 
+use crate::b64;
 use crate::error::ServeError;
+use crate::serialized_examples::serialized_examples;
 use estimator::export::Instance;
 
 /// How a `:predict` request was written, which decides how its answer is.
@@ -43,24 +45,53 @@ pub fn predict_instances(
     signature: &Signature,
 ) -> Result<(Format, Vec<Instance>), ServeError> {
     let mut body = object(body)?;
-    match (body.remove("instances"), body.remove("inputs")) {
-        (Some(_), Some(_)) => Err(ServeError::BadRequest(
-            "the request has both 'instances' and 'inputs': use one".into(),
-        )),
-        (Some(Value::Array(rows)), None) => {
+    let (format, instances) = match (body.remove("instances"), body.remove("inputs")) {
+        (Some(_), Some(_)) => {
+            return Err(ServeError::BadRequest(
+                "the request has both 'instances' and 'inputs': use one".into(),
+            ))
+        }
+        (Some(rows), None) => {
+            if let Some(examples) = serialized_examples(&rows, false, signature) {
+                return Ok((Format::Row, examples?));
+            }
+            let Value::Array(rows) = rows else {
+                return Err(ServeError::BadRequest("'instances' must be a list".into()));
+            };
             let instances = rows
                 .into_iter()
                 .enumerate()
                 .map(|(i, row)| instance(i, row, signature))
                 .collect::<Result<_, _>>()?;
-            Ok((Format::Row, instances))
+            (Format::Row, instances)
         }
-        (Some(_), None) => Err(ServeError::BadRequest("'instances' must be a list".into())),
-        (None, Some(inputs)) => Ok((Format::Columnar, columns(inputs, signature)?)),
-        (None, None) => Err(ServeError::BadRequest(
-            "the request has neither 'instances' nor 'inputs'".into(),
-        )),
+        (None, Some(inputs)) => {
+            if let Some(examples) = serialized_examples(&inputs, true, signature) {
+                return Ok((Format::Columnar, examples?));
+            }
+            (Format::Columnar, columns(inputs, signature)?)
+        }
+        (None, None) => {
+            return Err(ServeError::BadRequest(
+                "the request has neither 'instances' nor 'inputs'".into(),
+            ))
+        }
+    };
+    let mut instances: Vec<Instance> = instances;
+    for (index, instance) in instances.iter_mut().enumerate() {
+        decode_binary(instance, &|name| {
+            format!("instance {index}, input '{name}'")
+        })?;
     }
+    Ok((format, instances))
+}
+
+/// `values` with their binary values (`{"b64": "..."}`) as the text they hold; `what` names
+/// a member in an error.
+fn decode_binary(values: &mut Instance, what: &dyn Fn(&str) -> String) -> Result<(), ServeError> {
+    values
+        .iter_mut()
+        .try_for_each(|(name, value)| b64::decode_texts(value, &|| what(name)))
 }
 
 /// Instance `index`: a named-feature object, a list of every input in signature order, or
@@ -136,11 +167,12 @@ fn columns(inputs: Value, signature: &Signature) -> Result<Vec<Instance>, ServeE
 /// The examples of a `:classify` / `:regress` body, each with the `context` features.
 pub fn examples(body: Value) -> Result<Vec<Instance>, ServeError> {
     let mut body = object(body)?;
-    let context = match body.remove("context") {
+    let mut context = match body.remove("context") {
         None => Map::new(),
         Some(Value::Object(map)) => map,
         Some(_) => return Err(ServeError::BadRequest("'context' must be an object".into())),
     };
+    decode_binary(&mut context, &|name| format!("context feature '{name}'"))?;
     let Some(Value::Array(examples)) = body.remove("examples") else {
         return Err(ServeError::BadRequest(
             "the request needs 'examples': a list of feature objects".into(),
@@ -151,7 +183,10 @@ pub fn examples(body: Value) -> Result<Vec<Instance>, ServeError> {
         .into_iter()
         .enumerate()
         .map(|(i, example)| match example {
-            Value::Object(features) => {
+            Value::Object(mut features) => {
+                decode_binary(&mut features, &|name| {
+                    format!("example {i}, feature '{name}'")
+                })?;
                 let mut merged = context.clone();
                 merged.extend(features);
                 Ok(merged)
@@ -305,5 +340,42 @@ mod tests {
         assert!(err.to_string().contains("1048577 values"), "{err}");
         let small = json!({"context": {"x": [1, 2]}, "examples": [{"y": 3}, {}]});
         assert_eq!(examples(small).unwrap()[0]["x"], json!([1, 2]));
+    }
+
+    #[test]
+    fn binary_values_of_string_inputs_and_features_are_read_as_their_text() {
+        let signature = Signature::new()
+            .with_input("word", estimator::export::DType::String)
+            .with_input("x", estimator::export::DType::Float32);
+        let hi = json!({"b64": "aGk="});
+        let row = json!({"instances": [{"word": hi, "x": 1.0}, {"word": "plain", "x": 2.0}]});
+        let (_, instances) = predict_instances(row, &signature).unwrap();
+        assert_eq!(
+            (&instances[0]["word"], &instances[1]["word"]),
+            (&json!("hi"), &json!("plain"))
+        );
+        let columnar = json!({"inputs": {"word": [hi, hi], "x": [1.0, 2.0]}});
+        let (_, instances) = predict_instances(columnar, &signature).unwrap();
+        assert_eq!(instances[1]["word"], json!("hi"));
+        let bad =
+            json!({"instances": [{"word": "ok", "x": 1.0}, {"word": {"b64": "/w=="}, "x": 2.0}]});
+        let err = predict_instances(bad, &signature).unwrap_err().to_string();
+        assert!(
+            err.starts_with("instance 1, input 'word': its b64 value is not UTF-8"),
+            "{err}"
+        );
+
+        let body = json!({"context": {"lang": {"b64": "ZW4="}}, "examples": [{"word": [hi]}]});
+        let examples = examples(body).unwrap();
+        assert_eq!(
+            (&examples[0]["lang"], &examples[0]["word"]),
+            (&json!("en"), &json!(["hi"]))
+        );
+        let body = json!({"examples": [{}, {"word": {"b64": "%"}}]});
+        let err = super::examples(body).unwrap_err().to_string();
+        assert!(
+            err.starts_with("example 1, feature 'word': not base64"),
+            "{err}"
+        );
     }
 }

@@ -1,12 +1,12 @@
-//! tf.Examples into instances: Classify's and Regress's input, each example with the
-//! features of the list's context, and the serialized examples of a Predict call.
+//! Classify's and Regress's input: its tf.Examples into instances, each with the features
+//! of the list's context.
 
 use datasets::tf_proto::{feature, Example, Feature};
 use estimator::export::Instance;
-use serde_json::{Map, Value};
 
 use super::proto::tensorflow::serving::{input, Input};
 use crate::error::ServeError;
+use crate::example_instance::example_instance;
 use crate::request::check_context;
 
 /// The examples of a Classify or Regress call's input, and its context.
@@ -34,7 +34,7 @@ pub(super) fn instances(
     examples
         .iter()
         .enumerate()
-        .map(|(index, example)| instance(index, example, context))
+        .map(|(index, example)| example_instance(index, example, context))
         .collect()
 }
 
@@ -46,50 +46,6 @@ fn feature_len(feature: &Feature) -> usize {
         Some(feature::Kind::BytesList(list)) => list.value.len(),
         None => 0,
     }
-}
-
-/// A tf.Example as an instance: each feature's values, one value as a scalar; `context`'s
-/// features first, the example's over them (Classify's and Regress's `Input`).
-pub(super) fn instance(
-    index: usize,
-    example: &Example,
-    context: Option<&Example>,
-) -> Result<Instance, ServeError> {
-    let mut instance = Map::new();
-    for source in context.into_iter().chain([example]) {
-        for (name, feature) in source.features.iter().flat_map(|f| &f.feature) {
-            let values: Vec<Value> = match &feature.kind {
-                Some(feature::Kind::FloatList(list)) => list
-                    .value
-                    .iter()
-                    .map(|&x| Value::from(f64::from(x)))
-                    .collect(),
-                Some(feature::Kind::Int64List(list)) => {
-                    list.value.iter().map(|&x| Value::from(x)).collect()
-                }
-                Some(feature::Kind::BytesList(list)) => list
-                    .value
-                    .iter()
-                    .map(|bytes| {
-                        String::from_utf8(bytes.clone())
-                            .map(Value::from)
-                            .map_err(|_| {
-                                ServeError::BadRequest(format!(
-                                    "example {index}: feature '{name}' is not UTF-8"
-                                ))
-                            })
-                    })
-                    .collect::<Result<_, _>>()?,
-                None => Vec::new(),
-            };
-            let value = match <[Value; 1]>::try_from(values) {
-                Ok([one]) => one,
-                Err(values) => Value::Array(values),
-            };
-            instance.insert(name.clone(), value);
-        }
-    }
-    Ok(instance)
 }
 
 /// An example of one feature `name`.

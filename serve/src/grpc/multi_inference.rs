@@ -1,45 +1,17 @@
 //! MultiInference as TF Serving's: Classify and Regress tasks of one model over one input,
-//! the input's predictions made once and each task's result read from them.
-
-use std::collections::HashSet;
+//! the input's predictions made once and each task's result read from them
+//! (`inference_tasks.rs`).
 
 use tonic::Status;
 
+use super::examples;
+use super::inference_tasks::{model_name, planned};
 use super::prediction_service::{answered, which};
-use super::proto::tensorflow::serving::inference_result::Result as TaskResult;
 use super::proto::tensorflow::serving::{
-    InferenceResult, InferenceTask, ModelSpec, MultiInferenceRequest, MultiInferenceResponse,
+    InferenceResult, MultiInferenceRequest, MultiInferenceResponse,
 };
-use super::{examples, results};
 use crate::error::ServeError;
 use crate::server::Server;
-use crate::signatures::{NamedSignature, DEFAULT_SIGNATURE};
-
-const CLASSIFY: &str = "tensorflow/serving/classify";
-const REGRESS: &str = "tensorflow/serving/regress";
-const PREDICT: &str = "tensorflow/serving/predict";
-
-/// What a task asks of the predictions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Method {
-    Classify,
-    Regress,
-}
-
-impl Method {
-    /// The task's result, read from the predictions of the request's examples.
-    pub(super) fn result(
-        self,
-        predictions: &[serde_json::Map<String, serde_json::Value>],
-    ) -> Result<TaskResult, ServeError> {
-        Ok(match self {
-            Method::Classify => {
-                TaskResult::ClassificationResult(results::classification(predictions)?)
-            }
-            Method::Regress => TaskResult::RegressionResult(results::regression(predictions)?),
-        })
-    }
-}
 
 impl Server {
     /// The answer to a MultiInference call: the servable the first task's model spec selects
@@ -72,91 +44,3 @@ impl Server {
         .await
     }
 }
-
-/// The methods of `tasks` for an export of `signature`, checked as a call's are (a warmup
-/// record's tasks).
-pub(super) fn methods(
-    tasks: &[InferenceTask],
-    signature: &estimator::Signature,
-) -> Result<Vec<Method>, ServeError> {
-    model_name(tasks)?;
-    Ok(planned(tasks, signature)?
-        .into_iter()
-        .map(|(_, method, _)| method)
-        .collect())
-}
-
-/// The one model every task names; TF Serving's refusals (no task, an empty name, two
-/// names).
-fn model_name(tasks: &[InferenceTask]) -> Result<&str, ServeError> {
-    let mut model: Option<&str> = None;
-    for task in tasks {
-        let name = task
-            .model_spec
-            .as_ref()
-            .map_or("", |spec| spec.name.as_str());
-        if name.is_empty() {
-            return Err(bad("Found ModelSpec with an empty model name."));
-        }
-        match model {
-            Some(model) if model != name => {
-                return Err(bad(
-                    "All ModelSpecs in a MultiInferenceRequest must access the same model name.",
-                ))
-            }
-            _ => model = Some(name),
-        }
-    }
-    model.ok_or_else(|| bad("MultiInferenceRequest has no tasks: give one per inference"))
-}
-
-/// Each task's model spec, method and signature of an export of `signature`, checked as TF
-/// Serving checks them: each signature once, one the export has, a classify or regress
-/// method (else `UNIMPLEMENTED`), and a signature of that method or of the export's own
-/// outputs (`serving_default`, `predict`), from which both read.
-fn planned<'a>(
-    tasks: &'a [InferenceTask],
-    signature: &estimator::Signature,
-) -> Result<Vec<(&'a ModelSpec, Method, NamedSignature)>, ServeError> {
-    let mut seen = HashSet::new();
-    tasks
-        .iter()
-        .map(|task| {
-            let spec = task
-                .model_spec
-                .as_ref()
-                .expect("model_name checked every spec");
-            let name = match spec.signature_name.as_str() {
-                "" => DEFAULT_SIGNATURE,
-                name => name,
-            };
-            if !seen.insert(name) {
-                return Err(bad(&format!("Duplicate evaluation of signature: {name}")));
-            }
-            let named = NamedSignature::named(signature, name)?;
-            let (method, kind) = match task.method_name.as_str() {
-                CLASSIFY => (Method::Classify, "classification"),
-                REGRESS => (Method::Regress, "regression"),
-                other => {
-                    return Err(ServeError::Unimplemented(format!(
-                        "Unsupported signature method_name: {other} ({CLASSIFY} or {REGRESS})"
-                    )))
-                }
-            };
-            if named.method != PREDICT && named.method != task.method_name {
-                return Err(bad(&format!(
-                    "Expected {kind} signature method_name to be {}. Was: {} (signature {name})",
-                    task.method_name, named.method
-                )));
-            }
-            Ok((spec, method, named))
-        })
-        .collect()
-}
-
-fn bad(message: &str) -> ServeError {
-    ServeError::BadRequest(message.to_string())
-}
-
-#[cfg(test)]
-mod tests;

@@ -10,9 +10,9 @@ use estimator::Signature;
 use prost::Message;
 use serde_json::{Map, Value};
 
-use super::examples;
 use super::proto::tensorflow::{DataType, TensorProto};
 use crate::error::ServeError;
+use crate::example_instance::example_instance;
 
 /// The instances of a Predict call's `inputs`: each signature input's tensor cut along its
 /// first dimension, the batch. An input the signature lacks, a missing one, another element
@@ -120,7 +120,7 @@ fn serialized_examples(
                         "input '{name}': value {index} is not a serialized tf.Example: {e}"
                     ))
                 })?;
-                examples::instance(index, &example, None)
+                example_instance(index, &example, None)
             })
             .collect(),
     )

@@ -10,7 +10,7 @@ use datasets::{DatasetExt, TfRecordDataset};
 use estimator::export::Instance;
 use prost::Message;
 
-use super::multi_inference::{self, Method};
+use super::inference_tasks::{self, Method};
 use super::proto::tensorflow::serving::prediction_log::LogType;
 use super::proto::tensorflow::serving::PredictionLog;
 use super::{examples, tensors};
@@ -102,7 +102,7 @@ fn request_instances(
         }
         Some(LogType::MultiInferenceLog(log)) => {
             let request = log.request.unwrap_or_default();
-            let methods = multi_inference::methods(&request.tasks, servable.signature())?;
+            let methods = inference_tasks::methods(&request.tasks, servable.signature())?;
             Ok((from_examples(request.input)?, methods))
         }
         None => Err(ServeError::BadRequest(

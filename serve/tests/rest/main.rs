@@ -1,9 +1,9 @@
 //! The server over loopback, driven by a real HTTP client as a TF Serving client would:
-//! status, metadata, both `:predict` formats, `:classify`, `:regress`, versions and labels,
-//! a new version under load, and the errors with their status codes; ambiguous versions,
-//! request limits, connections held to their cap and timeouts, and the body-read timeout;
-//! TF Serving's configuration files; the gRPC API (MultiInference too), with tonic's generated
-//! clients.
+//! status, metadata, both `:predict` formats (serialized tf.Examples too), `:classify`,
+//! `:regress`, versions and labels, a new version under load, and the errors with their
+//! status codes; ambiguous versions, request limits, connections held to their cap and
+//! timeouts, and the body-read timeout; TF Serving's configuration files; the gRPC API
+//! (MultiInference too), with tonic's generated clients.
 
 mod ambiguity;
 mod body_timeout;
@@ -15,6 +15,7 @@ mod grpc_models;
 mod grpc_multi_inference;
 mod limits;
 mod predict;
+mod serialized_examples;
 mod support;
 mod versions;
 mod warmup;
