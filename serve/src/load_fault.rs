@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use estimator::ErrorKind;
+use tonic::Code;
+
 /// Why a version directory is not served; [`ModelVersions::refused`] keeps one per version,
 /// and a model none of whose versions loads is refused at start with the newest one's.
 ///
@@ -16,6 +19,8 @@ pub enum LoadFault {
         path: PathBuf,
         /// What reading or parsing it said.
         reason: String,
+        /// Whether it is missing (rather than unreadable or not an export's).
+        missing: bool,
     },
     /// The export is of an estimator this server was not given a loader for.
     #[error(
@@ -38,6 +43,9 @@ pub enum LoadFault {
         dir: PathBuf,
         /// The core crate's error, as printed.
         reason: String,
+        /// The canonical code of the failure (`DATA_LOSS` for damaged variables,
+        /// `UNAVAILABLE` for a device that cannot be used, …).
+        code: Code,
     },
     /// A request of the version's warmup file (`assets.extra/tf_serving_warmup_requests`)
     /// cannot be read or is not answered.
@@ -84,11 +92,91 @@ fn joined(dirs: &[PathBuf]) -> String {
 }
 
 impl LoadFault {
-    /// A [`LoadFault::Load`] for `dir`.
-    pub(crate) fn load(dir: &Path, reason: impl std::fmt::Display) -> Self {
+    /// A [`LoadFault::Load`] for `dir`, of canonical code `code`.
+    pub(crate) fn load(dir: &Path, reason: impl std::fmt::Display, code: Code) -> Self {
         LoadFault::Load {
             dir: dir.to_path_buf(),
             reason: reason.to_string(),
+            code,
         }
+    }
+
+    /// A [`LoadFault::Load`] for `dir` from the core crate's error, its code by kind.
+    pub(crate) fn of_error(dir: &Path, error: &estimator::Error) -> Self {
+        let code = match error.kind() {
+            ErrorKind::Checkpoint | ErrorKind::Export => Code::DataLoss,
+            ErrorKind::Device => Code::Unavailable,
+            ErrorKind::Config => Code::FailedPrecondition,
+            ErrorKind::Input | ErrorKind::Request => Code::InvalidArgument,
+            _ => Code::Unknown,
+        };
+        Self::load(dir, error, code)
+    }
+
+    /// The canonical error code a version's status gives this fault, as TF Serving's does
+    /// for a version that failed to load.
+    pub fn code(&self) -> Code {
+        match self {
+            LoadFault::ExportInfo { missing: true, .. } => Code::NotFound,
+            LoadFault::ExportInfo { .. } => Code::DataLoss,
+            LoadFault::UnknownEstimator { .. } => Code::Unimplemented,
+            LoadFault::Load { code, .. } => *code,
+            LoadFault::Warmup { .. } => Code::InvalidArgument,
+            LoadFault::Ambiguous { .. } | LoadFault::Incomparable { .. } => {
+                Code::FailedPrecondition
+            }
+        }
+    }
+}
+
+/// The name of canonical code `code` (TF's `error::Code`), as a REST status writes it.
+pub(crate) fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_fault_has_the_code_tf_serving_gives_such_a_failed_load() {
+        let dir = Path::new("/models/m/3");
+        let export_info = |missing| LoadFault::ExportInfo {
+            path: dir.join("export.json"),
+            reason: String::new(),
+            missing,
+        };
+        assert_eq!(export_info(true).code(), Code::NotFound);
+        assert_eq!(export_info(false).code(), Code::DataLoss);
+        let damaged = estimator::Error::Export {
+            path: dir.to_path_buf(),
+            fault: estimator::export::ExportFault::Version(99),
+        };
+        assert_eq!(LoadFault::of_error(dir, &damaged).code(), Code::DataLoss);
+        let device = estimator::Error::Device {
+            index: 3,
+            fault: estimator::device::CudaFault::NoDriver,
+        };
+        assert_eq!(LoadFault::of_error(dir, &device).code(), Code::Unavailable);
+        let names = [Code::Ok, Code::DataLoss, Code::FailedPrecondition].map(code_name);
+        assert_eq!(names, ["OK", "DATA_LOSS", "FAILED_PRECONDITION"]);
     }
 }

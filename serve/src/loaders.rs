@@ -150,6 +150,7 @@ impl Loaders {
     /// directory and, for an estimator this server does not know, its name.
     pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, LoadFault> {
         let info_path = dir.join(EXPORT_FILE);
+        let missing = !info_path.exists();
         let info: ExportInfo = std::fs::read(&info_path)
             .map_err(|e| match dir.join("saved_model.pb").is_file() {
                 // A TF Serving user's model directory, pointed at as it was.
@@ -163,6 +164,7 @@ impl Loaders {
             .map_err(|reason| LoadFault::ExportInfo {
                 path: info_path,
                 reason,
+                missing,
             })?;
         let load = self
             .by_name
@@ -173,8 +175,11 @@ impl Loaders {
                 estimator: info.estimator_key().to_string(),
                 known: self.by_name.keys().cloned().collect(),
             })?;
-        let device = self.device.resolve().map_err(|e| LoadFault::load(dir, e))?;
-        let loaded = load(dir, device).map_err(|e| LoadFault::load(dir, e))?;
+        let device = self
+            .device
+            .resolve()
+            .map_err(|e| LoadFault::of_error(dir, &e))?;
+        let loaded = load(dir, device).map_err(|e| LoadFault::of_error(dir, &e))?;
         if self.warmup {
             let answered = warm_up(dir, loaded.as_ref())?;
             if answered > 0 {

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::body_timeout::BodyTimeout;
 use crate::error::ServeError;
-use crate::load_fault::LoadFault;
+use crate::load_fault::{code_name, LoadFault};
 use crate::metrics::Entrypoint;
 use crate::request::{
     classify_response, examples, predict_instances, predict_response, regress_response,
@@ -79,7 +79,7 @@ fn ended(version: u64, why: &LoadFault) -> Value {
     json!({
         "version": version.to_string(),
         "state": "END",
-        "status": { "error_code": "UNKNOWN", "error_message": why.to_string() }
+        "status": { "error_code": code_name(why.code()), "error_message": why.to_string() }
     })
 }
 

@@ -13,6 +13,7 @@ use super::proto::tensorflow::serving::{
     GetModelStatusRequest, GetModelStatusResponse, ModelVersionStatus, ReloadConfigRequest,
     ReloadConfigResponse, StatusProto,
 };
+use crate::load_fault::LoadFault;
 use crate::model_config::ModelConfig;
 use crate::server::Server;
 use crate::version_policy::VersionPolicy;
@@ -36,28 +37,23 @@ impl ModelService for Server {
                 error_message: String::new(),
             }),
         };
-        let ended = |version: u64, why: String| ModelVersionStatus {
+        let ended = |version: u64, why: &LoadFault| ModelVersionStatus {
             version: version as i64,
             state: State::End as i32,
             status: Some(StatusProto {
-                error_code: Code::Unknown as i32,
-                error_message: why,
+                error_code: why.code() as i32,
+                error_message: why.to_string(),
             }),
         };
         let statuses = match which(&spec)? {
             Which::Newest => {
                 let mut all: Vec<_> = versions.versions.keys().map(|&v| available(v)).collect();
-                all.extend(
-                    versions
-                        .refused
-                        .iter()
-                        .map(|(&v, why)| ended(v, why.to_string())),
-                );
+                all.extend(versions.refused.iter().map(|(&v, why)| ended(v, why)));
                 all.sort_by_key(|status| std::cmp::Reverse(status.version));
                 all
             }
             Which::Version(version) if versions.refused.contains_key(&version) => {
-                vec![ended(version, versions.refused[&version].to_string())]
+                vec![ended(version, &versions.refused[&version])]
             }
             chosen => vec![available(self.servable(&spec.name, &chosen)?.0)],
         };

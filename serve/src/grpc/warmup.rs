@@ -55,13 +55,17 @@ pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, Load
         let predictions = servable.predict(&instances).map_err(|e| match e {
             // The model failed on a request it takes (a device out of memory): a load that
             // failed on the device, retried as one.
-            ServeError::Internal(_) | ServeError::Unavailable(_) => LoadFault::load(
-                dir,
-                format!(
+            ServeError::Internal(_) | ServeError::Unavailable(_) => {
+                let code = match e {
+                    ServeError::Unavailable(_) => tonic::Code::Unavailable,
+                    _ => tonic::Code::Internal,
+                };
+                let why = format!(
                     "{}: warmup record {index}: the model failed: {e}",
                     path.display()
-                ),
-            ),
+                );
+                LoadFault::load(dir, why, code)
+            }
             refused_request => refused(format!("the model refused it: {refused_request}")),
         })?;
         for method in methods {

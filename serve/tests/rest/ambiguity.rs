@@ -62,7 +62,7 @@ fn two_labels_holding_different_exports_under_one_version_are_refused_naming_bot
     let (code, status) = get("/v1/models/iris");
     assert_eq!(code, 200, "{status}");
     let ended = json!({"version": "7", "state": "END",
-        "status": {"error_code": "UNKNOWN", "error_message": refusal_text(refusal)}});
+        "status": {"error_code": "FAILED_PRECONDITION", "error_message": refusal_text(refusal)}});
     assert_eq!(
         status["model_version_status"],
         json!([{"version": version_of(&other).to_string(), "state": "AVAILABLE",

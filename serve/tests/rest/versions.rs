@@ -106,6 +106,8 @@ fn a_new_version_is_served_without_failing_batched_requests_under_way_and_labels
     assert_eq!(newest["version"], version_of(&broken).to_string());
     assert_eq!(newest["state"], "END");
     assert_eq!(newest["status"]["error_message"], fault.to_string());
+    // Its code, as TF Serving's for a model file that does not parse.
+    assert_eq!(newest["status"]["error_code"], "DATA_LOSS");
     assert_eq!(status["model_version_status"][1]["state"], "AVAILABLE");
     let (code, status) = running.get(&format!("/v1/models/iris/versions/{}", version_of(&broken)));
     assert_eq!(

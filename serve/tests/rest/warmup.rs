@@ -57,6 +57,7 @@ fn a_version_serves_once_its_warmup_requests_are_answered_and_not_when_one_is_re
     let (_, status) = running.get("/v1/models/iris");
     let newest = &status["model_version_status"][0];
     assert_eq!(newest["state"], "END");
+    assert_eq!(newest["status"]["error_code"], "INVALID_ARGUMENT");
     let message = newest["status"]["error_message"].as_str().unwrap();
     assert!(
         message.contains("tf_serving_warmup_requests: warmup record 0: ")

@@ -99,5 +99,8 @@ fn what_tf_serving_refuses_is_refused_naming_it() {
 fn an_unimplemented_method_is_unimplemented_over_grpc_and_501_over_http() {
     let error = ServeError::Unimplemented("x".into());
     assert_eq!(error.status(), axum::http::StatusCode::NOT_IMPLEMENTED);
-    assert_eq!(tonic::Status::from(error).code(), tonic::Code::Unimplemented);
+    assert_eq!(
+        tonic::Status::from(error).code(),
+        tonic::Code::Unimplemented
+    );
 }
