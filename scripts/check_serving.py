@@ -3,6 +3,7 @@ API of a real server process, then SIGTERM, which must end it cleanly.
 
 Usage: check_serving.py ESTIMATOR_SERVE EXPORT_BASE_PATH
 """
+import base64
 import signal
 import socket
 import subprocess
@@ -10,6 +11,39 @@ import sys
 import time
 
 import requests
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+
+def example_class():
+    """tf.Example's messages (tensorflow/core/example/{example,feature}.proto, the names and
+    field numbers that matter here) built with the protobuf library, so that the bytes come
+    from protobuf's own encoder."""
+    F = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(
+        name="check_example.proto", package="tensorflow", syntax="proto3")
+    float_list = file.message_type.add(name="FloatList")
+    float_list.field.add(name="value", number=1, type=F.TYPE_FLOAT, label=F.LABEL_REPEATED)
+    feature = file.message_type.add(name="Feature")
+    feature.oneof_decl.add(name="kind")
+    feature.field.add(name="float_list", number=2, type=F.TYPE_MESSAGE,
+                      type_name=".tensorflow.FloatList", label=F.LABEL_OPTIONAL, oneof_index=0)
+    features = file.message_type.add(name="Features")
+    entry = features.nested_type.add(name="FeatureEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=F.TYPE_MESSAGE,
+                    type_name=".tensorflow.Feature", label=F.LABEL_OPTIONAL)
+    features.field.add(name="feature", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
+                       type_name=".tensorflow.Features.FeatureEntry")
+    example = file.message_type.add(name="Example")
+    example.field.add(name="features", number=1, type=F.TYPE_MESSAGE,
+                      type_name=".tensorflow.Features", label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tensorflow.Example"))
+
+
+Example = example_class()
 
 serve, base = sys.argv[1], sys.argv[2]
 
@@ -56,6 +90,18 @@ try:
     assert columnar.status_code == 200, columnar.text
     assert columnar.json()["outputs"]["class_ids"] == [[0], [2]], columnar.text
 
+    # Serialized tf.Examples, as a client of a TF estimator's parsing serving input sends them.
+    def serialized(row):
+        example = Example()
+        for name, value in row.items():
+            example.features.feature[name].float_list.value.append(value)
+        return {"b64": base64.b64encode(example.SerializeToString()).decode()}
+    parsing = {"signature_name": "predict",
+               "instances": [{"examples": serialized(r)} for r in (setosa, virginica)]}
+    examples = requests.post(f"{url}:predict", json=parsing, timeout=5)
+    assert examples.status_code == 200, examples.text
+    assert examples.json() == rows.json(), examples.text
+
     classified = requests.post(f"{url}:classify", json={"examples": [virginica]}, timeout=5)
     assert classified.status_code == 200, classified.text
     labels = [label for label, _ in classified.json()["result"][0]]
@@ -68,7 +114,7 @@ try:
         f"http://127.0.0.1:{port}/v1/models/rose:predict", json={"instances": []}, timeout=5)
     assert unknown.status_code == 404 and "rose" in unknown.json()["error"], unknown.text
     metrics = requests.get(f"http://127.0.0.1:{port}/monitoring/prometheus/metrics", timeout=5)
-    assert 'request_count{model_name="iris",status="OK"} 3' in metrics.text, metrics.text
+    assert 'request_count{model_name="iris",status="OK"} 4' in metrics.text, metrics.text
 finally:
     server.send_signal(signal.SIGTERM)
     try:
