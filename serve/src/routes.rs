@@ -21,7 +21,7 @@ use crate::request::{
 };
 use crate::servable::{output_dtype, predict_async};
 use crate::server::Server;
-use crate::signatures::NamedSignature;
+use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
 use crate::versions::Which;
 
 /// `name:verb` as its two parts.
@@ -273,8 +273,14 @@ impl Call {
                 let keys = named.output_names(signature);
                 (instances, Answer::Predict(format, named, keys))
             }
-            "classify" => (examples(body)?, Answer::Classify),
-            "regress" => (examples(body)?, Answer::Regress),
+            "classify" => {
+                named.check_method(CLASSIFY)?;
+                (examples(body)?, Answer::Classify)
+            }
+            "regress" => {
+                named.check_method(REGRESS)?;
+                (examples(body)?, Answer::Regress)
+            }
             other => {
                 return Err(ServeError::BadRequest(format!(
                     "unknown method '{other}': predict, classify or regress"

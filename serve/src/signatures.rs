@@ -13,6 +13,12 @@ pub const DEFAULT_SIGNATURE: &str = "serving_default";
 
 const PREDICT: &str = "tensorflow/serving/predict";
 
+/// TF's method name of a classification signature, and of a Classify call.
+pub(crate) const CLASSIFY: &str = "tensorflow/serving/classify";
+
+/// TF's method name of a regression signature, and of a Regress call.
+pub(crate) const REGRESS: &str = "tensorflow/serving/regress";
+
 /// TF's classification signature's outputs, each read from a prediction key.
 const CLASSIFICATION: &[(&str, &str)] = &[("classes", "all_classes"), ("scores", "probabilities")];
 
@@ -44,14 +50,14 @@ impl NamedSignature {
         if has("all_classes") && has("probabilities") {
             all.push(Self {
                 name: "classification",
-                method: "tensorflow/serving/classify",
+                method: CLASSIFY,
                 renamed: Some(CLASSIFICATION),
             });
         }
         if has("predictions") {
             all.push(Self {
                 name: "regression",
-                method: "tensorflow/serving/regress",
+                method: REGRESS,
                 renamed: Some(REGRESSION),
             });
         }
@@ -74,6 +80,24 @@ impl NamedSignature {
                 names.join(", ")
             ))
         })
+    }
+
+    /// Refuses a call of TF's `method` (Classify's, Regress's) on a signature of the other
+    /// method, as TF Serving does; the export's own signatures hold every output, so they
+    /// serve both.
+    pub(crate) fn check_method(&self, method: &str) -> Result<(), ServeError> {
+        if self.method == PREDICT || self.method == method {
+            return Ok(());
+        }
+        let kind = if method == CLASSIFY {
+            "classification"
+        } else {
+            "regression"
+        };
+        Err(ServeError::BadRequest(format!(
+            "Expected {kind} signature method_name to be {method}. Was: {} (signature {})",
+            self.method, self.name
+        )))
     }
 
     /// The names of its outputs, for an export of `signature`.
@@ -128,6 +152,27 @@ impl NamedSignature {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_of_one_method_is_refused_on_a_signature_of_the_other_and_served_by_the_own() {
+        let mut signature = Signature::new();
+        signature.outputs = ["all_classes", "probabilities", "predictions"]
+            .map(String::from)
+            .to_vec();
+        let named = |name| NamedSignature::named(&signature, name).unwrap();
+        for method in [CLASSIFY, REGRESS] {
+            assert_eq!(named("serving_default").check_method(method), Ok(()));
+            assert_eq!(named("predict").check_method(method), Ok(()));
+        }
+        assert_eq!(named("classification").check_method(CLASSIFY), Ok(()));
+        assert_eq!(named("regression").check_method(REGRESS), Ok(()));
+        let crossed = named("regression").check_method(CLASSIFY).unwrap_err();
+        assert_eq!(
+            crossed.to_string(),
+            "Expected classification signature method_name to be tensorflow/serving/classify. \
+             Was: tensorflow/serving/regress (signature regression)"
+        );
+    }
 
     #[test]
     fn a_classifier_answers_to_tf_s_classification_signature_with_its_outputs_renamed() {

@@ -8,11 +8,7 @@ use super::proto::tensorflow::serving::inference_result::Result as TaskResult;
 use super::proto::tensorflow::serving::{InferenceTask, ModelSpec};
 use super::results;
 use crate::error::ServeError;
-use crate::signatures::{NamedSignature, DEFAULT_SIGNATURE};
-
-const CLASSIFY: &str = "tensorflow/serving/classify";
-const REGRESS: &str = "tensorflow/serving/regress";
-const PREDICT: &str = "tensorflow/serving/predict";
+use crate::signatures::{NamedSignature, CLASSIFY, DEFAULT_SIGNATURE, REGRESS};
 
 /// What a task asks of the predictions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,21 +93,16 @@ pub(super) fn planned<'a>(
                 return Err(bad(&format!("Duplicate evaluation of signature: {name}")));
             }
             let named = NamedSignature::named(signature, name)?;
-            let (method, kind) = match task.method_name.as_str() {
-                CLASSIFY => (Method::Classify, "classification"),
-                REGRESS => (Method::Regress, "regression"),
+            let method = match task.method_name.as_str() {
+                CLASSIFY => Method::Classify,
+                REGRESS => Method::Regress,
                 other => {
                     return Err(ServeError::Unimplemented(format!(
                         "Unsupported signature method_name: {other} ({CLASSIFY} or {REGRESS})"
                     )))
                 }
             };
-            if named.method != PREDICT && named.method != task.method_name {
-                return Err(bad(&format!(
-                    "Expected {kind} signature method_name to be {}. Was: {} (signature {name})",
-                    task.method_name, named.method
-                )));
-            }
+            named.check_method(&task.method_name)?;
             Ok((spec, method, named))
         })
         .collect()

@@ -23,7 +23,7 @@ use crate::error::ServeError;
 use crate::metrics::Entrypoint;
 use crate::servable::{output_dtype, predict_async, Servable};
 use crate::server::Server;
-use crate::signatures::NamedSignature;
+use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
 use crate::versions::Which;
 use estimator::export::{DType, Instance};
 
@@ -68,6 +68,7 @@ impl PredictionService for Server {
         let answer = self
             .counted(&spec, "classify", async {
                 let (version, servable, named) = self.selected(&spec)?;
+                named.check_method(CLASSIFY)?;
                 let (list, context) = examples::list(request.input)?;
                 let build = || examples::instances(&list, context.as_ref());
                 let predictions = self.predictions(&servable, list.len(), build).await?;
@@ -89,6 +90,7 @@ impl PredictionService for Server {
         let answer = self
             .counted(&spec, "regress", async {
                 let (version, servable, named) = self.selected(&spec)?;
+                named.check_method(REGRESS)?;
                 let (list, context) = examples::list(request.input)?;
                 let build = || examples::instances(&list, context.as_ref());
                 let predictions = self.predictions(&servable, list.len(), build).await?;

@@ -114,6 +114,20 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
         "tensorflow/serving/classify"
     );
     assert!(signatures["regression"].is_null(), "{metadata}");
+    // `:classify` answers from the classification signature; `:regress` is refused it, as
+    // TF Serving refuses a call of one method on a signature of another.
+    let named = |name: &str| json!({"signature_name": name, "examples": rows()});
+    let (code, body) = running.post("/v1/models/iris:classify", &named("classification"));
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = running.post("/v1/models/iris:regress", &named("classification"));
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        error_of(&body).starts_with(
+            "Expected regression signature method_name to be tensorflow/serving/regress. \
+             Was: tensorflow/serving/classify"
+        ),
+        "{body}"
+    );
 
     let huge = json!({"instances": vec![rows()[0].clone(); 100]});
     let (code, body) = running.post("/v1/models/iris:predict", &huge);
@@ -126,9 +140,9 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
         .unwrap()
         .into_string()
         .unwrap();
-    let errors = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"ERROR\"} 10";
+    let errors = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"ERROR\"} 11";
     assert!(metrics.contains(errors), "{metrics}");
-    let ok = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"OK\"} 3";
+    let ok = ":tensorflow:serving:request_count{model_name=\"iris\",status=\"OK\"} 4";
     assert!(metrics.contains(ok), "{metrics}");
     assert!(!metrics.contains("rose"), "{metrics}");
 }

@@ -1,6 +1,8 @@
 use super::*;
 use estimator::Signature;
 
+const PREDICT: &str = "tensorflow/serving/predict";
+
 fn task(model: &str, signature: &str, method: &str) -> InferenceTask {
     InferenceTask {
         model_spec: Some(ModelSpec {
