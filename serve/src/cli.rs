@@ -109,6 +109,10 @@ pub(crate) struct Cli {
     /// version.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub(crate) enable_model_warmup: bool,
+    /// Refuse Classify and Regress on a signature of the other method (TF Serving's
+    /// --enable_signature_method_name_check, off by default there too).
+    #[arg(long)]
+    pub(crate) enable_signature_method_name_check: bool,
     /// Largest request body in bytes (413 beyond).
     #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]
     pub(crate) max_body_bytes: usize,
@@ -320,5 +324,20 @@ mod tests {
         ];
         let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
         assert!(!Cli::try_parse_from(respelled).unwrap().enable_model_warmup);
+    }
+
+    #[test]
+    fn the_signature_method_check_is_off_unless_asked_for_in_either_spelling() {
+        assert!(!cli(&[]).unwrap().enable_signature_method_name_check);
+        let parsed = |flag: &str| {
+            let args = ["x", "--model_name=m", "--model_base_path=b", flag];
+            let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
+            Cli::try_parse_from(respelled)
+                .unwrap()
+                .enable_signature_method_name_check
+        };
+        assert!(parsed("--enable_signature_method_name_check=true"));
+        assert!(parsed("--enable-signature-method-name-check"));
+        assert!(!parsed("--enable_signature_method_name_check=false"));
     }
 }

@@ -16,7 +16,7 @@ pub(crate) fn respelled(args: impl IntoIterator<Item = OsString>) -> Vec<OsStrin
 }
 
 /// Flags that take no value here and a boolean in TF Serving.
-const SWITCHES: [&str; 1] = ["enable-batching"];
+const SWITCHES: [&str; 2] = ["enable-batching", "enable-signature-method-name-check"];
 
 fn respell(arg: &str) -> Option<String> {
     let Some(flag) = arg.strip_prefix("--").filter(|flag| !flag.is_empty()) else {

@@ -52,6 +52,8 @@ pub struct Loaders {
     device: DeviceSpec,
     pub(crate) retries: LoadRetries,
     warmup: bool,
+    /// Classify and Regress refused on a signature of the other method.
+    pub(crate) method_check: bool,
 }
 
 impl Loaders {
@@ -63,6 +65,7 @@ impl Loaders {
             device: DeviceSpec::Cpu,
             retries: LoadRetries::default(),
             warmup: true,
+            method_check: false,
         }
     }
 
@@ -140,6 +143,14 @@ impl Loaders {
         self
     }
 
+    /// Whether Classify and Regress (a MultiInference task's, a warmup record's too) are
+    /// refused on a signature of the other method, `classification` for Regress: off by
+    /// default, as TF Serving's `--enable_signature_method_name_check`.
+    pub fn with_signature_method_name_check(mut self, check: bool) -> Self {
+        self.method_check = check;
+        self
+    }
+
     /// Merges concurrent requests to each loaded version (server-side batching).
     pub fn with_batching(mut self, batching: Batching) -> Self {
         self.batching = Some(batching);
@@ -181,7 +192,7 @@ impl Loaders {
             .map_err(|e| LoadFault::of_error(dir, &e))?;
         let loaded = load(dir, device).map_err(|e| LoadFault::of_error(dir, &e))?;
         if self.warmup {
-            let answered = warm_up(dir, loaded.as_ref())?;
+            let answered = warm_up(dir, loaded.as_ref(), self.method_check)?;
             if answered > 0 {
                 tracing::info!("{}: answered {answered} warmup requests", dir.display());
             }

@@ -44,7 +44,8 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
     let mut loaders = loaders
         .on(cli.device)
         .with_load_retries(cli.load_retries())
-        .with_model_warmup(cli.enable_model_warmup);
+        .with_model_warmup(cli.enable_model_warmup)
+        .with_signature_method_name_check(cli.enable_signature_method_name_check);
     if let Some(batching) = cli.batching()? {
         loaders = loaders.with_batching(batching);
     }

@@ -30,7 +30,7 @@ pub struct Server {
     /// Held while versions load (a rescan, a new model config), so that two never load
     /// the same version side by side.
     loading: Arc<Mutex<()>>,
-    loaders: Loaders,
+    pub(crate) loaders: Loaders,
     pub(crate) limits: Limits,
     pub(crate) budget: InstanceBudget,
     pub(crate) metrics: Arc<Metrics>,

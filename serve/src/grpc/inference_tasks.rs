@@ -37,9 +37,10 @@ impl Method {
 pub(super) fn methods(
     tasks: &[InferenceTask],
     signature: &estimator::Signature,
+    method_check: bool,
 ) -> Result<Vec<Method>, ServeError> {
     model_name(tasks)?;
-    Ok(planned(tasks, signature)?
+    Ok(planned(tasks, signature, method_check)?
         .into_iter()
         .map(|(_, method, _)| method)
         .collect())
@@ -71,11 +72,12 @@ pub(super) fn model_name(tasks: &[InferenceTask]) -> Result<&str, ServeError> {
 
 /// Each task's model spec, method and signature of an export of `signature`, checked as TF
 /// Serving checks them: each signature once, one the export has, a classify or regress
-/// method (else `UNIMPLEMENTED`), and a signature of that method or of the export's own
-/// outputs (`serving_default`, `predict`), from which both read.
+/// method (else `UNIMPLEMENTED`), and with `method_check` a signature of that method or of
+/// the export's own outputs (`serving_default`, `predict`), from which both read.
 pub(super) fn planned<'a>(
     tasks: &'a [InferenceTask],
     signature: &estimator::Signature,
+    method_check: bool,
 ) -> Result<Vec<(&'a ModelSpec, Method, NamedSignature)>, ServeError> {
     let mut seen = HashSet::new();
     tasks
@@ -102,7 +104,9 @@ pub(super) fn planned<'a>(
                     )))
                 }
             };
-            named.check_method(&task.method_name)?;
+            if method_check {
+                named.check_method(&task.method_name)?;
+            }
             Ok((spec, method, named))
         })
         .collect()

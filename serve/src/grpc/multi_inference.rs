@@ -26,7 +26,8 @@ impl Server {
         self.counted(&first, "multi_inference", async {
             let model = model_name(&request.tasks)?;
             let (version, servable) = self.servable(model, &which(&first)?)?;
-            let tasks = planned(&request.tasks, servable.signature())?;
+            let method_check = self.loaders.method_check;
+            let tasks = planned(&request.tasks, servable.signature(), method_check)?;
             let (list, context) = examples::list(request.input)?;
             let build = || examples::instances(&list, context.as_ref());
             let predictions = self.predictions(&servable, list.len(), build).await?;

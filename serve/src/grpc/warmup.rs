@@ -31,7 +31,11 @@ const MAX_RECORDS: usize = 1000;
 /// are a [`LoadFault::Warmup`] naming the record: the version is not served, as in TF
 /// Serving. A model that fails on a request it takes is a [`LoadFault::Load`], retried as
 /// a load that failed on the device is.
-pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, LoadFault> {
+pub(crate) fn warm_up(
+    dir: &Path,
+    servable: &dyn Servable,
+    method_check: bool,
+) -> Result<usize, LoadFault> {
     let path = dir.join(WARMUP_FILE);
     if !path.is_file() {
         return Ok(0);
@@ -50,8 +54,8 @@ pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, Load
         }
         let record = record.map_err(|e| fault(e.to_string()))?;
         let refused = |why: String| fault(format!("warmup record {index}: {why}"));
-        let (instances, methods) =
-            request_instances(&record, servable).map_err(|e| refused(e.to_string()))?;
+        let (instances, methods) = request_instances(&record, servable, method_check)
+            .map_err(|e| refused(e.to_string()))?;
         let predictions = servable.predict(&instances).map_err(|e| match e {
             // The model failed on a request it takes (a device out of memory): a load that
             // failed on the device, retried as one.
@@ -83,6 +87,7 @@ pub(crate) fn warm_up(dir: &Path, servable: &dyn Servable) -> Result<usize, Load
 fn request_instances(
     record: &[u8],
     servable: &dyn Servable,
+    method_check: bool,
 ) -> Result<(Vec<Instance>, Vec<Method>), ServeError> {
     let log = PredictionLog::decode(record)
         .map_err(|e| ServeError::BadRequest(format!("not a PredictionLog ({e})")))?;
@@ -106,7 +111,8 @@ fn request_instances(
         }
         Some(LogType::MultiInferenceLog(log)) => {
             let request = log.request.unwrap_or_default();
-            let methods = inference_tasks::methods(&request.tasks, servable.signature())?;
+            let signature = servable.signature();
+            let methods = inference_tasks::methods(&request.tasks, signature, method_check)?;
             Ok((from_examples(request.input)?, methods))
         }
         None => Err(ServeError::BadRequest(

@@ -114,12 +114,21 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
         "tensorflow/serving/classify"
     );
     assert!(signatures["regression"].is_null(), "{metadata}");
-    // `:classify` answers from the classification signature; `:regress` is refused it, as
-    // TF Serving refuses a call of one method on a signature of another.
+    // `:classify` answers from the classification signature. `:regress` on it reads the
+    // predictions as TF Serving does by default (a classifier has no value to regress)...
     let named = |name: &str| json!({"signature_name": name, "examples": rows()});
     let (code, body) = running.post("/v1/models/iris:classify", &named("classification"));
     assert_eq!(code, 200, "{body}");
     let (code, body) = running.post("/v1/models/iris:regress", &named("classification"));
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        error_of(&body).contains("not a single-target regressor"),
+        "{body}"
+    );
+    // ... and with the method check on, is refused for the signature's method.
+    let loaders = Loaders::canned().with_signature_method_name_check(true);
+    let checking = Running::start(Server::load(iris_model(&base), loaders).unwrap());
+    let (code, body) = checking.post("/v1/models/iris:regress", &named("classification"));
     assert_eq!(code, 400, "{body}");
     assert!(
         error_of(&body).starts_with(
@@ -128,6 +137,8 @@ fn bad_requests_get_tf_serving_status_codes_and_an_error_naming_the_fault() {
         ),
         "{body}"
     );
+    let (code, body) = checking.post("/v1/models/iris:classify", &named("classification"));
+    assert_eq!(code, 200, "{body}");
 
     let huge = json!({"instances": vec![rows()[0].clone(); 100]});
     let (code, body) = running.post("/v1/models/iris:predict", &huge);

@@ -47,7 +47,7 @@ fn tasks_are_planned_in_order_with_their_signatures_resolved() {
         task("m", "", CLASSIFY),
         task("m", "classification", CLASSIFY),
     ];
-    let plan = planned(&tasks, &classifier()).unwrap();
+    let plan = planned(&tasks, &classifier(), true).unwrap();
     let got: Vec<(Method, &str)> = plan.iter().map(|(_, m, n)| (*m, n.name)).collect();
     assert_eq!(
         got,
@@ -59,14 +59,14 @@ fn tasks_are_planned_in_order_with_their_signatures_resolved() {
     let mut regressor = Signature::new();
     regressor.outputs = vec!["predictions".into()];
     let tasks = [task("m", "regression", REGRESS)];
-    let plan = planned(&tasks, &regressor).unwrap();
+    let plan = planned(&tasks, &regressor, true).unwrap();
     assert_eq!((plan[0].1, plan[0].2.name), (Method::Regress, "regression"));
 }
 
 #[test]
 fn what_tf_serving_refuses_is_refused_naming_it() {
     let signature = classifier();
-    let refused = |tasks: &[InferenceTask]| planned(tasks, &signature).unwrap_err();
+    let refused = |tasks: &[InferenceTask]| planned(tasks, &signature, false).unwrap_err();
 
     // The default signature named twice, once by its name and once by none.
     let twice = refused(&[
@@ -87,9 +87,13 @@ fn what_tf_serving_refuses_is_refused_naming_it() {
     assert!(
         message(predict).contains("Unsupported signature method_name: tensorflow/serving/predict")
     );
+    // A task of one method on a signature of the other: taken, as TF Serving takes it by
+    // default, and refused with the method check on.
     let mut both = classifier();
     both.outputs.push("predictions".into());
-    let crossed = planned(&[task("m", "classification", REGRESS)], &both).unwrap_err();
+    let crossed_task = [task("m", "classification", REGRESS)];
+    assert!(planned(&crossed_task, &both, false).is_ok());
+    let crossed = planned(&crossed_task, &both, true).unwrap_err();
     assert!(matches!(crossed, ServeError::BadRequest(_)), "{crossed:?}");
     assert!(message(crossed).contains(
         "Expected regression signature method_name to be tensorflow/serving/regress. \
