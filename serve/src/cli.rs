@@ -1,6 +1,6 @@
 //! The flags of `estimator-serve` and what they configure: the models, the limits, the
-//! batching, the load retries, the metrics and the gRPC API's TLS, from the flags and from
-//! TF Serving's files they name.
+//! batching, the load retries, the threads, the metrics and the gRPC API's TLS, from the
+//! flags and from TF Serving's files they name.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,6 +18,7 @@ use crate::loaders::LoadRetries;
 use crate::model_config::ModelConfig;
 use crate::model_config_file::ModelConfigFile;
 use crate::monitoring_config::MonitoringConfig;
+use crate::prediction_threads::PredictionThreads;
 use crate::ssl_config::SslConfig;
 
 /// Serve exported models over TF Serving's REST API, and its gRPC API with --grpc-port.
@@ -109,6 +110,10 @@ pub(crate) struct Cli {
     /// version.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub(crate) enable_model_warmup: bool,
+    /// Times each warmup request is answered (TF Serving's
+    /// --num_request_iterations_for_warmup; 0 is once).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) num_request_iterations_for_warmup: usize,
     /// Refuse Classify and Regress on a signature of the other method (TF Serving's
     /// --enable_signature_method_name_check, off by default there too).
     #[arg(long)]
@@ -152,6 +157,22 @@ pub(crate) struct Cli {
     /// limit); past it the request is answered 408 and its connection closed.
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TIMEOUT.as_millis() as u64)]
     pub(crate) body_read_timeout_ms: u64,
+    /// Threads the CPU operations of every prediction share (TF Serving's
+    /// --tensorflow_intra_op_parallelism; 0: one per core).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) tensorflow_intra_op_parallelism: usize,
+    /// Predictions of one version at once, each on a model copy of its own (TF Serving's
+    /// --tensorflow_inter_op_parallelism; 0: one per core, up to 4).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) tensorflow_inter_op_parallelism: usize,
+    /// Both of the above, where neither is given (TF Serving's
+    /// --tensorflow_session_parallelism).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) tensorflow_session_parallelism: usize,
+    /// Threads that serve the connections of both APIs (TF Serving's --rest_api_num_threads;
+    /// 0: one per core).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) rest_api_num_threads: usize,
 }
 
 /// A `--device` value: `cpu`, `cuda` (device 0), `cuda:N` or `auto`.
@@ -245,6 +266,26 @@ impl Cli {
     }
 
     /// How failed loads are retried.
+    /// The threads predictions take: intra- and inter-op parallelism as given, or the
+    /// session parallelism for both where neither is (as TF Serving reads the three).
+    pub(crate) fn prediction_threads(&self) -> Result<PredictionThreads> {
+        let (intra, inter) = match (
+            self.tensorflow_intra_op_parallelism,
+            self.tensorflow_inter_op_parallelism,
+        ) {
+            (0, 0) => (
+                self.tensorflow_session_parallelism,
+                self.tensorflow_session_parallelism,
+            ),
+            given => given,
+        };
+        let most = estimator::device::max_intra_op_threads();
+        if intra > most {
+            bail!("--tensorflow-intra-op-parallelism {intra}: more than {most} (8 per core)");
+        }
+        PredictionThreads::new(intra, inter)
+    }
+
     pub(crate) fn load_retries(&self) -> LoadRetries {
         LoadRetries {
             max: self.max_num_load_retries,
@@ -277,67 +318,4 @@ fn read<T>(path: &Path, parse: impl FnOnce(&str) -> Result<T>) -> Result<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The flags of one model, and `extra`.
-    fn cli(extra: &[&str]) -> Result<Cli, clap::Error> {
-        let model = [
-            "estimator-serve",
-            "--model-name",
-            "m",
-            "--model-base-path",
-            "b",
-        ];
-        Cli::try_parse_from(model.iter().chain(extra))
-    }
-
-    #[test]
-    fn tf_serving_s_rest_timeout_sets_the_three_timeouts_and_cannot_contradict_them() {
-        let limits_of = |extra: &[&str]| cli(extra).unwrap().limits().unwrap();
-        let limits = limits_of(&["--rest-api-timeout-in-ms", "5000"]);
-        let five = Some(Duration::from_secs(5));
-        let timeouts = (
-            limits.header_read_timeout,
-            limits.idle_timeout,
-            limits.body_read_timeout,
-        );
-        assert_eq!(timeouts, (five, five, five));
-        let off = limits_of(&["--rest-api-timeout-in-ms", "0"]);
-        assert_eq!(off.idle_timeout, None);
-        assert!(cli(&["--rest-api-timeout-in-ms", "5000", "--idle-timeout-ms", "1"]).is_err());
-    }
-
-    #[test]
-    fn model_warmup_is_on_unless_turned_off_in_either_spelling() {
-        assert!(cli(&[]).unwrap().enable_model_warmup);
-        assert!(
-            !cli(&["--enable-model-warmup=false"])
-                .unwrap()
-                .enable_model_warmup
-        );
-        let args = [
-            "x",
-            "--model_name=m",
-            "--model_base_path=b",
-            "--enable_model_warmup=false",
-        ];
-        let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
-        assert!(!Cli::try_parse_from(respelled).unwrap().enable_model_warmup);
-    }
-
-    #[test]
-    fn the_signature_method_check_is_off_unless_asked_for_in_either_spelling() {
-        assert!(!cli(&[]).unwrap().enable_signature_method_name_check);
-        let parsed = |flag: &str| {
-            let args = ["x", "--model_name=m", "--model_base_path=b", flag];
-            let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
-            Cli::try_parse_from(respelled)
-                .unwrap()
-                .enable_signature_method_name_check
-        };
-        assert!(parsed("--enable_signature_method_name_check=true"));
-        assert!(parsed("--enable-signature-method-name-check"));
-        assert!(!parsed("--enable_signature_method_name_check=false"));
-    }
-}
+mod tests;

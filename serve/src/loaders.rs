@@ -18,11 +18,12 @@ use estimators::{
 use crate::batching::{Batched, Batching};
 use crate::grpc::warm_up;
 use crate::load_fault::LoadFault;
+use crate::prediction_threads::PredictionThreads;
 use estimator::export::ServableEstimator;
 
 use crate::servable::{Servable, Served};
 
-type Load = fn(&Path, ResolvedDevice) -> estimator::Result<Arc<dyn Servable>>;
+type Load = fn(&Path, ResolvedDevice, &PredictionThreads) -> estimator::Result<Arc<dyn Servable>>;
 
 /// How often a version whose load failed is loaded again while its files stay as they were
 /// (TF Serving's `--max_num_load_retries` and `--load_retry_interval_micros`).
@@ -52,6 +53,8 @@ pub struct Loaders {
     device: DeviceSpec,
     pub(crate) retries: LoadRetries,
     warmup: bool,
+    warmup_iterations: usize,
+    threads: PredictionThreads,
     /// Classify and Regress refused on a signature of the other method.
     pub(crate) method_check: bool,
 }
@@ -65,6 +68,8 @@ impl Loaders {
             device: DeviceSpec::Cpu,
             retries: LoadRetries::default(),
             warmup: true,
+            warmup_iterations: 1,
+            threads: PredictionThreads::default(),
             method_check: false,
         }
     }
@@ -97,19 +102,22 @@ impl Loaders {
         fn load<E: ServableEstimator>(
             dir: &Path,
             device: ResolvedDevice,
+            threads: &PredictionThreads,
         ) -> estimator::Result<Arc<dyn Servable>> {
             match device {
-                ResolvedDevice::Cpu => Ok(Arc::new(Served::<E, CpuBackend>::load_on(
+                ResolvedDevice::Cpu => Ok(Arc::new(Served::<E, CpuBackend>::load_with_threads(
                     dir,
                     Default::default(),
+                    threads.clone(),
                 )?)),
                 #[cfg(feature = "cuda")]
                 ResolvedDevice::Cuda(index) => Ok(Arc::new(Served::<
                     E,
                     estimator::device::CudaBackend,
-                >::load_on(
+                >::load_with_threads(
                     dir,
                     burn::backend::cuda::CudaDevice::new(index),
+                    threads.without_pool(),
                 )?)),
                 #[cfg(not(feature = "cuda"))]
                 ResolvedDevice::Cuda(_) => Err(estimator::Error::Config(
@@ -140,6 +148,20 @@ impl Loaders {
     /// Serving's `--enable_model_warmup`.
     pub fn with_model_warmup(mut self, warmup: bool) -> Self {
         self.warmup = warmup;
+        self
+    }
+
+    /// The threads each version's predictions take (TF Serving's
+    /// `--tensorflow_intra_op_parallelism` and `--tensorflow_inter_op_parallelism`).
+    pub fn with_prediction_threads(mut self, threads: PredictionThreads) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// How many times each warmup request is answered (TF Serving's
+    /// `--num_request_iterations_for_warmup`; 1 by default, and for 0).
+    pub fn with_warmup_iterations(mut self, iterations: usize) -> Self {
+        self.warmup_iterations = iterations.max(1);
         self
     }
 
@@ -190,9 +212,10 @@ impl Loaders {
             .device
             .resolve()
             .map_err(|e| LoadFault::of_error(dir, &e))?;
-        let loaded = load(dir, device).map_err(|e| LoadFault::of_error(dir, &e))?;
+        let loaded = load(dir, device, &self.threads).map_err(|e| LoadFault::of_error(dir, &e))?;
         if self.warmup {
-            let answered = warm_up(dir, loaded.as_ref(), self.method_check)?;
+            let iterations = self.warmup_iterations;
+            let answered = warm_up(dir, loaded.as_ref(), iterations, self.method_check)?;
             if answered > 0 {
                 tracing::info!("{}: answered {answered} warmup requests", dir.display());
             }

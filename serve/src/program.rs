@@ -45,7 +45,9 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
         .on(cli.device)
         .with_load_retries(cli.load_retries())
         .with_model_warmup(cli.enable_model_warmup)
-        .with_signature_method_name_check(cli.enable_signature_method_name_check);
+        .with_warmup_iterations(cli.num_request_iterations_for_warmup)
+        .with_signature_method_name_check(cli.enable_signature_method_name_check)
+        .with_prediction_threads(cli.prediction_threads()?);
     if let Some(batching) = cli.batching()? {
         loaders = loaders.with_batching(batching);
     }
@@ -57,7 +59,11 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
     if let Some(ssl) = cli.ssl()? {
         server = server.with_grpc_tls(ssl);
     }
-    let runtime = tokio::runtime::Runtime::new()?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if cli.rest_api_num_threads > 0 {
+        runtime.worker_threads(cli.rest_api_num_threads);
+    }
+    let runtime = runtime.enable_all().build()?;
     runtime.block_on(async {
         // One signal stops both APIs: each finishes the requests under way.
         let (stop, stopping) = tokio::sync::watch::channel(false);

@@ -11,6 +11,7 @@ use estimator::{CpuBackend, Predictor, Signature};
 use serde_json::{Map, Value};
 
 use crate::error::ServeError;
+use crate::prediction_threads::PredictionThreads;
 
 /// One prediction per instance (an object of output key → value), or why not.
 pub type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
@@ -63,19 +64,29 @@ pub(crate) fn output_dtype(key: &str) -> DType {
     }
 }
 
-/// An export loaded with [`Predictor`] on a device of backend `B`, once per core (up to 4):
-/// a model runs one call at a time, so concurrent requests take the copies in turn.
+/// An export loaded with [`Predictor`] on a device of backend `B`, once per core (up to 4)
+/// unless [`PredictionThreads`] say otherwise: a model runs one call at a time, so
+/// concurrent requests take the copies in turn.
 pub struct Served<E: ServableEstimator, B: Backend = CpuBackend> {
     predictors: Vec<Mutex<Predictor<E, B>>>,
     next: AtomicUsize,
     signature: Signature,
+    threads: PredictionThreads,
 }
 
 impl<E: ServableEstimator, B: Backend> Served<E, B> {
     /// Loads the export in `dir` onto `device`.
     pub fn load_on(dir: &Path, device: B::Device) -> estimator::Result<Self> {
-        let copies = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let predictors = (0..copies)
+        Self::load_with_threads(dir, device, PredictionThreads::default())
+    }
+
+    /// Loads the export in `dir` onto `device`, its predictions on `threads`.
+    pub fn load_with_threads(
+        dir: &Path,
+        device: B::Device,
+        threads: PredictionThreads,
+    ) -> estimator::Result<Self> {
+        let predictors = (0..threads.copies())
             .map(|_| Predictor::<E, B>::load_on(dir, device.clone()).map(Mutex::new))
             .collect::<estimator::Result<Vec<_>>>()?;
         let signature = predictors[0]
@@ -87,6 +98,7 @@ impl<E: ServableEstimator, B: Backend> Served<E, B> {
             predictors,
             next: AtomicUsize::new(0),
             signature,
+            threads,
         })
     }
 
@@ -113,12 +125,15 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
         // Before the estimator sees them: no implementation can answer an instance with an
         // unknown input, or one of the wrong type or shape, from what was left.
         check_instances(&self.signature, instances)?;
-        let predictor = self.predictor();
+        let mut predictor = self.predictor();
         let batch = predictor
             .estimator()
             .batch_from_instances(&self.signature, instances)?;
-        let predictions = predictor
-            .predict(&batch)
+        // Held exclusively, the copy can run on a pool thread (a model is `Send`, not `Sync`).
+        let model: &mut Predictor<E, B> = &mut predictor;
+        let predictions = self
+            .threads
+            .run(move || model.predict(&batch))
             .map_err(|e| ServeError::Internal(e.to_string()))?;
         // The answers are matched to the instances by position, and split by count between
         // the requests of a batch.

@@ -24,7 +24,8 @@ const WARMUP_FILE: &str = "assets.extra/tf_serving_warmup_requests";
 /// The most records a warmup file may hold (TF Serving's limit).
 const MAX_RECORDS: usize = 1000;
 
-/// Answers each request of the warmup file in `dir` with `servable`; how many there were.
+/// Answers each request of the warmup file in `dir` with `servable`, `iterations` times
+/// (TF Serving's `--num_request_iterations_for_warmup`); how many requests there were.
 /// No file is no warmup. A record that is not a `PredictionLog`, a request of another kind
 /// than Predict, Classify, Regress or MultiInference, one the model refuses (a Classify of a
 /// model that is not a classifier too), or more than 1,000 records
@@ -34,6 +35,7 @@ const MAX_RECORDS: usize = 1000;
 pub(crate) fn warm_up(
     dir: &Path,
     servable: &dyn Servable,
+    iterations: usize,
     method_check: bool,
 ) -> Result<usize, LoadFault> {
     let path = dir.join(WARMUP_FILE);
@@ -56,7 +58,15 @@ pub(crate) fn warm_up(
         let refused = |why: String| fault(format!("warmup record {index}: {why}"));
         let (instances, methods) = request_instances(&record, servable, method_check)
             .map_err(|e| refused(e.to_string()))?;
-        let predictions = servable.predict(&instances).map_err(|e| match e {
+        let predict = || servable.predict(&instances);
+        let mut predictions = predict();
+        for _ in 1..iterations {
+            if predictions.is_err() {
+                break;
+            }
+            predictions = predict();
+        }
+        let predictions = predictions.map_err(|e| match e {
             // The model failed on a request it takes (a device out of memory): a load that
             // failed on the device, retried as one.
             ServeError::Internal(_) | ServeError::Unavailable(_) => {

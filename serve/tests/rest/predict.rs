@@ -153,3 +153,19 @@ fn a_regressor_answers_regress_and_single_output_predictions() {
     assert_eq!(dims.len(), 2, "{metadata}");
     assert_eq!(dims[1]["size"], "1", "{metadata}");
 }
+
+#[test]
+fn predictions_on_a_pool_of_their_own_threads_answer_the_same_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    export_iris(&dir.path().join("model"), &base, 20);
+    let default = Running::start(load_iris(&base));
+    // TF Serving's --tensorflow_intra_op_parallelism=1 --tensorflow_inter_op_parallelism=2.
+    let threads = estimator_serve::PredictionThreads::new(1, 2).unwrap();
+    let loaders = Loaders::canned().with_prediction_threads(threads);
+    let pooled = Running::start(Server::load(iris_model(&base), loaders).unwrap());
+    let body = json!({"instances": vec![rows()[1].clone(); 300]});
+    let (code, want) = default.post("/v1/models/iris:predict", &body);
+    assert_eq!(code, 200, "{want}");
+    assert_eq!(pooled.post("/v1/models/iris:predict", &body), (200, want));
+}

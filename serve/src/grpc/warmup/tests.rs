@@ -169,12 +169,16 @@ fn each_predict_classify_and_regress_request_is_answered_before_the_version_serv
     let records = [predict("x", vec![1.0, 2.0]), classify, regress, both];
     let dir = version_with(&records.map(|l| l.encode_to_vec()));
     let servable = Recording::new(None);
-    assert_eq!(warm_up(dir.path(), &servable, false), Ok(4));
+    assert_eq!(warm_up(dir.path(), &servable, 1, false), Ok(4));
     assert_eq!(servable.batches(), [2, 3, 1, 4]);
+    // TF Serving's --num_request_iterations_for_warmup: each request answered that often.
+    let repeating = Recording::new(None);
+    assert_eq!(warm_up(dir.path(), &repeating, 3, false), Ok(4));
+    assert_eq!(repeating.batches(), [2, 2, 2, 3, 3, 3, 1, 1, 1, 4, 4, 4]);
 
     let none = tempfile::tempdir().unwrap();
     assert_eq!(
-        warm_up(none.path(), &servable, false),
+        warm_up(none.path(), &servable, 1, false),
         Ok(0),
         "no file, no warmup"
     );
@@ -184,7 +188,7 @@ fn each_predict_classify_and_regress_request_is_answered_before_the_version_serv
 fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_record() {
     let fault = |records: &[Vec<u8>], failure: Option<fn() -> ServeError>| {
         let dir = version_with(records);
-        let err = warm_up(dir.path(), &Recording::new(failure), false).unwrap_err();
+        let err = warm_up(dir.path(), &Recording::new(failure), 1, false).unwrap_err();
         let LoadFault::Warmup { path, .. } = &err else {
             panic!("{err:?}")
         };
@@ -216,7 +220,7 @@ fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_
     // A model that fails (a device out of memory) is a load to retry, naming the record.
     let dir = version_with(std::slice::from_ref(&good));
     let out_of_memory = || ServeError::Internal("out of memory".into());
-    let failed = warm_up(dir.path(), &Recording::new(Some(out_of_memory)), false).unwrap_err();
+    let failed = warm_up(dir.path(), &Recording::new(Some(out_of_memory)), 1, false).unwrap_err();
     assert!(matches!(failed, LoadFault::Load { .. }), "{failed:?}");
     let message = failed.to_string();
     assert!(
@@ -233,7 +237,7 @@ fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_
     let classify = multi_inference(&[("", "tensorflow/serving/classify")], 1).encode_to_vec();
     let dir = version_with(&[good.clone(), classify]);
     let regressor = Recording::answering(serde_json::json!({"predictions": [2.0]}), None);
-    let not_a_classifier = warm_up(dir.path(), &regressor, false)
+    let not_a_classifier = warm_up(dir.path(), &regressor, 1, false)
         .unwrap_err()
         .to_string();
     assert!(
@@ -251,6 +255,6 @@ fn a_record_that_cannot_be_answered_refuses_the_version_naming_the_file_and_the_
     let path = dir.path().join(WARMUP_FILE);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, b"not a TFRecord file").unwrap();
-    let torn = warm_up(dir.path(), &Recording::new(None), false).unwrap_err();
+    let torn = warm_up(dir.path(), &Recording::new(None), 1, false).unwrap_err();
     assert!(matches!(torn, LoadFault::Warmup { .. }), "{torn:?}");
 }

@@ -1,0 +1,88 @@
+use super::*;
+
+/// The flags of one model, and `extra`.
+fn cli(extra: &[&str]) -> Result<Cli, clap::Error> {
+    let model = [
+        "estimator-serve",
+        "--model-name",
+        "m",
+        "--model-base-path",
+        "b",
+    ];
+    Cli::try_parse_from(model.iter().chain(extra))
+}
+
+#[test]
+fn tf_serving_s_rest_timeout_sets_the_three_timeouts_and_cannot_contradict_them() {
+    let limits_of = |extra: &[&str]| cli(extra).unwrap().limits().unwrap();
+    let limits = limits_of(&["--rest-api-timeout-in-ms", "5000"]);
+    let five = Some(Duration::from_secs(5));
+    let timeouts = (
+        limits.header_read_timeout,
+        limits.idle_timeout,
+        limits.body_read_timeout,
+    );
+    assert_eq!(timeouts, (five, five, five));
+    let off = limits_of(&["--rest-api-timeout-in-ms", "0"]);
+    assert_eq!(off.idle_timeout, None);
+    assert!(cli(&["--rest-api-timeout-in-ms", "5000", "--idle-timeout-ms", "1"]).is_err());
+}
+
+#[test]
+fn model_warmup_is_on_unless_turned_off_in_either_spelling() {
+    assert!(cli(&[]).unwrap().enable_model_warmup);
+    assert!(
+        !cli(&["--enable-model-warmup=false"])
+            .unwrap()
+            .enable_model_warmup
+    );
+    let args = [
+        "x",
+        "--model_name=m",
+        "--model_base_path=b",
+        "--enable_model_warmup=false",
+    ];
+    let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
+    assert!(!Cli::try_parse_from(respelled).unwrap().enable_model_warmup);
+}
+
+#[test]
+fn the_signature_method_check_is_off_unless_asked_for_in_either_spelling() {
+    assert!(!cli(&[]).unwrap().enable_signature_method_name_check);
+    let parsed = |flag: &str| {
+        let args = ["x", "--model_name=m", "--model_base_path=b", flag];
+        let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
+        Cli::try_parse_from(respelled)
+            .unwrap()
+            .enable_signature_method_name_check
+    };
+    assert!(parsed("--enable_signature_method_name_check=true"));
+    assert!(parsed("--enable-signature-method-name-check"));
+    assert!(!parsed("--enable_signature_method_name_check=false"));
+}
+
+#[test]
+fn prediction_threads_are_read_as_tf_serving_reads_its_three_parallelism_flags() {
+    let threads = |args: &[&str]| {
+        let threads = cli(args).unwrap().prediction_threads().unwrap();
+        let pool = threads.pool.as_ref().map(|p| p.current_num_threads());
+        (pool, threads.concurrent)
+    };
+    assert_eq!(threads(&[]), (None, None));
+    let session = ["--tensorflow-session-parallelism", "3"];
+    assert_eq!(threads(&session), (Some(3), Some(3)));
+    let intra = [
+        "--tensorflow-session-parallelism",
+        "3",
+        "--tensorflow-intra-op-parallelism",
+        "1",
+    ];
+    assert_eq!(
+        threads(&intra),
+        (Some(1), None),
+        "given, the two override the session's"
+    );
+    let too_many = cli(&["--tensorflow-intra-op-parallelism", "100000"]).unwrap();
+    let err = too_many.prediction_threads().unwrap_err().to_string();
+    assert!(err.contains("more than"), "{err}");
+}
