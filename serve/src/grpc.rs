@@ -1,7 +1,7 @@
 //! TF Serving's gRPC API beside the REST one, on `--grpc-port`: `PredictionService`
-//! (Predict, Classify, Regress, MultiInference, GetModelMetadata) and `ModelService` (GetModelStatus,
-//! HandleReloadConfigRequest), answering from the same models, versions, instance budget and
-//! metrics as the REST routes.
+//! (Predict, Classify, Regress, MultiInference, GetModelMetadata) and `ModelService`
+//! (GetModelStatus, HandleReloadConfigRequest), answering from the same models, versions,
+//! instance budget and metrics as the REST routes.
 
 mod examples;
 mod inference_tasks;

@@ -24,6 +24,7 @@ mod example_instance;
 mod flag_spelling;
 pub mod grpc;
 mod http;
+mod ignored_flags;
 mod limits;
 mod load_fault;
 mod loaders;

@@ -13,6 +13,7 @@ use estimator::export::ServableEstimator;
 use crate::cli::Cli;
 use crate::config_watch::watch_model_config;
 use crate::flag_spelling::respelled;
+use crate::ignored_flags::without_ignored;
 use crate::loaders::Loaders;
 use crate::server::Server;
 
@@ -161,7 +162,10 @@ pub fn serve_with(loaders: Loaders) -> ExitCode {
                     .map(|n| n.to_string_lossy().into_owned())
             })
             .unwrap_or_else(|| "estimator-serve".into());
-        let args = respelled(std::env::args_os());
+        let (args, ignored) = without_ignored(respelled(std::env::args_os()));
+        for warning in ignored {
+            tracing::warn!("{warning}");
+        }
         let matches = Cli::command().bin_name(program).get_matches_from(args);
         let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         run(cli, loaders)

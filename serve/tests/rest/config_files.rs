@@ -146,8 +146,19 @@ fn tf_serving_s_command_line_and_batching_parameters_file_serve_and_a_bad_file_s
         "--grpc_port=0",
         &monitoring,
         "--rest_api_timeout_in_ms=20000",
+        // Read as this program's, and flags with no effect here, named in a warning.
+        "--tensorflow_intra_op_parallelism=1",
+        "--rest_api_num_threads=2",
+        "--num_load_threads=4",
+        "--saved_model_tags=serve",
     ];
     let served = Binary::start(&[&model[..], &file[..], &more[..]].concat(), None);
+    let ignored = served
+        .log
+        .iter()
+        .filter(|l| l.contains(": ignored, as "))
+        .count();
+    assert_eq!(ignored, 2, "{:?}", served.log);
     // The gRPC API listens too, and answers a TF Serving client's status call.
     let line = served
         .log
