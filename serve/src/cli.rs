@@ -173,6 +173,10 @@ pub(crate) struct Cli {
     /// 0: one per core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) rest_api_num_threads: usize,
+    /// Let web pages of any origin read the REST API's answers (TF Serving's
+    /// --rest_api_enable_cors_support).
+    #[arg(long)]
+    pub(crate) rest_api_enable_cors_support: bool,
 }
 
 /// A `--device` value: `cpu`, `cuda` (device 0), `cuda:N` or `auto`.

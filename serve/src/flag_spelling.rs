@@ -16,7 +16,11 @@ pub(crate) fn respelled(args: impl IntoIterator<Item = OsString>) -> Vec<OsStrin
 }
 
 /// Flags that take no value here and a boolean in TF Serving.
-const SWITCHES: [&str; 2] = ["enable-batching", "enable-signature-method-name-check"];
+const SWITCHES: [&str; 3] = [
+    "enable-batching",
+    "enable-signature-method-name-check",
+    "rest-api-enable-cors-support",
+];
 
 fn respell(arg: &str) -> Option<String> {
     let Some(flag) = arg.strip_prefix("--").filter(|flag| !flag.is_empty()) else {

@@ -9,6 +9,7 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::connection::Timeouts;
+use crate::cors::{allow_any_origin, preflight};
 use crate::routes::{call, call_on, metadata, metadata_of, prometheus, status, status_of};
 use crate::server::Server;
 
@@ -16,17 +17,28 @@ impl Server {
     /// The REST routes.
     pub fn router(&self) -> Router {
         let router = Router::new()
-            .route("/v1/models/{model}", get(status).post(call))
-            .route("/v1/models/{model}/metadata", get(metadata))
+            .route(
+                "/v1/models/{model}",
+                get(status).post(call).options(preflight),
+            )
+            .route(
+                "/v1/models/{model}/metadata",
+                get(metadata).options(preflight),
+            )
             .route(
                 "/v1/models/{model}/{kind}/{which}",
-                get(status_of).post(call_on),
+                get(status_of).post(call_on).options(preflight),
             )
             .route(
                 "/v1/models/{model}/{kind}/{which}/metadata",
-                get(metadata_of),
+                get(metadata_of).options(preflight),
             )
             .layer(DefaultBodyLimit::max(self.limits.max_body_bytes));
+        // The model URLs' answers only, as TF Serving's: not the metrics'.
+        let router = match self.cors {
+            true => router.layer(axum::middleware::map_response(allow_any_origin)),
+            false => router,
+        };
         let router = match &self.monitoring.prometheus_path {
             Some(path) => router.route(path, get(prometheus)),
             None => router,

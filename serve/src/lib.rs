@@ -18,6 +18,7 @@ mod cli;
 mod config_watch;
 mod connection;
 mod connections;
+mod cors;
 mod dir_stamp;
 mod error;
 mod example_instance;

@@ -56,7 +56,8 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
     let (models, config_text) = cli.models()?;
     let mut server = Server::load(models, loaders)?
         .with_limits(limits)
-        .with_monitoring(cli.monitoring()?);
+        .with_monitoring(cli.monitoring()?)
+        .with_cors(cli.rest_api_enable_cors_support);
     if let Some(ssl) = cli.ssl()? {
         server = server.with_grpc_tls(ssl);
     }

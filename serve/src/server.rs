@@ -36,6 +36,7 @@ pub struct Server {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) monitoring: MonitoringConfig,
     pub(crate) grpc_tls: Option<SslConfig>,
+    pub(crate) cors: bool,
 }
 
 impl Server {
@@ -56,6 +57,7 @@ impl Server {
             metrics: Arc::default(),
             monitoring: MonitoringConfig::default(),
             grpc_tls: None,
+            cors: false,
         })
     }
 
@@ -119,6 +121,14 @@ impl Server {
     /// clear.
     pub fn with_grpc_tls(mut self, ssl: SslConfig) -> Self {
         self.grpc_tls = Some(ssl);
+        self
+    }
+
+    /// Lets web pages of any origin read the REST API's answers (TF Serving's
+    /// `--rest_api_enable_cors_support`): the CORS headers on every answer of the model
+    /// URLs.
+    pub fn with_cors(mut self, cors: bool) -> Self {
+        self.cors = cors;
         self
     }
 

@@ -59,6 +59,15 @@ fn the_signature_method_check_is_off_unless_asked_for_in_either_spelling() {
     assert!(parsed("--enable_signature_method_name_check=true"));
     assert!(parsed("--enable-signature-method-name-check"));
     assert!(!parsed("--enable_signature_method_name_check=false"));
+    let cors = |flag: &str| {
+        let args = ["x", "--model_name=m", "--model_base_path=b", flag];
+        let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
+        Cli::try_parse_from(respelled)
+            .unwrap()
+            .rest_api_enable_cors_support
+    };
+    assert!(cors("--rest_api_enable_cors_support=true"));
+    assert!(!cors("--rest_api_enable_cors_support=false"));
 }
 
 #[test]

@@ -1,14 +1,15 @@
 //! The server over loopback, driven by a real HTTP client as a TF Serving client would:
 //! status, metadata, both `:predict` formats (serialized tf.Examples too), `:classify`,
 //! `:regress`, versions and labels, a new version under load, and the errors with their
-//! status codes; ambiguous versions, request limits, connections held to their cap and
-//! timeouts, and the body-read timeout; TF Serving's configuration files; the gRPC API
+//! status codes; cross-origin requests; ambiguous versions, request limits, connections held
+//! to their cap and timeouts, and the body-read timeout; TF Serving's configuration files; the gRPC API
 //! (MultiInference too), with tonic's generated clients.
 
 mod ambiguity;
 mod body_timeout;
 mod config_files;
 mod connections;
+mod cors;
 mod errors;
 mod grpc;
 mod grpc_models;
