@@ -32,6 +32,7 @@ use crate::ssl_config::SslConfig;
 ///     "petal_length_cm": 1.4, "petal_width_cm": 0.2}]}' localhost:8501/v1/models/iris:predict
 #[derive(Debug, Parser)]
 #[command(name = "estimator-serve", version, verbatim_doc_comment)]
+#[command(group(clap::ArgGroup::new("grpc_api").args(["grpc_port", "grpc_socket_path"]).multiple(true)))]
 pub(crate) struct Cli {
     /// The model's name in the URLs (/v1/models/NAME).
     #[arg(long, value_name = "NAME")]
@@ -62,9 +63,13 @@ pub(crate) struct Cli {
     /// on --host; none by default.
     #[arg(long, value_name = "PORT")]
     pub(crate) grpc_port: Option<u16>,
-    /// With --grpc-port: TF Serving's SSL config file (server_key: "…" server_cert: "…"
-    /// custom_ca: "…" client_verify: true, PEM texts inline): the gRPC API over TLS.
-    #[arg(long, value_name = "FILE", requires = "grpc_port")]
+    /// A Unix-domain socket the gRPC API also listens on (TF Serving's --grpc_socket_path),
+    /// for clients on this machine; a socket left at the path is replaced.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) grpc_socket_path: Option<PathBuf>,
+    /// With the gRPC API: TF Serving's SSL config file (server_key: "…" server_cert: "…"
+    /// custom_ca: "…" client_verify: true, PEM texts inline): its connections over TLS.
+    #[arg(long, value_name = "FILE", requires = "grpc_api")]
     pub(crate) ssl_config_file: Option<PathBuf>,
     /// Address to listen on; 0.0.0.0 to accept other machines.
     #[arg(long, default_value = "127.0.0.1")]

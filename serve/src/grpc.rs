@@ -11,13 +11,17 @@ mod outputs;
 mod prediction_service;
 mod results;
 mod tensors;
+#[cfg(unix)]
+mod unix_socket;
 mod warmup;
 
 use std::future::Future;
 
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_stream::Stream;
 use tonic::body::Body;
 use tonic::codegen::http::{HeaderValue, Response};
-use tonic::transport::server::TcpIncoming;
+use tonic::transport::server::{Connected, TcpIncoming};
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Code, Status};
 use tower::util::MapResponseLayer;
@@ -41,6 +45,22 @@ impl Server {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), tonic::transport::Error> {
+        // Answers go out as soon as they are written, as gRPC's own servers send them.
+        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+        self.serve_grpc(incoming, shutdown).await
+    }
+
+    /// The gRPC API on the connections of `incoming` (a TCP listener's, a Unix-domain
+    /// socket's) until `shutdown` completes.
+    pub(crate) async fn serve_grpc<IO, E>(
+        self,
+        incoming: impl Stream<Item = Result<IO, E>>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), tonic::transport::Error>
+    where
+        IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let max = self.limits.max_body_bytes;
         let mut builder = tonic::transport::Server::builder();
         if let Some(ssl) = &self.grpc_tls {
@@ -57,8 +77,6 @@ impl Server {
             .max_decoding_message_size(max)
             .max_encoding_message_size(usize::MAX);
         let models = ModelServiceServer::new(self).max_decoding_message_size(max);
-        // Answers go out as soon as they are written, as gRPC's own servers send them.
-        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
         builder
             .layer(MapResponseLayer::new(resource_exhausted_for_oversize))
             .add_service(predictions)

@@ -79,22 +79,26 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
                 let _ = stopping.wait_for(|stop| *stop).await;
             }
         };
-        let grpc = match cli.grpc_port {
-            Some(port) => {
-                let address = format!("{}:{port}", cli.host);
-                let listener = tokio::net::TcpListener::bind(&address)
-                    .await
-                    .with_context(|| format!("cannot listen on {address}"))?;
-                let tls = if server.grpc_tls.is_some() {
-                    " (TLS)"
-                } else {
-                    ""
-                };
-                tracing::info!("serving the gRPC API on {}{tls}", listener.local_addr()?);
-                Some(server.clone().run_grpc(listener, stopped()))
-            }
-            None => None,
+        let tls = if server.grpc_tls.is_some() {
+            " (TLS)"
+        } else {
+            ""
         };
+        let mut grpc = tokio::task::JoinSet::new();
+        if let Some(port) = cli.grpc_port {
+            let address = format!("{}:{port}", cli.host);
+            let listener = tokio::net::TcpListener::bind(&address)
+                .await
+                .with_context(|| format!("cannot listen on {address}"))?;
+            tracing::info!("serving the gRPC API on {}{tls}", listener.local_addr()?);
+            let served = server.clone().run_grpc(listener, stopped());
+            grpc.spawn(async { served.await.context("the gRPC API failed") });
+        }
+        if let Some(path) = cli.grpc_socket_path.clone() {
+            let served = unix_socket_api(server.clone(), path.clone(), stopped())?;
+            tracing::info!("serving the gRPC API on the socket {}{tls}", path.display());
+            grpc.spawn(served);
+        }
         let address = format!("{}:{}", cli.host, cli.rest_api_port.unwrap_or(cli.port));
         let listener = tokio::net::TcpListener::bind(&address)
             .await
@@ -124,17 +128,39 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
                 .await
                 .map_err(anyhow::Error::from)
         };
-        match grpc {
-            // Either API failing (a TLS config that does not load) stops the program.
-            Some(grpc) => {
-                let grpc = async { grpc.await.context("the gRPC API failed") };
-                tokio::try_join!(rest, grpc)?;
+        // Either API failing (a TLS config that does not load) stops the program.
+        let grpc = async {
+            while let Some(served) = grpc.join_next().await {
+                served.context("the gRPC API stopped")??;
             }
-            None => rest.await?,
-        }
+            Ok(())
+        };
+        tokio::try_join!(rest, grpc)?;
         Ok(())
     })
 }
+/// The gRPC API on a Unix-domain socket at `path` until `shutdown`, listening already.
+#[cfg(unix)]
+fn unix_socket_api(
+    server: Server,
+    path: std::path::PathBuf,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<impl std::future::Future<Output = Result<()>> + Send + 'static> {
+    server.run_grpc_unix(path, shutdown)
+}
+
+#[cfg(not(unix))]
+fn unix_socket_api(
+    _: Server,
+    path: std::path::PathBuf,
+    _: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<std::future::Ready<Result<()>>> {
+    anyhow::bail!(
+        "--grpc-socket-path {}: no Unix-domain sockets here",
+        path.display()
+    )
+}
+
 /// Runs a whole TF-Serving-compatible server for exports of `E` (and of every canned
 /// estimator), with `estimator-serve`'s flags, limits, timeouts and shutdown; the exit code
 /// of a program's `main`:

@@ -142,8 +142,11 @@ fn tf_serving_s_command_line_and_batching_parameters_file_serve_and_a_bad_file_s
     )
     .unwrap();
     let monitoring = format!("--monitoring_config_file={}", monitoring.display());
+    let socket = dir.path().join("grpc.sock");
+    let socket_flag = format!("--grpc_socket_path={}", socket.display());
     let more = [
         "--grpc_port=0",
+        &socket_flag,
         &monitoring,
         "--rest_api_timeout_in_ms=20000",
         // Read as this program's, and flags with no effect here, named in a warning.
@@ -159,6 +162,13 @@ fn tf_serving_s_command_line_and_batching_parameters_file_serve_and_a_bad_file_s
         .filter(|l| l.contains(": ignored, as "))
         .count();
     assert_eq!(ignored, 2, "{:?}", served.log);
+    let on_socket = format!("serving the gRPC API on the socket {}", socket.display());
+    assert!(
+        served.log.iter().any(|l| l.contains(&on_socket)),
+        "{:?}",
+        served.log
+    );
+    assert!(socket.exists());
     // The gRPC API listens too, and answers a TF Serving client's status call.
     let line = served
         .log

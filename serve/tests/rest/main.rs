@@ -14,6 +14,7 @@ mod errors;
 mod grpc;
 mod grpc_models;
 mod grpc_multi_inference;
+mod grpc_unix_socket;
 mod limits;
 mod predict;
 mod serialized_examples;
