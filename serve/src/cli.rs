@@ -182,6 +182,10 @@ pub(crate) struct Cli {
     /// --rest_api_enable_cors_support).
     #[arg(long)]
     pub(crate) rest_api_enable_cors_support: bool,
+    /// Serve gRPC's standard health service (grpc.health.v1.Health) beside the gRPC API
+    /// (TF Serving's --enable_grpc_healthcheck_service).
+    #[arg(long)]
+    pub(crate) enable_grpc_healthcheck_service: bool,
 }
 
 /// A `--device` value: `cpu`, `cuda` (device 0), `cuda:N` or `auto`.

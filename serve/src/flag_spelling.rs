@@ -16,8 +16,9 @@ pub(crate) fn respelled(args: impl IntoIterator<Item = OsString>) -> Vec<OsStrin
 }
 
 /// Flags that take no value here and a boolean in TF Serving.
-const SWITCHES: [&str; 3] = [
+const SWITCHES: [&str; 4] = [
     "enable-batching",
+    "enable-grpc-healthcheck-service",
     "enable-signature-method-name-check",
     "rest-api-enable-cors-support",
 ];

@@ -24,6 +24,8 @@ use tonic::codegen::http::{HeaderValue, Response};
 use tonic::transport::server::{Connected, TcpIncoming};
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Code, Status};
+use tonic_health::pb::health_server::{Health, HealthServer};
+use tonic_health::ServingStatus;
 use tower::util::MapResponseLayer;
 
 use crate::error::ServeError;
@@ -76,14 +78,37 @@ impl Server {
         let predictions = PredictionServiceServer::new(self.clone())
             .max_decoding_message_size(max)
             .max_encoding_message_size(usize::MAX);
+        let health = match self.grpc_health_check {
+            true => Some(health_service().await),
+            false => None,
+        };
         let models = ModelServiceServer::new(self).max_decoding_message_size(max);
         builder
             .layer(MapResponseLayer::new(resource_exhausted_for_oversize))
             .add_service(predictions)
             .add_service(models)
+            .add_optional_service(health)
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await
     }
+}
+
+/// gRPC's standard health service, the server and both APIs `SERVING`: under the names
+/// TF Serving gives them (`PredictionService`, `ModelService`) and their full ones.
+async fn health_service() -> HealthServer<impl Health> {
+    let (reporter, service) = tonic_health::server::health_reporter();
+    let names = [
+        "PredictionService",
+        "ModelService",
+        "tensorflow.serving.PredictionService",
+        "tensorflow.serving.ModelService",
+    ];
+    for name in names {
+        reporter
+            .set_service_status(name, ServingStatus::Serving)
+            .await;
+    }
+    service
 }
 
 /// A message past the size limit as gRPC's own servers (and TF Serving) answer it:
@@ -168,5 +193,46 @@ mod tests {
         assert!(decoded.message().contains("has shape []"), "{decoded:?}");
         stop.send(()).unwrap();
         served.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_health_service_answers_serving_when_asked_for_and_is_unimplemented_else() {
+        use tonic_health::pb::health_client::HealthClient;
+        use tonic_health::pb::HealthCheckRequest;
+
+        let signature = estimator::Signature::new().with_input("x", DType::Float32);
+        for on in [true, false] {
+            let server = serving("m", signature.clone(), Limits::default());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let grpc = server.with_grpc_health_check(on).run_grpc(listener, async {
+                let _ = stopped.await;
+            });
+            let served = tokio::spawn(grpc);
+            let channel = tonic::transport::Endpoint::from_shared(url).unwrap();
+            let mut health = HealthClient::new(channel.connect().await.unwrap());
+            let check = |service: &str| HealthCheckRequest {
+                service: service.into(),
+            };
+            let answers = [
+                health.check(check("")).await,
+                health.check(check("PredictionService")).await,
+                health.check(check("tensorflow.serving.ModelService")).await,
+            ];
+            for answer in answers {
+                match (on, answer) {
+                    (true, Ok(answer)) => assert_eq!(answer.into_inner().status, 1, "SERVING"),
+                    (false, Err(status)) => assert_eq!(status.code(), Code::Unimplemented),
+                    (on, other) => panic!("health service {on}: {other:?}"),
+                }
+            }
+            if on {
+                let unknown = health.check(check("Nope")).await.unwrap_err();
+                assert_eq!(unknown.code(), Code::NotFound);
+            }
+            stop.send(()).unwrap();
+            served.await.unwrap().unwrap();
+        }
     }
 }

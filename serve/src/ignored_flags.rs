@@ -5,12 +5,20 @@
 use std::ffi::OsString;
 
 /// Each flag (this program's spelling of TF Serving's) and why it changes nothing here.
-const IGNORED: [(&str, &str); 18] = [
+const IGNORED: [(&str, &str); 23] = [
     (
         "allow-version-labels-for-unavailable-models",
         "a label of a version not loaded is kept and answers once the version loads",
     ),
+    (
+        "enable-per-model-batching-parameters",
+        "batching is the server's, as --batching-parameters-file sets it",
+    ),
     ("enable-profiler", "there is no profiler service"),
+    (
+        "enable-serialization-as-tensor-content",
+        "answers carry their values in the typed fields, which TF's clients read as well",
+    ),
     (
         "flush-filesystem-caches",
         "nothing read from the file system is kept",
@@ -51,6 +59,11 @@ const IGNORED: [(&str, &str); 18] = [
         "saved-model-tags",
         "an export holds one model, with no tags",
     ),
+    ("skip-initialize-tpu", "there are no TPUs"),
+    (
+        "tensorflow-session-config-file",
+        "there is no TF session: the threads are the --tensorflow-*-parallelism flags",
+    ),
     (
         "thread-pool-factory-config-file",
         "the threads are the --tensorflow-*-parallelism flags",
@@ -60,6 +73,7 @@ const IGNORED: [(&str, &str); 18] = [
         "there is no ALTS: --ssl-config-file gives the gRPC API TLS",
     ),
     ("xla-cpu-compilation-enabled", "there is no XLA"),
+    ("xla-gpu-compilation-enabled", "there is no XLA"),
 ];
 
 /// `args` without the flags of [`IGNORED`] (`--flag` or `--flag=value`, as TF Serving's

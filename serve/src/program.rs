@@ -57,7 +57,8 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
     let mut server = Server::load(models, loaders)?
         .with_limits(limits)
         .with_monitoring(cli.monitoring()?)
-        .with_cors(cli.rest_api_enable_cors_support);
+        .with_cors(cli.rest_api_enable_cors_support)
+        .with_grpc_health_check(cli.enable_grpc_healthcheck_service);
     if let Some(ssl) = cli.ssl()? {
         server = server.with_grpc_tls(ssl);
     }

@@ -37,6 +37,7 @@ pub struct Server {
     pub(crate) monitoring: MonitoringConfig,
     pub(crate) grpc_tls: Option<SslConfig>,
     pub(crate) cors: bool,
+    pub(crate) grpc_health_check: bool,
 }
 
 impl Server {
@@ -58,6 +59,7 @@ impl Server {
             monitoring: MonitoringConfig::default(),
             grpc_tls: None,
             cors: false,
+            grpc_health_check: false,
         })
     }
 
@@ -129,6 +131,13 @@ impl Server {
     /// URLs.
     pub fn with_cors(mut self, cors: bool) -> Self {
         self.cors = cors;
+        self
+    }
+
+    /// Serves gRPC's standard health service (`grpc.health.v1.Health`, as Kubernetes' gRPC
+    /// probes call it) beside the gRPC API: TF Serving's `--enable_grpc_healthcheck_service`.
+    pub fn with_grpc_health_check(mut self, on: bool) -> Self {
+        self.grpc_health_check = on;
         self
     }
 
