@@ -106,6 +106,10 @@ pub(crate) struct Cli {
     /// With --enable-batching: most instances in one merged prediction.
     #[arg(long, default_value_t = 32, requires = "enable_batching")]
     pub(crate) max_batch_size: usize,
+    /// With --enable-batching: each version batches as its own batching_params.pbtxt says,
+    /// one without it not at all (TF Serving's --enable_per_model_batching_parameters).
+    #[arg(long)]
+    pub(crate) enable_per_model_batching_parameters: bool,
     /// With --enable-batching: longest a request waits for others, in microseconds (0: a
     /// batch is whatever queued while the model was busy).
     #[arg(long, default_value_t = 0, requires = "enable_batching")]
@@ -278,7 +282,6 @@ impl Cli {
         }))
     }
 
-    /// How failed loads are retried.
     /// The threads predictions take: intra- and inter-op parallelism as given, or the
     /// session parallelism for both where neither is (as TF Serving reads the three).
     pub(crate) fn prediction_threads(&self) -> Result<PredictionThreads> {
@@ -299,6 +302,7 @@ impl Cli {
         PredictionThreads::new(intra, inter)
     }
 
+    /// How failed loads are retried.
     pub(crate) fn load_retries(&self) -> LoadRetries {
         LoadRetries {
             max: self.max_num_load_retries,

@@ -16,9 +16,10 @@ pub(crate) fn respelled(args: impl IntoIterator<Item = OsString>) -> Vec<OsStrin
 }
 
 /// Flags that take no value here and a boolean in TF Serving.
-const SWITCHES: [&str; 4] = [
+const SWITCHES: [&str; 5] = [
     "enable-batching",
     "enable-grpc-healthcheck-service",
+    "enable-per-model-batching-parameters",
     "enable-signature-method-name-check",
     "rest-api-enable-cors-support",
 ];

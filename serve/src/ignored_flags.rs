@@ -5,14 +5,10 @@
 use std::ffi::OsString;
 
 /// Each flag (this program's spelling of TF Serving's) and why it changes nothing here.
-const IGNORED: [(&str, &str); 23] = [
+const IGNORED: [(&str, &str); 22] = [
     (
         "allow-version-labels-for-unavailable-models",
         "a label of a version not loaded is kept and answers once the version loads",
-    ),
-    (
-        "enable-per-model-batching-parameters",
-        "batching is the server's, as --batching-parameters-file sets it",
     ),
     ("enable-profiler", "there is no profiler service"),
     (

@@ -56,6 +56,14 @@ pub enum LoadFault {
         /// Which record, and what reading or answering it said.
         reason: String,
     },
+    /// The version's own batching parameters (`batching_params.pbtxt`) cannot be read.
+    #[error("{}: {reason}", path.display())]
+    Batching {
+        /// The file.
+        path: PathBuf,
+        /// What reading or parsing it said.
+        reason: String,
+    },
     /// Several directories name the version and hold different exports.
     #[error(
         "version {version} is ambiguous: {} hold different exports; none of them is served \
@@ -121,7 +129,7 @@ impl LoadFault {
             LoadFault::ExportInfo { .. } => Code::DataLoss,
             LoadFault::UnknownEstimator { .. } => Code::Unimplemented,
             LoadFault::Load { code, .. } => *code,
-            LoadFault::Warmup { .. } => Code::InvalidArgument,
+            LoadFault::Warmup { .. } | LoadFault::Batching { .. } => Code::InvalidArgument,
             LoadFault::Ambiguous { .. } | LoadFault::Incomparable { .. } => {
                 Code::FailedPrecondition
             }

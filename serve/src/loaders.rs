@@ -54,6 +54,7 @@ pub struct Loaders {
     pub(crate) retries: LoadRetries,
     warmup: bool,
     warmup_iterations: usize,
+    per_model_batching: bool,
     threads: PredictionThreads,
     /// Classify and Regress refused on a signature of the other method.
     pub(crate) method_check: bool,
@@ -69,6 +70,7 @@ impl Loaders {
             retries: LoadRetries::default(),
             warmup: true,
             warmup_iterations: 1,
+            per_model_batching: false,
             threads: PredictionThreads::default(),
             method_check: false,
         }
@@ -179,6 +181,14 @@ impl Loaders {
         self
     }
 
+    /// With batching, each version batches as its own `batching_params.pbtxt` says, and a
+    /// version without one does not batch (TF Serving's
+    /// `--enable_per_model_batching_parameters`).
+    pub fn with_per_model_batching(mut self, per_model: bool) -> Self {
+        self.per_model_batching = per_model;
+        self
+    }
+
     /// Loads the export in `dir` and answers its warmup requests; an error names the
     /// directory and, for an estimator this server does not know, its name.
     pub fn load(&self, dir: &Path) -> Result<Arc<dyn Servable>, LoadFault> {
@@ -208,6 +218,7 @@ impl Loaders {
                 estimator: info.estimator_key().to_string(),
                 known: self.by_name.keys().cloned().collect(),
             })?;
+        let batching = self.version_batching(dir)?;
         let device = self
             .device
             .resolve()
@@ -220,12 +231,39 @@ impl Loaders {
                 tracing::info!("{}: answered {answered} warmup requests", dir.display());
             }
         }
-        Ok(match &self.batching {
-            Some(batching) => Arc::new(Batched::new(loaded, batching.clone())),
+        Ok(match batching {
+            Some(batching) => Arc::new(Batched::new(loaded, batching)),
             None => loaded,
         })
     }
+
+    /// The batching of the version in `dir`: the server's, or with per-model parameters
+    /// the version's own `batching_params.pbtxt` (none there: not batched), as TF Serving
+    /// reads them.
+    fn version_batching(&self, dir: &Path) -> Result<Option<Batching>, LoadFault> {
+        let Some(common) = &self.batching else {
+            return Ok(None);
+        };
+        if !self.per_model_batching {
+            return Ok(Some(common.clone()));
+        }
+        let path = dir.join(PER_MODEL_BATCHING_FILE);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        std::fs::read_to_string(&path)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| Batching::from_text_proto(&text))
+            .map(Some)
+            .map_err(|e| LoadFault::Batching {
+                path,
+                reason: format!("{e:#}"),
+            })
+    }
 }
+
+/// A version's own batching parameters, in its directory (TF Serving's name for the file).
+const PER_MODEL_BATCHING_FILE: &str = "batching_params.pbtxt";
 
 impl Default for Loaders {
     fn default() -> Self {

@@ -48,7 +48,8 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
         .with_model_warmup(cli.enable_model_warmup)
         .with_warmup_iterations(cli.num_request_iterations_for_warmup)
         .with_signature_method_name_check(cli.enable_signature_method_name_check)
-        .with_prediction_threads(cli.prediction_threads()?);
+        .with_prediction_threads(cli.prediction_threads()?)
+        .with_per_model_batching(cli.enable_per_model_batching_parameters);
     if let Some(batching) = cli.batching()? {
         loaders = loaders.with_batching(batching);
     }
