@@ -141,6 +141,7 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
         Ok(())
     })
 }
+
 /// The gRPC API on a Unix-domain socket at `path` until `shutdown`, listening already.
 #[cfg(unix)]
 fn unix_socket_api(

@@ -45,7 +45,7 @@ pub fn predict_instances(
     signature: &Signature,
 ) -> Result<(Format, Vec<Instance>), ServeError> {
     let mut body = object(body)?;
-    let (format, instances) = match (body.remove("instances"), body.remove("inputs")) {
+    let (format, mut instances) = match (body.remove("instances"), body.remove("inputs")) {
         (Some(_), Some(_)) => {
             return Err(ServeError::BadRequest(
                 "the request has both 'instances' and 'inputs': use one".into(),
@@ -77,7 +77,6 @@ pub fn predict_instances(
             ))
         }
     };
-    let mut instances: Vec<Instance> = instances;
     for (index, instance) in instances.iter_mut().enumerate() {
         decode_binary(instance, &|name| {
             format!("instance {index}, input '{name}'")

@@ -284,15 +284,11 @@ impl Call {
                 (instances, Answer::Predict(format, named, keys))
             }
             "classify" => {
-                if method_check {
-                    named.check_method(CLASSIFY)?;
-                }
+                named.check_method(CLASSIFY, method_check)?;
                 (examples(body)?, Answer::Classify)
             }
             "regress" => {
-                if method_check {
-                    named.check_method(REGRESS)?;
-                }
+                named.check_method(REGRESS, method_check)?;
                 (examples(body)?, Answer::Regress)
             }
             other => {

@@ -82,11 +82,11 @@ impl NamedSignature {
         })
     }
 
-    /// Refuses a call of TF's `method` (Classify's, Regress's) on a signature of the other
-    /// method, as TF Serving does; the export's own signatures hold every output, so they
-    /// serve both.
-    pub(crate) fn check_method(&self, method: &str) -> Result<(), ServeError> {
-        if self.method == PREDICT || self.method == method {
+    /// With `checked` (TF Serving's `--enable_signature_method_name_check`), refuses a call
+    /// of TF's `method` (Classify's, Regress's) on a signature of the other method, as TF
+    /// Serving does; the export's own signatures hold every output, so they serve both.
+    pub(crate) fn check_method(&self, method: &str, checked: bool) -> Result<(), ServeError> {
+        if !checked || self.method == PREDICT || self.method == method {
             return Ok(());
         }
         let kind = if method == CLASSIFY {
@@ -161,12 +161,15 @@ mod tests {
             .to_vec();
         let named = |name| NamedSignature::named(&signature, name).unwrap();
         for method in [CLASSIFY, REGRESS] {
-            assert_eq!(named("serving_default").check_method(method), Ok(()));
-            assert_eq!(named("predict").check_method(method), Ok(()));
+            assert_eq!(named("serving_default").check_method(method, true), Ok(()));
+            assert_eq!(named("predict").check_method(method, true), Ok(()));
         }
-        assert_eq!(named("classification").check_method(CLASSIFY), Ok(()));
-        assert_eq!(named("regression").check_method(REGRESS), Ok(()));
-        let crossed = named("regression").check_method(CLASSIFY).unwrap_err();
+        assert_eq!(named("regression").check_method(CLASSIFY, false), Ok(()));
+        assert_eq!(named("classification").check_method(CLASSIFY, true), Ok(()));
+        assert_eq!(named("regression").check_method(REGRESS, true), Ok(()));
+        let crossed = named("regression")
+            .check_method(CLASSIFY, true)
+            .unwrap_err();
         assert_eq!(
             crossed.to_string(),
             "Expected classification signature method_name to be tensorflow/serving/classify. \

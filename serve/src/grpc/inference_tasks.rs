@@ -104,9 +104,7 @@ pub(super) fn planned<'a>(
                     )))
                 }
             };
-            if method_check {
-                named.check_method(&task.method_name)?;
-            }
+            named.check_method(&task.method_name, method_check)?;
             Ok((spec, method, named))
         })
         .collect()

@@ -68,9 +68,7 @@ impl PredictionService for Server {
         let answer = self
             .counted(&spec, "classify", async {
                 let (version, servable, named) = self.selected(&spec)?;
-                if self.loaders.method_check {
-                    named.check_method(CLASSIFY)?;
-                }
+                named.check_method(CLASSIFY, self.loaders.method_check)?;
                 let (list, context) = examples::list(request.input)?;
                 let build = || examples::instances(&list, context.as_ref());
                 let predictions = self.predictions(&servable, list.len(), build).await?;
@@ -92,9 +90,7 @@ impl PredictionService for Server {
         let answer = self
             .counted(&spec, "regress", async {
                 let (version, servable, named) = self.selected(&spec)?;
-                if self.loaders.method_check {
-                    named.check_method(REGRESS)?;
-                }
+                named.check_method(REGRESS, self.loaders.method_check)?;
                 let (list, context) = examples::list(request.input)?;
                 let build = || examples::instances(&list, context.as_ref());
                 let predictions = self.predictions(&servable, list.len(), build).await?;
