@@ -67,6 +67,12 @@ pub(crate) struct Cli {
     /// for clients on this machine; a socket left at the path is replaced.
     #[arg(long, value_name = "PATH")]
     pub(crate) grpc_socket_path: Option<PathBuf>,
+    /// gRPC server arguments, comma-separated key=value (TF Serving's
+    /// --grpc_channel_arguments): grpc.max_receive_message_length, max_send_message_length,
+    /// keepalive_time_ms, keepalive_timeout_ms, max_connection_age_ms,
+    /// max_connection_age_grace_ms and max_concurrent_streams are read, others ignored.
+    #[arg(long, value_name = "LIST", default_value = "")]
+    pub(crate) grpc_channel_arguments: String,
     /// With the gRPC API: TF Serving's SSL config file (server_key: "…" server_cert: "…"
     /// custom_ca: "…" client_verify: true, PEM texts inline): its connections over TLS.
     #[arg(long, value_name = "FILE", requires = "grpc_api")]

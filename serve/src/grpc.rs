@@ -63,8 +63,19 @@ impl Server {
         IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let max = self.limits.max_body_bytes;
-        let mut builder = tonic::transport::Server::builder();
+        let arguments = &self.grpc_arguments;
+        let max = (arguments.max_receive_message_length).unwrap_or(self.limits.max_body_bytes);
+        let max_answer = arguments.max_send_message_length.unwrap_or(usize::MAX);
+        let mut builder = tonic::transport::Server::builder()
+            .max_concurrent_streams(arguments.max_concurrent_streams)
+            .http2_keepalive_interval(arguments.keepalive_time)
+            .http2_keepalive_timeout(arguments.keepalive_timeout);
+        if let Some(age) = arguments.max_connection_age {
+            builder = builder.max_connection_age(age);
+        }
+        if let Some(grace) = arguments.max_connection_age_grace {
+            builder = builder.max_connection_age_grace(grace);
+        }
         if let Some(ssl) = &self.grpc_tls {
             let mut tls = ServerTlsConfig::new()
                 .identity(Identity::from_pem(&ssl.server_cert, &ssl.server_key));
@@ -77,12 +88,14 @@ impl Server {
         }
         let predictions = PredictionServiceServer::new(self.clone())
             .max_decoding_message_size(max)
-            .max_encoding_message_size(usize::MAX);
+            .max_encoding_message_size(max_answer);
         let health = match self.grpc_health_check {
             true => Some(health_service().await),
             false => None,
         };
-        let models = ModelServiceServer::new(self).max_decoding_message_size(max);
+        let models = ModelServiceServer::new(self)
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max_answer);
         builder
             .layer(MapResponseLayer::new(resource_exhausted_for_oversize))
             .add_service(predictions)
@@ -148,6 +161,7 @@ mod tests {
     use super::proto::tensorflow::serving::{ModelSpec, PredictRequest};
     use super::proto::tensorflow::{DataType, TensorProto};
     use super::*;
+    use crate::grpc_channel_arguments::GrpcChannelArguments;
     use crate::limits::Limits;
     use crate::server::testing::serving;
     use estimator::export::DType;
@@ -159,7 +173,7 @@ mod tests {
             max_body_bytes: 4096,
             ..Limits::default()
         };
-        let server = serving("m", signature, limits);
+        let server = serving("m", signature.clone(), limits);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -190,6 +204,22 @@ mod tests {
         );
         // Under the limit, the request is decoded and checked (its shape is missing).
         let decoded = client.predict(request(10)).await.unwrap_err();
+        assert!(decoded.message().contains("has shape []"), "{decoded:?}");
+        stop.send(()).unwrap();
+        served.await.unwrap().unwrap();
+
+        // TF Serving's grpc.max_receive_message_length sets the gRPC API's limit instead.
+        let (arguments, _) =
+            GrpcChannelArguments::parse("grpc.max_receive_message_length=1048576").unwrap();
+        let server = serving("m", signature, limits).with_grpc_channel_arguments(arguments);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(server.run_grpc(listener, async {
+            let _ = stopped.await;
+        }));
+        let mut client = PredictionServiceClient::connect(url).await.unwrap();
+        let decoded = client.predict(request(2000)).await.unwrap_err();
         assert!(decoded.message().contains("has shape []"), "{decoded:?}");
         stop.send(()).unwrap();
         served.await.unwrap().unwrap();

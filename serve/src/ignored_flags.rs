@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 
 /// Each flag (this program's spelling of TF Serving's) and why it changes nothing here.
-const IGNORED: [(&str, &str); 22] = [
+const IGNORED: [(&str, &str); 21] = [
     (
         "allow-version-labels-for-unavailable-models",
         "a label of a version not loaded is kept and answers once the version loads",
@@ -18,10 +18,6 @@ const IGNORED: [(&str, &str); 22] = [
     (
         "flush-filesystem-caches",
         "nothing read from the file system is kept",
-    ),
-    (
-        "grpc-channel-arguments",
-        "the gRPC API's limits are --max-body-bytes and the connection flags",
     ),
     (
         "grpc-max-threads",

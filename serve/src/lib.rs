@@ -24,6 +24,7 @@ mod error;
 mod example_instance;
 mod flag_spelling;
 pub mod grpc;
+mod grpc_channel_arguments;
 mod http;
 mod ignored_flags;
 mod limits;
@@ -54,6 +55,7 @@ pub use estimator::export::{
     check_instance, check_instances, float_input, floats_input, prediction_json, text_input,
     Instance, RequestFault, ServableEstimator,
 };
+pub use grpc_channel_arguments::GrpcChannelArguments;
 pub use limits::{
     default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,

@@ -13,6 +13,7 @@ use estimator::export::ServableEstimator;
 use crate::cli::Cli;
 use crate::config_watch::watch_model_config;
 use crate::flag_spelling::respelled;
+use crate::grpc_channel_arguments::GrpcChannelArguments;
 use crate::ignored_flags::without_ignored;
 use crate::loaders::Loaders;
 use crate::server::Server;
@@ -60,6 +61,11 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
         .with_monitoring(cli.monitoring()?)
         .with_cors(cli.rest_api_enable_cors_support)
         .with_grpc_health_check(cli.enable_grpc_healthcheck_service);
+    let (arguments, ignored) = GrpcChannelArguments::parse(&cli.grpc_channel_arguments)?;
+    for warning in ignored {
+        tracing::warn!("{warning}");
+    }
+    server = server.with_grpc_channel_arguments(arguments);
     if let Some(ssl) = cli.ssl()? {
         server = server.with_grpc_tls(ssl);
     }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::budget::InstanceBudget;
 use crate::error::ServeError;
+use crate::grpc_channel_arguments::GrpcChannelArguments;
 use crate::limits::Limits;
 use crate::loaders::Loaders;
 use crate::metrics::Metrics;
@@ -38,6 +39,7 @@ pub struct Server {
     pub(crate) grpc_tls: Option<SslConfig>,
     pub(crate) cors: bool,
     pub(crate) grpc_health_check: bool,
+    pub(crate) grpc_arguments: GrpcChannelArguments,
 }
 
 impl Server {
@@ -60,6 +62,7 @@ impl Server {
             grpc_tls: None,
             cors: false,
             grpc_health_check: false,
+            grpc_arguments: GrpcChannelArguments::default(),
         })
     }
 
@@ -138,6 +141,13 @@ impl Server {
     /// probes call it) beside the gRPC API: TF Serving's `--enable_grpc_healthcheck_service`.
     pub fn with_grpc_health_check(mut self, on: bool) -> Self {
         self.grpc_health_check = on;
+        self
+    }
+
+    /// Serves the gRPC API with `arguments` (TF Serving's `--grpc_channel_arguments`): its
+    /// message limits, keepalive pings, connection age and streams per connection.
+    pub fn with_grpc_channel_arguments(mut self, arguments: GrpcChannelArguments) -> Self {
+        self.grpc_arguments = arguments;
         self
     }
 
