@@ -15,7 +15,8 @@
 //! descriptor soft limit is raised to the hard one for them; both are printed);
 //! `--max-connections N` caps the server's connections (default: its own cap, from the
 //! descriptor limit). Each round then reports how many idle connections the server closed to
-//! make room.
+//! make room. `--intra-op N` runs every prediction on a pool of N threads
+//! (`--tensorflow-intra-op-parallelism N`; 0, the default: where it is called).
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
@@ -28,7 +29,9 @@ use estimator_serve::grpc::proto::tensorflow::serving::prediction_service_client
 use estimator_serve::grpc::proto::tensorflow::serving::{ModelSpec, PredictRequest};
 use estimator_serve::grpc::proto::tensorflow::tensor_shape_proto::Dim;
 use estimator_serve::grpc::proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
-use estimator_serve::{Background, Batching, Limits, Loaders, ModelConfig, Server};
+use estimator_serve::{
+    Background, Batching, Limits, Loaders, ModelConfig, PredictionThreads, Server,
+};
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 
@@ -104,8 +107,9 @@ impl Drop for Started {
     }
 }
 
-fn start(base: &Path, batching: Option<Batching>, limits: Limits) -> Started {
-    let mut loaders = Loaders::canned();
+fn start(base: &Path, batching: Option<Batching>, limits: Limits, intra_op: usize) -> Started {
+    let threads = PredictionThreads::new(intra_op, 0).unwrap();
+    let mut loaders = Loaders::canned().with_prediction_threads(threads);
     if let Some(batching) = batching {
         loaders = loaders.with_batching(batching);
     }
@@ -340,6 +344,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let (mut rounds, mut seconds, mut clients, mut instances) = (3, 5.0, 16, 1);
     let (mut idle, mut max_connections, mut only) = (0, None, None::<String>);
+    let mut intra_op = 0;
     let args: Vec<String> = std::env::args().collect();
     for w in args.windows(2) {
         match w[0].as_str() {
@@ -349,6 +354,7 @@ fn main() {
             "--instances" => instances = w[1].parse().expect("--instances N"),
             "--idle" => idle = w[1].parse().expect("--idle N"),
             "--only" => only = Some(w[1].clone()),
+            "--intra-op" => intra_op = w[1].parse().expect("--intra-op N"),
             "--max-connections" => {
                 max_connections = Some(w[1].parse().expect("--max-connections N"))
             }
@@ -403,7 +409,7 @@ fn main() {
     let mut rates = vec![Vec::new(); settings.len()];
     for round in 0..rounds {
         for (k, (name, batching, transport)) in settings.iter().enumerate() {
-            let started = start(&base, batching.clone(), limits);
+            let started = start(&base, batching.clone(), limits, intra_op);
             let idle = open_idle(&started.rest_url, idle);
             let run = |seconds, rate| load(&started, *transport, instances, clients, seconds, rate);
             run(0.5, None); // warm-up
