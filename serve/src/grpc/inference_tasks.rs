@@ -83,10 +83,9 @@ pub(super) fn planned<'a>(
     tasks
         .iter()
         .map(|task| {
-            let spec = task
-                .model_spec
-                .as_ref()
-                .expect("model_name checked every spec");
+            let Some(spec) = task.model_spec.as_ref() else {
+                return Err(bad("Found ModelSpec with an empty model name."));
+            };
             let name = match spec.signature_name.as_str() {
                 "" => DEFAULT_SIGNATURE,
                 name => name,
