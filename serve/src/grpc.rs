@@ -166,6 +166,21 @@ mod tests {
     use crate::server::testing::serving;
     use estimator::export::DType;
 
+    /// `server`'s gRPC API on a free loopback port: its URL, and a way to stop it and wait.
+    async fn started(server: Server) -> (String, impl FnOnce() -> tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(server.run_grpc(listener, async {
+            let _ = stopped.await;
+        }));
+        let stop = move || {
+            stop.send(()).unwrap();
+            tokio::spawn(async move { served.await.unwrap().unwrap() })
+        };
+        (url, stop)
+    }
+
     #[tokio::test]
     async fn a_message_above_the_body_limit_is_resource_exhausted_naming_both_sizes() {
         let signature = estimator::Signature::new().with_input("x", DType::Float32);
@@ -173,13 +188,7 @@ mod tests {
             max_body_bytes: 4096,
             ..Limits::default()
         };
-        let server = serving("m", signature.clone(), limits);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let served = tokio::spawn(server.run_grpc(listener, async {
-            let _ = stopped.await;
-        }));
+        let (url, stop) = started(serving("m", signature.clone(), limits)).await;
         let mut client = PredictionServiceClient::connect(url).await.unwrap();
         let request = |values: usize| {
             let mut x = TensorProto {
@@ -205,24 +214,17 @@ mod tests {
         // Under the limit, the request is decoded and checked (its shape is missing).
         let decoded = client.predict(request(10)).await.unwrap_err();
         assert!(decoded.message().contains("has shape []"), "{decoded:?}");
-        stop.send(()).unwrap();
-        served.await.unwrap().unwrap();
+        stop().await.unwrap();
 
         // TF Serving's grpc.max_receive_message_length sets the gRPC API's limit instead.
         let (arguments, _) =
             GrpcChannelArguments::parse("grpc.max_receive_message_length=1048576").unwrap();
         let server = serving("m", signature, limits).with_grpc_channel_arguments(arguments);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let served = tokio::spawn(server.run_grpc(listener, async {
-            let _ = stopped.await;
-        }));
+        let (url, stop) = started(server).await;
         let mut client = PredictionServiceClient::connect(url).await.unwrap();
         let decoded = client.predict(request(2000)).await.unwrap_err();
         assert!(decoded.message().contains("has shape []"), "{decoded:?}");
-        stop.send(()).unwrap();
-        served.await.unwrap().unwrap();
+        stop().await.unwrap();
     }
 
     #[tokio::test]
@@ -233,13 +235,7 @@ mod tests {
         let signature = estimator::Signature::new().with_input("x", DType::Float32);
         for on in [true, false] {
             let server = serving("m", signature.clone(), Limits::default());
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let url = format!("http://{}", listener.local_addr().unwrap());
-            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let grpc = server.with_grpc_health_check(on).run_grpc(listener, async {
-                let _ = stopped.await;
-            });
-            let served = tokio::spawn(grpc);
+            let (url, stop) = started(server.with_grpc_health_check(on)).await;
             let channel = tonic::transport::Endpoint::from_shared(url).unwrap();
             let mut health = HealthClient::new(channel.connect().await.unwrap());
             let check = |service: &str| HealthCheckRequest {
@@ -261,8 +257,7 @@ mod tests {
                 let unknown = health.check(check("Nope")).await.unwrap_err();
                 assert_eq!(unknown.code(), Code::NotFound);
             }
-            stop.send(()).unwrap();
-            served.await.unwrap().unwrap();
+            stop().await.unwrap();
         }
     }
 }
