@@ -130,6 +130,9 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
             .estimator()
             .batch_from_instances(&self.signature, instances)?;
         // Held exclusively, the copy can run on a pool thread (a model is `Send`, not `Sync`).
+        // It is locked here, outside the pool: a pool thread waiting inside a split
+        // operation runs other queued work, and a request locking its copy there could wait
+        // for one held lower on the same thread's stack, for ever.
         let model: &mut Predictor<E, B> = &mut predictor;
         let predictions = self
             .threads
