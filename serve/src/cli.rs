@@ -301,11 +301,29 @@ impl Cli {
             ),
             given => given,
         };
+        // Each concurrent prediction holds a copy of every version: bounded as the threads
+        // are, so that a typo does not load thousands of copies.
         let most = estimator::device::max_intra_op_threads();
         if intra > most {
             bail!("--tensorflow-intra-op-parallelism {intra}: more than {most} (8 per core)");
         }
+        if inter > most {
+            bail!("--tensorflow-inter-op-parallelism {inter}: more than {most} (8 per core)");
+        }
         PredictionThreads::new(intra, inter)
+    }
+
+    /// The threads that serve the connections, `None` for one per core; bounded as the
+    /// prediction threads are.
+    pub(crate) fn connection_threads(&self) -> Result<Option<usize>> {
+        let (threads, most) = (
+            self.rest_api_num_threads,
+            estimator::device::max_intra_op_threads(),
+        );
+        if threads > most {
+            bail!("--rest-api-num-threads {threads}: more than {most} (8 per core)");
+        }
+        Ok((threads > 0).then_some(threads))
     }
 
     /// How failed loads are retried.

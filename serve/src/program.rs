@@ -70,8 +70,8 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
         server = server.with_grpc_tls(ssl);
     }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if cli.rest_api_num_threads > 0 {
-        runtime.worker_threads(cli.rest_api_num_threads);
+    if let Some(threads) = cli.connection_threads()? {
+        runtime.worker_threads(threads);
     }
     let runtime = runtime.enable_all().build()?;
     runtime.block_on(async {

@@ -94,4 +94,22 @@ fn prediction_threads_are_read_as_tf_serving_reads_its_three_parallelism_flags()
     let too_many = cli(&["--tensorflow-intra-op-parallelism", "100000"]).unwrap();
     let err = too_many.prediction_threads().unwrap_err().to_string();
     assert!(err.contains("more than"), "{err}");
+    let copies = cli(&["--tensorflow-session-parallelism", "100000"]).unwrap();
+    let err = copies.prediction_threads().unwrap_err().to_string();
+    assert!(
+        err.starts_with("--tensorflow-intra-op-parallelism 100000"),
+        "{err}"
+    );
+    let copies = cli(&["--tensorflow-inter-op-parallelism", "100000"]).unwrap();
+    let err = copies.prediction_threads().unwrap_err().to_string();
+    assert!(
+        err.starts_with("--tensorflow-inter-op-parallelism 100000"),
+        "{err}"
+    );
+    let workers = cli(&["--rest-api-num-threads", "100000"]).unwrap();
+    let err = workers.connection_threads().unwrap_err().to_string();
+    assert_eq!(cli(&[]).unwrap().connection_threads().unwrap(), None);
+    let two = cli(&["--rest-api-num-threads", "2"]).unwrap();
+    assert_eq!(two.connection_threads().unwrap(), Some(2));
+    assert!(err.starts_with("--rest-api-num-threads 100000"), "{err}");
 }
