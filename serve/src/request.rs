@@ -230,28 +230,36 @@ pub fn predict_response(
     keys: &[String],
     predictions: Vec<Map<String, Value>>,
 ) -> Value {
-    let pick = |p: &Map<String, Value>, key: &String| p.get(key).cloned().unwrap_or(Value::Null);
+    // The predictions are the answer's: their values move into it, not copied.
+    let take = |p: &mut Map<String, Value>, key: &String| p.remove(key).unwrap_or(Value::Null);
+    let mut predictions = predictions;
     match (format, keys.len()) {
         (Format::Row, 1) => {
-            let rows = predictions.iter().map(|p| pick(p, &keys[0])).collect();
+            let rows = predictions.iter_mut().map(|p| take(p, &keys[0])).collect();
             Value::Object(Map::from_iter([("predictions".into(), Value::Array(rows))]))
         }
         (Format::Row, _) => {
             let rows = predictions
-                .iter()
-                .map(|p| Value::Object(keys.iter().map(|k| (k.clone(), pick(p, k))).collect()))
+                .into_iter()
+                .map(|mut p| {
+                    // Most answers keep every output: the prediction is the row as it is.
+                    if p.len() == keys.len() && keys.iter().all(|k| p.contains_key(k)) {
+                        return Value::Object(p);
+                    }
+                    Value::Object(keys.iter().map(|k| (k.clone(), take(&mut p, k))).collect())
+                })
                 .collect();
             Value::Object(Map::from_iter([("predictions".into(), Value::Array(rows))]))
         }
         (Format::Columnar, 1) => {
-            let column = predictions.iter().map(|p| pick(p, &keys[0])).collect();
+            let column = predictions.iter_mut().map(|p| take(p, &keys[0])).collect();
             Value::Object(Map::from_iter([("outputs".into(), Value::Array(column))]))
         }
         (Format::Columnar, _) => {
             let columns = keys
                 .iter()
                 .map(|k| {
-                    let column = predictions.iter().map(|p| pick(p, k)).collect();
+                    let column = predictions.iter_mut().map(|p| take(p, k)).collect();
                     (k.clone(), Value::Array(column))
                 })
                 .collect();
@@ -323,58 +331,4 @@ pub fn regress_response(predictions: &[Map<String, Value>]) -> Result<Value, Ser
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn a_context_too_large_to_copy_into_every_example_is_refused_before_it_is_copied() {
-        let context = vec![0; 1 << 20];
-        let body = json!({"context": {"x": context}, "examples": vec![json!({}); 9]});
-        let Err(err) = examples(body) else {
-            panic!("not refused")
-        };
-        assert_eq!(err.status(), axum::http::StatusCode::PAYLOAD_TOO_LARGE);
-        assert!(err.to_string().contains("1048577 values"), "{err}");
-        let small = json!({"context": {"x": [1, 2]}, "examples": [{"y": 3}, {}]});
-        assert_eq!(examples(small).unwrap()[0]["x"], json!([1, 2]));
-    }
-
-    #[test]
-    fn binary_values_of_string_inputs_and_features_are_read_as_their_text() {
-        let signature = Signature::new()
-            .with_input("word", estimator::export::DType::String)
-            .with_input("x", estimator::export::DType::Float32);
-        let hi = json!({"b64": "aGk="});
-        let row = json!({"instances": [{"word": hi, "x": 1.0}, {"word": "plain", "x": 2.0}]});
-        let (_, instances) = predict_instances(row, &signature).unwrap();
-        assert_eq!(
-            (&instances[0]["word"], &instances[1]["word"]),
-            (&json!("hi"), &json!("plain"))
-        );
-        let columnar = json!({"inputs": {"word": [hi, hi], "x": [1.0, 2.0]}});
-        let (_, instances) = predict_instances(columnar, &signature).unwrap();
-        assert_eq!(instances[1]["word"], json!("hi"));
-        let bad =
-            json!({"instances": [{"word": "ok", "x": 1.0}, {"word": {"b64": "/w=="}, "x": 2.0}]});
-        let err = predict_instances(bad, &signature).unwrap_err().to_string();
-        assert!(
-            err.starts_with("instance 1, input 'word': its b64 value is not UTF-8"),
-            "{err}"
-        );
-
-        let body = json!({"context": {"lang": {"b64": "ZW4="}}, "examples": [{"word": [hi]}]});
-        let examples = examples(body).unwrap();
-        assert_eq!(
-            (&examples[0]["lang"], &examples[0]["word"]),
-            (&json!("en"), &json!(["hi"]))
-        );
-        let body = json!({"examples": [{}, {"word": {"b64": "%"}}]});
-        let err = super::examples(body).unwrap_err().to_string();
-        assert!(
-            err.starts_with("example 1, feature 'word': not base64"),
-            "{err}"
-        );
-    }
-}
+mod tests;
