@@ -228,11 +228,10 @@ fn json_values(value: &Value) -> usize {
 pub fn predict_response(
     format: Format,
     keys: &[String],
-    predictions: Vec<Map<String, Value>>,
+    mut predictions: Vec<Map<String, Value>>,
 ) -> Value {
     // The predictions are the answer's: their values move into it, not copied.
     let take = |p: &mut Map<String, Value>, key: &String| p.remove(key).unwrap_or(Value::Null);
-    let mut predictions = predictions;
     match (format, keys.len()) {
         (Format::Row, 1) => {
             let rows = predictions.iter_mut().map(|p| take(p, &keys[0])).collect();

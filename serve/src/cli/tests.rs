@@ -108,8 +108,8 @@ fn prediction_threads_are_read_as_tf_serving_reads_its_three_parallelism_flags()
     );
     let workers = cli(&["--rest-api-num-threads", "100000"]).unwrap();
     let err = workers.connection_threads().unwrap_err().to_string();
+    assert!(err.starts_with("--rest-api-num-threads 100000"), "{err}");
     assert_eq!(cli(&[]).unwrap().connection_threads().unwrap(), None);
     let two = cli(&["--rest-api-num-threads", "2"]).unwrap();
     assert_eq!(two.connection_threads().unwrap(), Some(2));
-    assert!(err.starts_with("--rest-api-num-threads 100000"), "{err}");
 }
