@@ -30,6 +30,6 @@ pub use listener::CheckpointListener;
 pub use manager::CheckpointManager;
 pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};
 pub(crate) use restore::restore_for_inference;
-pub use retention::checkpoints_to_delete;
+pub use retention::{prune, Pruning, Retention};
 pub use variables::{list_variables, load_variable, VariableValue};
 pub use warm_start::{VarsToWarmStart, WarmStartSettings};

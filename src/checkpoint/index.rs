@@ -3,7 +3,9 @@
 //! Like TensorFlow's `checkpoint` text proto, but JSON:
 //! `{"latest": "ckpt-300.ckpt", "all": ["ckpt-100.ckpt", ..], "timestamps": [1700000000.5, ..]}`.
 //! `all` is in save order (oldest first), `latest` is its last entry, and `timestamps[i]` is
-//! when `all[i]` was saved, in seconds since the Unix epoch.
+//! when `all[i]` was saved, in seconds since the Unix epoch. With
+//! `keep_checkpoint_every_n_hours`, `last_preserved_timestamp` is when the newest checkpoint
+//! kept for good was saved; such checkpoints leave the index and stay on disk, as in TF.
 
 use std::collections::BTreeSet;
 use std::io::ErrorKind;
@@ -28,6 +30,9 @@ pub struct CheckpointIndex {
     pub all: Vec<String>,
     /// Save time of each entry of `all`, in seconds since the Unix epoch.
     pub timestamps: Vec<f64>,
+    /// When the newest checkpoint kept for good (out of `all`, never deleted) was saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_preserved_timestamp: Option<f64>,
 }
 
 impl CheckpointIndex {

@@ -22,7 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::file::Checkpoint;
 use super::index::CheckpointIndex;
 use super::naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};
-use super::retention::checkpoints_to_delete;
+use super::retention::{prune, Retention};
 use crate::error::{Error, Result};
 use crate::io::write_atomic;
 
@@ -33,7 +33,10 @@ use crate::io::write_atomic;
 #[derive(Debug, Clone)]
 pub struct CheckpointManager {
     model_dir: PathBuf,
-    keep_max: Option<usize>,
+    retention: Retention,
+    /// When this manager was made: where keeping a checkpoint every n hours starts counting
+    /// when the index has no checkpoint kept so yet.
+    created: f64,
     /// Pinned checkpoint file names, with how many times each is pinned.
     pins: Arc<Mutex<BTreeMap<String, usize>>>,
     /// Serialises the read-modify-write of the index between saves of this process.
@@ -45,7 +48,11 @@ impl CheckpointManager {
     pub fn new(model_dir: impl Into<PathBuf>, keep_max: Option<usize>) -> Self {
         CheckpointManager {
             model_dir: model_dir.into(),
-            keep_max,
+            retention: Retention {
+                keep_max,
+                keep_every_secs: None,
+            },
+            created: unix_seconds(SystemTime::now()),
             pins: Arc::default(),
             save_lock: Arc::default(),
         }
@@ -56,9 +63,18 @@ impl CheckpointManager {
         &self.model_dir
     }
 
+    /// Also keeps for good, of the checkpoints retention would delete, one whenever `hours`
+    /// have passed since the last one kept so (TF's `keep_checkpoint_every_n_hours`; `None`:
+    /// none, as are 0 and less). Those leave the index and stay in `model_dir`.
+    pub fn with_keep_checkpoint_every_n_hours(mut self, hours: Option<f64>) -> Self {
+        let hours = hours.filter(|h| *h > 0.0 && h.is_finite());
+        self.retention.keep_every_secs = hours.map(|h| h * 3600.0);
+        self
+    }
+
     /// How many checkpoints are kept (`None`/`Some(0)`: all).
     pub fn keep_max(&self) -> Option<usize> {
-        self.keep_max
+        self.retention.keep_max
     }
 
     /// Writes `ckpt` atomically as `ckpt-{step}.ckpt` (replacing one of the same step), then
@@ -71,13 +87,27 @@ impl CheckpointManager {
 
         let mut index = self.effective_index()?;
         index.record(&name, unix_seconds(SystemTime::now()));
-        let doomed = checkpoints_to_delete(&index.all, self.keep_max, &self.pinned_names());
-        for name in &doomed {
+        let last_preserved = index.last_preserved_timestamp.unwrap_or(self.created);
+        let pinned = self.pinned_names();
+        let pruning = prune(
+            &index.all,
+            &index.timestamps,
+            self.retention,
+            &pinned,
+            last_preserved,
+        );
+        for name in pruning.delete.iter().chain(&pruning.preserve) {
             index.remove(name);
+        }
+        if !pruning.preserve.is_empty() {
+            index.last_preserved_timestamp = Some(pruning.last_preserved);
         }
         index.write(&self.model_dir)?;
 
-        for name in doomed {
+        for name in &pruning.preserve {
+            tracing::info!("keeping checkpoint {name} for good (keep_checkpoint_every_n_hours)");
+        }
+        for name in pruning.delete {
             let old = self.model_dir.join(&name);
             match std::fs::remove_file(&old) {
                 Ok(()) => tracing::debug!("deleted old checkpoint {}", old.display()),

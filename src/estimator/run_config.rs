@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use crate::checkpoint::CheckpointEvery;
-use crate::checkpoint::WarmStartSettings;
+use crate::checkpoint::{CheckpointManager, WarmStartSettings};
 use crate::cluster::{cluster_from_env, ClusterConfig};
 use crate::device::DeviceSpec;
 use crate::distribute::ps::{MinSizePartitioner, PsMode};
@@ -14,6 +14,15 @@ use crate::error::{Error, Result};
 use crate::estimator::LossReadback;
 use crate::io::write_json_atomic;
 use crate::mixed_precision::MixedPrecision;
+
+mod defaults;
+
+pub use defaults::MAX_PREFETCH_TO_DEVICE;
+use defaults::{
+    default_allreduce_bucket_bytes, default_backward_passes_per_step, default_intra_op_threads,
+    default_peer_timeout_secs, default_prefetch_to_device, default_stall_warning_secs,
+    default_startup_timeout_secs,
+};
 
 /// Run-time settings of an estimator, as TF's `tf.estimator.RunConfig`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +33,11 @@ pub struct RunConfig {
     pub save_checkpoints: CheckpointEvery,
     /// How many recent checkpoints to keep; `None` keeps all (default 5).
     pub keep_checkpoint_max: Option<usize>,
+    /// Of the checkpoints `keep_checkpoint_max` would delete, keep one for good whenever this
+    /// many hours have passed since the last one kept so (default `None`: none). They leave
+    /// the index (so evaluators and `latest` skip them) and stay in `model_dir`.
+    #[serde(default)]
+    pub keep_checkpoint_every_n_hours: Option<f64>,
     /// Write train summaries every N steps (default 100).
     pub save_summary_steps: u64,
     /// Log loss and global_step/sec every N steps (default 100).
@@ -135,38 +149,6 @@ pub struct RunConfig {
     pub cluster: Option<ClusterConfig>,
 }
 
-fn default_allreduce_bucket_bytes() -> usize {
-    crate::distribute::DEFAULT_BUCKET_BYTES
-}
-
-fn default_backward_passes_per_step() -> usize {
-    1
-}
-
-fn default_peer_timeout_secs() -> u64 {
-    60
-}
-
-fn default_stall_warning_secs() -> u64 {
-    60
-}
-
-fn default_startup_timeout_secs() -> u64 {
-    300
-}
-
-/// The most batches [`RunConfig::prefetch_to_device`] may build ahead: each holds its
-/// tensors, and the queue of them is allocated whole when it starts.
-pub const MAX_PREFETCH_TO_DEVICE: usize = 1024;
-
-fn default_prefetch_to_device() -> usize {
-    8
-}
-
-fn default_intra_op_threads() -> usize {
-    0
-}
-
 impl RunConfig {
     /// A configuration writing to `model_dir`, with TF's defaults for everything else.
     pub fn new(model_dir: impl Into<PathBuf>) -> Self {
@@ -174,6 +156,7 @@ impl RunConfig {
             model_dir: model_dir.into(),
             save_checkpoints: CheckpointEvery::Secs(600),
             keep_checkpoint_max: Some(5),
+            keep_checkpoint_every_n_hours: None,
             save_summary_steps: 100,
             log_step_count_steps: 100,
             tf_random_seed: 42,
@@ -346,6 +329,19 @@ impl RunConfig {
     pub fn with_keep_checkpoint_max(mut self, n: usize) -> Self {
         self.keep_checkpoint_max = (n > 0).then_some(n);
         self
+    }
+
+    /// Also keep for good one checkpoint every `hours` of those retention deletes (TF's
+    /// `keep_checkpoint_every_n_hours`); 0 or less keeps none.
+    pub fn with_keep_checkpoint_every_n_hours(mut self, hours: f64) -> Self {
+        self.keep_checkpoint_every_n_hours = (hours > 0.0 && hours.is_finite()).then_some(hours);
+        self
+    }
+
+    /// The manager that saves this run's checkpoints, with its retention.
+    pub(crate) fn checkpoint_manager(&self) -> CheckpointManager {
+        CheckpointManager::new(&self.model_dir, self.keep_checkpoint_max)
+            .with_keep_checkpoint_every_n_hours(self.keep_checkpoint_every_n_hours)
     }
 
     /// Write train summaries every `steps` steps.

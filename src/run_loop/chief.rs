@@ -66,7 +66,7 @@ impl<'l> Chief<'l> {
             writer,
             histograms: Histograms::new(),
             schedule: CheckpointSchedule::new(config.save_checkpoints, start_step, now),
-            manager: CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max),
+            manager: config.checkpoint_manager(),
             model_dir: config.model_dir.clone(),
             lock,
             listener,

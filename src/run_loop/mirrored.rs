@@ -12,7 +12,7 @@ use datasets::{Dataset, Position};
 
 use super::step_sync::Peers;
 use super::training_replica::{train_replica, InProcess};
-use crate::checkpoint::{contents, CheckpointListener, CheckpointManager};
+use crate::checkpoint::{contents, CheckpointListener};
 use crate::distribute::{wait_from_secs, InMemoryTransport, Replica};
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, TrainOutcome, TrainSpec};
@@ -32,7 +32,7 @@ pub fn train<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     let config = estimator.run_config();
     if spec.resume_input {
         // Replicas only see dealt batches: the reader is what resumes.
-        let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
+        let manager = config.checkpoint_manager();
         if let Some((path, checkpoint)) = manager.latest()? {
             contents::restore_input(&mut dataset, &checkpoint, &path);
         }

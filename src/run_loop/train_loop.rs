@@ -15,7 +15,7 @@ use super::step_sync::{Ready, StepSync, Synced};
 use super::termination::{SignalWatch, Termination};
 use super::train_state::TrainState;
 use super::worker_positions::WorkerPositions;
-use crate::checkpoint::{CheckpointListener, CheckpointManager};
+use crate::checkpoint::CheckpointListener;
 use crate::distribute::{Lane, StepLoss, Timeline};
 use crate::error::Result;
 use crate::estimator::{save_estimator, Estimator, LossReadback, TrainOutcome, TrainSpec};
@@ -119,7 +119,7 @@ where
             tracing::info!(
                 "skipping training: global_step {start_step} already reached the limit {last_step}"
             );
-            let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
+            let manager = config.checkpoint_manager();
             let listed = is_chief.then(|| manager.list()).transpose()?;
             let checkpoint = listed.and_then(|list| list.last().cloned());
             self.sync.finish(&state)?;

@@ -11,7 +11,7 @@ use super::step_sync::{step_sync, Peers};
 use super::thread_trial::fastest_pool;
 use super::train_loop::TrainLoop;
 use super::train_state::fresh_state;
-use crate::checkpoint::{CheckpointListener, CheckpointManager};
+use crate::checkpoint::CheckpointListener;
 use crate::device::{cpu_pool, cpu_threads, CpuTrainBackend, ResolvedDevice};
 use crate::distribute::{GradientAverager, Timeline};
 use crate::error::Result;
@@ -152,7 +152,7 @@ fn train_on<'a, B: AutodiffBackend, E: Estimator, D: Dataset<Item = E::Batch> + 
         ));
     }
     let state = fresh_state::<B, E>(estimator, device, peers.sync_replicas())?;
-    let manager = CheckpointManager::new(&config.model_dir, config.keep_checkpoint_max);
+    let manager = config.checkpoint_manager();
     // The loop records the rest of each step and ends it.
     let timeline = averager.timeline().cloned();
     let train_loop = TrainLoop {

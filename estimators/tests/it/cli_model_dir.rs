@@ -218,12 +218,37 @@ fn the_checkpoint_cadence_is_each_runs_own_and_the_activation_the_models() {
     assert_eq!(checkpoints(), [120, 130, 140]);
     let logs = stderr(&logged);
     assert_eq!(logs.matches("INFO loss = ").count(), 0, "{logs}");
+    // Keeping one every few microseconds keeps each one this run saves that falls out of
+    // the newest one; those saved before it started go as usual.
+    train(
+        "170",
+        &[
+            "--save-checkpoints-steps",
+            "10",
+            "--keep-checkpoint-max",
+            "1",
+            "--keep-checkpoint-every-n-hours",
+            "0.000000001",
+        ],
+    );
+    assert_eq!(checkpoints(), [150, 160, 170]);
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(model.join("checkpoint")).unwrap()).unwrap();
+    assert_eq!(
+        index["all"],
+        serde_json::json!(["ckpt-170.ckpt"]),
+        "{index}"
+    );
+    assert!(
+        index["last_preserved_timestamp"].as_f64().unwrap() > 0.0,
+        "{index}"
+    );
     let logged = train(
-        "200",
+        "230",
         &["--keep-checkpoint-max", "0", "--log-step-count-steps", "20"],
     );
     // Without a cadence flag: TF's default (600 s), so only the final checkpoint is added.
-    assert_eq!(checkpoints(), [120, 130, 140, 200]);
+    assert_eq!(checkpoints(), [150, 160, 170, 230]);
     let logs = stderr(&logged);
     assert_eq!(logs.matches("INFO loss = ").count(), 3, "{logs}");
 }

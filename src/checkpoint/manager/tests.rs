@@ -110,6 +110,54 @@ fn retention_keeps_the_last_n() {
 }
 
 #[test]
+fn checkpoints_kept_every_n_hours_leave_the_index_and_stay_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    // A few microseconds: every save is far enough after the one before to be kept.
+    let manager =
+        CheckpointManager::new(dir.path(), Some(2)).with_keep_checkpoint_every_n_hours(Some(1e-9));
+    for step in 1..=5 {
+        manager.save(&ckpt(step * 10)).unwrap();
+    }
+    assert_eq!(steps(&manager), [40, 50]);
+    let on_disk = [
+        "checkpoint",
+        "ckpt-10.ckpt",
+        "ckpt-20.ckpt",
+        "ckpt-30.ckpt",
+        "ckpt-40.ckpt",
+    ];
+    assert_eq!(files_on_disk(dir.path())[..5], on_disk);
+    assert_eq!(files_on_disk(dir.path()).len(), 6);
+    let index = CheckpointIndex::read(dir.path()).unwrap().unwrap();
+    let kept_at = index.last_preserved_timestamp.expect("recorded");
+    let saved_40 = index.timestamps[0];
+    assert!(
+        kept_at > 0.0 && kept_at < saved_40,
+        "{kept_at} vs {saved_40}"
+    );
+
+    // A later run goes on from the index's record: one saved too soon after it is deleted.
+    let mut index = index;
+    index.last_preserved_timestamp = Some(kept_at + 1e9);
+    index.write(dir.path()).unwrap();
+    let resumed =
+        CheckpointManager::new(dir.path(), Some(2)).with_keep_checkpoint_every_n_hours(Some(1e-9));
+    resumed.save(&ckpt(60)).unwrap();
+    assert_eq!(steps(&resumed), [50, 60]);
+    assert!(!dir.path().join("ckpt-40.ckpt").exists());
+    assert_eq!(latest_step_loaded(&resumed), Some(60));
+    // Without the option, nothing is kept for good and the index holds no such record.
+    let plain = tempfile::tempdir().unwrap();
+    let manager = CheckpointManager::new(plain.path(), Some(1));
+    for step in 1..=3 {
+        manager.save(&ckpt(step)).unwrap();
+    }
+    assert_eq!(files_on_disk(plain.path()), ["checkpoint", "ckpt-3.ckpt"]);
+    let index = fs::read_to_string(plain.path().join("checkpoint")).unwrap();
+    assert!(!index.contains("last_preserved"), "{index}");
+}
+
+#[test]
 fn keep_max_zero_or_none_keeps_everything() {
     for keep_max in [None, Some(0)] {
         let dir = tempfile::tempdir().unwrap();

@@ -5,6 +5,8 @@
 use clap::Args;
 use estimator::RunConfig;
 
+use crate::values::parse_hours;
+
 /// The cadence flags of `train` and `train-and-evaluate`.
 #[derive(Debug, Args)]
 pub struct CadenceFlags {
@@ -26,6 +28,11 @@ pub struct CadenceFlags {
     /// Example: `--keep-checkpoint-max 10`.
     #[arg(long, value_name = "N")]
     pub keep_checkpoint_max: Option<usize>,
+    /// Of the checkpoints --keep-checkpoint-max deletes, keep one for good whenever HOURS
+    /// have passed since the last one kept so (default: none).
+    /// Example: `--keep-checkpoint-every-n-hours 2`.
+    #[arg(long, value_name = "HOURS", value_parser = parse_hours)]
+    pub keep_checkpoint_every_n_hours: Option<f64>,
     /// Write the training summaries (loss, speed, histograms) every N steps (default 100).
     /// Example: `--save-summary-steps 10`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -43,6 +50,7 @@ impl CadenceFlags {
         let mut run_config = RunConfig {
             save_checkpoints: defaults.save_checkpoints,
             keep_checkpoint_max: defaults.keep_checkpoint_max,
+            keep_checkpoint_every_n_hours: defaults.keep_checkpoint_every_n_hours,
             save_summary_steps: defaults.save_summary_steps,
             log_step_count_steps: defaults.log_step_count_steps,
             ..run_config
@@ -55,6 +63,9 @@ impl CadenceFlags {
         }
         if let Some(n) = self.keep_checkpoint_max {
             run_config = run_config.with_keep_checkpoint_max(n);
+        }
+        if let Some(hours) = self.keep_checkpoint_every_n_hours {
+            run_config = run_config.with_keep_checkpoint_every_n_hours(hours);
         }
         if let Some(steps) = self.save_summary_steps {
             run_config = run_config.with_save_summary_steps(steps);

@@ -24,6 +24,15 @@ pub fn parse_learning_rate(text: &str) -> Result<f64, String> {
     Ok(rate)
 }
 
+/// Parses a number of hours: more than 0, and finite.
+pub fn parse_hours(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(hours) if hours > 0.0 && hours.is_finite() => Ok(hours),
+        Ok(_) => Err(format!("{text} is not a number of hours above 0")),
+        Err(_) => Err(format!("'{text}' is not a number of hours")),
+    }
+}
+
 /// Parses a `--learning-rate-schedule` value: `KIND:key=value,…` (lists with `/`).
 pub fn parse_decay(text: &str) -> Result<Decay, String> {
     let (kind, params) = text.split_once(':').unwrap_or((text, ""));
@@ -238,6 +247,20 @@ mod tests {
         for bad in ["10", "10,0", "a,2", "1,2,3", ""] {
             let err = bad.parse::<TimelineSteps>().unwrap_err();
             assert!(err.contains("is not SKIP,COUNT"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn hours() {
+        assert_eq!(parse_hours("2"), Ok(2.0));
+        assert_eq!(parse_hours("0.5"), Ok(0.5));
+        for (bad, reason) in [
+            ("0", "0 is not a number of hours above 0"),
+            ("-1", "-1 is not a number of hours above 0"),
+            ("inf", "inf is not a number of hours above 0"),
+            ("two", "'two' is not a number of hours"),
+        ] {
+            assert_eq!(parse_hours(bad), Err(reason.to_string()), "{bad}");
         }
     }
 
