@@ -176,6 +176,34 @@ fn export_then_predict_from_the_export_equals_predict_from_the_checkpoint() {
     );
     assert_eq!(text.lines().count(), 31);
 
+    // TF's predict_keys: the keys asked for, in a full line's order and with its values.
+    let selected = run(bin()
+        .args(["predict", "--input", &iris("iris_test.csv"), "--export-dir"])
+        .args([&export_dir, "--predict-keys", "probabilities,class_ids"]));
+    assert!(selected.status.success(), "{}", stderr(&selected));
+    let first = stdout(&selected).lines().next().unwrap().to_string();
+    let full = stdout(&from_export).lines().next().unwrap().to_string();
+    let field = |key: &str| {
+        let start = full.find(&format!(r#""{key}":"#)).unwrap();
+        let end = start + full[start..].find(']').unwrap() + 1;
+        full[start..end].to_string()
+    };
+    let expected = format!("{{{},{}}}", field("probabilities"), field("class_ids"));
+    assert_eq!(first, expected);
+    assert_eq!(stdout(&selected).lines().count(), 30);
+    let misnamed = run(bin()
+        .args(["predict", "--input", &iris("iris_test.csv"), "--export-dir"])
+        .args([&export_dir, "--predict-keys", "class_ids,class"]));
+    assert_user_error(
+        misnamed,
+        "--predict-keys: 'class' is not a prediction key of this model (its keys: logits, \
+         probabilities, class_ids, classes, all_class_ids, all_classes)",
+    );
+    let as_csv = run(bin()
+        .args(["predict", "--input", &iris("iris_test.csv"), "--model-dir"])
+        .args([model_dir, "--predict-keys", "logits", "--format", "csv"]));
+    assert_user_error(as_csv, "--predict-keys selects the keys of JSON lines");
+
     // --output holds what stdout would; a run failing after some batches leaves it as it was.
     let output = dir.path().join("predictions.jsonl");
     let predict_into = |input: &Path| {

@@ -154,6 +154,11 @@ pub struct PredictArgs {
     /// Example: `--format csv`.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: Format,
+    /// Write only these prediction keys (TF's `predict_keys`; default: all of them), in the
+    /// order of a full line; JSON lines only.
+    /// Example: `--predict-keys class_ids,probabilities`.
+    #[arg(long, value_name = "KEYS", value_delimiter = ',')]
+    pub predict_keys: Vec<String>,
     /// Write predictions here instead of stdout: in full or not at all, so a run that fails
     /// half-way leaves the file as it was.
     /// Example: `--output predictions.jsonl`.

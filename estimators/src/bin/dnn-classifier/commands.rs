@@ -89,6 +89,7 @@ fn predict(args: PredictArgs) -> Result<()> {
         }
         let predictor = Predictor::<DnnClassifier>::load(export_dir)?;
         let estimator = predictor.estimator();
+        writer.select_keys(&args.predict_keys, estimator.head())?;
         let weight = estimator.weight_column().map(|w| w.name.as_str());
         let reading = PredictionInput::new(&input, estimator.schema(), weight, &format)?;
         let mut data = reading.batches(&input, 512)?;
@@ -103,6 +104,7 @@ fn predict(args: PredictArgs) -> Result<()> {
         let run_config = classifier.run_config().clone();
         let classifier =
             classifier.with_run_config(run_config.with_intra_op_threads(args.intra_op_threads));
+        writer.select_keys(&args.predict_keys, classifier.head())?;
         let weight = classifier.weight_column().map(|w| w.name.as_str());
         let reading = PredictionInput::new(&input, classifier.schema(), weight, &format)?;
         for prediction in

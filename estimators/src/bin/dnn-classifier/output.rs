@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anyhow::{Context, Result};
-use estimator::head::HeadPrediction;
+use anyhow::{bail, Context, Result};
+use estimator::head::{Head, HeadPrediction};
 use serde_json::{Map, Value};
 
 use crate::cli::Format;
@@ -53,6 +53,8 @@ pub struct PredictionWriter<W: Write> {
     name: String,
     format: Format,
     header_written: bool,
+    /// The keys to write (`--predict-keys`); empty: all.
+    keys: Vec<String>,
 }
 
 impl<W: Write> PredictionWriter<W> {
@@ -63,7 +65,30 @@ impl<W: Write> PredictionWriter<W> {
             name,
             format,
             header_written: false,
+            keys: Vec::new(),
         }
+    }
+
+    /// Writes only `keys` of each prediction (TF's `predict_keys`); each must be one of
+    /// `head`'s prediction keys. Empty: all of them.
+    pub fn select_keys(&mut self, keys: &[String], head: &Head) -> Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        if self.format != Format::Jsonl {
+            bail!(
+                "--predict-keys selects the keys of JSON lines: it does not apply to --format csv"
+            );
+        }
+        let known = head.output_keys();
+        if let Some(key) = keys.iter().find(|key| !known.contains(key)) {
+            bail!(
+                "--predict-keys: '{key}' is not a prediction key of this model (its keys: {})",
+                known.join(", ")
+            );
+        }
+        self.keys = keys.to_vec();
+        Ok(())
     }
 
     /// Writes one prediction.
@@ -74,8 +99,14 @@ impl<W: Write> PredictionWriter<W> {
 
     fn write_unnamed(&mut self, prediction: &HeadPrediction) -> Result<()> {
         match self.format {
-            Format::Jsonl => {
+            Format::Jsonl if self.keys.is_empty() => {
                 serde_json::to_writer(&mut self.out, prediction)?;
+                self.out.write_all(b"\n")?;
+            }
+            Format::Jsonl => {
+                let mut selected = prediction.clone();
+                selected.retain_keys(&self.keys);
+                serde_json::to_writer(&mut self.out, &selected)?;
                 self.out.write_all(b"\n")?;
             }
             Format::Csv => {
