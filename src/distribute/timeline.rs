@@ -1,5 +1,7 @@
-//! Where a step's synchronisation goes, bucket by bucket, as a trace in Chrome's format
-//! (Horovod's `HOROVOD_TIMELINE`): open the file in Perfetto or `chrome://tracing`.
+//! Where a step's time goes — input, forward and backward, the exchange with the other
+//! replicas bucket by bucket or with the ps tasks, the update, the hooks — as a trace in
+//! Chrome's format (Horovod's `HOROVOD_TIMELINE`, TF's `ProfilerHook` for the step's parts):
+//! open the file in Perfetto or `chrome://tracing`.
 //!
 //! The totals per step (`comm/*` summaries, `--json`) say how long copies, the wire and
 //! uploads took; only the spans show whether they overlapped: whether bucket k + 1 was read
@@ -14,16 +16,16 @@ use serde_json::{json, Value};
 
 use crate::io::write_atomic;
 
-/// Which synchronised steps to record, and where the trace goes.
+/// Which training steps to record, and where the trace goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimelineSpec {
     /// The trace file, written once the last step recorded is done (or when training ends
     /// before it).
     pub path: PathBuf,
-    /// Synchronised steps of the run to pass over first: start-up (default 10).
+    /// Training steps of the run to pass over first: start-up (default 10).
     #[serde(default = "default_skip_steps")]
     pub skip_steps: u64,
-    /// Synchronised steps to record (default 10).
+    /// Training steps to record (default 10).
     #[serde(default = "default_steps")]
     pub steps: u64,
 }
@@ -46,7 +48,7 @@ impl TimelineSpec {
         }
     }
 
-    /// Passes over the first `skip` synchronised steps, then records `steps`.
+    /// Passes over the first `skip` training steps, then records `steps`.
     pub fn with_steps(self, skip: u64, steps: u64) -> Self {
         Self {
             skip_steps: skip,
@@ -88,7 +90,7 @@ struct Recording {
     spec: TimelineSpec,
     rank: usize,
     origin: Instant,
-    /// Synchronised steps done so far.
+    /// Training steps done so far.
     step: u64,
     spans: Vec<Span>,
     written: bool,
@@ -180,7 +182,7 @@ impl Recording {
             .expect("a trace of numbers and names serialises");
         match write_atomic(path, &bytes) {
             Ok(()) => tracing::info!(
-                "timeline of {} synchronised step(s) written to {}",
+                "timeline of {} training step(s) written to {}",
                 self.spans
                     .iter()
                     .map(|s| s.step)
@@ -201,7 +203,7 @@ impl Drop for Recording {
         }
         if self.spans.is_empty() {
             tracing::warn!(
-                "no timeline written to {}: training synchronised {} step(s), and the timeline \
+                "no timeline written to {}: training took {} step(s), and the timeline \
                  passes over the first {}",
                 self.spec.path.display(),
                 self.step,

@@ -92,9 +92,10 @@ pub struct RunConfig {
     /// step the input cannot fill is not taken. 0 counts as 1.
     #[serde(default = "default_backward_passes_per_step")]
     pub backward_passes_per_step: usize,
-    /// Where the chief of synchronous replicas (Mirrored, MultiWorkerMirrored) writes a
-    /// trace of some steps' synchronisation, span by span and bucket by bucket, in Chrome's
-    /// format (Horovod's `HOROVOD_TIMELINE`; default none).
+    /// Where the chief writes a trace of some steps in Chrome's format (Horovod's
+    /// `HOROVOD_TIMELINE`; default none): each step's input, forward and backward passes,
+    /// update and hooks, and its exchange with the other replicas bucket by bucket
+    /// (Mirrored, MultiWorkerMirrored) or its pull and push (parameter servers).
     #[serde(default)]
     pub timeline: Option<TimelineSpec>,
     /// Seconds a replica waits for a silent peer before giving up on it (default 60).

@@ -55,7 +55,7 @@ impl Peers {
 }
 
 /// The [`StepSync`] of a replica training with `peers`; `manager` is the chief's
-/// checkpoint directory.
+/// checkpoint directory, and `averager`'s timeline (if any) records the exchanges too.
 pub(crate) fn step_sync<B, M>(
     peers: Peers,
     manager: CheckpointManager,
@@ -69,7 +69,8 @@ where
         Peers::Alone => Box::new(OneDevice::new(manager)),
         Peers::Ring(replica) => Box::new(RingSync::new(replica, manager, averager)),
         Peers::ParameterServers(replica, mode, partitioner) => {
-            Box::new(PsSync::new(replica, mode, partitioner, manager))
+            let timeline = averager.timeline().cloned();
+            Box::new(PsSync::new(replica, mode, partitioner, manager).with_timeline(timeline))
         }
     }
 }

@@ -46,17 +46,9 @@ pub(super) fn train_replica<E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     });
     // Only the chief writes files, the timeline too.
     let timeline = match (&peers, &config.timeline) {
-        (Peers::Ring(replica), Some(spec)) if replica.rank() == 0 => {
-            Some(Timeline::new(spec.clone(), 0))
-        }
-        (Peers::Alone | Peers::ParameterServers(..), Some(spec)) => {
-            tracing::warn!(
-                "no timeline written to {}: only synchronous replicas average gradients",
-                spec.path.display()
-            );
-            None
-        }
-        _ => None,
+        (Peers::Ring(replica), Some(_)) if replica.rank() != 0 => None,
+        (Peers::ParameterServers(replica, ..), Some(_)) if !replica.is_chief() => None,
+        (_, spec) => spec.clone().map(|spec| Timeline::new(spec, 0)),
     };
     if config.power_sgd.is_some() && !matches!(peers, Peers::Ring(_)) {
         tracing::warn!("PowerSGD not used: only synchronous replicas average gradients");

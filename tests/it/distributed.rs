@@ -4,7 +4,7 @@
 mod accumulation;
 mod equivalence;
 mod stopping;
-mod timeline;
+pub mod timeline;
 
 use std::path::Path;
 use std::time::Duration;

@@ -11,11 +11,12 @@ use estimator::distribute::ps::{
     serve, MinSizePartitioner, Placement, PsClientConfig, PsMode, PsReplica, PsServerConfig,
     VariableOptimizer,
 };
-use estimator::distribute::Strategy;
+use estimator::distribute::{Strategy, TimelineSpec};
 use estimator::optimizer::{Clipping, Decay, Regularization, Schedule};
 use estimator::summary::{event_files, read_event_file};
 use estimator::{EstimatorExt, OptimizerSpec, TrainOutcome, TrainSpec};
 
+use crate::distributed::timeline::{assert_parts_in_order, trace_spans};
 use crate::distributed::{classifier, input, max_abs_diff, single, weights, BATCH, STEPS};
 use crate::support::TinyClassifier;
 
@@ -366,4 +367,28 @@ fn resuming_with_another_number_of_ps_tasks_re_shards_and_continues_exactly() {
     );
     let diff = diff_from_one_process(dir.path(), &optimizer, BATCH);
     assert!(diff <= 1e-6, "max |re-sharded - single| = {diff}");
+}
+
+#[test]
+fn the_chief_traces_each_steps_pull_and_push() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timeline.json");
+    let spec = TimelineSpec::new(&path).with_steps(2, 3);
+    let configure = |mut estimator: TinyClassifier| {
+        estimator.run_config = estimator.run_config.with_timeline(spec.clone());
+        estimator
+    };
+    let optimizer = OptimizerSpec::adam(0.01);
+    let ps_dir = dir.path().join("ps");
+    train_configured(&ps_dir, &optimizer, 1, (2, PsMode::sync()), 20, &configure);
+    // Every task was given the path: the trace is the chief's.
+    let spans = trace_spans(&path);
+    for step in 2..5 {
+        let parts = ["input", "pull", "forward-backward", "push", "after-step"];
+        assert_parts_in_order(&spans, step, &parts);
+    }
+    assert!(
+        spans.iter().all(|s| s["name"] != "update"),
+        "the ps tasks update"
+    );
 }

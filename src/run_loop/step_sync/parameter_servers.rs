@@ -4,6 +4,8 @@
 //! moves the values in and out of the state and restores the chief's checkpoints onto the
 //! ps tasks; this driver calls it as the loop goes.
 
+use std::time::Instant;
+
 use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend as Autodiff;
 use datasets::Position;
@@ -11,7 +13,7 @@ use datasets::Position;
 use super::{restore_latest, Ready, Started, StepSync, Synced};
 use crate::checkpoint::{Checkpoint, CheckpointManager};
 use crate::distribute::ps::{MinSizePartitioner, PsMode, PsReplica, PsSession, PushAnswer};
-use crate::distribute::LocalStep;
+use crate::distribute::{Lane, LocalStep, Timeline};
 use crate::error::Result;
 use crate::run_loop::train_state::TrainState as State;
 use crate::summary::SummaryWriter;
@@ -21,6 +23,8 @@ pub(crate) struct PsSync {
     session: PsSession,
     /// The chief's checkpoint directory, restored onto the ps tasks when one restarts.
     manager: CheckpointManager,
+    /// Where each step's pull and push go, when the chief records a timeline.
+    timeline: Option<Timeline>,
 }
 
 impl PsSync {
@@ -33,7 +37,22 @@ impl PsSync {
         manager: CheckpointManager,
     ) -> Self {
         let session = PsSession::new(replica, mode).with_partitioner(partitioner);
-        Self { session, manager }
+        Self {
+            session,
+            manager,
+            timeline: None,
+        }
+    }
+
+    /// Records each step's pull and push into `timeline`.
+    pub fn with_timeline(self, timeline: Option<Timeline>) -> Self {
+        Self { timeline, ..self }
+    }
+
+    fn span(&self, name: &'static str, started: Instant) {
+        if let Some(timeline) = &self.timeline {
+            timeline.span(name, Lane::Training, None, started);
+        }
     }
 }
 
@@ -68,7 +87,10 @@ impl<B: Autodiff, M: Module<B>> StepSync<B, M> for PsSync {
             self.session.stop_early();
             return Ok((state, Ready::Stop));
         }
-        Ok(match self.session.pull_model(state, &self.manager)? {
+        let started = Instant::now();
+        let pulled = self.session.pull_model(state, &self.manager)?;
+        self.span("pull", started);
+        Ok(match pulled {
             (state, Some(seed_step)) => (state, Ready::Compute { seed_step }),
             (state, None) => (state, Ready::Stop),
         })
@@ -83,7 +105,9 @@ impl<B: Autodiff, M: Module<B>> StepSync<B, M> for PsSync {
         let Some(LocalStep { grads, loss }) = local else {
             return Ok((state, Synced::Stop));
         };
+        let started = Instant::now();
         let (state, answer) = self.session.push_model(state, grads, &self.manager)?;
+        self.span("push", started);
         let synced = match answer {
             PushAnswer::Applied(_) => Synced::Applied { loss: loss.read() },
             // `push_model` puts the values back itself and answers `Dropped` instead.

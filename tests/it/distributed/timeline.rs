@@ -1,10 +1,81 @@
-//! The timeline: the chief traces the parts of each step asked for and each gradient
-//! bucket's copy, all-reduce and apply.
+//! The timeline: the chief traces the parts of each step asked for, and each gradient
+//! bucket's copy, all-reduce and apply, or its pull and push with ps tasks.
+
+use std::path::Path;
 
 use estimator::distribute::TimelineSpec;
-use estimator::OptimizerSpec;
+use estimator::{EstimatorExt, OptimizerSpec, TrainSpec};
+use serde_json::Value;
 
-use super::multi_worker_with;
+use super::{classifier, input, multi_worker_with, BATCH};
+
+/// The complete spans of the trace at `path`, after checking they are all the chief's.
+pub fn trace_spans(path: &Path) -> Vec<Value> {
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let spans: Vec<Value> = (trace["traceEvents"].as_array().unwrap().iter())
+        .filter(|e| e["ph"] == "X")
+        .cloned()
+        .collect();
+    assert!(
+        spans.iter().all(|s| s["pid"] == 0),
+        "only the chief's spans"
+    );
+    spans
+}
+
+/// The spans of `step` named `name`.
+pub fn spans_of<'a>(spans: &'a [Value], name: &str, step: u64) -> Vec<&'a Value> {
+    (spans.iter())
+        .filter(|s| s["name"] == name && s["args"]["step"] == step)
+        .collect()
+}
+
+fn end(span: &Value) -> f64 {
+    span["ts"].as_f64().unwrap() + span["dur"].as_f64().unwrap()
+}
+
+/// One span of each of `parts` in `step`, one after another on the training thread.
+pub fn assert_parts_in_order(spans: &[Value], step: u64, parts: &[&str]) {
+    let parts: Vec<&Value> = (parts.iter())
+        .map(|name| match spans_of(spans, name, step).as_slice() {
+            [one] => *one,
+            other => panic!("step {step}: {} {name} spans", other.len()),
+        })
+        .collect();
+    for pair in parts.windows(2) {
+        assert!(
+            end(pair[0]) <= pair[1]["ts"].as_f64().unwrap() + 1.0,
+            "{pair:?}"
+        );
+        assert_eq!(pair[0]["tid"], 0);
+    }
+}
+
+#[test]
+fn one_process_traces_the_parts_of_the_steps_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timeline.json");
+    let mut estimator = classifier(&dir.path().join("model"), OptimizerSpec::adam(0.01));
+    estimator.run_config =
+        (estimator.run_config.clone()).with_timeline(TimelineSpec::new(&path).with_steps(2, 3));
+    estimator
+        .train(|| input(BATCH), TrainSpec::max_steps(20))
+        .unwrap();
+    let spans = trace_spans(&path);
+    for step in 2..5 {
+        let parts = ["input", "forward-backward", "update", "after-step"];
+        assert_parts_in_order(&spans, step, &parts);
+    }
+    let steps: std::collections::BTreeSet<u64> = spans
+        .iter()
+        .map(|s| s["args"]["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, (2..5).collect());
+    assert!(
+        spans.iter().all(|s| s["name"] != "sync"),
+        "nothing to exchange"
+    );
+}
 
 #[test]
 fn the_chief_traces_each_bucket_of_the_steps_asked_for() {
@@ -22,43 +93,12 @@ fn the_chief_traces_each_bucket_of_the_steps_asked_for() {
                 .with_timeline(spec.clone())
         },
     );
-    let trace: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let spans: Vec<&serde_json::Value> = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .collect();
-    assert!(
-        spans.iter().all(|s| s["pid"] == 0),
-        "only the chief's spans"
-    );
-    let of = |name: &str, step: u64| -> Vec<&serde_json::Value> {
-        let named = spans.iter().filter(|s| s["name"] == name);
-        named
-            .filter(|s| s["args"]["step"] == step)
-            .copied()
-            .collect()
-    };
-    let end = |s: &serde_json::Value| s["ts"].as_f64().unwrap() + s["dur"].as_f64().unwrap();
+    let spans = trace_spans(&path);
+    let of = |name: &str, step: u64| spans_of(&spans, name, step);
     for step in 2..5 {
         // The loop's parts of the step, one after another on the training thread.
         let parts = ["input", "forward-backward", "sync", "update", "after-step"];
-        let parts: Vec<&serde_json::Value> = parts
-            .iter()
-            .map(|name| match of(name, step).as_slice() {
-                [one] => *one,
-                other => panic!("step {step}: {} {name} spans", other.len()),
-            })
-            .collect();
-        for pair in parts.windows(2) {
-            assert!(
-                end(pair[0]) <= pair[1]["ts"].as_f64().unwrap() + 1.0,
-                "{pair:?}"
-            );
-            assert_eq!(pair[0]["tid"], 0);
-        }
+        assert_parts_in_order(&spans, step, &parts);
         let (copies, reduces, applies) =
             (of("copy", step), of("all-reduce", step), of("apply", step));
         assert!(copies.len() > 2, "step {step}: {} buckets", copies.len());

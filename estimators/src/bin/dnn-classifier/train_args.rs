@@ -328,14 +328,14 @@ pub struct TrainArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub backward_passes_per_step: u32,
-    /// MultiWorkerMirrored and Mirrored: the chief writes a trace of some steps'
-    /// synchronisation to PATH, in Chrome's trace format (Horovod's timeline; open it in
-    /// Perfetto or chrome://tracing): each bucket's read off the device, all-reduce and
-    /// upload, and the step's input, forward and backward passes, update and hooks around
-    /// them. Example: `--timeline /tmp/timeline.json`.
+    /// The chief writes a trace of some steps to PATH, in Chrome's trace format (Horovod's
+    /// timeline; open it in Perfetto or chrome://tracing): each step's input, forward and
+    /// backward passes, update and hooks, and with MultiWorkerMirrored or Mirrored each
+    /// gradient bucket's read off the device, all-reduce and upload, with ps tasks the pull
+    /// and the push. Example: `--timeline /tmp/timeline.json`.
     #[arg(long, value_name = "PATH")]
     pub timeline: Option<PathBuf>,
-    /// With --timeline: the synchronised steps to pass over first (default 10: start-up),
+    /// With --timeline: the training steps to pass over first (default 10: start-up),
     /// then how many to record (default 10). Example: `--timeline-steps 100,20`.
     #[arg(long, value_name = "SKIP,COUNT", requires = "timeline")]
     pub timeline_steps: Option<TimelineSteps>,

@@ -117,7 +117,7 @@ pub fn parse_mirrored(text: &str) -> Result<Distribution, String> {
     }
 }
 
-/// A `--timeline-steps` value, `SKIP,COUNT`: synchronised steps to pass over, then how
+/// A `--timeline-steps` value, `SKIP,COUNT`: training steps to pass over, then how
 /// many to record (at least 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimelineSteps {
