@@ -21,8 +21,9 @@ pub(super) fn default_startup_timeout_secs() -> u64 {
     300
 }
 
-/// The most batches [`RunConfig::prefetch_to_device`] may build ahead: each holds its
-/// tensors, and the queue of them is allocated whole when it starts.
+/// The most batches [`RunConfig::prefetch_to_device`](super::RunConfig::prefetch_to_device)
+/// may build ahead: each holds its tensors, and the queue of them is allocated whole when it
+/// starts.
 pub const MAX_PREFETCH_TO_DEVICE: usize = 1024;
 
 pub(super) fn default_prefetch_to_device() -> usize {
