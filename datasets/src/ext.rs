@@ -1,8 +1,8 @@
 //! [`DatasetExt`]: the combinator methods every [`Dataset`] gets.
 
 use crate::combinators::{
-    Batch, BatchColumnar, Cache, CacheTable, Filter, Map, ParallelCalls, ParallelMap, Prefetch,
-    Repeat, Shard, Shuffle, Skip, Take, TryMap, Zip,
+    Batch, BatchColumnar, Cache, CacheTable, Concatenate, Filter, Map, ParallelCalls, ParallelMap,
+    Prefetch, Repeat, Shard, Shuffle, Skip, Take, TryMap, Zip,
 };
 use crate::{BoxDataset, ColumnarRow, Dataset, Error, Example};
 
@@ -196,6 +196,11 @@ pub trait DatasetExt: Dataset + Sized {
     /// Pairs items with those of `other`; ends with the shorter of the two.
     fn zip<O: Dataset>(self, other: O) -> Zip<Self, O> {
         Zip::new(self, other)
+    }
+
+    /// The items of this dataset, then those of `other` (tf.data's `concatenate`).
+    fn concatenate<O: Dataset<Item = Self::Item>>(self, other: O) -> Concatenate<Self, O> {
+        Concatenate::new(self, other)
     }
 
     /// Boxes the pipeline, erasing its type.

@@ -3,11 +3,11 @@
 //!
 //! A pipeline is a chain of [`Dataset`]s. A source ([`CsvDataset`], [`IdxDataset`],
 //! [`TfRecordDataset`], [`TfExampleDataset`], [`ParquetDataset`], [`from_vec`], [`from_fn`])
-//! yields items; the combinators of [`DatasetExt`] (`map`,
-//! `map_parallel`, `filter`, `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`,
-//! `prefetch`, `cache`, `zip`, `cache_table`, `batch_columnar`, and [`interleave`])
-//! transform them. Everything is lazy and deterministic given
-//! its seeds. At any moment [`Dataset::position`] says where the pipeline stands, as a
+//! yields items; the combinators of [`DatasetExt`] (`map`, `map_parallel`, `filter`,
+//! `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`, `prefetch`, `cache`, `zip`,
+//! `concatenate`, `cache_table`, `batch_columnar`), [`interleave`] and
+//! [`sample_from_datasets`] transform them. Everything is lazy and deterministic given its
+//! seeds. At any moment [`Dataset::position`] says where the pipeline stands, as a
 //! [`Position`] that serialises to JSON; a pipeline rebuilt the same way and given that
 //! position with [`Dataset::restore`] yields exactly the items that would have followed.
 //!
@@ -127,7 +127,7 @@ mod stats;
 pub use columnar::{
     BatchRow, ColumnarBatch, ColumnarRow, LabelRef, Labels, StringColumn, TableRow,
 };
-pub use combinators::{interleave, Inputs, ParallelCalls};
+pub use combinators::{interleave, sample_from_datasets, Inputs, ParallelCalls};
 pub use dataset::Dataset;
 pub use error::Error;
 pub use example::{Example, Label};

@@ -98,6 +98,26 @@ pub enum Position {
         /// Right-hand dataset.
         right: Box<Position>,
     },
+    /// `concatenate`: both datasets, and whether the first has ended.
+    Concatenate {
+        /// Whether the items now come from the second dataset.
+        on_second: bool,
+        /// The first dataset.
+        first: Box<Position>,
+        /// The second dataset.
+        second: Box<Position>,
+    },
+    /// `sample_from_datasets`: the picks so far, which inputs have ended, and each input.
+    SampleFrom {
+        /// Per-epoch salt mixed into the seed (changed by `repeat` each epoch).
+        salt: u64,
+        /// Picks drawn so far.
+        drawn: u64,
+        /// Whether each input has ended.
+        ended: Vec<bool>,
+        /// Each input's position.
+        inputs: Vec<Position>,
+    },
     /// `interleave`: which slot of the cycle is current, which input each slot reads and
     /// where it stands (for files: which file, and where in it).
     Interleave {
@@ -147,6 +167,8 @@ impl Position {
             Position::Skip { .. } => "skip",
             Position::Cache { .. } => "cache",
             Position::Zip { .. } => "zip",
+            Position::Concatenate { .. } => "concatenate",
+            Position::SampleFrom { .. } => "sample_from",
             Position::Interleave { .. } => "interleave",
             Position::UnorderedMap { .. } => "unordered_map",
         }
@@ -196,6 +218,26 @@ impl Position {
             Position::Zip { left, right } => Position::Zip {
                 left: re(left),
                 right: re(right),
+            },
+            Position::Concatenate {
+                on_second,
+                first,
+                second,
+            } => Position::Concatenate {
+                on_second: *on_second,
+                first: re(first),
+                second: re(second),
+            },
+            Position::SampleFrom {
+                salt,
+                drawn,
+                ended,
+                inputs,
+            } => Position::SampleFrom {
+                salt: mix(*salt ^ mix(epoch.wrapping_add(0x5A3F))),
+                drawn: *drawn,
+                ended: ended.clone(),
+                inputs: inputs.iter().map(|p| p.reseeded(epoch)).collect(),
             },
             Position::Interleave {
                 current,
