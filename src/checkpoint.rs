@@ -19,6 +19,7 @@ mod naming;
 mod restore;
 mod retention;
 mod variables;
+mod vocab_info;
 mod warm_start;
 
 pub use cadence::{CheckpointEvery, CheckpointSchedule};
@@ -32,4 +33,5 @@ pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_na
 pub(crate) use restore::restore_for_inference;
 pub use retention::{prune, Pruning, Retention};
 pub use variables::{list_variables, load_variable, VariableValue};
+pub use vocab_info::VocabInfo;
 pub use warm_start::{VarsToWarmStart, WarmStartSettings};

@@ -9,7 +9,7 @@ use burn::tensor::backend::Backend;
 use serde::{Deserialize, Serialize};
 
 use super::variables::{read_checkpoint, StoredWeights};
-use super::Checkpoint;
+use super::{Checkpoint, VocabInfo};
 use crate::error::{Error, Result};
 use crate::state::{load_values, parameter_values, untrained_values};
 
@@ -25,6 +25,19 @@ pub enum VarsToWarmStart {
     Regex(String),
     /// These variables, by name.
     List(Vec<String>),
+}
+
+impl VarsToWarmStart {
+    /// Whether these settings take the variable `name` (a regular expression that does not
+    /// compile takes none; [`WarmStartSettings::apply`] says why).
+    pub fn selects(&self, name: &str) -> bool {
+        match self {
+            VarsToWarmStart::All => true,
+            VarsToWarmStart::Regex(pattern) => regex::Regex::new(&format!("^(?:{pattern})"))
+                .is_ok_and(|regex| regex.is_match(name)),
+            VarsToWarmStart::List(names) => names.iter().any(|n| n == name),
+        }
+    }
 }
 
 /// Where a warm start reads and what it takes (TF's `tf.estimator.WarmStartSettings`).
@@ -44,6 +57,10 @@ pub struct WarmStartSettings {
     /// model name → checkpoint name.
     #[serde(default)]
     pub var_name_to_prev_var_name: BTreeMap<String, String>,
+    /// How a variable indexed by a vocabulary that changed is carried over, by the model's
+    /// variable name; every other variable is copied whole, of the same shape.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub var_name_to_vocab_info: BTreeMap<String, VocabInfo>,
 }
 
 impl WarmStartSettings {
@@ -53,6 +70,7 @@ impl WarmStartSettings {
             ckpt_to_initialize_from: ckpt_to_initialize_from.into(),
             vars_to_warm_start: VarsToWarmStart::All,
             var_name_to_prev_var_name: BTreeMap::new(),
+            var_name_to_vocab_info: BTreeMap::new(),
         }
     }
 
@@ -73,22 +91,41 @@ impl WarmStartSettings {
         self
     }
 
+    /// Carries the model's variable `name` over as `info` says: along a vocabulary that
+    /// changed since the checkpoint was written (TF's `var_name_to_vocab_info`).
+    pub fn with_vocab_info(mut self, name: impl Into<String>, info: VocabInfo) -> Self {
+        self.var_name_to_vocab_info.insert(name.into(), info);
+        self
+    }
+
     /// `model` with the selected variables set from the checkpoint; errors name the
     /// checkpoint and the variable (missing, or of another shape, with both shapes).
     pub fn apply<B: Backend, M: Module<B>>(&self, model: M) -> Result<M> {
         let (path, checkpoint) = self.source()?;
         let stored = StoredWeights::of(&path, &checkpoint)?;
         let untrained = untrained_values(&model);
+        let mut current: BTreeMap<String, (Vec<usize>, Vec<f32>)> = parameter_values(&model)
+            .into_iter()
+            .filter(|(name, _)| !untrained.contains_key(name))
+            .collect();
         let selected = self.selected(
-            parameter_values(&model)
-                .into_iter()
-                .filter(|(name, _)| !untrained.contains_key(name)),
+            current
+                .iter()
+                .map(|(n, (shape, _))| (n.clone(), shape.clone())),
         )?;
         if selected.is_empty() {
             return Err(Error::Config(format!(
                 "warm start from {}: {:?} selects no trainable variable of the model",
                 path.display(),
                 self.vars_to_warm_start
+            )));
+        }
+        if let Some(unused) = (self.var_name_to_vocab_info.keys())
+            .find(|name| !selected.iter().any(|(s, _)| s == *name))
+        {
+            return Err(Error::Config(format!(
+                "warm start: '{unused}' has vocabulary info but is not a trainable variable \
+                 the warm start selects"
             )));
         }
         let mut values = BTreeMap::new();
@@ -106,16 +143,24 @@ impl WarmStartSettings {
                     ),
                 )
             })?;
-            if previous.shape != shape {
-                return Err(Error::checkpoint(
-                    &path,
-                    format!(
-                        "warm start: variable '{prev}' has shape {:?}, the model's '{name}' {:?}",
-                        previous.shape, shape
-                    ),
-                ));
-            }
-            values.insert(name, previous.values);
+            let value = match self.var_name_to_vocab_info.get(&name) {
+                Some(info) => {
+                    let (_, initial) = current.remove(&name).unwrap_or_default();
+                    info.remap(&name, &previous, &shape, &initial)?
+                }
+                None if previous.shape != shape => {
+                    return Err(Error::checkpoint(
+                        &path,
+                        format!(
+                            "warm start: variable '{prev}' has shape {:?}, the model's '{name}' \
+                             {:?}",
+                            previous.shape, shape
+                        ),
+                    ))
+                }
+                None => previous.values,
+            };
+            values.insert(name, value);
         }
         let count = values.len();
         let model = load_values(model, &mut values)?;
@@ -141,9 +186,9 @@ impl WarmStartSettings {
     /// The variables (name, shape) of `trainable` the settings select.
     fn selected(
         &self,
-        trainable: impl Iterator<Item = (String, (Vec<usize>, Vec<f32>))>,
+        trainable: impl Iterator<Item = (String, Vec<usize>)>,
     ) -> Result<Vec<(String, Vec<usize>)>> {
-        let all: Vec<(String, Vec<usize>)> = trainable.map(|(n, (shape, _))| (n, shape)).collect();
+        let all: Vec<(String, Vec<usize>)> = trainable.collect();
         Ok(match &self.vars_to_warm_start {
             VarsToWarmStart::All => all,
             VarsToWarmStart::Regex(pattern) => {

@@ -6,8 +6,10 @@ use estimator::export::DType;
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
+use super::categorical::CategoricalColumn;
 use super::column::FeatureColumn;
 use super::embedding::EmbeddingColumn;
+use super::indicator::IndicatorColumn;
 use super::numeric::Normalizer;
 use super::source::{InputSource, InputSources};
 
@@ -155,6 +157,33 @@ impl ResolvedColumns {
     /// Values per example in the dense matrix.
     pub fn dense_width(&self) -> usize {
         self.columns.iter().map(|c| self.dense_width_of(c)).sum()
+    }
+
+    /// The name of each value of the dense matrix, in order: a numeric column's name; a
+    /// one-hot over a vocabulary's `name=entry` for each entry, then `name#oov0`, … for its
+    /// out-of-vocabulary buckets; other one-hots' `name#0`, `name#1`, …. A warm start
+    /// follows these names where the layout changed between the runs (categories added or
+    /// reordered, columns added).
+    pub fn dense_input_names(&self) -> Vec<String> {
+        let mut names = Vec::with_capacity(self.dense_width());
+        for column in &self.columns {
+            let (name, width) = (column.name(), self.dense_width_of(column));
+            match column {
+                FeatureColumn::Indicator(IndicatorColumn {
+                    categorical: CategoricalColumn::VocabularyList(list),
+                }) => {
+                    let entries = list
+                        .vocabulary
+                        .iter()
+                        .map(|entry| format!("{name}={entry}"));
+                    let buckets = width.saturating_sub(list.vocabulary.len());
+                    names.extend(entries.chain((0..buckets).map(|k| format!("{name}#oov{k}"))));
+                }
+                _ if width == 1 => names.push(name),
+                _ => names.extend((0..width).map(|k| format!("{name}#{k}"))),
+            }
+        }
+        names
     }
 
     /// The embedding columns, in column order.

@@ -163,6 +163,83 @@ fn warm_start_carries_the_trained_weights_or_the_selected_ones() {
 }
 
 #[test]
+fn a_warm_start_from_other_data_follows_each_category_to_its_row() {
+    // Categories in byte order: blue, green, red in the source; blue, red, yellow here. The
+    // same count, so positions alone would hand red the row green trained.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = |name: &str, colours: &[(&str, usize)]| {
+        let path = dir.path().join(name);
+        let mut text = String::from("x,colour,label\n");
+        for (i, (colour, count)) in colours.iter().enumerate() {
+            for k in 0..*count {
+                text += &format!("{}.5,{colour},{}\n", k + i, (k + i) % 2);
+            }
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let source_csv = csv("a.csv", &[("red", 6), ("green", 3), ("blue", 1)]);
+    let target_csv = csv("b.csv", &[("blue", 6), ("red", 3), ("yellow", 1)]);
+    let train = |train: &Path, model: &Path, extra: &[&str]| {
+        let output = run(bin()
+            .args(["train", "--train"])
+            .arg(train)
+            .args(["--label-column", "label", "--hidden-units", "4"])
+            .args(["--batch-size", "5", "--model-dir"])
+            .arg(model)
+            .args(extra));
+        assert!(output.status.success(), "{}", stderr(&output));
+        output
+    };
+    let (source, target) = (dir.path().join("a"), dir.path().join("b"));
+    train(&source_csv, &source, &["--max-steps", "20"]);
+    let frozen = [
+        "--max-steps",
+        "1",
+        "--optimizer",
+        "sgd",
+        "--learning-rate",
+        "0",
+    ];
+    let from = ["--warm-start-from", source.to_str().unwrap()];
+    let warmed = train(&target_csv, &target, &[&frozen[..], &from].concat());
+    let logs = stderr(&warmed);
+    assert!(logs.contains("the first layer's 5 input(s) take the rows of the same input of the model warmed from (4 found there)"), "{logs}");
+
+    let names = |model: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(model.join("dnn_classifier.json")).unwrap();
+        let classifier: estimators::DnnClassifier = serde_json::from_str(&text).unwrap();
+        classifier.network().columns.dense_input_names()
+    };
+    let rows = |model: &Path| -> Vec<Vec<f32>> {
+        let weight = estimator::checkpoint::load_variable(model, "hidden.0.weight").unwrap();
+        weight
+            .values
+            .chunks(weight.shape[1])
+            .map(<[f32]>::to_vec)
+            .collect()
+    };
+    let (before, after) = (names(&source), names(&target));
+    let colours = |names: &[&str]| -> Vec<String> {
+        let named = names.iter().map(|n| format!("colour_indicator={n}"));
+        let oov = std::iter::once("colour_indicator#oov0".to_string());
+        std::iter::once("x".to_string())
+            .chain(named)
+            .chain(oov)
+            .collect()
+    };
+    assert_eq!(before, colours(&["blue", "green", "red"]));
+    assert_eq!(after, colours(&["blue", "red", "yellow"]));
+    let (trained, started) = (rows(&source), rows(&target));
+    for (i, name) in after.iter().enumerate() {
+        match before.iter().position(|b| b == name) {
+            Some(j) => assert_eq!(started[i], trained[j], "{name}"),
+            None => assert!(!trained.contains(&started[i]), "{name}: a fresh row"),
+        }
+    }
+}
+
+#[test]
 fn a_learning_rate_schedule_with_warm_up_trains_and_is_summarised() {
     let dir = tempfile::tempdir().unwrap();
     let schedule = ["--learning-rate-schedule", "cosine_decay:decay_steps=270"];

@@ -153,3 +153,70 @@ fn errors_name_the_variable_and_both_shapes() {
         .to_string();
     assert!(err.contains("holds no checkpoint"), "{err}");
 }
+
+#[test]
+fn a_variable_over_a_vocabulary_follows_its_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    // Inputs a, b, c (the hidden weight's rows) and classes x, y, z (the logits' columns).
+    let trained = two(2, 3);
+    let file = save(&trained, dir.path(), 5);
+    let words = |text: &str| text.split(' ').map(str::to_string).collect::<Vec<_>>();
+    let fresh = two(3, 2);
+    let started = WarmStartSettings::new(&file)
+        .with_vocab_info(
+            "hidden.weight",
+            VocabInfo::new(words("c d"), words("a b c")),
+        )
+        .with_vocab_info(
+            "logits.weight",
+            VocabInfo::new(words("z x w"), words("x y z")).with_axis(1),
+        )
+        .with_vocab_info(
+            "logits.bias",
+            VocabInfo::new(words("z x w"), words("x y z")),
+        )
+        .apply(fresh.clone())
+        .unwrap();
+    // Input c's row from the checkpoint; the new input d's as the fresh model has it.
+    let (old, new) = (
+        values(&trained, "hidden.weight"),
+        values(&fresh, "hidden.weight"),
+    );
+    assert_eq!(
+        values(&started, "hidden.weight"),
+        [&old[6..9], &new[3..6]].concat()
+    );
+    assert_eq!(
+        values(&started, "hidden.bias"),
+        values(&trained, "hidden.bias")
+    );
+    let (old, new) = (
+        values(&trained, "logits.weight"),
+        values(&fresh, "logits.weight"),
+    );
+    let remapped = values(&started, "logits.weight");
+    for unit in 0..3 {
+        let row = &remapped[unit * 3..unit * 3 + 3];
+        assert_eq!(row, [old[unit * 3 + 2], old[unit * 3], new[unit * 3 + 2]]);
+    }
+    let (old, new) = (
+        values(&trained, "logits.bias"),
+        values(&fresh, "logits.bias"),
+    );
+    assert_eq!(values(&started, "logits.bias"), [old[2], old[0], new[2]]);
+
+    // Vocabulary info for a variable the warm start does not take is refused.
+    let error = WarmStartSettings::new(&file)
+        .with_vars(VarsToWarmStart::Regex("logits".into()))
+        .with_vocab_info(
+            "hidden.weight",
+            VocabInfo::new(words("c d"), words("a b c")),
+        )
+        .apply(fresh)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("'hidden.weight' has vocabulary info but is not a trainable variable"),
+        "{error}"
+    );
+}

@@ -24,6 +24,7 @@ mod train_command;
 mod training_batches;
 mod training_input;
 mod values;
+mod warm_start_layout;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

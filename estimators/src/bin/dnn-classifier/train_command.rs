@@ -28,6 +28,7 @@ use crate::train_args::TrainArgs;
 use crate::training_batches::TrainingBatches;
 use crate::training_input::TrainingInput;
 use crate::values::device_flag;
+use crate::warm_start_layout::follow_layout;
 
 /// Trains (and with `evaluate_after`, evaluates as train-and-evaluate does) as this task's
 /// role in the cluster asks; `started` is when the process started.
@@ -91,7 +92,8 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
         .then(|| DirLock::acquire(&args.model_dir, "training"))
         .transpose()?;
     let saved = args.model_dir.join(MODEL_FILE);
-    let (classifier, table) = if saved.exists() {
+    let resumed = saved.exists();
+    let (classifier, table) = if resumed {
         tracing::info!("resuming the model saved in {}", args.model_dir.display());
         let saved = load_classifier(&args.model_dir, run_config.device)?;
         (apply_to_resumed(&args, saved, &args.model_dir)?, None)
@@ -123,6 +125,11 @@ pub fn train(args: TrainArgs, evaluate_after: bool, started: Instant) -> Result<
     };
     let (run_config, in_process) = cluster_run_config(&args, classifier.run_config(), &cluster)?;
     let classifier = classifier.with_run_config(run_config);
+    // A model directory of its own resumes from its checkpoints, with no warm start.
+    let classifier = match resumed {
+        true => classifier,
+        false => follow_layout(classifier)?,
+    };
     let schema = classifier.schema().clone();
     let (batch_size, seed) = (args.batch_size, args.seed);
     let buffer = args.shuffle_buffer.max(1);

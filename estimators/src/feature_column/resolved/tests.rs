@@ -178,3 +178,31 @@ fn bucket_counts_too_large_to_add_are_rejected() {
         .to_string();
     assert!(err.contains("bucket counts add up to more than"), "{err}");
 }
+
+#[test]
+fn each_value_of_the_dense_input_has_a_name() {
+    let columns = vec![
+        numeric_column("x").into(),
+        indicator_column(colour().with_num_oov_buckets(2)).into(),
+        bucketized_column(numeric_column("n"), vec![0.0, 10.0]).into(),
+        embedding_column(colour(), 3).into(),
+    ];
+    let resolved = ResolvedColumns::resolve(columns, &schema(), Layout::Dnn).unwrap();
+    let names = resolved.dense_input_names();
+    assert_eq!(
+        names,
+        [
+            "x",
+            "c_indicator=red",
+            "c_indicator=green",
+            "c_indicator=blue",
+            "c_indicator#oov0",
+            "c_indicator#oov1",
+            "n_bucketized#0",
+            "n_bucketized#1",
+            "n_bucketized#2",
+        ]
+    );
+    // The embedding's values come after the dense matrix, from its own table.
+    assert_eq!(names.len(), resolved.dense_width());
+}
