@@ -196,6 +196,10 @@ pub(crate) struct Cli {
     /// (TF Serving's --enable_grpc_healthcheck_service).
     #[arg(long)]
     pub(crate) enable_grpc_healthcheck_service: bool,
+    /// gRPC Predict answers carry float and integer outputs packed in `tensor_content`
+    /// instead of the repeated fields (TF Serving's --enable_serialization_as_tensor_content).
+    #[arg(long)]
+    pub(crate) enable_serialization_as_tensor_content: bool,
 }
 
 /// A `--device` value: `cpu`, `cuda` (device 0), `cuda:N` or `auto`.

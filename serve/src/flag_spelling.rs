@@ -16,10 +16,11 @@ pub(crate) fn respelled(args: impl IntoIterator<Item = OsString>) -> Vec<OsStrin
 }
 
 /// Flags that take no value here and a boolean in TF Serving.
-const SWITCHES: [&str; 5] = [
+const SWITCHES: [&str; 6] = [
     "enable-batching",
     "enable-grpc-healthcheck-service",
     "enable-per-model-batching-parameters",
+    "enable-serialization-as-tensor-content",
     "enable-signature-method-name-check",
     "rest-api-enable-cors-support",
 ];

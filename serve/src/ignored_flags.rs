@@ -5,16 +5,12 @@
 use std::ffi::OsString;
 
 /// Each flag (this program's spelling of TF Serving's) and why it changes nothing here.
-const IGNORED: [(&str, &str); 21] = [
+const IGNORED: [(&str, &str); 20] = [
     (
         "allow-version-labels-for-unavailable-models",
         "a label of a version not loaded is kept and answers once the version loads",
     ),
     ("enable-profiler", "there is no profiler service"),
-    (
-        "enable-serialization-as-tensor-content",
-        "answers carry their values in the typed fields, which TF's clients read as well",
-    ),
     (
         "flush-filesystem-caches",
         "nothing read from the file system is kept",

@@ -60,7 +60,8 @@ fn run(cli: Cli, loaders: Loaders) -> Result<()> {
         .with_limits(limits)
         .with_monitoring(cli.monitoring()?)
         .with_cors(cli.rest_api_enable_cors_support)
-        .with_grpc_health_check(cli.enable_grpc_healthcheck_service);
+        .with_grpc_health_check(cli.enable_grpc_healthcheck_service)
+        .with_serialization_as_tensor_content(cli.enable_serialization_as_tensor_content);
     let (arguments, ignored) = GrpcChannelArguments::parse(&cli.grpc_channel_arguments)?;
     for warning in ignored {
         tracing::warn!("{warning}");

@@ -40,6 +40,8 @@ pub struct Server {
     pub(crate) cors: bool,
     pub(crate) grpc_health_check: bool,
     pub(crate) grpc_arguments: GrpcChannelArguments,
+    /// Predict answers' numbers packed in `tensor_content`.
+    pub(crate) tensor_content: bool,
 }
 
 impl Server {
@@ -62,6 +64,7 @@ impl Server {
             grpc_tls: None,
             cors: false,
             grpc_health_check: false,
+            tensor_content: false,
             grpc_arguments: GrpcChannelArguments::default(),
         })
     }
@@ -141,6 +144,15 @@ impl Server {
     /// probes call it) beside the gRPC API: TF Serving's `--enable_grpc_healthcheck_service`.
     pub fn with_grpc_health_check(mut self, on: bool) -> Self {
         self.grpc_health_check = on;
+        self
+    }
+
+    /// Packs the float and integer outputs of gRPC Predict answers into `tensor_content`,
+    /// little-endian, instead of the repeated fields (TF Serving's
+    /// `--enable_serialization_as_tensor_content`): one copy of the bytes for a client
+    /// reading them as an array. String outputs stay in `string_val`, as in TF Serving.
+    pub fn with_serialization_as_tensor_content(mut self, on: bool) -> Self {
+        self.tensor_content = on;
         self
     }
 

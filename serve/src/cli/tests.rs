@@ -68,6 +68,16 @@ fn the_signature_method_check_is_off_unless_asked_for_in_either_spelling() {
     };
     assert!(cors("--rest_api_enable_cors_support=true"));
     assert!(!cors("--rest_api_enable_cors_support=false"));
+    let packed = |flag: &str| {
+        let args = ["x", "--model_name=m", "--model_base_path=b", flag];
+        let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
+        Cli::try_parse_from(respelled)
+            .unwrap()
+            .enable_serialization_as_tensor_content
+    };
+    assert!(packed("--enable_serialization_as_tensor_content=true"));
+    assert!(!packed("--enable_serialization_as_tensor_content=false"));
+    assert!(!cli(&[]).unwrap().enable_serialization_as_tensor_content);
 }
 
 #[test]

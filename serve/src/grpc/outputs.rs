@@ -12,10 +12,11 @@ use crate::servable::output_dtype;
 use estimator::export::DType;
 
 /// The Predict answer: each output `keys` names, the predictions' values stacked along a
-/// first dimension, the batch.
+/// first dimension, the batch; numbers packed in `tensor_content` when `packed`.
 pub(crate) fn outputs(
     keys: &[String],
     predictions: &[Map<String, Value>],
+    packed: bool,
 ) -> Result<HashMap<String, TensorProto>, ServeError> {
     keys.iter()
         .map(|key| {
@@ -23,9 +24,23 @@ pub(crate) fn outputs(
                 .iter()
                 .map(|p| p.get(key).unwrap_or(&Value::Null))
                 .collect();
-            Ok((key.clone(), tensor(key, &column)?))
+            let mut tensor = tensor(key, &column)?;
+            if packed {
+                pack(&mut tensor);
+            }
+            Ok((key.clone(), tensor))
         })
         .collect()
+}
+
+/// Moves `tensor`'s floats or integers into `tensor_content`, little-endian, as TF's
+/// `AsProtoTensorContent` does; strings stay where they are.
+fn pack(tensor: &mut TensorProto) {
+    let floats = std::mem::take(&mut tensor.float_val);
+    let integers = std::mem::take(&mut tensor.int64_val);
+    tensor.tensor_content = (floats.iter().flat_map(|x| x.to_le_bytes()))
+        .chain(integers.iter().flat_map(|x| x.to_le_bytes()))
+        .collect();
 }
 
 fn tensor(key: &str, rows: &[&Value]) -> Result<TensorProto, ServeError> {
@@ -135,7 +150,7 @@ mod tests {
             json!({"probabilities": [[0.5, 0.5]], "class_ids": [0], "classes": ["a"]}),
         ]);
         let keys = ["probabilities", "class_ids", "classes"].map(String::from);
-        let out = outputs(&keys, &rows).unwrap();
+        let out = outputs(&keys, &rows, false).unwrap();
         let probabilities = &out["probabilities"];
         assert_eq!(dims(probabilities), [2, 1, 2]);
         assert_eq!(probabilities.float_val, [0.25, 0.75, 0.5, 0.5]);
@@ -143,15 +158,46 @@ mod tests {
         assert_eq!(out["class_ids"].dtype(), DataType::DtInt64);
         assert_eq!(out["classes"].string_val, [b"b".to_vec(), b"a".to_vec()]);
         assert_eq!(
-            dims(&outputs(&keys[..1], &[]).unwrap()["probabilities"]),
+            dims(&outputs(&keys[..1], &[], false).unwrap()["probabilities"]),
             [0]
         );
     }
 
     #[test]
+    fn packed_numbers_are_the_fields_bytes_little_endian_and_strings_stay() {
+        let rows = predictions(&[
+            json!({"probabilities": [0.25, 0.75], "class_ids": [1], "classes": ["b"]}),
+            json!({"probabilities": [0.5, 0.5], "class_ids": [-2], "classes": ["a"]}),
+        ]);
+        let keys = ["probabilities", "class_ids", "classes"].map(String::from);
+        let (fields, packed) = (
+            outputs(&keys, &rows, false).unwrap(),
+            outputs(&keys, &rows, true).unwrap(),
+        );
+        let floats = &packed["probabilities"];
+        assert!(floats.float_val.is_empty());
+        let unpacked: Vec<f32> = (floats.tensor_content.chunks_exact(4))
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(unpacked, fields["probabilities"].float_val);
+        assert_eq!(dims(floats), dims(&fields["probabilities"]));
+        let ids = &packed["class_ids"];
+        assert!(ids.int64_val.is_empty());
+        assert_eq!(
+            ids.tensor_content,
+            [1i64, -2].map(i64::to_le_bytes).concat()
+        );
+        assert_eq!(packed["classes"], fields["classes"]);
+    }
+
+    #[test]
     fn ragged_rows_and_values_of_another_type_are_named() {
         let keys = ["probabilities".to_string()];
-        let message = |rows: &[Value]| outputs(&keys, &predictions(rows)).unwrap_err().to_string();
+        let message = |rows: &[Value]| {
+            outputs(&keys, &predictions(rows), false)
+                .unwrap_err()
+                .to_string()
+        };
         let ragged = [
             json!({"probabilities": [0.5, 0.5]}),
             json!({"probabilities": [1.0]}),

@@ -52,7 +52,11 @@ impl PredictionService for Server {
                 let predictions = self.predictions(&servable, count, build).await?;
                 Ok(PredictResponse {
                     model_spec: Some(answered(&spec, version, &named)),
-                    outputs: outputs::outputs(&keys, &named.outputs_of(predictions))?,
+                    outputs: outputs::outputs(
+                        &keys,
+                        &named.outputs_of(predictions),
+                        self.tensor_content,
+                    )?,
                 })
             })
             .await?;

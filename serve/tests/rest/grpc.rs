@@ -392,3 +392,32 @@ fn predict_classify_and_metadata_answer_as_the_rest_api_and_refuse_what_tf_servi
     );
     assert_eq!(metadata(vec![]).unwrap_err().code(), Code::InvalidArgument);
 }
+
+#[test]
+fn with_tensor_content_the_numbers_of_a_predict_answer_are_packed() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    export_iris(&dir.path().join("model"), &base, 20);
+    let answer = |packed: bool| {
+        let grpc = Grpc::start(load_iris(&base).with_serialization_as_tensor_content(packed));
+        let mut client = grpc.predictions();
+        let call = client.predict(predict("iris", iris_inputs(&[])));
+        grpc.run(call).unwrap().into_inner().outputs
+    };
+    let (fields, packed) = (answer(false), answer(true));
+    let probabilities = &packed["probabilities"];
+    assert!(probabilities.float_val.is_empty());
+    let unpacked: Vec<f32> = (probabilities.tensor_content.chunks_exact(4))
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(unpacked, fields["probabilities"].float_val);
+    assert_eq!(
+        probabilities.tensor_shape,
+        fields["probabilities"].tensor_shape
+    );
+    let ids: Vec<u8> = (fields["class_ids"].int64_val.iter())
+        .flat_map(|id| id.to_le_bytes())
+        .collect();
+    assert_eq!(packed["class_ids"].tensor_content, ids);
+    assert_eq!(packed["classes"], fields["classes"]);
+}
