@@ -20,4 +20,4 @@ pub use label_fault::LabelFault;
 pub use labels::HeadLabels;
 pub use multi_class::{MultiClassHead, TOP_K};
 pub use prediction::HeadPrediction;
-pub use regression::RegressionHead;
+pub use regression::{RegressionHead, RegressionLoss};

@@ -8,6 +8,7 @@ mod dnn;
 mod dnn_options;
 mod heads;
 mod linear;
+mod regression;
 mod serving;
 mod task;
 mod weight_column;

@@ -37,6 +37,14 @@ pub enum LabelFault {
         /// The label, as debug-printed.
         label: String,
     },
+    /// A regression label outside the range its loss takes (a count below 0, a
+    /// probability outside [0, 1]).
+    OutOfDomain {
+        /// The label.
+        value: f32,
+        /// The range, in words.
+        domain: &'static str,
+    },
     /// An example with no label.
     Missing,
 }
@@ -62,6 +70,9 @@ impl fmt::Display for LabelFault {
             }
             LabelFault::NotANumber { label } => {
                 write!(f, "regression label {label} is not a number")
+            }
+            LabelFault::OutOfDomain { value, domain } => {
+                write!(f, "regression label {value} is not {domain}")
             }
             LabelFault::Missing => write!(f, "an example has no label"),
         }

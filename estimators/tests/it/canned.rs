@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use estimator::datasets::{from_vec, ColumnarBatch, DatasetExt, Example, Label, Schema};
-use estimator::head::HeadPrediction;
+use estimator::head::{HeadPrediction, RegressionLoss};
 use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
 use estimators::feature_column::{
     bucketized_column, categorical_column_with_hash_bucket,
@@ -368,4 +368,48 @@ fn a_label_outside_the_vocabulary_fails_training_naming_it() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("'yes'"), "{err}");
+}
+
+#[test]
+fn a_poisson_regressor_predicts_expected_counts() {
+    // Counts whose mean is e^(0.5 + 0.4 x1): from 0.6 to 3.7.
+    let data = examples(240, |x1, _, _| Label::Float((0.5 + 0.4 * x1).exp().round()));
+    let schema = schema(Schema::new().float("target").label("target"));
+    let dir = tempfile::tempdir().unwrap();
+    let est = DnnRegressor::new(run_config(dir.path()), &schema, dnn_columns(), [8])
+        .unwrap()
+        .with_regression_loss(RegressionLoss::Poisson)
+        .with_optimizer(OptimizerSpec::adam(0.05));
+    let metrics = exercise(&est, &data, REGRESSOR_METRICS);
+    // Every prediction is the exponential of its logit, a count's expectation.
+    let p = first_prediction(&est, &data);
+    let (logit, count) = (p.logits[0], p.predictions.unwrap()[0]);
+    assert!(
+        (count - logit.exp()).abs() < 1e-5 * count.max(1.0),
+        "{logit} {count}"
+    );
+    let mean = data
+        .iter()
+        .map(|e| e.label.as_f32().unwrap() as f64)
+        .sum::<f64>()
+        / 240.0;
+    assert!(
+        (metrics["prediction/mean"] - mean).abs() < 0.5,
+        "{metrics:?} vs {mean}"
+    );
+    // A negative count is refused, naming it.
+    let mut bad = data.clone();
+    bad[3].label = Label::Float(-1.0);
+    let train =
+        || Ok::<_, estimator::datasets::Error>(from_vec(bad.clone()).batch_columnar(8, false));
+    let dir = tempfile::tempdir().unwrap();
+    let est = est.with_run_config(run_config(dir.path()));
+    let error = est
+        .train(train, TrainSpec::max_steps(5))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("regression label -1 is not a count (0 or more)"),
+        "{error}"
+    );
 }
