@@ -9,7 +9,7 @@ mod step_counter;
 mod stop_at_step;
 
 pub use control::{CombinedControl, Control};
-pub use early_stopping::{should_stop, EarlyStoppingHook, Improvement};
+pub use early_stopping::{should_stop, threshold_crossed, EarlyStoppingHook, Improvement};
 pub use hook::{Emit, Hook, RunEnd, RunStart, StepInfo};
 pub use logging::LoggingHook;
 pub use nan_guard::NanGuardHook;

@@ -1,4 +1,5 @@
-//! Stops training when an eval metric stops improving (TF's `stop_if_no_decrease_hook`).
+//! Stops training when an eval metric stops improving (TF's `stop_if_no_decrease_hook`), or
+//! once it is past a threshold (TF's `stop_if_higher_hook` and `stop_if_lower_hook`).
 
 use std::path::PathBuf;
 
@@ -16,14 +17,24 @@ pub enum Improvement {
     Increase,
 }
 
+/// When an [`EarlyStoppingHook`] stops training.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rule {
+    /// The metric has not improved for this many global steps.
+    Patience(u64),
+    /// An evaluation has the metric better than this value.
+    Threshold(f64),
+}
+
 /// Stops training when `metric` has not improved for `max_steps_without_improvement`
-/// global steps, judged on the evaluation results written to an eval directory.
+/// global steps, or once it is past a threshold, judged on the evaluation results written
+/// to an eval directory.
 #[derive(Debug)]
 pub struct EarlyStoppingHook {
     eval_dir: PathBuf,
     metric: String,
     improvement: Improvement,
-    max_steps_without_improvement: u64,
+    rule: Rule,
     min_steps: u64,
     run_every_steps: u64,
 }
@@ -40,9 +51,24 @@ impl EarlyStoppingHook {
             eval_dir: eval_dir.into(),
             metric: metric.into(),
             improvement,
-            max_steps_without_improvement,
+            rule: Rule::Patience(max_steps_without_improvement),
             min_steps: 0,
             run_every_steps: 60,
+        }
+    }
+
+    /// Watches `metric` in `eval_dir` and stops training once an evaluation has it above
+    /// `threshold` (`Improvement::Increase`: TF's `stop_if_higher_hook`) or below it
+    /// (`Decrease`: `stop_if_lower_hook`), checking every 60 steps.
+    pub fn past_threshold(
+        eval_dir: impl Into<PathBuf>,
+        metric: impl Into<String>,
+        improvement: Improvement,
+        threshold: f64,
+    ) -> Self {
+        Self {
+            rule: Rule::Threshold(threshold),
+            ..Self::new(eval_dir, metric, improvement, 0)
         }
     }
 
@@ -95,6 +121,27 @@ pub fn should_stop(
     false
 }
 
+/// The first evaluation (by step, from `min_steps` on) whose `metric` is above `threshold`
+/// (`Increase`) or below it (`Decrease`), as `(step, value)`: TF's
+/// `_stop_if_threshold_crossed_fn`. A NaN crosses nothing.
+pub fn threshold_crossed(
+    history: &[EvalRecord],
+    metric: &str,
+    improvement: Improvement,
+    threshold: f64,
+    min_steps: u64,
+) -> Option<(u64, f64)> {
+    let mut points: Vec<(u64, f64)> = (history.iter())
+        .filter(|r| r.global_step >= min_steps)
+        .filter_map(|r| r.metrics.get(metric).map(|v| (r.global_step, *v)))
+        .collect();
+    points.sort_by_key(|(step, _)| *step);
+    points.into_iter().find(|(_, value)| match improvement {
+        Improvement::Increase => *value > threshold,
+        Improvement::Decrease => *value < threshold,
+    })
+}
+
 impl Hook for EarlyStoppingHook {
     fn name(&self) -> &str {
         "early_stopping"
@@ -118,20 +165,29 @@ impl Hook for EarlyStoppingHook {
                 )));
             }
         }
-        if should_stop(
-            &history,
-            &self.metric,
-            self.improvement,
-            self.max_steps_without_improvement,
-            self.min_steps,
-        ) {
-            emit.log(format!(
-                "early stopping: {} has not improved for {} steps",
-                self.metric, self.max_steps_without_improvement
-            ));
-            return Ok(Control::Stop);
+        let (metric, improvement, min_steps) = (&self.metric, self.improvement, self.min_steps);
+        let why = match self.rule {
+            Rule::Patience(steps) => should_stop(&history, metric, improvement, steps, min_steps)
+                .then(|| format!("{metric} has not improved for {steps} steps")),
+            Rule::Threshold(threshold) => {
+                threshold_crossed(&history, metric, improvement, threshold, min_steps).map(
+                    |(step, value)| {
+                        let side = match improvement {
+                            Improvement::Increase => "above",
+                            Improvement::Decrease => "below",
+                        };
+                        format!("at step {step}, {metric} = {value} is {side} {threshold}")
+                    },
+                )
+            }
+        };
+        match why {
+            Some(why) => {
+                emit.log(format!("early stopping: {why}"));
+                Ok(Control::Stop)
+            }
+            None => Ok(Control::Continue),
         }
-        Ok(Control::Continue)
     }
 }
 
@@ -162,6 +218,29 @@ mod tests {
         // Where larger is better: best 0.9 at step 100, so 300 steps without gain.
         assert!(should_stop(&h, "loss", Improvement::Increase, 300, 0));
         assert!(!should_stop(&h, "accuracy", Improvement::Increase, 1, 0)); // metric absent
+    }
+
+    #[test]
+    fn stops_at_the_first_evaluation_past_the_threshold_from_min_steps_on() {
+        let h = [
+            record(300, 0.4),
+            record(100, 0.9),
+            record(200, 0.5),
+            record(400, f64::NAN),
+        ];
+        let crossed = |improvement, threshold, min_steps| {
+            threshold_crossed(&h, "loss", improvement, threshold, min_steps)
+        };
+        assert_eq!(crossed(Improvement::Decrease, 0.6, 0), Some((200, 0.5)));
+        assert_eq!(crossed(Improvement::Decrease, 0.6, 250), Some((300, 0.4)));
+        assert_eq!(crossed(Improvement::Decrease, 0.5, 0), Some((300, 0.4)));
+        assert_eq!(crossed(Improvement::Decrease, 0.3, 0), None);
+        assert_eq!(crossed(Improvement::Increase, 0.8, 0), Some((100, 0.9)));
+        assert_eq!(crossed(Improvement::Increase, 0.9, 0), None);
+        assert_eq!(
+            threshold_crossed(&h, "auc", Improvement::Increase, 0.0, 0),
+            None
+        );
     }
 
     #[test]

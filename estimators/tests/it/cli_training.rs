@@ -483,6 +483,21 @@ fn early_stopping_ends_train_and_evaluate_once_the_loss_stops_decreasing() {
     let later_step = last_json(&later)["global_step"].as_u64().unwrap();
     assert!((1500..10_000).contains(&later_step), "{later_step}");
 
+    // Past a threshold: the first evaluation with an accuracy above 0.8 ends training.
+    let good_enough = train_and_evaluate("good_enough", &["--stop-if-higher", "accuracy:0.8"]);
+    assert_success_saying(&good_enough, &["early stopping: at step", "accuracy = "]);
+    let stopped_at = last_json(&good_enough)["global_step"].as_u64().unwrap();
+    assert!(stopped_at < 10_000, "{stopped_at}");
+    let both = train_and_evaluate(
+        "both",
+        &[
+            "--stop-if-higher",
+            "accuracy:0.8",
+            "--stop-if-lower",
+            "loss:0.1",
+        ],
+    );
+    assert_user_error(both, "--stop-if-lower");
     let misnamed = train_and_evaluate("misnamed", &["--stop-if-no-increase", "acc:300"]);
     assert_user_error(misnamed, "report no metric 'acc' (they report: accuracy,");
     // With the default cadence, evaluations come every 600 s: said, as it rarely is wanted.

@@ -1,7 +1,8 @@
 //! Early stopping in train-and-evaluate: training stops once an evaluated metric has not
 //! improved for a number of global steps (TF's `stop_if_no_decrease_hook` and
-//! `stop_if_no_increase_hook`), judged on the evaluations in `MODEL_DIR/eval`, which the
-//! local run or the cluster's evaluator writes.
+//! `stop_if_no_increase_hook`), or once it is past a threshold (`stop_if_higher_hook`,
+//! `stop_if_lower_hook`), judged on the evaluations in `MODEL_DIR/eval`, which the local
+//! run or the cluster's evaluator writes.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -15,17 +16,23 @@ pub struct EarlyStoppingFlags {
     /// train-and-evaluate: stop training once the evaluated METRIC has not decreased for
     /// STEPS global steps (TF's `stop_if_no_decrease_hook`).
     /// Example: `--stop-if-no-decrease loss:1000`.
-    #[arg(
-        long,
-        value_name = "METRIC:STEPS",
-        conflicts_with = "stop_if_no_increase"
-    )]
+    #[arg(long, value_name = "METRIC:STEPS", group = "early_stopping")]
     pub stop_if_no_decrease: Option<Patience>,
     /// train-and-evaluate: stop training once the evaluated METRIC has not increased for
     /// STEPS global steps (TF's `stop_if_no_increase_hook`).
     /// Example: `--stop-if-no-increase accuracy:1000`.
-    #[arg(long, value_name = "METRIC:STEPS")]
+    #[arg(long, value_name = "METRIC:STEPS", group = "early_stopping")]
     pub stop_if_no_increase: Option<Patience>,
+    /// train-and-evaluate: stop training once an evaluation has METRIC above VALUE (TF's
+    /// `stop_if_higher_hook`).
+    /// Example: `--stop-if-higher accuracy:0.97`.
+    #[arg(long, value_name = "METRIC:VALUE", group = "early_stopping")]
+    pub stop_if_higher: Option<Threshold>,
+    /// train-and-evaluate: stop training once an evaluation has METRIC below VALUE (TF's
+    /// `stop_if_lower_hook`).
+    /// Example: `--stop-if-lower loss:0.05`.
+    #[arg(long, value_name = "METRIC:VALUE", group = "early_stopping")]
+    pub stop_if_lower: Option<Threshold>,
     /// With early stopping: never stop before this global step (TF's `min_steps`, default
     /// 0).
     /// Example: `--early-stopping-min-steps 2000`.
@@ -61,23 +68,65 @@ impl FromStr for Patience {
     }
 }
 
+/// A metric and the value past which training stops.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    metric: String,
+    value: f64,
+}
+
+impl FromStr for Threshold {
+    type Err = String;
+
+    /// Parses `METRIC:VALUE`, as `accuracy:0.97`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let Some((metric, value)) = text.rsplit_once(':') else {
+            return Err("expected METRIC:VALUE, as accuracy:0.97".into());
+        };
+        if metric.is_empty() {
+            return Err("the metric is missing: expected METRIC:VALUE, as accuracy:0.97".into());
+        }
+        match value.parse::<f64>() {
+            Ok(value) if value.is_finite() => Ok(Threshold {
+                metric: metric.to_string(),
+                value,
+            }),
+            _ => Err(format!("'{value}' is not a finite number")),
+        }
+    }
+}
+
 impl EarlyStoppingFlags {
     /// Whether any of the flags was given.
     pub fn given(&self) -> bool {
         self.stop_if_no_decrease.is_some()
             || self.stop_if_no_increase.is_some()
+            || self.stop_if_higher.is_some()
+            || self.stop_if_lower.is_some()
             || self.early_stopping_min_steps.is_some()
     }
 
     /// The hook the flags ask for, watching the evaluations of `model_dir`.
     pub fn hook(&self, model_dir: &Path) -> Option<EarlyStoppingHook> {
-        let (patience, improvement) = match (&self.stop_if_no_decrease, &self.stop_if_no_increase) {
-            (Some(patience), _) => (patience, Improvement::Decrease),
-            (None, Some(patience)) => (patience, Improvement::Increase),
-            (None, None) => return None,
-        };
         let eval_dir = model_dir.join("eval");
-        let hook = EarlyStoppingHook::new(eval_dir, &patience.metric, improvement, patience.steps);
+        let patience = |patience: &Patience, improvement| {
+            EarlyStoppingHook::new(&eval_dir, &patience.metric, improvement, patience.steps)
+        };
+        let threshold = |threshold: &Threshold, improvement| {
+            let (metric, value) = (&threshold.metric, threshold.value);
+            EarlyStoppingHook::past_threshold(&eval_dir, metric, improvement, value)
+        };
+        let hook = if let Some(p) = &self.stop_if_no_decrease {
+            patience(p, Improvement::Decrease)
+        } else if let Some(p) = &self.stop_if_no_increase {
+            patience(p, Improvement::Increase)
+        } else if let Some(t) = &self.stop_if_higher {
+            threshold(t, Improvement::Increase)
+        } else if let Some(t) = &self.stop_if_lower {
+            threshold(t, Improvement::Decrease)
+        } else {
+            return None;
+        };
         Some(hook.with_min_steps(self.early_stopping_min_steps.unwrap_or(0)))
     }
 }
@@ -98,5 +147,17 @@ mod tests {
         assert!(parse(":5").unwrap_err().contains("metric is missing"));
         assert!(parse("loss:0").unwrap_err().contains("'0' is not a number"));
         assert!(parse("loss:x").unwrap_err().contains("'x' is not a number"));
+        let threshold = |text: &str| text.parse::<Threshold>();
+        let accuracy = threshold("accuracy:0.97").unwrap();
+        assert_eq!(
+            (accuracy.metric.as_str(), accuracy.value),
+            ("accuracy", 0.97)
+        );
+        assert_eq!(threshold("loss:-1").unwrap().value, -1.0);
+        assert!(threshold("loss").unwrap_err().contains("METRIC:VALUE"));
+        assert!(threshold(":5").unwrap_err().contains("metric is missing"));
+        assert!(threshold("loss:inf")
+            .unwrap_err()
+            .contains("'inf' is not a finite number"));
     }
 }
