@@ -36,45 +36,27 @@ fn model_warmup_is_on_unless_turned_off_in_either_spelling() {
             .unwrap()
             .enable_model_warmup
     );
-    let args = [
-        "x",
-        "--model_name=m",
-        "--model_base_path=b",
-        "--enable_model_warmup=false",
-    ];
+    assert!(!tf_spelled("--enable_model_warmup=false").enable_model_warmup);
+}
+
+/// The command line of one model and `flag`, spelled as TF Serving spells it.
+fn tf_spelled(flag: &str) -> Cli {
+    let args = ["x", "--model_name=m", "--model_base_path=b", flag];
     let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
-    assert!(!Cli::try_parse_from(respelled).unwrap().enable_model_warmup);
+    Cli::try_parse_from(respelled).unwrap()
 }
 
 #[test]
 fn the_signature_method_check_is_off_unless_asked_for_in_either_spelling() {
     assert!(!cli(&[]).unwrap().enable_signature_method_name_check);
-    let parsed = |flag: &str| {
-        let args = ["x", "--model_name=m", "--model_base_path=b", flag];
-        let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
-        Cli::try_parse_from(respelled)
-            .unwrap()
-            .enable_signature_method_name_check
-    };
+    let parsed = |flag: &str| tf_spelled(flag).enable_signature_method_name_check;
     assert!(parsed("--enable_signature_method_name_check=true"));
     assert!(parsed("--enable-signature-method-name-check"));
     assert!(!parsed("--enable_signature_method_name_check=false"));
-    let cors = |flag: &str| {
-        let args = ["x", "--model_name=m", "--model_base_path=b", flag];
-        let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
-        Cli::try_parse_from(respelled)
-            .unwrap()
-            .rest_api_enable_cors_support
-    };
+    let cors = |flag: &str| tf_spelled(flag).rest_api_enable_cors_support;
     assert!(cors("--rest_api_enable_cors_support=true"));
     assert!(!cors("--rest_api_enable_cors_support=false"));
-    let packed = |flag: &str| {
-        let args = ["x", "--model_name=m", "--model_base_path=b", flag];
-        let respelled = crate::flag_spelling::respelled(args.map(std::ffi::OsString::from));
-        Cli::try_parse_from(respelled)
-            .unwrap()
-            .enable_serialization_as_tensor_content
-    };
+    let packed = |flag: &str| tf_spelled(flag).enable_serialization_as_tensor_content;
     assert!(packed("--enable_serialization_as_tensor_content=true"));
     assert!(!packed("--enable_serialization_as_tensor_content=false"));
     assert!(!cli(&[]).unwrap().enable_serialization_as_tensor_content);

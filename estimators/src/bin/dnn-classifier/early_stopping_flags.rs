@@ -52,17 +52,9 @@ impl FromStr for Patience {
 
     /// Parses `METRIC:STEPS`, as `loss:1000`.
     fn from_str(text: &str) -> Result<Self, String> {
-        let Some((metric, steps)) = text.rsplit_once(':') else {
-            return Err("expected METRIC:STEPS, as loss:1000".into());
-        };
-        if metric.is_empty() {
-            return Err("the metric is missing: expected METRIC:STEPS, as loss:1000".into());
-        }
+        let (metric, steps) = metric_and(text, "METRIC:STEPS, as loss:1000")?;
         match steps.parse::<u64>() {
-            Ok(steps) if steps > 0 => Ok(Patience {
-                metric: metric.to_string(),
-                steps,
-            }),
+            Ok(steps) if steps > 0 => Ok(Patience { metric, steps }),
             _ => Err(format!("'{steps}' is not a number of steps (1, 2, …)")),
         }
     }
@@ -80,19 +72,21 @@ impl FromStr for Threshold {
 
     /// Parses `METRIC:VALUE`, as `accuracy:0.97`.
     fn from_str(text: &str) -> Result<Self, String> {
-        let Some((metric, value)) = text.rsplit_once(':') else {
-            return Err("expected METRIC:VALUE, as accuracy:0.97".into());
-        };
-        if metric.is_empty() {
-            return Err("the metric is missing: expected METRIC:VALUE, as accuracy:0.97".into());
-        }
+        let (metric, value) = metric_and(text, "METRIC:VALUE, as accuracy:0.97")?;
         match value.parse::<f64>() {
-            Ok(value) if value.is_finite() => Ok(Threshold {
-                metric: metric.to_string(),
-                value,
-            }),
+            Ok(value) if value.is_finite() => Ok(Threshold { metric, value }),
             _ => Err(format!("'{value}' is not a finite number")),
         }
+    }
+}
+
+/// `text` split at its last colon into a metric (not empty) and the rest; `form` says what
+/// was expected when it does not split so.
+fn metric_and<'a>(text: &'a str, form: &str) -> Result<(String, &'a str), String> {
+    match text.rsplit_once(':') {
+        None => Err(format!("expected {form}")),
+        Some(("", _)) => Err(format!("the metric is missing: expected {form}")),
+        Some((metric, rest)) => Ok((metric.to_string(), rest)),
     }
 }
 
