@@ -189,13 +189,14 @@ impl WarmStartSettings {
         trainable: impl Iterator<Item = (String, Vec<usize>)>,
     ) -> Result<Vec<(String, Vec<usize>)>> {
         let all: Vec<(String, Vec<usize>)> = trainable.collect();
-        Ok(match &self.vars_to_warm_start {
-            VarsToWarmStart::All => all,
+        match &self.vars_to_warm_start {
+            VarsToWarmStart::All => {}
             VarsToWarmStart::Regex(pattern) => {
-                let regex = regex::Regex::new(&format!("^(?:{pattern})")).map_err(|e| {
-                    Error::Config(format!("warm start: vars_to_warm_start '{pattern}': {e}"))
-                })?;
-                all.into_iter().filter(|(n, _)| regex.is_match(n)).collect()
+                if let Err(e) = regex::Regex::new(&format!("^(?:{pattern})")) {
+                    return Err(Error::Config(format!(
+                        "warm start: vars_to_warm_start '{pattern}': {e}"
+                    )));
+                }
             }
             VarsToWarmStart::List(names) => {
                 if let Some(unknown) = names.iter().find(|n| !all.iter().any(|(a, _)| a == *n)) {
@@ -206,9 +207,12 @@ impl WarmStartSettings {
                         known.join(", ")
                     )));
                 }
-                all.into_iter().filter(|(n, _)| names.contains(n)).collect()
             }
-        })
+        }
+        Ok(all
+            .into_iter()
+            .filter(|(name, _)| self.vars_to_warm_start.selects(name))
+            .collect())
     }
 }
 
