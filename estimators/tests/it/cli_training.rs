@@ -240,6 +240,47 @@ fn a_warm_start_from_other_data_follows_each_category_to_its_row() {
 }
 
 #[test]
+fn a_warm_start_to_more_classes_keeps_each_class_s_logit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("three"), dir.path().join("four"));
+    let trained = train_iris(&source, 50);
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    let warmed = run(bin()
+        .args([
+            "train",
+            "--train",
+            &iris("iris_train.csv"),
+            "--label-column",
+            "label",
+        ])
+        .args(["--n-classes", "4", "--max-steps", "1", "--optimizer", "sgd"])
+        .args([
+            "--learning-rate",
+            "0",
+            "--warm-start-from",
+            source.to_str().unwrap(),
+        ])
+        .arg("--model-dir")
+        .arg(&target));
+    assert_success_saying(
+        &warmed,
+        &[r#"the logits follow the class names ["0", "1", "2", "3"]"#],
+    );
+    let load =
+        |model: &Path, name: &str| estimator::checkpoint::load_variable(model, name).unwrap();
+    let (before, after) = (
+        load(&source, "logits.weight"),
+        load(&target, "logits.weight"),
+    );
+    assert_eq!((before.shape[1], after.shape[1]), (3, 4));
+    for (old, new) in before.values.chunks(3).zip(after.values.chunks(4)) {
+        assert_eq!(old, &new[..3]);
+    }
+    let (before, after) = (load(&source, "logits.bias"), load(&target, "logits.bias"));
+    assert_eq!(before.values[..], after.values[..3]);
+}
+
+#[test]
 fn a_learning_rate_schedule_with_warm_up_trains_and_is_summarised() {
     let dir = tempfile::tempdir().unwrap();
     let schedule = ["--learning-rate-schedule", "cosine_decay:decay_steps=270"];
