@@ -1,8 +1,8 @@
 //! [`DatasetExt`]: the combinator methods every [`Dataset`] gets.
 
 use crate::combinators::{
-    Batch, BatchColumnar, Cache, CacheTable, Concatenate, Filter, Map, ParallelCalls, ParallelMap,
-    Prefetch, Repeat, Shard, Shuffle, Skip, Take, TryMap, Zip,
+    Batch, BatchColumnar, Cache, CacheTable, Concatenate, Filter, FlatMap, Map, ParallelCalls,
+    ParallelMap, Prefetch, Repeat, Shard, Shuffle, Skip, Take, TryMap, Unbatch, Zip,
 };
 use crate::{BoxDataset, ColumnarRow, Dataset, Error, Example};
 
@@ -70,6 +70,25 @@ pub trait DatasetExt: Dataset + Sized {
         F: Fn(Self::Item) -> Result<U, Error> + Send + Sync + 'static,
     {
         ParallelMap::new(self, f, calls)
+    }
+
+    /// Replaces each item by the items `f` expands it to (tf.data's `flat_map`); `f` must
+    /// expand an item the same way each time, as a restored position reads it again.
+    fn flat_map<I, F>(self, f: F) -> FlatMap<Self, F, I::Item>
+    where
+        I: IntoIterator,
+        I::Item: Send,
+        F: FnMut(Self::Item) -> I + Send,
+    {
+        FlatMap::new(self, f)
+    }
+
+    /// The items of each batch, one at a time (tf.data's `unbatch`).
+    fn unbatch<T: Send>(self) -> Unbatch<Self, T>
+    where
+        Self: Dataset<Item = Vec<T>>,
+    {
+        FlatMap::new(self, std::convert::identity as fn(Vec<T>) -> Vec<T>)
     }
 
     /// Keeps the items for which `predicate` is true.

@@ -4,8 +4,8 @@
 //! A pipeline is a chain of [`Dataset`]s. A source ([`CsvDataset`], [`IdxDataset`],
 //! [`TfRecordDataset`], [`TfExampleDataset`], [`ParquetDataset`], [`from_vec`], [`from_fn`])
 //! yields items; the combinators of [`DatasetExt`] (`map`, `map_parallel`, `filter`,
-//! `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`, `prefetch`, `cache`, `zip`,
-//! `concatenate`, `cache_table`, `batch_columnar`), [`interleave`] and
+//! `flat_map`, `unbatch`, `shuffle`, `batch`, `repeat`, `take`, `skip`, `shard`, `prefetch`,
+//! `cache`, `zip`, `concatenate`, `cache_table`, `batch_columnar`), [`interleave`] and
 //! [`sample_from_datasets`] transform them. Everything is lazy and deterministic given its
 //! seeds. At any moment [`Dataset::position`] says where the pipeline stands, as a
 //! [`Position`] that serialises to JSON; a pipeline rebuilt the same way and given that

@@ -98,6 +98,14 @@ pub enum Position {
         /// Right-hand dataset.
         right: Box<Position>,
     },
+    /// `flat_map`: the upstream before the item being expanded, and how many of its
+    /// expansion were yielded.
+    FlatMap {
+        /// Upstream position before the item being expanded.
+        before: Box<Position>,
+        /// Items of its expansion yielded so far.
+        taken: u64,
+    },
     /// `concatenate`: both datasets, and whether the first has ended.
     Concatenate {
         /// Whether the items now come from the second dataset.
@@ -167,6 +175,7 @@ impl Position {
             Position::Skip { .. } => "skip",
             Position::Cache { .. } => "cache",
             Position::Zip { .. } => "zip",
+            Position::FlatMap { .. } => "flat_map",
             Position::Concatenate { .. } => "concatenate",
             Position::SampleFrom { .. } => "sample_from",
             Position::Interleave { .. } => "interleave",
@@ -218,6 +227,10 @@ impl Position {
             Position::Zip { left, right } => Position::Zip {
                 left: re(left),
                 right: re(right),
+            },
+            Position::FlatMap { before, taken } => Position::FlatMap {
+                before: re(before),
+                taken: *taken,
             },
             Position::Concatenate {
                 on_second,
