@@ -11,6 +11,7 @@ mod linear;
 mod regression;
 mod serving;
 mod task;
+mod warm_start;
 mod weight_column;
 mod wide_deep;
 

@@ -52,6 +52,21 @@ impl CategoricalColumn {
         }
     }
 
+    /// The name of each id, for a warm start to follow: a vocabulary's entries as `=entry`,
+    /// then its out-of-vocabulary buckets as `#oov0`, …; other columns' ids as `#0`, `#1`, ….
+    pub fn bucket_names(&self) -> Vec<String> {
+        match self {
+            CategoricalColumn::VocabularyList(list) => {
+                let entries = list.vocabulary.iter().map(|entry| format!("={entry}"));
+                let buckets = list.num_buckets() - list.vocabulary.len();
+                entries
+                    .chain((0..buckets).map(|k| format!("#oov{k}")))
+                    .collect()
+            }
+            other => (0..other.num_buckets()).map(|k| format!("#{k}")).collect(),
+        }
+    }
+
     /// Checks the column and records its keys' places in the input.
     pub(crate) fn resolve(&self, inputs: &mut InputSources, schema: &Schema) -> Result<()> {
         match self {

@@ -6,10 +6,8 @@ use estimator::export::DType;
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-use super::categorical::CategoricalColumn;
 use super::column::FeatureColumn;
 use super::embedding::EmbeddingColumn;
-use super::indicator::IndicatorColumn;
 use super::numeric::Normalizer;
 use super::source::{InputSource, InputSources};
 
@@ -160,28 +158,30 @@ impl ResolvedColumns {
     }
 
     /// The name of each value of the dense matrix, in order: a numeric column's name; a
-    /// one-hot over a vocabulary's `name=entry` for each entry, then `name#oov0`, … for its
-    /// out-of-vocabulary buckets; other one-hots' `name#0`, `name#1`, …. A warm start
-    /// follows these names where the layout changed between the runs (categories added or
-    /// reordered, columns added).
+    /// one-hot's `name` and its [bucket names](super::CategoricalColumn::bucket_names)
+    /// (`colour_indicator=red`, `colour_indicator#oov0`, `age_bucketized#2`). A warm start
+    /// follows these names where the layout changed between the runs.
     pub fn dense_input_names(&self) -> Vec<String> {
         let mut names = Vec::with_capacity(self.dense_width());
         for column in &self.columns {
             let (name, width) = (column.name(), self.dense_width_of(column));
-            match column {
-                FeatureColumn::Indicator(IndicatorColumn {
-                    categorical: CategoricalColumn::VocabularyList(list),
-                }) => {
-                    let entries = list
-                        .vocabulary
-                        .iter()
-                        .map(|entry| format!("{name}={entry}"));
-                    let buckets = width.saturating_sub(list.vocabulary.len());
-                    names.extend(entries.chain((0..buckets).map(|k| format!("{name}#oov{k}"))));
-                }
-                _ if width == 1 => names.push(name),
-                _ => names.extend((0..width).map(|k| format!("{name}#{k}"))),
-            }
+            let buckets = match column {
+                FeatureColumn::Indicator(c) => c.categorical.bucket_names(),
+                _ if width == 1 => vec![String::new()],
+                _ => (0..width).map(|k| format!("#{k}")).collect(),
+            };
+            names.extend(buckets.iter().map(|bucket| format!("{name}{bucket}")));
+        }
+        names
+    }
+
+    /// The name of each value of the input layer's output: the dense matrix's
+    /// ([`dense_input_names`](Self::dense_input_names)), then each embedding's `name#0`, ….
+    pub fn input_names(&self) -> Vec<String> {
+        let mut names = self.dense_input_names();
+        for embedding in self.embedding_columns() {
+            let name = embedding.name();
+            names.extend((0..embedding.dimension).map(|d| format!("{name}#{d}")));
         }
         names
     }

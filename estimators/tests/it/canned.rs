@@ -6,7 +6,9 @@ use std::path::Path;
 
 use estimator::datasets::{from_vec, ColumnarBatch, DatasetExt, Example, Label, Schema};
 use estimator::head::{HeadPrediction, RegressionLoss};
-use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
+use estimator::{
+    Estimator, EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec, WarmStartSettings,
+};
 use estimators::feature_column::{
     bucketized_column, categorical_column_with_hash_bucket,
     categorical_column_with_vocabulary_list, crossed_column, embedding_column, indicator_column,
@@ -412,4 +414,73 @@ fn a_poisson_regressor_predicts_expected_counts() {
         error.contains("regression label -1 is not a count (0 or more)"),
         "{error}"
     );
+}
+
+#[test]
+fn a_dnn_warm_started_from_other_categories_follows_them_by_name() {
+    let (schema, data) = classes();
+    let columns = |vocabulary: [&str; 3]| -> Vec<FeatureColumn> {
+        let colour = || categorical_column_with_vocabulary_list("colour", vocabulary);
+        vec![
+            numeric_column("x1").into(),
+            indicator_column(colour()).into(),
+            embedding_column(colour(), 2).into(),
+        ]
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("source"), dir.path().join("target"));
+    let build = |model: &Path, vocabulary| {
+        DnnClassifier::new(run_config(model), &schema, columns(vocabulary), [4], 3).unwrap()
+    };
+    let trained = build(&source, ["red", "green", "blue"]);
+    let train = || {
+        Ok::<_, estimator::datasets::Error>(
+            from_vec(data.clone())
+                .repeat(None)
+                .batch_columnar(16, false),
+        )
+    };
+    trained.train(train, TrainSpec::max_steps(10)).unwrap();
+
+    let fresh = build(&target, ["blue", "mauve", "red"]);
+    let settings = fresh.warm_start_following(&trained, &WarmStartSettings::new(&source));
+    let followed: Vec<&str> = settings
+        .var_name_to_vocab_info
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(followed, ["hidden.0.weight", "input.embeddings.0.weight"]);
+    let frozen = fresh
+        .clone()
+        .with_optimizer(OptimizerSpec::sgd(0.0))
+        .with_run_config(run_config(&target).with_warm_start_from(settings));
+    frozen.train(train, TrainSpec::max_steps(1)).unwrap();
+
+    let rows = |model: &Path, name: &str| {
+        let value = estimator::checkpoint::load_variable(model, name).unwrap();
+        let width = value.shape[1];
+        value
+            .values
+            .chunks(width)
+            .map(<[f32]>::to_vec)
+            .collect::<Vec<_>>()
+    };
+    // Embedding rows: blue, mauve, red, OOV then; red, green, blue, OOV before.
+    let (before, after) = (
+        rows(&source, "input.embeddings.0.weight"),
+        rows(&target, "input.embeddings.0.weight"),
+    );
+    assert_eq!(after[0], before[2]);
+    assert_eq!(after[2], before[0]);
+    assert_eq!(after[3], before[3]);
+    assert!(!before.contains(&after[1]), "mauve keeps its fresh row");
+    // First-layer rows: x1, then the one-hot's blue, mauve, red, OOV, then the embedding's 2.
+    let (before, after) = (
+        rows(&source, "hidden.0.weight"),
+        rows(&target, "hidden.0.weight"),
+    );
+    assert_eq!(after[0], before[0]);
+    assert_eq!(after[1], before[3]);
+    assert_eq!(after[3], before[1]);
+    assert_eq!(after[5..], before[5..]);
 }

@@ -204,7 +204,9 @@ fn a_warm_start_from_other_data_follows_each_category_to_its_row() {
     let from = ["--warm-start-from", source.to_str().unwrap()];
     let warmed = train(&target_csv, &target, &[&frozen[..], &from].concat());
     let logs = stderr(&warmed);
-    assert!(logs.contains("the first layer's 5 input(s) take the rows of the same input of the model warmed from (4 found there)"), "{logs}");
+    let followed = "the 5 entries of 'hidden.0.weight' along dimension 0 take the values of the \
+                    same names (4 found in the model warmed from)";
+    assert!(logs.contains(followed), "{logs}");
 
     let names = |model: &Path| -> Vec<String> {
         let text = std::fs::read_to_string(model.join("dnn_classifier.json")).unwrap();
@@ -264,7 +266,10 @@ fn a_warm_start_to_more_classes_keeps_each_class_s_logit() {
         .arg(&target));
     assert_success_saying(
         &warmed,
-        &[r#"the logits follow the class names ["0", "1", "2", "3"]"#],
+        &[
+            "the 4 entries of 'logits.weight' along dimension 1 take the values of the same names \
+           (3 found",
+        ],
     );
     let load =
         |model: &Path, name: &str| estimator::checkpoint::load_variable(model, name).unwrap();
