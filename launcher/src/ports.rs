@@ -25,11 +25,20 @@ mod tests {
 
     #[test]
     fn ports_are_distinct_and_free_again_after() {
-        let ports = free_ports("127.0.0.1", 5).unwrap();
-        assert_eq!(ports.iter().collect::<HashSet<_>>().len(), 5);
-        for port in ports {
-            assert!(port > 0);
-            TcpListener::bind(("127.0.0.1", port)).unwrap();
-        }
+        // Another test of this binary may take a released port before it is bound again
+        // (the race the function's doc names): one of three draws must bind whole.
+        let bound_again = (0..3).any(|_| {
+            let ports = free_ports("127.0.0.1", 5).unwrap();
+            assert_eq!(ports.iter().collect::<HashSet<_>>().len(), 5);
+            assert!(ports.iter().all(|port| *port > 0));
+            let listeners: io::Result<Vec<_>> = (ports.iter())
+                .map(|port| TcpListener::bind(("127.0.0.1", *port)))
+                .collect();
+            listeners.is_ok()
+        });
+        assert!(
+            bound_again,
+            "the ports were still held after free_ports returned"
+        );
     }
 }
