@@ -22,5 +22,6 @@ pub use dnn::{DnnClassifier, DnnRegressor};
 pub use dnn_options::HasDnn;
 pub use linear::{LinearClassifier, LinearRegressor};
 pub use task::{Classification, Regression, Task};
+pub use warm_start::{FollowedByName, Follower};
 pub use weight_column::WeightColumn;
 pub use wide_deep::{DnnLinearCombinedClassifier, DnnLinearCombinedRegressor};

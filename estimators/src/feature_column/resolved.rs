@@ -157,35 +157,6 @@ impl ResolvedColumns {
         self.columns.iter().map(|c| self.dense_width_of(c)).sum()
     }
 
-    /// The name of each value of the dense matrix, in order: a numeric column's name; a
-    /// one-hot's `name` and its [bucket names](super::CategoricalColumn::bucket_names)
-    /// (`colour_indicator=red`, `colour_indicator#oov0`, `age_bucketized#2`). A warm start
-    /// follows these names where the layout changed between the runs.
-    pub fn dense_input_names(&self) -> Vec<String> {
-        let mut names = Vec::with_capacity(self.dense_width());
-        for column in &self.columns {
-            let (name, width) = (column.name(), self.dense_width_of(column));
-            let buckets = match column {
-                FeatureColumn::Indicator(c) => c.categorical.bucket_names(),
-                _ if width == 1 => vec![String::new()],
-                _ => (0..width).map(|k| format!("#{k}")).collect(),
-            };
-            names.extend(buckets.iter().map(|bucket| format!("{name}{bucket}")));
-        }
-        names
-    }
-
-    /// The name of each value of the input layer's output: the dense matrix's
-    /// ([`dense_input_names`](Self::dense_input_names)), then each embedding's `name#0`, ….
-    pub fn input_names(&self) -> Vec<String> {
-        let mut names = self.dense_input_names();
-        for embedding in self.embedding_columns() {
-            let name = embedding.name();
-            names.extend((0..embedding.dimension).map(|d| format!("{name}#{d}")));
-        }
-        names
-    }
-
     /// The embedding columns, in column order.
     pub fn embedding_columns(&self) -> Vec<&EmbeddingColumn> {
         self.columns
@@ -382,6 +353,8 @@ pub(crate) enum IdRole {
     /// A sparse id of the linear layout.
     Sparse,
 }
+
+mod input_names;
 
 #[cfg(test)]
 mod tests;

@@ -484,3 +484,99 @@ fn a_dnn_warm_started_from_other_categories_follows_them_by_name() {
     assert_eq!(after[3], before[1]);
     assert_eq!(after[5..], before[5..]);
 }
+
+#[test]
+fn a_linear_model_warm_started_from_other_categories_follows_them_by_name() {
+    let (schema, data) = classes();
+    let columns = |vocabulary: [&str; 3]| -> Vec<FeatureColumn> {
+        let colour = categorical_column_with_vocabulary_list("colour", vocabulary);
+        vec![numeric_column("x1").into(), colour.into()]
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("source"), dir.path().join("target"));
+    let build = |model: &Path, vocabulary| {
+        LinearClassifier::new(run_config(model), &schema, columns(vocabulary), 3).unwrap()
+    };
+    let trained = build(&source, ["red", "green", "blue"]);
+    let train = || {
+        let rows = from_vec(data.clone()).repeat(None);
+        Ok::<_, estimator::datasets::Error>(rows.batch_columnar(16, false))
+    };
+    trained.train(train, TrainSpec::max_steps(10)).unwrap();
+
+    let fresh = build(&target, ["blue", "mauve", "red"]);
+    let settings = fresh.warm_start_following(&trained, &WarmStartSettings::new(&source));
+    let followed: Vec<&str> = settings
+        .var_name_to_vocab_info
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(followed, ["sparse_weights.weight"]);
+    let frozen = fresh
+        .with_optimizer(OptimizerSpec::sgd(0.0))
+        .with_run_config(run_config(&target).with_warm_start_from(settings));
+    frozen.train(train, TrainSpec::max_steps(1)).unwrap();
+    let rows = |model: &Path| {
+        let value = estimator::checkpoint::load_variable(model, "sparse_weights.weight").unwrap();
+        let width = value.shape[1];
+        value
+            .values
+            .chunks(width)
+            .map(<[f32]>::to_vec)
+            .collect::<Vec<_>>()
+    };
+    // Rows: red, green, blue, OOV before; blue, mauve, red, OOV now.
+    let (before, after) = (rows(&source), rows(&target));
+    assert_eq!(
+        (after[0].clone(), after[2].clone(), after[3].clone()),
+        (before[2].clone(), before[0].clone(), before[3].clone())
+    );
+    assert!(
+        after[1].iter().all(|w| *w == 0.0),
+        "mauve starts at zero, as a fresh linear weight"
+    );
+    assert!(
+        before.iter().all(|row| row.iter().any(|w| *w != 0.0)),
+        "every trained row moved"
+    );
+}
+
+#[test]
+fn wide_and_deep_warm_started_from_other_categories_names_both_parts() {
+    let (schema, data) = classes();
+    let colour =
+        |vocabulary: [&str; 3]| categorical_column_with_vocabulary_list("colour", vocabulary);
+    let dir = tempfile::tempdir().unwrap();
+    let build = |model: &Path, vocabulary| {
+        let linear = vec![colour(vocabulary).into()];
+        let dnn = vec![
+            numeric_column("x1").into(),
+            indicator_column(colour(vocabulary)).into(),
+        ];
+        DnnLinearCombinedClassifier::new(run_config(model), &schema, linear, dnn, [4], 3).unwrap()
+    };
+    let train = || {
+        let rows = from_vec(data.clone()).repeat(None);
+        Ok::<_, estimator::datasets::Error>(rows.batch_columnar(16, false))
+    };
+    let source = dir.path().join("source");
+    build(&source, ["red", "green", "blue"])
+        .train(train, TrainSpec::max_steps(5))
+        .unwrap();
+    let previous = build(&source, ["red", "green", "blue"]);
+    let target = dir.path().join("target");
+    let fresh = build(&target, ["blue", "mauve", "red"]);
+    let settings = fresh.warm_start_following(&previous, &WarmStartSettings::new(&source));
+    let followed: Vec<&str> = settings
+        .var_name_to_vocab_info
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        followed,
+        ["dnn.hidden.0.weight", "linear.sparse_weights.weight"]
+    );
+    // The names are the model's: the warm start applies and training goes on.
+    let warmed = fresh.with_run_config(run_config(&target).with_warm_start_from(settings));
+    warmed.train(train, TrainSpec::max_steps(1)).unwrap();
+}
