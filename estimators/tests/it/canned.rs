@@ -416,6 +416,21 @@ fn a_poisson_regressor_predicts_expected_counts() {
     );
 }
 
+/// `data` over and over, in batches of 16: what the warm-start tests train on.
+fn repeated(data: &[Example]) -> estimator::datasets::BoxDataset<ColumnarBatch> {
+    from_vec(data.to_vec())
+        .repeat(None)
+        .batch_columnar(16, false)
+        .boxed()
+}
+
+/// The rows of the 2-D variable `name` in the latest checkpoint of `model`.
+fn variable_rows(model: &Path, name: &str) -> Vec<Vec<f32>> {
+    let value = estimator::checkpoint::load_variable(model, name).unwrap();
+    let width = value.shape[1];
+    value.values.chunks(width).map(<[f32]>::to_vec).collect()
+}
+
 #[test]
 fn a_dnn_warm_started_from_other_categories_follows_them_by_name() {
     let (schema, data) = classes();
@@ -433,13 +448,7 @@ fn a_dnn_warm_started_from_other_categories_follows_them_by_name() {
         DnnClassifier::new(run_config(model), &schema, columns(vocabulary), [4], 3).unwrap()
     };
     let trained = build(&source, ["red", "green", "blue"]);
-    let train = || {
-        Ok::<_, estimator::datasets::Error>(
-            from_vec(data.clone())
-                .repeat(None)
-                .batch_columnar(16, false),
-        )
-    };
+    let train = || Ok(repeated(&data));
     trained.train(train, TrainSpec::max_steps(10)).unwrap();
 
     let fresh = build(&target, ["blue", "mauve", "red"]);
@@ -456,19 +465,10 @@ fn a_dnn_warm_started_from_other_categories_follows_them_by_name() {
         .with_run_config(run_config(&target).with_warm_start_from(settings));
     frozen.train(train, TrainSpec::max_steps(1)).unwrap();
 
-    let rows = |model: &Path, name: &str| {
-        let value = estimator::checkpoint::load_variable(model, name).unwrap();
-        let width = value.shape[1];
-        value
-            .values
-            .chunks(width)
-            .map(<[f32]>::to_vec)
-            .collect::<Vec<_>>()
-    };
     // Embedding rows: blue, mauve, red, OOV then; red, green, blue, OOV before.
     let (before, after) = (
-        rows(&source, "input.embeddings.0.weight"),
-        rows(&target, "input.embeddings.0.weight"),
+        variable_rows(&source, "input.embeddings.0.weight"),
+        variable_rows(&target, "input.embeddings.0.weight"),
     );
     assert_eq!(after[0], before[2]);
     assert_eq!(after[2], before[0]);
@@ -476,8 +476,8 @@ fn a_dnn_warm_started_from_other_categories_follows_them_by_name() {
     assert!(!before.contains(&after[1]), "mauve keeps its fresh row");
     // First-layer rows: x1, then the one-hot's blue, mauve, red, OOV, then the embedding's 2.
     let (before, after) = (
-        rows(&source, "hidden.0.weight"),
-        rows(&target, "hidden.0.weight"),
+        variable_rows(&source, "hidden.0.weight"),
+        variable_rows(&target, "hidden.0.weight"),
     );
     assert_eq!(after[0], before[0]);
     assert_eq!(after[1], before[3]);
@@ -498,10 +498,7 @@ fn a_linear_model_warm_started_from_other_categories_follows_them_by_name() {
         LinearClassifier::new(run_config(model), &schema, columns(vocabulary), 3).unwrap()
     };
     let trained = build(&source, ["red", "green", "blue"]);
-    let train = || {
-        let rows = from_vec(data.clone()).repeat(None);
-        Ok::<_, estimator::datasets::Error>(rows.batch_columnar(16, false))
-    };
+    let train = || Ok(repeated(&data));
     trained.train(train, TrainSpec::max_steps(10)).unwrap();
 
     let fresh = build(&target, ["blue", "mauve", "red"]);
@@ -516,15 +513,7 @@ fn a_linear_model_warm_started_from_other_categories_follows_them_by_name() {
         .with_optimizer(OptimizerSpec::sgd(0.0))
         .with_run_config(run_config(&target).with_warm_start_from(settings));
     frozen.train(train, TrainSpec::max_steps(1)).unwrap();
-    let rows = |model: &Path| {
-        let value = estimator::checkpoint::load_variable(model, "sparse_weights.weight").unwrap();
-        let width = value.shape[1];
-        value
-            .values
-            .chunks(width)
-            .map(<[f32]>::to_vec)
-            .collect::<Vec<_>>()
-    };
+    let rows = |model: &Path| variable_rows(model, "sparse_weights.weight");
     // Rows: red, green, blue, OOV before; blue, mauve, red, OOV now.
     let (before, after) = (rows(&source), rows(&target));
     assert_eq!(
@@ -555,10 +544,7 @@ fn wide_and_deep_warm_started_from_other_categories_names_both_parts() {
         ];
         DnnLinearCombinedClassifier::new(run_config(model), &schema, linear, dnn, [4], 3).unwrap()
     };
-    let train = || {
-        let rows = from_vec(data.clone()).repeat(None);
-        Ok::<_, estimator::datasets::Error>(rows.batch_columnar(16, false))
-    };
+    let train = || Ok(repeated(&data));
     let source = dir.path().join("source");
     build(&source, ["red", "green", "blue"])
         .train(train, TrainSpec::max_steps(5))
