@@ -91,14 +91,6 @@ impl VocabInfo {
                 old_len + oov
             ));
         }
-        let others = |s: &[usize]| [&s[..axis], &s[axis + 1..]].concat();
-        if others(shape) != others(&previous.shape) {
-            return refuse(format!(
-                "shape {shape:?} in the model, {:?} in the checkpoint: only dimension {axis} \
-                 may differ",
-                previous.shape
-            ));
-        }
         let mut old_index = HashMap::with_capacity(old_len);
         for (i, entry) in self.old_vocab.iter().enumerate() {
             old_index.entry(entry.as_str()).or_insert(i);
@@ -107,6 +99,18 @@ impl VocabInfo {
             .map(|entry| old_index.get(entry.as_str()).copied())
             .chain((0..oov).map(|k| Some(old_len + k)))
             .collect();
+        if sources.iter().all(Option::is_none) {
+            // Nothing to carry over: the model's own values, whatever else the shapes say.
+            return Ok(initial.to_vec());
+        }
+        let others = |s: &[usize]| [&s[..axis], &s[axis + 1..]].concat();
+        if others(shape) != others(&previous.shape) {
+            return refuse(format!(
+                "shape {shape:?} in the model, {:?} in the checkpoint: only dimension {axis} \
+                 may differ",
+                previous.shape
+            ));
+        }
         let inner: usize = shape[axis + 1..].iter().product();
         let outer: usize = shape[..axis].iter().product();
         let (new_axis, old_axis) = (shape[axis], previous.shape[axis]);

@@ -9,7 +9,7 @@ use estimator::head::Head;
 use estimator::WarmStartSettings;
 
 use super::{CannedEstimator, Task};
-use crate::feature_column::ResolvedColumns;
+use crate::feature_column::{EmbeddingColumn, ResolvedColumns};
 use crate::network::{DnnNetwork, LinearNetwork, Network, WideDeepNetwork};
 
 /// A network whose variables a warm start can follow by name.
@@ -88,19 +88,33 @@ impl Follower<'_> {
     }
 
     /// Each embedding table of `columns` by its column's categories, renamed where the
-    /// column's table stood elsewhere in `before`.
+    /// column's table stood elsewhere in `before`. A table new in `columns`, whose place
+    /// another column's table held, shares no name with it and so starts fresh.
     fn embeddings(&mut self, prefix: &str, columns: &ResolvedColumns, before: &ResolvedColumns) {
+        let names = |table: &EmbeddingColumn| -> Vec<String> {
+            let name = table.name();
+            let buckets = table.categorical.bucket_names();
+            buckets
+                .iter()
+                .map(|bucket| format!("{name}{bucket}"))
+                .collect()
+        };
         let old_tables = before.embedding_columns();
         for (i, table) in columns.embedding_columns().iter().enumerate() {
-            let Some(j) = old_tables.iter().position(|old| old.name() == table.name()) else {
-                continue;
-            };
             let var = format!("{prefix}input.embeddings.{i}.weight");
-            let (new, old) = (&table.categorical, &old_tables[j].categorical);
-            self.follow(var.clone(), new.bucket_names(), old.bucket_names(), 0);
-            if i != j && !self.renamed.contains(&var) {
-                self.moved
-                    .push((var, format!("{prefix}input.embeddings.{j}.weight")));
+            match old_tables.iter().position(|old| old.name() == table.name()) {
+                Some(j) => {
+                    self.follow(var.clone(), names(table), names(old_tables[j]), 0);
+                    if i != j && !self.renamed.contains(&var) {
+                        let prev = format!("{prefix}input.embeddings.{j}.weight");
+                        self.moved.push((var, prev));
+                    }
+                }
+                None => {
+                    if let Some(other) = old_tables.get(i) {
+                        self.follow(var, names(table), names(other), 0);
+                    }
+                }
             }
         }
     }

@@ -566,3 +566,42 @@ fn wide_and_deep_warm_started_from_other_categories_names_both_parts() {
     let warmed = fresh.with_run_config(run_config(&target).with_warm_start_from(settings));
     warmed.train(train, TrainSpec::max_steps(1)).unwrap();
 }
+
+#[test]
+fn a_new_embedding_column_starts_fresh_where_another_column_s_table_stood() {
+    let (schema, data) = classes();
+    let colour = || embedding_column(colour(), 2).into();
+    let buckets =
+        || embedding_column(bucketized_column(numeric_column("x1"), [-1.0, 0.0, 1.0]), 2).into();
+    let dir = tempfile::tempdir().unwrap();
+    let (source, target) = (dir.path().join("source"), dir.path().join("target"));
+    let build = |model: &Path, columns: Vec<FeatureColumn>| {
+        DnnClassifier::new(run_config(model), &schema, columns, [4], 3).unwrap()
+    };
+    let train = || Ok(repeated(&data));
+    let trained = build(&source, vec![numeric_column("x1").into(), colour()]);
+    trained.train(train, TrainSpec::max_steps(10)).unwrap();
+    // Table 0 is now the new bucketized column's; the colour table moved to 1.
+    let fresh = build(
+        &target,
+        vec![numeric_column("x1").into(), buckets(), colour()],
+    );
+    let settings = fresh.warm_start_following(&trained, &WarmStartSettings::new(&source));
+    let renamed = &settings.var_name_to_prev_var_name["input.embeddings.1.weight"];
+    assert_eq!(renamed, "input.embeddings.0.weight");
+    let frozen = fresh
+        .clone()
+        .with_optimizer(OptimizerSpec::sgd(0.0))
+        .with_run_config(run_config(&target).with_warm_start_from(settings));
+    frozen.train(train, TrainSpec::max_steps(1)).unwrap();
+    let old_colour = variable_rows(&source, "input.embeddings.0.weight");
+    assert_eq!(
+        variable_rows(&target, "input.embeddings.1.weight"),
+        old_colour
+    );
+    let new_buckets = variable_rows(&target, "input.embeddings.0.weight");
+    assert!(
+        new_buckets.iter().all(|row| !old_colour.contains(row)),
+        "a fresh table"
+    );
+}

@@ -79,3 +79,12 @@ fn vocabulary_files_hold_one_entry_per_line() {
     let missing = VocabInfo::from_files(&dir.path().join("none.txt"), &old).unwrap_err();
     assert!(missing.to_string().contains("none.txt"), "{missing}");
 }
+
+#[test]
+fn with_no_entry_in_common_the_model_keeps_its_own_values_whatever_the_shapes() {
+    // Another column's table held this place: nothing is carried over.
+    let old = value(&[3, 4], vec![9.0; 12]);
+    let info = VocabInfo::new(words("p q"), words("a b c"));
+    let initial = vec![0.5, 1.5, 2.5, 3.5];
+    assert_eq!(info.remap("emb", &old, &[2, 2], &initial).unwrap(), initial);
+}
