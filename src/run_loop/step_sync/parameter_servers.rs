@@ -49,8 +49,13 @@ impl PsSync {
         Self { timeline, ..self }
     }
 
-    fn span(&self, name: &'static str, started: Instant) {
-        if let Some(timeline) = &self.timeline {
+    /// Now, when a timeline records the spans: a clock read only then.
+    fn mark(&self) -> Option<Instant> {
+        self.timeline.is_some().then(Instant::now)
+    }
+
+    fn span(&self, name: &'static str, started: Option<Instant>) {
+        if let (Some(timeline), Some(started)) = (&self.timeline, started) {
             timeline.span(name, Lane::Training, None, started);
         }
     }
@@ -87,7 +92,7 @@ impl<B: Autodiff, M: Module<B>> StepSync<B, M> for PsSync {
             self.session.stop_early();
             return Ok((state, Ready::Stop));
         }
-        let started = Instant::now();
+        let started = self.mark();
         let pulled = self.session.pull_model(state, &self.manager)?;
         self.span("pull", started);
         Ok(match pulled {
@@ -105,7 +110,7 @@ impl<B: Autodiff, M: Module<B>> StepSync<B, M> for PsSync {
         let Some(LocalStep { grads, loss }) = local else {
             return Ok((state, Synced::Stop));
         };
-        let started = Instant::now();
+        let started = self.mark();
         let (state, answer) = self.session.push_model(state, grads, &self.manager)?;
         self.span("push", started);
         let synced = match answer {
