@@ -10,6 +10,7 @@ mod predictor;
 mod request_fault;
 mod serving;
 mod signature;
+mod tensors;
 mod writer;
 
 pub use crate::estimator::ESTIMATOR_FILE;
@@ -21,6 +22,7 @@ pub use predictor::Predictor;
 pub use request_fault::RequestFault;
 pub use serving::{prediction_json, Instance, ServableEstimator};
 pub use signature::{DType, InputSpec, Signature};
+pub use tensors::{InputTensors, ServingTensor, TensorElements};
 pub use writer::{
     export, export_checkpoint, export_stamps, ExportInfo, EXPORT_FILE, EXPORT_FORMAT_VERSION,
     SIGNATURE_FILE, WEIGHTS_FILE,

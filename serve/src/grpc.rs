@@ -8,6 +8,7 @@ mod inference_tasks;
 mod model_service;
 mod multi_inference;
 mod outputs;
+mod predict;
 mod prediction_service;
 mod results;
 mod tensors;

@@ -44,6 +44,7 @@ mod servable;
 mod server;
 mod signatures;
 mod ssl_config;
+mod stacked;
 mod text_proto;
 mod version_policy;
 mod versions;

@@ -19,9 +19,10 @@ use crate::request::{
     classify_response, examples, predict_instances, predict_response, regress_response,
     signature_name, Format,
 };
-use crate::servable::{output_dtype, predict_async};
+use crate::servable::predict_async;
 use crate::server::Server;
 use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
+use crate::stacked::output_dtype;
 use crate::versions::Which;
 
 /// `name:verb` as its two parts.

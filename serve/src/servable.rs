@@ -6,12 +6,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use burn::tensor::backend::Backend;
-use estimator::export::{check_instances, DType, Instance, ServableEstimator};
+use estimator::export::{
+    check_instances, InputTensors, Instance, ServableEstimator, ServingTensor,
+};
 use estimator::{CpuBackend, Predictor, Signature};
 use serde_json::{Map, Value};
 
 use crate::error::ServeError;
 use crate::prediction_threads::PredictionThreads;
+use crate::stacked::stacked;
 
 /// One prediction per instance (an object of output key → value), or why not.
 pub type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
@@ -32,6 +35,17 @@ pub trait Servable: Send + Sync {
     ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
         Err(instances)
     }
+
+    /// For a servable that lays tensors out without a JSON value per element: output `keys`
+    /// of the predictions for `inputs`, one tensor each. `None`: call
+    /// [`Servable::predict`] with the inputs' instances.
+    fn predict_tensors(
+        &self,
+        _inputs: &InputTensors,
+        _keys: &[String],
+    ) -> Option<Result<Vec<ServingTensor>, ServeError>> {
+        None
+    }
 }
 
 /// The answer of `servable` to `instances`, off the async threads unless `inline`: from the
@@ -51,16 +65,6 @@ pub(crate) async fn predict_async(
         Err(instances) => tokio::task::spawn_blocking(move || servable.predict(&instances))
             .await
             .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?,
-    }
-}
-
-/// The element type of a canned estimator's output `key` (`class_ids`: integers,
-/// `classes`: strings, the rest floats).
-pub(crate) fn output_dtype(key: &str) -> DType {
-    match key {
-        "class_ids" | "all_class_ids" => DType::Int64,
-        "classes" | "all_classes" => DType::String,
-        _ => DType::Float32,
     }
 }
 
@@ -125,10 +129,51 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
         // Before the estimator sees them: no implementation can answer an instance with an
         // unknown input, or one of the wrong type or shape, from what was left.
         check_instances(&self.signature, instances)?;
+        self.predicted(
+            |estimator| estimator.batch_from_instances(&self.signature, instances),
+            instances.len(),
+            |estimator, predictions| Ok(json_rows(estimator, &predictions)),
+        )
+    }
+
+    fn predict_tensors(
+        &self,
+        inputs: &InputTensors,
+        keys: &[String],
+    ) -> Option<Result<Vec<ServingTensor>, ServeError>> {
+        let tensors = |estimator: &E, predictions: Vec<E::Prediction>| {
+            // The keys the estimator does not stack are stacked from the JSON of each
+            // prediction, made once for all of them.
+            let mut rows = None;
+            (keys.iter())
+                .map(|key| match estimator.prediction_tensor(&predictions, key) {
+                    Some(tensor) => Ok(tensor),
+                    None => stacked(
+                        key,
+                        rows.get_or_insert_with(|| json_rows(estimator, &predictions)),
+                    ),
+                })
+                .collect()
+        };
+        Some(self.predicted(
+            |estimator| estimator.batch_from_tensors(&self.signature, inputs),
+            inputs.batch(),
+            tensors,
+        ))
+    }
+}
+
+impl<E: ServableEstimator, B: Backend> Served<E, B> {
+    /// The predictions for the batch `batch` lays out, of `count` rows, as `answer` gives
+    /// them.
+    fn predicted<T>(
+        &self,
+        batch: impl FnOnce(&E) -> estimator::Result<E::Batch>,
+        count: usize,
+        answer: impl FnOnce(&E, Vec<E::Prediction>) -> Result<T, ServeError>,
+    ) -> Result<T, ServeError> {
         let mut predictor = self.predictor();
-        let batch = predictor
-            .estimator()
-            .batch_from_instances(&self.signature, instances)?;
+        let batch = batch(predictor.estimator())?;
         // Held exclusively, the copy can run on a pool thread (a model is `Send`, not `Sync`).
         // It is locked here, outside the pool: a pool thread waiting inside a split
         // operation runs other queued work, and a request locking its copy there could wait
@@ -138,21 +183,27 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
             .threads
             .run(move || model.predict(&batch))
             .map_err(|e| ServeError::Internal(e.to_string()))?;
-        // The answers are matched to the instances by position, and split by count between
-        // the requests of a batch.
-        if predictions.len() != instances.len() {
+        // The answers are matched to the rows by position, and split by count between the
+        // requests of a batch.
+        if predictions.len() != count {
             return Err(ServeError::Internal(format!(
-                "the model made {} predictions of a batch of {} instances",
+                "the model made {} predictions of a batch of {count} instances",
                 predictions.len(),
-                instances.len()
             )));
         }
-        Ok(predictions
-            .iter()
-            .map(|p| match predictor.estimator().prediction_json(p) {
-                Value::Object(map) => map,
-                other => Map::from_iter([("output".to_string(), other)]),
-            })
-            .collect())
+        answer(predictor.estimator(), predictions)
     }
+}
+
+/// Each prediction as an object of output key → value.
+fn json_rows<E: ServableEstimator>(
+    estimator: &E,
+    predictions: &[E::Prediction],
+) -> Vec<Map<String, Value>> {
+    (predictions.iter())
+        .map(|p| match estimator.prediction_json(p) {
+            Value::Object(map) => map,
+            other => Map::from_iter([("output".to_string(), other)]),
+        })
+        .collect()
 }

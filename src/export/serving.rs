@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Signature;
+use super::{InputTensors, ServingTensor, Signature};
 use crate::error::Result;
 use crate::estimator::Estimator;
 
@@ -32,6 +32,29 @@ pub trait ServableEstimator: Estimator + Send + 'static {
         signature: &Signature,
         instances: &[Instance],
     ) -> Result<Self::Batch>;
+
+    /// A batch of a request's `inputs` as tensors (a gRPC Predict call's), each already of
+    /// its input's type and shape. The default cuts them into instances for
+    /// [`batch_from_instances`](ServableEstimator::batch_from_instances); an estimator that
+    /// lays the tensors out itself serves such a call without a JSON value per element.
+    fn batch_from_tensors(
+        &self,
+        signature: &Signature,
+        inputs: &InputTensors,
+    ) -> Result<Self::Batch> {
+        self.batch_from_instances(signature, &inputs.instances())
+    }
+
+    /// Output `key` of `predictions` as one tensor, the batch first, when the estimator
+    /// stacks it itself. `None`, the default: the server stacks each prediction's
+    /// [`prediction_json`](ServableEstimator::prediction_json) value of `key`.
+    fn prediction_tensor(
+        &self,
+        _predictions: &[Self::Prediction],
+        _key: &str,
+    ) -> Option<ServingTensor> {
+        None
+    }
 
     /// A prediction as JSON: an object with one member per output key. The default is the
     /// prediction's serde form with every `f32` in its shortest digits

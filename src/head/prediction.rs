@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::export::{ServingTensor, TensorElements};
+
 /// A head's prediction for one example; keys absent for a head (or dropped by
 /// [`HeadPrediction::retain_keys`]) are omitted in JSON.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -67,6 +69,49 @@ impl HeadPrediction {
         }
     }
 
+    /// Output `key` of every prediction as one tensor `[predictions, n]`, its elements of
+    /// the key's type; `None` for no predictions, or a key they do not all hold with one
+    /// length (what the JSON of each has then is no tensor either).
+    pub fn stacked(predictions: &[HeadPrediction], key: &str) -> Option<ServingTensor> {
+        type Field<T> = fn(&HeadPrediction) -> Option<&Vec<T>>;
+        fn stack<T: Clone>(
+            predictions: &[HeadPrediction],
+            field: Field<T>,
+        ) -> Option<(usize, Vec<T>)> {
+            let width = field(predictions.first()?)?.len();
+            let mut elements = Vec::with_capacity(predictions.len() * width);
+            for row in predictions {
+                elements.extend_from_slice(field(row).filter(|row| row.len() == width)?);
+            }
+            Some((width, elements))
+        }
+        let floats = |field: Field<f32>| {
+            stack(predictions, field).map(|(w, e)| (w, TensorElements::Float32(e)))
+        };
+        let ids = |field: Field<i64>| {
+            stack(predictions, field).map(|(w, e)| (w, TensorElements::Int64(e)))
+        };
+        let names = |field: Field<String>| {
+            stack(predictions, field).map(|(w, e)| (w, TensorElements::String(e)))
+        };
+        let (width, elements) = match key {
+            // Dropped logits are an empty list, which JSON leaves out.
+            "logits" => floats(|p| Some(&p.logits).filter(|l| !l.is_empty())),
+            "logistic" => floats(|p| p.logistic.as_ref()),
+            "probabilities" => floats(|p| p.probabilities.as_ref()),
+            "predictions" => floats(|p| p.predictions.as_ref()),
+            "class_ids" => ids(|p| p.class_ids.as_ref()),
+            "all_class_ids" => ids(|p| p.all_class_ids.as_ref()),
+            "classes" => names(|p| p.classes.as_ref()),
+            "all_classes" => names(|p| p.all_classes.as_ref()),
+            _ => None,
+        }?;
+        Some(ServingTensor {
+            shape: vec![predictions.len(), width],
+            elements,
+        })
+    }
+
     /// A classifier's prediction: class `id` of `n_classes`, named by `names`.
     pub(super) fn class(
         logits: Vec<f32>,
@@ -90,6 +135,45 @@ impl HeadPrediction {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_key_stacks_into_one_tensor_of_its_type() {
+        let names = ["a".to_string(), "b".to_string()];
+        let rows = [
+            HeadPrediction::class(vec![1.5, -1.0], vec![0.25, 0.75], 1, 2, &names),
+            HeadPrediction::class(vec![0.5, 2.0], vec![0.5, 0.5], 0, 2, &names),
+        ];
+        let stacked = |key| HeadPrediction::stacked(&rows, key).unwrap();
+        assert_eq!(stacked("probabilities").shape, [2, 2]);
+        assert_eq!(
+            stacked("probabilities").elements,
+            TensorElements::Float32(vec![0.25, 0.75, 0.5, 0.5])
+        );
+        assert_eq!(
+            stacked("logits").elements,
+            TensorElements::Float32(vec![1.5, -1.0, 0.5, 2.0])
+        );
+        assert_eq!(stacked("class_ids").shape, [2, 1]);
+        assert_eq!(
+            stacked("class_ids").elements,
+            TensorElements::Int64(vec![1, 0])
+        );
+        let classes = TensorElements::String(vec!["b".into(), "a".into()]);
+        assert_eq!(stacked("classes").elements, classes);
+        assert_eq!(
+            stacked("all_class_ids").elements,
+            TensorElements::Int64(vec![0, 1, 0, 1])
+        );
+        for absent in ["predictions", "logistic", "no_such_key"] {
+            assert_eq!(HeadPrediction::stacked(&rows, absent), None, "{absent}");
+        }
+        assert_eq!(HeadPrediction::stacked(&[], "probabilities"), None);
+        let mut ragged = rows.clone();
+        ragged[1].probabilities = Some(vec![1.0]);
+        assert_eq!(HeadPrediction::stacked(&ragged, "probabilities"), None);
+        ragged[0].retain_keys(&["probabilities".to_string()]);
+        assert_eq!(HeadPrediction::stacked(&ragged, "logits"), None);
+    }
 
     #[test]
     fn retained_keys_are_the_only_ones_written() {

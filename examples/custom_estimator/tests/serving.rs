@@ -10,8 +10,9 @@ use std::time::Duration;
 use custom_estimator::IrisClassifier;
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::export::{ExportInfo, EXPORT_FILE};
+use estimator::export::{InputTensors, Instance, TensorElements};
 use estimator::{EstimatorExt, RunConfig, TrainSpec};
-use estimator_serve::{Background, Loaders, ModelConfig, Server};
+use estimator_serve::{Background, Loaders, ModelConfig, Servable, Served, Server};
 use serde_json::{json, Value};
 
 /// A classifier trained a few steps in `dir/model`, its export, and the test set's first
@@ -108,6 +109,48 @@ fn the_served_export_answers_what_predict_gives_and_refuses_an_unknown_input_by_
     assert!(
         reply["error"].as_str().unwrap().contains("shape [4]"),
         "{reply}"
+    );
+}
+
+/// Tensors (a gRPC Predict call's) go through the trait's defaults for an estimator that
+/// implements neither: cut into the instances REST sends, each output stacked from the
+/// prediction's JSON.
+#[test]
+fn tensors_are_served_through_the_instances_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, export, rows) = trained(dir.path());
+    let served = Served::<IrisClassifier>::load_on(&export, Default::default()).unwrap();
+    let inputs = InputTensors::new(
+        served.signature(),
+        rows.len(),
+        vec![TensorElements::Float32(rows.concat())],
+    )
+    .unwrap();
+    let keys = ["probabilities".to_string(), "class_id".to_string()];
+    let tensors = served.predict_tensors(&inputs, &keys).unwrap().unwrap();
+    let instances: Vec<Instance> = rows
+        .iter()
+        .map(|r| json!({ "features": r }).as_object().unwrap().clone())
+        .collect();
+    let predictions = served.predict(&instances).unwrap();
+    let column = |key: &str| -> Vec<f32> {
+        (predictions.iter())
+            .flat_map(|p| match &p[key] {
+                Value::Array(values) => values.clone(),
+                scalar => vec![scalar.clone()],
+            })
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect()
+    };
+    assert_eq!(tensors[0].shape, [rows.len(), 3]);
+    assert_eq!(
+        tensors[0].elements,
+        TensorElements::Float32(column("probabilities"))
+    );
+    assert_eq!(tensors[1].shape, [rows.len()]);
+    assert_eq!(
+        tensors[1].elements,
+        TensorElements::Float32(column("class_id"))
     );
 }
 

@@ -21,14 +21,15 @@ use super::proto::tensorflow::{DataType, SignatureDef, TensorInfo, TensorShapePr
 use super::{examples, outputs, results, tensors};
 use crate::error::ServeError;
 use crate::metrics::Entrypoint;
-use crate::servable::{output_dtype, predict_async, Servable};
+use crate::servable::{predict_async, Servable};
 use crate::server::Server;
 use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
+use crate::stacked::output_dtype;
 use crate::versions::Which;
 use estimator::export::{DType, Instance};
 
 /// Requests of up to this many instances are answered on the async worker that read them.
-const INLINE_INSTANCES: usize = 64;
+pub(super) const INLINE_INSTANCES: usize = 64;
 
 #[tonic::async_trait]
 impl PredictionService for Server {
@@ -48,15 +49,12 @@ impl PredictionService for Server {
                     false => filtered(&names, request.output_filter)?,
                 };
                 let count = tensors::batch_size(signature, &request.inputs);
-                let build = || tensors::instances(signature, &request.inputs);
-                let predictions = self.predictions(&servable, count, build).await?;
+                let tensors = self
+                    .predicted_tensors(&servable, &named, count, &request.inputs, keys)
+                    .await?;
                 Ok(PredictResponse {
                     model_spec: Some(answered(&spec, version, &named)),
-                    outputs: outputs::outputs(
-                        &keys,
-                        &named.outputs_of(predictions),
-                        self.tensor_content,
-                    )?,
+                    outputs: outputs::outputs(tensors, self.tensor_content),
                 })
             })
             .await?;

@@ -1,33 +1,51 @@
-//! A Predict call's tensors (`TensorProto`) into request instances, serialized tf.Examples
-//! in a string tensor too: what it carries, in the instances every servable takes (the
-//! examples themselves are read by `examples.rs`, the answers' tensors made by `outputs.rs`).
+//! A Predict call's tensors (`TensorProto`) checked against the signature into the
+//! [`InputTensors`] an estimator lays out, or, for serialized tf.Examples in a string
+//! tensor, into request instances (the examples themselves are read by `examples.rs`, the
+//! answers' tensors made by `outputs.rs`).
 
 use std::collections::HashMap;
 
 use datasets::tf_proto::Example;
-use estimator::export::{DType, Instance};
+use estimator::export::{DType, InputTensors, Instance, TensorElements};
 use estimator::Signature;
 use prost::Message;
-use serde_json::{Map, Value};
 
 use super::proto::tensorflow::{DataType, TensorProto};
 use crate::error::ServeError;
 use crate::example_instance::example_instance;
 
-/// The instances of a Predict call's `inputs`: each signature input's tensor cut along its
-/// first dimension, the batch. An input the signature lacks, a missing one, another element
+/// What a Predict call's `inputs` hold.
+pub(crate) enum Decoded {
+    /// A tensor for each input of the signature.
+    Tensors(InputTensors),
+    /// Serialized tf.Examples, read into instances.
+    Examples(Vec<Instance>),
+}
+
+impl Decoded {
+    /// The request's instances.
+    pub(crate) fn instances(self) -> Vec<Instance> {
+        match self {
+            Decoded::Tensors(inputs) => inputs.instances(),
+            Decoded::Examples(instances) => instances,
+        }
+    }
+}
+
+/// A Predict call's `inputs`: each signature input's tensor, its first dimension the batch,
+/// or serialized tf.Examples. An input the signature lacks, a missing one, another element
 /// type, a shape other than `[batch] + the input's shape` (or `[batch, 1]` for a scalar
 /// input), or batches of different sizes are refused naming the input.
-pub(crate) fn instances(
+pub(crate) fn decoded(
     signature: &Signature,
     inputs: &HashMap<String, TensorProto>,
-) -> Result<Vec<Instance>, ServeError> {
+) -> Result<Decoded, ServeError> {
     let names = || {
         let names: Vec<&str> = signature.inputs.iter().map(|i| i.name.as_str()).collect();
         names.join(", ")
     };
     if let Some(examples) = serialized_examples(signature, inputs) {
-        return examples;
+        return examples.map(Decoded::Examples);
     }
     if let Some(extra) = inputs
         .keys()
@@ -38,6 +56,7 @@ pub(crate) fn instances(
             names()
         )));
     }
+    let mut batch: Option<(&str, usize)> = None;
     let mut columns = Vec::with_capacity(signature.inputs.len());
     for input in &signature.inputs {
         let tensor = inputs.get(&input.name).ok_or_else(|| {
@@ -47,30 +66,32 @@ pub(crate) fn instances(
                 names()
             ))
         })?;
-        let rows = rows(&input.name, input.dtype, &input.shape, tensor)?;
-        if let Some((first, first_rows)) = columns
-            .first()
-            .map(|(n, r): &(&str, Vec<Value>)| (*n, r.len()))
-        {
-            if rows.len() != first_rows {
+        let (rows, elements) = rows(&input.name, input.dtype, &input.shape, tensor)?;
+        match batch {
+            Some((first, first_rows)) if rows != first_rows => {
                 return Err(bad(format!(
-                    "input '{}' has a batch of {} and input '{first}' of {first_rows}: every \
-                     input's first dimension is the batch",
+                    "input '{}' has a batch of {rows} and input '{first}' of {first_rows}: \
+                     every input's first dimension is the batch",
                     input.name,
-                    rows.len()
                 )));
             }
+            Some(_) => {}
+            None => batch = Some((&input.name, rows)),
         }
-        columns.push((input.name.as_str(), rows));
+        columns.push(elements);
     }
-    let batch = columns.first().map_or(0, |(_, rows)| rows.len());
-    let mut instances = vec![Map::new(); batch];
-    for (name, rows) in columns {
-        for (instance, value) in instances.iter_mut().zip(rows) {
-            instance.insert(name.to_string(), value);
-        }
-    }
-    Ok(instances)
+    let batch = batch.map_or(0, |(_, rows)| rows);
+    InputTensors::new(signature, batch, columns)
+        .map(Decoded::Tensors)
+        .ok_or_else(|| ServeError::Internal("the checked inputs do not fit the signature".into()))
+}
+
+/// The instances of a Predict call's `inputs` ([`decoded`]).
+pub(crate) fn instances(
+    signature: &Signature,
+    inputs: &HashMap<String, TensorProto>,
+) -> Result<Vec<Instance>, ServeError> {
+    decoded(signature, inputs).map(Decoded::instances)
 }
 
 /// How many instances a Predict call's `inputs` declare: the largest first dimension, or the
@@ -129,20 +150,21 @@ fn serialized_examples(
 /// The most dimensions a tensor has (TensorFlow's `TensorShape::MaxDimensions()`).
 const MAX_RANK: usize = 254;
 
-/// One value per row of the tensor for input `name`, nested as the input's shape.
+/// The rows of the tensor for input `name` (its first dimension) and its elements, checked
+/// against the input's type and shape.
 fn rows(
     name: &str,
     dtype: DType,
     shape: &[usize],
     tensor: &TensorProto,
-) -> Result<Vec<Value>, ServeError> {
+) -> Result<(usize, TensorElements), ServeError> {
     let dims: Vec<i64> = tensor
         .tensor_shape
         .iter()
         .flat_map(|s| s.dim.iter().map(|d| d.size))
         .collect();
-    // `nest` recurses once per dimension, and a signature read from a file can give any
-    // number of them: TF's own bound keeps the stack safe.
+    // Instances nest a value once per dimension, and a signature read from a file can give
+    // any number of them: TF's own bound keeps the stack safe.
     if dims.len() > MAX_RANK {
         let rank = dims.len();
         return Err(bad(format!(
@@ -163,7 +185,7 @@ fn rows(
     }
     let values = values(name, dtype, tensor)?;
     let batch = usize::try_from(dims[0]).unwrap_or(usize::MAX);
-    // Each level of the lists `nest` builds, counted with checks: a shape whose product
+    // Each level of the lists an instance nests, counted with checks: a shape whose product
     // wraps, or with a zero under a large dimension, would otherwise pass for the values
     // given and have as many lists built as it declares.
     let levels: Vec<Option<usize>> = shape
@@ -189,12 +211,11 @@ fn rows(
         let why = "a zero under a larger dimension: more empty lists than rows";
         return Err(bad(format!("input '{name}' of shape {dims:?} has {why}")));
     }
-    let mut values = values.into_iter();
-    Ok((0..batch).map(|_| nest(&mut values, shape)).collect())
+    Ok((batch, values))
 }
 
-/// The tensor's values as JSON, if its element type is the input's.
-fn values(name: &str, dtype: DType, tensor: &TensorProto) -> Result<Vec<Value>, ServeError> {
+/// The tensor's elements, if their type is the input's (and floats are finite).
+fn values(name: &str, dtype: DType, tensor: &TensorProto) -> Result<TensorElements, ServeError> {
     let given = tensor.dtype();
     let wrong = || {
         let want = match dtype {
@@ -225,41 +246,30 @@ fn values(name: &str, dtype: DType, tensor: &TensorProto) -> Result<Vec<Value>, 
                     .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
                     .collect()
             };
-            floats
-                .into_iter()
-                .map(|x| match x.is_finite() {
-                    true => Ok(Value::from(f64::from(x))),
-                    false => Err(bad(format!(
-                        "input '{name}' holds {x}, which is not finite"
-                    ))),
-                })
-                .collect()
+            match floats.iter().find(|x| !x.is_finite()) {
+                Some(x) => Err(bad(format!(
+                    "input '{name}' holds {x}, which is not finite"
+                ))),
+                None => Ok(TensorElements::Float32(floats)),
+            }
         }
-        (DType::Int64, DataType::DtInt64) => Ok(if tensor.tensor_content.is_empty() {
-            tensor.int64_val.iter().map(|&x| Value::from(x)).collect()
-        } else {
-            packed(8)?
-                .map(|b| Value::from(i64::from_le_bytes(b.try_into().unwrap())))
-                .collect()
-        }),
-        (DType::String, DataType::DtString) => tensor
-            .string_val
-            .iter()
+        (DType::Int64, DataType::DtInt64) => {
+            Ok(TensorElements::Int64(if tensor.tensor_content.is_empty() {
+                tensor.int64_val.clone()
+            } else {
+                packed(8)?
+                    .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+                    .collect()
+            }))
+        }
+        (DType::String, DataType::DtString) => (tensor.string_val.iter())
             .map(|bytes| {
                 String::from_utf8(bytes.clone())
-                    .map(Value::from)
                     .map_err(|_| bad(format!("input '{name}' holds a string that is not UTF-8")))
             })
-            .collect(),
+            .collect::<Result<_, _>>()
+            .map(TensorElements::String),
         _ => Err(wrong()),
-    }
-}
-
-/// The next values nested as `shape` (a scalar for `[]`).
-fn nest(values: &mut impl Iterator<Item = Value>, shape: &[usize]) -> Value {
-    match shape.split_first() {
-        None => values.next().unwrap_or(Value::Null),
-        Some((&len, inner)) => Value::Array((0..len).map(|_| nest(values, inner)).collect()),
     }
 }
 
