@@ -1,6 +1,7 @@
 //! Load on estimator-serve over loopback: Iris predictions from keep-alive REST clients
 //! (`:predict`) and gRPC clients (PredictionService's Predict), with server-side batching
-//! off, on, and (REST) on with two batching threads, interleaved by round.
+//! off, on, and (REST) on with two batching threads, then gRPC Predict of serialized
+//! tf.Examples and gRPC Classify of tf.Examples (batching off), interleaved by round.
 //!
 //! Run: `cargo bench --bench load` (add `-- --rounds 3 --seconds 5 --clients 16`; with
 //! `--instances N`, each request holds N instances instead of one: rates are still
@@ -23,10 +24,13 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use datasets::tf_proto::{feature, Example, Feature, Features, FloatList};
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainSpec};
 use estimator_serve::grpc::proto::tensorflow::serving::prediction_service_client::PredictionServiceClient;
-use estimator_serve::grpc::proto::tensorflow::serving::{ModelSpec, PredictRequest};
+use estimator_serve::grpc::proto::tensorflow::serving::{
+    input, ClassificationRequest, ExampleList, Input, ModelSpec, PredictRequest,
+};
 use estimator_serve::grpc::proto::tensorflow::tensor_shape_proto::Dim;
 use estimator_serve::grpc::proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
 use estimator_serve::{
@@ -34,6 +38,7 @@ use estimator_serve::{
 };
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
+use prost::Message;
 
 /// The server's allocator, as the `estimator-serve` binary runs with (the clients share it).
 #[global_allocator]
@@ -84,6 +89,10 @@ enum Transport {
     Rest,
     /// gRPC (TF Serving's PredictionService), an HTTP/2 connection per client.
     Grpc,
+    /// gRPC Predict of serialized tf.Examples (a TF estimator's parsing serving input).
+    GrpcExamples,
+    /// gRPC Classify of tf.Examples.
+    GrpcClassify,
 }
 
 /// A server on free loopback ports (REST and gRPC), batching as `batching` says; stopped
@@ -139,11 +148,19 @@ fn start(base: &Path, batching: Option<Batching>, limits: Limits, intra_op: usiz
     }
 }
 
-/// A gRPC client with a runtime of its own, and the request it sends.
+/// A gRPC client with a runtime of its own, the request it sends, and how many
+/// instances that holds.
 struct GrpcClient {
     runtime: tokio::runtime::Runtime,
     client: PredictionServiceClient<tonic::transport::Channel>,
-    request: PredictRequest,
+    request: GrpcRequest,
+    instances: usize,
+}
+
+/// A gRPC call of the load.
+enum GrpcRequest {
+    Predict(PredictRequest),
+    Classify(ClassificationRequest),
 }
 
 /// One client's connection.
@@ -159,7 +176,7 @@ impl Client {
                 let agent = ureq::AgentBuilder::new().build();
                 Client::Rest(agent, started.rest_url.clone(), rest_body(instances))
             }
-            Transport::Grpc => {
+            Transport::Grpc | Transport::GrpcExamples | Transport::GrpcClassify => {
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -171,7 +188,16 @@ impl Client {
                 Client::Grpc(Box::new(GrpcClient {
                     runtime,
                     client,
-                    request: grpc_request(instances),
+                    request: match transport {
+                        Transport::GrpcExamples => {
+                            GrpcRequest::Predict(examples_request(instances))
+                        }
+                        Transport::GrpcClassify => {
+                            GrpcRequest::Classify(classify_request(instances))
+                        }
+                        _ => GrpcRequest::Predict(grpc_request(instances)),
+                    },
+                    instances,
                 }))
             }
         }
@@ -189,22 +215,72 @@ impl Client {
                 assert!(text.starts_with("{\"predictions\""), "{text}");
             }
             Client::Grpc(grpc) => {
-                let answer = grpc
-                    .runtime
-                    .block_on(grpc.client.predict(grpc.request.clone()))
-                    .expect("a prediction");
-                let classes = &answer.into_inner().outputs["classes"];
-                assert_eq!(classes.string_val.len() as i64, grpc.instances());
+                let answered = match &grpc.request {
+                    GrpcRequest::Predict(request) => {
+                        let call = grpc.client.predict(request.clone());
+                        let answer = grpc.runtime.block_on(call).expect("a prediction");
+                        answer.into_inner().outputs["classes"].string_val.len()
+                    }
+                    GrpcRequest::Classify(request) => {
+                        let call = grpc.client.classify(request.clone());
+                        let answer = grpc.runtime.block_on(call).expect("a classification");
+                        answer.into_inner().result.unwrap().classifications.len()
+                    }
+                };
+                assert_eq!(answered, grpc.instances);
             }
         }
     }
 }
 
-impl GrpcClient {
-    fn instances(&self) -> i64 {
-        let tensor = self.request.inputs.values().next();
-        tensor.map_or(0, |t| t.tensor_shape.as_ref().unwrap().dim[0].size)
+/// [`INSTANCE`] as a tf.Example.
+fn example() -> Example {
+    let feature = |value: f32| Feature {
+        kind: Some(feature::Kind::FloatList(FloatList { value: vec![value] })),
+    };
+    let features = (INSTANCE.iter())
+        .map(|(name, value)| (name.to_string(), feature(*value)))
+        .collect();
+    Example {
+        features: Some(Features { feature: features }),
     }
+}
+
+/// `instances` copies of [`INSTANCE`] as the examples of a Classify request.
+fn classify_request(instances: usize) -> ClassificationRequest {
+    let list = ExampleList {
+        examples: vec![example(); instances],
+    };
+    ClassificationRequest {
+        model_spec: grpc_request(0).model_spec,
+        input: Some(Input {
+            kind: Some(input::Kind::ExampleList(list)),
+        }),
+    }
+}
+
+/// `instances` copies of [`INSTANCE`] as serialized tf.Examples, the one string tensor
+/// `examples` of a Predict request.
+fn examples_request(instances: usize) -> PredictRequest {
+    let example = example().encode_to_vec();
+    let mut request = grpc_request(0);
+    request.inputs = [(
+        "examples".to_string(),
+        TensorProto {
+            dtype: DataType::DtString as i32,
+            tensor_shape: Some(TensorShapeProto {
+                dim: vec![Dim {
+                    size: instances as i64,
+                    name: String::new(),
+                }],
+                unknown_rank: false,
+            }),
+            string_val: vec![example; instances],
+            ..TensorProto::default()
+        },
+    )]
+    .into();
+    request
 }
 
 /// `instances` copies of [`INSTANCE`] as a gRPC Predict request: one float tensor of shape
@@ -398,6 +474,8 @@ fn main() {
         ),
         ("gRPC, batching off", None, Transport::Grpc),
         ("gRPC, batching on ", Some(batching), Transport::Grpc),
+        ("gRPC examples, batching off", None, Transport::GrpcExamples),
+        ("gRPC Classify, batching off", None, Transport::GrpcClassify),
     ];
     let settings: Vec<_> = settings
         .into_iter()

@@ -22,6 +22,7 @@ mod cors;
 mod dir_stamp;
 mod error;
 mod example_instance;
+mod example_tensors;
 mod flag_spelling;
 pub mod grpc;
 mod grpc_channel_arguments;

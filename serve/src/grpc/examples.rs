@@ -1,12 +1,15 @@
-//! Classify's and Regress's input: its tf.Examples into instances, each with the features
-//! of the list's context.
+//! Classify's and Regress's input: its tf.Examples, each with the features of the list's
+//! context, into input tensors or instances.
 
 use datasets::tf_proto::{feature, Example, Feature};
 use estimator::export::Instance;
+use estimator::Signature;
 
 use super::proto::tensorflow::serving::{input, Input};
+use super::tensors::Decoded;
 use crate::error::ServeError;
 use crate::example_instance::example_instance;
+use crate::example_tensors::example_tensors;
 use crate::request::check_context;
 
 /// The examples of a Classify or Regress call's input, and its context.
@@ -20,22 +23,50 @@ pub(super) fn list(input: Option<Input>) -> Result<(Vec<Example>, Option<Example
     }
 }
 
+/// `examples`, each with the features of `context`: as `signature`'s input tensors when
+/// `tensors` asks for them and the examples are well formed, else as instances.
+pub(super) fn decoded(
+    examples: &[Example],
+    context: Option<&Example>,
+    signature: &Signature,
+    tensors: bool,
+) -> Result<Decoded, ServeError> {
+    check_size(examples, context)?;
+    match tensors
+        .then(|| example_tensors(signature, examples, context))
+        .flatten()
+    {
+        Some(tensors) => Ok(Decoded::Tensors(tensors)),
+        None => each_instance(examples, context).map(Decoded::Examples),
+    }
+}
+
 /// The instances of `examples`, each with the features of `context`.
 pub(super) fn instances(
     examples: &[Example],
     context: Option<&Example>,
 ) -> Result<Vec<Instance>, ServeError> {
+    check_size(examples, context)?;
+    each_instance(examples, context)
+}
+
+fn each_instance(
+    examples: &[Example],
+    context: Option<&Example>,
+) -> Result<Vec<Instance>, ServeError> {
+    (examples.iter().enumerate())
+        .map(|(index, example)| example_instance(index, example, context))
+        .collect()
+}
+
+/// Refuses a context whose values, copied into each example, would be too many.
+fn check_size(examples: &[Example], context: Option<&Example>) -> Result<(), ServeError> {
     let features = context
         .iter()
         .flat_map(|c| c.features.iter())
         .flat_map(|f| &f.feature);
     let values = features.map(|(_, feature)| 1 + feature_len(feature)).sum();
-    check_context(values, examples.len())?;
-    examples
-        .iter()
-        .enumerate()
-        .map(|(index, example)| example_instance(index, example, context))
-        .collect()
+    check_context(values, examples.len())
 }
 
 /// How many values a feature holds.

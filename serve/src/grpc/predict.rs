@@ -1,11 +1,14 @@
-//! A Predict call's outputs: its tensors laid out by the servable when it can, else its
-//! instances predicted and their JSON values stacked.
+//! A call's predictions from its tensors, laid out by the servable when it can, else from
+//! its instances as JSON: what Predict, Classify and Regress answer from.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use datasets::tf_proto::Example;
 use estimator::export::{InputTensors, ServingTensor};
+use serde_json::{Map, Value};
 
+use super::examples;
 use super::prediction_service::INLINE_INSTANCES;
 use super::proto::tensorflow::TensorProto;
 use super::tensors::{self, Decoded};
@@ -15,9 +18,61 @@ use crate::server::Server;
 use crate::signatures::NamedSignature;
 use crate::stacked::stacked;
 
+/// A call's predictions: output keys as tensors, or each prediction as JSON.
+pub(super) enum Answer {
+    /// One tensor per key asked for, in order.
+    Tensors(Vec<ServingTensor>),
+    /// Every prediction, an object of output key → value.
+    Json(Vec<Map<String, Value>>),
+}
+
 impl Server {
-    /// Outputs `names` of `named` for a Predict call's `inputs` (`count` instances, let in
-    /// by the instance budget before they are decoded), each a tensor under its name.
+    /// The predictions for the `count` instances `decode` reads (let in by the instance
+    /// budget before they are decoded): output `keys` as tensors where they are tensors and
+    /// the servable makes them, else each prediction as JSON.
+    pub(super) async fn answer(
+        &self,
+        servable: &Arc<dyn Servable>,
+        count: usize,
+        decode: impl FnOnce() -> Result<Decoded, ServeError>,
+        keys: Vec<String>,
+    ) -> Result<Answer, ServeError> {
+        let _room = self.budget.admit_count(count).await?;
+        let inline = count <= INLINE_INSTANCES;
+        let decoded = match decode()? {
+            Decoded::Tensors(inputs) => {
+                match tensors_async(servable, inputs, keys, inline).await? {
+                    Ok(tensors) => return Ok(Answer::Tensors(tensors)),
+                    Err(inputs) => Decoded::Tensors(inputs),
+                }
+            }
+            examples => examples,
+        };
+        let instances = decoded.instances();
+        Ok(Answer::Json(
+            predict_async(Arc::clone(servable), instances, inline).await?,
+        ))
+    }
+
+    /// Output `keys` for Classify's or Regress's `examples`, each with the features of
+    /// `context`: as tensors only when the export has every key, so that a model without
+    /// them is refused as the instances' answer refuses it.
+    pub(super) async fn examples_answer(
+        &self,
+        servable: &Arc<dyn Servable>,
+        examples: &[Example],
+        context: Option<Example>,
+        keys: impl Into<Vec<String>>,
+    ) -> Result<Answer, ServeError> {
+        let keys: Vec<String> = keys.into();
+        let signature = servable.signature();
+        let has_keys = keys.iter().all(|key| signature.outputs.contains(key));
+        let decode = || examples::decoded(examples, context.as_ref(), signature, has_keys);
+        self.answer(servable, examples.len(), decode, keys).await
+    }
+
+    /// Outputs `names` of `named` for a Predict call's `inputs` (`count` instances), each a
+    /// tensor under its name.
     pub(super) async fn predicted_tensors(
         &self,
         servable: &Arc<dyn Servable>,
@@ -26,23 +81,17 @@ impl Server {
         inputs: &HashMap<String, TensorProto>,
         names: Vec<String>,
     ) -> Result<Vec<(String, ServingTensor)>, ServeError> {
-        let _room = self.budget.admit_count(count).await?;
-        let inline = count <= INLINE_INSTANCES;
-        let decoded = match tensors::decoded(servable.signature(), inputs)? {
-            Decoded::Tensors(inputs) => {
-                let keys = (names.iter()).map(|name| named.key_of(name).to_string());
-                match tensors_async(servable, inputs, keys.collect(), inline).await? {
-                    Ok(tensors) => return Ok(names.into_iter().zip(tensors).collect()),
-                    Err(inputs) => Decoded::Tensors(inputs),
-                }
+        let decode = || tensors::decoded(servable.signature(), inputs);
+        let keys = (names.iter()).map(|name| named.key_of(name).to_string());
+        match self.answer(servable, count, decode, keys.collect()).await? {
+            Answer::Tensors(tensors) => Ok(names.into_iter().zip(tensors).collect()),
+            Answer::Json(predictions) => {
+                let predictions = named.outputs_of(predictions);
+                (names.into_iter())
+                    .map(|name| stacked(&name, &predictions).map(|tensor| (name, tensor)))
+                    .collect()
             }
-            examples => examples,
-        };
-        let predictions = predict_async(Arc::clone(servable), decoded.instances(), inline).await?;
-        let predictions = named.outputs_of(predictions);
-        (names.into_iter())
-            .map(|name| stacked(&name, &predictions).map(|tensor| (name, tensor)))
-            .collect()
+        }
     }
 }
 

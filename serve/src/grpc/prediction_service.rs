@@ -8,6 +8,7 @@ use std::time::Instant;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
+use super::predict::Answer;
 use super::proto::tensorflow::serving::model_spec::VersionChoice;
 use super::proto::tensorflow::serving::prediction_service_server::PredictionService;
 use super::proto::tensorflow::serving::{
@@ -72,11 +73,16 @@ impl PredictionService for Server {
                 let (version, servable, named) = self.selected(&spec)?;
                 named.check_method(CLASSIFY, self.loaders.method_check)?;
                 let (list, context) = examples::list(request.input)?;
-                let build = || examples::instances(&list, context.as_ref());
-                let predictions = self.predictions(&servable, list.len(), build).await?;
+                let keys = ["all_classes", "probabilities"].map(String::from);
+                let answer = self
+                    .examples_answer(&servable, &list, context, keys)
+                    .await?;
                 Ok(ClassificationResponse {
                     model_spec: Some(answered(&spec, version, &named)),
-                    result: Some(results::classification(&predictions)?),
+                    result: Some(match answer {
+                        Answer::Tensors(tensors) => results::classification_of(&tensors)?,
+                        Answer::Json(predictions) => results::classification(&predictions)?,
+                    }),
                 })
             })
             .await?;
@@ -94,11 +100,16 @@ impl PredictionService for Server {
                 let (version, servable, named) = self.selected(&spec)?;
                 named.check_method(REGRESS, self.loaders.method_check)?;
                 let (list, context) = examples::list(request.input)?;
-                let build = || examples::instances(&list, context.as_ref());
-                let predictions = self.predictions(&servable, list.len(), build).await?;
+                let keys = vec!["predictions".to_string()];
+                let answer = self
+                    .examples_answer(&servable, &list, context, keys)
+                    .await?;
                 Ok(RegressionResponse {
                     model_spec: Some(answered(&spec, version, &named)),
-                    result: Some(results::regression(&predictions)?),
+                    result: Some(match answer {
+                        Answer::Tensors(tensors) => results::regression_of(&tensors)?,
+                        Answer::Json(predictions) => results::regression(&predictions)?,
+                    }),
                 })
             })
             .await?;

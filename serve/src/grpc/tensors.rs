@@ -1,7 +1,8 @@
 //! A Predict call's tensors (`TensorProto`) checked against the signature into the
-//! [`InputTensors`] an estimator lays out, or, for serialized tf.Examples in a string
-//! tensor, into request instances (the examples themselves are read by `examples.rs`, the
-//! answers' tensors made by `outputs.rs`).
+//! [`InputTensors`] an estimator lays out. Serialized tf.Examples in a string tensor become
+//! the same tensors where they are well formed (`example_tensors.rs`), else request
+//! instances (Classify's examples are read by `examples.rs`, the answers' tensors made by
+//! `outputs.rs`).
 
 use std::collections::HashMap;
 
@@ -13,12 +14,13 @@ use prost::Message;
 use super::proto::tensorflow::{DataType, TensorProto};
 use crate::error::ServeError;
 use crate::example_instance::example_instance;
+use crate::example_tensors::example_tensors;
 
 /// What a Predict call's `inputs` hold.
 pub(crate) enum Decoded {
     /// A tensor for each input of the signature.
     Tensors(InputTensors),
-    /// Serialized tf.Examples, read into instances.
+    /// Serialized tf.Examples not all of the common case, read into instances.
     Examples(Vec<Instance>),
 }
 
@@ -33,7 +35,7 @@ impl Decoded {
 }
 
 /// A Predict call's `inputs`: each signature input's tensor, its first dimension the batch,
-/// or serialized tf.Examples. An input the signature lacks, a missing one, another element
+/// or serialized tf.Examples (as tensors too where they are well formed). An input the signature lacks, a missing one, another element
 /// type, a shape other than `[batch] + the input's shape` (or `[batch, 1]` for a scalar
 /// input), or batches of different sizes are refused naming the input.
 pub(crate) fn decoded(
@@ -45,7 +47,7 @@ pub(crate) fn decoded(
         names.join(", ")
     };
     if let Some(examples) = serialized_examples(signature, inputs) {
-        return examples.map(Decoded::Examples);
+        return examples;
     }
     if let Some(extra) = inputs
         .keys()
@@ -124,27 +126,32 @@ fn examples_input<'a>(
     parsing_input.then_some((name, tensor))
 }
 
-/// The instances of serialized tf.Examples, when they are the request's input.
+/// Serialized tf.Examples, when they are the request's input: their input tensors where
+/// they are well formed, else their instances (whose checks name what is wrong).
 fn serialized_examples(
     signature: &Signature,
     inputs: &HashMap<String, TensorProto>,
-) -> Option<Result<Vec<Instance>, ServeError>> {
+) -> Option<Result<Decoded, ServeError>> {
     let (name, tensor) = examples_input(signature, inputs)?;
-    Some(
-        tensor
-            .string_val
-            .iter()
-            .enumerate()
-            .map(|(index, bytes)| {
-                let example = Example::decode(bytes.as_slice()).map_err(|e| {
-                    bad(format!(
-                        "input '{name}': value {index} is not a serialized tf.Example: {e}"
-                    ))
-                })?;
-                example_instance(index, &example, None)
+    let examples = (tensor.string_val.iter().enumerate())
+        .map(|(index, bytes)| {
+            Example::decode(bytes.as_slice()).map_err(|e| {
+                bad(format!(
+                    "input '{name}': value {index} is not a serialized tf.Example: {e}"
+                ))
             })
-            .collect(),
-    )
+        })
+        .collect::<Result<Vec<_>, _>>();
+    let decoded = examples.and_then(|examples| {
+        if let Some(tensors) = example_tensors(signature, &examples, None) {
+            return Ok(Decoded::Tensors(tensors));
+        }
+        (examples.iter().enumerate())
+            .map(|(index, example)| example_instance(index, example, None))
+            .collect::<Result<_, _>>()
+            .map(Decoded::Examples)
+    });
+    Some(decoded)
 }
 
 /// The most dimensions a tensor has (TensorFlow's `TensorShape::MaxDimensions()`).

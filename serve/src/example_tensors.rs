@@ -1,0 +1,120 @@
+//! tf.Examples straight into a signature's input tensors, for the common case: every
+//! feature an input, each input present with as many values as its shape holds, of a kind
+//! its type takes. Anything else is left to the examples' instances (`example_instance.rs`),
+//! whose checks name what is wrong, so both paths accept and refuse the same requests.
+
+use datasets::tf_proto::{feature, Example};
+use estimator::export::{DType, InputTensors, TensorElements};
+use estimator::Signature;
+
+/// The input tensors of `examples`, each with the features of `context` under its own;
+/// `None` where an example is not of the common case.
+pub(crate) fn example_tensors(
+    signature: &Signature,
+    examples: &[Example],
+    context: Option<&Example>,
+) -> Option<InputTensors> {
+    let is_input = |name: &String| signature.inputs.iter().any(|input| &input.name == name);
+    let names_inputs_only = |e: &Example| {
+        e.features
+            .iter()
+            .flat_map(|f| f.feature.keys())
+            .all(is_input)
+    };
+    if !examples.iter().chain(context).all(names_inputs_only) {
+        return None;
+    }
+    let elements = (signature.inputs.iter())
+        .map(|input| {
+            // An instance holds a one-value feature as a scalar and a longer one as a flat
+            // list: a scalar input, or one of a single dimension above 1.
+            let width = match input.shape[..] {
+                [] => 1,
+                [n] if n > 1 => n,
+                _ => return None,
+            };
+            let features = examples
+                .iter()
+                .map(|example| values(example, context, &input.name, width));
+            column(input.dtype, features, examples.len() * width)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    InputTensors::new(signature, examples.len(), elements)
+}
+
+/// Feature `name` of `example`, else of `context`, if it holds `width` values.
+fn values<'a>(
+    example: &'a Example,
+    context: Option<&'a Example>,
+    name: &str,
+    width: usize,
+) -> Option<&'a feature::Kind> {
+    let of = |e: &'a Example| e.features.as_ref()?.feature.get(name);
+    let kind = of(example)
+        .or_else(|| context.and_then(of))?
+        .kind
+        .as_ref()?;
+    (len(kind) == width).then_some(kind)
+}
+
+fn len(kind: &feature::Kind) -> usize {
+    match kind {
+        feature::Kind::FloatList(list) => list.value.len(),
+        feature::Kind::Int64List(list) => list.value.len(),
+        feature::Kind::BytesList(list) => list.value.len(),
+    }
+}
+
+/// One input's elements from each example's feature: floats from finite floats or from
+/// integers, integers from integers, text from UTF-8 bytes or from integers (their decimal
+/// text), as an instance's checks read them.
+fn column<'a>(
+    dtype: DType,
+    features: impl Iterator<Item = Option<&'a feature::Kind>>,
+    count: usize,
+) -> Option<TensorElements> {
+    use feature::Kind::{BytesList, FloatList, Int64List};
+    Some(match dtype {
+        DType::Float32 => {
+            let mut floats = Vec::with_capacity(count);
+            for kind in features {
+                match kind? {
+                    FloatList(list) if list.value.iter().all(|x| x.is_finite()) => {
+                        floats.extend_from_slice(&list.value)
+                    }
+                    Int64List(list) => floats.extend(list.value.iter().map(|&x| x as f32)),
+                    _ => return None,
+                }
+            }
+            TensorElements::Float32(floats)
+        }
+        DType::Int64 => {
+            let mut integers = Vec::with_capacity(count);
+            for kind in features {
+                match kind? {
+                    Int64List(list) => integers.extend_from_slice(&list.value),
+                    _ => return None,
+                }
+            }
+            TensorElements::Int64(integers)
+        }
+        DType::String => {
+            let mut texts = Vec::with_capacity(count);
+            for kind in features {
+                match kind? {
+                    BytesList(list) => {
+                        for bytes in &list.value {
+                            texts.push(std::str::from_utf8(bytes).ok()?.to_string());
+                        }
+                    }
+                    Int64List(list) => texts.extend(list.value.iter().map(i64::to_string)),
+                    _ => return None,
+                }
+            }
+            TensorElements::String(texts)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;
