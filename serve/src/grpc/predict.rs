@@ -9,7 +9,6 @@ use estimator::export::{InputTensors, ServingTensor};
 use serde_json::{Map, Value};
 
 use super::examples;
-use super::prediction_service::INLINE_INSTANCES;
 use super::proto::tensorflow::TensorProto;
 use super::tensors::{self, Decoded};
 use crate::error::ServeError;
@@ -17,6 +16,9 @@ use crate::servable::{predict_async, Servable};
 use crate::server::Server;
 use crate::signatures::NamedSignature;
 use crate::stacked::stacked;
+
+/// Requests of up to this many instances are answered on the async worker that read them.
+pub(super) const INLINE_INSTANCES: usize = 64;
 
 /// A call's predictions: output keys as tensors, or each prediction as JSON.
 pub(super) enum Answer {

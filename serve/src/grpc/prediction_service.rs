@@ -8,7 +8,7 @@ use std::time::Instant;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
-use super::predict::Answer;
+use super::predict::{Answer, INLINE_INSTANCES};
 use super::proto::tensorflow::serving::model_spec::VersionChoice;
 use super::proto::tensorflow::serving::prediction_service_server::PredictionService;
 use super::proto::tensorflow::serving::{
@@ -28,9 +28,6 @@ use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
 use crate::stacked::output_dtype;
 use crate::versions::Which;
 use estimator::export::{DType, Instance};
-
-/// Requests of up to this many instances are answered on the async worker that read them.
-pub(super) const INLINE_INSTANCES: usize = 64;
 
 #[tonic::async_trait]
 impl PredictionService for Server {
