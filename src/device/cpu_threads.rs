@@ -110,8 +110,12 @@ mod tests {
         type B = crate::device::CpuBackend;
         let device = Default::default();
         // 300 x 300 x 300 = 27M multiply-adds: above Flex's split threshold (192^3).
-        let a = Tensor::<B, 2>::random([300, 300], Distribution::Normal(0.0, 1.0), &device);
-        let b = Tensor::<B, 2>::random([300, 300], Distribution::Normal(0.0, 1.0), &device);
+        let a = crate::seed::with_seed::<B, _>(&device, 1, || {
+            Tensor::<B, 2>::random([300, 300], Distribution::Normal(0.0, 1.0), &device)
+        });
+        let b = crate::seed::with_seed::<B, _>(&device, 2, || {
+            Tensor::<B, 2>::random([300, 300], Distribution::Normal(0.0, 1.0), &device)
+        });
         let run = |threads| {
             with_cpu_threads(threads, || {
                 let product = a.clone().matmul(b.clone());

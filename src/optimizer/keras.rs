@@ -322,7 +322,9 @@ mod tests {
                 weight_decay,
             };
             // Large enough for the host pass to be split over threads.
-            let w = Tensor::<B, 2>::random([263, 257], Distribution::Normal(0.0, 1.0), &device);
+            let w = crate::seed::with_seed::<B, _>(&device, 1, || {
+                Tensor::<B, 2>::random([263, 257], Distribution::Normal(0.0, 1.0), &device)
+            });
             let zeros = || AdamWState {
                 first: w.zeros_like(),
                 second: w.zeros_like(),
@@ -331,7 +333,9 @@ mod tests {
             let (mut host, mut ops) = ((w.clone(), zeros()), (w.clone(), zeros()));
             assert!(host_pass::eligible(&[&w]));
             for step in 0..5 {
-                let g = Tensor::<B, 2>::random([263, 257], Distribution::Normal(0.0, 0.1), &device);
+                let g = crate::seed::with_seed::<B, _>(&device, 10 + step as u64, || {
+                    Tensor::<B, 2>::random([263, 257], Distribution::Normal(0.0, 0.1), &device)
+                });
                 let lr = 0.01 / (step + 1) as f64;
                 host = adam.step_on_host(lr, host.0, g.clone(), host.1);
                 ops = adam.step_with_tensor_ops(lr, ops.0, g, ops.1);
@@ -351,11 +355,15 @@ mod tests {
             initial_accumulator_value: 0.1,
             epsilon: 1e-7,
         };
-        let w = Tensor::<B, 1>::random([70_001], Distribution::Normal(0.0, 1.0), &device);
+        let w = crate::seed::with_seed::<B, _>(&device, 3, || {
+            Tensor::<B, 1>::random([70_001], Distribution::Normal(0.0, 1.0), &device)
+        });
         let start = w.zeros_like().add_scalar(0.1);
         let (mut host, mut ops) = ((w.clone(), start.clone()), (w.clone(), start));
         for step in 0..5 {
-            let g = Tensor::<B, 1>::random([70_001], Distribution::Normal(0.0, 0.1), &device);
+            let g = crate::seed::with_seed::<B, _>(&device, 10 + step as u64, || {
+                Tensor::<B, 1>::random([70_001], Distribution::Normal(0.0, 0.1), &device)
+            });
             host = adagrad.step_on_host(0.05, host.0, g.clone(), host.1);
             ops = adagrad.step_with_tensor_ops(0.05, ops.0, g, ops.1);
             assert_eq!(bits(&host.0), bits(&ops.0), "weights, step {step}");

@@ -6,6 +6,7 @@ use crate::device::CpuTrainBackend as B;
 use crate::distribute::testing::on_threads;
 use crate::distribute::InMemoryTransport;
 use crate::optimizer::extract_gradients;
+use burn::module::Param;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
@@ -236,10 +237,22 @@ fn passes_shared_by_all_reduce_threads_average_to_the_bits_of_one_thread() {
     // A 512x2048 weight on 3 ranks: ring segments of about 44k values, split in two
     // between the threads. With 64 KiB buckets the weight is sliced on the fused path
     // and the bias packed with the step entry, so both thread layouts are crossed.
+    // Weights from a formula, not from the backend's RNG, which is one per process: a
+    // test drawing from it meanwhile would give the two runs different models.
     let wide = || {
-        crate::seed::build_seeded::<B, _>(&Default::default(), 9, || {
-            LinearConfig::new(512, 2048).init(&Default::default())
-        })
+        let device = Default::default();
+        let values = |n: usize, salt: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| (((i + salt) * 7919) % 2003) as f32 / 2003.0 - 0.5)
+                .map(|v| v * 0.09)
+                .collect()
+        };
+        let mut m: Linear<B> = LinearConfig::new(512, 2048).init(&device);
+        let weight = TensorData::new(values(512 * 2048, 0), [512, 2048]);
+        m.weight = Param::from_tensor(Tensor::from_data(weight, &device));
+        let bias = TensorData::new(values(2048, 1), [2048]);
+        m.bias = Some(Param::from_tensor(Tensor::from_data(bias, &device)));
+        m
     };
     let run = |threads: usize, compression: Compression, bucket_bytes: usize| {
         let out = on_threads(InMemoryTransport::cluster(3), |transport| {
