@@ -1,17 +1,20 @@
 //! [`Batched`]: server-side batching (TF Serving's `--enable_batching`): concurrent
 //! requests to one model version are merged into one prediction of up to
-//! `max_batch_size` instances, waiting at most `batch_timeout` for more to arrive.
+//! `max_batch_size` instances, waiting at most `batch_timeout` for more to arrive. Requests
+//! of instances merge with each other, and gRPC calls of tensors asking the same outputs
+//! with each other, their tensors joined.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use estimator::export::Instance;
+use estimator::export::{InputTensors, Instance};
 use estimator::Signature;
 
 use crate::error::ServeError;
-use crate::servable::{Predictions, Servable};
+use crate::servable::{Predictions, Servable, TensorAnswer};
+use crate::stacked::stacked;
 
 /// How requests are merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,9 +49,71 @@ impl Default for Batching {
     }
 }
 
-struct Job {
-    instances: Vec<Instance>,
-    reply: tokio::sync::oneshot::Sender<Predictions>,
+/// What a request asks of the batching threads, and where its answer goes.
+enum Job {
+    /// Predictions for instances, as JSON.
+    Instances(Vec<Instance>, Sender1<Predictions>),
+    /// Output `keys` for input tensors (a gRPC call's).
+    Tensors {
+        inputs: InputTensors,
+        keys: Vec<String>,
+        reply: Sender1<TensorAnswer>,
+    },
+}
+
+type Sender1<T> = tokio::sync::oneshot::Sender<T>;
+
+impl Job {
+    /// Rows it holds.
+    fn size(&self) -> usize {
+        match self {
+            Job::Instances(instances, _) => instances.len(),
+            Job::Tensors { inputs, .. } => inputs.batch(),
+        }
+    }
+
+    /// Whether it can share a prediction with `other`: instances with instances, tensors
+    /// with tensors asking the same outputs.
+    fn joins(&self, other: &Job) -> bool {
+        match (self, other) {
+            (Job::Instances(..), Job::Instances(..)) => true,
+            (Job::Tensors { keys, .. }, Job::Tensors { keys: other, .. }) => keys == other,
+            _ => false,
+        }
+    }
+
+    /// Answers it with `error`.
+    fn refuse(self, error: ServeError) {
+        match self {
+            Job::Instances(_, reply) => drop(reply.send(Err(error))),
+            Job::Tensors { reply, .. } => drop(reply.send(Err(error))),
+        }
+    }
+
+    /// Answers it from a prediction of its own.
+    fn run_alone(self, model: &dyn Servable) {
+        match self {
+            Job::Instances(instances, reply) => {
+                let _ = reply.send(model.predict(&instances));
+            }
+            Job::Tensors {
+                inputs,
+                keys,
+                reply,
+            } => {
+                let _ = reply.send(tensors_alone(model, &inputs, &keys));
+            }
+        }
+    }
+}
+
+/// Output `keys` for `inputs` from `model`: its tensors, or its JSON predictions stacked.
+fn tensors_alone(model: &dyn Servable, inputs: &InputTensors, keys: &[String]) -> TensorAnswer {
+    if let Some(answer) = model.predict_tensors(inputs, keys) {
+        return answer;
+    }
+    let predictions = model.predict(&inputs.instances())?;
+    keys.iter().map(|key| stacked(key, &predictions)).collect()
 }
 
 /// A [`Servable`] whose predictions go through batching threads.
@@ -110,27 +175,48 @@ impl Servable for Batched {
         instances: Vec<Instance>,
     ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let size = instances.len();
+        self.enqueue(Job::Instances(instances, reply));
+        Ok(answer)
+    }
+
+    fn predict_tensors_later(
+        &self,
+        inputs: InputTensors,
+        keys: Vec<String>,
+    ) -> Result<tokio::sync::oneshot::Receiver<TensorAnswer>, (InputTensors, Vec<String>)> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.enqueue(Job::Tensors {
+            inputs,
+            keys,
+            reply,
+        });
+        Ok(answer)
+    }
+}
+
+impl Batched {
+    /// Queues `job` for the batching threads, or answers it that the queue is full or that
+    /// they have stopped.
+    fn enqueue(&self, job: Job) {
+        let size = job.size();
         if let Some((count, max)) = &self.queued {
             let before = count.fetch_add(size, Ordering::SeqCst);
             // A request larger than the bound still runs when nothing waits before it.
             if before > 0 && before + size > *max {
                 count.fetch_sub(size, Ordering::SeqCst);
-                let _ = reply.send(Err(ServeError::Unavailable(
+                job.refuse(ServeError::Unavailable(
                     "The batch scheduling queue to which this task was submitted is full".into(),
-                )));
-                return Ok(answer);
+                ));
+                return;
             }
         }
-        let job = Job { instances, reply };
         let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(refused) = jobs.send(job) {
             if let Some((count, _)) = &self.queued {
                 count.fetch_sub(size, Ordering::SeqCst);
             }
-            let _ = refused.0.reply.send(Err(stopped()));
+            refused.0.refuse(stopped());
         }
-        Ok(answer)
     }
 }
 
@@ -150,7 +236,7 @@ fn merge(
 ) {
     let take = |job: Job| {
         if let Some(count) = queued {
-            count.fetch_sub(job.instances.len(), Ordering::SeqCst);
+            count.fetch_sub(job.size(), Ordering::SeqCst);
         }
         job
     };
@@ -166,13 +252,15 @@ fn merge(
                 },
             };
             let deadline = Instant::now() + batching.batch_timeout;
-            let mut size = first.instances.len();
+            let mut size = first.size();
             let mut jobs = vec![first];
             while size < batching.max_batch_size {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match queue.recv_timeout(left) {
-                    Ok(job) if size + job.instances.len() <= batching.max_batch_size => {
-                        size += job.instances.len();
+                    Ok(job)
+                        if size + job.size() <= batching.max_batch_size && jobs[0].joins(&job) =>
+                    {
+                        size += job.size();
                         jobs.push(take(job));
                     }
                     Ok(job) => {
@@ -188,25 +276,61 @@ fn merge(
     }
 }
 
-/// One prediction for every job's instances, split back; when it fails, each job alone, so
-/// that a bad request gets its own error and the others their predictions.
+/// One prediction for every job's rows, split back; when it fails, each job alone, so that
+/// a bad request gets its own error and the others their predictions.
 fn run(model: &dyn Servable, jobs: Vec<Job>) {
-    if jobs.len() > 1 {
-        let all: Vec<Instance> = jobs.iter().flat_map(|j| j.instances.clone()).collect();
-        // A servable that miscounts is asked job by job: no request gets another's answers.
-        match model.predict(&all) {
-            Ok(mut predictions) if predictions.len() == all.len() => {
-                for job in jobs.into_iter().rev() {
-                    let mine = predictions.split_off(predictions.len() - job.instances.len());
-                    let _ = job.reply.send(Ok(mine));
-                }
-                return;
-            }
-            _ => {}
+    let alone = match jobs.len() {
+        1 => jobs,
+        _ => run_merged(model, jobs),
+    };
+    for job in alone {
+        job.run_alone(model);
+    }
+}
+
+/// Answers `jobs` (all of one kind, as [`Job::joins`] makes a batch) from one prediction;
+/// gives them back unanswered when it fails, or when a servable miscounts (no request gets
+/// another's answers).
+fn run_merged(model: &dyn Servable, jobs: Vec<Job>) -> Vec<Job> {
+    let mut instances = Vec::new();
+    let mut tensors = Vec::new();
+    for job in &jobs {
+        match job {
+            Job::Instances(mine, _) => instances.extend(mine.iter().cloned()),
+            Job::Tensors { inputs, keys, .. } => tensors.push((inputs, keys)),
         }
     }
-    for job in jobs {
-        let _ = job.reply.send(model.predict(&job.instances));
+    if let Some(&(_, keys)) = tensors.first() {
+        let inputs: Vec<&InputTensors> = tensors.iter().map(|(inputs, _)| *inputs).collect();
+        let Some(all) = InputTensors::concat(&inputs) else {
+            return jobs;
+        };
+        let answer = match tensors_alone(model, &all, keys) {
+            Ok(answer) if answer.iter().all(|t| t.shape.first() == Some(&all.batch())) => answer,
+            _ => return jobs,
+        };
+        let mut start = 0;
+        for job in jobs {
+            let rows = start..start + job.size();
+            start = rows.end;
+            let mine = answer.iter().flat_map(|t| t.rows(rows.clone())).collect();
+            if let Job::Tensors { reply, .. } = job {
+                let _ = reply.send(Ok(mine));
+            }
+        }
+        return Vec::new();
+    }
+    match model.predict(&instances) {
+        Ok(mut predictions) if predictions.len() == instances.len() => {
+            for job in jobs.into_iter().rev() {
+                let mine = predictions.split_off(predictions.len() - job.size());
+                if let Job::Instances(_, reply) = job {
+                    let _ = reply.send(Ok(mine));
+                }
+            }
+            Vec::new()
+        }
+        _ => jobs,
     }
 }
 

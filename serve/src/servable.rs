@@ -19,6 +19,9 @@ use crate::stacked::stacked;
 /// One prediction per instance (an object of output key → value), or why not.
 pub type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
 
+/// One tensor per output asked for, or why not.
+pub type TensorAnswer = Result<Vec<ServingTensor>, ServeError>;
+
 /// A loaded model version.
 pub trait Servable: Send + Sync {
     /// The export's serving signature.
@@ -39,12 +42,19 @@ pub trait Servable: Send + Sync {
     /// For a servable that lays tensors out without a JSON value per element: output `keys`
     /// of the predictions for `inputs`, one tensor each. `None`: call
     /// [`Servable::predict`] with the inputs' instances.
-    fn predict_tensors(
-        &self,
-        _inputs: &InputTensors,
-        _keys: &[String],
-    ) -> Option<Result<Vec<ServingTensor>, ServeError>> {
+    fn predict_tensors(&self, _inputs: &InputTensors, _keys: &[String]) -> Option<TensorAnswer> {
         None
+    }
+
+    /// For a servable whose predictions another thread makes (batching): the answer to
+    /// output `keys` of `inputs`, to await. `Err` gives them back: call
+    /// [`Servable::predict_tensors`].
+    fn predict_tensors_later(
+        &self,
+        inputs: InputTensors,
+        keys: Vec<String>,
+    ) -> Result<tokio::sync::oneshot::Receiver<TensorAnswer>, (InputTensors, Vec<String>)> {
+        Err((inputs, keys))
     }
 }
 
@@ -136,11 +146,7 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
         )
     }
 
-    fn predict_tensors(
-        &self,
-        inputs: &InputTensors,
-        keys: &[String],
-    ) -> Option<Result<Vec<ServingTensor>, ServeError>> {
+    fn predict_tensors(&self, inputs: &InputTensors, keys: &[String]) -> Option<TensorAnswer> {
         let tensors = |estimator: &E, predictions: Vec<E::Prediction>| {
             // The keys the estimator does not stack are stacked from the JSON of each
             // prediction, made once for all of them.

@@ -40,6 +40,26 @@ impl TensorElements {
         self.len() == 0
     }
 
+    /// Elements `range`, copied.
+    fn slice(&self, range: std::ops::Range<usize>) -> Self {
+        match self {
+            TensorElements::Float32(v) => TensorElements::Float32(v[range].to_vec()),
+            TensorElements::Int64(v) => TensorElements::Int64(v[range].to_vec()),
+            TensorElements::String(v) => TensorElements::String(v[range].to_vec()),
+        }
+    }
+
+    /// `other`'s elements after these; `false` (and nothing appended) if its type differs.
+    fn append(&mut self, other: &Self) -> bool {
+        match (self, other) {
+            (TensorElements::Float32(a), TensorElements::Float32(b)) => a.extend_from_slice(b),
+            (TensorElements::Int64(a), TensorElements::Int64(b)) => a.extend_from_slice(b),
+            (TensorElements::String(a), TensorElements::String(b)) => a.extend_from_slice(b),
+            _ => return false,
+        }
+        true
+    }
+
     /// Element `i` as the JSON value a request instance holds for it.
     fn value(&self, i: usize) -> Value {
         match self {
@@ -57,6 +77,22 @@ pub struct ServingTensor {
     pub shape: Vec<usize>,
     /// `shape.iter().product()` elements, row-major.
     pub elements: TensorElements,
+}
+
+impl ServingTensor {
+    /// Rows `range` of the first dimension, copied; `None` past the last row.
+    pub fn rows(&self, range: std::ops::Range<usize>) -> Option<ServingTensor> {
+        let (&batch, row_shape) = self.shape.split_first()?;
+        if range.start > range.end || range.end > batch {
+            return None;
+        }
+        let width: usize = row_shape.iter().product();
+        let shape = std::iter::once(range.len()).chain(row_shape.iter().copied());
+        Some(ServingTensor {
+            shape: shape.collect(),
+            elements: self.elements.slice(range.start * width..range.end * width),
+        })
+    }
 }
 
 /// A request's inputs as tensors: one for each input of the signature, in its order, of the
@@ -105,6 +141,28 @@ impl InputTensors {
         self.inputs
             .iter()
             .map(|(name, tensor)| (name.as_str(), tensor))
+    }
+
+    /// The batches of `all`, one after another, as one; `None` unless they hold the same
+    /// inputs, of the same types and shapes per row (as requests to one signature do).
+    pub fn concat(all: &[&InputTensors]) -> Option<InputTensors> {
+        let (first, rest) = all.split_first()?;
+        let mut joined = (*first).clone();
+        for next in rest {
+            if next.inputs.len() != joined.inputs.len() {
+                return None;
+            }
+            for ((name, tensor), (other_name, other)) in joined.inputs.iter_mut().zip(&next.inputs)
+            {
+                let fits = name == other_name && tensor.shape[1..] == other.shape[1..];
+                if !fits || !tensor.elements.append(&other.elements) {
+                    return None;
+                }
+                tensor.shape[0] += other.shape[0];
+            }
+            joined.batch += next.batch;
+        }
+        Some(joined)
     }
 
     /// The request's instances: each input's tensor cut along the batch, one value per row
@@ -194,5 +252,42 @@ mod tests {
             ],
         );
         assert_eq!(empty.unwrap().instances(), Vec::<Map<String, Value>>::new());
+    }
+
+    #[test]
+    fn batches_join_and_their_outputs_split_by_rows() {
+        let first = InputTensors::new(&signature(), 2, elements()).unwrap();
+        let second = InputTensors::new(
+            &signature(),
+            1,
+            vec![
+                TensorElements::Float32(vec![5.0, 6.0]),
+                TensorElements::String(vec!["c".into()]),
+                TensorElements::Int64(vec![9]),
+            ],
+        )
+        .unwrap();
+        let joined = InputTensors::concat(&[&first, &second]).unwrap();
+        assert_eq!(joined.batch(), 3);
+        assert_eq!(joined.get("x").unwrap().shape, [3, 2]);
+        let cities = TensorElements::String(vec!["a".into(), "b".into(), "c".into()]);
+        assert_eq!(joined.get("city").unwrap().elements, cities);
+        let mut rows = first.instances();
+        rows.extend(second.instances());
+        assert_eq!(joined.instances(), rows);
+        let other = Signature::new().with_input("x", DType::Float32);
+        let one = InputTensors::new(&other, 1, vec![TensorElements::Float32(vec![1.0])]);
+        assert!(InputTensors::concat(&[&first, &one.unwrap()]).is_none());
+        assert!(InputTensors::concat(&[]).is_none());
+
+        let x = joined.get("x").unwrap();
+        let middle = x.rows(1..3).unwrap();
+        assert_eq!(middle.shape, [2, 2]);
+        assert_eq!(
+            middle.elements,
+            TensorElements::Float32(vec![3.0, 4.25, 5.0, 6.0])
+        );
+        assert_eq!(x.rows(3..3).unwrap().shape, [0, 2]);
+        assert!(x.rows(2..4).is_none());
     }
 }

@@ -1,5 +1,6 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use estimator::export::{DType, ServingTensor, TensorElements};
 use serde_json::{Map, Value};
 
 use super::*;
@@ -41,6 +42,39 @@ impl Servable for Doubler {
                 None => Err(ServeError::BadRequest("no x".into())),
             })
             .collect()
+    }
+
+    fn predict_tensors(&self, inputs: &InputTensors, keys: &[String]) -> Option<TensorAnswer> {
+        Some(self.doubled(inputs, keys))
+    }
+}
+
+impl Doubler {
+    /// Every output is `y`: input `x`'s rows doubled, one value a row.
+    fn doubled(&self, inputs: &InputTensors, keys: &[String]) -> TensorAnswer {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(self.pause.max(Duration::from_millis(5)));
+        let Some(TensorElements::Float32(xs)) = inputs.get("x").map(|t| &t.elements) else {
+            return Err(ServeError::BadRequest("no x".into()));
+        };
+        let y = || ServingTensor {
+            shape: vec![xs.len(), 1],
+            elements: TensorElements::Float32(xs.iter().map(|x| 2.0 * x).collect()),
+        };
+        Ok(keys.iter().map(|_| y()).collect())
+    }
+}
+
+/// A doubler that makes no tensors of its own.
+struct Plain(Doubler);
+
+impl Servable for Plain {
+    fn signature(&self) -> &Signature {
+        &self.0.signature
+    }
+
+    fn predict(&self, instances: &[Instance]) -> Predictions {
+        self.0.predict(instances)
     }
 }
 
@@ -198,4 +232,70 @@ fn a_request_beyond_the_enqueued_batches_is_answered_unavailable() {
     }
     // Drained, the queue takes requests again.
     assert!(batched.predict(&[instance(4.0)]).is_ok());
+}
+
+fn x_signature() -> Signature {
+    Signature::new().with_input("x", DType::Float32)
+}
+
+/// `xs` as a call's input tensors.
+fn tensors(xs: &[f32]) -> InputTensors {
+    let elements = vec![TensorElements::Float32(xs.to_vec())];
+    InputTensors::new(&x_signature(), xs.len(), elements).unwrap()
+}
+
+#[test]
+fn tensor_calls_asking_the_same_outputs_share_predictions_and_get_their_rows() {
+    let model = Arc::new(Doubler {
+        signature: x_signature(),
+        ..Doubler::default()
+    });
+    let batching = Batching {
+        max_batch_size: 64,
+        batch_timeout: Duration::from_millis(100),
+        ..Batching::default()
+    };
+    let batched = Batched::new(Arc::clone(&model) as Arc<dyn Servable>, batching);
+    let later = |xs: &[f32], key: &str| {
+        let keys = vec![key.to_string()];
+        batched
+            .predict_tensors_later(tensors(xs), keys)
+            .ok()
+            .unwrap()
+    };
+    // Queued before the thread has merged them: the first four share a prediction, the
+    // instances that follow start a batch of their own (another kind), the next three
+    // share one, and the call asking another output runs alone.
+    let mut answers: Vec<_> = (0..4)
+        .map(|k| later(&[k as f32, 10.0 + k as f32], "y"))
+        .collect();
+    let instances = batched.predict_later(vec![instance(5.0)]).ok().unwrap();
+    answers.extend((4..7).map(|k| later(&[k as f32, 10.0 + k as f32], "y")));
+    answers.push(later(&[7.0, 17.0], "z"));
+    for (k, answer) in answers.into_iter().enumerate() {
+        let answer = answer.blocking_recv().unwrap().unwrap();
+        assert_eq!(answer.len(), 1);
+        assert_eq!(answer[0].shape, [2, 1]);
+        let doubled = vec![2.0 * k as f32, 2.0 * (10.0 + k as f32)];
+        assert_eq!(answer[0].elements, TensorElements::Float32(doubled));
+    }
+    let y = instances.blocking_recv().unwrap().unwrap()[0]["y"].as_f64();
+    assert_eq!(y, Some(10.0));
+    let calls = model.calls.load(Ordering::SeqCst);
+    assert!((3..=5).contains(&calls), "9 calls took {calls} predictions");
+}
+
+#[test]
+fn tensors_a_servable_does_not_lay_out_are_answered_from_its_instances() {
+    // The plain doubler makes no tensors: its JSON predictions are stacked.
+    let model = Arc::new(Plain(Doubler::default()));
+    let batched = Batched::new(model, Batching::default());
+    let keys = vec!["y".to_string()];
+    let answer = batched
+        .predict_tensors_later(tensors(&[1.5, -2.0]), keys)
+        .ok()
+        .unwrap();
+    let answer = answer.blocking_recv().unwrap().unwrap();
+    assert_eq!(answer[0].shape, [2]);
+    assert_eq!(answer[0].elements, TensorElements::Float32(vec![3.0, -4.0]));
 }

@@ -97,14 +97,24 @@ impl Server {
     }
 }
 
-/// Output `keys` of `servable`'s predictions for `inputs`, on this worker when `inline`, else
-/// on the blocking pool; `Ok(Err(inputs))` when the servable makes no tensors.
+/// Output `keys` of `servable`'s predictions for `inputs`: from its batching thread when it
+/// batches, else on this worker when `inline`, or on the blocking pool; `Ok(Err(inputs))`
+/// when the servable makes no tensors.
 async fn tensors_async(
     servable: &Arc<dyn Servable>,
     inputs: InputTensors,
     keys: Vec<String>,
     inline: bool,
 ) -> Result<Result<Vec<ServingTensor>, InputTensors>, ServeError> {
+    let (inputs, keys) = match servable.predict_tensors_later(inputs, keys) {
+        Ok(answer) => {
+            let answer = answer.await;
+            let answer =
+                answer.map_err(|_| ServeError::Internal("the batching thread has stopped".into()));
+            return answer?.map(Ok);
+        }
+        Err(back) => back,
+    };
     let predict = move |servable: &dyn Servable| match servable.predict_tensors(&inputs, &keys) {
         Some(answer) => answer.map(Ok),
         None => Ok(Err(inputs)),
