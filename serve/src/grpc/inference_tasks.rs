@@ -9,6 +9,7 @@ use super::proto::tensorflow::serving::{InferenceTask, ModelSpec};
 use super::results;
 use crate::error::ServeError;
 use crate::signatures::{NamedSignature, CLASSIFY, DEFAULT_SIGNATURE, REGRESS};
+use estimator::export::ServingTensor;
 
 /// What a task asks of the predictions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +29,37 @@ impl Method {
                 TaskResult::ClassificationResult(results::classification(predictions)?)
             }
             Method::Regress => TaskResult::RegressionResult(results::regression(predictions)?),
+        })
+    }
+
+    /// The output keys its result is read from.
+    pub(super) fn keys(self) -> &'static [&'static str] {
+        match self {
+            Method::Classify => &["all_classes", "probabilities"],
+            Method::Regress => &["predictions"],
+        }
+    }
+
+    /// The task's result, read from `tensors`, the outputs `keys` name (every key of
+    /// [`Method::keys`] among them).
+    pub(super) fn result_of(
+        self,
+        keys: &[String],
+        tensors: &[ServingTensor],
+    ) -> Result<TaskResult, ServeError> {
+        let mine = (self.keys().iter())
+            .map(|key| {
+                keys.iter()
+                    .position(|k| k == key)
+                    .map(|i| tensors[i].clone())
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| ServeError::Internal("a task's output was not predicted".into()))?;
+        Ok(match self {
+            Method::Classify => {
+                TaskResult::ClassificationResult(results::classification_of(&mine)?)
+            }
+            Method::Regress => TaskResult::RegressionResult(results::regression_of(&mine)?),
         })
     }
 }

@@ -1,11 +1,12 @@
 //! MultiInference as TF Serving's: Classify and Regress tasks of one model over one input,
-//! the input's predictions made once and each task's result read from them
-//! (`inference_tasks.rs`).
+//! the input's predictions made once (as the tasks' output tensors where the examples are
+//! well formed) and each task's result read from them (`inference_tasks.rs`).
 
 use tonic::Status;
 
 use super::examples;
 use super::inference_tasks::{model_name, planned};
+use super::predict::Answer;
 use super::prediction_service::{answered, which};
 use super::proto::tensorflow::serving::{
     InferenceResult, MultiInferenceRequest, MultiInferenceResponse,
@@ -29,14 +30,24 @@ impl Server {
             let method_check = self.loaders.method_check;
             let tasks = planned(&request.tasks, servable.signature(), method_check)?;
             let (list, context) = examples::list(request.input)?;
-            let build = || examples::instances(&list, context.as_ref());
-            let predictions = self.predictions(&servable, list.len(), build).await?;
+            // Every task's outputs, once.
+            let mut keys: Vec<String> = Vec::new();
+            for key in tasks.iter().flat_map(|(_, method, _)| method.keys()) {
+                if !keys.iter().any(|k| k == key) {
+                    keys.push(key.to_string());
+                }
+            }
+            let answer = (self.examples_answer(&servable, &list, context, keys.clone())).await?;
             let answers = tasks
                 .into_iter()
                 .map(|(spec, method, named)| {
+                    let result = match &answer {
+                        Answer::Tensors(tensors) => method.result_of(&keys, tensors)?,
+                        Answer::Json(predictions) => method.result(predictions)?,
+                    };
                     Ok(InferenceResult {
                         model_spec: Some(answered(spec, version, &named)),
-                        result: Some(method.result(&predictions)?),
+                        result: Some(result),
                     })
                 })
                 .collect::<Result<_, ServeError>>()?;

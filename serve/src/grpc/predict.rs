@@ -18,7 +18,7 @@ use crate::signatures::NamedSignature;
 use crate::stacked::stacked;
 
 /// Requests of up to this many instances are answered on the async worker that read them.
-pub(super) const INLINE_INSTANCES: usize = 64;
+const INLINE_INSTANCES: usize = 64;
 
 /// A call's predictions: output keys as tensors, or each prediction as JSON.
 pub(super) enum Answer {

@@ -8,7 +8,7 @@ use std::time::Instant;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
-use super::predict::{Answer, INLINE_INSTANCES};
+use super::predict::Answer;
 use super::proto::tensorflow::serving::model_spec::VersionChoice;
 use super::proto::tensorflow::serving::prediction_service_server::PredictionService;
 use super::proto::tensorflow::serving::{
@@ -22,12 +22,12 @@ use super::proto::tensorflow::{DataType, SignatureDef, TensorInfo, TensorShapePr
 use super::{examples, outputs, results, tensors};
 use crate::error::ServeError;
 use crate::metrics::Entrypoint;
-use crate::servable::{predict_async, Servable};
+use crate::servable::Servable;
 use crate::server::Server;
 use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
 use crate::stacked::output_dtype;
 use crate::versions::Which;
-use estimator::export::{DType, Instance};
+use estimator::export::DType;
 
 #[tonic::async_trait]
 impl PredictionService for Server {
@@ -230,21 +230,6 @@ impl Server {
         let (version, servable) = self.servable(&spec.name, &which(spec)?)?;
         let named = NamedSignature::named(servable.signature(), &spec.signature_name)?;
         Ok((version, servable, named))
-    }
-
-    /// The predictions for the `count` instances `build` makes, built once the server's
-    /// instance budget has room for them: a request above it is refused before it is
-    /// decoded, as the REST API refuses one.
-    pub(super) async fn predictions(
-        &self,
-        servable: &Arc<dyn Servable>,
-        count: usize,
-        build: impl FnOnce() -> Result<Vec<Instance>, ServeError>,
-    ) -> Result<Vec<serde_json::Map<String, serde_json::Value>>, ServeError> {
-        let _room = self.budget.admit_count(count).await?;
-        let instances = build()?;
-        let inline = instances.len() <= INLINE_INSTANCES;
-        predict_async(Arc::clone(servable), instances, inline).await
     }
 }
 

@@ -110,3 +110,38 @@ fn an_unimplemented_method_is_unimplemented_over_grpc_and_501_over_http() {
         tonic::Code::Unimplemented
     );
 }
+
+#[test]
+fn each_task_reads_its_own_outputs_from_the_tensors_of_all_tasks() {
+    use estimator::export::TensorElements;
+    let tensor = |shape: &[usize], elements| ServingTensor {
+        shape: shape.to_vec(),
+        elements,
+    };
+    let keys = ["predictions", "all_classes", "probabilities"].map(String::from);
+    let tensors = [
+        tensor(&[1, 1], TensorElements::Float32(vec![2.5])),
+        tensor(
+            &[1, 2],
+            TensorElements::String(vec!["a".into(), "b".into()]),
+        ),
+        tensor(&[1, 2], TensorElements::Float32(vec![0.25, 0.75])),
+    ];
+    let Ok(TaskResult::RegressionResult(regressed)) = Method::Regress.result_of(&keys, &tensors)
+    else {
+        panic!("not a regression");
+    };
+    assert_eq!(regressed.regressions[0].value, 2.5);
+    let Ok(TaskResult::ClassificationResult(classified)) =
+        Method::Classify.result_of(&keys, &tensors)
+    else {
+        panic!("not a classification");
+    };
+    let classes = &classified.classifications[0].classes;
+    assert_eq!((classes[1].label.as_str(), classes[1].score), ("b", 0.75));
+    let missing = Method::Classify.result_of(&keys[..1], &tensors[..1]);
+    assert!(
+        matches!(missing, Err(ServeError::Internal(_))),
+        "{missing:?}"
+    );
+}
