@@ -1,5 +1,5 @@
 //! A call's predictions from its tensors, laid out by the servable when it can, else from
-//! its instances as JSON: what Predict, Classify and Regress answer from.
+//! its instances as JSON: what Predict, Classify, Regress and MultiInference answer from.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -56,9 +56,9 @@ impl Server {
         ))
     }
 
-    /// Output `keys` for Classify's or Regress's `examples`, each with the features of
-    /// `context`: as tensors only when the export has every key, so that a model without
-    /// them is refused as the instances' answer refuses it.
+    /// Output `keys` for the `examples` of Classify, Regress or MultiInference, each with
+    /// the features of `context`: as tensors only when the export has every key, so that a
+    /// model without them is refused as the instances' answer refuses it.
     pub(super) async fn examples_answer(
         &self,
         servable: &Arc<dyn Servable>,
