@@ -44,11 +44,19 @@ fn idle_connections_past_the_cap_make_room_for_a_working_client() {
     );
     // A keep-alive client between requests is idle too, but not the one idle longest while
     // idle connections keep arriving, so it keeps its connection.
+    // A connection's idle time starts when it is admitted, so each new one is let in before
+    // the next request: were the server's admissions to fall eight behind, the new ones
+    // would all be younger than the working client's last answer, and it would go.
     let mut working = TcpStream::connect(&address).unwrap();
-    for _ in 0..20 {
+    for i in 1..=20 {
         let (code, reply) = raw_post(&mut working, "/v1/models/iris:predict", &body());
         assert_eq!(code, 200, "{reply}");
         idle.push(TcpStream::connect(&address).unwrap());
+        let closed = count_closed(&mut idle, 23 + i, Duration::from_secs(10));
+        assert!(
+            closed >= 23 + i,
+            "only {closed} idle connections were closed"
+        );
     }
     let closed = count_closed(&mut idle, 30 + 20 - 7, Duration::from_secs(10));
     assert!(
