@@ -3,16 +3,20 @@
 
 use datasets::tf_proto::{feature, Example};
 use estimator::export::Instance;
+use estimator::Signature;
 use serde_json::{Map, Value};
 
 use crate::error::ServeError;
 
-/// A tf.Example as an instance: each feature's values, one value as a scalar; `context`'s
-/// features first, the example's over them (Classify's and Regress's `Input`).
+/// A tf.Example as an instance: each feature's values nested as its input's shape when they
+/// fill it (as TF's `FixedLenFeature` reshapes them), else one value as a scalar and more as
+/// a list, for the instance's checks to name; `context`'s features first, the example's over
+/// them (Classify's and Regress's `Input`).
 pub(crate) fn example_instance(
     index: usize,
     example: &Example,
     context: Option<&Example>,
+    signature: &Signature,
 ) -> Result<Instance, ServeError> {
     let mut instance = Map::new();
     for source in context.into_iter().chain([example]) {
@@ -41,12 +45,30 @@ pub(crate) fn example_instance(
                     .collect::<Result<_, _>>()?,
                 None => Vec::new(),
             };
-            let value = match <[Value; 1]>::try_from(values) {
-                Ok([one]) => one,
-                Err(values) => Value::Array(values),
+            let shape = (signature.inputs.iter())
+                .find(|input| &input.name == name)
+                .map(|input| input.shape.as_slice())
+                .filter(|shape| {
+                    let len = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+                    !values.is_empty() && len == Some(values.len())
+                });
+            let value = match shape {
+                Some(shape) => nest(&mut values.into_iter(), shape),
+                None => match <[Value; 1]>::try_from(values) {
+                    Ok([one]) => one,
+                    Err(values) => Value::Array(values),
+                },
             };
             instance.insert(name.clone(), value);
         }
     }
     Ok(instance)
+}
+
+/// The next values of `values`, nested as `shape` (one value for a scalar).
+fn nest(values: &mut impl Iterator<Item = Value>, shape: &[usize]) -> Value {
+    match shape.split_first() {
+        None => values.next().unwrap_or(Value::Null),
+        Some((&len, inner)) => Value::Array((0..len).map(|_| nest(values, inner)).collect()),
+    }
 }

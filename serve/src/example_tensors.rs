@@ -26,17 +26,16 @@ pub(crate) fn example_tensors(
     }
     let elements = (signature.inputs.iter())
         .map(|input| {
-            // An instance holds a one-value feature as a scalar and a longer one as a flat
-            // list: a scalar input, or one of a single dimension above 1.
-            let width = match input.shape[..] {
-                [] => 1,
-                [n] if n > 1 => n,
-                _ => return None,
-            };
-            let features = examples
-                .iter()
-                .map(|example| values(example, context, &input.name, width));
-            column(input.dtype, features, examples.len() * width)
+            // A feature fills its input with as many values as the shape holds, in row order
+            // (a shape holding none is left to the instances).
+            let width = (input.shape.iter()).try_fold(1usize, |n, &d| n.checked_mul(d));
+            let width = width.filter(|&n| n > 0)?;
+            let features = (examples.iter())
+                .map(|example| values(example, context, &input.name, width))
+                .collect::<Option<Vec<_>>>()?;
+            // Every feature holds `width` values, so the count is one the request holds.
+            let count = features.len() * width;
+            column(input.dtype, features, count)
         })
         .collect::<Option<Vec<_>>>()?;
     InputTensors::new(signature, examples.len(), elements)
@@ -68,17 +67,13 @@ fn len(kind: &feature::Kind) -> usize {
 /// One input's elements from each example's feature: floats from finite floats or from
 /// integers, integers from integers, text from UTF-8 bytes or from integers (their decimal
 /// text), as an instance's checks read them.
-fn column<'a>(
-    dtype: DType,
-    features: impl Iterator<Item = Option<&'a feature::Kind>>,
-    count: usize,
-) -> Option<TensorElements> {
+fn column(dtype: DType, features: Vec<&feature::Kind>, count: usize) -> Option<TensorElements> {
     use feature::Kind::{BytesList, FloatList, Int64List};
     Some(match dtype {
         DType::Float32 => {
             let mut floats = Vec::with_capacity(count);
             for kind in features {
-                match kind? {
+                match kind {
                     FloatList(list) if list.value.iter().all(|x| x.is_finite()) => {
                         floats.extend_from_slice(&list.value)
                     }
@@ -91,7 +86,7 @@ fn column<'a>(
         DType::Int64 => {
             let mut integers = Vec::with_capacity(count);
             for kind in features {
-                match kind? {
+                match kind {
                     Int64List(list) => integers.extend_from_slice(&list.value),
                     _ => return None,
                 }
@@ -101,7 +96,7 @@ fn column<'a>(
         DType::String => {
             let mut texts = Vec::with_capacity(count);
             for kind in features {
-                match kind? {
+                match kind {
                     BytesList(list) => {
                         for bytes in &list.value {
                             texts.push(std::str::from_utf8(bytes).ok()?.to_string());

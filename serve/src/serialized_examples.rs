@@ -45,7 +45,11 @@ pub(crate) fn serialized_examples(
     if encoded.is_empty() {
         return None;
     }
-    Some(encoded.into_iter().enumerate().map(decoded).collect())
+    Some(
+        (encoded.into_iter().enumerate())
+            .map(|row| decoded(row, signature))
+            .collect(),
+    )
 }
 
 /// The one member of object `value` when it is the input of a parsing serving input:
@@ -61,14 +65,14 @@ fn parsing_member<'a>(value: &'a Value, signature: &Signature) -> Option<&'a Val
 }
 
 /// Instance `index`, from its serialized tf.Example.
-fn decoded((index, encoded): (usize, &str)) -> Result<Instance, ServeError> {
+fn decoded((index, encoded): (usize, &str), signature: &Signature) -> Result<Instance, ServeError> {
     let bytes = b64::decode(encoded, || format!("instance {index}"))?;
     let example = Example::decode(bytes.as_slice()).map_err(|e| {
         ServeError::BadRequest(format!(
             "instance {index} is not a serialized tf.Example ({e})"
         ))
     })?;
-    example_instance(index, &example, None)
+    example_instance(index, &example, None, signature)
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use datasets::tf_proto::{feature, BytesList, Feature, Features, FloatList, Int64List};
-use estimator::export::{check_instances, float_input, floats_input, text_input, Instance};
+use estimator::export::{
+    check_instances, float_input, floats_input, text_input, InputSpec, Instance,
+};
 use serde_json::Value;
 
 use super::*;
@@ -66,30 +68,53 @@ fn without(mut example: Example, name: &str) -> Example {
     example
 }
 
-/// Input `name`'s values in `instance`, as the helpers read them.
-fn read(instance: &Instance, index: usize, name: &str, dtype: DType) -> TensorElements {
-    match (dtype, name) {
-        (DType::Float32, "v") => {
+/// `input`'s values in `instance`, as the helpers read them (nested lists flattened).
+fn read(instance: &Instance, index: usize, input: &InputSpec) -> TensorElements {
+    let name = input.name.as_str();
+    fn flat(value: &Value) -> Vec<&Value> {
+        match value {
+            Value::Array(items) => items.iter().flat_map(flat).collect(),
+            one => vec![one],
+        }
+    }
+    match (input.dtype, input.shape.is_empty()) {
+        (DType::Float32, false) => {
             TensorElements::Float32(floats_input(instance, index, name).unwrap())
         }
-        (DType::Float32, _) => {
+        (DType::Float32, true) => {
             TensorElements::Float32(vec![float_input(instance, index, name).unwrap()])
         }
-        (DType::Int64, _) => TensorElements::Int64(vec![instance[name].as_i64().unwrap()]),
-        (DType::String, _) => {
+        (DType::Int64, _) => TensorElements::Int64(
+            (flat(&instance[name]).into_iter())
+                .map(|v| v.as_i64().unwrap())
+                .collect(),
+        ),
+        (DType::String, true) => {
             TensorElements::String(vec![text_input(instance, index, name).unwrap()])
         }
+        (DType::String, false) => TensorElements::String(
+            (flat(&instance[name]).into_iter())
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect(),
+        ),
     }
 }
 
 fn both_paths(examples: &[Example], context: Option<&Example>) -> Option<InputTensors> {
-    let signature = signature();
-    let tensors = example_tensors(&signature, examples, context);
+    both_paths_of(&signature(), examples, context)
+}
+
+fn both_paths_of(
+    signature: &Signature,
+    examples: &[Example],
+    context: Option<&Example>,
+) -> Option<InputTensors> {
+    let tensors = example_tensors(signature, examples, context);
     let instances: Result<Vec<Instance>, String> = (examples.iter().enumerate())
-        .map(|(i, e)| example_instance(i, e, context).map_err(|e| e.to_string()))
+        .map(|(i, e)| example_instance(i, e, context, signature).map_err(|e| e.to_string()))
         .collect();
     let accepted = instances.and_then(|instances| {
-        check_instances(&signature, &instances).map_err(|e| e.to_string())?;
+        check_instances(signature, &instances).map_err(|e| e.to_string())?;
         Ok(instances)
     });
     match (&tensors, accepted) {
@@ -101,7 +126,7 @@ fn both_paths(examples: &[Example], context: Option<&Example>) -> Option<InputTe
                     DType::String => TensorElements::String(Vec::new()),
                 };
                 for (i, row) in instances.iter().enumerate() {
-                    match (&mut expected, read(row, i, &input.name, input.dtype)) {
+                    match (&mut expected, read(row, i, input)) {
                         (TensorElements::Float32(a), TensorElements::Float32(b)) => a.extend(b),
                         (TensorElements::Int64(a), TensorElements::Int64(b)) => a.extend(b),
                         (TensorElements::String(a), TensorElements::String(b)) => a.extend(b),
@@ -178,9 +203,43 @@ fn what_the_instances_refuse_makes_no_tensors() {
         let batch = [good(vec![]), case.clone()];
         assert!(both_paths(&batch, None).is_none(), "case {i} in a batch");
     }
-    let shaped = Signature::new().with_shaped_input("v", DType::Float32, vec![1]);
-    let one = [example(vec![("v", Some(floats(&[1.0])))])];
-    assert!(example_tensors(&shaped, &one, None).is_none());
-    let value = example_instance(0, &one[0], None).unwrap()["v"].clone();
-    assert_eq!(value, Value::from(1.0));
+}
+
+#[test]
+fn features_fill_inputs_of_any_shape_in_row_order_as_tf_reshapes_them() {
+    let shaped = Signature::new()
+        .with_shaped_input("one", DType::Float32, vec![1])
+        .with_shaped_input("grid", DType::Int64, vec![2, 3])
+        .with_shaped_input("words", DType::String, vec![2]);
+    let row = |one: f32, first: i64| {
+        example(vec![
+            ("one", Some(floats(&[one]))),
+            ("grid", Some(ints(&[first, 2, 3, 4, 5, 6]))),
+            ("words", Some(bytes(&[b"a", b"b"]))),
+        ])
+    };
+    let tensors = both_paths_of(&shaped, &[row(0.5, 1), row(-2.0, 7)], None).unwrap();
+    assert_eq!(tensors.get("one").unwrap().shape, vec![2, 1]);
+    assert_eq!(
+        tensors.get("one").unwrap().elements,
+        TensorElements::Float32(vec![0.5, -2.0])
+    );
+    assert_eq!(tensors.get("grid").unwrap().shape, vec![2, 2, 3]);
+    let instance = example_instance(0, &row(0.5, 1), None, &shaped).unwrap();
+    assert_eq!(instance["one"], serde_json::json!([0.5]));
+    assert_eq!(instance["grid"], serde_json::json!([[1, 2, 3], [4, 5, 6]]));
+    // Too few or too many values for the shape: refused on both paths, naming the shape.
+    let short = example(vec![
+        ("one", Some(floats(&[1.0]))),
+        ("grid", Some(ints(&[1, 2, 3]))),
+        ("words", Some(bytes(&[b"a", b"b"]))),
+    ]);
+    assert!(both_paths_of(&shaped, std::slice::from_ref(&short), None).is_none());
+    let refused = check_instances(
+        &shaped,
+        &[example_instance(0, &short, None, &shaped).unwrap()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(refused.contains("grid"), "{refused}");
 }

@@ -37,7 +37,7 @@ pub(super) fn decoded(
         .flatten()
     {
         Some(tensors) => Ok(Decoded::Tensors(tensors)),
-        None => each_instance(examples, context).map(Decoded::Examples),
+        None => each_instance(examples, context, signature).map(Decoded::Examples),
     }
 }
 
@@ -45,17 +45,19 @@ pub(super) fn decoded(
 pub(super) fn instances(
     examples: &[Example],
     context: Option<&Example>,
+    signature: &Signature,
 ) -> Result<Vec<Instance>, ServeError> {
     check_size(examples, context)?;
-    each_instance(examples, context)
+    each_instance(examples, context, signature)
 }
 
 fn each_instance(
     examples: &[Example],
     context: Option<&Example>,
+    signature: &Signature,
 ) -> Result<Vec<Instance>, ServeError> {
     (examples.iter().enumerate())
-        .map(|(index, example)| example_instance(index, example, context))
+        .map(|(index, example)| example_instance(index, example, context, signature))
         .collect()
 }
 
@@ -101,13 +103,17 @@ mod tests {
             value: vec![0.0; 1 << 20],
         });
         let context = example("x", floats);
-        let answer = instances(&vec![Example::default(); 9], Some(&context));
+        let answer = instances(
+            &vec![Example::default(); 9],
+            Some(&context),
+            &Signature::new(),
+        );
         assert!(
             matches!(answer, Err(ServeError::TooLarge(_))),
             "not refused"
         );
         assert_eq!(
-            instances(&[Example::default()], Some(&context))
+            instances(&[Example::default()], Some(&context), &Signature::new())
                 .unwrap()
                 .len(),
             1

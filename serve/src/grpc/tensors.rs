@@ -147,7 +147,7 @@ fn serialized_examples(
             return Ok(Decoded::Tensors(tensors));
         }
         (examples.iter().enumerate())
-            .map(|(index, example)| example_instance(index, example, None))
+            .map(|(index, example)| example_instance(index, example, None, signature))
             .collect::<Result<_, _>>()
             .map(Decoded::Examples)
     });
