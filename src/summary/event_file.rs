@@ -19,7 +19,10 @@ pub fn masked_crc32c(data: &[u8]) -> u32 {
     crc.rotate_right(15).wrapping_add(MASK_DELTA)
 }
 
-/// Every event of the events file at `path`, in order; fails on a bad CRC or a truncated record.
+/// Every event of the events file at `path`, in order; fails on a bad CRC or an event that
+/// does not decode. A record cut short at the end of the file (a writer stopped, or still
+/// writing, mid-record) ends the events, as TensorBoard reads it: the ones before it are
+/// returned.
 pub fn read_event_file(path: &Path) -> Result<Vec<Event>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let damaged = |fault| Error::Summary {
@@ -47,13 +50,12 @@ pub fn event_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The complete records of `bytes`, up to a torn tail: a header, or the data and CRC its
+/// length announces, that the bytes end before.
 fn parse_records(mut bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, SummaryFault> {
     let mut records = Vec::new();
-    while !bytes.is_empty() {
+    while let Some(header) = bytes.get(..12) {
         let record = records.len();
-        let header = bytes
-            .get(..12)
-            .ok_or(SummaryFault::TruncatedHeader { record })?;
         let (len_bytes, len_crc) = header.split_at(8);
         if masked_crc32c(len_bytes) != u32::from_le_bytes(len_crc.try_into().expect("4 bytes")) {
             return Err(SummaryFault::LengthCrc { record });
@@ -62,7 +64,7 @@ fn parse_records(mut bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, SummaryFau
         let len = usize::try_from(len).map_err(|_| SummaryFault::RecordLength { record, len })?;
         let rest = &bytes[12..];
         if rest.len() < len.saturating_add(4) {
-            return Err(SummaryFault::TruncatedData { record, len });
+            break;
         }
         let (data, rest) = rest.split_at(len);
         let (data_crc, rest) = rest.split_at(4);
@@ -114,7 +116,34 @@ mod tests {
         let mut corrupt = bytes.clone();
         corrupt[0] ^= 1;
         assert!(message(&corrupt).contains("length CRC"));
-        assert!(message(&bytes[..bytes.len() - 1]).contains("truncated"));
-        assert!(message(&bytes[..5]).contains("truncated header"));
+    }
+
+    #[test]
+    fn a_torn_tail_ends_the_records_before_it() {
+        let mut bytes = frame(b"abc");
+        let first = bytes.len();
+        bytes.extend(frame(b"defg"));
+        // Cut inside the second record's header, data and data CRC.
+        for cut in [
+            first + 1,
+            first + 11,
+            first + 12,
+            first + 14,
+            bytes.len() - 1,
+        ] {
+            assert_eq!(
+                parse_records(&bytes[..cut]).unwrap(),
+                vec![&b"abc"[..]],
+                "{cut}"
+            );
+        }
+        assert_eq!(parse_records(&bytes[..5]).unwrap(), Vec::<&[u8]>::new());
+        // A damaged record before the tail is still an error.
+        let mut damaged = bytes[..bytes.len() - 1].to_vec();
+        damaged[13] ^= 1;
+        assert!(parse_records(&damaged)
+            .unwrap_err()
+            .to_string()
+            .contains("data CRC"));
     }
 }

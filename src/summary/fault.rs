@@ -6,11 +6,6 @@ use std::fmt;
 /// with the file's path. A framing fault names the record (0-based).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SummaryFault {
-    /// Fewer than the 12 bytes of a record header are left.
-    TruncatedHeader {
-        /// The record's index in the file.
-        record: usize,
-    },
     /// The length does not match its CRC.
     LengthCrc {
         /// The record's index in the file.
@@ -22,13 +17,6 @@ pub enum SummaryFault {
         record: usize,
         /// The announced length.
         len: u64,
-    },
-    /// Fewer bytes are left than the header announced (plus the data CRC).
-    TruncatedData {
-        /// The record's index in the file.
-        record: usize,
-        /// The announced length.
-        len: usize,
     },
     /// The data does not match its CRC.
     DataCrc {
@@ -91,15 +79,9 @@ pub enum SummaryFault {
 impl fmt::Display for SummaryFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SummaryFault::TruncatedHeader { record } => {
-                write!(f, "record {record}: truncated header")
-            }
             SummaryFault::LengthCrc { record } => write!(f, "record {record}: length CRC mismatch"),
             SummaryFault::RecordLength { record, len } => {
                 write!(f, "record {record}: length {len}")
-            }
-            SummaryFault::TruncatedData { record, len } => {
-                write!(f, "record {record}: truncated data ({len} bytes announced)")
             }
             SummaryFault::DataCrc { record } => write!(f, "record {record}: data CRC mismatch"),
             SummaryFault::TruncatedVarint => write!(f, "truncated varint"),

@@ -87,7 +87,7 @@ proptest! {
     }
 
     #[test]
-    fn a_length_beyond_the_file_is_an_error_not_an_allocation(len in any::<u64>()) {
+    fn a_length_beyond_the_file_is_a_torn_tail_not_an_allocation(len in any::<u64>()) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.out.tfevents.1.host");
         let len_bytes = len.to_le_bytes();
@@ -96,6 +96,6 @@ proptest! {
         bytes.extend_from_slice(&[0; 16]);
         prop_assume!(len > 12);
         std::fs::write(&path, &bytes).unwrap();
-        prop_assert!(read_event_file(&path).is_err());
+        prop_assert_eq!(read_event_file(&path).unwrap(), Vec::new());
     }
 }
