@@ -46,6 +46,7 @@ mod server;
 mod signatures;
 mod ssl_config;
 mod stacked;
+mod tensor_response;
 mod text_proto;
 mod version_policy;
 mod versions;

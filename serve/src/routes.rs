@@ -1,6 +1,7 @@
 //! The REST handlers: TF Serving's URLs, the version a URL selects, and the answers.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -19,10 +20,11 @@ use crate::request::{
     classify_response, examples, predict_instances, predict_response, regress_response,
     signature_name, Format,
 };
-use crate::servable::predict_async;
+use crate::servable::{outputs_async, predict_async, Outputs, Servable};
 use crate::server::Server;
 use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
 use crate::stacked::output_dtype;
+use crate::tensor_response::TensorResponse;
 use crate::versions::Which;
 
 /// `name:verb` as its two parts.
@@ -35,6 +37,14 @@ fn split_verb(segment: &str) -> Result<(&str, &str), ServeError> {
 }
 
 type Reply = Result<Json<Value>, ServeError>;
+
+/// A method's answer: a JSON value, or a `:predict` answer written from output tensors.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+pub(crate) enum CallAnswer {
+    Json(Value),
+    Tensors(TensorResponse),
+}
 
 /// Every version the server knows of, newest first: those it serves `AVAILABLE`, those that
 /// did not load `END` with the reason, as TF Serving reports a version whose load failed.
@@ -175,7 +185,7 @@ pub(crate) async fn call(
     State(server): State<Server>,
     Path(segment): Path<String>,
     body: Result<Bytes, BytesRejection>,
-) -> Reply {
+) -> Result<Json<CallAnswer>, ServeError> {
     let (model, verb) = split_verb(&segment)?;
     run(
         server,
@@ -191,7 +201,7 @@ pub(crate) async fn call_on(
     State(server): State<Server>,
     Path((model, kind, segment)): Path<(String, String, String)>,
     body: Result<Bytes, BytesRejection>,
-) -> Reply {
+) -> Result<Json<CallAnswer>, ServeError> {
     let (which, verb) = split_verb(&segment)?;
     let which = Which::parse(&kind, which)?;
     run(server, model, which, verb.to_string(), body).await
@@ -204,7 +214,7 @@ pub(crate) async fn run(
     which: Which,
     verb: String,
     body: Result<Bytes, BytesRejection>,
-) -> Reply {
+) -> Result<Json<CallAnswer>, ServeError> {
     let started = std::time::Instant::now();
     let answer = answer_request(&server, &model, &which, &verb, body).await;
     let elapsed = started.elapsed();
@@ -234,7 +244,7 @@ pub(crate) async fn answer_request(
     which: &Which,
     verb: &str,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Value, ServeError> {
+) -> Result<CallAnswer, ServeError> {
     let body = body_bytes(body, server.limits.max_body_bytes)?;
     let body_len = body.len();
     let (_, servable) = server.servable(model, which)?;
@@ -249,9 +259,7 @@ pub(crate) async fn answer_request(
         servable.signature(),
         server.loaders.method_check,
     )?;
-    let inline = body_len <= INLINE_BODY_BYTES;
-    let predictions = predict_async(servable, call.instances, inline).await?;
-    call.answer.respond(predictions)
+    call.answer(servable, body_len <= INLINE_BODY_BYTES).await
 }
 
 /// Requests up to this size are answered on the async worker that read them.
@@ -302,20 +310,39 @@ impl Call {
     }
 }
 
-impl Answer {
-    fn respond(
+impl Call {
+    /// The answer of `servable`, off the async threads unless `inline`.
+    async fn answer(
         self,
-        predictions: Vec<serde_json::Map<String, Value>>,
-    ) -> Result<Value, ServeError> {
-        match self {
-            Answer::Predict(format, named, keys) => Ok(predict_response(
-                format,
-                &keys,
-                named.outputs_of(predictions),
-            )),
-            Answer::Classify => classify_response(&predictions),
-            Answer::Regress => regress_response(&predictions),
-        }
+        servable: Arc<dyn Servable>,
+        inline: bool,
+    ) -> Result<CallAnswer, ServeError> {
+        let (format, named, names) = match self.answer {
+            Answer::Predict(format, named, names) => (format, named, names),
+            Answer::Classify => {
+                let predictions = predict_async(servable, self.instances, inline).await?;
+                return classify_response(&predictions).map(CallAnswer::Json);
+            }
+            Answer::Regress => {
+                let predictions = predict_async(servable, self.instances, inline).await?;
+                return regress_response(&predictions).map(CallAnswer::Json);
+            }
+        };
+        // Output names as the servable keys them; the answer gives them back by name.
+        let keys = (names.iter()).map(|name| named.key_of(name).to_string());
+        Ok(
+            match outputs_async(servable, self.instances, keys.collect(), inline).await? {
+                Outputs::Tensors(tensors) => CallAnswer::Tensors(TensorResponse::new(
+                    format,
+                    names.into_iter().zip(tensors).collect(),
+                )),
+                Outputs::Json(predictions) => CallAnswer::Json(predict_response(
+                    format,
+                    &names,
+                    named.outputs_of(predictions),
+                )),
+            },
+        )
     }
 }
 

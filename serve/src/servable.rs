@@ -22,6 +22,14 @@ pub type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
 /// One tensor per output asked for, or why not.
 pub type TensorAnswer = Result<Vec<ServingTensor>, ServeError>;
 
+/// A call's predictions: the outputs asked for as tensors, or each prediction as JSON.
+pub enum Outputs {
+    /// One tensor per output key asked for, in order.
+    Tensors(Vec<ServingTensor>),
+    /// Every prediction, an object of output key → value.
+    Json(Vec<Map<String, Value>>),
+}
+
 /// A loaded model version.
 pub trait Servable: Send + Sync {
     /// The export's serving signature.
@@ -37,6 +45,17 @@ pub trait Servable: Send + Sync {
         instances: Vec<Instance>,
     ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
         Err(instances)
+    }
+
+    /// Output `keys` of the predictions for `instances`: as tensors where the servable
+    /// stacks every one of them without a JSON value per element, else each prediction as
+    /// JSON (by default, [`Servable::predict`]'s).
+    fn predict_outputs(
+        &self,
+        instances: &[Instance],
+        _keys: &[String],
+    ) -> Result<Outputs, ServeError> {
+        self.predict(instances).map(Outputs::Json)
     }
 
     /// For a servable that lays tensors out without a JSON value per element: output `keys`
@@ -75,6 +94,28 @@ pub(crate) async fn predict_async(
         Err(instances) => tokio::task::spawn_blocking(move || servable.predict(&instances))
             .await
             .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?,
+    }
+}
+
+/// Output `keys` of `servable`'s predictions for `instances`, as [`predict_async`] makes
+/// them: from the batching thread (as JSON) when it batches, else as
+/// [`Servable::predict_outputs`] gives them.
+pub(crate) async fn outputs_async(
+    servable: Arc<dyn Servable>,
+    instances: Vec<Instance>,
+    keys: Vec<String>,
+    inline: bool,
+) -> Result<Outputs, ServeError> {
+    match servable.predict_later(instances) {
+        Ok(answer) => Ok(Outputs::Json(answer.await.map_err(|_| {
+            ServeError::Internal("the batching thread has stopped".into())
+        })??)),
+        Err(instances) if inline => servable.predict_outputs(&instances, &keys),
+        Err(instances) => {
+            tokio::task::spawn_blocking(move || servable.predict_outputs(&instances, &keys))
+                .await
+                .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?
+        }
     }
 }
 
@@ -143,6 +184,27 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
             |estimator| estimator.batch_from_instances(&self.signature, instances),
             instances.len(),
             |estimator, predictions| Ok(json_rows(estimator, &predictions)),
+        )
+    }
+
+    fn predict_outputs(
+        &self,
+        instances: &[Instance],
+        keys: &[String],
+    ) -> Result<Outputs, ServeError> {
+        check_instances(&self.signature, instances)?;
+        self.predicted(
+            |estimator| estimator.batch_from_instances(&self.signature, instances),
+            instances.len(),
+            |estimator, predictions| {
+                let tensors = (keys.iter())
+                    .map(|key| estimator.prediction_tensor(&predictions, key))
+                    .collect::<Option<Vec<_>>>();
+                Ok(match tensors {
+                    Some(tensors) => Outputs::Tensors(tensors),
+                    None => Outputs::Json(json_rows(estimator, &predictions)),
+                })
+            },
         )
     }
 

@@ -6,12 +6,12 @@ use tonic::Status;
 
 use super::examples;
 use super::inference_tasks::{model_name, planned};
-use super::predict::Answer;
 use super::prediction_service::{answered, which};
 use super::proto::tensorflow::serving::{
     InferenceResult, MultiInferenceRequest, MultiInferenceResponse,
 };
 use crate::error::ServeError;
+use crate::servable::Outputs;
 use crate::server::Server;
 
 impl Server {
@@ -42,8 +42,8 @@ impl Server {
                 .into_iter()
                 .map(|(spec, method, named)| {
                     let result = match &answer {
-                        Answer::Tensors(tensors) => method.result_of(&keys, tensors)?,
-                        Answer::Json(predictions) => method.result(predictions)?,
+                        Outputs::Tensors(tensors) => method.result_of(&keys, tensors)?,
+                        Outputs::Json(predictions) => method.result(predictions)?,
                     };
                     Ok(InferenceResult {
                         model_spec: Some(answered(spec, version, &named)),

@@ -6,27 +6,18 @@ use std::sync::Arc;
 
 use datasets::tf_proto::Example;
 use estimator::export::{InputTensors, ServingTensor};
-use serde_json::{Map, Value};
 
 use super::examples;
 use super::proto::tensorflow::TensorProto;
 use super::tensors::{self, Decoded};
 use crate::error::ServeError;
-use crate::servable::{predict_async, Servable};
+use crate::servable::{predict_async, Outputs, Servable};
 use crate::server::Server;
 use crate::signatures::NamedSignature;
 use crate::stacked::stacked;
 
 /// Requests of up to this many instances are answered on the async worker that read them.
 const INLINE_INSTANCES: usize = 64;
-
-/// A call's predictions: output keys as tensors, or each prediction as JSON.
-pub(super) enum Answer {
-    /// One tensor per key asked for, in order.
-    Tensors(Vec<ServingTensor>),
-    /// Every prediction, an object of output key → value.
-    Json(Vec<Map<String, Value>>),
-}
 
 impl Server {
     /// The predictions for the `count` instances `decode` reads (let in by the instance
@@ -38,20 +29,20 @@ impl Server {
         count: usize,
         decode: impl FnOnce() -> Result<Decoded, ServeError>,
         keys: Vec<String>,
-    ) -> Result<Answer, ServeError> {
+    ) -> Result<Outputs, ServeError> {
         let _room = self.budget.admit_count(count).await?;
         let inline = count <= INLINE_INSTANCES;
         let decoded = match decode()? {
             Decoded::Tensors(inputs) => {
                 match tensors_async(servable, inputs, keys, inline).await? {
-                    Ok(tensors) => return Ok(Answer::Tensors(tensors)),
+                    Ok(tensors) => return Ok(Outputs::Tensors(tensors)),
                     Err(inputs) => Decoded::Tensors(inputs),
                 }
             }
             examples => examples,
         };
         let instances = decoded.instances();
-        Ok(Answer::Json(
+        Ok(Outputs::Json(
             predict_async(Arc::clone(servable), instances, inline).await?,
         ))
     }
@@ -65,7 +56,7 @@ impl Server {
         examples: &[Example],
         context: Option<Example>,
         keys: impl Into<Vec<String>>,
-    ) -> Result<Answer, ServeError> {
+    ) -> Result<Outputs, ServeError> {
         let keys: Vec<String> = keys.into();
         let signature = servable.signature();
         let has_keys = keys.iter().all(|key| signature.outputs.contains(key));
@@ -86,8 +77,8 @@ impl Server {
         let decode = || tensors::decoded(servable.signature(), inputs);
         let keys = (names.iter()).map(|name| named.key_of(name).to_string());
         match self.answer(servable, count, decode, keys.collect()).await? {
-            Answer::Tensors(tensors) => Ok(names.into_iter().zip(tensors).collect()),
-            Answer::Json(predictions) => {
+            Outputs::Tensors(tensors) => Ok(names.into_iter().zip(tensors).collect()),
+            Outputs::Json(predictions) => {
                 let predictions = named.outputs_of(predictions);
                 (names.into_iter())
                     .map(|name| stacked(&name, &predictions).map(|tensor| (name, tensor)))

@@ -8,7 +8,6 @@ use std::time::Instant;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
-use super::predict::Answer;
 use super::proto::tensorflow::serving::model_spec::VersionChoice;
 use super::proto::tensorflow::serving::prediction_service_server::PredictionService;
 use super::proto::tensorflow::serving::{
@@ -22,6 +21,7 @@ use super::proto::tensorflow::{DataType, SignatureDef, TensorInfo, TensorShapePr
 use super::{examples, outputs, results, tensors};
 use crate::error::ServeError;
 use crate::metrics::Entrypoint;
+use crate::servable::Outputs;
 use crate::servable::Servable;
 use crate::server::Server;
 use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
@@ -77,8 +77,8 @@ impl PredictionService for Server {
                 Ok(ClassificationResponse {
                     model_spec: Some(answered(&spec, version, &named)),
                     result: Some(match answer {
-                        Answer::Tensors(tensors) => results::classification_of(&tensors)?,
-                        Answer::Json(predictions) => results::classification(&predictions)?,
+                        Outputs::Tensors(tensors) => results::classification_of(&tensors)?,
+                        Outputs::Json(predictions) => results::classification(&predictions)?,
                     }),
                 })
             })
@@ -104,8 +104,8 @@ impl PredictionService for Server {
                 Ok(RegressionResponse {
                     model_spec: Some(answered(&spec, version, &named)),
                     result: Some(match answer {
-                        Answer::Tensors(tensors) => results::regression_of(&tensors)?,
-                        Answer::Json(predictions) => results::regression(&predictions)?,
+                        Outputs::Tensors(tensors) => results::regression_of(&tensors)?,
+                        Outputs::Json(predictions) => results::regression(&predictions)?,
                     }),
                 })
             })

@@ -1,6 +1,9 @@
 //! Status, metadata and predictions: both `:predict` formats, `:classify` and `:regress`.
 
-use estimator_serve::{Loaders, ModelConfig, Server};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use estimator_serve::{Batching, Loaders, ModelConfig, Server};
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -168,4 +171,42 @@ fn predictions_on_a_pool_of_their_own_threads_answer_the_same_bits() {
     let (code, want) = default.post("/v1/models/iris:predict", &body);
     assert_eq!(code, 200, "{want}");
     assert_eq!(pooled.post("/v1/models/iris:predict", &body), (200, want));
+}
+
+#[test]
+fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_prediction() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    export_iris(&dir.path().join("model"), &base, 20);
+    // The canned estimators' outputs are answered from their tensors; a batching server
+    // answers REST from each prediction's JSON values.
+    let tensors = Running::start(load_iris(&base));
+    let batching = Loaders::canned().with_batching(Batching {
+        max_batch_size: 1024,
+        batch_timeout: Duration::from_millis(1),
+        ..Batching::default()
+    });
+    let json = Running::start(Server::load(iris_model(&base), batching).unwrap());
+    let columns: serde_json::Map<String, Value> = FEATURES
+        .iter()
+        .map(|f| (f.to_string(), rows().iter().map(|r| r[f].clone()).collect()))
+        .collect();
+    let bodies = [
+        json!({"instances": rows()}),
+        json!({"instances": vec![rows()[0].clone(); 300]}),
+        json!({"inputs": columns}),
+        json!({"signature_name": "classification", "instances": rows()}),
+        json!({"signature_name": "classification", "inputs": columns}),
+        json!({"instances": []}),
+    ];
+    let text = |running: &Running, body: &Value| {
+        let address = running.url.trim_start_matches("http://");
+        let mut stream = TcpStream::connect(address).unwrap();
+        raw_post(&mut stream, "/v1/models/iris:predict", &body.to_string())
+    };
+    for body in &bodies {
+        let answer = text(&tensors, body);
+        assert_eq!(answer.0, 200, "{}", answer.1);
+        assert_eq!(answer, text(&json, body), "{body}");
+    }
 }

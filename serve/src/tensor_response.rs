@@ -1,0 +1,143 @@
+//! The `:predict` answer written from output tensors: the JSON text
+//! [`predict_response`](crate::request::predict_response) writes from each prediction's
+//! values, with no JSON value per element between.
+
+use estimator::export::{ServingTensor, TensorElements};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
+
+use crate::request::Format;
+
+/// Outputs `(name, tensor)`, the batch first in every tensor, answered in `format`.
+pub(crate) struct TensorResponse {
+    format: Format,
+    outputs: Vec<(String, ServingTensor)>,
+}
+
+impl TensorResponse {
+    /// The answer of `outputs`; a JSON object writes its members by name, so they are
+    /// sorted here as `serde_json::Map` sorts them.
+    pub(crate) fn new(format: Format, mut outputs: Vec<(String, ServingTensor)>) -> Self {
+        outputs.sort_by(|a, b| a.0.cmp(&b.0));
+        Self { format, outputs }
+    }
+}
+
+impl Serialize for TensorResponse {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut body = serializer.serialize_map(Some(1))?;
+        match (self.format, self.outputs.as_slice()) {
+            (Format::Row, [(_, tensor)]) => body.serialize_entry("predictions", &Rows(tensor))?,
+            (Format::Row, outputs) => body.serialize_entry("predictions", &Named(outputs))?,
+            (Format::Columnar, [(_, tensor)]) => body.serialize_entry("outputs", &Rows(tensor))?,
+            (Format::Columnar, outputs) => body.serialize_entry("outputs", &Columns(outputs))?,
+        }
+        body.end()
+    }
+}
+
+/// A tensor as the list of its rows.
+struct Rows<'a>(&'a ServingTensor);
+
+impl Serialize for Rows<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (batch, row) = batch_and_row(self.0);
+        serializer.collect_seq((0..batch).map(|i| row_of(self.0, row, i)))
+    }
+}
+
+/// Per row of the batch, an object of every output's row.
+struct Named<'a>(&'a [(String, ServingTensor)]);
+
+impl Serialize for Named<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let batch = self.0.first().map_or(0, |(_, t)| batch_and_row(t).0);
+        let mut rows = serializer.serialize_seq(Some(batch))?;
+        for i in 0..batch {
+            rows.serialize_element(&NamedRow(self.0, i))?;
+        }
+        rows.end()
+    }
+}
+
+struct NamedRow<'a>(&'a [(String, ServingTensor)], usize);
+
+impl Serialize for NamedRow<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut row = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, tensor) in self.0 {
+            row.serialize_entry(name, &row_of(tensor, batch_and_row(tensor).1, self.1))?;
+        }
+        row.end()
+    }
+}
+
+/// An object of every output's rows.
+struct Columns<'a>(&'a [(String, ServingTensor)]);
+
+impl Serialize for Columns<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, tensor)| (name, Rows(tensor))))
+    }
+}
+
+/// The batch and the shape of a row (a tensor without dimensions is one row of one value).
+fn batch_and_row(tensor: &ServingTensor) -> (usize, &[usize]) {
+    match tensor.shape.split_first() {
+        Some((&batch, row)) => (batch, row),
+        None => (1, &[]),
+    }
+}
+
+/// Row `i` of `tensor`, nested as `shape`.
+fn row_of<'a>(tensor: &'a ServingTensor, shape: &'a [usize], i: usize) -> Nested<'a> {
+    let width: usize = shape.iter().product();
+    Nested {
+        elements: &tensor.elements,
+        start: i * width,
+        shape,
+    }
+}
+
+/// The elements from `start` on, nested as `shape` (one element for a scalar).
+struct Nested<'a> {
+    elements: &'a TensorElements,
+    start: usize,
+    shape: &'a [usize],
+}
+
+impl Serialize for Nested<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Some((&len, inner)) = self.shape.split_first() else {
+            return match self.elements {
+                TensorElements::Float32(v) => serialize_f32(v[self.start], serializer),
+                TensorElements::Int64(v) => serializer.serialize_i64(v[self.start]),
+                TensorElements::String(v) => serializer.serialize_str(&v[self.start]),
+            };
+        };
+        let width: usize = inner.iter().product();
+        serializer.collect_seq((0..len).map(|k| Nested {
+            elements: self.elements,
+            start: self.start + k * width,
+            shape: inner,
+        }))
+    }
+}
+
+/// `x` in the digits a prediction's JSON value writes: an `f32`'s shortest digits, read as
+/// the `f64` nearest them (`prediction_json`). serde_json writes that `f64` as the `f32`
+/// itself, except where the two types switch to exponents at different magnitudes
+/// (1e-6 ≤ |x| < 1e-5 and |x| ≥ 1e13, found by writing every `f32` both ways), where
+/// the `f64` is written.
+fn serialize_f32<S: Serializer>(x: f32, serializer: S) -> Result<S::Ok, S::Error> {
+    let magnitude = x.abs();
+    if (9e-7..1e-5).contains(&magnitude) || (magnitude >= 1e13 && x.is_finite()) {
+        let digits = serde_json::to_string(&x).map_err(serde::ser::Error::custom)?;
+        let wide: f64 = digits.parse().unwrap_or(f64::from(x));
+        return serializer.serialize_f64(wide);
+    }
+    serializer.serialize_f32(x)
+}
+
+#[cfg(test)]
+mod tests;
