@@ -1,8 +1,8 @@
 //! [`Batched`]: server-side batching (TF Serving's `--enable_batching`): concurrent
 //! requests to one model version are merged into one prediction of up to
 //! `max_batch_size` instances, waiting at most `batch_timeout` for more to arrive. Requests
-//! of instances merge with each other, and gRPC calls of tensors asking the same outputs
-//! with each other, their tensors joined.
+//! of instances merge with each other (REST predictions asking the same outputs apart), and
+//! gRPC calls of tensors asking the same outputs with each other, their tensors joined.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -13,7 +13,7 @@ use estimator::export::{InputTensors, Instance};
 use estimator::Signature;
 
 use crate::error::ServeError;
-use crate::servable::{Predictions, Servable, TensorAnswer};
+use crate::servable::{Outputs, OutputsAnswer, Predictions, Servable, TensorAnswer};
 use crate::stacked::stacked;
 
 /// How requests are merged.
@@ -53,6 +53,13 @@ impl Default for Batching {
 enum Job {
     /// Predictions for instances, as JSON.
     Instances(Vec<Instance>, Sender1<Predictions>),
+    /// Output `keys` for instances (a REST prediction's), as tensors where the servable
+    /// stacks them.
+    Outputs {
+        instances: Vec<Instance>,
+        keys: Vec<String>,
+        reply: Sender1<OutputsAnswer>,
+    },
     /// Output `keys` for input tensors (a gRPC call's).
     Tensors {
         inputs: InputTensors,
@@ -67,16 +74,17 @@ impl Job {
     /// Rows it holds.
     fn size(&self) -> usize {
         match self {
-            Job::Instances(instances, _) => instances.len(),
+            Job::Instances(instances, _) | Job::Outputs { instances, .. } => instances.len(),
             Job::Tensors { inputs, .. } => inputs.batch(),
         }
     }
 
-    /// Whether it can share a prediction with `other`: instances with instances, tensors
-    /// with tensors asking the same outputs.
+    /// Whether it can share a prediction with `other`: one of the same kind, asking the
+    /// same outputs.
     fn joins(&self, other: &Job) -> bool {
         match (self, other) {
             (Job::Instances(..), Job::Instances(..)) => true,
+            (Job::Outputs { keys, .. }, Job::Outputs { keys: other, .. }) => keys == other,
             (Job::Tensors { keys, .. }, Job::Tensors { keys: other, .. }) => keys == other,
             _ => false,
         }
@@ -86,7 +94,20 @@ impl Job {
     fn refuse(self, error: ServeError) {
         match self {
             Job::Instances(_, reply) => drop(reply.send(Err(error))),
+            Job::Outputs { reply, .. } => drop(reply.send(Err(error))),
             Job::Tensors { reply, .. } => drop(reply.send(Err(error))),
+        }
+    }
+
+    /// Answers it with its part of a merged prediction, made in the form its kind asks.
+    fn answer(self, part: Outputs) {
+        match (self, part) {
+            (Job::Instances(_, reply), Outputs::Json(part)) => drop(reply.send(Ok(part))),
+            (Job::Outputs { reply, .. }, part) => drop(reply.send(Ok(part))),
+            (Job::Tensors { reply, .. }, Outputs::Tensors(part)) => drop(reply.send(Ok(part))),
+            (job, _) => job.refuse(ServeError::Internal(
+                "a merged prediction answered in another form than its requests asked".into(),
+            )),
         }
     }
 
@@ -95,6 +116,13 @@ impl Job {
         match self {
             Job::Instances(instances, reply) => {
                 let _ = reply.send(model.predict(&instances));
+            }
+            Job::Outputs {
+                instances,
+                keys,
+                reply,
+            } => {
+                let _ = reply.send(model.predict_outputs(&instances, &keys));
             }
             Job::Tensors {
                 inputs,
@@ -176,6 +204,20 @@ impl Servable for Batched {
     ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.enqueue(Job::Instances(instances, reply));
+        Ok(answer)
+    }
+
+    fn predict_outputs_later(
+        &self,
+        instances: Vec<Instance>,
+        keys: Vec<String>,
+    ) -> Result<tokio::sync::oneshot::Receiver<OutputsAnswer>, (Vec<Instance>, Vec<String>)> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.enqueue(Job::Outputs {
+            instances,
+            keys,
+            reply,
+        });
         Ok(answer)
     }
 
@@ -292,46 +334,59 @@ fn run(model: &dyn Servable, jobs: Vec<Job>) {
 /// gives them back unanswered when it fails, or when a servable miscounts (no request gets
 /// another's answers).
 fn run_merged(model: &dyn Servable, jobs: Vec<Job>) -> Vec<Job> {
-    let mut instances = Vec::new();
-    let mut tensors = Vec::new();
-    for job in &jobs {
-        match job {
-            Job::Instances(mine, _) => instances.extend(mine.iter().cloned()),
-            Job::Tensors { inputs, keys, .. } => tensors.push((inputs, keys)),
+    let rows: usize = jobs.iter().map(Job::size).sum();
+    let instances = || {
+        (jobs.iter())
+            .flat_map(|job| match job {
+                Job::Instances(mine, _)
+                | Job::Outputs {
+                    instances: mine, ..
+                } => mine.as_slice(),
+                Job::Tensors { .. } => &[],
+            })
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let answer = match &jobs[0] {
+        Job::Instances(..) => model.predict(&instances()).map(Outputs::Json),
+        Job::Outputs { keys, .. } => model.predict_outputs(&instances(), keys),
+        Job::Tensors { keys, .. } => {
+            let inputs = (jobs.iter()).filter_map(|job| match job {
+                Job::Tensors { inputs, .. } => Some(inputs),
+                _ => None,
+            });
+            let Some(all) = InputTensors::concat(&inputs.collect::<Vec<_>>()) else {
+                return jobs;
+            };
+            tensors_alone(model, &all, keys).map(Outputs::Tensors)
         }
-    }
-    if let Some(&(_, keys)) = tensors.first() {
-        let inputs: Vec<&InputTensors> = tensors.iter().map(|(inputs, _)| *inputs).collect();
-        let Some(all) = InputTensors::concat(&inputs) else {
-            return jobs;
-        };
-        let answer = match tensors_alone(model, &all, keys) {
-            Ok(answer) if answer.iter().all(|t| t.shape.first() == Some(&all.batch())) => answer,
-            _ => return jobs,
-        };
-        let mut start = 0;
-        for job in jobs {
-            let rows = start..start + job.size();
-            start = rows.end;
-            let mine = answer.iter().flat_map(|t| t.rows(rows.clone())).collect();
-            if let Job::Tensors { reply, .. } = job {
-                let _ = reply.send(Ok(mine));
-            }
-        }
-        return Vec::new();
-    }
-    match model.predict(&instances) {
-        Ok(mut predictions) if predictions.len() == instances.len() => {
+    };
+    let counted = match &answer {
+        Ok(Outputs::Json(predictions)) => predictions.len() == rows,
+        Ok(Outputs::Tensors(tensors)) => tensors.iter().all(|t| t.shape.first() == Some(&rows)),
+        Err(_) => false,
+    };
+    let Some(answer) = answer.ok().filter(|_| counted) else {
+        return jobs;
+    };
+    match answer {
+        Outputs::Json(mut predictions) => {
             for job in jobs.into_iter().rev() {
                 let mine = predictions.split_off(predictions.len() - job.size());
-                if let Job::Instances(_, reply) = job {
-                    let _ = reply.send(Ok(mine));
-                }
+                job.answer(Outputs::Json(mine));
             }
-            Vec::new()
         }
-        _ => jobs,
+        Outputs::Tensors(tensors) => {
+            let mut start = 0;
+            for job in jobs {
+                let rows = start..start + job.size();
+                start = rows.end;
+                let mine = tensors.iter().flat_map(|t| t.rows(rows.clone())).collect();
+                job.answer(Outputs::Tensors(mine));
+            }
+        }
     }
+    Vec::new()
 }
 
 #[cfg(test)]

@@ -22,6 +22,9 @@ pub type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
 /// One tensor per output asked for, or why not.
 pub type TensorAnswer = Result<Vec<ServingTensor>, ServeError>;
 
+/// Output keys as tensors or every prediction as JSON, or why not.
+pub type OutputsAnswer = Result<Outputs, ServeError>;
+
 /// A call's predictions: the outputs asked for as tensors, or each prediction as JSON.
 pub enum Outputs {
     /// One tensor per output key asked for, in order.
@@ -50,12 +53,18 @@ pub trait Servable: Send + Sync {
     /// Output `keys` of the predictions for `instances`: as tensors where the servable
     /// stacks every one of them without a JSON value per element, else each prediction as
     /// JSON (by default, [`Servable::predict`]'s).
-    fn predict_outputs(
-        &self,
-        instances: &[Instance],
-        _keys: &[String],
-    ) -> Result<Outputs, ServeError> {
+    fn predict_outputs(&self, instances: &[Instance], _keys: &[String]) -> OutputsAnswer {
         self.predict(instances).map(Outputs::Json)
+    }
+
+    /// For a servable whose predictions another thread makes (batching): the answer of
+    /// [`Servable::predict_outputs`], to await. `Err` gives the instances and keys back.
+    fn predict_outputs_later(
+        &self,
+        instances: Vec<Instance>,
+        keys: Vec<String>,
+    ) -> Result<tokio::sync::oneshot::Receiver<OutputsAnswer>, (Vec<Instance>, Vec<String>)> {
+        Err((instances, keys))
     }
 
     /// For a servable that lays tensors out without a JSON value per element: output `keys`
@@ -97,21 +106,20 @@ pub(crate) async fn predict_async(
     }
 }
 
-/// Output `keys` of `servable`'s predictions for `instances`, as [`predict_async`] makes
-/// them: from the batching thread (as JSON) when it batches, else as
-/// [`Servable::predict_outputs`] gives them.
+/// Output `keys` of `servable`'s predictions for `instances` ([`Servable::predict_outputs`]),
+/// off the async threads as [`predict_async`] makes predictions.
 pub(crate) async fn outputs_async(
     servable: Arc<dyn Servable>,
     instances: Vec<Instance>,
     keys: Vec<String>,
     inline: bool,
-) -> Result<Outputs, ServeError> {
-    match servable.predict_later(instances) {
-        Ok(answer) => Ok(Outputs::Json(answer.await.map_err(|_| {
-            ServeError::Internal("the batching thread has stopped".into())
-        })??)),
-        Err(instances) if inline => servable.predict_outputs(&instances, &keys),
-        Err(instances) => {
+) -> OutputsAnswer {
+    match servable.predict_outputs_later(instances, keys) {
+        Ok(answer) => answer
+            .await
+            .map_err(|_| ServeError::Internal("the batching thread has stopped".into()))?,
+        Err((instances, keys)) if inline => servable.predict_outputs(&instances, &keys),
+        Err((instances, keys)) => {
             tokio::task::spawn_blocking(move || servable.predict_outputs(&instances, &keys))
                 .await
                 .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?
@@ -187,11 +195,7 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
         )
     }
 
-    fn predict_outputs(
-        &self,
-        instances: &[Instance],
-        keys: &[String],
-    ) -> Result<Outputs, ServeError> {
+    fn predict_outputs(&self, instances: &[Instance], keys: &[String]) -> OutputsAnswer {
         check_instances(&self.signature, instances)?;
         self.predicted(
             |estimator| estimator.batch_from_instances(&self.signature, instances),

@@ -47,6 +47,20 @@ impl Servable for Doubler {
     fn predict_tensors(&self, inputs: &InputTensors, keys: &[String]) -> Option<TensorAnswer> {
         Some(self.doubled(inputs, keys))
     }
+
+    /// Output `y` as a tensor of one value a row; any other as JSON.
+    fn predict_outputs(&self, instances: &[Instance], keys: &[String]) -> OutputsAnswer {
+        let predictions = self.predict(instances)?;
+        if keys.iter().any(|key| key != "y") {
+            return Ok(Outputs::Json(predictions));
+        }
+        let ys = predictions.iter().map(|p| p["y"].as_f64().unwrap() as f32);
+        let y = || ServingTensor {
+            shape: vec![predictions.len(), 1],
+            elements: TensorElements::Float32(ys.clone().collect()),
+        };
+        Ok(Outputs::Tensors(keys.iter().map(|_| y()).collect()))
+    }
 }
 
 impl Doubler {
@@ -298,4 +312,46 @@ fn tensors_a_servable_does_not_lay_out_are_answered_from_its_instances() {
     let answer = answer.blocking_recv().unwrap().unwrap();
     assert_eq!(answer[0].shape, [2]);
     assert_eq!(answer[0].elements, TensorElements::Float32(vec![3.0, -4.0]));
+}
+
+#[test]
+fn rest_calls_asking_the_same_outputs_share_predictions_and_get_their_rows_in_their_form() {
+    let model = Arc::new(Doubler::default());
+    let batching = Batching {
+        max_batch_size: 64,
+        batch_timeout: Duration::from_millis(100),
+        ..Batching::default()
+    };
+    let batched = Batched::new(Arc::clone(&model) as Arc<dyn Servable>, batching);
+    let later = |k: usize, key: &str| {
+        let rows = vec![instance(k as f64), instance(10.0 + k as f64)];
+        let keys = vec![key.to_string()];
+        batched.predict_outputs_later(rows, keys).ok().unwrap()
+    };
+    // Queued before the thread has merged them: three calls for `y` share a prediction
+    // and get tensors, the two for `z` share the next and get JSON.
+    let answers: Vec<_> = [(0, "y"), (1, "y"), (2, "y"), (3, "z"), (4, "z")]
+        .into_iter()
+        .map(|(k, key)| (k, later(k, key)))
+        .collect();
+    for (k, answer) in answers {
+        let doubled = [2.0 * k as f64, 2.0 * (10.0 + k as f64)];
+        match answer.blocking_recv().unwrap().unwrap() {
+            Outputs::Tensors(tensors) if k < 3 => {
+                assert_eq!(tensors[0].shape, [2, 1]);
+                let doubled = doubled.map(|y| y as f32).to_vec();
+                assert_eq!(tensors[0].elements, TensorElements::Float32(doubled));
+            }
+            Outputs::Json(predictions) if k >= 3 => {
+                let ys: Vec<f64> = predictions
+                    .iter()
+                    .map(|p| p["y"].as_f64().unwrap())
+                    .collect();
+                assert_eq!(ys, doubled);
+            }
+            _ => panic!("call {k} answered in the other form"),
+        }
+    }
+    let calls = model.calls.load(Ordering::SeqCst);
+    assert!((2..=3).contains(&calls), "5 calls took {calls} predictions");
 }

@@ -1,7 +1,12 @@
 //! Status, metadata and predictions: both `:predict` formats, `:classify` and `:regress`.
 
 use std::net::TcpStream;
+use std::path::Path;
 use std::time::Duration;
+
+use estimator::export::prediction_json;
+use estimator::Predictor;
+use estimators::DnnClassifier;
 
 use estimator_serve::{Batching, Loaders, ModelConfig, Server};
 use serde_json::{json, Value};
@@ -173,40 +178,90 @@ fn predictions_on_a_pool_of_their_own_threads_answer_the_same_bits() {
     assert_eq!(pooled.post("/v1/models/iris:predict", &body), (200, want));
 }
 
+/// The `:predict` answer to `rows` in `columnar` or row format, as text, written from each
+/// prediction's JSON value (`prediction_json`) with the signature's outputs.
+fn answer_from_each_prediction(export: &Path, rows: &[Value], columnar: bool) -> String {
+    let predictor = Predictor::<DnnClassifier>::load(export).unwrap();
+    let examples: Vec<_> = (rows.iter())
+        .map(|r| estimator::datasets::Example {
+            dense: FEATURES
+                .iter()
+                .map(|f| r[f].as_f64().unwrap() as f32)
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    let batch = estimator::datasets::ColumnarBatch::from_examples(&examples).unwrap();
+    let predictions: Vec<Value> = (predictor.predict(&batch).unwrap().iter())
+        .map(prediction_json)
+        .collect();
+    let outputs = &predictor.signature().outputs;
+    let answer = match columnar {
+        false => json!({"predictions": predictions.iter().map(|p| {
+            outputs.iter().map(|k| (k.clone(), p[k].clone())).collect::<serde_json::Map<_, _>>()
+        }).collect::<Vec<_>>()}),
+        true => json!({"outputs": outputs.iter().map(|k| {
+            (k.clone(), predictions.iter().map(|p| p[k].clone()).collect::<Value>())
+        }).collect::<serde_json::Map<_, _>>()}),
+    };
+    answer.to_string()
+}
+
 #[test]
 fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_prediction() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("export");
-    export_iris(&dir.path().join("model"), &base, 20);
-    // The canned estimators' outputs are answered from their tensors; a batching server
-    // answers REST from each prediction's JSON values.
-    let tensors = Running::start(load_iris(&base));
+    let export = export_iris(&dir.path().join("model"), &base, 20);
+    let direct = Running::start(load_iris(&base));
     let batching = Loaders::canned().with_batching(Batching {
         max_batch_size: 1024,
         batch_timeout: Duration::from_millis(1),
         ..Batching::default()
     });
-    let json = Running::start(Server::load(iris_model(&base), batching).unwrap());
-    let columns: serde_json::Map<String, Value> = FEATURES
-        .iter()
-        .map(|f| (f.to_string(), rows().iter().map(|r| r[f].clone()).collect()))
-        .collect();
-    let bodies = [
-        json!({"instances": rows()}),
-        json!({"instances": vec![rows()[0].clone(); 300]}),
-        json!({"inputs": columns}),
-        json!({"signature_name": "classification", "instances": rows()}),
-        json!({"signature_name": "classification", "inputs": columns}),
-        json!({"instances": []}),
-    ];
+    let batching = Running::start(Server::load(iris_model(&base), batching).unwrap());
     let text = |running: &Running, body: &Value| {
         let address = running.url.trim_start_matches("http://");
         let mut stream = TcpStream::connect(address).unwrap();
         raw_post(&mut stream, "/v1/models/iris:predict", &body.to_string())
     };
-    for body in &bodies {
-        let answer = text(&tensors, body);
-        assert_eq!(answer.0, 200, "{}", answer.1);
-        assert_eq!(answer, text(&json, body), "{body}");
+    let many: Vec<Value> = rows().into_iter().cycle().take(300).collect();
+    let columns: serde_json::Map<String, Value> = FEATURES
+        .iter()
+        .map(|f| (f.to_string(), many.iter().map(|r| r[f].clone()).collect()))
+        .collect();
+    let cases = [
+        (
+            json!({"instances": rows()}),
+            Some(answer_from_each_prediction(&export, &rows(), false)),
+        ),
+        (
+            json!({"instances": many}),
+            Some(answer_from_each_prediction(&export, &many, false)),
+        ),
+        (
+            json!({"inputs": columns}),
+            Some(answer_from_each_prediction(&export, &many, true)),
+        ),
+        (
+            json!({"signature_name": "classification", "instances": rows()}),
+            None,
+        ),
+        (
+            json!({"signature_name": "classification", "inputs": columns}),
+            None,
+        ),
+        (
+            json!({"instances": []}),
+            Some(r#"{"predictions":[]}"#.to_string()),
+        ),
+    ];
+    for (body, from_each_prediction) in &cases {
+        let (code, answer) = text(&direct, body);
+        assert_eq!(code, 200, "{answer}");
+        if let Some(want) = from_each_prediction {
+            assert_eq!(&answer, want, "{body}");
+        }
+        // Merged with other calls' rows by a batching thread, then split: the same text.
+        assert_eq!(text(&batching, body), (200, answer), "{body}");
     }
 }
