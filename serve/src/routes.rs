@@ -20,7 +20,7 @@ use crate::request::{
     classify_response, examples, predict_instances, predict_response, regress_response,
     signature_name, Format,
 };
-use crate::servable::{outputs_async, predict_async, Outputs, Servable};
+use crate::servable::{outputs_async, Outputs, Servable};
 use crate::server::Server;
 use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
 use crate::stacked::output_dtype;
@@ -311,38 +311,44 @@ impl Call {
 }
 
 impl Call {
-    /// The answer of `servable`, off the async threads unless `inline`.
+    /// The answer of `servable`, off the async threads unless `inline`: written from the
+    /// output tensors where the servable stacks them, else from each prediction's JSON.
     async fn answer(
         self,
         servable: Arc<dyn Servable>,
         inline: bool,
     ) -> Result<CallAnswer, ServeError> {
-        let (format, named, names) = match self.answer {
-            Answer::Predict(format, named, names) => (format, named, names),
-            Answer::Classify => {
-                let predictions = predict_async(servable, self.instances, inline).await?;
-                return classify_response(&predictions).map(CallAnswer::Json);
-            }
-            Answer::Regress => {
-                let predictions = predict_async(servable, self.instances, inline).await?;
-                return regress_response(&predictions).map(CallAnswer::Json);
-            }
+        let keys = match &self.answer {
+            // Output names as the servable keys them; the answer gives them back by name.
+            Answer::Predict(_, named, names) => (names.iter())
+                .map(|name| named.key_of(name).to_string())
+                .collect(),
+            Answer::Classify => vec!["all_classes".to_string(), "probabilities".to_string()],
+            Answer::Regress => vec!["predictions".to_string()],
         };
-        // Output names as the servable keys them; the answer gives them back by name.
-        let keys = (names.iter()).map(|name| named.key_of(name).to_string());
-        Ok(
-            match outputs_async(servable, self.instances, keys.collect(), inline).await? {
-                Outputs::Tensors(tensors) => CallAnswer::Tensors(TensorResponse::new(
-                    format,
-                    names.into_iter().zip(tensors).collect(),
-                )),
-                Outputs::Json(predictions) => CallAnswer::Json(predict_response(
-                    format,
-                    &names,
-                    named.outputs_of(predictions),
-                )),
-            },
-        )
+        let outputs = outputs_async(servable, self.instances, keys, inline).await?;
+        Ok(match (self.answer, outputs) {
+            (Answer::Predict(format, _, names), Outputs::Tensors(tensors)) => {
+                let outputs = names.into_iter().zip(tensors).collect();
+                CallAnswer::Tensors(TensorResponse::predict(format, outputs))
+            }
+            (Answer::Predict(format, named, names), Outputs::Json(predictions)) => {
+                let predictions = named.outputs_of(predictions);
+                CallAnswer::Json(predict_response(format, &names, predictions))
+            }
+            (Answer::Classify, Outputs::Tensors(tensors)) => {
+                CallAnswer::Tensors(TensorResponse::classify(tensors)?)
+            }
+            (Answer::Classify, Outputs::Json(predictions)) => {
+                CallAnswer::Json(classify_response(&predictions)?)
+            }
+            (Answer::Regress, Outputs::Tensors(tensors)) => {
+                CallAnswer::Tensors(TensorResponse::regress(tensors)?)
+            }
+            (Answer::Regress, Outputs::Json(predictions)) => {
+                CallAnswer::Json(regress_response(&predictions)?)
+            }
+        })
     }
 }
 

@@ -1,38 +1,127 @@
-//! The `:predict` answer written from output tensors: the JSON text
-//! [`predict_response`](crate::request::predict_response) writes from each prediction's
+//! REST answers written from output tensors: the JSON text
+//! [`predict_response`](crate::request::predict_response),
+//! [`classify_response`](crate::request::classify_response) and
+//! [`regress_response`](crate::request::regress_response) write from each prediction's
 //! values, with no JSON value per element between.
 
 use estimator::export::{ServingTensor, TensorElements};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 
+use crate::error::ServeError;
 use crate::request::Format;
 
-/// Outputs `(name, tensor)`, the batch first in every tensor, answered in `format`.
-pub(crate) struct TensorResponse {
-    format: Format,
-    outputs: Vec<(String, ServingTensor)>,
+/// A REST answer from tensors, the batch first in every one.
+pub(crate) enum TensorResponse {
+    /// `:predict`'s outputs `(name, tensor)`, sorted by name, in a format.
+    Predict(Format, Vec<(String, ServingTensor)>),
+    /// `:classify`'s `[class, score]` pairs: `all_classes` and `probabilities`, `[batch, k]`.
+    Classify(ServingTensor, ServingTensor),
+    /// `:regress`'s one value per example: `predictions`, `[batch, 1]`.
+    Regress(ServingTensor),
 }
 
 impl TensorResponse {
-    /// The answer of `outputs`; a JSON object writes its members by name, so they are
-    /// sorted here as `serde_json::Map` sorts them.
-    pub(crate) fn new(format: Format, mut outputs: Vec<(String, ServingTensor)>) -> Self {
+    /// The `:predict` answer of `outputs`; a JSON object writes its members by name, so
+    /// they are sorted here as `serde_json::Map` sorts them.
+    pub(crate) fn predict(format: Format, mut outputs: Vec<(String, ServingTensor)>) -> Self {
         outputs.sort_by(|a, b| a.0.cmp(&b.0));
-        Self { format, outputs }
+        Self::Predict(format, outputs)
+    }
+
+    /// The `:classify` answer of the tensors of `all_classes` and `probabilities`.
+    pub(crate) fn classify(tensors: Vec<ServingTensor>) -> Result<Self, ServeError> {
+        match <[_; 2]>::try_from(tensors) {
+            Ok([classes, scores])
+                if matches!(classes.elements, TensorElements::String(_))
+                    && matches!(scores.elements, TensorElements::Float32(_))
+                    && classes.shape.len() == 2
+                    && classes.shape == scores.shape =>
+            {
+                Ok(Self::Classify(classes, scores))
+            }
+            _ => Err(ServeError::BadRequest(
+                "this model is not a classifier: use regress or predict".into(),
+            )),
+        }
+    }
+
+    /// The `:regress` answer of the tensor of `predictions`.
+    pub(crate) fn regress(tensors: Vec<ServingTensor>) -> Result<Self, ServeError> {
+        match <[_; 1]>::try_from(tensors) {
+            Ok([values]) if values.shape.get(1..) == Some(&[1]) => Ok(Self::Regress(values)),
+            _ => Err(ServeError::BadRequest(
+                "this model is not a single-target regressor: use predict".into(),
+            )),
+        }
     }
 }
 
 impl Serialize for TensorResponse {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut body = serializer.serialize_map(Some(1))?;
-        match (self.format, self.outputs.as_slice()) {
-            (Format::Row, [(_, tensor)]) => body.serialize_entry("predictions", &Rows(tensor))?,
-            (Format::Row, outputs) => body.serialize_entry("predictions", &Named(outputs))?,
-            (Format::Columnar, [(_, tensor)]) => body.serialize_entry("outputs", &Rows(tensor))?,
-            (Format::Columnar, outputs) => body.serialize_entry("outputs", &Columns(outputs))?,
+        match self {
+            Self::Predict(format, outputs) => match (format, outputs.as_slice()) {
+                (Format::Row, [(_, tensor)]) => {
+                    body.serialize_entry("predictions", &Rows(tensor))?
+                }
+                (Format::Row, outputs) => body.serialize_entry("predictions", &Named(outputs))?,
+                (Format::Columnar, [(_, tensor)]) => {
+                    body.serialize_entry("outputs", &Rows(tensor))?
+                }
+                (Format::Columnar, outputs) => {
+                    body.serialize_entry("outputs", &Columns(outputs))?
+                }
+            },
+            Self::Classify(classes, scores) => {
+                body.serialize_entry("result", &ClassScores(classes, scores))?
+            }
+            Self::Regress(values) => body.serialize_entry("result", &Elements(values))?,
         }
         body.end()
+    }
+}
+
+/// Per row, `[class, score]` for every class.
+struct ClassScores<'a>(&'a ServingTensor, &'a ServingTensor);
+
+impl Serialize for ClassScores<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (batch, row) = batch_and_row(self.0);
+        let width: usize = row.iter().product();
+        serializer.collect_seq((0..batch).map(|r| ClassRow(self, r * width..(r + 1) * width)))
+    }
+}
+
+/// Elements `range` of a row's classes and scores, in pairs.
+struct ClassRow<'a>(&'a ClassScores<'a>, std::ops::Range<usize>);
+
+impl Serialize for ClassRow<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ClassScores(classes, scores) = self.0;
+        serializer.collect_seq(
+            self.1
+                .clone()
+                .map(|i| (element(classes, i), element(scores, i))),
+        )
+    }
+}
+
+/// Every element of `tensor`, as one list.
+struct Elements<'a>(&'a ServingTensor);
+
+impl Serialize for Elements<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq((0..self.0.elements.len()).map(|i| element(self.0, i)))
+    }
+}
+
+/// Element `i` of `tensor` (row-major).
+fn element(tensor: &ServingTensor, i: usize) -> Nested<'_> {
+    Nested {
+        elements: &tensor.elements,
+        start: i,
+        shape: &[],
     }
 }
 

@@ -45,7 +45,7 @@ fn both(format: Format, outputs: Vec<(&str, ServingTensor)>) -> (String, String)
         .into_iter()
         .map(|(n, t)| (n.to_string(), t))
         .collect();
-    let from_tensors = serde_json::to_string(&TensorResponse::new(format, named)).unwrap();
+    let from_tensors = serde_json::to_string(&TensorResponse::predict(format, named)).unwrap();
     (from_tensors, from_json)
 }
 
@@ -118,4 +118,30 @@ fn every_magnitude_of_float_is_written_as_a_predictions_value_writes_it() {
     let n = values.len();
     let (tensors, json) = both(Format::Columnar, vec![("x", floats(vec![n], values))]);
     assert_eq!(tensors, json);
+}
+
+#[test]
+fn classify_and_regress_take_only_the_tensors_their_answers_are_made_of() {
+    let names = |n: usize| ServingTensor {
+        shape: vec![1, n],
+        elements: TensorElements::String((0..n).map(|i| i.to_string()).collect()),
+    };
+    let text = |response: TensorResponse| serde_json::to_string(&response).unwrap();
+    let classified = TensorResponse::classify(vec![names(2), floats(vec![1, 2], vec![0.25, 0.75])]);
+    assert_eq!(
+        text(classified.unwrap()),
+        r#"{"result":[[["0",0.25],["1",0.75]]]}"#
+    );
+    let regressed = TensorResponse::regress(vec![floats(vec![2, 1], vec![1.5, -2.0])]);
+    assert_eq!(text(regressed.unwrap()), r#"{"result":[1.5,-2.0]}"#);
+    let refused = |answer: Result<TensorResponse, ServeError>| match answer {
+        Err(ServeError::BadRequest(why)) => why,
+        _ => panic!("not refused"),
+    };
+    let swapped = TensorResponse::classify(vec![floats(vec![1, 2], vec![0.5; 2]), names(2)]);
+    assert!(refused(swapped).contains("not a classifier"));
+    let ragged = TensorResponse::classify(vec![names(3), floats(vec![1, 2], vec![0.5; 2])]);
+    assert!(refused(ragged).contains("not a classifier"));
+    let two_targets = TensorResponse::regress(vec![floats(vec![1, 2], vec![1.0, 2.0])]);
+    assert!(refused(two_targets).contains("single-target"));
 }

@@ -4,9 +4,9 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use estimator::export::prediction_json;
+use estimator::export::{prediction_json, ServableEstimator};
 use estimator::Predictor;
-use estimators::DnnClassifier;
+use estimators::{DnnClassifier, DnnRegressor};
 
 use estimator_serve::{Batching, Loaders, ModelConfig, Server};
 use serde_json::{json, Value};
@@ -178,10 +178,13 @@ fn predictions_on_a_pool_of_their_own_threads_answer_the_same_bits() {
     assert_eq!(pooled.post("/v1/models/iris:predict", &body), (200, want));
 }
 
-/// The `:predict` answer to `rows` in `columnar` or row format, as text, written from each
-/// prediction's JSON value (`prediction_json`) with the signature's outputs.
-fn answer_from_each_prediction(export: &Path, rows: &[Value], columnar: bool) -> String {
-    let predictor = Predictor::<DnnClassifier>::load(export).unwrap();
+/// Each prediction's JSON value (`prediction_json`) for `rows`, by an `E` exported to
+/// `export`, and the signature's outputs.
+fn each_prediction<E: ServableEstimator<Batch = estimator::datasets::ColumnarBatch>>(
+    export: &Path,
+    rows: &[Value],
+) -> (Vec<Value>, Vec<String>) {
+    let predictor = Predictor::<E>::load(export).unwrap();
     let examples: Vec<_> = (rows.iter())
         .map(|r| estimator::datasets::Example {
             dense: FEATURES
@@ -192,10 +195,15 @@ fn answer_from_each_prediction(export: &Path, rows: &[Value], columnar: bool) ->
         })
         .collect();
     let batch = estimator::datasets::ColumnarBatch::from_examples(&examples).unwrap();
-    let predictions: Vec<Value> = (predictor.predict(&batch).unwrap().iter())
-        .map(prediction_json)
-        .collect();
-    let outputs = &predictor.signature().outputs;
+    let predictions = predictor.predict(&batch).unwrap();
+    let outputs = predictor.signature().outputs.clone();
+    (predictions.iter().map(prediction_json).collect(), outputs)
+}
+
+/// The `:predict` answer to `rows` in `columnar` or row format, as text, written from each
+/// prediction's JSON value with the signature's outputs.
+fn answer_from_each_prediction(export: &Path, rows: &[Value], columnar: bool) -> String {
+    let (predictions, outputs) = each_prediction::<DnnClassifier>(export, rows);
     let answer = match columnar {
         false => json!({"predictions": predictions.iter().map(|p| {
             outputs.iter().map(|k| (k.clone(), p[k].clone())).collect::<serde_json::Map<_, _>>()
@@ -205,6 +213,18 @@ fn answer_from_each_prediction(export: &Path, rows: &[Value], columnar: bool) ->
         }).collect::<serde_json::Map<_, _>>()}),
     };
     answer.to_string()
+}
+
+/// The `:classify` answer to `rows`, as text, from each prediction's JSON value.
+fn classes_from_each_prediction(export: &Path, rows: &[Value]) -> String {
+    let (predictions, _) = each_prediction::<DnnClassifier>(export, rows);
+    let pairs = |p: &Value| -> Vec<Value> {
+        let classes = p["all_classes"].as_array().unwrap();
+        (classes.iter().zip(p["probabilities"].as_array().unwrap()))
+            .map(|(c, s)| json!([c, s]))
+            .collect()
+    };
+    json!({"result": predictions.iter().map(pairs).collect::<Vec<_>>()}).to_string()
 }
 
 #[test]
@@ -219,10 +239,14 @@ fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_predict
         ..Batching::default()
     });
     let batching = Running::start(Server::load(iris_model(&base), batching).unwrap());
-    let text = |running: &Running, body: &Value| {
+    let text = |running: &Running, body: &Value, method: &str| {
         let address = running.url.trim_start_matches("http://");
         let mut stream = TcpStream::connect(address).unwrap();
-        raw_post(&mut stream, "/v1/models/iris:predict", &body.to_string())
+        raw_post(
+            &mut stream,
+            &format!("/v1/models/iris:{method}"),
+            &body.to_string(),
+        )
     };
     let many: Vec<Value> = rows().into_iter().cycle().take(300).collect();
     let columns: serde_json::Map<String, Value> = FEATURES
@@ -256,12 +280,37 @@ fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_predict
         ),
     ];
     for (body, from_each_prediction) in &cases {
-        let (code, answer) = text(&direct, body);
+        let (code, answer) = text(&direct, body, "predict");
         assert_eq!(code, 200, "{answer}");
         if let Some(want) = from_each_prediction {
             assert_eq!(&answer, want, "{body}");
         }
         // Merged with other calls' rows by a batching thread, then split: the same text.
-        assert_eq!(text(&batching, body), (200, answer), "{body}");
+        assert_eq!(text(&batching, body, "predict"), (200, answer), "{body}");
     }
+    let examples = json!({"examples": many});
+    let classified = text(&direct, &examples, "classify");
+    assert_eq!(
+        classified,
+        (200, classes_from_each_prediction(&export, &many))
+    );
+    assert_eq!(text(&batching, &examples, "classify"), classified);
+}
+
+#[test]
+fn regress_answers_from_output_tensors_are_the_text_of_answers_from_each_prediction() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("export");
+    let export = export_regressor(&dir.path().join("model"), &base);
+    let server = Server::load(vec![ModelConfig::new("width", base)], Loaders::canned()).unwrap();
+    let running = Running::start(server);
+    let many: Vec<Value> = rows().into_iter().cycle().take(300).collect();
+    let (predictions, _) = each_prediction::<DnnRegressor>(&export, &many);
+    let values: Vec<&Value> = predictions.iter().map(|p| &p["predictions"][0]).collect();
+    let want = json!({"result": values}).to_string();
+    let address = running.url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(address).unwrap();
+    let body = json!({"examples": many}).to_string();
+    let answer = raw_post(&mut stream, "/v1/models/width:regress", &body);
+    assert_eq!(answer, (200, want));
 }
