@@ -38,7 +38,7 @@ fn split_verb(segment: &str) -> Result<(&str, &str), ServeError> {
 
 type Reply = Result<Json<Value>, ServeError>;
 
-/// A method's answer: a JSON value, or a `:predict` answer written from output tensors.
+/// A method's answer: a JSON value, or one written from output tensors.
 #[derive(serde::Serialize)]
 #[serde(untagged)]
 pub(crate) enum CallAnswer {
