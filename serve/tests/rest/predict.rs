@@ -5,7 +5,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use estimator::export::{prediction_json, ServableEstimator};
-use estimator::Predictor;
 use estimators::{DnnClassifier, DnnRegressor};
 
 use estimator_serve::{Batching, Loaders, ModelConfig, Server};
@@ -180,23 +179,11 @@ fn predictions_on_a_pool_of_their_own_threads_answer_the_same_bits() {
 
 /// Each prediction's JSON value (`prediction_json`) for `rows`, by an `E` exported to
 /// `export`, and the signature's outputs.
-fn each_prediction<E: ServableEstimator<Batch = estimator::datasets::ColumnarBatch>>(
-    export: &Path,
-    rows: &[Value],
-) -> (Vec<Value>, Vec<String>) {
-    let predictor = Predictor::<E>::load(export).unwrap();
-    let examples: Vec<_> = (rows.iter())
-        .map(|r| estimator::datasets::Example {
-            dense: FEATURES
-                .iter()
-                .map(|f| r[f].as_f64().unwrap() as f32)
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
-    let batch = estimator::datasets::ColumnarBatch::from_examples(&examples).unwrap();
-    let predictions = predictor.predict(&batch).unwrap();
-    let outputs = predictor.signature().outputs.clone();
+fn each_prediction<E>(export: &Path, rows: &[Value]) -> (Vec<Value>, Vec<String>)
+where
+    E: ServableEstimator<Batch = estimator::datasets::ColumnarBatch>,
+{
+    let (predictions, outputs) = predicted::<E>(export, rows);
     (predictions.iter().map(prediction_json).collect(), outputs)
 }
 

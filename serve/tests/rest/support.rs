@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
+use estimator::export::ServableEstimator;
 use estimator::{EstimatorExt, OptimizerSpec, Predictor, RunConfig, TrainSpec};
 use estimator_serve::{Background, Limits, Loaders, ModelConfig, Server};
 use estimators::feature_column::standardized_numeric_columns;
@@ -123,8 +124,20 @@ pub(crate) fn rows() -> Vec<Value> {
 /// What `Predictor` gives for `rows()` directly, as `dnn-classifier predict` writes them
 /// (one JSON object per line).
 pub(crate) fn expected(export: &Path) -> Vec<String> {
-    let predictor = Predictor::<DnnClassifier>::load(export).unwrap();
-    let examples: Vec<_> = rows()
+    let (predictions, _) = predicted::<DnnClassifier>(export, &rows());
+    (predictions.iter())
+        .map(|p| serde_json::to_string(p).unwrap())
+        .collect()
+}
+
+/// What `Predictor` gives for `rows` directly, by an `E` exported to `export`, and the
+/// export's output keys.
+pub(crate) fn predicted<E>(export: &Path, rows: &[Value]) -> (Vec<E::Prediction>, Vec<String>)
+where
+    E: ServableEstimator<Batch = estimator::datasets::ColumnarBatch>,
+{
+    let predictor = Predictor::<E>::load(export).unwrap();
+    let examples: Vec<_> = rows
         .iter()
         .map(|r| estimator::datasets::Example {
             dense: FEATURES
@@ -135,12 +148,8 @@ pub(crate) fn expected(export: &Path) -> Vec<String> {
         })
         .collect();
     let batch = estimator::datasets::ColumnarBatch::from_examples(&examples).unwrap();
-    predictor
-        .predict(&batch)
-        .unwrap()
-        .iter()
-        .map(|p| serde_json::to_string(p).unwrap())
-        .collect()
+    let outputs = predictor.signature().outputs.clone();
+    (predictor.predict(&batch).unwrap(), outputs)
 }
 
 pub(crate) fn error_of(body: &Value) -> &str {
