@@ -363,7 +363,7 @@ fn run_merged(model: &dyn Servable, jobs: Vec<Job>) -> Vec<Job> {
     };
     let counted = match &answer {
         Ok(Outputs::Json(predictions)) => predictions.len() == rows,
-        Ok(Outputs::Tensors(tensors)) => tensors.iter().all(|t| t.shape.first() == Some(&rows)),
+        Ok(Outputs::Tensors(tensors)) => tensors.iter().all(|t| t.is_batch_of(rows)),
         Err(_) => false,
     };
     let Some(answer) = answer.ok().filter(|_| counted) else {

@@ -201,8 +201,11 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
             |estimator| estimator.batch_from_instances(&self.signature, instances),
             instances.len(),
             |estimator, predictions| {
+                // An answer is written element by element as a tensor's shape says: one
+                // that is not a batch of the predictions is not taken.
+                let fits = |t: &ServingTensor| t.is_batch_of(predictions.len());
                 let tensors = (keys.iter())
-                    .map(|key| estimator.prediction_tensor(&predictions, key))
+                    .map(|key| estimator.prediction_tensor(&predictions, key).filter(fits))
                     .collect::<Option<Vec<_>>>();
                 Ok(match tensors {
                     Some(tensors) => Outputs::Tensors(tensors),

@@ -80,6 +80,13 @@ pub struct ServingTensor {
 }
 
 impl ServingTensor {
+    /// Whether it holds `batch` rows, its first dimension, and as many elements as its
+    /// shape.
+    pub fn is_batch_of(&self, batch: usize) -> bool {
+        let count = self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        self.shape.first() == Some(&batch) && count == Some(self.elements.len())
+    }
+
     /// Rows `range` of the first dimension, copied; `None` past the last row.
     pub fn rows(&self, range: std::ops::Range<usize>) -> Option<ServingTensor> {
         let (&batch, row_shape) = self.shape.split_first()?;
@@ -213,6 +220,20 @@ mod tests {
             TensorElements::String(vec!["a".into(), "b".into()]),
             TensorElements::Int64(vec![7, 8]),
         ]
+    }
+
+    #[test]
+    fn a_batch_of_rows_fills_its_shape() {
+        let tensor = |shape: Vec<usize>, n: usize| ServingTensor {
+            shape,
+            elements: TensorElements::Float32(vec![0.0; n]),
+        };
+        assert!(tensor(vec![2, 3], 6).is_batch_of(2));
+        assert!(tensor(vec![0, 3], 0).is_batch_of(0));
+        assert!(!tensor(vec![2, 3], 6).is_batch_of(3));
+        assert!(!tensor(vec![2, 3], 5).is_batch_of(2));
+        assert!(!tensor(vec![], 1).is_batch_of(1));
+        assert!(!tensor(vec![2, usize::MAX], 6).is_batch_of(2));
     }
 
     #[test]
