@@ -185,34 +185,24 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
     }
 
     fn predict(&self, instances: &[Instance]) -> Predictions {
-        // Before the estimator sees them: no implementation can answer an instance with an
-        // unknown input, or one of the wrong type or shape, from what was left.
-        check_instances(&self.signature, instances)?;
-        self.predicted(
-            |estimator| estimator.batch_from_instances(&self.signature, instances),
-            instances.len(),
-            |estimator, predictions| Ok(json_rows(estimator, &predictions)),
-        )
+        self.predicted_for(instances, |estimator, predictions| {
+            Ok(json_rows(estimator, &predictions))
+        })
     }
 
     fn predict_outputs(&self, instances: &[Instance], keys: &[String]) -> OutputsAnswer {
-        check_instances(&self.signature, instances)?;
-        self.predicted(
-            |estimator| estimator.batch_from_instances(&self.signature, instances),
-            instances.len(),
-            |estimator, predictions| {
-                // An answer is written element by element as a tensor's shape says: one
-                // that is not a batch of the predictions is not taken.
-                let fits = |t: &ServingTensor| t.is_batch_of(predictions.len());
-                let tensors = (keys.iter())
-                    .map(|key| estimator.prediction_tensor(&predictions, key).filter(fits))
-                    .collect::<Option<Vec<_>>>();
-                Ok(match tensors {
-                    Some(tensors) => Outputs::Tensors(tensors),
-                    None => Outputs::Json(json_rows(estimator, &predictions)),
-                })
-            },
-        )
+        self.predicted_for(instances, |estimator, predictions| {
+            // An answer is written element by element as a tensor's shape says: one
+            // that is not a batch of the predictions is not taken.
+            let fits = |t: &ServingTensor| t.is_batch_of(predictions.len());
+            let tensors = (keys.iter())
+                .map(|key| estimator.prediction_tensor(&predictions, key).filter(fits))
+                .collect::<Option<Vec<_>>>();
+            Ok(match tensors {
+                Some(tensors) => Outputs::Tensors(tensors),
+                None => Outputs::Json(json_rows(estimator, &predictions)),
+            })
+        })
     }
 
     fn predict_tensors(&self, inputs: &InputTensors, keys: &[String]) -> Option<TensorAnswer> {
@@ -239,6 +229,23 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
 }
 
 impl<E: ServableEstimator, B: Backend> Served<E, B> {
+    /// The predictions for `instances`, checked and laid out by the estimator, as `answer`
+    /// gives them.
+    fn predicted_for<T>(
+        &self,
+        instances: &[Instance],
+        answer: impl FnOnce(&E, Vec<E::Prediction>) -> Result<T, ServeError>,
+    ) -> Result<T, ServeError> {
+        // Before the estimator sees them: no implementation can answer an instance with an
+        // unknown input, or one of the wrong type or shape, from what was left.
+        check_instances(&self.signature, instances)?;
+        self.predicted(
+            |estimator| estimator.batch_from_instances(&self.signature, instances),
+            instances.len(),
+            answer,
+        )
+    }
+
     /// The predictions for the batch `batch` lays out, of `count` rows, as `answer` gives
     /// them.
     fn predicted<T>(
