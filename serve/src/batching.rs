@@ -1,8 +1,9 @@
 //! [`Batched`]: server-side batching (TF Serving's `--enable_batching`): concurrent
 //! requests to one model version are merged into one prediction of up to
 //! `max_batch_size` instances, waiting at most `batch_timeout` for more to arrive. Requests
-//! of instances merge with each other (REST predictions asking the same outputs apart), and
-//! gRPC calls of tensors asking the same outputs with each other, their tensors joined.
+//! merge with others of their kind: REST calls asking the same outputs of inputs of one form
+//! (instances, or tensors of the same inputs), gRPC calls of tensors asking the same
+//! outputs, their tensors joined.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -13,6 +14,7 @@ use estimator::export::{InputTensors, Instance};
 use estimator::Signature;
 
 use crate::error::ServeError;
+use crate::inputs::Inputs;
 use crate::servable::{Outputs, OutputsAnswer, Predictions, Servable, TensorAnswer};
 use crate::stacked::stacked;
 
@@ -53,10 +55,10 @@ impl Default for Batching {
 enum Job {
     /// Predictions for instances, as JSON.
     Instances(Vec<Instance>, Sender1<Predictions>),
-    /// Output `keys` for instances (a REST prediction's), as tensors where the servable
-    /// stacks them.
+    /// Output `keys` for inputs (a REST call's), as tensors where the servable stacks
+    /// them.
     Outputs {
-        instances: Vec<Instance>,
+        inputs: Inputs,
         keys: Vec<String>,
         reply: Sender1<OutputsAnswer>,
     },
@@ -74,17 +76,25 @@ impl Job {
     /// Rows it holds.
     fn size(&self) -> usize {
         match self {
-            Job::Instances(instances, _) | Job::Outputs { instances, .. } => instances.len(),
+            Job::Instances(instances, _) => instances.len(),
+            Job::Outputs { inputs, .. } => inputs.len(),
             Job::Tensors { inputs, .. } => inputs.batch(),
         }
     }
 
     /// Whether it can share a prediction with `other`: one of the same kind, asking the
-    /// same outputs.
+    /// same outputs of inputs that join.
     fn joins(&self, other: &Job) -> bool {
         match (self, other) {
             (Job::Instances(..), Job::Instances(..)) => true,
-            (Job::Outputs { keys, .. }, Job::Outputs { keys: other, .. }) => keys == other,
+            (
+                Job::Outputs { inputs, keys, .. },
+                Job::Outputs {
+                    inputs: other_inputs,
+                    keys: other,
+                    ..
+                },
+            ) => keys == other && inputs.joins(other_inputs),
             (Job::Tensors { keys, .. }, Job::Tensors { keys: other, .. }) => keys == other,
             _ => false,
         }
@@ -118,11 +128,11 @@ impl Job {
                 let _ = reply.send(model.predict(&instances));
             }
             Job::Outputs {
-                instances,
+                inputs,
                 keys,
                 reply,
             } => {
-                let _ = reply.send(model.predict_outputs(&instances, &keys));
+                let _ = reply.send(model.predict_outputs(&inputs, &keys));
             }
             Job::Tensors {
                 inputs,
@@ -209,12 +219,12 @@ impl Servable for Batched {
 
     fn predict_outputs_later(
         &self,
-        instances: Vec<Instance>,
+        inputs: Inputs,
         keys: Vec<String>,
-    ) -> Result<tokio::sync::oneshot::Receiver<OutputsAnswer>, (Vec<Instance>, Vec<String>)> {
+    ) -> Result<tokio::sync::oneshot::Receiver<OutputsAnswer>, (Inputs, Vec<String>)> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.enqueue(Job::Outputs {
-            instances,
+            inputs,
             keys,
             reply,
         });
@@ -335,21 +345,26 @@ fn run(model: &dyn Servable, jobs: Vec<Job>) {
 /// another's answers).
 fn run_merged(model: &dyn Servable, jobs: Vec<Job>) -> Vec<Job> {
     let rows: usize = jobs.iter().map(Job::size).sum();
-    let instances = || {
-        (jobs.iter())
-            .flat_map(|job| match job {
-                Job::Instances(mine, _)
-                | Job::Outputs {
-                    instances: mine, ..
-                } => mine.as_slice(),
-                Job::Tensors { .. } => &[],
-            })
-            .cloned()
-            .collect::<Vec<_>>()
-    };
     let answer = match &jobs[0] {
-        Job::Instances(..) => model.predict(&instances()).map(Outputs::Json),
-        Job::Outputs { keys, .. } => model.predict_outputs(&instances(), keys),
+        Job::Instances(..) => {
+            let instances = (jobs.iter()).flat_map(|job| match job {
+                Job::Instances(mine, _) => mine.as_slice(),
+                _ => &[],
+            });
+            model
+                .predict(&instances.cloned().collect::<Vec<_>>())
+                .map(Outputs::Json)
+        }
+        Job::Outputs { keys, .. } => {
+            let inputs = (jobs.iter()).filter_map(|job| match job {
+                Job::Outputs { inputs, .. } => Some(inputs),
+                _ => None,
+            });
+            let Some(all) = Inputs::concat(&inputs.collect::<Vec<_>>()) else {
+                return jobs;
+            };
+            model.predict_outputs(&all, keys)
+        }
         Job::Tensors { keys, .. } => {
             let inputs = (jobs.iter()).filter_map(|job| match job {
                 Job::Tensors { inputs, .. } => Some(inputs),

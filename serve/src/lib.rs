@@ -12,6 +12,7 @@ mod b64;
 mod background;
 mod batching;
 mod batching_parameters;
+mod body_tensors;
 mod body_timeout;
 mod budget;
 mod cli;
@@ -28,6 +29,7 @@ pub mod grpc;
 mod grpc_channel_arguments;
 mod http;
 mod ignored_flags;
+mod inputs;
 mod limits;
 mod load_fault;
 mod loaders;
@@ -59,6 +61,7 @@ pub use estimator::export::{
     Instance, RequestFault, ServableEstimator,
 };
 pub use grpc_channel_arguments::GrpcChannelArguments;
+pub use inputs::Inputs;
 pub use limits::{
     default_max_connections, Limits, DEFAULT_BODY_LIMIT, DEFAULT_MAX_INSTANCES_IN_FLIGHT,
     DEFAULT_MAX_INSTANCES_PER_REQUEST, DEFAULT_TIMEOUT,
@@ -72,7 +75,7 @@ pub use monitoring_config::{MonitoringConfig, DEFAULT_METRICS_PATH};
 pub use prediction_threads::PredictionThreads;
 pub use program::{serve, serve_with};
 pub use request::Format;
-pub use servable::{Predictions, Servable, Served};
+pub use servable::{Outputs, OutputsAnswer, Predictions, Servable, Served};
 pub use server::Server;
 pub use ssl_config::SslConfig;
 pub use version_policy::VersionPolicy;

@@ -12,8 +12,10 @@ use estimator::export::DType;
 use estimator::Signature;
 use serde_json::{json, Value};
 
+use crate::body_tensors::{body_tensors, RowsIn};
 use crate::body_timeout::BodyTimeout;
 use crate::error::ServeError;
+use crate::inputs::Inputs;
 use crate::load_fault::{code_name, LoadFault};
 use crate::metrics::Entrypoint;
 use crate::request::{
@@ -251,23 +253,25 @@ pub(crate) async fn answer_request(
     // Held until the answer is made: the decoded instances and their predictions are what
     // the budget bounds.
     let _room = server.budget.admit(&body).await?;
-    let body: Value = serde_json::from_slice(&body)
-        .map_err(|e| ServeError::BadRequest(format!("the request body is not JSON: {e}")))?;
-    let call = Call::parse(
-        verb,
-        body,
-        servable.signature(),
-        server.loaders.method_check,
-    )?;
+    let (signature, method_check) = (servable.signature(), server.loaders.method_check);
+    let call = match Call::from_tensors(verb, &body, signature, method_check)? {
+        Some(call) => call,
+        None => {
+            let body: Value = serde_json::from_slice(&body).map_err(|e| {
+                ServeError::BadRequest(format!("the request body is not JSON: {e}"))
+            })?;
+            Call::parse(verb, body, signature, method_check)?
+        }
+    };
     call.answer(servable, body_len <= INLINE_BODY_BYTES).await
 }
 
 /// Requests up to this size are answered on the async worker that read them.
 const INLINE_BODY_BYTES: usize = 4096;
 
-/// A parsed request: the instances to predict and how to answer.
+/// A parsed request: the rows to predict and how to answer.
 struct Call {
-    instances: Vec<estimator::export::Instance>,
+    inputs: Inputs,
     answer: Answer,
 }
 
@@ -279,6 +283,28 @@ enum Answer {
 }
 
 impl Call {
+    /// The call, when its body is in a form read straight into tensors; `None` when it is
+    /// to be read as JSON values ([`Call::parse`]).
+    fn from_tensors(
+        verb: &str,
+        body: &[u8],
+        signature: &Signature,
+        method_check: bool,
+    ) -> Result<Option<Self>, ServeError> {
+        let rows_in = match verb {
+            "predict" => RowsIn::InstancesOrInputs,
+            "classify" | "regress" => RowsIn::Examples,
+            _ => return Ok(None),
+        };
+        let Some(read) = body_tensors(body, signature, rows_in) else {
+            return Ok(None);
+        };
+        let named = NamedSignature::named(signature, &read.signature_name)?;
+        let answer = Answer::to(verb, read.format, named, signature, method_check)?;
+        let inputs = Inputs::Tensors(read.inputs);
+        Ok(Some(Self { inputs, answer }))
+    }
+
     fn parse(
         verb: &str,
         body: Value,
@@ -289,24 +315,45 @@ impl Call {
         let (instances, answer) = match verb {
             "predict" => {
                 let (format, instances) = predict_instances(body, signature)?;
-                let keys = named.output_names(signature);
-                (instances, Answer::Predict(format, named, keys))
+                let answer = Answer::to(verb, format, named, signature, method_check)?;
+                (instances, answer)
             }
-            "classify" => {
-                named.check_method(CLASSIFY, method_check)?;
-                (examples(body)?, Answer::Classify)
-            }
-            "regress" => {
-                named.check_method(REGRESS, method_check)?;
-                (examples(body)?, Answer::Regress)
-            }
-            other => {
-                return Err(ServeError::BadRequest(format!(
-                    "unknown method '{other}': predict, classify or regress"
-                )))
+            _ => {
+                // The method is checked before the examples are read, as TF Serving does.
+                let answer = Answer::to(verb, Format::Row, named, signature, method_check)?;
+                (examples(body)?, answer)
             }
         };
-        Ok(Self { instances, answer })
+        let inputs = Inputs::Instances(instances);
+        Ok(Self { inputs, answer })
+    }
+}
+
+impl Answer {
+    /// How `verb` answers a request written in `format` to signature `named`.
+    fn to(
+        verb: &str,
+        format: Format,
+        named: NamedSignature,
+        signature: &Signature,
+        method_check: bool,
+    ) -> Result<Self, ServeError> {
+        match verb {
+            "predict" => Ok(Answer::Predict(
+                format,
+                named,
+                named.output_names(signature),
+            )),
+            "classify" => named
+                .check_method(CLASSIFY, method_check)
+                .map(|()| Answer::Classify),
+            "regress" => named
+                .check_method(REGRESS, method_check)
+                .map(|()| Answer::Regress),
+            other => Err(ServeError::BadRequest(format!(
+                "unknown method '{other}': predict, classify or regress"
+            ))),
+        }
     }
 }
 
@@ -326,7 +373,7 @@ impl Call {
             Answer::Classify => vec!["all_classes".to_string(), "probabilities".to_string()],
             Answer::Regress => vec!["predictions".to_string()],
         };
-        let outputs = outputs_async(servable, self.instances, keys, inline).await?;
+        let outputs = outputs_async(servable, self.inputs, keys, inline).await?;
         Ok(match (self.answer, outputs) {
             (Answer::Predict(format, _, names), Outputs::Tensors(tensors)) => {
                 let outputs = names.into_iter().zip(tensors).collect();
@@ -372,5 +419,54 @@ mod tests {
         assert!(!text.contains("no_such_method"), "{text}");
         let errors = r#"request_count{model_name="m",status="ERROR"} 3"#;
         assert!(text.contains(errors), "{text}");
+    }
+
+    #[test]
+    fn common_bodies_are_read_into_tensors_and_the_rest_as_json_with_the_same_errors() {
+        let signature = Signature::new()
+            .with_input("x", DType::Float32)
+            .with_input("city", DType::String);
+        let signature = Signature {
+            outputs: vec!["all_classes".into(), "probabilities".into()],
+            ..signature
+        };
+        let tensors = |verb: &str, body: &str| {
+            let call = Call::from_tensors(verb, body.as_bytes(), &signature, true);
+            call.map(|call| call.map(|call| (call.inputs.len(), call.answer)))
+        };
+        let json = |verb: &str, body: &str| {
+            let body = serde_json::from_str(body).unwrap();
+            Call::parse(verb, body, &signature, true).map(|call| call.inputs.len())
+        };
+        let rows = r#"[{"x": 1, "city": "a"}, {"x": 2, "city": "b"}]"#;
+        let predict = format!(r#"{{"instances": {rows}}}"#);
+        assert!(matches!(
+            tensors("predict", &predict),
+            Ok(Some((2, Answer::Predict(Format::Row, _, _))))
+        ));
+        let classify = format!(r#"{{"examples": {rows}, "signature_name": "classification"}}"#);
+        assert!(matches!(
+            tensors("classify", &classify),
+            Ok(Some((2, Answer::Classify)))
+        ));
+        // A form left to the JSON reading, and a verb that is no method.
+        let listed = r#"{"instances": [{"x": [1], "city": "a"}]}"#;
+        assert!(matches!(tensors("predict", listed), Ok(None)));
+        assert_eq!(json("predict", listed).unwrap(), 1);
+        assert!(matches!(tensors("explain", &predict), Ok(None)));
+        // Read into tensors, refused as the JSON reading refuses it.
+        for (verb, body) in [
+            ("regress", classify.clone()),
+            (
+                "predict",
+                format!(r#"{{"instances": {rows}, "signature_name": "no"}}"#),
+            ),
+        ] {
+            let Err(from_tensors) = tensors(verb, &body) else {
+                panic!("{verb} {body} was accepted");
+            };
+            let from_json = json(verb, &body).unwrap_err();
+            assert_eq!(from_tensors.to_string(), from_json.to_string());
+        }
     }
 }

@@ -13,6 +13,7 @@ use estimator::{CpuBackend, Predictor, Signature};
 use serde_json::{Map, Value};
 
 use crate::error::ServeError;
+use crate::inputs::Inputs;
 use crate::prediction_threads::PredictionThreads;
 use crate::stacked::stacked;
 
@@ -50,21 +51,21 @@ pub trait Servable: Send + Sync {
         Err(instances)
     }
 
-    /// Output `keys` of the predictions for `instances`: as tensors where the servable
+    /// Output `keys` of the predictions for `inputs`: as tensors where the servable
     /// stacks every one of them without a JSON value per element, else each prediction as
-    /// JSON (by default, [`Servable::predict`]'s).
-    fn predict_outputs(&self, instances: &[Instance], _keys: &[String]) -> OutputsAnswer {
-        self.predict(instances).map(Outputs::Json)
+    /// JSON (by default, [`Servable::predict`]'s of the instances).
+    fn predict_outputs(&self, inputs: &Inputs, _keys: &[String]) -> OutputsAnswer {
+        self.predict(&inputs.instances()).map(Outputs::Json)
     }
 
     /// For a servable whose predictions another thread makes (batching): the answer of
-    /// [`Servable::predict_outputs`], to await. `Err` gives the instances and keys back.
+    /// [`Servable::predict_outputs`], to await. `Err` gives the inputs and keys back.
     fn predict_outputs_later(
         &self,
-        instances: Vec<Instance>,
+        inputs: Inputs,
         keys: Vec<String>,
-    ) -> Result<tokio::sync::oneshot::Receiver<OutputsAnswer>, (Vec<Instance>, Vec<String>)> {
-        Err((instances, keys))
+    ) -> Result<tokio::sync::oneshot::Receiver<OutputsAnswer>, (Inputs, Vec<String>)> {
+        Err((inputs, keys))
     }
 
     /// For a servable that lays tensors out without a JSON value per element: output `keys`
@@ -106,21 +107,21 @@ pub(crate) async fn predict_async(
     }
 }
 
-/// Output `keys` of `servable`'s predictions for `instances` ([`Servable::predict_outputs`]),
+/// Output `keys` of `servable`'s predictions for `inputs` ([`Servable::predict_outputs`]),
 /// off the async threads as [`predict_async`] makes predictions.
 pub(crate) async fn outputs_async(
     servable: Arc<dyn Servable>,
-    instances: Vec<Instance>,
+    inputs: Inputs,
     keys: Vec<String>,
     inline: bool,
 ) -> OutputsAnswer {
-    match servable.predict_outputs_later(instances, keys) {
+    match servable.predict_outputs_later(inputs, keys) {
         Ok(answer) => answer
             .await
             .map_err(|_| ServeError::Internal("the batching thread has stopped".into()))?,
-        Err((instances, keys)) if inline => servable.predict_outputs(&instances, &keys),
-        Err((instances, keys)) => {
-            tokio::task::spawn_blocking(move || servable.predict_outputs(&instances, &keys))
+        Err((inputs, keys)) if inline => servable.predict_outputs(&inputs, &keys),
+        Err((inputs, keys)) => {
+            tokio::task::spawn_blocking(move || servable.predict_outputs(&inputs, &keys))
                 .await
                 .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?
         }
@@ -190,8 +191,8 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
         })
     }
 
-    fn predict_outputs(&self, instances: &[Instance], keys: &[String]) -> OutputsAnswer {
-        self.predicted_for(instances, |estimator, predictions| {
+    fn predict_outputs(&self, inputs: &Inputs, keys: &[String]) -> OutputsAnswer {
+        let answer = |estimator: &E, predictions: Vec<E::Prediction>| {
             // An answer is written element by element as a tensor's shape says: one
             // that is not a batch of the predictions is not taken.
             let fits = |t: &ServingTensor| t.is_batch_of(predictions.len());
@@ -202,7 +203,15 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
                 Some(tensors) => Outputs::Tensors(tensors),
                 None => Outputs::Json(json_rows(estimator, &predictions)),
             })
-        })
+        };
+        match inputs {
+            Inputs::Instances(instances) => self.predicted_for(instances, answer),
+            Inputs::Tensors(tensors) => self.predicted(
+                |estimator| estimator.batch_from_tensors(&self.signature, tensors),
+                tensors.batch(),
+                answer,
+            ),
+        }
     }
 
     fn predict_tensors(&self, inputs: &InputTensors, keys: &[String]) -> Option<TensorAnswer> {

@@ -49,8 +49,8 @@ impl Servable for Doubler {
     }
 
     /// Output `y` as a tensor of one value a row; any other as JSON.
-    fn predict_outputs(&self, instances: &[Instance], keys: &[String]) -> OutputsAnswer {
-        let predictions = self.predict(instances)?;
+    fn predict_outputs(&self, inputs: &Inputs, keys: &[String]) -> OutputsAnswer {
+        let predictions = self.predict(&inputs.instances())?;
         if keys.iter().any(|key| key != "y") {
             return Ok(Outputs::Json(predictions));
         }
@@ -316,7 +316,10 @@ fn tensors_a_servable_does_not_lay_out_are_answered_from_its_instances() {
 
 #[test]
 fn rest_calls_asking_the_same_outputs_share_predictions_and_get_their_rows_in_their_form() {
-    let model = Arc::new(Doubler::default());
+    let model = Arc::new(Doubler {
+        signature: x_signature(),
+        ..Doubler::default()
+    });
     let batching = Batching {
         max_batch_size: 64,
         batch_timeout: Duration::from_millis(100),
@@ -324,25 +327,32 @@ fn rest_calls_asking_the_same_outputs_share_predictions_and_get_their_rows_in_th
     };
     let batched = Batched::new(Arc::clone(&model) as Arc<dyn Servable>, batching);
     let later = |k: usize, key: &str| {
-        let rows = vec![instance(k as f64), instance(10.0 + k as f64)];
+        let xs = [k as f64, 10.0 + k as f64];
+        // Calls 2 and 3 send tensors (as a REST body read straight into them), the
+        // others instances.
+        let inputs = match k {
+            2 | 3 => Inputs::Tensors(tensors(&xs.map(|x| x as f32))),
+            _ => Inputs::Instances(xs.map(instance).to_vec()),
+        };
         let keys = vec![key.to_string()];
-        batched.predict_outputs_later(rows, keys).ok().unwrap()
+        batched.predict_outputs_later(inputs, keys).ok().unwrap()
     };
-    // Queued before the thread has merged them: three calls for `y` share a prediction
-    // and get tensors, the two for `z` share the next and get JSON.
-    let answers: Vec<_> = [(0, "y"), (1, "y"), (2, "y"), (3, "z"), (4, "z")]
+    // Queued before the thread has merged them: the two calls for `y` of instances share
+    // a prediction, then the two of tensors, and all four get tensors; the two for `z`
+    // share the next and get JSON.
+    let answers: Vec<_> = [(0, "y"), (1, "y"), (2, "y"), (3, "y"), (4, "z"), (5, "z")]
         .into_iter()
         .map(|(k, key)| (k, later(k, key)))
         .collect();
     for (k, answer) in answers {
         let doubled = [2.0 * k as f64, 2.0 * (10.0 + k as f64)];
         match answer.blocking_recv().unwrap().unwrap() {
-            Outputs::Tensors(tensors) if k < 3 => {
+            Outputs::Tensors(tensors) if k < 4 => {
                 assert_eq!(tensors[0].shape, [2, 1]);
                 let doubled = doubled.map(|y| y as f32).to_vec();
                 assert_eq!(tensors[0].elements, TensorElements::Float32(doubled));
             }
-            Outputs::Json(predictions) if k >= 3 => {
+            Outputs::Json(predictions) if k >= 4 => {
                 let ys: Vec<f64> = predictions
                     .iter()
                     .map(|p| p["y"].as_f64().unwrap())
@@ -353,5 +363,5 @@ fn rest_calls_asking_the_same_outputs_share_predictions_and_get_their_rows_in_th
         }
     }
     let calls = model.calls.load(Ordering::SeqCst);
-    assert!((2..=3).contains(&calls), "5 calls took {calls} predictions");
+    assert!((3..=4).contains(&calls), "6 calls took {calls} predictions");
 }

@@ -240,6 +240,16 @@ fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_predict
         .iter()
         .map(|f| (f.to_string(), many.iter().map(|r| r[f].clone()).collect()))
         .collect();
+    // The same rows with each value a one-element list: read as JSON values, where the
+    // others are read straight into tensors.
+    let listed: Vec<Value> = (many.iter())
+        .map(|r| {
+            FEATURES
+                .iter()
+                .map(|f| (f.to_string(), json!([r[f]])))
+                .collect()
+        })
+        .collect();
     let cases = [
         (
             json!({"instances": rows()}),
@@ -247,6 +257,10 @@ fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_predict
         ),
         (
             json!({"instances": many}),
+            Some(answer_from_each_prediction(&export, &many, false)),
+        ),
+        (
+            json!({"instances": listed}),
             Some(answer_from_each_prediction(&export, &many, false)),
         ),
         (
@@ -282,6 +296,9 @@ fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_predict
         (200, classes_from_each_prediction(&export, &many))
     );
     assert_eq!(text(&batching, &examples, "classify"), classified);
+    let listed = json!({"examples": listed});
+    assert_eq!(text(&direct, &listed, "classify"), classified);
+    assert_eq!(text(&batching, &listed, "classify"), classified);
 }
 
 #[test]
