@@ -60,6 +60,7 @@ mod resolved;
 mod source;
 mod standardized;
 mod vocabulary;
+mod vocabulary_file;
 
 pub use bucketized::{bucketized_column, BucketizedColumn};
 pub use categorical::CategoricalColumn;
@@ -80,3 +81,4 @@ pub use vocabulary::{
     categorical_column_with_learned_vocabulary, categorical_column_with_vocabulary_list,
     LearnedVocabulary, VocabularyListColumn,
 };
+pub use vocabulary_file::categorical_column_with_vocabulary_file;

@@ -242,6 +242,84 @@ fn a_warm_start_from_other_data_follows_each_category_to_its_row() {
 }
 
 #[test]
+fn a_vocabulary_file_gives_a_category_its_ids_and_a_resumed_model_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("colours.csv");
+    let mut text = String::from("x,colour,label\n");
+    for (i, colour) in ["red", "green", "blue", "red", "green", "purple"]
+        .iter()
+        .enumerate()
+    {
+        text += &format!("{i}.5,{colour},{}\n", i % 2);
+    }
+    std::fs::write(&csv, text).unwrap();
+    let listed = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        format!("colour={}", path.display())
+    };
+    // Yellow is never seen; blue and purple are not listed, so they share the OOV id.
+    let vocabulary = listed("colours.txt", "red\r\nyellow\ngreen\n");
+    let model = dir.path().join("model");
+    let train = |steps: &str, flag: &str| {
+        run(bin()
+            .args(["train", "--train"])
+            .arg(&csv)
+            .args(["--label-column", "label", "--hidden-units", "4"])
+            .args(["--batch-size", "3", "--max-steps", steps, "--model-dir"])
+            .arg(&model)
+            .args(["--vocabulary-file", flag]))
+    };
+    let trained = train("5", &vocabulary);
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    let text = std::fs::read_to_string(model.join("dnn_classifier.json")).unwrap();
+    let classifier: estimators::DnnClassifier = serde_json::from_str(&text).unwrap();
+    let names = classifier.network().columns.dense_input_names();
+    let expected = ["x", "colour_indicator=red", "colour_indicator=yellow"];
+    let expected = [
+        &expected[..],
+        &["colour_indicator=green", "colour_indicator#oov0"],
+    ]
+    .concat();
+    assert_eq!(names, expected);
+
+    let resumed = train("8", &vocabulary);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let other = listed("other.txt", "red\ngreen\n");
+    let refused = train("10", &other);
+    let text = stderr(&refused);
+    assert_user_error(
+        refused,
+        &format!("--vocabulary-file {other} (2 values: red, green), but"),
+    );
+    assert!(
+        text.contains("trained with colour as 3 values: red, yellow, green"),
+        "{text}"
+    );
+
+    let fresh = |flag: &str| {
+        let model = tempfile::tempdir().unwrap();
+        run(bin()
+            .args(["train", "--train"])
+            .arg(&csv)
+            .args(["--label-column", "label", "--max-steps", "1", "--model-dir"])
+            .arg(model.path())
+            .args(["--vocabulary-file", flag]))
+    };
+    let twice = listed("twice.txt", "red\ngreen\nred\n");
+    let at = format!(
+        "{}: line 3: 'red' is listed twice (first on line 1)",
+        &twice[7..]
+    );
+    assert_user_error(fresh(&twice), &at);
+    let numeric = format!("x={}", &vocabulary[7..]);
+    let not_categorical = "--vocabulary-file x: no categorical feature 'x' (the categorical \
+                           features: colour)";
+    assert_user_error(fresh(&numeric), not_categorical);
+    assert_user_error(fresh("colour"), "'colour' is not COLUMN=FILE");
+}
+
+#[test]
 fn a_warm_start_to_more_classes_keeps_each_class_s_logit() {
     let dir = tempfile::tempdir().unwrap();
     let (source, target) = (dir.path().join("three"), dir.path().join("four"));

@@ -1,14 +1,15 @@
 //! The classifier a `train` command line describes, built from the training file, or the
 //! one saved in a model directory.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use estimator::datasets::{ColumnType, ColumnarBatch, InputFiles, Schema};
 use estimator::{DeviceSpec, Estimator, RunConfig};
 use estimators::feature_column::{
-    categorical_column_with_vocabulary_list, indicator_column, numeric_column, FeatureColumn,
+    categorical_column_with_vocabulary_file, categorical_column_with_vocabulary_list,
+    indicator_column, numeric_column, FeatureColumn,
 };
 use estimators::DnnClassifier;
 
@@ -22,40 +23,72 @@ use crate::train_args::{TrainArgs, DEFAULT_HIDDEN_UNITS};
 pub const MODEL_FILE: &str = "dnn_classifier.json";
 
 /// One feature column per input column but the `weight` column: numbers (standardised unless
-/// `normalize` is off), categories as one-hot indicators over the values seen in training.
+/// `normalize` is off), categories as one-hot indicators over the values seen in training,
+/// or over the vocabulary a `--vocabulary-file` lists for the column.
 fn feature_columns(
     schema: &Schema,
     facts: &TrainingFacts,
-    normalize: bool,
+    args: &TrainArgs,
     weight: Option<&str>,
-) -> Vec<FeatureColumn> {
+) -> Result<Vec<FeatureColumn>> {
+    check_vocabulary_files(schema, &args.vocabulary_file)?;
     let (mut dense, mut categorical) = (0, 0);
     let mut columns = Vec::new();
     for column in schema.features() {
         if Some(column.name.as_str()) == weight && column.kind.is_numeric() {
             dense += 1;
         } else if column.kind == ColumnType::Category {
-            let vocabulary = facts.categories[categorical].clone();
-            categorical += 1;
-            columns.push(
-                indicator_column(categorical_column_with_vocabulary_list(
+            let file = (args.vocabulary_file.iter()).find(|(name, _)| *name == column.name);
+            let lookup = match file {
+                Some((_, path)) => {
+                    categorical_column_with_vocabulary_file(&column.name, path, None)
+                        .with_context(|| format!("--vocabulary-file {}", column.name))?
+                }
+                None => categorical_column_with_vocabulary_list(
                     &column.name,
-                    vocabulary,
-                ))
-                .into(),
-            );
+                    facts.categories[categorical].clone(),
+                ),
+            };
+            categorical += 1;
+            columns.push(indicator_column(lookup).into());
         } else {
             let numeric = numeric_column(&column.name);
-            let numeric = if normalize {
-                numeric.with_normalizer(facts.stats.mean[dense], facts.stats.std[dense])
-            } else {
+            let numeric = if args.no_normalize {
                 numeric
+            } else {
+                numeric.with_normalizer(facts.stats.mean[dense], facts.stats.std[dense])
             };
             dense += 1;
             columns.push(numeric.into());
         }
     }
-    columns
+    Ok(columns)
+}
+
+/// Each `--vocabulary-file` names a categorical feature of `schema`, once.
+fn check_vocabulary_files(schema: &Schema, files: &[(String, PathBuf)]) -> Result<()> {
+    for (i, (name, _)) in files.iter().enumerate() {
+        let column = schema.features().find(|c| c.name == *name);
+        if column.is_none_or(|c| c.kind != ColumnType::Category) {
+            let categories: Vec<&str> = (schema.features())
+                .filter(|c| c.kind == ColumnType::Category)
+                .map(|c| c.name.as_str())
+                .collect();
+            bail!(
+                "--vocabulary-file {name}: no categorical feature '{name}' (the categorical \
+                 features: {})",
+                if categories.is_empty() {
+                    "none".to_string()
+                } else {
+                    categories.join(", ")
+                }
+            );
+        }
+        if files[..i].iter().any(|(earlier, _)| earlier == name) {
+            bail!("--vocabulary-file {name}: given twice");
+        }
+    }
+    Ok(())
 }
 
 /// The classifier the command line and the training files describe; with `keep_rows`, also
@@ -125,7 +158,7 @@ pub fn build_classifier(
         _ => schema,
     };
     let weight = args.weight_column.as_deref();
-    let columns = feature_columns(&schema, &facts, !args.no_normalize, weight);
+    let columns = feature_columns(&schema, &facts, args, weight)?;
     let hidden_units = args
         .hidden_units
         .clone()

@@ -1,18 +1,20 @@
 //! The `train` flags against the model a directory already holds: those that shape the
 //! saved variables, give the labels their meaning or say how the files are read (hidden
 //! units, activation, optimizer, batch normalisation, standardised inputs, classes, label
-//! vocabulary and column, weight column, schema) must agree with it, as restoring TF's
-//! checkpoint into another graph fails; those that do not (learning rate, dropout) replace
-//! the saved values, saying so, as TF's model function would.
+//! vocabulary and column, feature vocabularies, weight column, schema) must agree with it,
+//! as restoring TF's checkpoint into another graph fails; those that do not (learning rate,
+//! dropout) replace the saved values, saying so, as TF's model function would.
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use estimator::datasets::{Column, Schema};
 use estimator::head::Head;
 use estimator::Estimator;
-use estimators::feature_column::FeatureColumn;
+use estimators::feature_column::{
+    categorical_column_with_vocabulary_file, CategoricalColumn, FeatureColumn, IndicatorColumn,
+};
 use estimators::{Activation, DnnClassifier};
 
 use crate::input::read_schema;
@@ -99,6 +101,28 @@ pub fn apply_to_resumed(
             bail!(differs("--label-vocabulary", given.join(","), kept));
         }
     }
+    for (name, path) in &args.vocabulary_file {
+        let given = categorical_column_with_vocabulary_file(name, path, None)
+            .with_context(|| format!("--vocabulary-file {name}"))?
+            .vocabulary;
+        let kept = dnn
+            .columns
+            .columns()
+            .iter()
+            .find_map(|column| match column {
+                FeatureColumn::Indicator(IndicatorColumn {
+                    categorical: CategoricalColumn::VocabularyList(lookup),
+                }) if lookup.key == *name => Some(&lookup.vocabulary),
+                _ => None,
+            });
+        if kept != Some(&given) {
+            let given = format!("{name}={} ({})", path.display(), values(&given));
+            let kept = kept.map_or(format!("no vocabulary for {name}"), |kept| {
+                format!("{name} as {}", values(kept))
+            });
+            bail!(differs("--vocabulary-file", given, kept));
+        }
+    }
     if let Some(given) = &args.weight_column {
         let kept = saved.weight_column().map(|w| w.name.as_str());
         if kept != Some(given.as_str()) {
@@ -170,6 +194,13 @@ fn name_of(activation: Activation) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
+}
+
+/// How many values a vocabulary holds, and its first few.
+fn values(vocabulary: &[String]) -> String {
+    let first: Vec<&str> = vocabulary.iter().take(4).map(String::as_str).collect();
+    let more = if vocabulary.len() > 4 { ", …" } else { "" };
+    format!("{} values: {}{more}", vocabulary.len(), first.join(", "))
 }
 
 fn list(units: &[usize]) -> String {

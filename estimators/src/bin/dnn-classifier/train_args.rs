@@ -14,7 +14,7 @@ use crate::cadence_flags::CadenceFlags;
 use crate::early_stopping_flags::EarlyStoppingFlags;
 use crate::values::{
     parse_activation, parse_bucket_bytes, parse_decay, parse_layer_width, parse_learning_rate,
-    parse_mirrored, parse_n_classes, TimelineSteps,
+    parse_mirrored, parse_n_classes, parse_vocabulary_file, TimelineSteps,
 };
 
 /// Optimizers selectable from the command line.
@@ -113,6 +113,13 @@ pub struct TrainArgs {
     /// Example: `--label-vocabulary setosa,versicolor,virginica`.
     #[arg(long, value_delimiter = ',')]
     pub label_vocabulary: Option<Vec<String>>,
+    /// A categorical input column's vocabulary, read from a file of one value a line (TF's
+    /// `categorical_column_with_vocabulary_file`), instead of the values seen in training;
+    /// a value outside it takes the one out-of-vocabulary id. Repeat it for several
+    /// columns. A resumed model keeps its own; giving another is an error.
+    /// Example: `--vocabulary-file city=cities.txt`.
+    #[arg(long, value_name = "COLUMN=FILE", value_parser = parse_vocabulary_file)]
+    pub vocabulary_file: Vec<(String, PathBuf)>,
     /// Optimizer (default adagrad). A resumed model keeps its own; giving another is an
     /// error.
     /// Example: `--optimizer adam`.

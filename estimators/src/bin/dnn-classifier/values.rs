@@ -2,6 +2,7 @@
 //! replicas, learning-rate schedules, activations. Each error says what was wrong with the value; clap
 //! prefixes the flag.
 
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use estimator::optimizer::{Decay, Schedule};
@@ -95,6 +96,18 @@ pub fn parse_n_classes(text: &str) -> Result<usize, String> {
         Ok(n) if n >= 2 => Ok(n),
         Ok(n) => Err(format!("{n}: a classifier needs at least 2 classes")),
         Err(_) => Err(format!("'{text}' is not a number of classes (2, 3, …)")),
+    }
+}
+
+/// Parses a `--vocabulary-file` value: `COLUMN=FILE`, both named.
+pub fn parse_vocabulary_file(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((column, file)) if !column.is_empty() && !file.is_empty() => {
+            Ok((column.to_string(), PathBuf::from(file)))
+        }
+        _ => Err(format!(
+            "'{text}' is not COLUMN=FILE (a categorical column and its vocabulary file)"
+        )),
     }
 }
 
