@@ -10,12 +10,17 @@ use estimator::{Error, Result};
 use crate::feature_column::ResolvedColumns;
 use crate::input_tensors::{concat, InputTensors};
 
-/// Holds one embedding table per embedding column; its output is `[batch, input_width]`:
-/// the dense values, then each embedding column's vector, in column order.
+/// Holds one embedding table per embedding column (one for all the columns that share it);
+/// its output is `[batch, input_width]`: the dense values, then each embedding column's
+/// vector, in column order.
 #[derive(Module, Debug)]
 pub struct InputLayer<B: Backend> {
-    /// One table `[num_buckets, dimension]` per embedding column.
+    /// One table `[num_buckets, dimension]` per table of the columns
+    /// ([`ResolvedColumns::embedding_tables`]).
     pub embeddings: Vec<Embedding<B>>,
+    /// The table of each embedding column, in column order.
+    #[module(skip)]
+    pub table_of: Vec<usize>,
 }
 
 impl<B: Backend> InputLayer<B> {
@@ -23,7 +28,7 @@ impl<B: Backend> InputLayer<B> {
     /// `1 / sqrt(dimension)`, as TF).
     pub fn new(columns: &ResolvedColumns, device: &B::Device) -> Self {
         let embeddings = columns
-            .embedding_columns()
+            .embedding_tables()
             .iter()
             .map(|e| {
                 EmbeddingConfig::new(e.num_buckets(), e.dimension)
@@ -34,22 +39,27 @@ impl<B: Backend> InputLayer<B> {
                     .init(device)
             })
             .collect();
-        Self { embeddings }
+        let table_of = columns.embedding_table_of();
+        Self {
+            embeddings,
+            table_of,
+        }
     }
 
     /// The layer's output for a batch's input tensors.
     pub fn forward(&self, inputs: &InputTensors<B>) -> Result<Tensor<B, 2>> {
-        if inputs.embedding_ids.len() != self.embeddings.len() {
+        if inputs.embedding_ids.len() != self.table_of.len() {
             return Err(Error::Config(format!(
-                "the input layer has {} embedding tables but the batch has {} embedding columns",
-                self.embeddings.len(),
+                "the input layer has {} embedding columns but the batch has {}",
+                self.table_of.len(),
                 inputs.embedding_ids.len()
             )));
         }
         let n = inputs.batch_size;
-        let mut parts = Vec::with_capacity(1 + self.embeddings.len());
+        let mut parts = Vec::with_capacity(1 + self.table_of.len());
         parts.extend(inputs.dense.clone());
-        for (table, ids) in self.embeddings.iter().zip(&inputs.embedding_ids) {
+        for (&table, ids) in self.table_of.iter().zip(&inputs.embedding_ids) {
+            let table = &self.embeddings[table];
             let [_, dimension] = table.weight.shape().dims();
             parts.push(table.forward(ids.clone()).reshape([n, dimension]));
         }
@@ -68,7 +78,8 @@ mod tests {
     use estimator::CpuBackend;
 
     use crate::feature_column::{
-        categorical_column_with_identity, embedding_column, numeric_column, Layout,
+        categorical_column_with_identity, embedding_column, numeric_column, shared_embeddings,
+        Layout,
     };
 
     #[test]
@@ -102,6 +113,39 @@ mod tests {
         assert_eq!(
             out.into_data().to_vec::<f32>().unwrap(),
             [5.0, 2.0, 2.1, -1.0, 0.0, 0.1]
+        );
+    }
+
+    #[test]
+    fn columns_sharing_a_table_read_the_same_rows() {
+        let schema = Schema::new().int("home").int("away").int("day");
+        let teams = [("home", 3), ("away", 3)].map(|(k, n)| categorical_column_with_identity(k, n));
+        let mut columns: Vec<crate::feature_column::FeatureColumn> =
+            (shared_embeddings(teams, 2).into_iter().map(Into::into)).collect();
+        columns.insert(
+            1,
+            embedding_column(categorical_column_with_identity("day", 2), 1).into(),
+        );
+        let columns = ResolvedColumns::resolve(columns, &schema, Layout::Dnn).unwrap();
+        assert_eq!(columns.embedding_table_of(), [0, 1, 0]);
+        let device = Default::default();
+        let mut layer = InputLayer::<CpuBackend>::new(&columns, &device);
+        assert_eq!(layer.embeddings.len(), 2);
+        let teams = TensorData::new(vec![0.0f32, 0.1, 1.0, 1.1, 2.0, 2.1], [3, 2]);
+        layer.embeddings[0].weight = Param::from_tensor(Tensor::from_data(teams, &device));
+        let days = TensorData::new(vec![7.0f32, 8.0], [2, 1]);
+        layer.embeddings[1].weight = Param::from_tensor(Tensor::from_data(days, &device));
+        let row = |home: f32, day: f32, away: f32| Example {
+            dense: vec![home, away, day],
+            ..Example::default()
+        };
+        let batch = datasets::ColumnarBatch::from_examples(&[row(2.0, 1.0, 0.0)]).unwrap();
+        let inputs = InputTensors::new(&columns, &batch, &device).unwrap();
+        let out = layer.forward(&inputs).unwrap();
+        // home's row, day's, away's: in column order, the teams' from one table.
+        assert_eq!(
+            out.into_data().to_vec::<f32>().unwrap(),
+            [2.0, 2.1, 8.0, 0.0, 0.1]
         );
     }
 }

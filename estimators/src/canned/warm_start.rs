@@ -87,22 +87,25 @@ impl Follower<'_> {
         }
     }
 
-    /// Each embedding table of `columns` by its column's categories, renamed where the
-    /// column's table stood elsewhere in `before`. A table new in `columns`, whose place
-    /// another column's table held, shares no name with it and so starts fresh.
+    /// Each embedding table of `columns` by its (first) column's categories, renamed where
+    /// the table stood elsewhere in `before`. A table new in `columns`, whose place another
+    /// table held, shares no name with it and so starts fresh.
     fn embeddings(&mut self, prefix: &str, columns: &ResolvedColumns, before: &ResolvedColumns) {
         let names = |table: &EmbeddingColumn| -> Vec<String> {
-            let name = table.name();
+            let name = table.table_name();
             let buckets = table.categorical.bucket_names();
             buckets
                 .iter()
                 .map(|bucket| format!("{name}{bucket}"))
                 .collect()
         };
-        let old_tables = before.embedding_columns();
-        for (i, table) in columns.embedding_columns().iter().enumerate() {
+        let old_tables = before.embedding_tables();
+        for (i, table) in columns.embedding_tables().iter().enumerate() {
             let var = format!("{prefix}input.embeddings.{i}.weight");
-            match old_tables.iter().position(|old| old.name() == table.name()) {
+            match old_tables
+                .iter()
+                .position(|old| old.shares_table_with(table))
+            {
                 Some(j) => {
                     self.follow(var.clone(), names(table), names(old_tables[j]), 0);
                     if i != j && !self.renamed.contains(&var) {

@@ -1,11 +1,13 @@
-//! `embedding_column`: a categorical column as a learned dense vector, for DNNs.
+//! `embedding_column` and `shared_embeddings`: categorical columns as learned dense
+//! vectors, for DNNs.
 
 use serde::{Deserialize, Serialize};
 
 use super::categorical::CategoricalColumn;
 
 /// A categorical column fed as a learned `dimension`-wide vector per id (TF's
-/// `embedding_column`).
+/// `embedding_column`), from a table of its own or one it shares with other columns (TF's
+/// `shared_embeddings`).
 ///
 /// Inputs are single-valued, so TF's combiners (`mean`, `sqrtn`, `sum`) all reduce to the
 /// one looked-up vector and there is none to choose. The table starts as TF's: normal
@@ -17,6 +19,10 @@ pub struct EmbeddingColumn {
     pub categorical: CategoricalColumn,
     /// Width of each vector (> 0).
     pub dimension: usize,
+    /// The table it shares with the other columns of one [`shared_embeddings`] call (TF's
+    /// `shared_embedding_collection_name`); `None`: a table of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_table: Option<String>,
 }
 
 /// Feeds `categorical` as learned vectors of `dimension` values.
@@ -27,13 +33,57 @@ pub fn embedding_column(
     EmbeddingColumn {
         categorical: categorical.into(),
         dimension,
+        shared_table: None,
     }
 }
 
+/// Feeds each of `categoricals` as learned vectors of `dimension` values from one table they
+/// share (TF's `shared_embeddings`): for inputs whose values are of one kind (a match's home
+/// and away team, a query's and a document's word), so that what training teaches the table
+/// through one column, the others use.
+///
+/// The columns must have the same number of ids (resolving them checks). As in TF, the
+/// table is named after the columns, their names in byte order joined by `_`, then
+/// `_shared_embedding`; each column is named `<categorical>_shared_embedding`.
+pub fn shared_embeddings<C: Into<CategoricalColumn>>(
+    categoricals: impl IntoIterator<Item = C>,
+    dimension: usize,
+) -> Vec<EmbeddingColumn> {
+    let categoricals: Vec<CategoricalColumn> = categoricals.into_iter().map(Into::into).collect();
+    let mut names: Vec<String> = categoricals.iter().map(CategoricalColumn::name).collect();
+    names.sort();
+    let table = format!("{}_shared_embedding", names.join("_"));
+    (categoricals.into_iter())
+        .map(|categorical| EmbeddingColumn {
+            categorical,
+            dimension,
+            shared_table: Some(table.clone()),
+        })
+        .collect()
+}
+
 impl EmbeddingColumn {
-    /// The column's name: `<categorical>_embedding`.
+    /// The column's name: `<categorical>_embedding`, or `<categorical>_shared_embedding`
+    /// when it shares its table.
     pub fn name(&self) -> String {
-        format!("{}_embedding", self.categorical.name())
+        match self.shared_table {
+            None => format!("{}_embedding", self.categorical.name()),
+            Some(_) => format!("{}_shared_embedding", self.categorical.name()),
+        }
+    }
+
+    /// Its table's name: the shared table's, else the column's own.
+    pub fn table_name(&self) -> String {
+        self.shared_table.clone().unwrap_or_else(|| self.name())
+    }
+
+    /// Whether it reads the same table as `other`.
+    pub fn shares_table_with(&self, other: &EmbeddingColumn) -> bool {
+        match (&self.shared_table, &other.shared_table) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            (None, None) => self.name() == other.name(),
+            _ => false,
+        }
     }
 
     /// Rows of the embedding table: the categorical column's ids.

@@ -115,6 +115,7 @@ impl ResolvedColumns {
             column.resolve(&mut inputs, schema)?;
         }
         check_sizes(&columns, layout)?;
+        embedding_tables::check_shared_tables(&columns)?;
         Ok(Self {
             parts: parts(&columns, &inputs, layout)?,
             layout,
@@ -354,6 +355,7 @@ pub(crate) enum IdRole {
     Sparse,
 }
 
+mod embedding_tables;
 mod input_names;
 
 #[cfg(test)]

@@ -138,7 +138,7 @@ fn linear_columns() -> Vec<FeatureColumn> {
 
 /// Trains `est` 40 steps, evaluates (every name of `expected` must be a metric), predicts,
 /// exports, reloads the export and checks it predicts identically. Returns the metrics.
-fn exercise<E>(est: &E, data: &[Example], expected: &[&str]) -> BTreeMap<String, f64>
+pub(crate) fn exercise<E>(est: &E, data: &[Example], expected: &[&str]) -> BTreeMap<String, f64>
 where
     E: Estimator<Batch = ColumnarBatch, Prediction = HeadPrediction>,
 {
@@ -188,7 +188,8 @@ where
 }
 
 const CLASSIFIER_METRICS: &[&str] = &["accuracy", "average_loss"];
-const BINARY_METRICS: &[&str] = &["accuracy", "average_loss", "auc", "precision", "recall"];
+pub(crate) const BINARY_METRICS: &[&str] =
+    &["accuracy", "average_loss", "auc", "precision", "recall"];
 const REGRESSOR_METRICS: &[&str] = &["average_loss", "label/mean"];
 
 #[test]

@@ -23,6 +23,7 @@ mod ps_faults;
 mod restarts;
 mod ring_order;
 mod sharded_resume;
+mod shared_embeddings;
 mod stall;
 mod termination;
 mod tfrecord_input;

@@ -51,7 +51,7 @@ pub fn check_model_fits(
     ));
     let tables: f64 = dnn
         .columns
-        .embedding_columns()
+        .embedding_tables()
         .iter()
         .map(|e| e.num_buckets() as f64 * e.dimension as f64)
         .sum();

@@ -3,7 +3,7 @@
 use super::*;
 use crate::feature_column::{
     bucketized_column, categorical_column_with_identity, categorical_column_with_vocabulary_list,
-    embedding_column, indicator_column, numeric_column,
+    embedding_column, indicator_column, numeric_column, shared_embeddings,
 };
 
 fn schema() -> Schema {
@@ -205,4 +205,40 @@ fn each_value_of_the_dense_input_has_a_name() {
     );
     // The embedding's values come after the dense matrix, from its own table.
     assert_eq!(names.len(), resolved.dense_width());
+}
+
+#[test]
+fn columns_sharing_an_embedding_table_need_its_shape() {
+    let schema = Schema::new().category("home").category("away");
+    let teams = |away: &[&str]| {
+        let home = categorical_column_with_vocabulary_list("home", ["a", "b"]);
+        let away = categorical_column_with_vocabulary_list("away", away.to_vec());
+        shared_embeddings([home, away], 3)
+    };
+    let resolve = |columns: Vec<EmbeddingColumn>| {
+        let columns = columns.into_iter().map(FeatureColumn::from);
+        ResolvedColumns::resolve(columns, &schema, Layout::Dnn)
+    };
+    let shared = resolve(teams(&["b", "a"])).unwrap();
+    let names: Vec<String> = shared.columns().iter().map(FeatureColumn::name).collect();
+    assert_eq!(names, ["home_shared_embedding", "away_shared_embedding"]);
+    let tables: Vec<String> = (shared.embedding_tables().iter())
+        .map(|t| t.table_name())
+        .collect();
+    assert_eq!(tables, ["away_home_shared_embedding"]);
+    assert_eq!(shared.embedding_table_of(), [0, 0]);
+    assert_eq!(shared.input_width(), 6);
+
+    let err = resolve(teams(&["a", "b", "c"])).unwrap_err().to_string();
+    let want = "feature columns 'home_shared_embedding' and 'away_shared_embedding' share the \
+                embedding table 'away_home_shared_embedding' but have 3 and 4 ids";
+    assert!(err.contains(want), "{err}");
+    let mut narrow = teams(&["a", "b"]);
+    narrow[1].dimension = 2;
+    let err = resolve(narrow).unwrap_err().to_string();
+    assert!(err.contains("but have 3 and 2 dimensions"), "{err}");
+    // Saved and read back, the columns share their table still.
+    let text = serde_json::to_string(&shared).unwrap();
+    let back: ResolvedColumns = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.embedding_table_of(), [0, 0]);
 }
