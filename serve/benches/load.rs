@@ -1,8 +1,8 @@
 //! Load on estimator-serve over loopback: Iris predictions from keep-alive REST clients
 //! (`:predict`) and gRPC clients (PredictionService's Predict), with server-side batching
 //! off, on, and (REST) on with two batching threads, then gRPC Predict of serialized
-//! tf.Examples, gRPC Classify of tf.Examples and REST `:classify` (batching off),
-//! interleaved by round.
+//! tf.Examples, gRPC Classify of tf.Examples, REST `:classify` and REST `:predict` of
+//! serialized tf.Examples (batching off), interleaved by round.
 //!
 //! Run: `cargo bench --bench load` (add `-- --rounds 3 --seconds 5 --clients 16`; with
 //! `--instances N`, each request holds N instances instead of one: rates are still
@@ -64,6 +64,14 @@ fn rest_body(member: &str, instances: usize) -> String {
     format!("{{\"{member}\": [{}]}}", vec![row; instances].join(", "))
 }
 
+/// `instances` copies of [`INSTANCE`] as a REST `:predict` body of serialized tf.Examples.
+fn serialized_body(instances: usize) -> String {
+    use base64::Engine;
+    let text = base64::engine::general_purpose::STANDARD.encode(example().encode_to_vec());
+    let row = format!("{{\"b64\": \"{text}\"}}");
+    format!("{{\"instances\": [{}]}}", vec![row; instances].join(", "))
+}
+
 fn export_iris(dir: &Path) -> std::path::PathBuf {
     let schema = bundled::iris_schema();
     let train = bundled::iris_train_path();
@@ -97,6 +105,8 @@ enum Transport {
     GrpcClassify,
     /// REST `:classify`.
     RestClassify,
+    /// REST `:predict` of serialized tf.Examples, each a binary value (`{"b64": …}`).
+    RestExamples,
 }
 
 /// A server on free loopback ports (REST and gRPC), batching as `batching` says; stopped
@@ -185,6 +195,11 @@ impl Client {
                 let agent = ureq::AgentBuilder::new().build();
                 let url = format!("{}:classify", started.rest_url);
                 Client::Rest(agent, url, rest_body("examples", instances))
+            }
+            Transport::RestExamples => {
+                let agent = ureq::AgentBuilder::new().build();
+                let url = format!("{}:predict", started.rest_url);
+                Client::Rest(agent, url, serialized_body(instances))
             }
             Transport::Grpc | Transport::GrpcExamples | Transport::GrpcClassify => {
                 let runtime = tokio::runtime::Builder::new_current_thread()
@@ -488,6 +503,7 @@ fn main() {
         ("gRPC examples, batching off", None, Transport::GrpcExamples),
         ("gRPC Classify, batching off", None, Transport::GrpcClassify),
         ("REST Classify, batching off", None, Transport::RestClassify),
+        ("REST examples, batching off", None, Transport::RestExamples),
     ];
     let settings: Vec<_> = settings
         .into_iter()

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::b64;
 use crate::error::ServeError;
+use crate::inputs::Inputs;
 use crate::serialized_examples::serialized_examples;
 use estimator::export::Instance;
 
@@ -38,12 +39,13 @@ pub(crate) fn signature_name(body: &Value) -> Result<&str, ServeError> {
     }
 }
 
-/// The instances of a `:predict` body, by input name. The body is taken apart, not
-/// copied: a large request's values are held once.
-pub fn predict_instances(
+/// The rows of a `:predict` body: instances by input name, or the input tensors of
+/// serialized tf.Examples. The body is taken apart, not copied: a large request's values
+/// are held once.
+pub(crate) fn predict_inputs(
     body: Value,
     signature: &Signature,
-) -> Result<(Format, Vec<Instance>), ServeError> {
+) -> Result<(Format, Inputs), ServeError> {
     let mut body = object(body)?;
     let (format, mut instances) = match (body.remove("instances"), body.remove("inputs")) {
         (Some(_), Some(_)) => {
@@ -82,7 +84,7 @@ pub fn predict_instances(
             format!("instance {index}, input '{name}'")
         })?;
     }
-    Ok((format, instances))
+    Ok((format, Inputs::Instances(instances)))
 }
 
 /// `values` with their binary values (`{"b64": "..."}`) as the text they hold; `what` names

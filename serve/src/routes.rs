@@ -19,7 +19,7 @@ use crate::inputs::Inputs;
 use crate::load_fault::{code_name, LoadFault};
 use crate::metrics::Entrypoint;
 use crate::request::{
-    classify_response, examples, predict_instances, predict_response, regress_response,
+    classify_response, examples, predict_inputs, predict_response, regress_response,
     signature_name, Format,
 };
 use crate::servable::{outputs_async, Outputs, Servable};
@@ -312,19 +312,18 @@ impl Call {
         method_check: bool,
     ) -> Result<Self, ServeError> {
         let named = NamedSignature::named(signature, signature_name(&body)?)?;
-        let (instances, answer) = match verb {
+        let (inputs, answer) = match verb {
             "predict" => {
-                let (format, instances) = predict_instances(body, signature)?;
+                let (format, inputs) = predict_inputs(body, signature)?;
                 let answer = Answer::to(verb, format, named, signature, method_check)?;
-                (instances, answer)
+                (inputs, answer)
             }
             _ => {
                 // The method is checked before the examples are read, as TF Serving does.
                 let answer = Answer::to(verb, Format::Row, named, signature, method_check)?;
-                (examples(body)?, answer)
+                (Inputs::Instances(examples(body)?), answer)
             }
         };
-        let inputs = Inputs::Instances(instances);
         Ok(Self { inputs, answer })
     }
 }

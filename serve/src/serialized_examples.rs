@@ -3,7 +3,7 @@
 //! whose features are the instance's.
 
 use datasets::tf_proto::Example;
-use estimator::export::{DType, Instance};
+use estimator::export::DType;
 use estimator::Signature;
 use prost::Message;
 use serde_json::Value;
@@ -11,6 +11,8 @@ use serde_json::Value;
 use crate::b64;
 use crate::error::ServeError;
 use crate::example_instance::example_instance;
+use crate::example_tensors::example_tensors;
+use crate::inputs::Inputs;
 
 /// The names TF's parsing serving inputs give their one input of serialized examples.
 const EXAMPLES_INPUTS: [&str; 2] = ["examples", "inputs"];
@@ -24,7 +26,7 @@ pub(crate) fn serialized_examples(
     body: &Value,
     columnar: bool,
     signature: &Signature,
-) -> Option<Result<Vec<Instance>, ServeError>> {
+) -> Option<Result<Inputs, ServeError>> {
     let string_input = matches!(signature.inputs.as_slice(), [one] if one.dtype == DType::String);
     if string_input {
         return None;
@@ -45,11 +47,23 @@ pub(crate) fn serialized_examples(
     if encoded.is_empty() {
         return None;
     }
-    Some(
-        (encoded.into_iter().enumerate())
-            .map(|row| decoded(row, signature))
-            .collect(),
-    )
+    Some(inputs(encoded, signature))
+}
+
+/// The rows of the `encoded` examples: the input tensors where every example is of their
+/// common case (`example_tensors.rs`), else each example's instance, whose checks name
+/// what is wrong.
+fn inputs(encoded: Vec<&str>, signature: &Signature) -> Result<Inputs, ServeError> {
+    let examples = (encoded.into_iter().enumerate())
+        .map(decoded)
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(tensors) = example_tensors(signature, &examples, None) {
+        return Ok(Inputs::Tensors(tensors));
+    }
+    (examples.iter().enumerate())
+        .map(|(index, example)| example_instance(index, example, None, signature))
+        .collect::<Result<_, _>>()
+        .map(Inputs::Instances)
 }
 
 /// The one member of object `value` when it is the input of a parsing serving input:
@@ -64,15 +78,14 @@ fn parsing_member<'a>(value: &'a Value, signature: &Signature) -> Option<&'a Val
     parsing_input.then_some(value)
 }
 
-/// Instance `index`, from its serialized tf.Example.
-fn decoded((index, encoded): (usize, &str), signature: &Signature) -> Result<Instance, ServeError> {
+/// Instance `index`'s tf.Example, decoded from its base64 text.
+fn decoded((index, encoded): (usize, &str)) -> Result<Example, ServeError> {
     let bytes = b64::decode(encoded, || format!("instance {index}"))?;
-    let example = Example::decode(bytes.as_slice()).map_err(|e| {
+    Example::decode(bytes.as_slice()).map_err(|e| {
         ServeError::BadRequest(format!(
             "instance {index} is not a serialized tf.Example ({e})"
         ))
-    })?;
-    example_instance(index, &example, None, signature)
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@ use estimator::export::{check_instances, floats_input, text_input, Instance};
 use serde_json::Value;
 
 use super::*;
-use crate::request::{examples, predict_instances};
+use crate::request::{examples, predict_inputs};
 
 fn signature() -> Signature {
     Signature::new()
@@ -15,7 +15,10 @@ fn signature() -> Signature {
 fn through_json(body: &str, signature: &Signature, rows_in: RowsIn) -> (Format, InputTensors) {
     let value: Value = serde_json::from_str(body).unwrap();
     let (format, instances) = match rows_in {
-        RowsIn::InstancesOrInputs => predict_instances(value, signature).unwrap(),
+        RowsIn::InstancesOrInputs => {
+            let (format, inputs) = predict_inputs(value, signature).unwrap();
+            (format, inputs.instances().into_owned())
+        }
         RowsIn::Examples => (Format::Row, examples(value).unwrap()),
     };
     check_instances(signature, &instances).unwrap();

@@ -22,16 +22,18 @@ fn binary_values_of_string_inputs_and_features_are_read_as_their_text() {
         .with_input("x", estimator::export::DType::Float32);
     let hi = json!({"b64": "aGk="});
     let row = json!({"instances": [{"word": hi, "x": 1.0}, {"word": "plain", "x": 2.0}]});
-    let (_, instances) = predict_instances(row, &signature).unwrap();
+    let (_, inputs) = predict_inputs(row, &signature).unwrap();
+    let instances = inputs.instances();
     assert_eq!(
         (&instances[0]["word"], &instances[1]["word"]),
         (&json!("hi"), &json!("plain"))
     );
     let columnar = json!({"inputs": {"word": [hi, hi], "x": [1.0, 2.0]}});
-    let (_, instances) = predict_instances(columnar, &signature).unwrap();
+    let (_, inputs) = predict_inputs(columnar, &signature).unwrap();
+    let instances = inputs.instances();
     assert_eq!(instances[1]["word"], json!("hi"));
     let bad = json!({"instances": [{"word": "ok", "x": 1.0}, {"word": {"b64": "/w=="}, "x": 2.0}]});
-    let err = predict_instances(bad, &signature).unwrap_err().to_string();
+    let err = predict_inputs(bad, &signature).unwrap_err().to_string();
     assert!(
         err.starts_with("instance 1, input 'word': its b64 value is not UTF-8"),
         "{err}"

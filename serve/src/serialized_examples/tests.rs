@@ -29,8 +29,9 @@ fn b64(length: f32, width: f32) -> Value {
     json!({ "b64": text })
 }
 
-fn lengths(instances: Vec<Instance>) -> Vec<f64> {
-    let length = |i: &Instance| i["sepal_length_cm"].as_f64().unwrap();
+fn lengths(inputs: &Inputs) -> Vec<f64> {
+    let instances = inputs.instances();
+    let length = |i: &estimator::export::Instance| i["sepal_length_cm"].as_f64().unwrap();
     instances.iter().map(length).collect()
 }
 
@@ -38,8 +39,11 @@ fn lengths(instances: Vec<Instance>) -> Vec<f64> {
 fn every_form_of_tf_s_parsing_input_gives_the_examples_features() {
     let signature = iris_signature();
     let read = |body: Value, columnar| {
-        let instances = serialized_examples(&body, columnar, &signature).expect("serialized");
-        lengths(instances.unwrap())
+        let inputs = serialized_examples(&body, columnar, &signature).expect("serialized");
+        let inputs = inputs.unwrap();
+        // Every example holds every input once: read into tensors.
+        assert!(matches!(inputs, Inputs::Tensors(_)));
+        lengths(&inputs)
     };
     let want = [5.0, 6.5];
     assert_eq!(read(json!([b64(5.0, 0.2), b64(6.5, 2.0)]), false), want);
@@ -77,6 +81,30 @@ fn other_bodies_are_left_to_the_signature_s_inputs() {
         .with_input("x", DType::Float32);
     let body = json!([{"examples": b64(1.0, 1.0)}]);
     assert!(serialized_examples(&body, false, &examples).is_none());
+}
+
+#[test]
+fn examples_not_all_of_the_common_case_are_read_as_instances() {
+    let signature = iris_signature();
+    let only_length = Example {
+        features: Some(Features {
+            feature: [(
+                "sepal_length_cm".to_string(),
+                Feature {
+                    kind: Some(feature::Kind::FloatList(FloatList { value: vec![4.5] })),
+                },
+            )]
+            .into(),
+        }),
+    };
+    let text = base64::engine::general_purpose::STANDARD.encode(only_length.encode_to_vec());
+    let body = json!([b64(5.0, 0.2), {"b64": text}]);
+    let inputs = serialized_examples(&body, false, &signature)
+        .unwrap()
+        .unwrap();
+    assert!(matches!(inputs, Inputs::Instances(_)));
+    assert_eq!(lengths(&inputs), [5.0, 4.5]);
+    assert!(!inputs.instances()[1].contains_key("petal_width_cm"));
 }
 
 #[test]
