@@ -380,4 +380,6 @@ impl<'de> Visitor<'de> for ColumnList<'_> {
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;

@@ -12,7 +12,11 @@ fn signature() -> Signature {
 }
 
 /// What the JSON reading makes of `body`: its instances, checked, as tensors of every input.
-fn through_json(body: &str, signature: &Signature, rows_in: RowsIn) -> (Format, InputTensors) {
+pub(super) fn through_json(
+    body: &str,
+    signature: &Signature,
+    rows_in: RowsIn,
+) -> (Format, InputTensors) {
     let value: Value = serde_json::from_str(body).unwrap();
     let (format, instances) = match rows_in {
         RowsIn::InstancesOrInputs => {
