@@ -320,6 +320,58 @@ fn a_vocabulary_file_gives_a_category_its_ids_and_a_resumed_model_keeps_them() {
 }
 
 #[test]
+fn an_embedding_dimension_feeds_a_category_as_a_learned_vector_kept_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("colours.csv");
+    let mut text = String::from("x,colour,label\n");
+    for (i, colour) in ["red", "green", "blue", "red", "purple", "green"]
+        .iter()
+        .enumerate()
+    {
+        text += &format!("{i}.5,{colour},{}\n", i % 2);
+    }
+    std::fs::write(&csv, text).unwrap();
+    let run_with = |model: &Path, steps: &str, flag: &str| {
+        run(bin()
+            .args(["train", "--train"])
+            .arg(&csv)
+            .args(["--label-column", "label", "--hidden-units", "4"])
+            .args(["--batch-size", "3", "--max-steps", steps, "--model-dir"])
+            .arg(model)
+            .args(["--embedding-dimension", flag]))
+    };
+    let model = dir.path().join("model");
+    let trained = run_with(&model, "5", "colour=2");
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    let text = std::fs::read_to_string(model.join("dnn_classifier.json")).unwrap();
+    let classifier: estimators::DnnClassifier = serde_json::from_str(&text).unwrap();
+    let names = classifier.network().columns.input_names();
+    assert_eq!(names, ["x", "colour_embedding#0", "colour_embedding#1"]);
+    // A row for each colour seen (blue, green, purple, red) and one for any other.
+    let table = estimator::checkpoint::load_variable(&model, "input.embeddings.0.weight");
+    assert_eq!(table.unwrap().shape, [5, 2]);
+
+    let resumed = run_with(&model, "8", "colour=2");
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let wider = run_with(&model, "10", "colour=3");
+    let text = stderr(&wider);
+    assert_user_error(wider, "--embedding-dimension colour=3, but the model in");
+    assert!(
+        text.contains("trained with colour embedded in 2 values"),
+        "{text}"
+    );
+
+    let fresh = dir.path().join("fresh");
+    let numeric = "--embedding-dimension x: no categorical feature 'x' (the categorical \
+                   features: colour)";
+    assert_user_error(run_with(&fresh, "1", "x=2"), numeric);
+    assert_user_error(
+        run_with(&fresh, "1", "colour=0"),
+        "'colour=0' is not COLUMN=N",
+    );
+}
+
+#[test]
 fn a_warm_start_to_more_classes_keeps_each_class_s_logit() {
     let dir = tempfile::tempdir().unwrap();
     let (source, target) = (dir.path().join("three"), dir.path().join("four"));

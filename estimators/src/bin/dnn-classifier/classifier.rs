@@ -1,7 +1,7 @@
 //! The classifier a `train` command line describes, built from the training file, or the
 //! one saved in a model directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -9,7 +9,7 @@ use estimator::datasets::{ColumnType, ColumnarBatch, InputFiles, Schema};
 use estimator::{DeviceSpec, Estimator, RunConfig};
 use estimators::feature_column::{
     categorical_column_with_vocabulary_file, categorical_column_with_vocabulary_list,
-    indicator_column, numeric_column, FeatureColumn,
+    embedding_column, indicator_column, numeric_column, FeatureColumn,
 };
 use estimators::DnnClassifier;
 
@@ -23,15 +23,19 @@ use crate::train_args::{TrainArgs, DEFAULT_HIDDEN_UNITS};
 pub const MODEL_FILE: &str = "dnn_classifier.json";
 
 /// One feature column per input column but the `weight` column: numbers (standardised unless
-/// `normalize` is off), categories as one-hot indicators over the values seen in training,
-/// or over the vocabulary a `--vocabulary-file` lists for the column.
+/// `normalize` is off), categories as one-hot indicators (or, with `--embedding-dimension`,
+/// embeddings) over the values seen in training, or over the vocabulary a
+/// `--vocabulary-file` lists for the column.
 fn feature_columns(
     schema: &Schema,
     facts: &TrainingFacts,
     args: &TrainArgs,
     weight: Option<&str>,
 ) -> Result<Vec<FeatureColumn>> {
-    check_vocabulary_files(schema, &args.vocabulary_file)?;
+    let files = args.vocabulary_file.iter().map(|(name, _)| name);
+    check_categorical_flag(schema, "--vocabulary-file", files)?;
+    let embedded = args.embedding_dimension.iter().map(|(name, _)| name);
+    check_categorical_flag(schema, "--embedding-dimension", embedded)?;
     let (mut dense, mut categorical) = (0, 0);
     let mut columns = Vec::new();
     for column in schema.features() {
@@ -50,7 +54,11 @@ fn feature_columns(
                 ),
             };
             categorical += 1;
-            columns.push(indicator_column(lookup).into());
+            let width = (args.embedding_dimension.iter()).find(|(name, _)| *name == column.name);
+            columns.push(match width {
+                Some(&(_, width)) => embedding_column(lookup, width).into(),
+                None => indicator_column(lookup).into(),
+            });
         } else {
             let numeric = numeric_column(&column.name);
             let numeric = if args.no_normalize {
@@ -65,28 +73,33 @@ fn feature_columns(
     Ok(columns)
 }
 
-/// Each `--vocabulary-file` names a categorical feature of `schema`, once.
-fn check_vocabulary_files(schema: &Schema, files: &[(String, PathBuf)]) -> Result<()> {
-    for (i, (name, _)) in files.iter().enumerate() {
+/// Each column `flag` names is a categorical feature of `schema`, named once.
+fn check_categorical_flag<'a>(
+    schema: &Schema,
+    flag: &str,
+    names: impl Iterator<Item = &'a String>,
+) -> Result<()> {
+    let mut seen = Vec::new();
+    for name in names {
         let column = schema.features().find(|c| c.name == *name);
         if column.is_none_or(|c| c.kind != ColumnType::Category) {
             let categories: Vec<&str> = (schema.features())
                 .filter(|c| c.kind == ColumnType::Category)
                 .map(|c| c.name.as_str())
                 .collect();
+            let categories = match categories.is_empty() {
+                true => "none".to_string(),
+                false => categories.join(", "),
+            };
             bail!(
-                "--vocabulary-file {name}: no categorical feature '{name}' (the categorical \
-                 features: {})",
-                if categories.is_empty() {
-                    "none".to_string()
-                } else {
-                    categories.join(", ")
-                }
+                "{flag} {name}: no categorical feature '{name}' (the categorical features: \
+                 {categories})"
             );
         }
-        if files[..i].iter().any(|(earlier, _)| earlier == name) {
-            bail!("--vocabulary-file {name}: given twice");
+        if seen.contains(&name) {
+            bail!("{flag} {name}: given twice");
         }
+        seen.push(name);
     }
     Ok(())
 }

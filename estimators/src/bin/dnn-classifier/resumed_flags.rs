@@ -1,9 +1,10 @@
 //! The `train` flags against the model a directory already holds: those that shape the
 //! saved variables, give the labels their meaning or say how the files are read (hidden
 //! units, activation, optimizer, batch normalisation, standardised inputs, classes, label
-//! vocabulary and column, feature vocabularies, weight column, schema) must agree with it,
-//! as restoring TF's checkpoint into another graph fails; those that do not (learning rate,
-//! dropout) replace the saved values, saying so, as TF's model function would.
+//! vocabulary and column, feature vocabularies and embeddings, weight column, schema) must
+//! agree with it, as restoring TF's checkpoint into another graph fails; those that do not
+//! (learning rate, dropout) replace the saved values, saying so, as TF's model function
+//! would.
 
 use std::path::Path;
 
@@ -13,7 +14,8 @@ use estimator::datasets::{Column, Schema};
 use estimator::head::Head;
 use estimator::Estimator;
 use estimators::feature_column::{
-    categorical_column_with_vocabulary_file, CategoricalColumn, FeatureColumn, IndicatorColumn,
+    categorical_column_with_vocabulary_file, CategoricalColumn, EmbeddingColumn, FeatureColumn,
+    IndicatorColumn, VocabularyListColumn,
 };
 use estimators::{Activation, DnnClassifier};
 
@@ -101,20 +103,42 @@ pub fn apply_to_resumed(
             bail!(differs("--label-vocabulary", given.join(","), kept));
         }
     }
+    // Each categorical input's column, and how it feeds the network: its width as an
+    // embedding, or none (a one-hot indicator).
+    let categories: Vec<(&VocabularyListColumn, Option<usize>)> = (dnn.columns.columns().iter())
+        .filter_map(|column| match column {
+            FeatureColumn::Indicator(IndicatorColumn {
+                categorical: CategoricalColumn::VocabularyList(lookup),
+            }) => Some((lookup, None)),
+            FeatureColumn::Embedding(EmbeddingColumn {
+                categorical: CategoricalColumn::VocabularyList(lookup),
+                dimension,
+                ..
+            }) => Some((lookup, Some(*dimension))),
+            _ => None,
+        })
+        .collect();
+    let category = |name: &str| categories.iter().find(|(lookup, _)| lookup.key == name);
+    for (name, width) in &args.embedding_dimension {
+        let kept = category(name).map(|(_, kept)| *kept);
+        if kept != Some(Some(*width)) {
+            let kept = match kept {
+                Some(Some(kept)) => format!("{name} embedded in {kept} values"),
+                Some(None) => format!("{name} as a one-hot indicator"),
+                None => format!("no categorical column {name}"),
+            };
+            bail!(differs(
+                "--embedding-dimension",
+                format!("{name}={width}"),
+                kept
+            ));
+        }
+    }
     for (name, path) in &args.vocabulary_file {
         let given = categorical_column_with_vocabulary_file(name, path, None)
             .with_context(|| format!("--vocabulary-file {name}"))?
             .vocabulary;
-        let kept = dnn
-            .columns
-            .columns()
-            .iter()
-            .find_map(|column| match column {
-                FeatureColumn::Indicator(IndicatorColumn {
-                    categorical: CategoricalColumn::VocabularyList(lookup),
-                }) if lookup.key == *name => Some(&lookup.vocabulary),
-                _ => None,
-            });
+        let kept = category(name).map(|(lookup, _)| &lookup.vocabulary);
         if kept != Some(&given) {
             let given = format!("{name}={} ({})", path.display(), values(&given));
             let kept = kept.map_or(format!("no vocabulary for {name}"), |kept| {

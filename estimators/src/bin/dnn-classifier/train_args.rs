@@ -13,8 +13,9 @@ use estimators::Activation;
 use crate::cadence_flags::CadenceFlags;
 use crate::early_stopping_flags::EarlyStoppingFlags;
 use crate::values::{
-    parse_activation, parse_bucket_bytes, parse_decay, parse_layer_width, parse_learning_rate,
-    parse_mirrored, parse_n_classes, parse_vocabulary_file, TimelineSteps,
+    parse_activation, parse_bucket_bytes, parse_decay, parse_embedding_dimension,
+    parse_layer_width, parse_learning_rate, parse_mirrored, parse_n_classes, parse_vocabulary_file,
+    TimelineSteps,
 };
 
 /// Optimizers selectable from the command line.
@@ -120,6 +121,13 @@ pub struct TrainArgs {
     /// Example: `--vocabulary-file city=cities.txt`.
     #[arg(long, value_name = "COLUMN=FILE", value_parser = parse_vocabulary_file)]
     pub vocabulary_file: Vec<(String, PathBuf)>,
+    /// Feeds a categorical input column as a learned vector of N values (TF's
+    /// `embedding_column`) instead of a one-hot indicator: for columns of many values.
+    /// Repeat it for several columns. A resumed model keeps its own; giving another is an
+    /// error.
+    /// Example: `--embedding-dimension city=8`.
+    #[arg(long, value_name = "COLUMN=N", value_parser = parse_embedding_dimension)]
+    pub embedding_dimension: Vec<(String, usize)>,
     /// Optimizer (default adagrad). A resumed model keeps its own; giving another is an
     /// error.
     /// Example: `--optimizer adam`.

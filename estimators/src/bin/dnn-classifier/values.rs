@@ -111,6 +111,17 @@ pub fn parse_vocabulary_file(text: &str) -> Result<(String, PathBuf), String> {
     }
 }
 
+/// Parses an `--embedding-dimension` value: `COLUMN=N`, N at least 1.
+pub fn parse_embedding_dimension(text: &str) -> Result<(String, usize), String> {
+    let wrong =
+        || format!("'{text}' is not COLUMN=N (a categorical column and a width of 1 or more)");
+    let (column, width) = text.split_once('=').ok_or_else(wrong)?;
+    match width.parse::<usize>() {
+        Ok(width) if width > 0 && !column.is_empty() => Ok((column.to_string(), width)),
+        _ => Err(wrong()),
+    }
+}
+
 /// Parses an `--activation-fn` value: one of TF's names for the hidden layers' activation.
 pub fn parse_activation(text: &str) -> Result<Activation, String> {
     serde_json::from_value(serde_json::Value::String(text.to_string()))
