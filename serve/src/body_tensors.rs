@@ -2,10 +2,11 @@
 //! the common forms of `:predict`'s `instances` and `inputs` and of `:classify` /
 //! `:regress`'s `examples`: every input once per row, nested as its shape, of its type.
 //!
-//! Anything else is declined and read as JSON values instead, whose checks and errors stay
-//! the only ones: binary values (`{"b64": …}`), a scalar written as a one-element list, a
-//! number for a string input, an unknown, missing or repeated input or member, a `context`,
-//! a number beyond float32 or int64, no rows at all. So what is read here is a request the
+//! A scalar input's value may be a one-element list (TF's `[batch, 1]` inputs), as the JSON
+//! reading takes it too. Anything else is declined and read as JSON values instead, whose
+//! checks and errors stay the only ones: binary values (`{"b64": …}`), a number for a
+//! string input, an unknown, missing or repeated input or member, a `context`, a number
+//! beyond float32 or int64, no rows at all. So what is read here is a request the
 //! JSON reading accepts too, with the same values: a float32 is the number's `f64` rounded
 //! to `f32`, as [`float_input`](estimator::export::float_input) reads it.
 
@@ -102,6 +103,7 @@ impl<'s> Table<'_, 's> {
         Nested {
             shape: column.shape,
             elements: &mut column.elements,
+            whole: true,
         }
     }
 }

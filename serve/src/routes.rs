@@ -449,9 +449,9 @@ mod tests {
             Ok(Some((2, Answer::Classify)))
         ));
         // A form left to the JSON reading, and a verb that is no method.
-        let listed = r#"{"instances": [{"x": [1], "city": "a"}]}"#;
-        assert!(matches!(tensors("predict", listed), Ok(None)));
-        assert_eq!(json("predict", listed).unwrap(), 1);
+        let twice = r#"{"instances": [], "instances": [{"x": 1, "city": "a"}]}"#;
+        assert!(matches!(tensors("predict", twice), Ok(None)));
+        assert_eq!(json("predict", twice).unwrap(), 1);
         assert!(matches!(tensors("explain", &predict), Ok(None)));
         // Read into tensors, refused as the JSON reading refuses it.
         for (verb, body) in [

@@ -52,7 +52,8 @@ fn value() -> impl Strategy<Value = String> {
     })
 }
 
-/// A value for input `key`, mostly of its form (`x` a number if `scalar`, else two).
+/// A value for input `key`, mostly of its form (`x` a number if `scalar`, else two); a
+/// scalar now and then as a one-element list.
 fn value_of(key: &'static str, scalar: bool) -> impl Strategy<Value = String> {
     let number = || (-1e3f64..1e3).prop_map(|x| x.to_string());
     let fitting = match key {
@@ -63,6 +64,12 @@ fn value_of(key: &'static str, scalar: bool) -> impl Strategy<Value = String> {
         "city" => "[a-z]{0,3}".prop_map(|s| format!("\"{s}\"")).boxed(),
         _ => any::<i32>().prop_map(|n| n.to_string()).boxed(),
     };
+    let listed = key != "x" || scalar;
+    let fitting =
+        (fitting, prop::bool::weighted(0.2)).prop_map(move |(value, list)| match list && listed {
+            true => format!("[{value}]"),
+            false => value,
+        });
     prop_oneof![15 => fitting, 1 => value()]
 }
 

@@ -71,6 +71,10 @@ fn common_forms_are_read_with_the_values_the_json_reading_gives() {
             "instances": [[[1, 2.5], "a", 3], [[0.1, 3.4028234e38], "b\u00e9", -4]]}"#,
         r#"{"inputs": {"x": [[1, 2.5], [0.1, 3.4028234e38]], "city": ["a", "b\u00e9"],
                        "n": [3, -4]}}"#,
+        r#"{"instances": [{"x": [1, 2.5], "city": ["a"], "n": [3]},
+                          [[0.1, 3.4028234e38], "b\u00e9", [-4]]]}"#,
+        r#"{"inputs": {"x": [[1, 2.5], [0.1, 3.4028234e38]], "city": [["a"], "b\u00e9"],
+                       "n": [[3], -4]}}"#,
     ];
     for body in bodies {
         let read = read(body, &signature(), predict).expect(body);
@@ -96,6 +100,7 @@ fn one_input_is_given_bare_and_many_inputs_are_found_by_name() {
     let pair = Signature::new().with_shaped_input("x", DType::Float32, vec![2]);
     for (body, signature) in [
         (r#"{"instances": [1.5, -2, 18446744073709551615]}"#, &scalar),
+        (r#"{"instances": [[1.5], {"x": [-2]}]}"#, &scalar),
         (r#"{"inputs": [1.5, -2]}"#, &scalar),
         (r#"{"inputs": {"x": [1.5, -2]}}"#, &scalar),
         (r#"{"instances": [[1, 2], {"x": [3, 4]}]}"#, &pair),
@@ -129,7 +134,9 @@ fn other_forms_are_left_to_the_json_reading() {
     let instances = |row: &str| format!(r#"{{"instances": [{ok}, {row}]}}"#);
     let declined = [
         instances(&row("[1, 2]", r#"{"b64": "YQ=="}"#, "1")),
-        instances(&row("[1, 2]", "\"a\"", "[1]")),
+        instances(&row("[1, 2]", "\"a\"", "[[1]]")),
+        instances(&row("[1, 2]", "\"a\"", "[]")),
+        instances(&row("[1, 2]", "[\"a\", \"b\"]", "1")),
         instances(&row("[1, 2]", "7", "1")),
         instances(&row("[1, 2, 3]", "\"a\"", "1")),
         instances(&row("[1]", "\"a\"", "1")),

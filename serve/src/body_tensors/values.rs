@@ -67,6 +67,9 @@ impl<'de> Visitor<'de> for InputName<'_, '_> {
 pub(super) struct Nested<'c> {
     pub(super) shape: &'c [usize],
     pub(super) elements: &'c mut TensorElements,
+    /// Whether it is the input's whole value, which for a scalar input may be written as a
+    /// one-element list (TF's `[batch, 1]` inputs), as the JSON reading takes it.
+    pub(super) whole: bool,
 }
 
 impl Nested<'_> {
@@ -74,6 +77,7 @@ impl Nested<'_> {
         Nested {
             shape: self.shape,
             elements: self.elements,
+            whole: self.whole,
         }
     }
 
@@ -108,13 +112,16 @@ impl<'de> Visitor<'de> for Nested<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        let Some((&length, inner)) = self.shape.split_first() else {
-            return Err(declined());
+        let (length, inner) = match self.shape.split_first() {
+            Some((&length, inner)) => (length, inner),
+            None if self.whole => (1, self.shape),
+            None => return Err(declined()),
         };
         for _ in 0..length {
             let item = Nested {
                 shape: inner,
                 elements: &mut *self.elements,
+                whole: false,
             };
             if items.next_element_seed(item)?.is_none() {
                 return Err(declined());

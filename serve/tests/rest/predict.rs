@@ -226,22 +226,19 @@ fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_predict
         ..Batching::default()
     });
     let batching = Running::start(Server::load(iris_model(&base), batching).unwrap());
-    let text = |running: &Running, body: &Value, method: &str| {
+    let post = |running: &Running, body: &str, method: &str| {
         let address = running.url.trim_start_matches("http://");
         let mut stream = TcpStream::connect(address).unwrap();
-        raw_post(
-            &mut stream,
-            &format!("/v1/models/iris:{method}"),
-            &body.to_string(),
-        )
+        raw_post(&mut stream, &format!("/v1/models/iris:{method}"), body)
     };
+    let text =
+        |running: &Running, body: &Value, method: &str| post(running, &body.to_string(), method);
     let many: Vec<Value> = rows().into_iter().cycle().take(300).collect();
     let columns: serde_json::Map<String, Value> = FEATURES
         .iter()
         .map(|f| (f.to_string(), many.iter().map(|r| r[f].clone()).collect()))
         .collect();
-    // The same rows with each value a one-element list: read as JSON values, where the
-    // others are read straight into tensors.
+    // The same rows with each value a one-element list (TF's `[batch, 1]` inputs).
     let listed: Vec<Value> = (many.iter())
         .map(|r| {
             FEATURES
@@ -299,6 +296,19 @@ fn answers_written_from_output_tensors_are_the_text_of_answers_from_each_predict
     let listed = json!({"examples": listed});
     assert_eq!(text(&direct, &listed, "classify"), classified);
     assert_eq!(text(&batching, &listed, "classify"), classified);
+
+    // A member given twice is left to the JSON reading, which takes the last: the rows are
+    // read as JSON values, where the bodies above are read straight into tensors.
+    let many = serde_json::to_string(&many).unwrap();
+    for (member, method, want) in [
+        ("instances", "predict", &cases[1].1),
+        ("examples", "classify", &Some(classified.1.clone())),
+    ] {
+        let twice = format!(r#"{{"{member}": [], "{member}": {many}}}"#);
+        let want = (200, want.clone().unwrap());
+        assert_eq!(post(&direct, &twice, method), want, "{method}");
+        assert_eq!(post(&batching, &twice, method), want, "{method}");
+    }
 }
 
 #[test]
