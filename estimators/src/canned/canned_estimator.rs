@@ -211,8 +211,8 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
             .network
             .serving_inputs()
             .into_iter()
-            .fold(Signature::new(), |s, (name, dtype)| {
-                s.with_input(name, dtype)
+            .fold(Signature::new(), |s, input| {
+                s.with_shaped_input(input.name, input.dtype, input.shape)
             });
         (self.head.output_shapes().into_iter()).fold(signature, |s, (key, shape)| {
             s.with_shaped_output(key, shape)

@@ -2,28 +2,40 @@
 //! Predict call's tensors, laid out by the schema the estimator was trained on, and their
 //! head's predictions stacked into tensors by key.
 
+use std::collections::HashMap;
+
 use super::{CannedEstimator, Task};
+use crate::feature_column::numeric_column;
 use crate::network::Network;
 use datasets::{ColumnType, ColumnarBatch, Example, StringColumn};
 use estimator::export::{
-    float_input, text_input, InputTensors, Instance, ServableEstimator, ServingTensor, Signature,
-    TensorElements,
+    float_input, floats_input, text_input, DType, InputSpec, InputTensors, Instance,
+    ServableEstimator, ServingTensor, Signature, TensorElements,
 };
 use estimator::head::HeadPrediction;
 
 impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstimator<N, K> {
     fn batch_from_instances(
         &self,
-        _signature: &Signature,
+        signature: &Signature,
         instances: &[Instance],
     ) -> estimator::Result<ColumnarBatch> {
         // The server has checked every instance against the signature, whose inputs are
-        // the schema's features: each is there, of its type.
+        // the schema's features (a shaped numeric column's under its key): each is there,
+        // of its type and shape.
         let schema = self.schema();
+        let elements = shaped_elements(signature);
         let rows = instances
             .iter()
             .enumerate()
             .map(|(i, instance)| {
+                // Each shaped input's values, read once.
+                let shaped = (signature.inputs.iter())
+                    .map(|input| match is_shaped(input) {
+                        true => floats_input(instance, i, &input.name).map(Some),
+                        false => Ok(None),
+                    })
+                    .collect::<estimator::Result<Vec<_>>>()?;
                 let mut example = Example::default();
                 for column in schema.features() {
                     if column.kind == ColumnType::Category {
@@ -34,6 +46,11 @@ impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstima
                             } else {
                                 String::new()
                             });
+                    } else if let Some(&(input, element)) = elements.get(&column.name) {
+                        let values = shaped[input].as_deref().unwrap_or_default();
+                        example
+                            .dense
+                            .push(values.get(element).copied().unwrap_or(0.0));
                     } else {
                         example.dense.push(if instance.contains_key(&column.name) {
                             float_input(instance, i, &column.name)?
@@ -48,9 +65,9 @@ impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstima
         Ok(ColumnarBatch::from_examples(&rows)?)
     }
 
-    /// Each feature's column straight from its input's tensor (a feature the signature
-    /// does not take is empty text or 0, as from instances). Every input is scalar, one
-    /// element a row.
+    /// Each feature's column straight from its input's tensor, or from its place in a
+    /// shaped input's rows (a feature the signature does not take is empty text or 0, as
+    /// from instances).
     fn batch_from_tensors(
         &self,
         signature: &Signature,
@@ -65,15 +82,24 @@ impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstima
         let dense_width = (features.iter())
             .filter(|c| c.kind != ColumnType::Category)
             .count();
+        let elements = shaped_elements(signature);
         let mut batch = ColumnarBatch::default();
         batch.rows = rows;
         batch.dense_width = dense_width;
         batch.dense = vec![0.0; rows * dense_width];
         let mut dense_column = 0;
         for column in features {
-            let elements = inputs.get(&column.name).map(|tensor| &tensor.elements);
+            // The input holding the column's values, the first of them, and its row width.
+            let (name, first, width) = match elements.get(&column.name) {
+                Some(&(input, element)) => {
+                    let input = &signature.inputs[input];
+                    (input.name.as_str(), element, input.shape.iter().product())
+                }
+                None => (column.name.as_str(), 0, 1),
+            };
+            let elements = inputs.get(name).map(|tensor| &tensor.elements);
             match (column.kind == ColumnType::Category, elements) {
-                (true, Some(TensorElements::String(values))) => {
+                (true, Some(TensorElements::String(values))) if width == 1 => {
                     batch
                         .categorical
                         .push(values.iter().map(String::as_str).collect());
@@ -89,7 +115,8 @@ impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstima
                         .iter_mut()
                         .skip(dense_column)
                         .step_by(dense_width);
-                    cells.zip(values).for_each(|(cell, &x)| *cell = x);
+                    let column = values.iter().skip(first).step_by(width);
+                    cells.zip(column).for_each(|(cell, &x)| *cell = x);
                     dense_column += 1;
                 }
                 (false, None) => dense_column += 1,
@@ -108,6 +135,26 @@ impl<N: Network + 'static, K: Task + 'static> ServableEstimator for CannedEstima
     ) -> Option<ServingTensor> {
         HeadPrediction::stacked(predictions, key)
     }
+}
+
+/// Whether `input` is a shaped numeric column's (its values several input columns).
+fn is_shaped(input: &InputSpec) -> bool {
+    input.dtype == DType::Float32 && !input.shape.is_empty()
+}
+
+/// For each input column a shaped input holds: that input's place in the signature and the
+/// column's place in its values (row order, named as the numeric column reads them).
+fn shaped_elements(signature: &Signature) -> HashMap<String, (usize, usize)> {
+    let mut elements = HashMap::new();
+    for (place, input) in signature.inputs.iter().enumerate() {
+        if is_shaped(input) {
+            let column = numeric_column(&input.name).with_shape(input.shape.clone());
+            for (element, key) in column.keys().into_iter().enumerate() {
+                elements.entry(key).or_insert((place, element));
+            }
+        }
+    }
+    elements
 }
 
 #[cfg(test)]
@@ -174,5 +221,40 @@ mod tests {
         );
         let empty = est.batch_from_tensors(&signature, &empty.unwrap()).unwrap();
         assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn a_shaped_input_fills_the_columns_its_numeric_column_reads() {
+        let schema = Schema::new()
+            .float("x[0]")
+            .category("colour")
+            .float("x[1]")
+            .label("label");
+        let colour = categorical_column_with_vocabulary_list("colour", ["red", "blue"]);
+        let columns = [
+            numeric_column("x").with_shape([2]).into(),
+            indicator_column(colour).into(),
+        ];
+        let est = DnnClassifier::new(RunConfig::new("unused"), &schema, columns, [4], 2).unwrap();
+        let signature = est.serving_signature();
+        let shapes: Vec<(&str, &[usize])> = (signature.inputs.iter())
+            .map(|input| (input.name.as_str(), input.shape.as_slice()))
+            .collect();
+        assert_eq!(shapes, [("x", &[2][..]), ("colour", &[][..])]);
+        let rows = [([1.5, -2.0], "red"), ([0.25, 3.0], "blue")];
+        let instances: Vec<Instance> = (rows.iter())
+            .map(|(x, colour)| json!({"x": x, "colour": colour}))
+            .map(|row| row.as_object().unwrap().clone())
+            .collect();
+        let elements = vec![
+            TensorElements::Float32(rows.iter().flat_map(|r| r.0).collect()),
+            TensorElements::String(rows.iter().map(|r| r.1.to_string()).collect()),
+        ];
+        let inputs = InputTensors::new(&signature, rows.len(), elements).unwrap();
+        let from_tensors = est.batch_from_tensors(&signature, &inputs).unwrap();
+        let from_instances = est.batch_from_instances(&signature, &instances).unwrap();
+        // x[0] and x[1] in the schema's dense order, each row's from its input's values.
+        assert_eq!(from_tensors.dense, [1.5, -2.0, 0.25, 3.0]);
+        assert_eq!(from_tensors, from_instances);
     }
 }

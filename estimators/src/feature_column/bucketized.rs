@@ -62,6 +62,13 @@ impl BucketizedColumn {
                 self.boundaries
             )));
         }
+        if self.source.width() != 1 {
+            return Err(Error::Config(format!(
+                "feature column '{name}': its numeric column has shape {:?}; a bucketized \
+                 column reads one value",
+                self.source.shape
+            )));
+        }
         self.source.resolve(inputs, schema, &name)
     }
 

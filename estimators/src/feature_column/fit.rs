@@ -81,8 +81,9 @@ where
         for_each_learned(column, &mut |part| {
             let result = match part {
                 Learned::Normalizer(c) => {
-                    let i = numeric.iter().position(|k| *k == c.key).unwrap_or_default();
-                    let (mean, std) = (learned.stats.mean[i], learned.stats.std[i]);
+                    let place = |key: &String| numeric.iter().position(|k| k == key);
+                    let places: Vec<usize> = c.keys().iter().filter_map(place).collect();
+                    let (mean, std) = pooled(&learned.stats, &places);
                     *c = c.clone().with_normalizer(mean, std);
                     Ok(())
                 }
@@ -127,12 +128,35 @@ fn wanted_keys(columns: &mut [FeatureColumn]) -> Vec<(String, String, Accept)> {
         let user = column.name();
         for_each_learned(column, &mut |part| {
             wanted.push(match part {
-                Learned::Normalizer(c) => (c.key.clone(), user.clone(), Accept::Numeric),
+                Learned::Normalizer(c) => {
+                    let keys = c.keys().into_iter();
+                    wanted.extend(keys.map(|key| (key, user.clone(), Accept::Numeric)));
+                    return;
+                }
                 Learned::Vocabulary(c) => (c.key.clone(), user.clone(), Accept::Categorical),
             })
         });
     }
     wanted
+}
+
+/// The mean and population standard deviation of the values of the numeric keys at
+/// `places` together (as many of each): a shaped column's one normaliser.
+fn pooled(stats: &FeatureStats, places: &[usize]) -> (f32, f32) {
+    let n = places.len().max(1) as f64;
+    let mean = places
+        .iter()
+        .map(|&i| f64::from(stats.mean[i]))
+        .sum::<f64>()
+        / n;
+    let variance = (places.iter())
+        .map(|&i| {
+            let (m, s) = (f64::from(stats.mean[i]), f64::from(stats.std[i]));
+            s * s + (m - mean) * (m - mean)
+        })
+        .sum::<f64>()
+        / n;
+    (mean as f32, variance.sqrt() as f32)
 }
 
 /// What the pass learned: statistics of the numeric keys and value counts of the

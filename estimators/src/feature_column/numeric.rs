@@ -23,12 +23,18 @@ impl Normalizer {
     }
 }
 
-/// A numeric feature (TF's `numeric_column`): one `f32` per example.
+/// A numeric feature (TF's `numeric_column`): one `f32` per example, or as many as its
+/// shape holds.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct NumericColumn {
     /// The input feature's name.
     pub key: String,
-    /// Optional standardisation, applied before the value enters the model.
+    /// The shape of its values in one example (TF's `shape`; empty: one value). A shape
+    /// holding more than one value reads the input columns `key[0]`, `key[1]`, … in row
+    /// order, as a feature spec names the values of a fixed feature of that shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shape: Vec<usize>,
+    /// Optional standardisation, applied before each value enters the model.
     pub normalizer: Option<Normalizer>,
     /// Whether [`fit_columns`](super::fit_columns) still has to learn the normaliser from
     /// the training input; absent from the saved form once it has.
@@ -40,12 +46,39 @@ pub struct NumericColumn {
 pub fn numeric_column(key: impl Into<String>) -> NumericColumn {
     NumericColumn {
         key: key.into(),
+        shape: Vec::new(),
         normalizer: None,
         learn_normalizer: false,
     }
 }
 
+/// The most values a numeric column's shape may hold: each is an input column of its own,
+/// with a name of its own (a feature spec's bound too).
+const MAX_VALUES: usize = 1 << 22;
+
 impl NumericColumn {
+    /// Reads as many values as `shape` holds per example (TF's `numeric_column(key,
+    /// shape=…)`), from the input columns `key[0]`, `key[1]`, … (or `key` for one value).
+    pub fn with_shape(mut self, shape: impl Into<Vec<usize>>) -> Self {
+        self.shape = shape.into();
+        self
+    }
+
+    /// How many values it reads per example: its shape's product (0 if that overflows).
+    pub fn width(&self) -> usize {
+        (self.shape.iter())
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .unwrap_or(0)
+    }
+
+    /// The input columns it reads, in row order: `key` for one value, else `key[i]`.
+    pub fn keys(&self) -> Vec<String> {
+        match self.width() {
+            1 => vec![self.key.clone()],
+            n => (0..n).map(|i| format!("{}[{i}]", self.key)).collect(),
+        }
+    }
+
     /// Standardises the value: `(x - mean) / std` (a `std` of 0 counts as 1).
     pub fn with_normalizer(mut self, mean: f32, std: f32) -> Self {
         self.normalizer = Some(Normalizer { mean, std });
@@ -93,7 +126,14 @@ impl NumericColumn {
                 )));
             }
         }
-        inputs.add(schema, &self.key, user, Accept::Numeric)
+        let width = self.width();
+        if !(1..=MAX_VALUES).contains(&width) {
+            return Err(Error::Config(format!(
+                "feature column '{user}': shape {:?} must hold from 1 to {MAX_VALUES} values",
+                self.shape
+            )));
+        }
+        (self.keys().iter()).try_for_each(|key| inputs.add(schema, key, user, Accept::Numeric))
     }
 
     /// The column bound to its place in the examples, to read many without lookups.

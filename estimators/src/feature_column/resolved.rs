@@ -2,14 +2,13 @@
 //! batches.
 
 use datasets::{ColumnarBatch, Schema};
-use estimator::export::DType;
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 use super::column::FeatureColumn;
 use super::embedding::EmbeddingColumn;
 use super::numeric::Normalizer;
-use super::source::{InputSource, InputSources};
+use super::source::InputSources;
 
 /// How columns feed the model family.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +115,7 @@ impl ResolvedColumns {
         }
         check_sizes(&columns, layout)?;
         embedding_tables::check_shared_tables(&columns)?;
+        serving_inputs::check_shaped_names(&columns, &inputs)?;
         Ok(Self {
             parts: parts(&columns, &inputs, layout)?,
             layout,
@@ -188,21 +188,6 @@ impl ResolvedColumns {
                 .sum::<usize>()
     }
 
-    /// The input features read, with their serving type (numeric: `Float32`; category:
-    /// `String`), in the order the columns first use them.
-    pub fn serving_inputs(&self) -> Vec<(String, DType)> {
-        self.inputs
-            .keys()
-            .map(|(key, source)| {
-                let dtype = match source {
-                    InputSource::Dense { .. } => DType::Float32,
-                    InputSource::Categorical { .. } => DType::String,
-                };
-                (key.to_string(), dtype)
-            })
-            .collect()
-    }
-
     /// Checks that `batch` is laid out as the schema the columns were resolved against.
     pub(crate) fn check_layout(&self, batch: &ColumnarBatch) -> Result<()> {
         self.inputs.check_layout(batch)
@@ -254,7 +239,7 @@ impl ResolvedColumns {
 
     fn dense_width_of(&self, column: &FeatureColumn) -> usize {
         match column {
-            FeatureColumn::Numeric(_) => 1,
+            FeatureColumn::Numeric(c) => c.width(),
             FeatureColumn::Indicator(c) => c.width(),
             FeatureColumn::Bucketized(c) if self.layout == Layout::Dnn => c.num_buckets(),
             _ => 0,
@@ -268,7 +253,7 @@ fn check_sizes(columns: &[FeatureColumn], layout: Layout) -> Result<()> {
     let (mut width, mut ids) = (Some(0usize), Some(0usize));
     for column in columns {
         let (w, n) = match column {
-            FeatureColumn::Numeric(_) => (1, 0),
+            FeatureColumn::Numeric(c) => (c.width(), 0),
             FeatureColumn::Indicator(c) => (c.width(), 0),
             FeatureColumn::Embedding(e) => (e.dimension, e.num_buckets()),
             FeatureColumn::Bucketized(c) if layout == Layout::Dnn => (c.num_buckets(), 0),
@@ -296,12 +281,15 @@ fn parts(
     for (column, feature_column) in columns.iter().enumerate() {
         let part = match feature_column {
             FeatureColumn::Numeric(c) => {
-                let value = (inputs.dense_index(&c.key)?, c.normalizer);
+                let mut values = Vec::with_capacity(c.width());
+                for key in c.keys() {
+                    values.push((inputs.dense_index(&key)?, c.normalizer));
+                }
                 if let Some(ColumnInput::Numeric(run)) = parts.last_mut() {
-                    run.push(value);
+                    run.extend(values);
                     continue;
                 }
-                ColumnInput::Numeric(vec![value])
+                ColumnInput::Numeric(values)
             }
             FeatureColumn::Bucketized(c) => ColumnInput::Bucketized {
                 index: inputs.dense_index(&c.source.key)?,
@@ -357,6 +345,7 @@ pub(crate) enum IdRole {
 
 mod embedding_tables;
 mod input_names;
+mod serving_inputs;
 
 #[cfg(test)]
 mod tests;

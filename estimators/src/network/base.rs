@@ -6,7 +6,7 @@ use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::{ColumnarBatch, Schema};
-use estimator::export::DType;
+use estimator::export::InputSpec;
 use estimator::{GatherRows, MixedPrecision, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -55,8 +55,8 @@ pub trait Network: Serialize + DeserializeOwned + Clone + Debug + PartialEq + Se
         self.logits(model, &self.inputs(batch, device)?, MixedPrecision::None)
     }
 
-    /// The input features the network reads, with their serving types.
-    fn serving_inputs(&self) -> Vec<(String, DType)>;
+    /// The inputs a served export of the network takes.
+    fn serving_inputs(&self) -> Vec<InputSpec>;
 
     /// Checks a saved configuration as building a new one checks it, its columns against
     /// `schema`, the input they were resolved against.

@@ -5,7 +5,7 @@ use burn::nn::Initializer;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::{ColumnarBatch, Schema};
-use estimator::export::DType;
+use estimator::export::InputSpec;
 use estimator::{MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
@@ -53,7 +53,7 @@ impl Network for BaselineNetwork {
         Ok(zeros + model.bias.val().reshape([1, classes]))
     }
 
-    fn serving_inputs(&self) -> Vec<(String, DType)> {
+    fn serving_inputs(&self) -> Vec<InputSpec> {
         Vec::new()
     }
 

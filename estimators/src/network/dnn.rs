@@ -7,7 +7,7 @@ use burn::nn::{
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::{ColumnarBatch, Schema};
-use estimator::export::DType;
+use estimator::export::InputSpec;
 use estimator::{Error, MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
@@ -195,7 +195,7 @@ impl Network for DnnNetwork {
         model.forward_in(inputs, precision)
     }
 
-    fn serving_inputs(&self) -> Vec<(String, DType)> {
+    fn serving_inputs(&self) -> Vec<InputSpec> {
         self.columns.serving_inputs()
     }
 

@@ -5,7 +5,7 @@ use burn::nn::{Embedding, EmbeddingConfig, Initializer};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use datasets::{ColumnarBatch, Schema};
-use estimator::export::DType;
+use estimator::export::InputSpec;
 use estimator::{Error, MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
@@ -129,7 +129,7 @@ impl Network for LinearNetwork {
         model.forward(inputs)
     }
 
-    fn serving_inputs(&self) -> Vec<(String, DType)> {
+    fn serving_inputs(&self) -> Vec<InputSpec> {
         self.columns.serving_inputs()
     }
 

@@ -5,7 +5,7 @@ use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use datasets::{ColumnarBatch, Schema};
-use estimator::export::DType;
+use estimator::export::InputSpec;
 use estimator::{MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
@@ -75,10 +75,10 @@ impl Network for WideDeepNetwork {
         Ok(wide + deep)
     }
 
-    fn serving_inputs(&self) -> Vec<(String, DType)> {
+    fn serving_inputs(&self) -> Vec<InputSpec> {
         let mut inputs = self.linear.serving_inputs();
         for input in self.dnn.serving_inputs() {
-            if !inputs.iter().any(|(name, _)| *name == input.0) {
+            if !inputs.iter().any(|i| i.name == input.name) {
                 inputs.push(input);
             }
         }

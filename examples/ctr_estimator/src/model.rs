@@ -154,8 +154,8 @@ impl Estimator for CtrClassifier {
     /// and the head's outputs.
     fn serving_signature(&self) -> Signature {
         let inputs = self.columns.serving_inputs().into_iter();
-        let signature = inputs.fold(Signature::new(), |s, (name, dtype)| {
-            s.with_input(name, dtype)
+        let signature = inputs.fold(Signature::new(), |s, input| {
+            s.with_shaped_input(input.name, input.dtype, input.shape)
         });
         (head().output_shapes().into_iter()).fold(signature, |s, (key, shape)| {
             s.with_shaped_output(key, shape)

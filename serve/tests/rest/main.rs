@@ -20,6 +20,7 @@ mod limits;
 mod per_model_batching;
 mod predict;
 mod serialized_examples;
+mod shaped_inputs;
 mod support;
 mod versions;
 mod warmup;

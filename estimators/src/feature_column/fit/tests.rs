@@ -208,3 +208,33 @@ fn learned_normalizers_are_the_feature_statistics_of_the_input() {
         by_stats
     );
 }
+
+#[test]
+fn a_shaped_column_learns_one_normalizer_over_all_its_values() {
+    let schema = Schema::new()
+        .float("x[0]")
+        .float("x[1]")
+        .int("clicked")
+        .label("clicked");
+    let rows = [[1.0, 2.0], [3.0, 10.0]].map(|dense| Example {
+        dense: dense.to_vec(),
+        categorical: vec![],
+        label: Label::Class(0),
+    });
+    let shaped = numeric_column("x")
+        .with_shape([2])
+        .with_learned_normalizer();
+    let data = from_vec(rows.to_vec()).batch_columnar(2, false);
+    let fitted = fit_columns([shaped.into()], &schema, data).unwrap();
+    // Values 1, 2, 3, 10: mean 4, population variance (9 + 4 + 1 + 36) / 4.
+    let FeatureColumn::Numeric(column) = &fitted[0] else {
+        panic!("{fitted:?}")
+    };
+    let normalizer = column.normalizer.unwrap();
+    assert_eq!(normalizer.mean, 4.0);
+    assert!(
+        (normalizer.std - 12.5f32.sqrt()).abs() < 1e-6,
+        "{normalizer:?}"
+    );
+    assert_eq!(column.shape, [2]);
+}

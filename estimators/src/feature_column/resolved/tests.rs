@@ -5,6 +5,7 @@ use crate::feature_column::{
     bucketized_column, categorical_column_with_identity, categorical_column_with_vocabulary_list,
     embedding_column, indicator_column, numeric_column, shared_embeddings,
 };
+use estimator::export::DType;
 
 fn schema() -> Schema {
     Schema::new()
@@ -73,8 +74,11 @@ fn serving_inputs_list_each_key_once_with_its_type() {
         embedding_column(categorical_column_with_identity("n", 5), 2).into(),
     ];
     let resolved = ResolvedColumns::resolve(columns, &schema(), Layout::Dnn).unwrap();
+    let inputs: Vec<(String, DType)> = (resolved.serving_inputs().into_iter())
+        .map(|input| (input.name, input.dtype))
+        .collect();
     assert_eq!(
-        resolved.serving_inputs(),
+        inputs,
         [
             ("x".to_string(), DType::Float32),
             ("c".to_string(), DType::String),
@@ -241,4 +245,99 @@ fn columns_sharing_an_embedding_table_need_its_shape() {
     let text = serde_json::to_string(&shared).unwrap();
     let back: ResolvedColumns = serde_json::from_str(&text).unwrap();
     assert_eq!(back.embedding_table_of(), [0, 0]);
+}
+
+#[test]
+fn a_shaped_numeric_column_reads_its_values_and_is_served_as_one_input() {
+    let schema = Schema::new()
+        .float("x[0]")
+        .float("x[1]")
+        .float("x[2]")
+        .category("c")
+        .float("z")
+        .int("y")
+        .label("y");
+    let resolve = |columns: Vec<FeatureColumn>| {
+        ResolvedColumns::resolve(columns, &schema, Layout::Dnn).map_err(|e| e.to_string())
+    };
+    let shaped = numeric_column("x")
+        .with_shape([3])
+        .with_normalizer(1.0, 2.0);
+    let columns = vec![
+        numeric_column("z").into(),
+        shaped.clone().into(),
+        indicator_column(colour()).into(),
+    ];
+    let resolved = resolve(columns).unwrap();
+    assert_eq!(resolved.dense_width(), 1 + 3 + 4);
+    let names = resolved.dense_input_names();
+    assert_eq!(names[..4], ["z", "x#0", "x#1", "x#2"]);
+    let inputs: Vec<(String, DType, Vec<usize>)> = (resolved.serving_inputs().into_iter())
+        .map(|i| (i.name, i.dtype, i.shape))
+        .collect();
+    let want = [
+        ("z".to_string(), DType::Float32, vec![]),
+        ("x".to_string(), DType::Float32, vec![3]),
+        ("c".to_string(), DType::String, vec![]),
+    ];
+    assert_eq!(inputs, want);
+    // Every value normalised, in row order, after z.
+    let batch = ColumnarBatch::from_examples(&[datasets::Example {
+        dense: vec![3.0, 5.0, 7.0, 9.0],
+        categorical: vec!["red".into()],
+        label: datasets::Label::Class(0),
+    }])
+    .unwrap();
+    let device = Default::default();
+    let tensors = crate::InputTensors::<estimator::CpuBackend>::new(&resolved, &batch, &device);
+    let dense = tensors
+        .unwrap()
+        .dense
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(dense[..4], [9.0, 1.0, 2.0, 3.0]);
+
+    let err = resolve(vec![numeric_column("x").with_shape([3, 0]).into()]).unwrap_err();
+    assert!(
+        err.contains("'x': shape [3, 0] must hold from 1 to"),
+        "{err}"
+    );
+    let err = resolve(vec![numeric_column("x").with_shape([4]).into()]).unwrap_err();
+    assert!(
+        err.contains("'x[3]' (used by 'x') is not in the input"),
+        "{err}"
+    );
+    let bucketized = bucketized_column(numeric_column("x").with_shape([3]), [0.0]);
+    let err = resolve(vec![bucketized.into()]).unwrap_err();
+    assert!(err.contains("its numeric column has shape [3]"), "{err}");
+    // One value in a shape reads the key itself.
+    let one = resolve(vec![numeric_column("z").with_shape([1]).into()]).unwrap();
+    assert_eq!(one.serving_inputs()[0].shape, [1]);
+}
+
+#[test]
+fn a_shaped_column_may_not_share_its_name_with_an_input_another_column_reads() {
+    let schema = Schema::new()
+        .float("x")
+        .float("x[0]")
+        .float("x[1]")
+        .int("y")
+        .label("y");
+    let columns = vec![
+        numeric_column("x").into(),
+        numeric_column("x").with_shape([2]).into(),
+    ];
+    // Two columns of one name are refused as such; a bucketized one of `x` reads it too.
+    let err = ResolvedColumns::resolve(columns, &schema, Layout::Dnn).unwrap_err();
+    assert!(err.to_string().contains("given twice"), "{err}");
+    let columns = vec![
+        bucketized_column(numeric_column("x"), [0.0]).into(),
+        numeric_column("x").with_shape([2]).into(),
+    ];
+    let err = ResolvedColumns::resolve(columns, &schema, Layout::Dnn).unwrap_err();
+    let want = "feature column 'x' of shape [2] is served as the input 'x', which another \
+                column reads";
+    assert!(err.to_string().contains(want), "{err}");
 }
