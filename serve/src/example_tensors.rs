@@ -7,6 +7,10 @@ use datasets::tf_proto::{feature, Example};
 use estimator::export::{DType, InputTensors, TensorElements};
 use estimator::Signature;
 
+use crate::error::ServeError;
+use crate::example_instance::example_instance;
+use crate::inputs::Inputs;
+
 /// The input tensors of `examples`, each with the features of `context` under its own;
 /// `None` where an example is not of the common case.
 pub(crate) fn example_tensors(
@@ -39,6 +43,23 @@ pub(crate) fn example_tensors(
         })
         .collect::<Option<Vec<_>>>()?;
     InputTensors::new(signature, examples.len(), elements)
+}
+
+/// The rows of `examples`, each with the features of `context` under its own: their input
+/// tensors where every one is of the common case, else each one's instance, whose checks
+/// name what is wrong.
+pub(crate) fn example_inputs(
+    signature: &Signature,
+    examples: &[Example],
+    context: Option<&Example>,
+) -> Result<Inputs, ServeError> {
+    if let Some(tensors) = example_tensors(signature, examples, context) {
+        return Ok(Inputs::Tensors(tensors));
+    }
+    (examples.iter().enumerate())
+        .map(|(index, example)| example_instance(index, example, context, signature))
+        .collect::<Result<_, _>>()
+        .map(Inputs::Instances)
 }
 
 /// Feature `name` of `example`, else of `context`, if it holds `width` values.

@@ -36,6 +36,14 @@ impl Inputs {
         }
     }
 
+    /// The rows as instances, taken: tensors are cut into them.
+    pub fn into_instances(self) -> Vec<Instance> {
+        match self {
+            Inputs::Instances(instances) => instances,
+            Inputs::Tensors(tensors) => tensors.instances(),
+        }
+    }
+
     /// Whether its rows can join `other`'s in one prediction: both instances, or both
     /// tensors of the same inputs.
     pub(crate) fn joins(&self, other: &Inputs) -> bool {

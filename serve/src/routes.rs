@@ -8,7 +8,6 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use estimator::export::DType;
 use estimator::Signature;
 use serde_json::{json, Value};
 
@@ -25,9 +24,9 @@ use crate::request::{
 use crate::servable::{outputs_async, Outputs, Servable};
 use crate::server::Server;
 use crate::signatures::{NamedSignature, CLASSIFY, REGRESS};
-use crate::stacked::output_dtype;
 use crate::tensor_response::TensorResponse;
 use crate::versions::Which;
+use metadata::metadata_json;
 
 /// `name:verb` as its two parts.
 fn split_verb(segment: &str) -> Result<(&str, &str), ServeError> {
@@ -108,60 +107,6 @@ pub(crate) async fn metadata_of(
     let which = Which::parse(&kind, &which)?;
     let (version, servable) = server.servable(&model, &which)?;
     Ok(Json(metadata_json(&model, version, servable.signature())))
-}
-
-fn tf_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Float32 => "DT_FLOAT",
-        DType::Int64 => "DT_INT64",
-        DType::String => "DT_STRING",
-    }
-}
-
-/// TF Serving's metadata answer: every signature the export answers to.
-fn metadata_json(model: &str, version: u64, signature: &Signature) -> Value {
-    let tensor = |dtype: &str, per_example: &[usize], name: &str| {
-        let mut dims = vec![json!({ "size": "-1", "name": "" })];
-        dims.extend(
-            per_example
-                .iter()
-                .map(|d| json!({ "size": d.to_string(), "name": "" })),
-        );
-        json!({
-            "dtype": dtype,
-            "tensor_shape": { "dim": dims, "unknown_rank": false },
-            "name": format!("{name}:0")
-        })
-    };
-    let inputs: serde_json::Map<String, Value> = signature
-        .inputs
-        .iter()
-        .map(|i| (i.name.clone(), tensor(tf_name(i.dtype), &i.shape, &i.name)))
-        .collect();
-    let definitions: serde_json::Map<String, Value> = NamedSignature::all(signature)
-        .into_iter()
-        .map(|named| {
-            let outputs: serde_json::Map<String, Value> = named
-                .output_names(signature)
-                .iter()
-                .map(|name| {
-                    let dtype = tf_name(output_dtype(named.key_of(name)));
-                    let shape = named.output_shape(signature, name);
-                    (name.clone(), tensor(dtype, shape, name))
-                })
-                .collect();
-            let definition = json!({
-                "inputs": inputs,
-                "outputs": outputs,
-                "method_name": named.method
-            });
-            (named.name.to_string(), definition)
-        })
-        .collect();
-    json!({
-        "model_spec": { "name": model, "signature_name": "", "version": version.to_string() },
-        "metadata": { "signature_def": { "signature_def": definitions } }
-    })
 }
 
 pub(crate) async fn prometheus(State(server): State<Server>) -> String {
@@ -398,74 +343,6 @@ impl Call {
     }
 }
 
+mod metadata;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::limits::Limits;
-    use crate::server::testing::serving;
-
-    #[tokio::test]
-    async fn only_the_methods_there_are_get_a_latency_and_every_request_is_counted() {
-        let signature = Signature::new().with_input("x", DType::Float32);
-        let server = serving("m", signature, Limits::default());
-        for verb in ["predict", "no_such_method_0", "no_such_method_1"] {
-            let body = Ok(Bytes::from_static(b"{}"));
-            let answer = run(server.clone(), "m".into(), Which::Newest, verb.into(), body).await;
-            assert!(answer.is_err());
-        }
-        let text = server.metrics.render();
-        assert!(text.contains("API=\"predict\""), "{text}");
-        assert!(!text.contains("no_such_method"), "{text}");
-        let errors = r#"request_count{model_name="m",status="ERROR"} 3"#;
-        assert!(text.contains(errors), "{text}");
-    }
-
-    #[test]
-    fn common_bodies_are_read_into_tensors_and_the_rest_as_json_with_the_same_errors() {
-        let signature = Signature::new()
-            .with_input("x", DType::Float32)
-            .with_input("city", DType::String);
-        let signature = Signature {
-            outputs: vec!["all_classes".into(), "probabilities".into()],
-            ..signature
-        };
-        let tensors = |verb: &str, body: &str| {
-            let call = Call::from_tensors(verb, body.as_bytes(), &signature, true);
-            call.map(|call| call.map(|call| (call.inputs.len(), call.answer)))
-        };
-        let json = |verb: &str, body: &str| {
-            let body = serde_json::from_str(body).unwrap();
-            Call::parse(verb, body, &signature, true).map(|call| call.inputs.len())
-        };
-        let rows = r#"[{"x": 1, "city": "a"}, {"x": 2, "city": "b"}]"#;
-        let predict = format!(r#"{{"instances": {rows}}}"#);
-        assert!(matches!(
-            tensors("predict", &predict),
-            Ok(Some((2, Answer::Predict(Format::Row, _, _))))
-        ));
-        let classify = format!(r#"{{"examples": {rows}, "signature_name": "classification"}}"#);
-        assert!(matches!(
-            tensors("classify", &classify),
-            Ok(Some((2, Answer::Classify)))
-        ));
-        // A form left to the JSON reading, and a verb that is no method.
-        let twice = r#"{"instances": [], "instances": [{"x": 1, "city": "a"}]}"#;
-        assert!(matches!(tensors("predict", twice), Ok(None)));
-        assert_eq!(json("predict", twice).unwrap(), 1);
-        assert!(matches!(tensors("explain", &predict), Ok(None)));
-        // Read into tensors, refused as the JSON reading refuses it.
-        for (verb, body) in [
-            ("regress", classify.clone()),
-            (
-                "predict",
-                format!(r#"{{"instances": {rows}, "signature_name": "no"}}"#),
-            ),
-        ] {
-            let Err(from_tensors) = tensors(verb, &body) else {
-                panic!("{verb} {body} was accepted");
-            };
-            let from_json = json(verb, &body).unwrap_err();
-            assert_eq!(from_tensors.to_string(), from_json.to_string());
-        }
-    }
-}
+mod tests;

@@ -10,8 +10,7 @@ use serde_json::Value;
 
 use crate::b64;
 use crate::error::ServeError;
-use crate::example_instance::example_instance;
-use crate::example_tensors::example_tensors;
+use crate::example_tensors::example_inputs;
 use crate::inputs::Inputs;
 
 /// The names TF's parsing serving inputs give their one input of serialized examples.
@@ -50,20 +49,12 @@ pub(crate) fn serialized_examples(
     Some(inputs(encoded, signature))
 }
 
-/// The rows of the `encoded` examples: the input tensors where every example is of their
-/// common case (`example_tensors.rs`), else each example's instance, whose checks name
-/// what is wrong.
+/// The rows of the `encoded` examples ([`example_inputs`]).
 fn inputs(encoded: Vec<&str>, signature: &Signature) -> Result<Inputs, ServeError> {
     let examples = (encoded.into_iter().enumerate())
         .map(decoded)
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(tensors) = example_tensors(signature, &examples, None) {
-        return Ok(Inputs::Tensors(tensors));
-    }
-    (examples.iter().enumerate())
-        .map(|(index, example)| example_instance(index, example, None, signature))
-        .collect::<Result<_, _>>()
-        .map(Inputs::Instances)
+    example_inputs(signature, &examples, None)
 }
 
 /// The one member of object `value` when it is the input of a parsing serving input:

@@ -6,10 +6,10 @@ use estimator::export::Instance;
 use estimator::Signature;
 
 use super::proto::tensorflow::serving::{input, Input};
-use super::tensors::Decoded;
 use crate::error::ServeError;
 use crate::example_instance::example_instance;
-use crate::example_tensors::example_tensors;
+use crate::example_tensors::example_inputs;
+use crate::inputs::Inputs;
 use crate::request::check_context;
 
 /// The examples of a Classify or Regress call's input, and its context.
@@ -30,14 +30,11 @@ pub(super) fn decoded(
     context: Option<&Example>,
     signature: &Signature,
     tensors: bool,
-) -> Result<Decoded, ServeError> {
+) -> Result<Inputs, ServeError> {
     check_size(examples, context)?;
-    match tensors
-        .then(|| example_tensors(signature, examples, context))
-        .flatten()
-    {
-        Some(tensors) => Ok(Decoded::Tensors(tensors)),
-        None => each_instance(examples, context, signature).map(Decoded::Examples),
+    match tensors {
+        true => example_inputs(signature, examples, context),
+        false => each_instance(examples, context, signature).map(Inputs::Instances),
     }
 }
 

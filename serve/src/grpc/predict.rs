@@ -9,8 +9,9 @@ use estimator::export::{InputTensors, ServingTensor};
 
 use super::examples;
 use super::proto::tensorflow::TensorProto;
-use super::tensors::{self, Decoded};
+use super::tensors;
 use crate::error::ServeError;
+use crate::inputs::Inputs;
 use crate::servable::{predict_async, Outputs, Servable};
 use crate::server::Server;
 use crate::signatures::NamedSignature;
@@ -27,21 +28,19 @@ impl Server {
         &self,
         servable: &Arc<dyn Servable>,
         count: usize,
-        decode: impl FnOnce() -> Result<Decoded, ServeError>,
+        decode: impl FnOnce() -> Result<Inputs, ServeError>,
         keys: Vec<String>,
     ) -> Result<Outputs, ServeError> {
         let _room = self.budget.admit_count(count).await?;
         let inline = count <= INLINE_INSTANCES;
         let decoded = match decode()? {
-            Decoded::Tensors(inputs) => {
-                match tensors_async(servable, inputs, keys, inline).await? {
-                    Ok(tensors) => return Ok(Outputs::Tensors(tensors)),
-                    Err(inputs) => Decoded::Tensors(inputs),
-                }
-            }
-            examples => examples,
+            Inputs::Tensors(inputs) => match tensors_async(servable, inputs, keys, inline).await? {
+                Ok(tensors) => return Ok(Outputs::Tensors(tensors)),
+                Err(inputs) => Inputs::Tensors(inputs),
+            },
+            instances => instances,
         };
-        let instances = decoded.instances();
+        let instances = decoded.into_instances();
         Ok(Outputs::Json(
             predict_async(Arc::clone(servable), instances, inline).await?,
         ))

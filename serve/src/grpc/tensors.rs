@@ -13,26 +13,8 @@ use prost::Message;
 
 use super::proto::tensorflow::{DataType, TensorProto};
 use crate::error::ServeError;
-use crate::example_instance::example_instance;
-use crate::example_tensors::example_tensors;
-
-/// What a Predict call's `inputs` hold.
-pub(crate) enum Decoded {
-    /// A tensor for each input of the signature.
-    Tensors(InputTensors),
-    /// Serialized tf.Examples not all of the common case, read into instances.
-    Examples(Vec<Instance>),
-}
-
-impl Decoded {
-    /// The request's instances.
-    pub(crate) fn instances(self) -> Vec<Instance> {
-        match self {
-            Decoded::Tensors(inputs) => inputs.instances(),
-            Decoded::Examples(instances) => instances,
-        }
-    }
-}
+use crate::example_tensors::example_inputs;
+use crate::inputs::Inputs;
 
 /// A Predict call's `inputs`: each signature input's tensor, its first dimension the batch,
 /// or serialized tf.Examples (as tensors too where they are well formed). An input the signature lacks, a missing one, another element
@@ -41,7 +23,7 @@ impl Decoded {
 pub(crate) fn decoded(
     signature: &Signature,
     inputs: &HashMap<String, TensorProto>,
-) -> Result<Decoded, ServeError> {
+) -> Result<Inputs, ServeError> {
     let names = || {
         let names: Vec<&str> = signature.inputs.iter().map(|i| i.name.as_str()).collect();
         names.join(", ")
@@ -84,7 +66,7 @@ pub(crate) fn decoded(
     }
     let batch = batch.map_or(0, |(_, rows)| rows);
     InputTensors::new(signature, batch, columns)
-        .map(Decoded::Tensors)
+        .map(Inputs::Tensors)
         .ok_or_else(|| ServeError::Internal("the checked inputs do not fit the signature".into()))
 }
 
@@ -93,7 +75,7 @@ pub(crate) fn instances(
     signature: &Signature,
     inputs: &HashMap<String, TensorProto>,
 ) -> Result<Vec<Instance>, ServeError> {
-    decoded(signature, inputs).map(Decoded::instances)
+    decoded(signature, inputs).map(Inputs::into_instances)
 }
 
 /// How many instances a Predict call's `inputs` declare: the largest first dimension, or the
@@ -131,7 +113,7 @@ fn examples_input<'a>(
 fn serialized_examples(
     signature: &Signature,
     inputs: &HashMap<String, TensorProto>,
-) -> Option<Result<Decoded, ServeError>> {
+) -> Option<Result<Inputs, ServeError>> {
     let (name, tensor) = examples_input(signature, inputs)?;
     let examples = (tensor.string_val.iter().enumerate())
         .map(|(index, bytes)| {
@@ -142,15 +124,7 @@ fn serialized_examples(
             })
         })
         .collect::<Result<Vec<_>, _>>();
-    let decoded = examples.and_then(|examples| {
-        if let Some(tensors) = example_tensors(signature, &examples, None) {
-            return Ok(Decoded::Tensors(tensors));
-        }
-        (examples.iter().enumerate())
-            .map(|(index, example)| example_instance(index, example, None, signature))
-            .collect::<Result<_, _>>()
-            .map(Decoded::Examples)
-    });
+    let decoded = examples.and_then(|examples| example_inputs(signature, &examples, None));
     Some(decoded)
 }
 
