@@ -72,14 +72,16 @@ fn a_rank_with_another_ca_or_no_certificate_is_refused_at_once() {
             // Rank 0 finds the stranger's server speaks no TLS.
             assert!(messages[0].contains("TLS: "), "{messages:?}");
         } else {
-            // The stranger learns its certificate was refused, not that rank 0 is away. Rank
-            // 0 cannot verify the stranger's server — unless the stranger, refused first,
-            // has already shut it down, and rank 0 finds nobody there.
-            assert!(messages[1].contains("TLS: "), "{messages:?}");
+            // Each side refuses the other's certificate, naming the peer. The side that does
+            // so first shuts its server down, so the other may find nobody there instead: a
+            // race either side can win on a busy machine. One of them says TLS.
+            let refused = |m: &String| m.contains("TLS: ");
+            let away = |m: &String| m.contains("could not be reached");
             assert!(
-                messages[0].contains("TLS: ") || messages[0].contains("could not be reached"),
+                messages.iter().all(|m| refused(m) || away(m)),
                 "{messages:?}"
             );
+            assert!(messages.iter().any(refused), "{messages:?}");
         }
     }
 }
