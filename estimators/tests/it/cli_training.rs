@@ -241,18 +241,24 @@ fn a_warm_start_from_other_data_follows_each_category_to_its_row() {
     }
 }
 
-#[test]
-fn a_vocabulary_file_gives_a_category_its_ids_and_a_resumed_model_keeps_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("colours.csv");
+/// `dir/colours.csv`: a number, the colour of each of `colours` and a label, one row each.
+fn colours_csv(dir: &Path, colours: &[&str]) -> std::path::PathBuf {
+    let csv = dir.join("colours.csv");
     let mut text = String::from("x,colour,label\n");
-    for (i, colour) in ["red", "green", "blue", "red", "green", "purple"]
-        .iter()
-        .enumerate()
-    {
+    for (i, colour) in colours.iter().enumerate() {
         text += &format!("{i}.5,{colour},{}\n", i % 2);
     }
     std::fs::write(&csv, text).unwrap();
+    csv
+}
+
+#[test]
+fn a_vocabulary_file_gives_a_category_its_ids_and_a_resumed_model_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = colours_csv(
+        dir.path(),
+        &["red", "green", "blue", "red", "green", "purple"],
+    );
     let listed = |name: &str, text: &str| {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
@@ -322,15 +328,10 @@ fn a_vocabulary_file_gives_a_category_its_ids_and_a_resumed_model_keeps_them() {
 #[test]
 fn an_embedding_dimension_feeds_a_category_as_a_learned_vector_kept_on_resume() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("colours.csv");
-    let mut text = String::from("x,colour,label\n");
-    for (i, colour) in ["red", "green", "blue", "red", "purple", "green"]
-        .iter()
-        .enumerate()
-    {
-        text += &format!("{i}.5,{colour},{}\n", i % 2);
-    }
-    std::fs::write(&csv, text).unwrap();
+    let csv = colours_csv(
+        dir.path(),
+        &["red", "green", "blue", "red", "purple", "green"],
+    );
     let run_with = |model: &Path, steps: &str, flag: &str| {
         run(bin()
             .args(["train", "--train"])

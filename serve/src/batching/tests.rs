@@ -258,8 +258,8 @@ fn tensors(xs: &[f32]) -> InputTensors {
     InputTensors::new(&x_signature(), xs.len(), elements).unwrap()
 }
 
-#[test]
-fn tensor_calls_asking_the_same_outputs_share_predictions_and_get_their_rows() {
+/// A doubler of input `x` and its batching, which waits 100 ms for up to 64 instances.
+fn waiting_doubler() -> (Arc<Doubler>, Batched) {
     let model = Arc::new(Doubler {
         signature: x_signature(),
         ..Doubler::default()
@@ -270,6 +270,12 @@ fn tensor_calls_asking_the_same_outputs_share_predictions_and_get_their_rows() {
         ..Batching::default()
     };
     let batched = Batched::new(Arc::clone(&model) as Arc<dyn Servable>, batching);
+    (model, batched)
+}
+
+#[test]
+fn tensor_calls_asking_the_same_outputs_share_predictions_and_get_their_rows() {
+    let (model, batched) = waiting_doubler();
     let later = |xs: &[f32], key: &str| {
         let keys = vec![key.to_string()];
         batched
@@ -316,16 +322,7 @@ fn tensors_a_servable_does_not_lay_out_are_answered_from_its_instances() {
 
 #[test]
 fn rest_calls_asking_the_same_outputs_share_predictions_and_get_their_rows_in_their_form() {
-    let model = Arc::new(Doubler {
-        signature: x_signature(),
-        ..Doubler::default()
-    });
-    let batching = Batching {
-        max_batch_size: 64,
-        batch_timeout: Duration::from_millis(100),
-        ..Batching::default()
-    };
-    let batched = Batched::new(Arc::clone(&model) as Arc<dyn Servable>, batching);
+    let (model, batched) = waiting_doubler();
     let later = |k: usize, key: &str| {
         let xs = [k as f64, 10.0 + k as f64];
         // Calls 2 and 3 send tensors (as a REST body read straight into them), the
