@@ -3,8 +3,9 @@
 //! protoc is needed.
 //!
 //! - The gRPC services (`PredictionService`, `ModelService`: servers, and clients for Rust
-//!   programs and the tests) and their messages, as Rust code; tf.Example is `datasets`' own.
-//!   So is `PredictionLog`, the record of a model's warmup requests.
+//!   programs and the tests) and their messages, and `PredictionLog`, the record of a
+//!   model's warmup requests, as Rust code. Classify's tf.Examples are their serialized
+//!   bytes (`Bytes`), read in place.
 //! - The descriptors of the configuration messages (the model server config, the batching
 //!   parameters, the monitoring and SSL configs), from which TF Serving's files in protobuf
 //!   text format are read.
@@ -33,12 +34,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(&protoc);
     tonic_prost_build::configure()
-        .extern_path(".tensorflow.Example", "::datasets::tf_proto::Example")
-        .extern_path(".tensorflow.Features", "::datasets::tf_proto::Features")
-        .extern_path(".tensorflow.Feature", "::datasets::tf_proto::Feature")
-        .extern_path(".tensorflow.BytesList", "::datasets::tf_proto::BytesList")
-        .extern_path(".tensorflow.FloatList", "::datasets::tf_proto::FloatList")
-        .extern_path(".tensorflow.Int64List", "::datasets::tf_proto::Int64List")
+        // Classify's serialized examples, as slices of the received message.
+        .bytes(".tensorflow.serving.ExampleList")
+        .bytes(".tensorflow.serving.ExampleListWithContext")
         .compile_with_config(
             config,
             &SERVICES.map(PathBuf::from),

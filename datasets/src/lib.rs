@@ -142,8 +142,9 @@ pub use sources::tf_example::example_proto as tf_proto;
 pub use sources::{
     from_fn, from_vec, infer_parquet_schema, masked_crc32c, open_regular, parquet_column_names,
     read_idx, table_indices, BadRowPolicy, CsvDataset, CsvOptions, DType, FeatureConfig,
-    FeatureSpec, FixedLenFeature, Generator, IdxArray, IdxDataset, ParquetBatches, ParquetDataset,
-    RowCounter, TableIndices, TfExampleBatches, TfExampleDataset, TfRecordCompression,
-    TfRecordDataset, TfRecordWriter, VarLenFeature, VecDataset,
+    FeatureLocator, FeatureSpec, FeatureValues, FixedLenFeature, Generator, IdxArray, IdxDataset,
+    ListKind, Located, ParquetBatches, ParquetDataset, RowCounter, TableIndices, TfExampleBatches,
+    TfExampleDataset, TfRecordCompression, TfRecordDataset, TfRecordWriter, VarLenFeature,
+    VecDataset, WireError,
 };
 pub use stats::{FeatureStats, StatsAccumulator};

@@ -21,7 +21,7 @@ pub use parquet::{infer_parquet_schema, parquet_column_names, ParquetBatches, Pa
 pub use regular::open_regular;
 pub use table_indices::{table_indices, TableIndices};
 pub use tf_example::{
-    DType, FeatureConfig, FeatureSpec, FixedLenFeature, TfExampleBatches, TfExampleDataset,
-    VarLenFeature,
+    DType, FeatureConfig, FeatureLocator, FeatureSpec, FeatureValues, FixedLenFeature, ListKind,
+    Located, TfExampleBatches, TfExampleDataset, VarLenFeature, WireError,
 };
 pub use tfrecord::{masked_crc32c, TfRecordCompression, TfRecordDataset, TfRecordWriter};

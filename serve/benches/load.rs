@@ -1,8 +1,8 @@
 //! Load on estimator-serve over loopback: Iris predictions from keep-alive REST clients
 //! (`:predict`) and gRPC clients (PredictionService's Predict), with server-side batching
 //! off, on, and (REST) on with two batching threads, then gRPC Predict of serialized
-//! tf.Examples, gRPC Classify of tf.Examples, REST `:classify` and REST `:predict` of
-//! serialized tf.Examples (batching off), interleaved by round.
+//! tf.Examples, gRPC Classify of tf.Examples (its request encoded once), REST `:classify`
+//! and REST `:predict` of serialized tf.Examples (batching off), interleaved by round.
 //!
 //! Run: `cargo bench --bench load` (add `-- --rounds 3 --seconds 5 --clients 16`; with
 //! `--instances N`, each request holds N instances instead of one: rates are still
@@ -30,7 +30,7 @@ use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::{EstimatorExt, OptimizerSpec, RunConfig, TrainSpec};
 use estimator_serve::grpc::proto::tensorflow::serving::prediction_service_client::PredictionServiceClient;
 use estimator_serve::grpc::proto::tensorflow::serving::{
-    input, ClassificationRequest, ExampleList, Input, ModelSpec, PredictRequest,
+    ClassificationResponse, ModelSpec, PredictRequest,
 };
 use estimator_serve::grpc::proto::tensorflow::tensor_shape_proto::Dim;
 use estimator_serve::grpc::proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
@@ -40,6 +40,11 @@ use estimator_serve::{
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
 use prost::Message;
+use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::codegen::{BufMut, Bytes};
+use tonic::Status;
+use tonic_prost::ProstDecoder;
 
 /// The server's allocator, as the `estimator-serve` binary runs with (the clients share it).
 #[global_allocator]
@@ -166,6 +171,7 @@ fn start(base: &Path, batching: Option<Batching>, limits: Limits, intra_op: usiz
 /// instances that holds.
 struct GrpcClient {
     runtime: tokio::runtime::Runtime,
+    channel: tonic::transport::Channel,
     client: PredictionServiceClient<tonic::transport::Channel>,
     request: GrpcRequest,
     instances: usize,
@@ -174,7 +180,37 @@ struct GrpcClient {
 /// A gRPC call of the load.
 enum GrpcRequest {
     Predict(PredictRequest),
-    Classify(ClassificationRequest),
+    /// A ClassificationRequest, encoded once.
+    Classify(Bytes),
+}
+
+/// A call whose request was encoded before the load: tonic sends its bytes as they are, so
+/// the clients' work does not depend on how the server's build declares the message.
+struct PreEncoded;
+
+impl Codec for PreEncoded {
+    type Encode = Bytes;
+    type Decode = ClassificationResponse;
+    type Encoder = PreEncoded;
+    type Decoder = ProstDecoder<ClassificationResponse>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        PreEncoded
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ProstDecoder::default()
+    }
+}
+
+impl Encoder for PreEncoded {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
 }
 
 /// One client's connection.
@@ -206,12 +242,12 @@ impl Client {
                     .enable_all()
                     .build()
                     .unwrap();
-                let url = started.grpc_url.clone();
-                let client = runtime
-                    .block_on(PredictionServiceClient::connect(url))
-                    .unwrap();
+                let endpoint = tonic::transport::Endpoint::new(started.grpc_url.clone());
+                let channel = runtime.block_on(endpoint.unwrap().connect()).unwrap();
+                let client = PredictionServiceClient::new(channel.clone());
                 Client::Grpc(Box::new(GrpcClient {
                     runtime,
+                    channel,
                     client,
                     request: match transport {
                         Transport::GrpcExamples => {
@@ -247,10 +283,17 @@ impl Client {
                         let answer = grpc.runtime.block_on(call).expect("a prediction");
                         answer.into_inner().outputs["classes"].string_val.len()
                     }
-                    GrpcRequest::Classify(request) => {
-                        let call = grpc.client.classify(request.clone());
-                        let answer = grpc.runtime.block_on(call).expect("a classification");
-                        answer.into_inner().result.unwrap().classifications.len()
+                    GrpcRequest::Classify(body) => {
+                        let mut call = tonic::client::Grpc::new(grpc.channel.clone());
+                        let path = "/tensorflow.serving.PredictionService/Classify";
+                        let request = tonic::Request::new(body.clone());
+                        let answer = grpc.runtime.block_on(async {
+                            call.ready().await.unwrap();
+                            let path = PathAndQuery::from_static(path);
+                            call.unary(request, path, PreEncoded).await
+                        });
+                        let answer = answer.expect("a classification").into_inner();
+                        answer.result.unwrap().classifications.len()
                     }
                 };
                 assert_eq!(answered, grpc.instances);
@@ -272,17 +315,22 @@ fn example() -> Example {
     }
 }
 
-/// `instances` copies of [`INSTANCE`] as the examples of a Classify request.
-fn classify_request(instances: usize) -> ClassificationRequest {
-    let list = ExampleList {
-        examples: vec![example(); instances],
-    };
-    ClassificationRequest {
-        model_spec: grpc_request(0).model_spec,
-        input: Some(Input {
-            kind: Some(input::Kind::ExampleList(list)),
-        }),
+/// `instances` copies of [`INSTANCE`] as the examples of a Classify request, encoded field
+/// by field (its `ExampleList` holds each tf.Example as a message, which is bytes on the wire).
+fn classify_request(instances: usize) -> Bytes {
+    use prost::encoding::{bytes, message};
+    let example = example().encode_to_vec();
+    let mut list = Vec::new();
+    for _ in 0..instances {
+        bytes::encode(1, &example, &mut list);
     }
+    let mut input = Vec::new();
+    bytes::encode(1, &list, &mut input); // Input.example_list
+    let mut request = Vec::new();
+    let spec = grpc_request(0).model_spec.unwrap();
+    message::encode(1, &spec, &mut request); // ClassificationRequest.model_spec
+    bytes::encode(2, &input, &mut request); // ClassificationRequest.input
+    Bytes::from(request)
 }
 
 /// `instances` copies of [`INSTANCE`] as serialized tf.Examples, the one string tensor

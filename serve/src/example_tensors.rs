@@ -6,9 +6,11 @@
 use datasets::tf_proto::{feature, Example};
 use estimator::export::{DType, InputTensors, TensorElements};
 use estimator::Signature;
+use prost::Message;
 
 use crate::error::ServeError;
 use crate::example_instance::example_instance;
+use crate::example_wire::serialized_example_tensors;
 use crate::inputs::Inputs;
 
 /// The input tensors of `examples`, each with the features of `context` under its own;
@@ -60,6 +62,35 @@ pub(crate) fn example_inputs(
         .map(|(index, example)| example_instance(index, example, context, signature))
         .collect::<Result<_, _>>()
         .map(Inputs::Instances)
+}
+
+/// The rows of serialized `examples`, each with the features of `context` (its bytes and
+/// their decoding): read in place into their input tensors where every one is of the common
+/// case, else decoded ([`example_inputs`]). `not_an_example(index, error)` refuses one whose
+/// bytes are not a tf.Example.
+pub(crate) fn serialized_example_inputs<B: AsRef<[u8]>>(
+    signature: &Signature,
+    examples: &[B],
+    context: Option<(&[u8], &Example)>,
+    not_an_example: impl Fn(usize, prost::DecodeError) -> ServeError,
+) -> Result<Inputs, ServeError> {
+    let context_bytes = context.map_or(&[][..], |(bytes, _)| bytes);
+    if let Some(tensors) = serialized_example_tensors(signature, examples, context_bytes) {
+        return Ok(Inputs::Tensors(tensors));
+    }
+    let examples = decoded_examples(examples, not_an_example)?;
+    example_inputs(signature, &examples, context.map(|(_, example)| example))
+}
+
+/// Each of the serialized `examples`, decoded; `not_an_example(index, error)` refuses one
+/// that is not a tf.Example.
+pub(crate) fn decoded_examples<B: AsRef<[u8]>>(
+    examples: &[B],
+    not_an_example: impl Fn(usize, prost::DecodeError) -> ServeError,
+) -> Result<Vec<Example>, ServeError> {
+    (examples.iter().enumerate())
+        .map(|(index, bytes)| Example::decode(bytes.as_ref()).map_err(|e| not_an_example(index, e)))
+        .collect()
 }
 
 /// Feature `name` of `example`, else of `context`, if it holds `width` values.

@@ -24,6 +24,7 @@ mod dir_stamp;
 mod error;
 mod example_instance;
 mod example_tensors;
+mod example_wire;
 mod flag_spelling;
 pub mod grpc;
 mod grpc_channel_arguments;

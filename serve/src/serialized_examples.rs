@@ -2,15 +2,13 @@
 //! takes them over TF Serving's REST API: binary values (`{"b64": "..."}`), each a tf.Example
 //! whose features are the instance's.
 
-use datasets::tf_proto::Example;
 use estimator::export::DType;
 use estimator::Signature;
-use prost::Message;
 use serde_json::Value;
 
 use crate::b64;
 use crate::error::ServeError;
-use crate::example_tensors::example_inputs;
+use crate::example_tensors::serialized_example_inputs;
 use crate::inputs::Inputs;
 
 /// The names TF's parsing serving inputs give their one input of serialized examples.
@@ -49,12 +47,17 @@ pub(crate) fn serialized_examples(
     Some(inputs(encoded, signature))
 }
 
-/// The rows of the `encoded` examples ([`example_inputs`]).
+/// The rows of the `encoded` examples ([`serialized_example_inputs`]).
 fn inputs(encoded: Vec<&str>, signature: &Signature) -> Result<Inputs, ServeError> {
     let examples = (encoded.into_iter().enumerate())
-        .map(decoded)
+        .map(|(index, encoded)| b64::decode(encoded, || format!("instance {index}")))
         .collect::<Result<Vec<_>, _>>()?;
-    example_inputs(signature, &examples, None)
+    let not_an_example = |index, e| {
+        ServeError::BadRequest(format!(
+            "instance {index} is not a serialized tf.Example ({e})"
+        ))
+    };
+    serialized_example_inputs(signature, &examples, None, not_an_example)
 }
 
 /// The one member of object `value` when it is the input of a parsing serving input:
@@ -67,16 +70,6 @@ fn parsing_member<'a>(value: &'a Value, signature: &Signature) -> Option<&'a Val
     let parsing_input = EXAMPLES_INPUTS.contains(&name.as_str())
         && !signature.inputs.iter().any(|input| &input.name == name);
     parsing_input.then_some(value)
-}
-
-/// Instance `index`'s tf.Example, decoded from its base64 text.
-fn decoded((index, encoded): (usize, &str)) -> Result<Example, ServeError> {
-    let bytes = b64::decode(encoded, || format!("instance {index}"))?;
-    Example::decode(bytes.as_slice()).map_err(|e| {
-        ServeError::BadRequest(format!(
-            "instance {index} is not a serialized tf.Example ({e})"
-        ))
-    })
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 
 mod batches;
 pub mod example_proto;
+mod feature_locator;
+mod feature_values;
 mod field_walk;
 mod parser;
 mod spec;
@@ -16,6 +18,9 @@ use crate::{ColumnarBatch, Dataset, Error, Example, Position, Schema};
 use parser::{ExampleParser, Found};
 
 pub use batches::TfExampleBatches;
+pub use feature_locator::{FeatureLocator, Located};
+pub use feature_values::{FeatureValues, ListKind};
+pub use field_walk::WireError;
 pub use spec::{DType, FeatureConfig, FeatureSpec, FixedLenFeature, VarLenFeature};
 
 /// tf.Examples from TFRecord files, as rows laid out by a [`FeatureSpec`] (what

@@ -1,5 +1,6 @@
 //! Each case through both paths: where the tensors are made, they hold what the instances'
-//! helpers read; where they are not, the instances are refused.
+//! helpers read; where they are not, the instances are refused. The examples' bytes read in
+//! place make the same tensors, or none.
 
 use std::collections::HashMap;
 
@@ -110,6 +111,11 @@ fn both_paths_of(
     context: Option<&Example>,
 ) -> Option<InputTensors> {
     let tensors = example_tensors(signature, examples, context);
+    // Read in place from the examples' bytes, the same tensors or none.
+    let encoded: Vec<Vec<u8>> = examples.iter().map(Message::encode_to_vec).collect();
+    let context_bytes = context.map(Message::encode_to_vec).unwrap_or_default();
+    let in_place = serialized_example_tensors(signature, &encoded, &context_bytes);
+    assert_eq!(in_place, tensors, "read in place");
     let instances: Result<Vec<Instance>, String> = (examples.iter().enumerate())
         .map(|(i, e)| example_instance(i, e, context, signature).map_err(|e| e.to_string()))
         .collect();

@@ -37,7 +37,7 @@ impl Server {
                     keys.push(key.to_string());
                 }
             }
-            let answer = (self.examples_answer(&servable, &list, context, keys.clone())).await?;
+            let answer = (self.examples_answer(&servable, &list, &context, keys.clone())).await?;
             let answers = tasks
                 .into_iter()
                 .map(|(spec, method, named)| {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datasets::tf_proto::Example;
+use bytes::Bytes;
 use estimator::export::{InputTensors, ServingTensor};
 
 use super::examples;
@@ -52,14 +52,14 @@ impl Server {
     pub(super) async fn examples_answer(
         &self,
         servable: &Arc<dyn Servable>,
-        examples: &[Example],
-        context: Option<Example>,
+        examples: &[Bytes],
+        context: &[u8],
         keys: impl Into<Vec<String>>,
     ) -> Result<Outputs, ServeError> {
         let keys: Vec<String> = keys.into();
         let signature = servable.signature();
         let has_keys = keys.iter().all(|key| signature.outputs.contains(key));
-        let decode = || examples::decoded(examples, context.as_ref(), signature, has_keys);
+        let decode = || examples::decoded(examples, context, signature, has_keys);
         self.answer(servable, examples.len(), decode, keys).await
     }
 

@@ -72,7 +72,7 @@ impl PredictionService for Server {
                 let (list, context) = examples::list(request.input)?;
                 let keys = ["all_classes", "probabilities"].map(String::from);
                 let answer = self
-                    .examples_answer(&servable, &list, context, keys)
+                    .examples_answer(&servable, &list, &context, keys)
                     .await?;
                 Ok(ClassificationResponse {
                     model_spec: Some(answered(&spec, version, &named)),
@@ -99,7 +99,7 @@ impl PredictionService for Server {
                 let (list, context) = examples::list(request.input)?;
                 let keys = vec!["predictions".to_string()];
                 let answer = self
-                    .examples_answer(&servable, &list, context, keys)
+                    .examples_answer(&servable, &list, &context, keys)
                     .await?;
                 Ok(RegressionResponse {
                     model_spec: Some(answered(&spec, version, &named)),
@@ -329,7 +329,7 @@ mod tests {
         let not_utf8 = feature::Kind::BytesList(BytesList {
             value: vec![vec![0xff]],
         });
-        let examples = vec![example("x", not_utf8); 3];
+        let examples = vec![example("x", not_utf8).encode_to_vec().into(); 3];
         let input = Some(Input {
             kind: Some(input::Kind::ExampleList(ExampleList { examples })),
         });

@@ -6,14 +6,12 @@
 
 use std::collections::HashMap;
 
-use datasets::tf_proto::Example;
 use estimator::export::{DType, InputTensors, Instance, TensorElements};
 use estimator::Signature;
-use prost::Message;
 
 use super::proto::tensorflow::{DataType, TensorProto};
 use crate::error::ServeError;
-use crate::example_tensors::example_inputs;
+use crate::example_tensors::serialized_example_inputs;
 use crate::inputs::Inputs;
 
 /// A Predict call's `inputs`: each signature input's tensor, its first dimension the batch,
@@ -115,16 +113,12 @@ fn serialized_examples(
     inputs: &HashMap<String, TensorProto>,
 ) -> Option<Result<Inputs, ServeError>> {
     let (name, tensor) = examples_input(signature, inputs)?;
-    let examples = (tensor.string_val.iter().enumerate())
-        .map(|(index, bytes)| {
-            Example::decode(bytes.as_slice()).map_err(|e| {
-                bad(format!(
-                    "input '{name}': value {index} is not a serialized tf.Example: {e}"
-                ))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>();
-    let decoded = examples.and_then(|examples| example_inputs(signature, &examples, None));
+    let not_an_example = |index, e| {
+        bad(format!(
+            "input '{name}': value {index} is not a serialized tf.Example: {e}"
+        ))
+    };
+    let decoded = serialized_example_inputs(signature, &tensor.string_val, None, not_an_example);
     Some(decoded)
 }
 

@@ -103,7 +103,7 @@ fn request_instances(
         .map_err(|e| ServeError::BadRequest(format!("not a PredictionLog ({e})")))?;
     let from_examples = |input| {
         let (list, context) = examples::list(input)?;
-        examples::instances(&list, context.as_ref(), servable.signature())
+        examples::instances(&list, &context, servable.signature())
     };
     match log.log_type {
         Some(LogType::PredictLog(log)) => {

@@ -1,5 +1,6 @@
 use base64::Engine;
-use datasets::tf_proto::{feature, Feature, Features, FloatList};
+use datasets::tf_proto::{feature, Example, Feature, Features, FloatList};
+use prost::Message;
 use serde_json::json;
 
 use super::*;

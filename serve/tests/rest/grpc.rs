@@ -115,17 +115,20 @@ pub(crate) fn iris_inputs(inner: &[i64]) -> HashMap<String, TensorProto> {
 pub(crate) fn iris_examples() -> Option<Input> {
     let examples = rows()
         .iter()
-        .map(|row| Example {
-            features: Some(Features {
-                feature: FEATURES
-                    .iter()
-                    .map(|name| {
-                        let value = vec![row[name].as_f64().unwrap() as f32];
-                        let kind = feature::Kind::FloatList(FloatList { value });
-                        (name.to_string(), Feature { kind: Some(kind) })
-                    })
-                    .collect(),
-            }),
+        .map(|row| {
+            let example = Example {
+                features: Some(Features {
+                    feature: FEATURES
+                        .iter()
+                        .map(|name| {
+                            let value = vec![row[name].as_f64().unwrap() as f32];
+                            let kind = feature::Kind::FloatList(FloatList { value });
+                            (name.to_string(), Feature { kind: Some(kind) })
+                        })
+                        .collect(),
+                }),
+            };
+            example.encode_to_vec().into()
         })
         .collect();
     Some(Input {
@@ -224,7 +227,7 @@ fn predict_classify_and_metadata_answer_as_the_rest_api_and_refuse_what_tf_servi
     // Serialized tf.Examples as the one string input `examples` (a TF estimator's parsing
     // serving input), under the `predict` signature name: the same answer.
     let serialized: Vec<Vec<u8>> = match iris_examples().unwrap().kind.unwrap() {
-        input::Kind::ExampleList(list) => list.examples.iter().map(|e| e.encode_to_vec()).collect(),
+        input::Kind::ExampleList(list) => list.examples.iter().map(|e| e.to_vec()).collect(),
         _ => unreachable!(),
     };
     let strings = |values: Vec<Vec<u8>>| TensorProto {

@@ -2,7 +2,6 @@
 //! input sends them to TF Serving: `{"b64": ...}` values, answered as the features they hold.
 
 use base64::Engine;
-use prost::Message;
 use serde_json::{json, Value};
 
 use crate::grpc::iris_examples;
@@ -18,10 +17,10 @@ fn serialized() -> Vec<Value> {
     else {
         unreachable!()
     };
-    let b64 = |bytes: Vec<u8>| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     list.examples
         .iter()
-        .map(|example| json!({ "b64": b64(example.encode_to_vec()) }))
+        .map(|example| json!({ "b64": b64(example) }))
         .collect()
 }
 

@@ -16,8 +16,8 @@ pub(crate) enum Value<'a> {
     Fixed32([u8; 4]),
 }
 
-/// What is wrong with the bytes of a message.
-pub(crate) type WireError = &'static str;
+/// What is wrong with the bytes of a serialized message.
+pub type WireError = &'static str;
 
 /// The fields of a message, in order: `(offset of the field in the message, field
 /// number, value)`. An error ends the iteration.
@@ -104,6 +104,11 @@ pub(crate) fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, WireError> {
         *pos += 1;
         value |= u64::from(byte & 0x7f) << (7 * i);
         if byte < 0x80 {
+            // The tenth byte holds the top bit of a u64 alone; more would overflow it, and
+            // protobuf's decoders (prost's too) refuse such a varint.
+            if i == 9 && byte > 1 {
+                return Err("a varint beyond 64 bits");
+            }
             return Ok(value);
         }
     }
@@ -113,6 +118,12 @@ pub(crate) fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, WireError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_varint_of_ten_bytes_reaches_the_top_bit() {
+        let top = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        assert_eq!(varint(&top, &mut 0), Ok(u64::MAX));
+    }
 
     #[test]
     fn fields_of_each_wire_type() {
@@ -153,6 +164,12 @@ mod tests {
                     0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
                 ][..],
                 "a varint longer than ten bytes",
+            ),
+            (
+                &[
+                    0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
+                ][..],
+                "a varint beyond 64 bits",
             ),
         ] {
             let mut fields = Fields::new(bytes);

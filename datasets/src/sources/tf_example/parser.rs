@@ -8,19 +8,19 @@
 //! batch is left as it was before the row.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
-use super::field_walk::{Fields, Value, WireError};
+use super::feature_locator::FeatureLocator;
+use super::feature_values::{FeatureValues, ListKind};
 use super::spec::{column_names, DType, FeatureConfig, FeatureSpec};
 use crate::columnar::LabelKind;
 use crate::{ColumnarBatch, Error, Labels};
 use defaults::{compile_default, spec_error};
 use feature::{Compiled, Target};
-use lists::{locate_lists, ListKind, Lists};
 pub(crate) use row_fault::RowFault;
 
 mod defaults;
 mod feature;
-mod lists;
 mod row_fault;
 
 /// The most values a spec's features hold together: each value is a column with a name of
@@ -31,8 +31,8 @@ const MAX_COLUMNS: usize = 1 << 22;
 #[derive(Clone, Debug)]
 pub(crate) struct ExampleParser {
     features: Vec<Compiled>,
-    /// Feature names, sorted, with their index in `features`.
-    keys: Vec<(Box<[u8]>, usize)>,
+    /// Finds the features' entries, by index in `features`.
+    locator: FeatureLocator,
     dense_width: usize,
     categorical: usize,
     label: Option<LabelKind>,
@@ -40,7 +40,7 @@ pub(crate) struct ExampleParser {
 }
 
 /// Where each feature's map entry is in the record being parsed: reused between records.
-pub(crate) type Found = Vec<Option<(usize, usize)>>;
+pub(crate) type Found = Vec<Option<Range<usize>>>;
 
 impl ExampleParser {
     /// Compiles `spec`; an [`Error::FeatureSpec`] if it cannot work.
@@ -162,12 +162,7 @@ impl ExampleParser {
                 default,
             });
         }
-        let mut keys: Vec<(Box<[u8]>, usize)> = features
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.name.as_bytes().into(), i))
-            .collect();
-        keys.sort();
+        let locator = FeatureLocator::new(features.iter().map(|f| &f.name));
         let label = label_dtype.map(|dtype| match dtype {
             DType::Int64 => LabelKind::Class,
             DType::Float32 => LabelKind::Float,
@@ -175,7 +170,7 @@ impl ExampleParser {
         });
         Ok(ExampleParser {
             features,
-            keys,
+            locator,
             dense_width,
             categorical,
             label,
@@ -197,10 +192,9 @@ impl ExampleParser {
         found: &mut Found,
     ) -> Result<(), RowFault> {
         let (rows, dense) = (batch.rows, batch.dense.len());
-        let result = self
-            .locate(record, found)
+        let result = (self.locator.locate(record, found))
             .map_err(RowFault::from)
-            .and_then(|()| self.fill(record, found, batch));
+            .and_then(|_| self.fill(record, found, batch));
         match result {
             Ok(()) => {
                 batch.rows += 1;
@@ -222,47 +216,6 @@ impl ExampleParser {
         }
     }
 
-    /// Finds the map entry of every feature of the spec (the last one of a name).
-    fn locate(&self, record: &[u8], found: &mut Found) -> Result<(), WireError> {
-        found.clear();
-        found.resize(self.features.len(), None);
-        let base = record.as_ptr() as usize;
-        for field in Fields::new(record) {
-            let (_, number, value) = field?;
-            if number != 1 {
-                continue;
-            }
-            let Value::Len(features) = value else {
-                return Err("Example.features is not length-delimited");
-            };
-            for field in Fields::new(features) {
-                let (_, number, value) = field?;
-                if number != 1 {
-                    continue;
-                }
-                let Value::Len(entry) = value else {
-                    return Err("a Features.feature entry is not length-delimited");
-                };
-                let mut key: &[u8] = b"";
-                for field in Fields::new(entry) {
-                    match field? {
-                        (_, 1, Value::Len(name)) => key = name,
-                        (_, 2, Value::Len(_)) => {}
-                        (_, 1 | 2, _) => {
-                            return Err("a feature's name or value is not length-delimited")
-                        }
-                        _ => {}
-                    }
-                }
-                if let Ok(at) = self.keys.binary_search_by(|(k, _)| (**k).cmp(key)) {
-                    let start = entry.as_ptr() as usize - base;
-                    found[self.keys[at].1] = Some((start, start + entry.len()));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Writes every feature's values, in spec order.
     fn fill(
         &self,
@@ -271,17 +224,16 @@ impl ExampleParser {
         batch: &mut ColumnarBatch,
     ) -> Result<(), RowFault> {
         for (feature, at) in self.features.iter().zip(found) {
-            let entry = at.map(|(start, end)| &record[start..end]);
-            let lists = match entry {
-                Some(entry) => locate_lists(entry)
-                    .map_err(|e| RowFault::from(e).in_feature(&feature.name))?
-                    .map(|(kind, at, within)| (entry, kind, at, within)),
+            let values = match at {
+                Some(entry) => FeatureValues::of(&record[entry.clone()])
+                    .map_err(|e| RowFault::from(e).in_feature(&feature.name))?,
                 None => None,
             };
-            let Some((entry, kind, at, within)) = lists else {
+            let Some(values) = values else {
                 feature.fill_missing(batch)?;
                 continue;
             };
+            let kind = values.kind();
             if kind != ListKind::of(feature.dtype) {
                 return Err(RowFault::Mismatch(format!(
                     "feature '{}' holds {}, the spec says {}",
@@ -290,14 +242,8 @@ impl ExampleParser {
                     feature.dtype.name()
                 )));
             }
-            let lists = Lists {
-                entry,
-                kind,
-                at,
-                within,
-            };
             feature
-                .fill(&lists, batch, self.label_classes)
+                .fill(&values, batch, self.label_classes)
                 .map_err(|e| e.in_feature(&feature.name))?;
         }
         Ok(())

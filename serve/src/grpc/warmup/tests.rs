@@ -98,7 +98,7 @@ fn examples(n: usize) -> Option<Input> {
     let x = feature::Kind::FloatList(FloatList { value: vec![1.5] });
     Some(Input {
         kind: Some(input::Kind::ExampleList(ExampleList {
-            examples: vec![example("x", x); n],
+            examples: vec![example("x", x).encode_to_vec().into(); n],
         })),
     })
 }

@@ -1,8 +1,8 @@
 //! One feature of a compiled spec: where its values go in the batch, its default, and the
 //! writing of a record's values (or the default) there.
 
+use super::super::feature_values::FeatureValues;
 use super::super::spec::DType;
-use super::lists::Lists;
 use super::row_fault::RowFault;
 use crate::{ColumnarBatch, Labels};
 
@@ -68,7 +68,7 @@ impl Compiled {
     /// Writes the values of `lists` (of this feature's kind).
     pub(super) fn fill(
         &self,
-        lists: &Lists<'_>,
+        lists: &FeatureValues<'_>,
         batch: &mut ColumnarBatch,
         classes: Option<u32>,
     ) -> Result<(), RowFault> {
@@ -78,13 +78,13 @@ impl Compiled {
                 match self.dtype {
                     // Fixed-size chunks, so that the copy is vectorised (a run-time chunk
                     // size made it a loop of one value a time, a third of the decoding).
-                    DType::Float32 => lists.floats(|bytes| {
+                    DType::Float32 => lists.floats::<RowFault>(|bytes| {
                         let (values, _) = bytes.as_chunks::<4>();
                         batch
                             .dense
                             .extend(values.iter().map(|b| f32::from_le_bytes(*b)))
                     })?,
-                    _ => lists.ints(|v| {
+                    _ => lists.ints::<RowFault>(|v| {
                         batch.dense.push(v as f32);
                         Ok(())
                     })?,
@@ -103,7 +103,7 @@ impl Compiled {
             }
             Target::Categories { column, values } => {
                 let mut n = 0;
-                lists.bytes(|bytes| {
+                lists.bytes::<RowFault>(|bytes| {
                     let text = self.utf8(n, bytes)?;
                     if let Some(out) = batch.categorical.get_mut(column + n).filter(|_| n < values)
                     {
@@ -122,14 +122,14 @@ impl Compiled {
                 let out = &mut batch.categorical[column];
                 let mut text = String::new();
                 match self.dtype {
-                    DType::String => lists.bytes(|bytes| {
+                    DType::String => lists.bytes::<RowFault>(|bytes| {
                         if n == 0 {
                             text.push_str(self.utf8(n, bytes)?);
                         }
                         n += 1;
                         Ok(())
                     })?,
-                    _ => lists.ints(|v| {
+                    _ => lists.ints::<RowFault>(|v| {
                         if n == 0 {
                             text = v.to_string();
                         }
@@ -150,14 +150,14 @@ impl Compiled {
                 let mut n = 0;
                 let labels = &mut batch.labels;
                 match (self.dtype, labels) {
-                    (DType::Int64, Labels::Class(out)) => lists.ints(|v| {
+                    (DType::Int64, Labels::Class(out)) => lists.ints::<RowFault>(|v| {
                         n += 1;
                         if n == 1 {
                             out.push(self.class_id(v, classes)?);
                         }
                         Ok(())
                     })?,
-                    (DType::Float32, Labels::Float(out)) => lists.floats(|bytes| {
+                    (DType::Float32, Labels::Float(out)) => lists.floats::<RowFault>(|bytes| {
                         for b in bytes.as_chunks::<4>().0 {
                             n += 1;
                             if n == 1 {
@@ -165,7 +165,7 @@ impl Compiled {
                             }
                         }
                     })?,
-                    (DType::String, Labels::Name(out)) => lists.bytes(|bytes| {
+                    (DType::String, Labels::Name(out)) => lists.bytes::<RowFault>(|bytes| {
                         n += 1;
                         if n == 1 {
                             out.push(self.label_name(bytes)?);
