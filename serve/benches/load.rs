@@ -42,7 +42,7 @@ use estimators::DnnClassifier;
 use prost::Message;
 use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
-use tonic::codegen::{BufMut, Bytes};
+use prost::bytes::{BufMut, Bytes};
 use tonic::Status;
 use tonic_prost::ProstDecoder;
 

@@ -50,6 +50,8 @@ pub struct FeatureValues<'a> {
     within: usize,
     /// List fields in all the entry's values, of any kind.
     lists: usize,
+    /// The list, when there is one: read without walking the entry again.
+    only: &'a [u8],
 }
 
 impl<'a> FeatureValues<'a> {
@@ -57,7 +59,7 @@ impl<'a> FeatureValues<'a> {
     /// feature, to TensorFlow).
     pub fn of(entry: &'a [u8]) -> Result<Option<Self>, WireError> {
         let mut found: Option<(ListKind, usize, usize)> = None;
-        let mut lists = 0;
+        let (mut lists, mut only) = (0, &[][..]);
         for field in Fields::new(entry) {
             let (at, number, value) = field?;
             if number != 2 {
@@ -74,10 +76,10 @@ impl<'a> FeatureValues<'a> {
                     3 => ListKind::Int64,
                     _ => continue,
                 };
-                if !matches!(value, Value::Len(_)) {
+                let Value::Len(list) = value else {
                     return Err("a value list is not length-delimited");
-                }
-                lists += 1;
+                };
+                (lists, only) = (lists + 1, list);
                 if found.map(|f| f.0) != Some(kind) {
                     found = Some((kind, at, within));
                 }
@@ -89,6 +91,7 @@ impl<'a> FeatureValues<'a> {
             at,
             within,
             lists,
+            only,
         }))
     }
 
@@ -109,6 +112,9 @@ impl<'a> FeatureValues<'a> {
         &self,
         mut f: impl FnMut(&'a [u8]) -> Result<(), E>,
     ) -> Result<(), E> {
+        if self.lists == 1 {
+            return f(self.only);
+        }
         for field in Fields::from_offset(self.entry, self.at) {
             let (offset, number, value) = field?;
             let (2, Value::Len(feature)) = (number, value) else {
