@@ -39,10 +39,10 @@ use estimator_serve::{
 };
 use estimators::feature_column::standardized_numeric_columns;
 use estimators::DnnClassifier;
+use prost::bytes::{BufMut, Bytes};
 use prost::Message;
 use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
-use prost::bytes::{BufMut, Bytes};
 use tonic::Status;
 use tonic_prost::ProstDecoder;
 

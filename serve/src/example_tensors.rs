@@ -164,4 +164,4 @@ fn column(dtype: DType, features: Vec<&feature::Kind>, count: usize) -> Option<T
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

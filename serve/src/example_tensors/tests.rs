@@ -13,13 +13,13 @@ use serde_json::Value;
 use super::*;
 use crate::example_instance::example_instance;
 
-fn floats(values: &[f32]) -> feature::Kind {
+pub(crate) fn floats(values: &[f32]) -> feature::Kind {
     feature::Kind::FloatList(FloatList {
         value: values.to_vec(),
     })
 }
 
-fn ints(values: &[i64]) -> feature::Kind {
+pub(crate) fn ints(values: &[i64]) -> feature::Kind {
     feature::Kind::Int64List(Int64List {
         value: values.to_vec(),
     })
@@ -40,7 +40,7 @@ fn example(features: Vec<(&str, Option<feature::Kind>)>) -> Example {
     }
 }
 
-fn signature() -> Signature {
+pub(crate) fn signature() -> Signature {
     Signature::new()
         .with_input("x", DType::Float32)
         .with_shaped_input("v", DType::Float32, vec![2])

@@ -3,21 +3,12 @@
 //! read only where prost decodes them to those tensors.
 
 use datasets::tf_proto::{feature, BytesList, Example, Feature, Features, FloatList, Int64List};
-use estimator::export::DType;
-use estimator::Signature;
 use proptest::prelude::*;
 use prost::Message;
 
 use super::serialized_example_tensors;
 use crate::example_tensors::example_tensors;
-
-fn signature() -> Signature {
-    Signature::new()
-        .with_input("x", DType::Float32)
-        .with_shaped_input("v", DType::Float32, vec![2])
-        .with_input("n", DType::Int64)
-        .with_input("city", DType::String)
-}
+use crate::example_tensors::tests::signature;
 
 /// A value list, of the length an input wants (1 or 2) most often.
 fn kind() -> impl Strategy<Value = Option<feature::Kind>> {

@@ -2,12 +2,13 @@
 //! this reading leaves to the decoded path.
 
 use bytes::Bytes;
-use datasets::tf_proto::{feature, Example, Feature, Features, FloatList, Int64List};
+use datasets::tf_proto::{feature, Example, Feature, Features};
 use estimator::export::{DType, TensorElements};
 use estimator::Signature;
 use prost::Message;
 
 use super::serialized_example_tensors;
+use crate::example_tensors::tests::{floats, ints};
 use crate::example_tensors::{example_tensors, serialized_example_inputs};
 use crate::inputs::Inputs;
 
@@ -33,18 +34,6 @@ fn example(features: &[(&str, feature::Kind)]) -> Vec<u8> {
         features: Some(features),
     }
     .encode_to_vec()
-}
-
-fn floats(values: &[f32]) -> feature::Kind {
-    feature::Kind::FloatList(FloatList {
-        value: values.to_vec(),
-    })
-}
-
-fn ints(values: &[i64]) -> feature::Kind {
-    feature::Kind::Int64List(Int64List {
-        value: values.to_vec(),
-    })
 }
 
 /// Protobuf's field key: number and wire type.
