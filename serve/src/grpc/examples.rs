@@ -61,11 +61,10 @@ fn each_instance(
     context: Option<&Example>,
     signature: &Signature,
 ) -> Result<Vec<Instance>, ServeError> {
-    (decoded_examples(examples, not_an_example)?
-        .iter()
-        .enumerate())
-    .map(|(index, example)| example_instance(index, example, context, signature))
-    .collect()
+    let examples = decoded_examples(examples, not_an_example)?;
+    (examples.iter().enumerate())
+        .map(|(index, example)| example_instance(index, example, context, signature))
+        .collect()
 }
 
 fn not_an_example(index: usize, error: prost::DecodeError) -> ServeError {
@@ -160,7 +159,7 @@ mod tests {
                 "{message}"
             );
             let Err(ServeError::BadRequest(message)) =
-                decoded(&[good.clone()], &bad, &signature, tensors)
+                decoded(std::slice::from_ref(&good), &bad, &signature, tensors)
             else {
                 panic!("not refused");
             };
@@ -168,7 +167,7 @@ mod tests {
                 message.starts_with("the context is not a serialized tf.Example"),
                 "{message}"
             );
-            let read = decoded(&[good.clone()], &[], &signature, tensors).unwrap();
+            let read = decoded(std::slice::from_ref(&good), &[], &signature, tensors).unwrap();
             assert_eq!(matches!(read, Inputs::Tensors(_)), tensors);
         }
     }
