@@ -38,8 +38,9 @@ impl ListKind {
 /// [`FeatureLocator`](super::FeatureLocator) finds it), read where they lie.
 ///
 /// Protobuf merges a Feature given twice, so the values are every list of the kind set last,
-/// from where that kind was set, as prost's decoding has them. Each reading method walks the
-/// entry again; a malformed list is an error (`WireError`, or the caller's `E` made from it).
+/// from where that kind was set, as prost's decoding has them. Where the entry holds more
+/// than one list, each reading method walks it again (one list is read where it was found);
+/// a malformed list is an error (`WireError`, or the caller's `E` made from it).
 #[derive(Clone, Copy, Debug)]
 pub struct FeatureValues<'a> {
     entry: &'a [u8],
