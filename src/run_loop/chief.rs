@@ -200,7 +200,7 @@ impl<'l> Chief<'l> {
             Ok(path)
         });
         // A directory removed while the checkpoint was written: say that, not which file failed.
-        let path = written.map_err(|e| self.lock.ensure_present().err().unwrap_or(e))?;
+        let path = written.map_err(|e| self.lock.explain_write_failure(e))?;
         Ok((state, path))
     }
 
