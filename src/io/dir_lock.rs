@@ -120,12 +120,12 @@ impl DirLock {
             &error,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound
         );
-        let deadline = Instant::now()
-            + if vanished {
-                REMOVAL_GRACE
-            } else {
-                Duration::ZERO
-            };
+        let grace = if vanished {
+            REMOVAL_GRACE
+        } else {
+            Duration::ZERO
+        };
+        let deadline = Instant::now() + grace;
         loop {
             if let Err(gone) = self.ensure_present() {
                 return gone;
