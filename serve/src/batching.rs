@@ -1,22 +1,21 @@
 //! [`Batched`]: server-side batching (TF Serving's `--enable_batching`): concurrent
 //! requests to one model version are merged into one prediction of up to
 //! `max_batch_size` instances, waiting at most `batch_timeout` for more to arrive. Requests
-//! merge with others of their kind: REST calls asking the same outputs of inputs of one form
-//! (instances, or tensors of the same inputs), gRPC calls of tensors asking the same
-//! outputs, their tensors joined.
+//! merge with others of their kind: calls asking the same outputs of inputs of one form
+//! (instances, or tensors of the same inputs), REST and gRPC alike, their inputs joined.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use estimator::export::{InputTensors, Instance};
+use estimator::export::Instance;
 use estimator::Signature;
 
 use crate::error::ServeError;
 use crate::inputs::Inputs;
-use crate::servable::{Outputs, OutputsAnswer, Predictions, Servable, TensorAnswer};
-use job::{tensors_alone, Job};
+use crate::servable::{Outputs, OutputsAnswer, Predictions, Servable};
+use job::Job;
 
 /// How requests are merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,19 +98,8 @@ impl Servable for Batched {
     }
 
     fn predict(&self, instances: &[Instance]) -> Predictions {
-        match self.predict_later(instances.to_vec()) {
-            Ok(answer) => answer.blocking_recv().unwrap_or_else(|_| Err(stopped())),
-            Err(_) => Err(stopped()),
-        }
-    }
-
-    fn predict_later(
-        &self,
-        instances: Vec<Instance>,
-    ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.enqueue(Job::Instances(instances, reply));
-        Ok(answer)
+        let answer = self.predict_later(instances.to_vec());
+        answer.blocking_recv().unwrap_or_else(|_| Err(stopped()))
     }
 
     fn predict_outputs_later(
@@ -127,23 +115,20 @@ impl Servable for Batched {
         });
         Ok(answer)
     }
-
-    fn predict_tensors_later(
-        &self,
-        inputs: InputTensors,
-        keys: Vec<String>,
-    ) -> Result<tokio::sync::oneshot::Receiver<TensorAnswer>, (InputTensors, Vec<String>)> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.enqueue(Job::Tensors {
-            inputs,
-            keys,
-            reply,
-        });
-        Ok(answer)
-    }
 }
 
 impl Batched {
+    /// The predictions for `instances`, to await: made with those of other calls for
+    /// instances.
+    fn predict_later(
+        &self,
+        instances: Vec<Instance>,
+    ) -> tokio::sync::oneshot::Receiver<Predictions> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.enqueue(Job::Instances(instances, reply));
+        answer
+    }
+
     /// Queues `job` for the batching threads, or answers it that the queue is full or that
     /// they have stopped.
     fn enqueue(&self, job: Job) {
@@ -261,16 +246,6 @@ fn run_merged(model: &dyn Servable, jobs: Vec<Job>) -> Vec<Job> {
                 return jobs;
             };
             model.predict_outputs(&all, keys)
-        }
-        Job::Tensors { keys, .. } => {
-            let inputs = (jobs.iter()).filter_map(|job| match job {
-                Job::Tensors { inputs, .. } => Some(inputs),
-                _ => None,
-            });
-            let Some(all) = InputTensors::concat(&inputs.collect::<Vec<_>>()) else {
-                return jobs;
-            };
-            tensors_alone(model, &all, keys).map(Outputs::Tensors)
         }
     };
     let counted = match &answer {

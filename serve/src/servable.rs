@@ -6,22 +6,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use burn::tensor::backend::Backend;
-use estimator::export::{
-    check_instances, InputTensors, Instance, ServableEstimator, ServingTensor,
-};
+use estimator::export::{check_instances, Instance, ServableEstimator, ServingTensor};
 use estimator::{CpuBackend, Predictor, Signature};
 use serde_json::{Map, Value};
 
 use crate::error::ServeError;
 use crate::inputs::Inputs;
 use crate::prediction_threads::PredictionThreads;
-use crate::stacked::stacked;
 
 /// One prediction per instance (an object of output key → value), or why not.
 pub type Predictions = Result<Vec<Map<String, Value>>, ServeError>;
-
-/// One tensor per output asked for, or why not.
-pub type TensorAnswer = Result<Vec<ServingTensor>, ServeError>;
 
 /// Output keys as tensors or every prediction as JSON, or why not.
 pub type OutputsAnswer = Result<Outputs, ServeError>;
@@ -42,15 +36,6 @@ pub trait Servable: Send + Sync {
     /// One prediction (an object of output key → value) per instance.
     fn predict(&self, instances: &[Instance]) -> Predictions;
 
-    /// For a servable whose predictions another thread makes (batching): the answer to
-    /// `instances`, to await. `Err` gives the instances back: call [`Servable::predict`].
-    fn predict_later(
-        &self,
-        instances: Vec<Instance>,
-    ) -> Result<tokio::sync::oneshot::Receiver<Predictions>, Vec<Instance>> {
-        Err(instances)
-    }
-
     /// Output `keys` of the predictions for `inputs`: as tensors where the servable
     /// stacks every one of them without a JSON value per element, else each prediction as
     /// JSON (by default, [`Servable::predict`]'s of the instances).
@@ -67,48 +52,12 @@ pub trait Servable: Send + Sync {
     ) -> Result<tokio::sync::oneshot::Receiver<OutputsAnswer>, (Inputs, Vec<String>)> {
         Err((inputs, keys))
     }
-
-    /// For a servable that lays tensors out without a JSON value per element: output `keys`
-    /// of the predictions for `inputs`, one tensor each. `None`: call
-    /// [`Servable::predict`] with the inputs' instances.
-    fn predict_tensors(&self, _inputs: &InputTensors, _keys: &[String]) -> Option<TensorAnswer> {
-        None
-    }
-
-    /// For a servable whose predictions another thread makes (batching): the answer to
-    /// output `keys` of `inputs`, to await. `Err` gives them back: call
-    /// [`Servable::predict_tensors`].
-    fn predict_tensors_later(
-        &self,
-        inputs: InputTensors,
-        keys: Vec<String>,
-    ) -> Result<tokio::sync::oneshot::Receiver<TensorAnswer>, (InputTensors, Vec<String>)> {
-        Err((inputs, keys))
-    }
-}
-
-/// The answer of `servable` to `instances`, off the async threads unless `inline`: from the
-/// batching thread when it batches (this worker serves other requests meanwhile), else on
-/// the blocking pool, or on this worker for a few instances, which take less time than a
-/// hand-off to the pool and back.
-pub(crate) async fn predict_async(
-    servable: Arc<dyn Servable>,
-    instances: Vec<Instance>,
-    inline: bool,
-) -> Predictions {
-    match servable.predict_later(instances) {
-        Ok(answer) => answer
-            .await
-            .map_err(|_| ServeError::Internal("the batching thread has stopped".into()))?,
-        Err(instances) if inline => servable.predict(&instances),
-        Err(instances) => tokio::task::spawn_blocking(move || servable.predict(&instances))
-            .await
-            .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?,
-    }
 }
 
 /// Output `keys` of `servable`'s predictions for `inputs` ([`Servable::predict_outputs`]),
-/// off the async threads as [`predict_async`] makes predictions.
+/// off the async threads unless `inline`: from the batching thread when it batches (this
+/// worker serves other requests meanwhile), else on the blocking pool, or on this worker
+/// for a few instances, which take less time than a hand-off to the pool and back.
 pub(crate) async fn outputs_async(
     servable: Arc<dyn Servable>,
     inputs: Inputs,
@@ -212,28 +161,6 @@ impl<E: ServableEstimator, B: Backend> Servable for Served<E, B> {
                 answer,
             ),
         }
-    }
-
-    fn predict_tensors(&self, inputs: &InputTensors, keys: &[String]) -> Option<TensorAnswer> {
-        let tensors = |estimator: &E, predictions: Vec<E::Prediction>| {
-            // The keys the estimator does not stack are stacked from the JSON of each
-            // prediction, made once for all of them.
-            let mut rows = None;
-            (keys.iter())
-                .map(|key| match estimator.prediction_tensor(&predictions, key) {
-                    Some(tensor) => Ok(tensor),
-                    None => stacked(
-                        key,
-                        rows.get_or_insert_with(|| json_rows(estimator, &predictions)),
-                    ),
-                })
-                .collect()
-        };
-        Some(self.predicted(
-            |estimator| estimator.batch_from_tensors(&self.signature, inputs),
-            inputs.batch(),
-            tensors,
-        ))
     }
 }
 

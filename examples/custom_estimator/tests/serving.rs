@@ -12,7 +12,9 @@ use estimator::datasets::{bundled, CsvDataset, DatasetExt, FeatureStats};
 use estimator::export::{ExportInfo, EXPORT_FILE};
 use estimator::export::{InputTensors, Instance, TensorElements};
 use estimator::{EstimatorExt, RunConfig, TrainSpec};
-use estimator_serve::{Background, Loaders, ModelConfig, Servable, Served, Server};
+use estimator_serve::{
+    Background, Inputs, Loaders, ModelConfig, Outputs, Servable, Served, Server,
+};
 use serde_json::{json, Value};
 
 /// A classifier trained a few steps in `dir/model`, its export, and the test set's first
@@ -112,9 +114,9 @@ fn the_served_export_answers_what_predict_gives_and_refuses_an_unknown_input_by_
     );
 }
 
-/// Tensors (a gRPC Predict call's) go through the trait's defaults for an estimator that
-/// implements neither: cut into the instances REST sends, each output stacked from the
-/// prediction's JSON.
+/// Tensors (a gRPC Predict call's, or a REST body read straight into them) go through the
+/// trait's defaults for an estimator that implements neither: cut into the instances REST
+/// sends, answered with the predictions' JSON, the same as those instances get.
 #[test]
 fn tensors_are_served_through_the_instances_by_default() {
     let dir = tempfile::tempdir().unwrap();
@@ -127,31 +129,17 @@ fn tensors_are_served_through_the_instances_by_default() {
     )
     .unwrap();
     let keys = ["probabilities".to_string(), "class_id".to_string()];
-    let tensors = served.predict_tensors(&inputs, &keys).unwrap().unwrap();
+    let answer = served.predict_outputs(&Inputs::Tensors(inputs), &keys);
+    let Ok(Outputs::Json(answered)) = answer else {
+        panic!("tensors answered as {:?}", answer.map(|_| ()));
+    };
     let instances: Vec<Instance> = rows
         .iter()
         .map(|r| json!({ "features": r }).as_object().unwrap().clone())
         .collect();
     let predictions = served.predict(&instances).unwrap();
-    let column = |key: &str| -> Vec<f32> {
-        (predictions.iter())
-            .flat_map(|p| match &p[key] {
-                Value::Array(values) => values.clone(),
-                scalar => vec![scalar.clone()],
-            })
-            .map(|x| x.as_f64().unwrap() as f32)
-            .collect()
-    };
-    assert_eq!(tensors[0].shape, [rows.len(), 3]);
-    assert_eq!(
-        tensors[0].elements,
-        TensorElements::Float32(column("probabilities"))
-    );
-    assert_eq!(tensors[1].shape, [rows.len()]);
-    assert_eq!(
-        tensors[1].elements,
-        TensorElements::Float32(column("class_id"))
-    );
+    assert_eq!(answered.len(), rows.len());
+    assert_eq!(answered, predictions);
 }
 
 #[test]

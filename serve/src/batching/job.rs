@@ -1,29 +1,22 @@
 //! [`Job`]: what a request asks of the batching threads, and how it is answered, from a
 //! merged prediction or from one of its own.
 
-use estimator::export::{InputTensors, Instance};
+use estimator::export::Instance;
 
 use crate::error::ServeError;
 use crate::inputs::Inputs;
-use crate::servable::{Outputs, OutputsAnswer, Predictions, Servable, TensorAnswer};
-use crate::stacked::stacked;
+use crate::servable::{Outputs, OutputsAnswer, Predictions, Servable};
 
 /// What a request asks of the batching threads, and where its answer goes.
 pub(super) enum Job {
     /// Predictions for instances, as JSON.
     Instances(Vec<Instance>, Sender1<Predictions>),
-    /// Output `keys` for inputs (a REST call's), as tensors where the servable stacks
-    /// them.
+    /// Output `keys` for inputs (a REST or gRPC call's), as tensors where the servable
+    /// stacks them.
     Outputs {
         inputs: Inputs,
         keys: Vec<String>,
         reply: Sender1<OutputsAnswer>,
-    },
-    /// Output `keys` for input tensors (a gRPC call's).
-    Tensors {
-        inputs: InputTensors,
-        keys: Vec<String>,
-        reply: Sender1<TensorAnswer>,
     },
 }
 
@@ -35,7 +28,6 @@ impl Job {
         match self {
             Job::Instances(instances, _) => instances.len(),
             Job::Outputs { inputs, .. } => inputs.len(),
-            Job::Tensors { inputs, .. } => inputs.batch(),
         }
     }
 
@@ -52,7 +44,6 @@ impl Job {
                     ..
                 },
             ) => keys == other && inputs.joins(other_inputs),
-            (Job::Tensors { keys, .. }, Job::Tensors { keys: other, .. }) => keys == other,
             _ => false,
         }
     }
@@ -62,7 +53,6 @@ impl Job {
         match self {
             Job::Instances(_, reply) => drop(reply.send(Err(error))),
             Job::Outputs { reply, .. } => drop(reply.send(Err(error))),
-            Job::Tensors { reply, .. } => drop(reply.send(Err(error))),
         }
     }
 
@@ -71,7 +61,6 @@ impl Job {
         match (self, part) {
             (Job::Instances(_, reply), Outputs::Json(part)) => drop(reply.send(Ok(part))),
             (Job::Outputs { reply, .. }, part) => drop(reply.send(Ok(part))),
-            (Job::Tensors { reply, .. }, Outputs::Tensors(part)) => drop(reply.send(Ok(part))),
             (job, _) => job.refuse(ServeError::Internal(
                 "a merged prediction answered in another form than its requests asked".into(),
             )),
@@ -91,26 +80,6 @@ impl Job {
             } => {
                 let _ = reply.send(model.predict_outputs(&inputs, &keys));
             }
-            Job::Tensors {
-                inputs,
-                keys,
-                reply,
-            } => {
-                let _ = reply.send(tensors_alone(model, &inputs, &keys));
-            }
         }
     }
-}
-
-/// Output `keys` for `inputs` from `model`: its tensors, or its JSON predictions stacked.
-pub(super) fn tensors_alone(
-    model: &dyn Servable,
-    inputs: &InputTensors,
-    keys: &[String],
-) -> TensorAnswer {
-    if let Some(answer) = model.predict_tensors(inputs, keys) {
-        return answer;
-    }
-    let predictions = model.predict(&inputs.instances())?;
-    keys.iter().map(|key| stacked(key, &predictions)).collect()
 }

@@ -1,6 +1,6 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use estimator::export::{DType, ServingTensor, TensorElements};
+use estimator::export::{DType, InputTensors, ServingTensor, TensorElements};
 use serde_json::{Map, Value};
 
 use super::*;
@@ -44,10 +44,6 @@ impl Servable for Doubler {
             .collect()
     }
 
-    fn predict_tensors(&self, inputs: &InputTensors, keys: &[String]) -> Option<TensorAnswer> {
-        Some(self.doubled(inputs, keys))
-    }
-
     /// Output `y` as a tensor of one value a row; any other as JSON.
     fn predict_outputs(&self, inputs: &Inputs, keys: &[String]) -> OutputsAnswer {
         let predictions = self.predict(&inputs.instances())?;
@@ -60,22 +56,6 @@ impl Servable for Doubler {
             elements: TensorElements::Float32(ys.clone().collect()),
         };
         Ok(Outputs::Tensors(keys.iter().map(|_| y()).collect()))
-    }
-}
-
-impl Doubler {
-    /// Every output is `y`: input `x`'s rows doubled, one value a row.
-    fn doubled(&self, inputs: &InputTensors, keys: &[String]) -> TensorAnswer {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        std::thread::sleep(self.pause.max(Duration::from_millis(5)));
-        let Some(TensorElements::Float32(xs)) = inputs.get("x").map(|t| &t.elements) else {
-            return Err(ServeError::BadRequest("no x".into()));
-        };
-        let y = || ServingTensor {
-            shape: vec![xs.len(), 1],
-            elements: TensorElements::Float32(xs.iter().map(|x| 2.0 * x).collect()),
-        };
-        Ok(keys.iter().map(|_| y()).collect())
     }
 }
 
@@ -226,14 +206,14 @@ fn a_request_beyond_the_enqueued_batches_is_answered_unavailable() {
         ..Batching::default()
     };
     let batched = Batched::new(model, batching);
-    let running = batched.predict_later(vec![instance(1.0)]).ok().unwrap();
+    let running = batched.predict_later(vec![instance(1.0)]);
     // Once the thread has taken the first, one batch may wait and a second may not.
     let (count, _) = batched.queued.as_ref().unwrap();
     while count.load(Ordering::SeqCst) > 0 {
         std::thread::yield_now();
     }
-    let waiting = batched.predict_later(vec![instance(2.0)]).ok().unwrap();
-    let refused = batched.predict_later(vec![instance(3.0)]).ok().unwrap();
+    let waiting = batched.predict_later(vec![instance(2.0)]);
+    let refused = batched.predict_later(vec![instance(3.0)]);
     let refused = refused.blocking_recv().unwrap().unwrap_err();
     assert_eq!(
         refused.status(),
@@ -273,15 +253,25 @@ fn waiting_doubler() -> (Arc<Doubler>, Batched) {
     (model, batched)
 }
 
+/// The rows of output `y` in `answer`, whichever form it came in.
+fn ys(answer: Outputs) -> Vec<f32> {
+    match answer {
+        Outputs::Tensors(tensors) => match &tensors[0].elements {
+            TensorElements::Float32(ys) => ys.clone(),
+            other => panic!("y as {other:?}"),
+        },
+        Outputs::Json(predictions) => (predictions.iter())
+            .map(|p| p["y"].as_f64().unwrap() as f32)
+            .collect(),
+    }
+}
+
 #[test]
 fn tensor_calls_asking_the_same_outputs_share_predictions_and_get_their_rows() {
     let (model, batched) = waiting_doubler();
     let later = |xs: &[f32], key: &str| {
-        let keys = vec![key.to_string()];
-        batched
-            .predict_tensors_later(tensors(xs), keys)
-            .ok()
-            .unwrap()
+        let (inputs, keys) = (Inputs::Tensors(tensors(xs)), vec![key.to_string()]);
+        batched.predict_outputs_later(inputs, keys).ok().unwrap()
     };
     // Queued before the thread has merged them: the first four share a prediction, the
     // instances that follow start a batch of their own (another kind), the next three
@@ -289,15 +279,14 @@ fn tensor_calls_asking_the_same_outputs_share_predictions_and_get_their_rows() {
     let mut answers: Vec<_> = (0..4)
         .map(|k| later(&[k as f32, 10.0 + k as f32], "y"))
         .collect();
-    let instances = batched.predict_later(vec![instance(5.0)]).ok().unwrap();
+    let instances = batched.predict_later(vec![instance(5.0)]);
     answers.extend((4..7).map(|k| later(&[k as f32, 10.0 + k as f32], "y")));
     answers.push(later(&[7.0, 17.0], "z"));
     for (k, answer) in answers.into_iter().enumerate() {
         let answer = answer.blocking_recv().unwrap().unwrap();
-        assert_eq!(answer.len(), 1);
-        assert_eq!(answer[0].shape, [2, 1]);
+        assert_eq!(matches!(answer, Outputs::Tensors(_)), k < 7);
         let doubled = vec![2.0 * k as f32, 2.0 * (10.0 + k as f32)];
-        assert_eq!(answer[0].elements, TensorElements::Float32(doubled));
+        assert_eq!(ys(answer), doubled);
     }
     let y = instances.blocking_recv().unwrap().unwrap()[0]["y"].as_f64();
     assert_eq!(y, Some(10.0));
@@ -307,17 +296,14 @@ fn tensor_calls_asking_the_same_outputs_share_predictions_and_get_their_rows() {
 
 #[test]
 fn tensors_a_servable_does_not_lay_out_are_answered_from_its_instances() {
-    // The plain doubler makes no tensors: its JSON predictions are stacked.
+    // The plain doubler makes no tensors: its JSON predictions answer.
     let model = Arc::new(Plain(Doubler::default()));
     let batched = Batched::new(model, Batching::default());
-    let keys = vec!["y".to_string()];
-    let answer = batched
-        .predict_tensors_later(tensors(&[1.5, -2.0]), keys)
-        .ok()
-        .unwrap();
+    let (inputs, keys) = (Inputs::Tensors(tensors(&[1.5, -2.0])), vec!["y".into()]);
+    let answer = batched.predict_outputs_later(inputs, keys).ok().unwrap();
     let answer = answer.blocking_recv().unwrap().unwrap();
-    assert_eq!(answer[0].shape, [2]);
-    assert_eq!(answer[0].elements, TensorElements::Float32(vec![3.0, -4.0]));
+    assert!(matches!(answer, Outputs::Json(_)));
+    assert_eq!(ys(answer), [3.0, -4.0]);
 }
 
 #[test]

@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use estimator::export::{InputTensors, ServingTensor};
+use estimator::export::ServingTensor;
 
 use super::examples;
 use super::proto::tensorflow::TensorProto;
 use super::tensors;
 use crate::error::ServeError;
 use crate::inputs::Inputs;
-use crate::servable::{predict_async, Outputs, Servable};
+use crate::servable::{outputs_async, Outputs, Servable};
 use crate::server::Server;
 use crate::signatures::NamedSignature;
 use crate::stacked::stacked;
@@ -33,17 +33,7 @@ impl Server {
     ) -> Result<Outputs, ServeError> {
         let _room = self.budget.admit_count(count).await?;
         let inline = count <= INLINE_INSTANCES;
-        let decoded = match decode()? {
-            Inputs::Tensors(inputs) => match tensors_async(servable, inputs, keys, inline).await? {
-                Ok(tensors) => return Ok(Outputs::Tensors(tensors)),
-                Err(inputs) => Inputs::Tensors(inputs),
-            },
-            instances => instances,
-        };
-        let instances = decoded.into_instances();
-        Ok(Outputs::Json(
-            predict_async(Arc::clone(servable), instances, inline).await?,
-        ))
+        outputs_async(Arc::clone(servable), decode()?, keys, inline).await
     }
 
     /// Output `keys` for the `examples` of Classify, Regress or MultiInference, each with
@@ -85,35 +75,4 @@ impl Server {
             }
         }
     }
-}
-
-/// Output `keys` of `servable`'s predictions for `inputs`: from its batching thread when it
-/// batches, else on this worker when `inline`, or on the blocking pool; `Ok(Err(inputs))`
-/// when the servable makes no tensors.
-async fn tensors_async(
-    servable: &Arc<dyn Servable>,
-    inputs: InputTensors,
-    keys: Vec<String>,
-    inline: bool,
-) -> Result<Result<Vec<ServingTensor>, InputTensors>, ServeError> {
-    let (inputs, keys) = match servable.predict_tensors_later(inputs, keys) {
-        Ok(answer) => {
-            let answer = answer.await;
-            let answer =
-                answer.map_err(|_| ServeError::Internal("the batching thread has stopped".into()));
-            return answer?.map(Ok);
-        }
-        Err(back) => back,
-    };
-    let predict = move |servable: &dyn Servable| match servable.predict_tensors(&inputs, &keys) {
-        Some(answer) => answer.map(Ok),
-        None => Ok(Err(inputs)),
-    };
-    if inline {
-        return predict(&**servable);
-    }
-    let servable = Arc::clone(servable);
-    tokio::task::spawn_blocking(move || predict(&*servable))
-        .await
-        .map_err(|e| ServeError::Internal(format!("the model failed: {e}")))?
 }

@@ -4,7 +4,7 @@
 //! status codes; cross-origin requests; ambiguous versions, request limits, connections held
 //! to their cap and timeouts, and the body-read timeout; TF Serving's configuration files
 //! (per-model batching too); the gRPC API (MultiInference and a Unix-domain socket too), with
-//! tonic's generated clients.
+//! tonic's generated clients, and merged by a batching server.
 
 mod ambiguity;
 mod body_timeout;
@@ -13,6 +13,7 @@ mod connections;
 mod cors;
 mod errors;
 mod grpc;
+mod grpc_batching;
 mod grpc_models;
 mod grpc_multi_inference;
 mod grpc_unix_socket;

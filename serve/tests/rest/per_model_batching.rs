@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use estimator_serve::{Batching, LoadFault, Loaders, ModelConfig, Server, VersionPolicy};
+use estimator_serve::{Batching, Inputs, LoadFault, Loaders, ModelConfig, Server, VersionPolicy};
 use serde_json::json;
 
 use crate::support::*;
@@ -44,7 +44,8 @@ fn each_version_batches_as_its_own_file_says_and_a_bad_file_refuses_it() {
     let batched = |server: &Server, version: u64| {
         let versions = server.model_versions("iris").unwrap();
         let servable = versions.versions[&version].clone();
-        servable.predict_later(Vec::new()).is_ok()
+        let nothing = Inputs::Instances(Vec::new());
+        servable.predict_outputs_later(nothing, Vec::new()).is_ok()
     };
 
     let server = load(true);
