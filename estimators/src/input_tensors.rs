@@ -49,17 +49,22 @@ impl<B: Backend> InputTensors<B> {
             match part {
                 ColumnInput::Numeric(run) => dense.push(values.numeric(run)),
                 ColumnInput::Bucketized {
-                    index,
+                    indices,
                     normalizer,
                     boundaries,
                     sparse,
                 } => {
-                    let x = values.numeric(&[(*index, *normalizer)]);
+                    let columns: Vec<_> = indices.iter().map(|&i| (i, *normalizer)).collect();
+                    let width = columns.len();
+                    // One value a row: `[n × width, 1]`, each value's bucket, then its row
+                    // of one-hot or its id column, the values of an example side by side.
+                    let x = values.numeric(&columns).reshape([n * width, 1]);
                     let ids = bucketize(x, boundaries);
                     if *sparse {
-                        sparse_ids.push(ids);
+                        sparse_ids.push(ids.reshape([n, width]));
                     } else {
-                        dense.push(one_hot(ids, boundaries.len() + 1));
+                        let buckets = boundaries.len() + 1;
+                        dense.push(one_hot(ids, buckets).reshape([n, width * buckets]));
                     }
                 }
                 ColumnInput::Ids { column, role } => {

@@ -12,6 +12,12 @@ use super::source::InputSources;
 /// Boundaries `[b0, b1, …, bn-1]` make `n + 1` buckets: `(-inf, b0)`, `[b0, b1)`, …,
 /// `[bn-1, +inf)`; a value equal to a boundary goes to the bucket above it. As in TF, the
 /// boundaries apply to the source column's value *after* its normalizer, if it has one.
+///
+/// A source column of several values (`numeric_column(key).with_shape([d])`) is bucketized
+/// value by value, as TF's: in a DNN each value's one-hot, side by side (`d × (n + 1)`
+/// values); in a linear model each value's bucket its own weights, value `i`'s bucket `b`
+/// being id `i × (n + 1) + b` of the column. As the categorical column of an indicator,
+/// embedding or crossed column it gives one id per example, so it reads one value there.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct BucketizedColumn {
     /// The numeric column bucketized.
@@ -37,9 +43,14 @@ impl BucketizedColumn {
         format!("{}_bucketized", self.source.key)
     }
 
-    /// Number of buckets: one more than the boundaries.
+    /// Number of buckets of each value: one more than the boundaries.
     pub fn num_buckets(&self) -> usize {
         self.boundaries.len() + 1
+    }
+
+    /// Values it bucketizes per example: its source column's.
+    pub fn width(&self) -> usize {
+        self.source.width()
     }
 
     /// The bucket of `value`: how many boundaries are `<= value`.
@@ -47,7 +58,7 @@ impl BucketizedColumn {
         self.boundaries.partition_point(|&b| b <= value)
     }
 
-    /// Checks the boundaries and resolves the source column.
+    /// Checks the boundaries and resolves the source column, of any shape.
     pub(crate) fn resolve(&self, inputs: &mut InputSources, schema: &Schema) -> Result<()> {
         let name = self.name();
         if self.boundaries.iter().any(|b| !b.is_finite()) {
@@ -62,14 +73,27 @@ impl BucketizedColumn {
                 self.boundaries
             )));
         }
-        if self.source.width() != 1 {
+        self.source.resolve(inputs, schema, &name)
+    }
+
+    /// [`resolve`](Self::resolve) as a categorical column, one id per example: its source
+    /// must hold one value.
+    pub(crate) fn resolve_as_categorical(
+        &self,
+        inputs: &mut InputSources,
+        schema: &Schema,
+    ) -> Result<()> {
+        if self.width() != 1 {
             return Err(Error::Config(format!(
-                "feature column '{name}': its numeric column has shape {:?}; a bucketized \
-                 column reads one value",
+                "feature column '{}': its numeric column has shape {:?}; as the categorical \
+                 column of an indicator, embedding or crossed column a bucketized column \
+                 reads one value (use it directly: one-hot values in a DNN, weights in a \
+                 linear model)",
+                self.name(),
                 self.source.shape
             )));
         }
-        self.source.resolve(inputs, schema, &name)
+        self.resolve(inputs, schema)
     }
 
     /// The bucket of the source's value in `example`; NaN has no bucket and is an error.

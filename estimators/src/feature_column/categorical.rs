@@ -73,7 +73,7 @@ impl CategoricalColumn {
             CategoricalColumn::VocabularyList(c) => c.resolve(inputs, schema),
             CategoricalColumn::HashBucket(c) => c.resolve(inputs, schema),
             CategoricalColumn::Identity(c) => c.resolve(inputs, schema),
-            CategoricalColumn::Bucketized(c) => c.resolve(inputs, schema),
+            CategoricalColumn::Bucketized(c) => c.resolve_as_categorical(inputs, schema),
             CategoricalColumn::Crossed(c) => c.resolve(inputs, schema),
         }
     }

@@ -66,11 +66,11 @@ impl FeatureColumn {
         )
     }
 
-    /// Number of ids when the column can give one id per example (categorical and
-    /// bucketized columns).
+    /// Number of ids of a categorical or bucketized column (TF's `num_buckets`: a
+    /// bucketized column of several values has each value's buckets, one after the other).
     pub fn num_buckets(&self) -> Option<usize> {
         match self {
-            FeatureColumn::Bucketized(c) => Some(c.num_buckets()),
+            FeatureColumn::Bucketized(c) => Some(c.num_buckets().saturating_mul(c.width())),
             FeatureColumn::VocabularyList(c) => Some(c.num_buckets()),
             FeatureColumn::HashBucket(c) => Some(c.num_buckets()),
             FeatureColumn::Identity(c) => Some(c.num_buckets()),

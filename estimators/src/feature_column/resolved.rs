@@ -169,13 +169,17 @@ impl ResolvedColumns {
             .collect()
     }
 
-    /// Number of ids of each sparse column (linear layout), in column order.
+    /// Number of ids of each sparse input (linear layout), in column order: a column's, or
+    /// each value's of a bucketized column of several values (one id each per example).
     pub fn sparse_bucket_counts(&self) -> Vec<usize> {
-        self.columns
-            .iter()
-            .filter(|c| self.is_sparse(c))
-            .filter_map(FeatureColumn::num_buckets)
-            .collect()
+        let mut counts = Vec::new();
+        for column in self.columns.iter().filter(|c| self.is_sparse(c)) {
+            match column {
+                FeatureColumn::Bucketized(c) => counts.extend(vec![c.num_buckets(); c.width()]),
+                other => counts.extend(other.num_buckets()),
+            }
+        }
+        counts
     }
 
     /// Width of the input layer's output: dense values plus every embedding's dimension.
@@ -241,7 +245,9 @@ impl ResolvedColumns {
         match column {
             FeatureColumn::Numeric(c) => c.width(),
             FeatureColumn::Indicator(c) => c.width(),
-            FeatureColumn::Bucketized(c) if self.layout == Layout::Dnn => c.num_buckets(),
+            FeatureColumn::Bucketized(c) if self.layout == Layout::Dnn => {
+                c.num_buckets().saturating_mul(c.width())
+            }
             _ => 0,
         }
     }
@@ -256,7 +262,9 @@ fn check_sizes(columns: &[FeatureColumn], layout: Layout) -> Result<()> {
             FeatureColumn::Numeric(c) => (c.width(), 0),
             FeatureColumn::Indicator(c) => (c.width(), 0),
             FeatureColumn::Embedding(e) => (e.dimension, e.num_buckets()),
-            FeatureColumn::Bucketized(c) if layout == Layout::Dnn => (c.num_buckets(), 0),
+            FeatureColumn::Bucketized(c) if layout == Layout::Dnn => {
+                (c.num_buckets().saturating_mul(c.width()), 0)
+            }
             other => (0, other.num_buckets().unwrap_or(0)),
         };
         width = width.and_then(|t| t.checked_add(w));
@@ -292,7 +300,9 @@ fn parts(
                 ColumnInput::Numeric(values)
             }
             FeatureColumn::Bucketized(c) => ColumnInput::Bucketized {
-                index: inputs.dense_index(&c.source.key)?,
+                indices: (c.source.keys().iter())
+                    .map(|key| inputs.dense_index(key))
+                    .collect::<Result<_>>()?,
                 normalizer: c.source.normalizer,
                 boundaries: c.boundaries.clone(),
                 sparse: layout == Layout::Linear,
@@ -320,10 +330,11 @@ fn parts(
 pub(crate) enum ColumnInput {
     /// Numeric values: each one's position in the batch's dense values and its normaliser.
     Numeric(Vec<(usize, Option<Normalizer>)>),
-    /// A numeric value (normalised first, as TF) cut at `boundaries`: one-hot in the dense
-    /// part, or a sparse id in the linear layout.
+    /// Numeric values (normalised first, as TF), each cut at `boundaries`: a one-hot each in
+    /// the dense part, side by side, or a sparse id each in the linear layout. `indices`:
+    /// their positions in the batch's dense values.
     Bucketized {
-        index: usize,
+        indices: Vec<usize>,
         normalizer: Option<Normalizer>,
         boundaries: Vec<f32>,
         sparse: bool,

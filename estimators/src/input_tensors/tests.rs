@@ -122,6 +122,40 @@ fn linear_layout_turns_categorical_and_bucketized_columns_into_sparse_ids() {
 }
 
 #[test]
+fn a_bucketized_column_of_several_values_bucketizes_each_as_tf_does() {
+    let schema = Schema::new()
+        .float("x[0]")
+        .float("x[1]")
+        .int("y")
+        .label("y");
+    let source = numeric_column("x")
+        .with_shape([2])
+        .with_normalizer(1.0, 1.0);
+    let columns = || vec![bucketized_column(source.clone(), [0.0, 10.0]).into()];
+    let row = |x: [f32; 2]| Example {
+        dense: x.to_vec(),
+        ..Example::default()
+    };
+    // After the normaliser (x - 1): [5, -1] and [10, 20].
+    let batch = ColumnarBatch::from_examples(&[row([6.0, 0.0]), row([11.0, 21.0])]).unwrap();
+    let make = |layout| {
+        let resolved = ResolvedColumns::resolve(columns(), &schema, layout).unwrap();
+        InputTensors::<B>::new(&resolved, &batch, &Default::default()).unwrap()
+    };
+    // A DNN: each value's one-hot, side by side.
+    #[rustfmt::skip]
+    let expected = vec![
+        0.0, 1.0, 0.0,  1.0, 0.0, 0.0,
+        0.0, 0.0, 1.0,  0.0, 0.0, 1.0,
+    ];
+    assert_eq!(floats(make(Layout::Dnn).dense), expected);
+    // A linear model: each value's bucket, an id column each (the model offsets them).
+    let linear = make(Layout::Linear);
+    assert!(linear.dense.is_none());
+    assert_eq!(ints(linear.sparse_ids.unwrap()), [1, 0, 2, 2]);
+}
+
+#[test]
 fn batches_of_another_layout_and_bad_ids_are_errors_naming_them() {
     let columns = || vec![indicator_column(categorical_column_with_identity("n", 3)).into()];
     let resolved = ResolvedColumns::resolve(columns(), &schema(), Layout::Dnn).unwrap();

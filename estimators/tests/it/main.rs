@@ -22,6 +22,7 @@ mod ps_cluster;
 mod ps_faults;
 mod restarts;
 mod ring_order;
+mod shaped_buckets;
 mod sharded_resume;
 mod shared_embeddings;
 mod stall;

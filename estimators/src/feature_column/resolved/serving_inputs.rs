@@ -43,20 +43,35 @@ fn scalar(key: &str, dtype: DType) -> InputSpec {
     }
 }
 
-/// The numeric columns given a shape.
+/// The numeric columns given a shape, on their own or bucketized.
 fn shaped_columns(columns: &[FeatureColumn]) -> Vec<&NumericColumn> {
     (columns.iter())
         .filter_map(|column| match column {
-            FeatureColumn::Numeric(c) if !c.shape.is_empty() => Some(c),
+            FeatureColumn::Numeric(c) => Some(c),
+            FeatureColumn::Bucketized(c) => Some(&c.source),
             _ => None,
         })
+        .filter(|c| !c.shape.is_empty())
         .collect()
 }
 
 /// A shaped numeric column's key names its serving input, so no column may read an input
-/// of that name: a request could not tell the two apart.
+/// of that name: a request could not tell the two apart; and two shaped columns of one key
+/// (a number and its buckets) are one input, of one shape.
 pub(super) fn check_shaped_names(columns: &[FeatureColumn], inputs: &InputSources) -> Result<()> {
-    for column in shaped_columns(columns) {
+    let shaped = shaped_columns(columns);
+    for (k, column) in shaped.iter().enumerate() {
+        if let Some(other) =
+            (shaped[..k].iter()).find(|o| o.key == column.key && o.shape != column.shape)
+        {
+            return Err(Error::Config(format!(
+                "feature columns of key '{}' have the shapes {:?} and {:?}; its serving input \
+                 has one",
+                column.key, other.shape, column.shape
+            )));
+        }
+    }
+    for column in shaped {
         let own = column.keys();
         if !own.contains(&column.key) && inputs.source(&column.key).is_some() {
             return Err(Error::Config(format!(

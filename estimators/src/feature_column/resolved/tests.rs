@@ -3,7 +3,8 @@
 use super::*;
 use crate::feature_column::{
     bucketized_column, categorical_column_with_identity, categorical_column_with_vocabulary_list,
-    embedding_column, indicator_column, numeric_column, shared_embeddings,
+    crossed_column, embedding_column, indicator_column, numeric_column, shared_embeddings,
+    CrossSource,
 };
 use estimator::export::DType;
 
@@ -309,9 +310,6 @@ fn a_shaped_numeric_column_reads_its_values_and_is_served_as_one_input() {
         err.contains("'x[3]' (used by 'x') is not in the input"),
         "{err}"
     );
-    let bucketized = bucketized_column(numeric_column("x").with_shape([3]), [0.0]);
-    let err = resolve(vec![bucketized.into()]).unwrap_err();
-    assert!(err.contains("its numeric column has shape [3]"), "{err}");
     // One value in a shape reads the key itself.
     let one = resolve(vec![numeric_column("z").with_shape([1]).into()]).unwrap();
     assert_eq!(one.serving_inputs()[0].shape, [1]);
@@ -340,4 +338,73 @@ fn a_shaped_column_may_not_share_its_name_with_an_input_another_column_reads() {
     let want = "feature column 'x' of shape [2] is served as the input 'x', which another \
                 column reads";
     assert!(err.to_string().contains(want), "{err}");
+}
+
+#[test]
+fn a_bucketized_column_of_several_values_has_each_value_s_buckets() {
+    let schema = Schema::new()
+        .float("x[0]")
+        .float("x[1]")
+        .float("x[2]")
+        .float("z")
+        .category("c")
+        .int("y")
+        .label("y");
+    let resolve = |columns: Vec<FeatureColumn>, layout| {
+        ResolvedColumns::resolve(columns, &schema, layout).map_err(|e| e.to_string())
+    };
+    let buckets = || bucketized_column(numeric_column("x").with_shape([3]), [0.0, 1.0]);
+    let columns = || {
+        vec![
+            numeric_column("z").into(),
+            buckets().into(),
+            numeric_column("x").with_shape([3]).into(),
+        ]
+    };
+
+    // A DNN: three one-hots of three buckets; the numeric column of the same key and shape
+    // shares its serving input.
+    let dnn = resolve(columns(), Layout::Dnn).unwrap();
+    assert_eq!(dnn.dense_width(), 1 + 9 + 3);
+    let names = dnn.dense_input_names();
+    assert_eq!(
+        names[1..4],
+        ["x_bucketized#0", "x_bucketized#1", "x_bucketized#2"]
+    );
+    assert_eq!(names[9], "x_bucketized#8");
+    let inputs: Vec<(String, Vec<usize>)> = (dnn.serving_inputs().into_iter())
+        .map(|i| (i.name, i.shape))
+        .collect();
+    assert_eq!(inputs, [("z".into(), vec![]), ("x".into(), vec![3])]);
+
+    // A linear model: each value's ids one after the other (TF's `i × 3 + bucket`).
+    let linear = resolve(columns(), Layout::Linear).unwrap();
+    assert_eq!(linear.sparse_bucket_counts(), [3, 3, 3]);
+    let names = linear.sparse_input_names();
+    assert_eq!(names.len(), 9);
+    assert_eq!(
+        (names[0].as_str(), names[8].as_str()),
+        ("x_bucketized#0", "x_bucketized#8")
+    );
+    assert_eq!(
+        FeatureColumn::from(buckets()).num_buckets(),
+        Some(9),
+        "TF's num_buckets"
+    );
+
+    // One id per example: as an indicator's, embedding's or cross's column it is refused.
+    let err = resolve(vec![indicator_column(buckets()).into()], Layout::Dnn).unwrap_err();
+    assert!(
+        err.contains("'x_bucketized': its numeric column has shape [3]")
+            && err.contains("reads one value"),
+        "{err}"
+    );
+    let crossed = crossed_column([buckets().into(), CrossSource::from("c")], 10);
+    let err = resolve(vec![crossed.into()], Layout::Linear).unwrap_err();
+    assert!(err.contains("its numeric column has shape [3]"), "{err}");
+
+    // Its key is one serving input: of one shape.
+    let two_shapes = vec![buckets().into(), numeric_column("x").with_shape([2]).into()];
+    let err = resolve(two_shapes, Layout::Dnn).unwrap_err();
+    assert!(err.contains("key 'x' have the shapes [3] and [2]"), "{err}");
 }

@@ -1,0 +1,136 @@
+//! A bucketized column of a shaped numeric column (`bucketized_column(numeric_column("x")
+//! .with_shape([2]), …)`) trains as TF's does: each value bucketized on its own, so a
+//! model of it is the model of one bucketized column per value, weight for weight; its
+//! export takes `x` as one input of shape `[2]`.
+
+use std::path::Path;
+
+use estimator::datasets::{from_vec, ColumnarBatch, DatasetExt, Example, Label, Schema};
+use estimator::export::{Instance, ServableEstimator};
+use estimator::head::HeadPrediction;
+use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, TrainSpec};
+use estimators::feature_column::{bucketized_column, numeric_column, FeatureColumn};
+use estimators::{DnnClassifier, LinearClassifier};
+use serde_json::json;
+
+use crate::canned::run_config;
+
+const BOUNDARIES: [f32; 3] = [-1.0, 0.0, 1.0];
+
+/// 200 rows of two numbers in [-2, 2), labelled by whether both are on one side of 0.
+fn data() -> (Schema, Vec<Example>) {
+    let schema = Schema::new()
+        .float("x[0]")
+        .float("x[1]")
+        .int("label")
+        .label("label");
+    let mut state = 7u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as f32 / (1u64 << 31) as f32 * 4.0 - 2.0
+    };
+    let rows = (0..200)
+        .map(|_| {
+            let (a, b) = (next(), next());
+            Example {
+                dense: vec![a, b],
+                label: Label::Class(u32::from((a > 0.0) == (b > 0.0))),
+                ..Example::default()
+            }
+        })
+        .collect();
+    (schema, rows)
+}
+
+/// The shaped column, and one bucketized column per value of it.
+fn shaped() -> Vec<FeatureColumn> {
+    let source = numeric_column("x").with_shape([2]);
+    vec![bucketized_column(source, BOUNDARIES).into()]
+}
+
+fn per_value() -> Vec<FeatureColumn> {
+    (["x[0]", "x[1]"].into_iter())
+        .map(|key| bucketized_column(numeric_column(key), BOUNDARIES).into())
+        .collect()
+}
+
+/// Trains `est` 30 steps on `data` and gives its predictions of every row.
+fn trained<E>(est: &E, data: &[Example]) -> Vec<HeadPrediction>
+where
+    E: Estimator<Batch = ColumnarBatch, Prediction = HeadPrediction>,
+{
+    let train = || {
+        Ok(from_vec(data.to_vec())
+            .repeat(None)
+            .batch_columnar(20, false))
+    };
+    est.train(train, TrainSpec::max_steps(30)).unwrap();
+    let all = || Ok(from_vec(data.to_vec()).batch_columnar(50, false));
+    let predictions = est.predict(all, None).unwrap();
+    predictions.collect::<Result<_, _>>().unwrap()
+}
+
+/// Exports `est` and predicts the first rows of `data` from instances with `x` as one list,
+/// as a served request sends them.
+fn served<E>(est: &E, dir: &Path, data: &[Example]) -> Vec<HeadPrediction>
+where
+    E: ServableEstimator<Batch = ColumnarBatch, Prediction = HeadPrediction>,
+{
+    let export = est.export(&dir.join("export")).unwrap();
+    let predictor = Predictor::<E>::load(&export).unwrap();
+    let input = &predictor.signature().inputs[0];
+    assert_eq!(
+        (input.name.as_str(), input.shape.as_slice()),
+        ("x", &[2][..])
+    );
+    let instances: Vec<Instance> = (data[..5].iter())
+        .map(|row| json!({ "x": row.dense }).as_object().unwrap().clone())
+        .collect();
+    let estimator = predictor.estimator();
+    let batch = estimator
+        .batch_from_instances(predictor.signature(), &instances)
+        .unwrap();
+    predictor.predict(&batch).unwrap()
+}
+
+#[test]
+fn a_linear_model_of_a_shaped_bucketized_column_is_that_of_a_column_per_value() {
+    let (schema, data) = data();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let linear = |dir: &Path, columns| {
+        LinearClassifier::new(run_config(dir), &schema, columns, 2)
+            .unwrap()
+            .with_optimizer(OptimizerSpec::adagrad(0.3))
+    };
+    let shaped_model = linear(dirs[0].path(), shaped());
+    let predictions = trained(&shaped_model, &data);
+    let per_value_model = linear(dirs[1].path(), per_value());
+    assert_eq!(predictions, trained(&per_value_model, &data));
+    // Trained: the weights start at zero, so every logit would be 0 untrained.
+    assert!(predictions.iter().all(|p| p.logits[0] != 0.0));
+    assert_eq!(
+        served(&shaped_model, dirs[0].path(), &data),
+        predictions[..5]
+    );
+}
+
+#[test]
+fn a_dnn_of_a_shaped_bucketized_column_is_that_of_a_column_per_value() {
+    let (schema, data) = data();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let dnn = |dir: &Path, columns| {
+        DnnClassifier::new(run_config(dir), &schema, columns, [8], 2)
+            .unwrap()
+            .with_optimizer(OptimizerSpec::adam(0.05))
+    };
+    let shaped_model = dnn(dirs[0].path(), shaped());
+    let predictions = trained(&shaped_model, &data);
+    let per_value_model = dnn(dirs[1].path(), per_value());
+    assert_eq!(predictions, trained(&per_value_model, &data));
+    assert_eq!(
+        served(&shaped_model, dirs[0].path(), &data),
+        predictions[..5]
+    );
+}
