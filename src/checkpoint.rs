@@ -30,7 +30,7 @@ pub use index_fault::IndexFault;
 pub use listener::CheckpointListener;
 pub use manager::CheckpointManager;
 pub use naming::{checkpoint_file_name, checkpoint_path, parse_checkpoint_file_name};
-pub(crate) use restore::restore_for_inference;
+pub(crate) use restore::{restore_for_inference, RestoredModel};
 pub use retention::{prune, Pruning, Retention};
 pub use variables::{list_variables, load_variable, VariableValue};
 pub use vocab_info::VocabInfo;

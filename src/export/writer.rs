@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::base_path::version_dirs;
-use crate::checkpoint::restore_for_inference;
+use crate::checkpoint::{restore_for_inference, RestoredModel};
 use crate::device::CpuBackend;
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, ESTIMATOR_FILE};
@@ -90,7 +90,20 @@ pub(crate) fn export_numbered<E: Estimator>(
         checkpoint,
         || estimator.build_model::<CpuBackend>(&device),
     )?;
-    let _lock = DirLock::acquire(export_dir_base, "export")?;
+    let lock = DirLock::acquire(export_dir_base, "export")?;
+    let written = write_version(estimator, &restored, export_dir_base, numbering_root);
+    // A file that vanished mid-way is reported as the directory's removal, where it is one.
+    written.map_err(|e| lock.explain_write_failure(e))
+}
+
+/// Writes `restored` of `estimator` as a new version under `export_dir_base`: assembled in
+/// a temporary directory, renamed into place.
+fn write_version<E: Estimator>(
+    estimator: &E,
+    restored: &RestoredModel<E::Model<CpuBackend>>,
+    export_dir_base: &Path,
+    numbering_root: &Path,
+) -> Result<PathBuf> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

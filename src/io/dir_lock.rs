@@ -112,18 +112,15 @@ impl DirLock {
     /// What to report of `error`, which a write into the directory failed with: the
     /// directory's removal where that is the cause.
     ///
-    /// A file of this run's that vanished (`NotFound`) is how a removal in progress looks
-    /// before it reaches the lock file (`rm -r` takes entries in the directory's order), so
-    /// then the removal is given a moment to show before the file's own error is reported.
+    /// A removal in progress fails a write before it reaches the lock file (`rm -r` takes
+    /// entries in the directory's order), with whatever the operation it cut short says: a
+    /// file that vanished (`ENOENT`), a link into a directory already unlinked (`EPERM`). So
+    /// for an I/O error the removal is given a moment to show before the error is reported
+    /// as it is (the write failed either way: the run ends a moment later at most).
     pub fn explain_write_failure(&self, error: Error) -> Error {
-        let vanished = matches!(
-            &error,
-            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound
-        );
-        let grace = if vanished {
-            REMOVAL_GRACE
-        } else {
-            Duration::ZERO
+        let grace = match &error {
+            Error::Io { .. } => REMOVAL_GRACE,
+            _ => Duration::ZERO,
         };
         let deadline = Instant::now() + grace;
         loop {
@@ -138,7 +135,7 @@ impl DirLock {
     }
 }
 
-/// How long a file's vanishing waits for the lock file to go too.
+/// How long a failed write waits for the lock file to go too.
 const REMOVAL_GRACE: Duration = Duration::from_secs(1);
 
 impl Drop for Held {

@@ -98,8 +98,10 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
     values.insert("global_step".into(), restored.global_step as f64);
 
     let dir = eval_dir(&config.model_dir, name);
-    let _lock = DirLock::acquire(&dir, "evaluation")?;
-    let mut writer = SummaryWriter::create(&dir)?;
+    let lock = DirLock::acquire(&dir, "evaluation")?;
+    // A file that vanished mid-way is reported as the directory's removal, where it is one.
+    let explained = |e| lock.explain_write_failure(e);
+    let mut writer = SummaryWriter::create(&dir).map_err(explained)?;
     for (tag, value) in &values {
         if tag != "global_step" {
             writer.scalar(tag, *value, restored.global_step);
@@ -110,7 +112,7 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
         global_step: restored.global_step,
         metrics: values.clone(),
     };
-    EvalHistory::append(&dir, &record)?;
+    EvalHistory::append(&dir, &record).map_err(explained)?;
     let mut json: serde_json::Map<String, serde_json::Value> = values
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::json!(v)))

@@ -3,6 +3,7 @@
 mod checkpoints;
 mod cpu_threads;
 mod distributed;
+mod export_dir_removal;
 mod loss_readback;
 mod parameter_server;
 mod resume;

@@ -160,17 +160,25 @@ fn a_write_failure_with_the_directory_in_place_is_reported_as_it_is() {
     let lock = DirLock::acquire(dir.path(), "training").unwrap();
     let index = dir.path().join("checkpoint");
 
-    let started = Instant::now();
-    let denied = Error::io(&index, std::io::ErrorKind::PermissionDenied.into());
-    let err = lock.explain_write_failure(denied).to_string();
-    assert!(err.starts_with(&index.display().to_string()), "{err}");
-    assert!(
-        started.elapsed() < REMOVAL_GRACE,
-        "only a vanished file waits"
-    );
+    for kind in [
+        std::io::ErrorKind::NotFound,
+        std::io::ErrorKind::PermissionDenied,
+    ] {
+        let started = Instant::now();
+        let err = lock.explain_write_failure(Error::io(&index, kind.into()));
+        assert!(
+            matches!(&err, Error::Io { source, .. } if source.kind() == kind),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with(&index.display().to_string()));
+        assert!(started.elapsed() >= REMOVAL_GRACE, "an I/O error waits");
+    }
 
-    let vanished = Error::io(&index, std::io::ErrorKind::NotFound.into());
-    let err = lock.explain_write_failure(vanished).to_string();
-    assert!(err.starts_with(&index.display().to_string()), "{err}");
-    assert!(!err.contains("removed (or replaced)"), "{err}");
+    let started = Instant::now();
+    let err = lock.explain_write_failure(Error::Config("not of I/O".into()));
+    assert!(
+        matches!(&err, Error::Config(text) if text == "not of I/O"),
+        "{err}"
+    );
+    assert!(started.elapsed() < REMOVAL_GRACE, "only an I/O error waits");
 }
