@@ -245,8 +245,9 @@ impl ResolvedColumns {
         match column {
             FeatureColumn::Numeric(c) => c.width(),
             FeatureColumn::Indicator(c) => c.width(),
-            FeatureColumn::Bucketized(c) if self.layout == Layout::Dnn => {
-                c.num_buckets().saturating_mul(c.width())
+            // Each value's one-hot: as many values as the column has ids.
+            FeatureColumn::Bucketized(_) if self.layout == Layout::Dnn => {
+                column.num_buckets().unwrap_or(0)
             }
             _ => 0,
         }
@@ -262,8 +263,8 @@ fn check_sizes(columns: &[FeatureColumn], layout: Layout) -> Result<()> {
             FeatureColumn::Numeric(c) => (c.width(), 0),
             FeatureColumn::Indicator(c) => (c.width(), 0),
             FeatureColumn::Embedding(e) => (e.dimension, e.num_buckets()),
-            FeatureColumn::Bucketized(c) if layout == Layout::Dnn => {
-                (c.num_buckets().saturating_mul(c.width()), 0)
+            FeatureColumn::Bucketized(_) if layout == Layout::Dnn => {
+                (column.num_buckets().unwrap_or(0), 0)
             }
             other => (0, other.num_buckets().unwrap_or(0)),
         };
