@@ -92,7 +92,7 @@ pub(crate) fn export_numbered<E: Estimator>(
     )?;
     let lock = DirLock::acquire(export_dir_base, "export")?;
     let written = write_version(estimator, &restored, export_dir_base, numbering_root);
-    // A file that vanished mid-way is reported as the directory's removal, where it is one.
+    // A write cut short by the directory's removal is reported as the removal.
     written.map_err(|e| lock.explain_write_failure(e))
 }
 

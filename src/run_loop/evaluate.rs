@@ -99,7 +99,7 @@ fn evaluate_on<B: Backend, E: Estimator, D: Dataset<Item = E::Batch> + Send>(
 
     let dir = eval_dir(&config.model_dir, name);
     let lock = DirLock::acquire(&dir, "evaluation")?;
-    // A file that vanished mid-way is reported as the directory's removal, where it is one.
+    // A write cut short by the directory's removal is reported as the removal.
     let explained = |e| lock.explain_write_failure(e);
     let mut writer = SummaryWriter::create(&dir).map_err(explained)?;
     for (tag, value) in &values {

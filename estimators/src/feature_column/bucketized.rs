@@ -1,6 +1,6 @@
 //! `bucketized_column`: a number turned into the index of the range it falls in.
 
-use datasets::{ColumnarBatch, ColumnarRow, Schema};
+use datasets::{ColumnarRow, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -99,15 +99,6 @@ impl BucketizedColumn {
     /// The bucket of the source's value in `example`; NaN has no bucket and is an error.
     pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
         self.bucket_of(self.source.value(inputs, example)?)
-    }
-
-    /// The bucket of every example of `batch` (the source looked up once).
-    pub(crate) fn ids(&self, inputs: &InputSources, batch: &ColumnarBatch) -> Result<Vec<usize>> {
-        let reader = self.source.reader(inputs)?;
-        batch
-            .rows()
-            .map(|row| self.bucket_of(reader.read(&row)?))
-            .collect()
     }
 
     fn bucket_of(&self, value: f32) -> Result<usize> {

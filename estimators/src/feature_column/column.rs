@@ -95,8 +95,9 @@ impl FeatureColumn {
         }
     }
 
-    /// The id of every example of `batch` for a column with
-    /// [`FeatureColumn::num_buckets`]; `None` for the others.
+    /// The id of every example of `batch` for a categorical column (vocabulary, hash bucket,
+    /// identity, crossed); `None` for the others (a bucketized column's buckets are
+    /// computed on the device, `ColumnInput::Bucketized`).
     pub(crate) fn ids(
         &self,
         inputs: &InputSources,
@@ -106,12 +107,12 @@ impl FeatureColumn {
             batch.rows().map(|row| id(&row)).collect()
         };
         match self {
-            FeatureColumn::Bucketized(c) => Some(c.ids(inputs, batch)),
             FeatureColumn::VocabularyList(c) => Some(each(&|e| c.id(inputs, e))),
             FeatureColumn::HashBucket(c) => Some(each(&|e| c.id(inputs, e))),
             FeatureColumn::Identity(c) => Some(each(&|e| c.id(inputs, e))),
             FeatureColumn::Crossed(c) => Some(each(&|e| c.id(inputs, e))),
             FeatureColumn::Numeric(_)
+            | FeatureColumn::Bucketized(_)
             | FeatureColumn::Indicator(_)
             | FeatureColumn::Embedding(_) => None,
         }

@@ -175,7 +175,9 @@ impl ResolvedColumns {
         let mut counts = Vec::new();
         for column in self.columns.iter().filter(|c| self.is_sparse(c)) {
             match column {
-                FeatureColumn::Bucketized(c) => counts.extend(vec![c.num_buckets(); c.width()]),
+                FeatureColumn::Bucketized(c) => {
+                    counts.extend(std::iter::repeat_n(c.num_buckets(), c.width()))
+                }
                 other => counts.extend(other.num_buckets()),
             }
         }
