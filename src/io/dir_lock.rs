@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -41,7 +41,23 @@ struct Held {
 impl DirLock {
     /// Takes the lock of `dir` (created when missing) for `purpose` ("training"), or fails
     /// naming the process that holds it. Taking it again in the same process shares it.
+    ///
+    /// A directory removed before its lock is taken loses nothing of this run's: it is made
+    /// again, a few times, before the removal is reported as [`Error::DirGone`] rather than
+    /// as whichever step of taking the lock it cut short.
     pub fn acquire(dir: &Path, purpose: &str) -> Result<Self> {
+        for _ in 0..ACQUIRE_ATTEMPTS {
+            match Self::take(dir, purpose) {
+                Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {}
+                taken => return taken,
+            }
+        }
+        Err(Error::DirGone {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn take(dir: &Path, purpose: &str) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let key = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
         let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
@@ -134,6 +150,9 @@ impl DirLock {
         }
     }
 }
+
+/// How many times taking a lock makes its directory again after a removal.
+const ACQUIRE_ATTEMPTS: usize = 3;
 
 /// How long a failed write waits for the lock file to go too.
 const REMOVAL_GRACE: Duration = Duration::from_secs(1);
