@@ -16,8 +16,9 @@ use super::source::InputSources;
 /// A source column of several values (`numeric_column(key).with_shape([d])`) is bucketized
 /// value by value, as TF's: in a DNN each value's one-hot, side by side (`d × (n + 1)`
 /// values); in a linear model each value's bucket its own weights, value `i`'s bucket `b`
-/// being id `i × (n + 1) + b` of the column. As the categorical column of an indicator,
-/// embedding or crossed column it gives one id per example, so it reads one value there.
+/// being id `i × (n + 1) + b` of the column. Its indicator column is the same one-hots (TF's
+/// multi-hot of those ids). As the categorical column of an embedding or crossed column it
+/// gives one id per example, so it reads one value there.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct BucketizedColumn {
     /// The numeric column bucketized.
@@ -53,6 +54,11 @@ impl BucketizedColumn {
         self.source.width()
     }
 
+    /// Its ids, every value's buckets one after the other (TF's `num_buckets`).
+    pub fn num_ids(&self) -> usize {
+        self.num_buckets().saturating_mul(self.width())
+    }
+
     /// The bucket of `value`: how many boundaries are `<= value`.
     pub fn bucket(&self, value: f32) -> usize {
         self.boundaries.partition_point(|&b| b <= value)
@@ -76,8 +82,8 @@ impl BucketizedColumn {
         self.source.resolve(inputs, schema, &name)
     }
 
-    /// [`resolve`](Self::resolve) as a categorical column, one id per example: its source
-    /// must hold one value.
+    /// [`resolve`](Self::resolve) as the categorical column of an embedding or crossed
+    /// column, one id per example: its source must hold one value.
     pub(crate) fn resolve_as_categorical(
         &self,
         inputs: &mut InputSources,
@@ -86,9 +92,9 @@ impl BucketizedColumn {
         if self.width() != 1 {
             return Err(Error::Config(format!(
                 "feature column '{}': its numeric column has shape {:?}; as the categorical \
-                 column of an indicator, embedding or crossed column a bucketized column \
-                 reads one value (use it directly: one-hot values in a DNN, weights in a \
-                 linear model)",
+                 column of an embedding or crossed column a bucketized column reads one value \
+                 (use it directly or through an indicator column: one-hot values in a DNN, \
+                 weights in a linear model)",
                 self.name(),
                 self.source.shape
             )));

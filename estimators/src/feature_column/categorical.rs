@@ -47,7 +47,7 @@ impl CategoricalColumn {
             CategoricalColumn::VocabularyList(c) => c.num_buckets(),
             CategoricalColumn::HashBucket(c) => c.num_buckets(),
             CategoricalColumn::Identity(c) => c.num_buckets(),
-            CategoricalColumn::Bucketized(c) => c.num_buckets(),
+            CategoricalColumn::Bucketized(c) => c.num_ids(),
             CategoricalColumn::Crossed(c) => c.num_buckets(),
         }
     }

@@ -70,7 +70,7 @@ impl FeatureColumn {
     /// bucketized column of several values has each value's buckets, one after the other).
     pub fn num_buckets(&self) -> Option<usize> {
         match self {
-            FeatureColumn::Bucketized(c) => Some(c.num_buckets().saturating_mul(c.width())),
+            FeatureColumn::Bucketized(c) => Some(c.num_ids()),
             FeatureColumn::VocabularyList(c) => Some(c.num_buckets()),
             FeatureColumn::HashBucket(c) => Some(c.num_buckets()),
             FeatureColumn::Identity(c) => Some(c.num_buckets()),
@@ -90,7 +90,7 @@ impl FeatureColumn {
             FeatureColumn::HashBucket(c) => c.resolve(inputs, schema),
             FeatureColumn::Identity(c) => c.resolve(inputs, schema),
             FeatureColumn::Crossed(c) => c.resolve(inputs, schema),
-            FeatureColumn::Indicator(c) => c.categorical.resolve(inputs, schema),
+            FeatureColumn::Indicator(c) => c.resolve(inputs, schema),
             FeatureColumn::Embedding(c) => c.categorical.resolve(inputs, schema),
         }
     }

@@ -5,6 +5,7 @@ use datasets::{ColumnarBatch, Schema};
 use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
+use super::bucketized::BucketizedColumn;
 use super::column::FeatureColumn;
 use super::embedding::EmbeddingColumn;
 use super::numeric::Normalizer;
@@ -302,17 +303,13 @@ fn parts(
                 }
                 ColumnInput::Numeric(values)
             }
-            FeatureColumn::Bucketized(c) => ColumnInput::Bucketized {
-                indices: (c.source.keys().iter())
-                    .map(|key| inputs.dense_index(key))
-                    .collect::<Result<_>>()?,
-                normalizer: c.source.normalizer,
-                boundaries: c.boundaries.clone(),
-                sparse: layout == Layout::Linear,
-            },
-            FeatureColumn::Indicator(c) => ColumnInput::Ids {
-                column,
-                role: IdRole::OneHot(c.width()),
+            FeatureColumn::Bucketized(c) => bucketized(c, inputs, layout == Layout::Linear)?,
+            FeatureColumn::Indicator(c) => match c.bucketized() {
+                Some(c) => bucketized(c, inputs, false)?,
+                None => ColumnInput::Ids {
+                    column,
+                    role: IdRole::OneHot(c.width()),
+                },
             },
             FeatureColumn::Embedding(_) => ColumnInput::Ids {
                 column,
@@ -326,6 +323,18 @@ fn parts(
         parts.push(part);
     }
     Ok(parts)
+}
+
+/// A bucketized column's values, cut on the device: one-hots, or with `sparse` ids.
+fn bucketized(c: &BucketizedColumn, inputs: &InputSources, sparse: bool) -> Result<ColumnInput> {
+    Ok(ColumnInput::Bucketized {
+        indices: (c.source.keys().iter())
+            .map(|key| inputs.dense_index(key))
+            .collect::<Result<_>>()?,
+        normalizer: c.source.normalizer,
+        boundaries: c.boundaries.clone(),
+        sparse,
+    })
 }
 
 /// How one column (or a run of numeric ones) becomes model input.

@@ -1,7 +1,8 @@
 //! A bucketized column of a shaped numeric column (`bucketized_column(numeric_column("x")
 //! .with_shape([2]), …)`) trains as TF's does: each value bucketized on its own, so a
-//! model of it is the model of one bucketized column per value, weight for weight; its
-//! export takes `x` as one input of shape `[2]`.
+//! model of it is the model of one bucketized column per value, weight for weight, and in
+//! a DNN the model of its indicator column (TF's multi-hot of its ids); its export takes
+//! `x` as one input of shape `[2]`.
 
 use std::path::Path;
 
@@ -9,7 +10,9 @@ use estimator::datasets::{from_vec, ColumnarBatch, DatasetExt, Example, Label, S
 use estimator::export::{Instance, ServableEstimator};
 use estimator::head::HeadPrediction;
 use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, TrainSpec};
-use estimators::feature_column::{bucketized_column, numeric_column, FeatureColumn};
+use estimators::feature_column::{
+    bucketized_column, indicator_column, numeric_column, FeatureColumn,
+};
 use estimators::{DnnClassifier, LinearClassifier};
 use serde_json::json;
 
@@ -44,10 +47,15 @@ fn data() -> (Schema, Vec<Example>) {
     (schema, rows)
 }
 
-/// The shaped column, and one bucketized column per value of it.
+/// The shaped column, its indicator column, and one bucketized column per value of it.
 fn shaped() -> Vec<FeatureColumn> {
     let source = numeric_column("x").with_shape([2]);
     vec![bucketized_column(source, BOUNDARIES).into()]
+}
+
+fn shaped_indicator() -> Vec<FeatureColumn> {
+    let source = numeric_column("x").with_shape([2]);
+    vec![indicator_column(bucketized_column(source, BOUNDARIES)).into()]
 }
 
 fn per_value() -> Vec<FeatureColumn> {
@@ -117,9 +125,9 @@ fn a_linear_model_of_a_shaped_bucketized_column_is_that_of_a_column_per_value() 
 }
 
 #[test]
-fn a_dnn_of_a_shaped_bucketized_column_is_that_of_a_column_per_value() {
+fn a_dnn_of_a_shaped_bucketized_column_is_that_of_a_column_per_value_and_of_its_indicator() {
     let (schema, data) = data();
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let dirs = [(); 3].map(|_| tempfile::tempdir().unwrap());
     let dnn = |dir: &Path, columns| {
         DnnClassifier::new(run_config(dir), &schema, columns, [8], 2)
             .unwrap()
@@ -131,6 +139,12 @@ fn a_dnn_of_a_shaped_bucketized_column_is_that_of_a_column_per_value() {
     assert_eq!(predictions, trained(&per_value_model, &data));
     assert_eq!(
         served(&shaped_model, dirs[0].path(), &data),
+        predictions[..5]
+    );
+    let indicator_model = dnn(dirs[2].path(), shaped_indicator());
+    assert_eq!(predictions, trained(&indicator_model, &data));
+    assert_eq!(
+        served(&indicator_model, dirs[2].path(), &data),
         predictions[..5]
     );
 }

@@ -392,8 +392,18 @@ fn a_bucketized_column_of_several_values_has_each_value_s_buckets() {
         "TF's num_buckets"
     );
 
-    // One id per example: as an indicator's, embedding's or cross's column it is refused.
-    let err = resolve(vec![indicator_column(buckets()).into()], Layout::Dnn).unwrap_err();
+    // Its indicator column: the same one-hots, named as the indicator's, from one input.
+    let indicator = resolve(vec![indicator_column(buckets()).into()], Layout::Dnn).unwrap();
+    assert_eq!(indicator.dense_width(), 9);
+    assert_eq!(indicator.parts(), &dnn.parts()[1..2]);
+    let names = indicator.dense_input_names();
+    let ends = (names[0].as_str(), names[8].as_str());
+    assert_eq!(ends, ("x_bucketized_indicator#0", "x_bucketized_indicator#8"));
+    let inputs = indicator.serving_inputs();
+    assert_eq!((inputs[0].name.as_str(), &inputs[0].shape[..]), ("x", &[3][..]));
+
+    // One id per example: as an embedding's or cross's column it is refused.
+    let err = resolve(vec![embedding_column(buckets(), 2).into()], Layout::Dnn).unwrap_err();
     assert!(
         err.contains("'x_bucketized': its numeric column has shape [3]")
             && err.contains("reads one value"),
