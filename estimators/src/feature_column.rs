@@ -66,7 +66,7 @@ pub use bucketized::{bucketized_column, BucketizedColumn};
 pub use categorical::CategoricalColumn;
 pub use column::FeatureColumn;
 pub use crossed::{crossed_column, CrossSource, CrossedColumn};
-pub use embedding::{embedding_column, shared_embeddings, EmbeddingColumn};
+pub use embedding::{embedding_column, shared_embeddings, Combiner, EmbeddingColumn};
 pub use fit::{fit_columns, FitInput};
 pub use hash::{fnv1a_64, hash_bucket};
 pub use hash_bucket::{categorical_column_with_hash_bucket, HashBucketColumn};

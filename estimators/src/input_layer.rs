@@ -7,7 +7,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use estimator::{Error, Result};
 
-use crate::feature_column::ResolvedColumns;
+use crate::feature_column::{Combiner, ResolvedColumns};
 use crate::input_tensors::{concat, InputTensors};
 
 /// Holds one embedding table per embedding column (one for all the columns that share it);
@@ -21,6 +21,9 @@ pub struct InputLayer<B: Backend> {
     /// The table of each embedding column, in column order.
     #[module(skip)]
     pub table_of: Vec<usize>,
+    /// How each embedding column combines an example's vectors, in column order.
+    #[module(skip)]
+    pub combiners: Vec<Combiner>,
 }
 
 impl<B: Backend> InputLayer<B> {
@@ -40,9 +43,13 @@ impl<B: Backend> InputLayer<B> {
             })
             .collect();
         let table_of = columns.embedding_table_of();
+        let combiners = (columns.embedding_columns().iter())
+            .map(|e| e.combiner)
+            .collect();
         Self {
             embeddings,
             table_of,
+            combiners,
         }
     }
 
@@ -58,10 +65,18 @@ impl<B: Backend> InputLayer<B> {
         let n = inputs.batch_size;
         let mut parts = Vec::with_capacity(1 + self.table_of.len());
         parts.extend(inputs.dense.clone());
-        for (&table, ids) in self.table_of.iter().zip(&inputs.embedding_ids) {
+        let columns = self.table_of.iter().zip(&self.combiners);
+        for ((&table, combiner), ids) in columns.zip(&inputs.embedding_ids) {
             let table = &self.embeddings[table];
             let [_, dimension] = table.weight.shape().dims();
-            parts.push(table.forward(ids.clone()).reshape([n, dimension]));
+            let [_, count] = ids.dims();
+            let vectors = table.forward(ids.clone());
+            parts.push(match count {
+                1 => vectors.reshape([n, dimension]),
+                _ => {
+                    (vectors.sum_dim(1).reshape([n, dimension])).div_scalar(combiner.divisor(count))
+                }
+            });
         }
         concat(parts).ok_or_else(|| {
             Error::Config("the input layer has no dense or embedding column to output".into())
@@ -78,8 +93,8 @@ mod tests {
     use estimator::CpuBackend;
 
     use crate::feature_column::{
-        categorical_column_with_identity, embedding_column, numeric_column, shared_embeddings,
-        Layout,
+        bucketized_column, categorical_column_with_identity, embedding_column, numeric_column,
+        shared_embeddings, Layout,
     };
 
     #[test]
@@ -114,6 +129,42 @@ mod tests {
             out.into_data().to_vec::<f32>().unwrap(),
             [5.0, 2.0, 2.1, -1.0, 0.0, 0.1]
         );
+    }
+
+    #[test]
+    fn a_bucketized_column_of_several_values_combines_its_rows_as_the_combiner_says() {
+        let schema = Schema::new().float("x[0]").float("x[1]");
+        let source = numeric_column("x").with_shape([2]);
+        let device = Default::default();
+        // Two buckets a value: value 0's rows 0 and 1, value 1's rows 2 and 3.
+        let table = TensorData::new(vec![1.0f32, 10.0, 2.0, 20.0, 3.0, 30.0, 4.0, 40.0], [4, 2]);
+        // [-1, 5]: value 0 in bucket 0 (row 0), value 1 in bucket 1 (row 3).
+        let batch = [Example {
+            dense: vec![-1.0, 5.0],
+            ..Example::default()
+        }];
+        let batch = datasets::ColumnarBatch::from_examples(&batch).unwrap();
+        let sum = [5.0f32, 50.0];
+        let combined = [
+            (Combiner::Mean, sum.map(|v| v / 2.0)),
+            (Combiner::Sqrtn, sum.map(|v| v / 2f32.sqrt())),
+            (Combiner::Sum, sum),
+        ];
+        for (combiner, expected) in combined {
+            let column = embedding_column(bucketized_column(source.clone(), [0.0]), 2);
+            let columns = vec![column.with_combiner(combiner).into()];
+            let columns = ResolvedColumns::resolve(columns, &schema, Layout::Dnn).unwrap();
+            let mut layer = InputLayer::<CpuBackend>::new(&columns, &device);
+            let table = Tensor::from_data(table.clone(), &device);
+            layer.embeddings[0].weight = Param::from_tensor(table);
+            let inputs = InputTensors::new(&columns, &batch, &device).unwrap();
+            let out = layer.forward(&inputs).unwrap();
+            assert_eq!(
+                out.into_data().to_vec::<f32>().unwrap(),
+                expected,
+                "{combiner:?}"
+            );
+        }
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub struct InputTensors<B: Backend> {
     /// The dense values `[batch, dense_width]` (numeric, bucketized one-hot and indicator
     /// columns, in column order); `None` when the columns have no dense part.
     pub dense: Option<Tensor<B, 2>>,
-    /// Per embedding column (in column order), every example's id `[batch, 1]`.
+    /// Per embedding column (in column order), every example's ids `[batch, ids]`: one, or
+    /// one per value of a bucketized column of several.
     pub embedding_ids: Vec<Tensor<B, 2, Int>>,
     /// The ids of every sparse column (linear layout) `[batch, sparse columns]`; `None`
     /// when there is none.
@@ -52,7 +53,7 @@ impl<B: Backend> InputTensors<B> {
                     indices,
                     normalizer,
                     boundaries,
-                    sparse,
+                    role,
                 } => {
                     let columns: Vec<_> = indices.iter().map(|&i| (i, *normalizer)).collect();
                     let width = columns.len();
@@ -60,11 +61,15 @@ impl<B: Backend> InputTensors<B> {
                     // of one-hot or its id column, the values of an example side by side.
                     let x = values.numeric(&columns).reshape([n * width, 1]);
                     let ids = bucketize(x, boundaries);
-                    if *sparse {
-                        sparse_ids.push(ids.reshape([n, width]));
-                    } else {
-                        let buckets = boundaries.len() + 1;
-                        dense.push(one_hot(ids, buckets).reshape([n, width * buckets]));
+                    match role {
+                        IdRole::OneHot(buckets) => {
+                            dense.push(one_hot(ids, *buckets).reshape([n, width * buckets]))
+                        }
+                        IdRole::Sparse => sparse_ids.push(ids.reshape([n, width])),
+                        IdRole::Embedding => {
+                            let buckets = boundaries.len() + 1;
+                            embedding_ids.push(value_rows(ids.reshape([n, width]), buckets));
+                        }
                     }
                 }
                 ColumnInput::Ids { column, role } => {
@@ -168,6 +173,20 @@ fn bucketize<B: Backend>(x: Tensor<B, 2>, boundaries: &[f32]) -> Tensor<B, 2, In
         .greater_equal(edges.expand([rows, k]))
         .int()
         .sum_dim(1)
+}
+
+/// Each value's bucket `[rows, values]` as its row of a table of every value's buckets, one
+/// value after the other: value `i`'s bucket `b` is row `i × buckets + b`.
+fn value_rows<B: Backend>(ids: Tensor<B, 2, Int>, buckets: usize) -> Tensor<B, 2, Int> {
+    let [rows, values] = ids.dims();
+    if values == 1 {
+        return ids;
+    }
+    let offsets =
+        Tensor::<B, 1, Int>::arange_step(0..(values * buckets) as i64, buckets, &ids.device())
+            .reshape([1, values])
+            .expand([rows, values]);
+    ids + offsets
 }
 
 /// `ids` `[rows, 1]` (each below `width`) as one-hot rows `[rows, width]`.

@@ -17,8 +17,8 @@ use super::source::InputSources;
 /// value by value, as TF's: in a DNN each value's one-hot, side by side (`d × (n + 1)`
 /// values); in a linear model each value's bucket its own weights, value `i`'s bucket `b`
 /// being id `i × (n + 1) + b` of the column. Its indicator column is the same one-hots (TF's
-/// multi-hot of those ids). As the categorical column of an embedding or crossed column it
-/// gives one id per example, so it reads one value there.
+/// multi-hot of those ids), and its embedding column combines the ids' vectors. As a
+/// component of a crossed column it gives one id per example, so it reads one value there.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct BucketizedColumn {
     /// The numeric column bucketized.
@@ -82,19 +82,18 @@ impl BucketizedColumn {
         self.source.resolve(inputs, schema, &name)
     }
 
-    /// [`resolve`](Self::resolve) as the categorical column of an embedding or crossed
-    /// column, one id per example: its source must hold one value.
-    pub(crate) fn resolve_as_categorical(
+    /// [`resolve`](Self::resolve) as a component of a crossed column, one id per example:
+    /// its source must hold one value.
+    pub(crate) fn resolve_in_cross(
         &self,
         inputs: &mut InputSources,
         schema: &Schema,
     ) -> Result<()> {
         if self.width() != 1 {
             return Err(Error::Config(format!(
-                "feature column '{}': its numeric column has shape {:?}; as the categorical \
-                 column of an embedding or crossed column a bucketized column reads one value \
-                 (use it directly or through an indicator column: one-hot values in a DNN, \
-                 weights in a linear model)",
+                "feature column '{}': its numeric column has shape {:?}; as a component of a \
+                 crossed column a bucketized column reads one value (use it directly, or \
+                 through an indicator or embedding column)",
                 self.name(),
                 self.source.shape
             )));

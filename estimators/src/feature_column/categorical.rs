@@ -73,8 +73,16 @@ impl CategoricalColumn {
             CategoricalColumn::VocabularyList(c) => c.resolve(inputs, schema),
             CategoricalColumn::HashBucket(c) => c.resolve(inputs, schema),
             CategoricalColumn::Identity(c) => c.resolve(inputs, schema),
-            CategoricalColumn::Bucketized(c) => c.resolve_as_categorical(inputs, schema),
+            CategoricalColumn::Bucketized(c) => c.resolve(inputs, schema),
             CategoricalColumn::Crossed(c) => c.resolve(inputs, schema),
+        }
+    }
+
+    /// The bucketized column it is, whose ids the device computes.
+    pub(crate) fn bucketized(&self) -> Option<&BucketizedColumn> {
+        match self {
+            CategoricalColumn::Bucketized(c) => Some(c),
+            _ => None,
         }
     }
 

@@ -90,7 +90,7 @@ impl FeatureColumn {
             FeatureColumn::HashBucket(c) => c.resolve(inputs, schema),
             FeatureColumn::Identity(c) => c.resolve(inputs, schema),
             FeatureColumn::Crossed(c) => c.resolve(inputs, schema),
-            FeatureColumn::Indicator(c) => c.resolve(inputs, schema),
+            FeatureColumn::Indicator(c) => c.categorical.resolve(inputs, schema),
             FeatureColumn::Embedding(c) => c.categorical.resolve(inputs, schema),
         }
     }

@@ -84,7 +84,10 @@ impl CrossedColumn {
         for key in &self.keys {
             match key {
                 CrossSource::Key(k) => inputs.add(schema, k, &name, Accept::Categorical)?,
-                CrossSource::Column(c) => c.resolve(inputs, schema)?,
+                CrossSource::Column(c) => match c.bucketized() {
+                    Some(c) => c.resolve_in_cross(inputs, schema)?,
+                    None => c.resolve(inputs, schema)?,
+                },
             }
         }
         Ok(())

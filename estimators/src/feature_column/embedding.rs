@@ -9,10 +9,11 @@ use super::categorical::CategoricalColumn;
 /// `embedding_column`), from a table of its own or one it shares with other columns (TF's
 /// `shared_embeddings`).
 ///
-/// Inputs are single-valued, so TF's combiners (`mean`, `sqrtn`, `sum`) all reduce to the
-/// one looked-up vector and there is none to choose. The table starts as TF's: normal
-/// with mean 0 and standard deviation `1 / sqrt(dimension)` (TF truncates it at two
-/// standard deviations; we do not).
+/// An example's ids are combined as TF's `combiner` says ([`Combiner`], default the mean).
+/// Only a bucketized column of several values gives more than one id per example (each
+/// value's bucket); with one id every combiner is the looked-up vector itself. The table
+/// starts as TF's: normal with mean 0 and standard deviation `1 / sqrt(dimension)` (TF
+/// truncates it at two standard deviations; we do not).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct EmbeddingColumn {
     /// The wrapped categorical column.
@@ -23,6 +24,37 @@ pub struct EmbeddingColumn {
     /// `shared_embedding_collection_name`); `None`: a table of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_table: Option<String>,
+    /// How an example's vectors are combined.
+    #[serde(default, skip_serializing_if = "Combiner::is_mean")]
+    pub combiner: Combiner,
+}
+
+/// How the vectors of an example's ids become one (TF's `combiner`; every id weighs 1).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Combiner {
+    /// Their mean (TF's default).
+    #[default]
+    Mean,
+    /// Their sum divided by the square root of their count.
+    Sqrtn,
+    /// Their sum.
+    Sum,
+}
+
+impl Combiner {
+    /// What the sum of `count` vectors is divided by.
+    pub fn divisor(self, count: usize) -> f32 {
+        match self {
+            Combiner::Mean => count as f32,
+            Combiner::Sqrtn => (count as f32).sqrt(),
+            Combiner::Sum => 1.0,
+        }
+    }
+
+    fn is_mean(&self) -> bool {
+        *self == Combiner::Mean
+    }
 }
 
 /// Feeds `categorical` as learned vectors of `dimension` values.
@@ -34,6 +66,7 @@ pub fn embedding_column(
         categorical: categorical.into(),
         dimension,
         shared_table: None,
+        combiner: Combiner::Mean,
     }
 }
 
@@ -58,6 +91,7 @@ pub fn shared_embeddings<C: Into<CategoricalColumn>>(
             categorical,
             dimension,
             shared_table: Some(table.clone()),
+            combiner: Combiner::Mean,
         })
         .collect()
 }
@@ -84,6 +118,12 @@ impl EmbeddingColumn {
             (None, None) => self.name() == other.name(),
             _ => false,
         }
+    }
+
+    /// Combines an example's vectors by `combiner` (TF's `embedding_column(…, combiner=…)`).
+    pub fn with_combiner(mut self, combiner: Combiner) -> Self {
+        self.combiner = combiner;
+        self
     }
 
     /// Rows of the embedding table: the categorical column's ids.

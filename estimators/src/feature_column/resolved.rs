@@ -303,17 +303,26 @@ fn parts(
                 }
                 ColumnInput::Numeric(values)
             }
-            FeatureColumn::Bucketized(c) => bucketized(c, inputs, layout == Layout::Linear)?,
-            FeatureColumn::Indicator(c) => match c.bucketized() {
-                Some(c) => bucketized(c, inputs, false)?,
+            FeatureColumn::Bucketized(c) => {
+                let role = match layout {
+                    Layout::Linear => IdRole::Sparse,
+                    Layout::Dnn => IdRole::OneHot(c.num_buckets()),
+                };
+                bucketized(c, inputs, role)?
+            }
+            FeatureColumn::Indicator(c) => match c.categorical.bucketized() {
+                Some(b) => bucketized(b, inputs, IdRole::OneHot(b.num_buckets()))?,
                 None => ColumnInput::Ids {
                     column,
                     role: IdRole::OneHot(c.width()),
                 },
             },
-            FeatureColumn::Embedding(_) => ColumnInput::Ids {
-                column,
-                role: IdRole::Embedding,
+            FeatureColumn::Embedding(c) => match c.categorical.bucketized() {
+                Some(b) => bucketized(b, inputs, IdRole::Embedding)?,
+                None => ColumnInput::Ids {
+                    column,
+                    role: IdRole::Embedding,
+                },
             },
             _ => ColumnInput::Ids {
                 column,
@@ -325,15 +334,15 @@ fn parts(
     Ok(parts)
 }
 
-/// A bucketized column's values, cut on the device: one-hots, or with `sparse` ids.
-fn bucketized(c: &BucketizedColumn, inputs: &InputSources, sparse: bool) -> Result<ColumnInput> {
+/// A bucketized column's values, cut on the device, each value's bucket in `role`.
+fn bucketized(c: &BucketizedColumn, inputs: &InputSources, role: IdRole) -> Result<ColumnInput> {
     Ok(ColumnInput::Bucketized {
         indices: (c.source.keys().iter())
             .map(|key| inputs.dense_index(key))
             .collect::<Result<_>>()?,
         normalizer: c.source.normalizer,
         boundaries: c.boundaries.clone(),
-        sparse,
+        role,
     })
 }
 
@@ -343,13 +352,14 @@ pub(crate) enum ColumnInput {
     /// Numeric values: each one's position in the batch's dense values and its normaliser.
     Numeric(Vec<(usize, Option<Normalizer>)>),
     /// Numeric values (normalised first, as TF), each cut at `boundaries`: a one-hot each in
-    /// the dense part, side by side, or a sparse id each in the linear layout. `indices`:
-    /// their positions in the batch's dense values.
+    /// the dense part, side by side; a sparse id each in the linear layout; or an embedding
+    /// column's ids, value `i`'s bucket `b` its row `i × buckets + b`. `indices`: their
+    /// positions in the batch's dense values.
     Bucketized {
         indices: Vec<usize>,
         normalizer: Option<Normalizer>,
         boundaries: Vec<f32>,
-        sparse: bool,
+        role: IdRole,
     },
     /// Column number `column`, whose ids the host computes ([`ResolvedColumns::ids`]).
     Ids { column: usize, role: IdRole },
@@ -358,7 +368,8 @@ pub(crate) enum ColumnInput {
 /// What a column's ids become.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum IdRole {
-    /// A one-hot vector of this width in the dense part (indicator columns).
+    /// A one-hot vector of this width in the dense part (indicator columns; each value's, of
+    /// a bucketized column).
     OneHot(usize),
     /// Rows of the column's embedding table.
     Embedding,

@@ -131,7 +131,8 @@ fn a_bucketized_column_of_several_values_bucketizes_each_as_tf_does() {
     let source = numeric_column("x")
         .with_shape([2])
         .with_normalizer(1.0, 1.0);
-    let columns = || vec![bucketized_column(source.clone(), [0.0, 10.0]).into()];
+    let buckets = || bucketized_column(source.clone(), [0.0, 10.0]);
+    let columns = || vec![buckets().into()];
     let row = |x: [f32; 2]| Example {
         dense: x.to_vec(),
         ..Example::default()
@@ -153,6 +154,19 @@ fn a_bucketized_column_of_several_values_bucketizes_each_as_tf_does() {
     let linear = make(Layout::Linear);
     assert!(linear.dense.is_none());
     assert_eq!(ints(linear.sparse_ids.unwrap()), [1, 0, 2, 2]);
+
+    // Its indicator: the same one-hots; its embedding: value i's bucket b is row i × 3 + b.
+    let wrapped = |column: FeatureColumn| {
+        let resolved = ResolvedColumns::resolve(vec![column], &schema, Layout::Dnn).unwrap();
+        InputTensors::<B>::new(&resolved, &batch, &Default::default()).unwrap()
+    };
+    assert_eq!(
+        floats(wrapped(indicator_column(buckets()).into()).dense),
+        expected
+    );
+    let embedded = wrapped(embedding_column(buckets(), 4).into());
+    assert!(embedded.dense.is_none());
+    assert_eq!(ints(embedded.embedding_ids[0].clone()), [1, 3, 2, 5]);
 }
 
 #[test]

@@ -43,13 +43,15 @@ fn scalar(key: &str, dtype: DType) -> InputSpec {
     }
 }
 
-/// The numeric columns given a shape, on their own or bucketized (also inside an indicator).
+/// The numeric columns given a shape, on their own or bucketized (also inside an indicator
+/// or embedding column).
 fn shaped_columns(columns: &[FeatureColumn]) -> Vec<&NumericColumn> {
     (columns.iter())
         .filter_map(|column| match column {
             FeatureColumn::Numeric(c) => Some(c),
             FeatureColumn::Bucketized(c) => Some(&c.source),
-            FeatureColumn::Indicator(c) => c.bucketized().map(|c| &c.source),
+            FeatureColumn::Indicator(c) => c.categorical.bucketized().map(|c| &c.source),
+            FeatureColumn::Embedding(c) => c.categorical.bucketized().map(|c| &c.source),
             _ => None,
         })
         .filter(|c| !c.shape.is_empty())

@@ -398,20 +398,34 @@ fn a_bucketized_column_of_several_values_has_each_value_s_buckets() {
     assert_eq!(indicator.parts(), &dnn.parts()[1..2]);
     let names = indicator.dense_input_names();
     let ends = (names[0].as_str(), names[8].as_str());
-    assert_eq!(ends, ("x_bucketized_indicator#0", "x_bucketized_indicator#8"));
+    assert_eq!(
+        ends,
+        ("x_bucketized_indicator#0", "x_bucketized_indicator#8")
+    );
     let inputs = indicator.serving_inputs();
-    assert_eq!((inputs[0].name.as_str(), &inputs[0].shape[..]), ("x", &[3][..]));
+    assert_eq!(
+        (inputs[0].name.as_str(), &inputs[0].shape[..]),
+        ("x", &[3][..])
+    );
 
-    // One id per example: as an embedding's or cross's column it is refused.
-    let err = resolve(vec![embedding_column(buckets(), 2).into()], Layout::Dnn).unwrap_err();
+    // Its embedding column: a row per value's bucket, each value's ids computed alike.
+    let embedded = resolve(vec![embedding_column(buckets(), 2).into()], Layout::Dnn).unwrap();
+    assert_eq!(embedded.embedding_columns()[0].num_buckets(), 9);
+    assert_eq!(embedded.input_width(), 2);
+    let ColumnInput::Bucketized { role, indices, .. } = &embedded.parts()[0] else {
+        panic!("{:?}", embedded.parts());
+    };
+    assert_eq!((role, indices.len()), (&IdRole::Embedding, 3));
+    assert_eq!(embedded.serving_inputs()[0].shape, [3]);
+
+    // One id per example: as a cross's component it is refused.
+    let crossed = crossed_column([buckets().into(), CrossSource::from("c")], 10);
+    let err = resolve(vec![crossed.into()], Layout::Linear).unwrap_err();
     assert!(
         err.contains("'x_bucketized': its numeric column has shape [3]")
             && err.contains("reads one value"),
         "{err}"
     );
-    let crossed = crossed_column([buckets().into(), CrossSource::from("c")], 10);
-    let err = resolve(vec![crossed.into()], Layout::Linear).unwrap_err();
-    assert!(err.contains("its numeric column has shape [3]"), "{err}");
 
     // Its key is one serving input: of one shape.
     let two_shapes = vec![buckets().into(), numeric_column("x").with_shape([2]).into()];
