@@ -24,6 +24,9 @@ pub struct InputLayer<B: Backend> {
     /// How each embedding column combines an example's vectors, in column order.
     #[module(skip)]
     pub combiners: Vec<Combiner>,
+    /// The longest vector each embedding column keeps, in column order.
+    #[module(skip)]
+    pub max_norms: Vec<Option<f32>>,
 }
 
 impl<B: Backend> InputLayer<B> {
@@ -43,13 +46,14 @@ impl<B: Backend> InputLayer<B> {
             })
             .collect();
         let table_of = columns.embedding_table_of();
-        let combiners = (columns.embedding_columns().iter())
-            .map(|e| e.combiner)
-            .collect();
+        let embedding_columns = columns.embedding_columns();
+        let combiners = embedding_columns.iter().map(|e| e.combiner).collect();
+        let max_norms = embedding_columns.iter().map(|e| e.max_norm).collect();
         Self {
             embeddings,
             table_of,
             combiners,
+            max_norms,
         }
     }
 
@@ -65,12 +69,15 @@ impl<B: Backend> InputLayer<B> {
         let n = inputs.batch_size;
         let mut parts = Vec::with_capacity(1 + self.table_of.len());
         parts.extend(inputs.dense.clone());
-        let columns = self.table_of.iter().zip(&self.combiners);
-        for ((&table, combiner), ids) in columns.zip(&inputs.embedding_ids) {
+        let columns = (self.table_of.iter().zip(&self.combiners)).zip(&self.max_norms);
+        for (((&table, combiner), max_norm), ids) in columns.zip(&inputs.embedding_ids) {
             let table = &self.embeddings[table];
             let [_, dimension] = table.weight.shape().dims();
             let [_, count] = ids.dims();
-            let vectors = table.forward(ids.clone());
+            let mut vectors = table.forward(ids.clone());
+            if let Some(max_norm) = *max_norm {
+                vectors = clip_by_norm(vectors, max_norm);
+            }
             parts.push(match count {
                 1 => vectors.reshape([n, dimension]),
                 _ => {
@@ -82,6 +89,14 @@ impl<B: Backend> InputLayer<B> {
             Error::Config("the input layer has no dense or embedding column to output".into())
         })
     }
+}
+
+/// Each vector `[.., .., dimension]` longer than `max_norm` scaled down to it: TF's
+/// `clip_by_norm`, `v · max_norm / max(‖v‖, max_norm)`, which leaves a zero vector alone.
+fn clip_by_norm<B: Backend>(vectors: Tensor<B, 3>, max_norm: f32) -> Tensor<B, 3> {
+    let norms = vectors.clone().powi_scalar(2).sum_dim(2).sqrt();
+    let scale = norms.clamp_min(max_norm).recip().mul_scalar(max_norm);
+    vectors * scale
 }
 
 #[cfg(test)]
@@ -165,6 +180,33 @@ mod tests {
                 "{combiner:?}"
             );
         }
+    }
+
+    #[test]
+    fn vectors_longer_than_max_norm_are_scaled_down_to_it() {
+        let schema = Schema::new().int("id");
+        let column = embedding_column(categorical_column_with_identity("id", 3), 2);
+        let columns = vec![column.with_max_norm(1.0).into()];
+        let columns = ResolvedColumns::resolve(columns, &schema, Layout::Dnn).unwrap();
+        let device = Default::default();
+        let mut layer = InputLayer::<CpuBackend>::new(&columns, &device);
+        // Norms 5, 0.5 and 0.
+        let table = TensorData::new(vec![3.0f32, 4.0, 0.3, 0.4, 0.0, 0.0], [3, 2]);
+        layer.embeddings[0].weight = Param::from_tensor(Tensor::from_data(table, &device));
+        let batch: Vec<Example> = (0..3)
+            .map(|id| Example {
+                dense: vec![id as f32],
+                ..Example::default()
+            })
+            .collect();
+        let batch = datasets::ColumnarBatch::from_examples(&batch).unwrap();
+        let inputs = InputTensors::new(&columns, &batch, &device).unwrap();
+        let out: Vec<f32> = layer.forward(&inputs).unwrap().into_data().to_vec().unwrap();
+        let expected = [0.6, 0.8, 0.3, 0.4, 0.0, 0.0];
+        assert!(
+            out.iter().zip(expected).all(|(a, b)| (a - b).abs() < 1e-6),
+            "{out:?}"
+        );
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub struct EmbeddingColumn {
     /// How an example's vectors are combined.
     #[serde(default, skip_serializing_if = "Combiner::is_mean")]
     pub combiner: Combiner,
+    /// The largest L2 norm a looked-up vector keeps: a longer one is scaled down to it
+    /// before combining (TF's `max_norm`); `None`: vectors as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_norm: Option<f32>,
 }
 
 /// How the vectors of an example's ids become one (TF's `combiner`; every id weighs 1).
@@ -67,6 +71,7 @@ pub fn embedding_column(
         dimension,
         shared_table: None,
         combiner: Combiner::Mean,
+        max_norm: None,
     }
 }
 
@@ -92,6 +97,7 @@ pub fn shared_embeddings<C: Into<CategoricalColumn>>(
             dimension,
             shared_table: Some(table.clone()),
             combiner: Combiner::Mean,
+            max_norm: None,
         })
         .collect()
 }
@@ -123,6 +129,13 @@ impl EmbeddingColumn {
     /// Combines an example's vectors by `combiner` (TF's `embedding_column(…, combiner=…)`).
     pub fn with_combiner(mut self, combiner: Combiner) -> Self {
         self.combiner = combiner;
+        self
+    }
+
+    /// Scales each looked-up vector longer than `max_norm` (L2, above 0; checked when
+    /// resolved) down to that length, as TF's `embedding_column(…, max_norm=…)`.
+    pub fn with_max_norm(mut self, max_norm: f32) -> Self {
+        self.max_norm = Some(max_norm);
         self
     }
 

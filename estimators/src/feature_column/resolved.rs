@@ -111,6 +111,11 @@ impl ResolvedColumns {
                         "feature column '{name}': dimension must be at least 1"
                     )));
                 }
+                if let Some(max_norm) = e.max_norm.filter(|m| !(m.is_finite() && *m > 0.0)) {
+                    return Err(Error::Config(format!(
+                        "feature column '{name}': max_norm {max_norm} must be finite and above 0"
+                    )));
+                }
             }
             column.resolve(&mut inputs, schema)?;
         }

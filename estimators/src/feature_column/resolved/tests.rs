@@ -63,6 +63,12 @@ fn incompatible_types_duplicates_and_bare_categoricals_are_rejected() {
     assert!(err.contains("feature column 'c' is categorical: wrap it in indicator_column"));
     let err = resolve(vec![embedding_column(colour(), 0).into()], Layout::Dnn);
     assert!(err.contains("'c_embedding': dimension must be at least 1"));
+    for bad in [0.0, -1.0, f32::INFINITY, f32::NAN] {
+        let column = embedding_column(colour(), 2).with_max_norm(bad);
+        let err = resolve(vec![column.into()], Layout::Dnn);
+        let want = format!("'c_embedding': max_norm {bad} must be finite and above 0");
+        assert!(err.contains(&want), "{err}");
+    }
     assert!(resolve(vec![], Layout::Linear).contains("no feature columns"));
 }
 
