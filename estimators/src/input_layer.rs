@@ -201,7 +201,12 @@ mod tests {
             .collect();
         let batch = datasets::ColumnarBatch::from_examples(&batch).unwrap();
         let inputs = InputTensors::new(&columns, &batch, &device).unwrap();
-        let out: Vec<f32> = layer.forward(&inputs).unwrap().into_data().to_vec().unwrap();
+        let out: Vec<f32> = layer
+            .forward(&inputs)
+            .unwrap()
+            .into_data()
+            .to_vec()
+            .unwrap();
         let expected = [0.6, 0.8, 0.3, 0.4, 0.0, 0.0];
         assert!(
             out.iter().zip(expected).all(|(a, b)| (a - b).abs() < 1e-6),

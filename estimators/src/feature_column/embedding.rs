@@ -149,3 +149,24 @@ impl EmbeddingColumn {
         1.0 / (self.dimension.max(1) as f64).sqrt()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::feature_column::categorical_column_with_identity;
+
+    #[test]
+    fn combiner_and_max_norm_are_saved_only_when_set_and_read_back() {
+        let plain = embedding_column(categorical_column_with_identity("n", 3), 2);
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(json.get("combiner").is_none() && json.get("max_norm").is_none());
+        let set = plain.with_combiner(Combiner::Sqrtn).with_max_norm(1.5);
+        let json = serde_json::to_value(&set).unwrap();
+        assert_eq!(
+            (&json["combiner"], &json["max_norm"]),
+            (&"sqrtn".into(), &1.5.into())
+        );
+        let back: EmbeddingColumn = serde_json::from_value(json).unwrap();
+        assert_eq!(back, set);
+    }
+}
