@@ -2,11 +2,13 @@
 //! .with_shape([2]), …)`) trains as TF's does: each value bucketized on its own, so a
 //! model of it is the model of one bucketized column per value, weight for weight, and in
 //! a DNN the model of its indicator column (TF's multi-hot of its ids); its export takes
-//! `x` as one input of shape `[2]`, an embedding column of it too.
+//! `x` as one input of shape `[2]`, an embedding column of it too, which trains on two
+//! replicas as on their batches together.
 
 use std::path::Path;
 
 use estimator::datasets::{from_vec, ColumnarBatch, DatasetExt, Example, Label, Schema};
+use estimator::distribute::Strategy;
 use estimator::export::{Instance, ServableEstimator};
 use estimator::head::HeadPrediction;
 use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, TrainSpec};
@@ -170,4 +172,42 @@ fn an_embedding_of_a_shaped_bucketized_column_trains_and_serves_from_one_input()
         .count();
     assert!(right > 125, "{right} of 200");
     assert_eq!(served(&model, dir.path(), &data), predictions[..5]);
+}
+
+#[test]
+fn an_embedding_of_a_shaped_bucketized_column_trains_on_two_replicas_as_on_their_batches() {
+    let (schema, data) = data();
+    let dirs = [(); 2].map(|_| tempfile::tempdir().unwrap());
+    let model = |dir: &Path| {
+        let source = numeric_column("x").with_shape([2]);
+        let column = embedding_column(bucketized_column(source, BOUNDARIES), 3)
+            .with_combiner(Combiner::Sqrtn)
+            .with_max_norm(0.5);
+        let config = run_config(dir).with_peer_timeout_secs(20);
+        DnnClassifier::new(config, &schema, vec![column.into()], [8], 2)
+            .unwrap()
+            .with_optimizer(OptimizerSpec::adam(0.05))
+    };
+    let input = |batch| {
+        let data = data.clone();
+        move || Ok(from_vec(data).repeat(None).batch_columnar(batch, false))
+    };
+    let (replicated, single) = (model(dirs[0].path()), model(dirs[1].path()));
+    let mirrored = Strategy::Mirrored { replicas: 2 };
+    (replicated.train_with(input(10), TrainSpec::max_steps(30), mirrored)).unwrap();
+    single.train(input(20), TrainSpec::max_steps(30)).unwrap();
+    let names = single.variable_names().unwrap();
+    assert!(
+        names.iter().any(|n| n.starts_with("input.embeddings")),
+        "{names:?}"
+    );
+    for name in names {
+        let [a, b] = [&replicated, &single].map(|m| m.variable_value(&name).unwrap().values);
+        let diff = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max);
+        assert!(diff <= 1e-5, "{name}: max |replicas - single| = {diff}");
+    }
 }
