@@ -18,15 +18,20 @@ pub struct InputLayer<B: Backend> {
     /// One table `[num_buckets, dimension]` per table of the columns
     /// ([`ResolvedColumns::embedding_tables`]).
     pub embeddings: Vec<Embedding<B>>,
-    /// The table of each embedding column, in column order.
+    /// How each embedding column reads its table, in column order.
     #[module(skip)]
-    pub table_of: Vec<usize>,
-    /// How each embedding column combines an example's vectors, in column order.
-    #[module(skip)]
-    pub combiners: Vec<Combiner>,
-    /// The longest vector each embedding column keeps, in column order.
-    #[module(skip)]
-    pub max_norms: Vec<Option<f32>>,
+    pub lookups: Vec<Lookup>,
+}
+
+/// How one embedding column reads its table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lookup {
+    /// Its table, of [`InputLayer::embeddings`].
+    pub table: usize,
+    /// How an example's vectors become one.
+    pub combiner: Combiner,
+    /// The longest vector it keeps.
+    pub max_norm: Option<f32>,
 }
 
 impl<B: Backend> InputLayer<B> {
@@ -45,44 +50,44 @@ impl<B: Backend> InputLayer<B> {
                     .init(device)
             })
             .collect();
-        let table_of = columns.embedding_table_of();
-        let embedding_columns = columns.embedding_columns();
-        let combiners = embedding_columns.iter().map(|e| e.combiner).collect();
-        let max_norms = embedding_columns.iter().map(|e| e.max_norm).collect();
+        let tables = columns.embedding_table_of();
+        let lookups = (columns.embedding_columns().iter().zip(tables))
+            .map(|(column, table)| Lookup {
+                table,
+                combiner: column.combiner,
+                max_norm: column.max_norm,
+            })
+            .collect();
         Self {
             embeddings,
-            table_of,
-            combiners,
-            max_norms,
+            lookups,
         }
     }
 
     /// The layer's output for a batch's input tensors.
     pub fn forward(&self, inputs: &InputTensors<B>) -> Result<Tensor<B, 2>> {
-        if inputs.embedding_ids.len() != self.table_of.len() {
+        if inputs.embedding_ids.len() != self.lookups.len() {
             return Err(Error::Config(format!(
                 "the input layer has {} embedding columns but the batch has {}",
-                self.table_of.len(),
+                self.lookups.len(),
                 inputs.embedding_ids.len()
             )));
         }
         let n = inputs.batch_size;
-        let mut parts = Vec::with_capacity(1 + self.table_of.len());
+        let mut parts = Vec::with_capacity(1 + self.lookups.len());
         parts.extend(inputs.dense.clone());
-        let columns = (self.table_of.iter().zip(&self.combiners)).zip(&self.max_norms);
-        for (((&table, combiner), max_norm), ids) in columns.zip(&inputs.embedding_ids) {
-            let table = &self.embeddings[table];
+        for (lookup, ids) in self.lookups.iter().zip(&inputs.embedding_ids) {
+            let table = &self.embeddings[lookup.table];
             let [_, dimension] = table.weight.shape().dims();
             let [_, count] = ids.dims();
             let mut vectors = table.forward(ids.clone());
-            if let Some(max_norm) = *max_norm {
+            if let Some(max_norm) = lookup.max_norm {
                 vectors = clip_by_norm(vectors, max_norm);
             }
             parts.push(match count {
                 1 => vectors.reshape([n, dimension]),
-                _ => {
-                    (vectors.sum_dim(1).reshape([n, dimension])).div_scalar(combiner.divisor(count))
-                }
+                _ => (vectors.sum_dim(1).reshape([n, dimension]))
+                    .div_scalar(lookup.combiner.divisor(count)),
             });
         }
         concat(parts).ok_or_else(|| {
