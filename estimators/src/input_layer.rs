@@ -1,13 +1,13 @@
 //! [`InputLayer`]: the dense matrix of the feature columns plus their embeddings (TF's
 //! `input_layer` / `DenseFeatures`).
 
-use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, Initializer};
+use burn::module::{Module, Param};
+use burn::nn::Embedding;
 use burn::tensor::backend::Backend;
-use burn::tensor::Tensor;
+use burn::tensor::{Distribution, ElementConversion, Tensor};
 use estimator::{Error, Result};
 
-use crate::feature_column::{Combiner, ResolvedColumns};
+use crate::feature_column::{Combiner, EmbeddingInitializer, ResolvedColumns};
 use crate::input_tensors::{concat, InputTensors};
 
 /// Holds one embedding table per embedding column (one for all the columns that share it);
@@ -35,19 +35,19 @@ pub struct Lookup {
 }
 
 impl<B: Backend> InputLayer<B> {
-    /// Fresh embedding tables for `columns`' embedding columns (normal, std
-    /// `1 / sqrt(dimension)`, as TF).
+    /// Fresh embedding tables for `columns`' embedding columns, each drawn from its
+    /// column's initializer (TF's truncated normal by default) and frozen where the column
+    /// is not trainable.
     pub fn new(columns: &ResolvedColumns, device: &B::Device) -> Self {
-        let embeddings = columns
-            .embedding_tables()
-            .iter()
+        let embeddings = (columns.embedding_tables().iter())
             .map(|e| {
-                EmbeddingConfig::new(e.num_buckets(), e.dimension)
-                    .with_initializer(Initializer::Normal {
-                        mean: 0.0,
-                        std: e.initial_std(),
-                    })
-                    .init(device)
+                let shape = [e.num_buckets(), e.dimension];
+                let weight = Param::from_tensor(initial_table(e.initial_values(), shape, device));
+                let table = Embedding { weight };
+                match e.trainable {
+                    true => table,
+                    false => table.no_grad(),
+                }
             })
             .collect();
         let tables = columns.embedding_table_of();
@@ -96,6 +96,35 @@ impl<B: Backend> InputLayer<B> {
     }
 }
 
+/// A table of `shape` drawn from `initializer`.
+fn initial_table<B: Backend>(
+    initializer: EmbeddingInitializer,
+    shape: [usize; 2],
+    device: &B::Device,
+) -> Tensor<B, 2> {
+    let draw = |distribution| Tensor::<B, 2>::random(shape, distribution, device);
+    match initializer {
+        EmbeddingInitializer::TruncatedNormal { mean, stddev } => {
+            // Redrawn where beyond two standard deviations, as TF's: each round keeps
+            // about 95 % of what is left, so a million values take about six rounds.
+            let standard = || draw(Distribution::Normal(0.0, 1.0));
+            let mut values = standard();
+            loop {
+                let beyond = values.clone().abs().greater_elem(2.0);
+                let left: i64 = beyond.clone().int().sum().into_scalar().elem();
+                if left == 0 {
+                    break;
+                }
+                values = values.mask_where(beyond, standard());
+            }
+            values.mul_scalar(stddev).add_scalar(mean)
+        }
+        EmbeddingInitializer::Normal { mean, stddev } => draw(Distribution::Normal(mean, stddev)),
+        EmbeddingInitializer::Uniform { min, max } => draw(Distribution::Uniform(min, max)),
+        EmbeddingInitializer::Constant { value } => Tensor::full(shape, value, device),
+    }
+}
+
 /// Each vector `[.., .., dimension]` longer than `max_norm` scaled down to it: TF's
 /// `clip_by_norm`, `v · max_norm / max(‖v‖, max_norm)`, which leaves a zero vector alone.
 fn clip_by_norm<B: Backend>(vectors: Tensor<B, 3>, max_norm: f32) -> Tensor<B, 3> {
@@ -110,12 +139,73 @@ mod tests {
     use burn::module::Param;
     use burn::tensor::TensorData;
     use datasets::{Example, Schema};
-    use estimator::CpuBackend;
+    use estimator::{CpuBackend, CpuTrainBackend};
 
     use crate::feature_column::{
         bucketized_column, categorical_column_with_identity, embedding_column, numeric_column,
-        shared_embeddings, Layout,
+        shared_embeddings, EmbeddingColumn, Layout,
     };
+
+    /// A fresh table of 2000 ids and `dimension` for `column`'s settings, its values and
+    /// whether training updates it.
+    fn fresh_table(
+        dimension: usize,
+        settings: impl Fn(EmbeddingColumn) -> EmbeddingColumn,
+    ) -> (Vec<f32>, bool) {
+        let schema = Schema::new().int("id");
+        let id = categorical_column_with_identity("id", 2000);
+        let columns = vec![settings(embedding_column(id, dimension)).into()];
+        let columns = ResolvedColumns::resolve(columns, &schema, Layout::Dnn).unwrap();
+        let layer = InputLayer::<CpuTrainBackend>::new(&columns, &Default::default());
+        let weight = layer.embeddings[0].weight.val();
+        let trainable = weight.is_require_grad();
+        (weight.into_data().to_vec().unwrap(), trainable)
+    }
+
+    fn mean_and_std(values: &[f32]) -> (f32, f32) {
+        let n = values.len() as f32;
+        let mean = values.iter().sum::<f32>() / n;
+        let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / n;
+        (mean, variance.sqrt())
+    }
+
+    #[test]
+    fn a_table_starts_as_its_initializer_draws_it_and_trains_unless_frozen() {
+        // TF's default: normal of std 1/sqrt(4) = 0.5, redrawn beyond 2 std, which leaves a
+        // standard deviation of 0.88 × 0.5.
+        let (values, trainable) = fresh_table(4, |c| c);
+        assert!(trainable);
+        let largest = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert!(largest <= 1.0 && largest > 0.9, "{largest}");
+        let (mean, std) = mean_and_std(&values);
+        assert!(
+            mean.abs() < 0.02 && (0.42..0.46).contains(&std),
+            "{mean} {std}"
+        );
+
+        let normal = EmbeddingInitializer::Normal {
+            mean: 1.0,
+            stddev: 0.5,
+        };
+        let (values, _) = fresh_table(4, |c| c.with_initializer(normal));
+        let (mean, std) = mean_and_std(&values);
+        assert!((mean - 1.0).abs() < 0.02 && (0.48..0.52).contains(&std));
+        assert!(values.iter().any(|v| (v - 1.0).abs() > 1.0));
+
+        let uniform = EmbeddingInitializer::Uniform {
+            min: -0.1,
+            max: 0.3,
+        };
+        let (values, _) = fresh_table(2, |c| c.with_initializer(uniform));
+        assert!(values.iter().all(|v| (-0.1..0.3).contains(v)));
+        assert!((mean_and_std(&values).0 - 0.1).abs() < 0.01);
+
+        let constant = EmbeddingInitializer::Constant { value: 0.25 };
+        let frozen = |c: EmbeddingColumn| c.with_initializer(constant).with_trainable(false);
+        let (values, trainable) = fresh_table(3, frozen);
+        assert!(!trainable);
+        assert!(values.iter().all(|v| *v == 0.25));
+    }
 
     #[test]
     fn output_is_the_dense_values_then_each_embedding_row() {

@@ -23,7 +23,8 @@ pub enum VarsToWarmStart {
     /// The trainable variables whose name matches this regular expression from its start
     /// (as TF's `re.match`), e.g. `"hidden"` or `".*weight"`.
     Regex(String),
-    /// These variables, by name.
+    /// These variables, by name, trainable or not (as TF's list, which reads the global
+    /// variables): how a frozen embedding table gets pretrained values.
     List(Vec<String>),
 }
 
@@ -37,6 +38,12 @@ impl VarsToWarmStart {
                 .is_ok_and(|regex| regex.is_match(name)),
             VarsToWarmStart::List(names) => names.iter().any(|n| n == name),
         }
+    }
+
+    /// Whether it takes variables that training does not update, as TF's: a list of names
+    /// does (it reads the global variables), a pattern does not.
+    pub fn takes_untrained(&self) -> bool {
+        matches!(self, VarsToWarmStart::List(_))
     }
 }
 
@@ -104,9 +111,10 @@ impl WarmStartSettings {
         let (path, checkpoint) = self.source()?;
         let stored = StoredWeights::of(&path, &checkpoint)?;
         let untrained = untrained_values(&model);
+        let any = self.vars_to_warm_start.takes_untrained();
         let mut current: BTreeMap<String, (Vec<usize>, Vec<f32>)> = parameter_values(&model)
             .into_iter()
-            .filter(|(name, _)| !untrained.contains_key(name))
+            .filter(|(name, _)| any || !untrained.contains_key(name))
             .collect();
         let selected = self.selected(
             current
@@ -115,17 +123,22 @@ impl WarmStartSettings {
         )?;
         if selected.is_empty() {
             return Err(Error::Config(format!(
-                "warm start from {}: {:?} selects no trainable variable of the model",
+                "warm start from {}: {:?} selects no {} of the model",
                 path.display(),
-                self.vars_to_warm_start
+                self.vars_to_warm_start,
+                if any {
+                    "variable"
+                } else {
+                    "trainable variable"
+                }
             )));
         }
         if let Some(unused) = (self.var_name_to_vocab_info.keys())
             .find(|name| !selected.iter().any(|(s, _)| s == *name))
         {
             return Err(Error::Config(format!(
-                "warm start: '{unused}' has vocabulary info but is not a trainable variable \
-                 the warm start selects"
+                "warm start: '{unused}' has vocabulary info but is not a variable the warm \
+                 start selects"
             )));
         }
         let mut values = BTreeMap::new();
@@ -183,12 +196,12 @@ impl WarmStartSettings {
         })
     }
 
-    /// The variables (name, shape) of `trainable` the settings select.
+    /// The variables (name, shape) of `candidates` the settings select.
     fn selected(
         &self,
-        trainable: impl Iterator<Item = (String, Vec<usize>)>,
+        candidates: impl Iterator<Item = (String, Vec<usize>)>,
     ) -> Result<Vec<(String, Vec<usize>)>> {
-        let all: Vec<(String, Vec<usize>)> = trainable.collect();
+        let all: Vec<(String, Vec<usize>)> = candidates.collect();
         match &self.vars_to_warm_start {
             VarsToWarmStart::All => {}
             VarsToWarmStart::Regex(pattern) => {
@@ -202,8 +215,7 @@ impl WarmStartSettings {
                 if let Some(unknown) = names.iter().find(|n| !all.iter().any(|(a, _)| a == *n)) {
                     let known: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
                     return Err(Error::Config(format!(
-                        "warm start: '{unknown}' is not a trainable variable of the model \
-                         ({})",
+                        "warm start: '{unknown}' is not a variable of the model ({})",
                         known.join(", ")
                     )));
                 }

@@ -102,6 +102,9 @@ impl Follower<'_> {
         let old_tables = before.embedding_tables();
         for (i, table) in columns.embedding_tables().iter().enumerate() {
             let var = format!("{prefix}input.embeddings.{i}.weight");
+            if !table.trainable && !self.settings.vars_to_warm_start.takes_untrained() {
+                continue;
+            }
             match old_tables
                 .iter()
                 .position(|old| old.shares_table_with(table))

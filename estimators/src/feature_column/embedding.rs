@@ -1,9 +1,11 @@
 //! `embedding_column` and `shared_embeddings`: categorical columns as learned dense
 //! vectors, for DNNs.
 
+use estimator::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 use super::categorical::CategoricalColumn;
+use super::embedding_initializer::EmbeddingInitializer;
 
 /// A categorical column fed as a learned `dimension`-wide vector per id (TF's
 /// `embedding_column`), from a table of its own or one it shares with other columns (TF's
@@ -12,8 +14,9 @@ use super::categorical::CategoricalColumn;
 /// An example's ids are combined as TF's `combiner` says ([`Combiner`], default the mean).
 /// Only a bucketized column of several values gives more than one id per example (each
 /// value's bucket); with one id every combiner is the looked-up vector itself. The table
-/// starts as TF's: normal with mean 0 and standard deviation `1 / sqrt(dimension)` (TF
-/// truncates it at two standard deviations; we do not).
+/// starts as TF's, truncated normal with mean 0 and standard deviation `1 / sqrt(dimension)`,
+/// unless [`with_initializer`](Self::with_initializer) says otherwise, and training updates
+/// it unless [`with_trainable(false)`](Self::with_trainable) freezes it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct EmbeddingColumn {
     /// The wrapped categorical column.
@@ -31,6 +34,20 @@ pub struct EmbeddingColumn {
     /// before combining (TF's `max_norm`); `None`: vectors as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_norm: Option<f32>,
+    /// How the table starts; `None`: [`EmbeddingInitializer::default_for`] its dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initializer: Option<EmbeddingInitializer>,
+    /// Whether training updates the table (TF's `trainable`).
+    #[serde(default = "trainable", skip_serializing_if = "is_trainable")]
+    pub trainable: bool,
+}
+
+fn trainable() -> bool {
+    true
+}
+
+fn is_trainable(trainable: &bool) -> bool {
+    *trainable
 }
 
 /// How the vectors of an example's ids become one (TF's `combiner`; every id weighs 1).
@@ -72,6 +89,8 @@ pub fn embedding_column(
         shared_table: None,
         combiner: Combiner::Mean,
         max_norm: None,
+        initializer: None,
+        trainable: true,
     }
 }
 
@@ -98,6 +117,8 @@ pub fn shared_embeddings<C: Into<CategoricalColumn>>(
             shared_table: Some(table.clone()),
             combiner: Combiner::Mean,
             max_norm: None,
+            initializer: None,
+            trainable: true,
         })
         .collect()
 }
@@ -139,14 +160,47 @@ impl EmbeddingColumn {
         self
     }
 
+    /// Draws the table's first values from `initializer` (TF's `initializer`; its
+    /// parameters are checked when resolved).
+    pub fn with_initializer(mut self, initializer: EmbeddingInitializer) -> Self {
+        self.initializer = Some(initializer);
+        self
+    }
+
+    /// Whether training updates the table (TF's `trainable`): `false` keeps it as it starts
+    /// or as a warm start loaded it, e.g. pretrained vectors.
+    pub fn with_trainable(mut self, trainable: bool) -> Self {
+        self.trainable = trainable;
+        self
+    }
+
     /// Rows of the embedding table: the categorical column's ids.
     pub fn num_buckets(&self) -> usize {
         self.categorical.num_buckets()
     }
 
-    /// Standard deviation of the initial table: `1 / sqrt(dimension)`.
-    pub fn initial_std(&self) -> f64 {
-        1.0 / (self.dimension.max(1) as f64).sqrt()
+    /// How the table starts: the one given, else TF's default for its dimension.
+    pub fn initial_values(&self) -> EmbeddingInitializer {
+        (self.initializer).unwrap_or_else(|| EmbeddingInitializer::default_for(self.dimension))
+    }
+
+    /// What is wrong with its own parameters, if anything, as one line naming the column.
+    pub(crate) fn check(&self) -> Result<()> {
+        let name = self.name();
+        if self.dimension == 0 {
+            return Err(Error::Config(format!(
+                "feature column '{name}': dimension must be at least 1"
+            )));
+        }
+        if let Some(max_norm) = self.max_norm.filter(|m| !(m.is_finite() && *m > 0.0)) {
+            return Err(Error::Config(format!(
+                "feature column '{name}': max_norm {max_norm} must be finite and above 0"
+            )));
+        }
+        match self.initializer.and_then(|i| i.problem()) {
+            Some(problem) => Err(Error::Config(format!("feature column '{name}': {problem}"))),
+            None => Ok(()),
+        }
     }
 }
 

@@ -106,16 +106,7 @@ impl ResolvedColumns {
                 )));
             }
             if let FeatureColumn::Embedding(e) = column {
-                if e.dimension == 0 {
-                    return Err(Error::Config(format!(
-                        "feature column '{name}': dimension must be at least 1"
-                    )));
-                }
-                if let Some(max_norm) = e.max_norm.filter(|m| !(m.is_finite() && *m > 0.0)) {
-                    return Err(Error::Config(format!(
-                        "feature column '{name}': max_norm {max_norm} must be finite and above 0"
-                    )));
-                }
+                e.check()?;
             }
             column.resolve(&mut inputs, schema)?;
         }

@@ -64,7 +64,7 @@ pub(crate) fn schema(label_column: Schema) -> Schema {
 }
 
 /// Three classes: the largest of x1, x2 and a colour bonus.
-fn classes() -> (Schema, Vec<Example>) {
+pub(crate) fn classes() -> (Schema, Vec<Example>) {
     let data = examples(240, |x1, x2, colour| {
         let scores = [x1, x2, if colour == 2 { 1.5 } else { -1.0 }];
         Label::Class(
@@ -418,7 +418,7 @@ fn a_poisson_regressor_predicts_expected_counts() {
 }
 
 /// `data` over and over, in batches of 16: what the warm-start tests train on.
-fn repeated(data: &[Example]) -> estimator::datasets::BoxDataset<ColumnarBatch> {
+pub(crate) fn repeated(data: &[Example]) -> estimator::datasets::BoxDataset<ColumnarBatch> {
     from_vec(data.to_vec())
         .repeat(None)
         .batch_columnar(16, false)

@@ -18,6 +18,7 @@ mod malformed_inputs;
 mod mixed_precision;
 mod network_faults;
 mod parquet_input;
+mod pretrained_embeddings;
 mod ps_cluster;
 mod ps_faults;
 mod restarts;

@@ -118,6 +118,47 @@ fn a_rename_reads_another_variable_of_the_checkpoint() {
 }
 
 #[test]
+fn a_list_takes_a_frozen_variable_where_a_pattern_leaves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let trained = two(2, 2);
+    let file = save(&trained, dir.path(), 5);
+    let frozen = |model: Two<Train>| Two {
+        hidden: model.hidden.no_grad(),
+        logits: model.logits,
+    };
+    let fresh = frozen(two(3, 2));
+    let all = WarmStartSettings::new(&file).apply(fresh.clone()).unwrap();
+    assert_eq!(
+        values(&all, "hidden.weight"),
+        values(&fresh, "hidden.weight")
+    );
+    assert_eq!(
+        values(&all, "logits.weight"),
+        values(&trained, "logits.weight")
+    );
+    let pattern = WarmStartSettings::new(&file).with_vars(VarsToWarmStart::Regex("hid".into()));
+    let err = pattern.apply(fresh.clone()).unwrap_err().to_string();
+    assert!(err.contains("selects no trainable variable"), "{err}");
+
+    let names = vec!["hidden.weight".to_string(), "hidden.bias".to_string()];
+    let listed = WarmStartSettings::new(&file)
+        .with_vars(VarsToWarmStart::List(names))
+        .apply(fresh.clone())
+        .unwrap();
+    assert_eq!(
+        values(&listed, "hidden.weight"),
+        values(&trained, "hidden.weight")
+    );
+    assert_eq!(
+        values(&listed, "logits.weight"),
+        values(&fresh, "logits.weight")
+    );
+    // Loaded, the frozen layer stays frozen.
+    assert!(!listed.hidden.weight.val().is_require_grad());
+    assert!(listed.logits.weight.val().is_require_grad());
+}
+
+#[test]
 fn errors_name_the_variable_and_both_shapes() {
     let dir = tempfile::tempdir().unwrap();
     let file = save(&two(2, 2), dir.path(), 5);
@@ -216,7 +257,7 @@ fn a_variable_over_a_vocabulary_follows_its_entries() {
         .unwrap_err()
         .to_string();
     assert!(
-        error.contains("'hidden.weight' has vocabulary info but is not a trainable variable"),
+        error.contains("'hidden.weight' has vocabulary info but is not a variable the warm"),
         "{error}"
     );
 }

@@ -33,7 +33,8 @@ impl ResolvedColumns {
     }
 }
 
-/// Columns that share a table agree on its shape: the same number of ids and dimension.
+/// Columns that share a table agree on it: the same number of ids, dimension, initializer
+/// and trainable setting.
 pub(super) fn check_shared_tables(columns: &[FeatureColumn]) -> Result<()> {
     let embeddings: Vec<&EmbeddingColumn> = (columns.iter())
         .filter_map(|column| match column {
@@ -59,6 +60,21 @@ pub(super) fn check_shared_tables(columns: &[FeatureColumn]) -> Result<()> {
         }
         if column.dimension != first.dimension {
             return differ("dimensions", column.dimension, first.dimension);
+        }
+        let disagree = |what: &str| {
+            Err(Error::Config(format!(
+                "feature columns '{}' and '{}' share the embedding table '{}' but not its \
+                 {what}: the columns of a shared table need the same",
+                first.name(),
+                column.name(),
+                column.table_name()
+            )))
+        };
+        if column.initial_values() != first.initial_values() {
+            return disagree("initializer");
+        }
+        if column.trainable != first.trainable {
+            return disagree("trainable setting");
         }
     }
     Ok(())

@@ -4,7 +4,7 @@ use super::*;
 use crate::feature_column::{
     bucketized_column, categorical_column_with_identity, categorical_column_with_vocabulary_list,
     crossed_column, embedding_column, indicator_column, numeric_column, shared_embeddings,
-    CrossSource,
+    CrossSource, EmbeddingInitializer,
 };
 use estimator::export::DType;
 
@@ -69,6 +69,13 @@ fn incompatible_types_duplicates_and_bare_categoricals_are_rejected() {
         let want = format!("'c_embedding': max_norm {bad} must be finite and above 0");
         assert!(err.contains(&want), "{err}");
     }
+    let uniform = EmbeddingInitializer::Uniform { min: 1.0, max: 0.0 };
+    let column = embedding_column(colour(), 2).with_initializer(uniform);
+    let err = resolve(vec![column.into()], Layout::Dnn);
+    assert!(
+        err.contains("'c_embedding': initializer max 0.0 must be above its min 1.0"),
+        "{err}"
+    );
     assert!(resolve(vec![], Layout::Linear).contains("no feature columns"));
 }
 
@@ -248,6 +255,21 @@ fn columns_sharing_an_embedding_table_need_its_shape() {
     narrow[1].dimension = 2;
     let err = resolve(narrow).unwrap_err().to_string();
     assert!(err.contains("but have 3 and 2 dimensions"), "{err}");
+    let mut frozen = teams(&["a", "b"]);
+    frozen[1].trainable = false;
+    let err = resolve(frozen).unwrap_err().to_string();
+    assert!(
+        err.contains("'away_home_shared_embedding' but not its trainable"),
+        "{err}"
+    );
+    let mut zeros = teams(&["a", "b"]);
+    zeros[0].initializer = Some(EmbeddingInitializer::Constant { value: 0.0 });
+    let err = resolve(zeros).unwrap_err().to_string();
+    assert!(err.contains("but not its initializer"), "{err}");
+    // TF's default, given on one column and left to the other, is one initializer.
+    let mut spelled = teams(&["a", "b"]);
+    spelled[0].initializer = Some(EmbeddingInitializer::default_for(3));
+    assert!(resolve(spelled).is_ok());
     // Saved and read back, the columns share their table still.
     let text = serde_json::to_string(&shared).unwrap();
     let back: ResolvedColumns = serde_json::from_str(&text).unwrap();
