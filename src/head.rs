@@ -9,6 +9,7 @@ mod labels;
 mod multi_class;
 mod prediction;
 mod regression;
+mod thresholds;
 mod vocabulary;
 
 #[cfg(test)]

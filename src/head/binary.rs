@@ -7,6 +7,7 @@ use datasets::LabelRef;
 use serde::{Deserialize, Serialize};
 
 use super::host::{to_host, WeightedSum};
+use super::thresholds::{check_thresholds, AtThresholds};
 use super::vocabulary::{class_id, class_names};
 use super::{HeadLabels, HeadPrediction};
 use crate::error::Result;
@@ -17,6 +18,10 @@ use crate::metrics::{AucState, ConfusionCounts, Curve, Metric, Metrics, Ratio};
 pub struct BinaryClassHead {
     /// The two class names, when labels are strings.
     pub label_vocabulary: Option<Vec<String>>,
+    /// Probabilities of the positive class beside 0.5 at which evaluation also reports
+    /// accuracy, precision and recall (TF's `thresholds`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<f32>,
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -33,6 +38,20 @@ impl BinaryClassHead {
     pub fn with_label_vocabulary(mut self, vocabulary: Vec<String>) -> Self {
         self.label_vocabulary = Some(vocabulary);
         self
+    }
+
+    /// Also evaluates deciding "positive" above each of `thresholds`, probabilities strictly
+    /// between 0 and 1 (TF's `BinaryClassHead(thresholds=…)`): metrics
+    /// `accuracy/positive_threshold_<t>`, `precision/…` and `recall/…`.
+    pub fn with_thresholds(mut self, thresholds: impl IntoIterator<Item = f32>) -> Result<Self> {
+        self.thresholds = thresholds.into_iter().collect();
+        self.check()?;
+        Ok(self)
+    }
+
+    /// Checks what a saved head may hold wrong: thresholds that are not probabilities.
+    pub fn check(&self) -> Result<()> {
+        check_thresholds(&self.thresholds)
     }
 
     pub(crate) fn labels<'a, B: Backend>(
@@ -73,6 +92,7 @@ impl BinaryClassHead {
             [WeightedSum::default(); 4];
         // At TF's threshold 0.5: σ(x) > 0.5 exactly when x > 0.
         let mut counts = ConfusionCounts::default();
+        let mut at_thresholds = AtThresholds::new(&self.thresholds);
         let mut observations = Vec::with_capacity(logits.len());
         for (i, &x) in logits.iter().enumerate() {
             let (w, z, p) = (
@@ -86,10 +106,11 @@ impl BinaryClassHead {
             counts.add(predicted == 1.0, z == 1.0, w);
             prediction_mean.add(p as f64, w);
             label_mean.add(z, w);
+            at_thresholds.add(p, z == 1.0, w);
             observations.push((p, z as f32, w as f32));
         }
         let confusion = |ratio| Metric::Confusion { counts, ratio };
-        Metrics::new()
+        let metrics = Metrics::new()
             .with("accuracy", accuracy.mean())
             .with("average_loss", average_loss.mean())
             .with("precision", confusion(Ratio::Precision))
@@ -117,7 +138,8 @@ impl BinaryClassHead {
                     Curve::PrecisionRecall,
                     observations,
                 )),
-            )
+            );
+        at_thresholds.into_metrics(metrics)
     }
 
     pub(crate) fn predictions<B: Backend>(
@@ -206,6 +228,27 @@ mod tests {
             );
         }
         assert!(m["auc_precision_recall"] > 0.0 && m["auc_precision_recall"] <= 1.0);
+
+        // At thresholds 0.3 and 0.7 the probabilities decide [0, 1, 1, 1] and [0, 1, 0, 0]:
+        // accuracy 3/4 and 3/4, precision 2/3 and 1/1, recall 2/2 and 1/2.
+        let at = Head::Binary(BinaryClassHead::new().with_thresholds([0.3, 0.7]).unwrap());
+        let m = at.metrics(logits(), &labels).unwrap().values();
+        let expect = [
+            ("accuracy/positive_threshold_0.3", 0.75),
+            ("precision/positive_threshold_0.3", 2.0 / 3.0),
+            ("recall/positive_threshold_0.3", 1.0),
+            ("accuracy/positive_threshold_0.7", 0.75),
+            ("precision/positive_threshold_0.7", 1.0),
+            ("recall/positive_threshold_0.7", 0.5),
+            ("accuracy", 0.5),
+        ];
+        for (name, value) in expect {
+            assert!(
+                (m[name] - value).abs() < 1e-9,
+                "{name}: {} vs {value}",
+                m[name]
+            );
+        }
 
         let p = head.predictions(logits()).unwrap();
         assert_eq!(p[1].class_ids, Some(vec![1]));

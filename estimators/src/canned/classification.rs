@@ -1,7 +1,7 @@
 //! Classifier heads and the classifier-only setting, the label vocabulary.
 
 use estimator::head::Head;
-use estimator::Result;
+use estimator::{Error, Result};
 
 use super::heads::check_label_vocabulary;
 use super::{CannedEstimator, Classification};
@@ -28,6 +28,24 @@ impl<N: Network> CannedEstimator<N, Classification> {
             Head::Binary(h) => Head::Binary(h.with_label_vocabulary(vocabulary)),
             Head::MultiClass(h) => Head::MultiClass(h.with_label_vocabulary(vocabulary)),
             regression => regression,
+        };
+        Ok(self)
+    }
+
+    /// Also evaluates a binary classifier's decisions above each of `thresholds` (TF's
+    /// `BinaryClassHead(thresholds=…)`, the head of TF's `DNNEstimator` and friends): the
+    /// metrics `accuracy/positive_threshold_<t>`, `precision/…` and `recall/…`. An error
+    /// for more than two classes, or a threshold that is not strictly between 0 and 1.
+    pub fn with_thresholds(mut self, thresholds: impl IntoIterator<Item = f32>) -> Result<Self> {
+        let n_classes = self.n_classes();
+        let head = self.head_mut();
+        *head = match head.clone() {
+            Head::Binary(h) => Head::Binary(h.with_thresholds(thresholds)?),
+            _ => {
+                return Err(Error::Config(format!(
+                    "thresholds are for a binary classifier: this one has {n_classes} classes"
+                )))
+            }
         };
         Ok(self)
     }
@@ -88,5 +106,27 @@ mod tests {
                 BinaryClassHead::new().with_label_vocabulary(vec!["no".into(), "yes".into()])
             )
         );
+    }
+
+    #[test]
+    fn thresholds_are_for_a_binary_classifier_and_checked_again_when_loaded() {
+        let three = BaselineClassifier::new(RunConfig::new("unused"), &schema(), 3).unwrap();
+        let err = three.with_thresholds([0.3]).unwrap_err().to_string();
+        assert!(err.contains("thresholds are for a binary classifier: this one has 3 classes"));
+        let two = BaselineClassifier::new(RunConfig::new("unused"), &schema(), 2).unwrap();
+        let err = two.clone().with_thresholds([0.3, 1.5]).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("threshold 1.5 must be above 0 and below 1"));
+        let two = two.with_thresholds([0.3, 0.7]).unwrap();
+        assert!(matches!(two.head(), Head::Binary(h) if h.thresholds == [0.3, 0.7]));
+        // A saved head edited by hand is refused where it is read.
+        let mut edited = BinaryClassHead::new();
+        edited.thresholds = vec![0.0];
+        let err = super::super::heads::check_classification_head(&Head::Binary(edited));
+        assert!(err
+            .unwrap_err()
+            .to_string()
+            .contains("threshold 0 must be above 0"));
     }
 }

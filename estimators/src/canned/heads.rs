@@ -36,11 +36,14 @@ pub(crate) fn check_label_vocabulary(vocabulary: &[String], n_classes: usize) ->
     }
 }
 
-/// Checks a classifier's saved head as `new` and `with_label_vocabulary` check theirs: a
-/// short vocabulary would name a class past its end.
+/// Checks a classifier's saved head as `new`, `with_label_vocabulary` and `with_thresholds`
+/// check theirs: a short vocabulary would name a class past its end.
 pub(crate) fn check_classification_head(head: &Head) -> Result<()> {
     let (n_classes, vocabulary) = match head {
-        Head::Binary(h) => (2, h.label_vocabulary.as_deref()),
+        Head::Binary(h) => {
+            h.check()?;
+            (2, h.label_vocabulary.as_deref())
+        }
         Head::MultiClass(h) => (h.n_classes, h.label_vocabulary.as_deref()),
         Head::Regression(_) => {
             return Err(Error::Config("a classifier has a regression head".into()))

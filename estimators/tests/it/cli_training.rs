@@ -1,5 +1,5 @@
 //! `dnn-classifier train` options that change how training runs: Mirrored replicas, warm
-//! start, learning-rate schedules, a weight column.
+//! start, learning-rate schedules, a weight column, evaluation thresholds.
 
 use std::path::Path;
 
@@ -712,4 +712,68 @@ fn early_stopping_ends_train_and_evaluate_once_the_loss_stops_decreasing() {
         without_evaluations,
         "early stopping judges the evaluations of train-and-evaluate",
     );
+}
+
+#[test]
+fn thresholds_add_metrics_kept_with_the_model_and_an_evaluation_may_replace_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // 200 rows: positive when x is above 0.2.
+    let data = dir.path().join("binary.csv");
+    let rows: String = (0..200)
+        .map(|i| {
+            let x = f64::from(i) / 100.0 - 1.0;
+            format!("{x},{}\n", u8::from(x > 0.2))
+        })
+        .collect();
+    std::fs::write(&data, format!("x,label\n{rows}")).unwrap();
+    let (data, model) = (data.to_str().unwrap(), dir.path().join("m"));
+    let model = model.to_str().unwrap();
+    let trained = run(bin()
+        .args(["train-and-evaluate", "--train", data, "--eval", data])
+        .args(["--label-column", "label", "--max-steps", "60", "--json"])
+        .args(["--thresholds", "0.3,0.7", "--model-dir", model]));
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    let metrics = last_json(&trained);
+    for name in ["accuracy", "precision", "recall"] {
+        for t in ["0.3", "0.7"] {
+            let key = format!("{name}/positive_threshold_{t}");
+            assert!(metrics[&key].is_number(), "{key}: {metrics}");
+        }
+    }
+    // A later evaluation keeps them, or evaluates at the ones it is given instead.
+    let evaluate = |extra: &[&str]| {
+        let output = run(bin()
+            .args(["evaluate", "--eval", data, "--model-dir", model, "--json"])
+            .args(extra));
+        assert!(output.status.success(), "{}", stderr(&output));
+        last_json(&output)
+    };
+    let kept = evaluate(&[]);
+    assert_eq!(
+        kept["recall/positive_threshold_0.7"],
+        metrics["recall/positive_threshold_0.7"]
+    );
+    let replaced = evaluate(&["--thresholds", "0.5"]);
+    assert!(
+        replaced.get("recall/positive_threshold_0.7").is_none(),
+        "{replaced}"
+    );
+    for name in ["accuracy", "precision", "recall"] {
+        let at = &replaced[format!("{name}/positive_threshold_0.5")];
+        assert_eq!(at, &replaced[name], "{replaced}");
+    }
+
+    let output = run(bin()
+        .args(train_on_iris())
+        .args(["--max-steps", "5", "--thresholds", "0.5", "--model-dir"])
+        .arg(dir.path().join("iris")));
+    assert_user_error(
+        output,
+        "--thresholds: invalid configuration: thresholds are for a binary classifier: this one \
+         has 3 classes",
+    );
+    let output = run(bin()
+        .args(["evaluate", "--eval", data, "--model-dir", model])
+        .args(["--thresholds", "0.5,1"]));
+    assert_user_error(output, "threshold 1 must be above 0 and below 1");
 }

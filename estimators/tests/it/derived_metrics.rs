@@ -1,7 +1,7 @@
-//! Derived metrics of the canned heads (RMSE; precision, recall, F1; top-5 accuracy) in all
-//! three places an evaluation reports to: the returned values, the eval TensorBoard events
-//! and the eval history, read from the merged state of uneven batches (240 examples in
-//! batches of 50).
+//! Derived metrics of the canned heads (RMSE; precision, recall, F1, also at extra
+//! thresholds; top-5 accuracy) in all three places an evaluation reports to: the returned
+//! values, the eval TensorBoard events and the eval history, read from the merged state of
+//! uneven batches (240 examples in batches of 50).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -102,6 +102,36 @@ fn the_binary_classifier_reports_precision_recall_and_their_f1() {
         2.0 * p * r / (p + r)
     };
     assert!((m["f1"] - f1).abs() < 1e-12, "{m:?}");
+}
+
+#[test]
+fn the_binary_classifier_reports_each_threshold_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let (schema, data) = answers();
+    let est = answers_classifier(dir.path(), &schema)
+        .with_thresholds([0.2, 0.5, 0.8])
+        .unwrap();
+    let names: Vec<String> = ["accuracy", "precision", "recall"]
+        .iter()
+        .flat_map(|m| ["0.2", "0.5", "0.8"].map(|t| format!("{m}/positive_threshold_{t}")))
+        .collect();
+    let m = evaluated(
+        &est,
+        &data,
+        &names.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    // At 0.5 they are the head's own decisions.
+    for metric in ["accuracy", "precision", "recall"] {
+        let at = m[&format!("{metric}/positive_threshold_0.5")];
+        assert!((at - m[metric]).abs() < 1e-12, "{metric}: {m:?}");
+    }
+    // A lower threshold decides "yes" more often: recall cannot fall.
+    let recall = |t: &str| m[&format!("recall/positive_threshold_{t}")];
+    assert!(
+        recall("0.2") >= recall("0.5") && recall("0.5") >= recall("0.8"),
+        "{m:?}"
+    );
+    assert!(recall("0.2") > recall("0.8"), "{m:?}");
 }
 
 #[test]

@@ -199,7 +199,17 @@ pub fn build_classifier(
             .with_label_vocabulary(vocabulary)
             .context("--label-vocabulary")?;
     }
+    if let Some(thresholds) = &args.thresholds {
+        classifier = with_thresholds(classifier, thresholds)?;
+    }
     Ok((classifier, table))
+}
+
+/// `classifier` evaluating also at `thresholds` (`--thresholds`).
+pub fn with_thresholds(classifier: DnnClassifier, thresholds: &[f32]) -> Result<DnnClassifier> {
+    classifier
+        .with_thresholds(thresholds.iter().copied())
+        .context("--thresholds")
 }
 
 /// The classifier saved in `model_dir`, pointed at `model_dir` and `device`.

@@ -98,6 +98,11 @@ pub struct EvaluateArgs {
     /// Example: `--intra-op-threads 1`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub intra_op_threads: usize,
+    /// Probabilities of the positive class at which a binary classifier also reports
+    /// accuracy, precision and recall, instead of those it was trained with (as for train).
+    /// Example: `--thresholds 0.3,0.7`.
+    #[arg(long, value_delimiter = ',', value_name = "P,P,...")]
+    pub thresholds: Option<Vec<f32>>,
     /// Print the metrics as one JSON line on stdout.
     /// Example: `--json`.
     #[arg(long)]

@@ -10,7 +10,7 @@ use estimator::export::export_checkpoint;
 use estimator::{load_estimator, AtomicFile, DeviceSpec, Estimator, EstimatorExt, Predictor};
 use estimators::DnnClassifier;
 
-use crate::classifier::load_classifier;
+use crate::classifier::{load_classifier, with_thresholds};
 use crate::cli::{Command, EvaluateArgs, ExportArgs, PredictArgs};
 use crate::input::{batches, eval_schema, naming_label_input};
 use crate::input_format::{describe, InputFormat};
@@ -34,7 +34,10 @@ pub fn run(command: Command, started: Instant) -> Result<()> {
 
 fn evaluate(args: EvaluateArgs) -> Result<()> {
     memory_check::check_threads("--intra-op-threads", args.intra_op_threads)?;
-    let classifier = load_classifier(&args.model_dir, device_flag(&args.device)?)?;
+    let mut classifier = load_classifier(&args.model_dir, device_flag(&args.device)?)?;
+    if let Some(thresholds) = &args.thresholds {
+        classifier = with_thresholds(classifier, thresholds)?;
+    }
     let run_config = classifier.run_config().clone();
     let classifier =
         classifier.with_run_config(run_config.with_intra_op_threads(args.intra_op_threads));

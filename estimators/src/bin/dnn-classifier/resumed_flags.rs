@@ -3,8 +3,8 @@
 //! units, activation, optimizer, batch normalisation, standardised inputs, classes, label
 //! vocabulary and column, feature vocabularies and embeddings, weight column, schema) must
 //! agree with it, as restoring TF's checkpoint into another graph fails; those that do not
-//! (learning rate, dropout) replace the saved values, saying so, as TF's model function
-//! would.
+//! (learning rate, dropout, evaluation thresholds) replace the saved values, as TF's model
+//! function would.
 
 use std::path::Path;
 
@@ -188,6 +188,9 @@ pub fn apply_to_resumed(
             tracing::warn!("--dropout {p} replaces the saved model's {kept_dropout}");
             classifier = classifier.with_dropout(p)?;
         }
+    }
+    if let Some(thresholds) = &args.thresholds {
+        classifier = crate::classifier::with_thresholds(classifier, thresholds)?;
     }
     Ok(classifier)
 }

@@ -114,6 +114,12 @@ pub struct TrainArgs {
     /// Example: `--label-vocabulary setosa,versicolor,virginica`.
     #[arg(long, value_delimiter = ',')]
     pub label_vocabulary: Option<Vec<String>>,
+    /// Probabilities of the positive class at which a binary classifier's evaluations also
+    /// report accuracy, precision and recall (TF's `thresholds`); kept with the model, and
+    /// replaced on resume.
+    /// Example: `--thresholds 0.3,0.7`.
+    #[arg(long, value_delimiter = ',', value_name = "P,P,...")]
+    pub thresholds: Option<Vec<f32>>,
     /// A categorical input column's vocabulary, read from a file of one value a line (TF's
     /// `categorical_column_with_vocabulary_file`), instead of the values seen in training;
     /// a value outside it takes the one out-of-vocabulary id. Repeat it for several
