@@ -64,8 +64,8 @@ pub use distribute::ps::PsMode;
 pub use distribute::{Distribution, Strategy};
 pub use error::{Error, ErrorKind, Result, RETRYABLE_EXIT_CODE};
 pub use estimator::{
-    load_estimator, CheckpointEvery, Estimator, EvalSpec, LossReadback, RunConfig, StepLimit,
-    TrainOutcome, TrainSpec, MAX_PREFETCH_TO_DEVICE,
+    load_estimator, CheckpointEvery, Estimator, EvalSpec, LossReadback, LossReduction, RunConfig,
+    StepLimit, TrainOutcome, TrainSpec, MAX_PREFETCH_TO_DEVICE,
 };
 pub use export::{Exporter, Predictor, Signature};
 pub use hooks::{Control, Hook};

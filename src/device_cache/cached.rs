@@ -11,7 +11,7 @@ use super::budget::{device_cache_budget, CachePlan};
 use super::resident::Resident;
 use super::{CachedBatch, GatherInput, RowIndices};
 use crate::error::{Error, Result};
-use crate::estimator::{Estimator, RunConfig};
+use crate::estimator::{Estimator, LossReduction, RunConfig};
 use crate::export::Signature;
 use crate::metrics::Metrics;
 use crate::optimizer::OptimizerSpec;
@@ -177,6 +177,10 @@ where
         device: &B::Device,
     ) -> Result<Tensor<B, 1>> {
         self.estimator.loss(model, batch, device)
+    }
+
+    fn loss_reduction(&self) -> LossReduction {
+        self.estimator.loss_reduction()
     }
 
     fn eval_metrics<B: Backend>(

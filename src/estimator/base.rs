@@ -6,7 +6,7 @@ use burn::tensor::Tensor;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::RunConfig;
+use super::{LossReduction, RunConfig};
 use crate::error::Result;
 use crate::export::Signature;
 use crate::metrics::Metrics;
@@ -76,6 +76,14 @@ pub trait Estimator: Serialize + DeserializeOwned + Sized + Sync {
         batch: &Self::DeviceBatch<B>,
         device: &B::Device,
     ) -> Result<Tensor<B, 1>>;
+
+    /// How `loss` reduces its batch (TF's `loss_reduction`). The default, a mean, has the
+    /// gradients of the replicas and of accumulated batches averaged into an update; with
+    /// [`LossReduction::Sum`] (a `loss` that sums its examples) they are added up instead,
+    /// so that an update on N replicas is the one batch of all their examples would give.
+    fn loss_reduction(&self) -> LossReduction {
+        LossReduction::SumOverBatchSize
+    }
 
     /// Evaluation metrics of a batch beyond `loss` (TF's `eval_metric_ops`).
     fn eval_metrics<B: Backend>(

@@ -37,7 +37,8 @@ pub(super) fn local_step<B: AutodiffBackend, E: Estimator>(
 
 /// [`local_step`] over `first` and the next `passes − 1` batches of `input`: the mean of
 /// their gradients and losses (each loss divided by `passes` before its backward pass, so
-/// the sum is the mean of a batch `passes` times larger). The batch after the first is
+/// the sum is the mean of a batch `passes` times larger), or their sum for a loss that
+/// sums its batch. The batch after the first is
 /// seeded by `seed` and its number. `None` when the input ends first: the step is not
 /// taken, as when a replica has no batch at all.
 pub(super) fn accumulated_step<B: AutodiffBackend, E: Estimator>(
@@ -71,8 +72,10 @@ pub(super) fn accumulated_step<B: AutodiffBackend, E: Estimator>(
     }))
 }
 
-/// Runs the forward and backward pass of `batch` on the loss divided by `passes` (and
-/// times the loss scale), adding its gradients to `grads`; returns the loss itself.
+/// Runs the forward and backward pass of `batch` on the loss weighed as the estimator's
+/// reduction says among the update's `passes` batches and its replicas (divided by
+/// `passes` for a mean), times the loss scale, adding its gradients to `grads`; returns the
+/// loss as the update reports it.
 fn backward_pass<B: AutodiffBackend, E: Estimator>(
     estimator: &E,
     state: &State<B, E>,
@@ -83,8 +86,16 @@ fn backward_pass<B: AutodiffBackend, E: Estimator>(
 ) -> Result<StepLoss> {
     let (model, device) = (&state.model, &state.device);
     let loss = with_seed::<B, _>(device, seed, || estimator.loss::<B>(model, batch, device))?;
+    let (reduction, replicas) = (estimator.loss_reduction(), state.sync_replicas);
+    let reported = reduction.reported_factor(passes, replicas);
     let value = loss.clone().inner();
-    let factor = state.loss_scale_factor().unwrap_or(1.0) / passes as f32;
+    let value = if reported == 1.0 {
+        value
+    } else {
+        value.mul_scalar(reported)
+    };
+    let factor =
+        state.loss_scale_factor().unwrap_or(1.0) * reduction.gradient_factor(passes, replicas);
     // Left alone at 1, so that one pass without a loss scale computes what it always has.
     let loss = if factor == 1.0 {
         loss

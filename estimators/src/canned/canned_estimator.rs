@@ -7,7 +7,8 @@ use burn::tensor::Tensor;
 use datasets::{ColumnarBatch, Labels, Schema};
 use estimator::head::{Head, HeadLabels, HeadPrediction};
 use estimator::{
-    Error, Estimator, Metrics, MixedPrecision, OptimizerSpec, Result, RunConfig, Signature,
+    Error, Estimator, LossReduction, Metrics, MixedPrecision, OptimizerSpec, Result, RunConfig,
+    Signature,
 };
 use serde::Serialize;
 
@@ -34,8 +35,14 @@ pub struct CannedEstimator<N, K> {
     head: Head,
     weight_column: Option<WeightColumn>,
     optimizer: OptimizerSpec,
+    #[serde(skip_serializing_if = "is_mean")]
+    loss_reduction: LossReduction,
     #[serde(skip)]
     task: PhantomData<K>,
+}
+
+fn is_mean(reduction: &LossReduction) -> bool {
+    *reduction == LossReduction::SumOverBatchSize
 }
 
 impl<N: Network, K: Task> CannedEstimator<N, K> {
@@ -54,6 +61,7 @@ impl<N: Network, K: Task> CannedEstimator<N, K> {
             head,
             weight_column: None,
             optimizer,
+            loss_reduction: LossReduction::SumOverBatchSize,
             task: PhantomData,
         }
     }
@@ -73,6 +81,14 @@ impl<N: Network, K: Task> CannedEstimator<N, K> {
     /// Trains with `optimizer` instead of the default.
     pub fn with_optimizer(mut self, optimizer: OptimizerSpec) -> Self {
         self.optimizer = optimizer;
+        self
+    }
+
+    /// Reduces each batch's training loss by `reduction` (TF's `loss_reduction`): with
+    /// [`LossReduction::Sum`] the loss is the weighted sum over the batch, not its mean, and
+    /// the batches of replicas and accumulated passes add up into an update.
+    pub fn with_loss_reduction(mut self, reduction: LossReduction) -> Self {
+        self.loss_reduction = reduction;
         self
     }
 
@@ -176,7 +192,15 @@ impl<N: Network, K: Task> Estimator for CannedEstimator<N, K> {
         _device: &B::Device,
     ) -> Result<Tensor<B, 1>> {
         let (logits, labels) = self.logits_and_labels(model, batch)?;
-        Ok(self.head.loss(logits, labels))
+        let mean = self.head.loss(logits, labels);
+        Ok(match self.loss_reduction {
+            LossReduction::SumOverBatchSize => mean,
+            LossReduction::Sum => mean.mul_scalar(labels.len() as f32),
+        })
+    }
+
+    fn loss_reduction(&self) -> LossReduction {
+        self.loss_reduction
     }
 
     fn eval_metrics<B: Backend>(

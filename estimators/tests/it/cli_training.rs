@@ -777,3 +777,29 @@ fn thresholds_add_metrics_kept_with_the_model_and_an_evaluation_may_replace_them
         .args(["--thresholds", "0.5,1"]));
     assert_user_error(output, "threshold 1 must be above 0 and below 1");
 }
+
+#[test]
+fn a_summed_loss_is_kept_with_the_model_and_reported_as_the_sum_over_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = train_iris_adam(dir.path(), &["--max-steps", "5", "--loss-reduction", "sum"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // The evaluation's one batch holds Iris' 30 test rows: its loss is their sum, and
+    // `average_loss` their mean, as TF's head reports them with SUM.
+    let metrics = last_json(&output);
+    let ratio = metrics["loss"].as_f64().unwrap() / metrics["average_loss"].as_f64().unwrap();
+    assert!((ratio - 30.0).abs() < 1e-3, "{metrics}");
+    let saved = std::fs::read_to_string(dir.path().join("dnn_classifier.json")).unwrap();
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(saved["loss_reduction"], "sum");
+    let output = run(bin()
+        .args(train_on_iris())
+        .args([
+            "--max-steps",
+            "5",
+            "--loss-reduction",
+            "mean",
+            "--model-dir",
+        ])
+        .arg(dir.path().join("other")));
+    assert_user_error(output, "invalid value 'mean' for '--loss-reduction");
+}

@@ -14,6 +14,7 @@ mod device_cache;
 mod fault_campaign;
 mod input_files;
 mod launchers;
+mod loss_reduction;
 mod malformed_inputs;
 mod mixed_precision;
 mod network_faults;

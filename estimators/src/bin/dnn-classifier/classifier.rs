@@ -202,6 +202,9 @@ pub fn build_classifier(
     if let Some(thresholds) = &args.thresholds {
         classifier = with_thresholds(classifier, thresholds)?;
     }
+    if let Some(reduction) = args.loss_reduction {
+        classifier = classifier.with_loss_reduction(reduction.into());
+    }
     Ok((classifier, table))
 }
 

@@ -3,8 +3,8 @@
 //! units, activation, optimizer, batch normalisation, standardised inputs, classes, label
 //! vocabulary and column, feature vocabularies and embeddings, weight column, schema) must
 //! agree with it, as restoring TF's checkpoint into another graph fails; those that do not
-//! (learning rate, dropout, evaluation thresholds) replace the saved values, as TF's model
-//! function would.
+//! (learning rate, dropout, evaluation thresholds, loss reduction) replace the saved values,
+//! as TF's model function would.
 
 use std::path::Path;
 
@@ -191,6 +191,9 @@ pub fn apply_to_resumed(
     }
     if let Some(thresholds) = &args.thresholds {
         classifier = crate::classifier::with_thresholds(classifier, thresholds)?;
+    }
+    if let Some(reduction) = args.loss_reduction {
+        classifier = classifier.with_loss_reduction(reduction.into());
     }
     Ok(classifier)
 }

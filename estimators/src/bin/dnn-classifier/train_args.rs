@@ -120,6 +120,13 @@ pub struct TrainArgs {
     /// Example: `--thresholds 0.3,0.7`.
     #[arg(long, value_delimiter = ',', value_name = "P,P,...")]
     pub thresholds: Option<Vec<f32>>,
+    /// How a batch's training loss reduces its examples (TF's `loss_reduction`): their
+    /// mean (sum_over_batch_size, the default) or their sum, whose replicas and accumulated
+    /// batches add up into an update instead of averaging. Kept with the model, and
+    /// replaced on resume.
+    /// Example: `--loss-reduction sum`.
+    #[arg(long, value_enum, value_name = "sum_over_batch_size|sum")]
+    pub loss_reduction: Option<LossReductionName>,
     /// A categorical input column's vocabulary, read from a file of one value a line (TF's
     /// `categorical_column_with_vocabulary_file`), instead of the values seen in training;
     /// a value outside it takes the one out-of-vocabulary id. Repeat it for several
@@ -401,4 +408,23 @@ pub enum ExporterName {
     Best,
     /// Once, after the last evaluation.
     Final,
+}
+
+/// TF's names of a loss reduction.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LossReductionName {
+    /// The weighted sum over the batch size (TF's default).
+    #[value(name = "sum_over_batch_size")]
+    SumOverBatchSize,
+    /// The weighted sum.
+    Sum,
+}
+
+impl From<LossReductionName> for estimator::LossReduction {
+    fn from(name: LossReductionName) -> Self {
+        match name {
+            LossReductionName::SumOverBatchSize => estimator::LossReduction::SumOverBatchSize,
+            LossReductionName::Sum => estimator::LossReduction::Sum,
+        }
+    }
 }

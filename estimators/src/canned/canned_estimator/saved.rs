@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 
 use datasets::Schema;
 use estimator::head::Head;
-use estimator::{Error, OptimizerSpec, Result, RunConfig};
+use estimator::{Error, LossReduction, OptimizerSpec, Result, RunConfig};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
@@ -24,6 +24,8 @@ struct Saved<N> {
     head: Head,
     weight_column: Option<WeightColumn>,
     optimizer: OptimizerSpec,
+    #[serde(default)]
+    loss_reduction: LossReduction,
 }
 
 impl<'de, N: Network, K: Task> Deserialize<'de> for CannedEstimator<N, K> {
@@ -37,6 +39,7 @@ impl<'de, N: Network, K: Task> Deserialize<'de> for CannedEstimator<N, K> {
             head: saved.head,
             weight_column: saved.weight_column,
             optimizer: saved.optimizer,
+            loss_reduction: saved.loss_reduction,
             task: PhantomData,
         })
     }
