@@ -4,8 +4,8 @@ use datasets::Schema;
 use estimator::{OptimizerSpec, Result, RunConfig};
 
 use super::heads::{classification_head, regression_head};
-use super::{CannedEstimator, Classification, Regression};
-use crate::feature_column::{FeatureColumn, Layout, ResolvedColumns};
+use super::{CannedEstimator, Classification, Regression, Task};
+use crate::feature_column::{Combiner, FeatureColumn, Layout, ResolvedColumns};
 use crate::network::LinearNetwork;
 
 /// TF's default for linear models: FTRL at `min(0.2, 1 / sqrt(feature columns))`.
@@ -35,6 +35,16 @@ impl CannedEstimator<LinearNetwork, Classification> {
         Ok(Self::from_parts(
             run_config, schema, network, head, optimizer,
         ))
+    }
+}
+
+impl<K: Task> CannedEstimator<LinearNetwork, K> {
+    /// Combines the weights of a column's several ids by `combiner` (TF's `sparse_combiner`;
+    /// default [`Combiner::Sum`]): only a bucketized column of a shaped numeric column gives
+    /// an example several ids, one per value.
+    pub fn with_sparse_combiner(mut self, combiner: Combiner) -> Self {
+        self.network_mut().sparse_combiner = combiner;
+        self
     }
 }
 

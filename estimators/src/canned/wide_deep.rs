@@ -6,8 +6,8 @@ use estimator::{OptimizerSpec, Result, RunConfig};
 use super::dnn::default_dnn_optimizer;
 use super::heads::{classification_head, regression_head};
 use super::linear::default_linear_optimizer;
-use super::{CannedEstimator, Classification, Regression};
-use crate::feature_column::{FeatureColumn, Layout, ResolvedColumns};
+use super::{CannedEstimator, Classification, Regression, Task};
+use crate::feature_column::{Combiner, FeatureColumn, Layout, ResolvedColumns};
 use crate::network::{DnnNetwork, LinearNetwork, WideDeepNetwork};
 
 /// A wide & deep classifier (TF's `DNNLinearCombinedClassifier`).
@@ -41,6 +41,15 @@ fn network(
         dnn: DnnNetwork::new(dnn, dnn_hidden_units)?,
     };
     Ok((network, optimizer))
+}
+
+impl<K: Task> CannedEstimator<WideDeepNetwork, K> {
+    /// Combines the weights of a linear column's several ids by `combiner` (TF's
+    /// `linear_sparse_combiner`; default [`Combiner::Sum`]).
+    pub fn with_linear_sparse_combiner(mut self, combiner: Combiner) -> Self {
+        self.network_mut().linear.sparse_combiner = combiner;
+        self
+    }
 }
 
 impl CannedEstimator<WideDeepNetwork, Classification> {

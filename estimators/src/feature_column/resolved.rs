@@ -181,6 +181,22 @@ impl ResolvedColumns {
         counts
     }
 
+    /// How many ids the column of each sparse slot gives an example, slot by slot as in
+    /// [`sparse_bucket_counts`](Self::sparse_bucket_counts): a shaped bucketized column's
+    /// `width` for each of its values, 1 for any other column.
+    pub fn sparse_ids_per_column(&self) -> Vec<usize> {
+        let mut widths = Vec::new();
+        for column in self.columns.iter().filter(|c| self.is_sparse(c)) {
+            match column {
+                FeatureColumn::Bucketized(c) => {
+                    widths.extend(std::iter::repeat_n(c.width(), c.width()))
+                }
+                other => widths.extend(other.num_buckets().map(|_| 1)),
+            }
+        }
+        widths
+    }
+
     /// Width of the input layer's output: dense values plus every embedding's dimension.
     pub fn input_width(&self) -> usize {
         self.dense_width()

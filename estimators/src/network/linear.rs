@@ -10,7 +10,7 @@ use estimator::{Error, MixedPrecision, Result};
 use serde::{Deserialize, Serialize};
 
 use super::Network;
-use crate::feature_column::{Layout, ResolvedColumns};
+use crate::feature_column::{Combiner, Layout, ResolvedColumns};
 use crate::input_layer::InputLayer;
 use crate::input_tensors::InputTensors;
 
@@ -19,11 +19,25 @@ use crate::input_tensors::InputTensors;
 /// Logits are `dense · W + Σ_sparse columns w[column][id] + bias`, every weight starting at
 /// zero as in TF. The sparse weights of all categorical, crossed and bucketized columns
 /// live in one table (a Burn `Embedding` of width `logits_dimension`) whose rows are the
-/// columns' ids one after the other, so a batch costs one lookup and one sum.
+/// columns' ids one after the other, so a batch costs one lookup and one sum. A column of
+/// several ids an example (a bucketized column of a shaped numeric column) adds their
+/// weights as `sparse_combiner` says.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct LinearNetwork {
     /// The feature columns, resolved in the [`Layout::Linear`] layout.
     pub columns: ResolvedColumns,
+    /// How the weights of a column's several ids combine (TF's `sparse_combiner`): their
+    /// sum (TF's default for linear models), mean or sum over the square root of their count.
+    #[serde(default = "summed", skip_serializing_if = "is_summed")]
+    pub sparse_combiner: Combiner,
+}
+
+fn summed() -> Combiner {
+    Combiner::Sum
+}
+
+fn is_summed(combiner: &Combiner) -> bool {
+    *combiner == Combiner::Sum
 }
 
 impl LinearNetwork {
@@ -34,7 +48,22 @@ impl LinearNetwork {
                 "a linear model needs its feature columns resolved with Layout::Linear".into(),
             ));
         }
-        Ok(Self { columns })
+        Ok(Self {
+            columns,
+            sparse_combiner: Combiner::Sum,
+        })
+    }
+
+    /// What each sparse slot's weights are multiplied by: 1 over the combiner's divisor of
+    /// its column's ids; empty when every factor is 1.
+    fn slot_scales(&self) -> Vec<f32> {
+        let scales: Vec<f32> = (self.columns.sparse_ids_per_column().into_iter())
+            .map(|ids| 1.0 / self.sparse_combiner.divisor(ids))
+            .collect();
+        match scales.iter().all(|&s| s == 1.0) {
+            true => Vec::new(),
+            false => scales,
+        }
     }
 }
 
@@ -50,6 +79,8 @@ pub struct LinearModel<B: Backend> {
     /// The bias `[logits]`.
     pub bias: Param<Tensor<B, 1>>,
     offsets: Vec<i64>,
+    /// Each sparse slot's factor (its column's combiner); empty: all 1.
+    scales: Vec<f32>,
 }
 
 impl<B: Backend> LinearModel<B> {
@@ -74,7 +105,12 @@ impl<B: Backend> LinearModel<B> {
             // Each column's ids index its own rows of the one table.
             let offsets = TensorData::new(self.offsets.clone(), [1, k]);
             let ids = ids.clone() + Tensor::<B, 2, Int>::from_data(offsets, device);
-            logits = logits + table.forward(ids).sum_dim(1).reshape([n, classes]);
+            let mut weights = table.forward(ids);
+            if !self.scales.is_empty() {
+                let scales = TensorData::new(self.scales.clone(), [1, k, 1]);
+                weights = weights * Tensor::<B, 3>::from_data(scales, device);
+            }
+            logits = logits + weights.sum_dim(1).reshape([n, classes]);
         }
         Ok(logits)
     }
@@ -105,6 +141,7 @@ impl Network for LinearNetwork {
             }),
             bias: Initializer::Zeros.init([logits_dimension], device),
             offsets,
+            scales: self.slot_scales(),
         }
     }
 
@@ -149,7 +186,9 @@ mod tests {
     use datasets::Example;
     use estimator::CpuBackend;
 
-    use crate::feature_column::{categorical_column_with_vocabulary_list, numeric_column};
+    use crate::feature_column::{
+        bucketized_column, categorical_column_with_vocabulary_list, numeric_column,
+    };
 
     #[test]
     fn logits_are_dense_weights_plus_sparse_weights_plus_bias() {
@@ -197,6 +236,57 @@ mod tests {
         assert!(
             (logits[0] - 2.7).abs() < 1e-6 && (logits[1] + 1.1).abs() < 1e-6,
             "{logits:?}"
+        );
+    }
+
+    #[test]
+    fn a_column_of_several_ids_adds_its_weights_as_the_sparse_combiner_says() {
+        let schema = Schema::new().float("x[0]").float("x[1]").category("c");
+        let columns = vec![
+            bucketized_column(numeric_column("x").with_shape([2]), [0.0]).into(),
+            categorical_column_with_vocabulary_list("c", ["a"]).into(),
+        ];
+        let columns = ResolvedColumns::resolve(columns, &schema, Layout::Linear).unwrap();
+        // Rows: value 0's buckets 0 and 1, value 1's buckets 0 and 1, then c's "a" and OOV.
+        let table = vec![1.0f32, 2.0, 10.0, 20.0, 0.5, 0.25];
+        let example = Example {
+            // Value 0 in bucket 1 (weight 2), value 1 in bucket 0 (weight 10); c = "a" (0.5).
+            dense: vec![3.0, -3.0],
+            categorical: vec!["a".into()],
+            ..Example::default()
+        };
+        let batch = ColumnarBatch::from_examples(&[example]).unwrap();
+        let device = Default::default();
+        for (combiner, bucketized) in [
+            (Combiner::Sum, 12.0f32),
+            (Combiner::Mean, 6.0),
+            (Combiner::Sqrtn, 12.0 / 2f32.sqrt()),
+        ] {
+            let mut network = LinearNetwork::new(columns.clone()).unwrap();
+            network.sparse_combiner = combiner;
+            let mut model = network.build::<CpuBackend>(1, &device);
+            let weights = Tensor::from_data(TensorData::new(table.clone(), [6, 1]), &device);
+            model.sparse_weights.as_mut().unwrap().weight = Param::from_tensor(weights);
+            let logit = network.batch_logits(&model, &batch, &device).unwrap();
+            let logit = logit.into_data().to_vec::<f32>().unwrap()[0];
+            // One id a column is its weight whatever the combiner.
+            assert!(
+                (logit - (bucketized + 0.5)).abs() < 1e-5,
+                "{combiner:?}: {logit}"
+            );
+        }
+        // Saved only when it is not the sum, and read back.
+        let mut network = LinearNetwork::new(columns).unwrap();
+        assert!(serde_json::to_value(&network)
+            .unwrap()
+            .get("sparse_combiner")
+            .is_none());
+        network.sparse_combiner = Combiner::Mean;
+        let json = serde_json::to_value(&network).unwrap();
+        assert_eq!(json["sparse_combiner"], "mean");
+        assert_eq!(
+            serde_json::from_value::<LinearNetwork>(json).unwrap(),
+            network
         );
     }
 

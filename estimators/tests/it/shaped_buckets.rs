@@ -127,6 +127,24 @@ fn a_linear_model_of_a_shaped_bucketized_column_is_that_of_a_column_per_value() 
 }
 
 #[test]
+fn a_linear_model_averaging_a_columns_weights_trains_and_serves_so() {
+    let (schema, data) = data();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let linear = |dir: &Path, combiner| {
+        LinearClassifier::new(run_config(dir), &schema, shaped(), 2)
+            .unwrap()
+            .with_optimizer(OptimizerSpec::sgd(0.1))
+            .with_sparse_combiner(combiner)
+    };
+    let mean = linear(dirs[0].path(), Combiner::Mean);
+    let predictions = trained(&mean, &data);
+    // The mean halves each step's move of the two values' weights against their sum.
+    let sum = linear(dirs[1].path(), Combiner::Sum);
+    assert_ne!(predictions, trained(&sum, &data));
+    assert_eq!(served(&mean, dirs[0].path(), &data), predictions[..5]);
+}
+
+#[test]
 fn a_dnn_of_a_shaped_bucketized_column_is_that_of_a_column_per_value_and_of_its_indicator() {
     let (schema, data) = data();
     let dirs = [(); 3].map(|_| tempfile::tempdir().unwrap());
