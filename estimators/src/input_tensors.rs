@@ -158,9 +158,9 @@ impl<B: Backend> Values<B> {
     }
 }
 
-/// The bucket of each value of `x` `[rows, 1]`: how many `boundaries` are `<=` it (a value
-/// on a boundary goes to the bucket above; NaN, below every boundary by no comparison, to
-/// bucket 0), `[rows, 1]`.
+/// The bucket of each value of `x` `[rows, 1]`: how many `boundaries` it is not below, as
+/// TF's `Bucketize` (a value on a boundary goes to the bucket above; NaN, below no boundary,
+/// to the last), `[rows, 1]`.
 fn bucketize<B: Backend>(x: Tensor<B, 2>, boundaries: &[f32]) -> Tensor<B, 2, Int> {
     let [rows, _] = x.dims();
     let k = boundaries.len();
@@ -169,10 +169,8 @@ fn bucketize<B: Backend>(x: Tensor<B, 2>, boundaries: &[f32]) -> Tensor<B, 2, In
     }
     let edges =
         Tensor::<B, 2>::from_data(TensorData::new(boundaries.to_vec(), [1, k]), &x.device());
-    x.expand([rows, k])
-        .greater_equal(edges.expand([rows, k]))
-        .int()
-        .sum_dim(1)
+    let below = x.expand([rows, k]).lower(edges.expand([rows, k]));
+    below.int().sum_dim(1).neg().add_scalar(k as i64)
 }
 
 /// Each value's bucket `[rows, values]` as its row of a table of every value's buckets, one

@@ -59,9 +59,12 @@ impl BucketizedColumn {
         self.num_buckets().saturating_mul(self.width())
     }
 
-    /// The bucket of `value`: how many boundaries are `<= value`.
+    /// The bucket of `value`: how many boundaries it is not below, as TF's `Bucketize`
+    /// (`upper_bound`): a value on a boundary goes to the bucket above, NaN (below no
+    /// boundary) to the last.
     pub fn bucket(&self, value: f32) -> usize {
-        self.boundaries.partition_point(|&b| b <= value)
+        let below = |b: f32| value.partial_cmp(&b) == Some(std::cmp::Ordering::Less);
+        self.boundaries.partition_point(|&b| !below(b))
     }
 
     /// Checks the boundaries and resolves the source column, of any shape.
@@ -101,19 +104,9 @@ impl BucketizedColumn {
         self.resolve(inputs, schema)
     }
 
-    /// The bucket of the source's value in `example`; NaN has no bucket and is an error.
+    /// The bucket of the source's value in `example`.
     pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
-        self.bucket_of(self.source.value(inputs, example)?)
-    }
-
-    fn bucket_of(&self, value: f32) -> Result<usize> {
-        if value.is_nan() {
-            return Err(Error::Config(format!(
-                "feature column '{}': value NaN has no bucket",
-                self.name()
-            )));
-        }
-        Ok(self.bucket(value))
+        Ok(self.bucket(self.source.value(inputs, example)?))
     }
 }
 
@@ -134,6 +127,8 @@ mod tests {
         assert_eq!(buckets, [0, 0, 1, 1, 2, 2, 3, 3]);
         assert_eq!(c.bucket(f32::NEG_INFINITY), 0);
         assert_eq!(c.bucket(f32::INFINITY), 3);
+        // TF's `upper_bound`: NaN is below no boundary, so past them all.
+        assert_eq!(c.bucket(f32::NAN), 3);
     }
 
     #[test]

@@ -184,6 +184,12 @@ mod tests {
         with_bucket.resolve(&mut inputs, &schema).unwrap();
         // Components "x" and "2" (2.5 is in bucket 2): fnv1a_64(b"x\x1f2") % 1000 = 262.
         assert_eq!(with_bucket.id(&inputs, &ex).unwrap(), 262);
+        // NaN goes to the last bucket, as TF's: the same cross.
+        let nan = Example {
+            dense: vec![f32::NAN],
+            ..ex.clone()
+        };
+        assert_eq!(with_bucket.id(&inputs, &nan).unwrap(), 262);
     }
 
     #[test]

@@ -95,8 +95,8 @@ fn numeric_columns_are_picked_in_column_order_and_normalised_as_on_the_host() {
     assert_eq!(dense[2..4], [0.0, 1.0]);
     assert_eq!(dense[4], -5.0);
     assert!(dense[5].is_nan());
-    // NaN is below no boundary: bucket 0.
-    assert_eq!(dense[6..], [1.0, 0.0]);
+    // NaN is below no boundary: the last bucket, as TF's.
+    assert_eq!(dense[6..], [0.0, 1.0]);
 }
 
 #[test]
