@@ -10,6 +10,7 @@ mod classifier;
 mod cli;
 mod commands;
 mod early_stopping_flags;
+mod flag_names;
 mod input;
 mod input_format;
 mod memory_check;

@@ -4,7 +4,8 @@
 use estimator::optimizer::{Clipping, Regularization, Schedule};
 use estimator::OptimizerSpec;
 
-use crate::train_args::{OptimizerName, TrainArgs};
+use crate::flag_names::OptimizerName;
+use crate::train_args::TrainArgs;
 
 /// The optimizer of `args`.
 pub fn optimizer_spec(args: &TrainArgs) -> OptimizerSpec {

@@ -7,7 +7,8 @@ use estimator::distribute::ps::{MinSizePartitioner, PsMode};
 use estimator::distribute::{PowerSgd, TimelineSpec, DEFAULT_BUCKET_BYTES};
 use estimator::{Distribution, EvalSpec, Exporter, RunConfig, VarsToWarmStart, WarmStartSettings};
 
-use crate::train_args::{ExporterName, PsModeName, TrainArgs};
+use crate::flag_names::{ExporterName, PsModeName};
+use crate::train_args::TrainArgs;
 
 /// Evaluation of train-and-evaluate: the whole eval file, with the exporters asked for
 /// (latest and final by default).

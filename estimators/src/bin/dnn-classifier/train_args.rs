@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use estimator::datasets::AutoShardPolicy;
 use estimator::distribute::Compression;
 use estimator::optimizer::Decay;
@@ -12,28 +12,12 @@ use estimators::Activation;
 
 use crate::cadence_flags::CadenceFlags;
 use crate::early_stopping_flags::EarlyStoppingFlags;
+use crate::flag_names::{ExporterName, LossReductionName, OptimizerName, PsModeName};
 use crate::values::{
     parse_activation, parse_bucket_bytes, parse_decay, parse_embedding_dimension,
     parse_layer_width, parse_learning_rate, parse_mirrored, parse_n_classes, parse_vocabulary_file,
     TimelineSteps,
 };
-
-/// Optimizers selectable from the command line.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum OptimizerName {
-    /// Adam.
-    Adam,
-    /// Adagrad (TF's DNNClassifier default).
-    Adagrad,
-    /// Plain SGD.
-    Sgd,
-    /// FTRL-Proximal (TF's linear-model default), with TF's defaults.
-    Ftrl,
-    /// RMSprop, with TF's defaults.
-    Rmsprop,
-    /// AdamW (decoupled weight decay 0.004), with TF's defaults.
-    Adamw,
-}
 
 /// Hidden layer sizes without `--hidden-units`.
 pub const DEFAULT_HIDDEN_UNITS: [usize; 2] = [128, 64];
@@ -388,43 +372,4 @@ pub struct TrainArgs {
     /// Example: `--exporters latest,best,final`.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub exporters: Option<Vec<ExporterName>>,
-}
-
-/// How ps tasks apply gradients.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum PsModeName {
-    /// On arrival (TF's default).
-    Async,
-    /// Averaged per step (TF's SyncReplicasOptimizer).
-    Sync,
-}
-
-/// Exporters of train-and-evaluate.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ExporterName {
-    /// After every evaluation (keeps 5).
-    Latest,
-    /// When the evaluation loss is the lowest so far.
-    Best,
-    /// Once, after the last evaluation.
-    Final,
-}
-
-/// TF's names of a loss reduction.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum LossReductionName {
-    /// The weighted sum over the batch size (TF's default).
-    #[value(name = "sum_over_batch_size")]
-    SumOverBatchSize,
-    /// The weighted sum.
-    Sum,
-}
-
-impl From<LossReductionName> for estimator::LossReduction {
-    fn from(name: LossReductionName) -> Self {
-        match name {
-            LossReductionName::SumOverBatchSize => estimator::LossReduction::SumOverBatchSize,
-            LossReductionName::Sum => estimator::LossReduction::Sum,
-        }
-    }
 }
