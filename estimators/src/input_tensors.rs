@@ -73,10 +73,13 @@ impl<B: Backend> InputTensors<B> {
                     }
                 }
                 ColumnInput::Ids { column, role } => {
-                    let ids = columns.ids(*column, batch)?;
-                    let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [n, 1]), device);
+                    // Most columns give an example one id; a cross of a shaped bucketized
+                    // column one per combination, side by side.
+                    let per_example = columns.ids_per_example(*column);
+                    let ids = TensorData::new(columns.ids(*column, batch)?, [n, per_example]);
+                    let ids = Tensor::<B, 2, Int>::from_data(ids, device);
                     match role {
-                        IdRole::OneHot(width) => dense.push(one_hot(ids, *width)),
+                        IdRole::OneHot(width) => dense.push(multi_hot(ids, *width)),
                         IdRole::Embedding => embedding_ids.push(ids),
                         IdRole::Sparse => sparse_ids.push(ids),
                     }
@@ -194,6 +197,17 @@ fn one_hot<B: Backend>(ids: Tensor<B, 2, Int>, width: usize) -> Tensor<B, 2> {
         .reshape([1, width])
         .expand([rows, width]);
     ids.expand([rows, width]).equal(classes).float()
+}
+
+/// Each row's ids `[rows, k]` as counts over `width` classes (TF's indicator of several
+/// ids: a duplicate counts twice); one id a row is its one-hot.
+fn multi_hot<B: Backend>(ids: Tensor<B, 2, Int>, width: usize) -> Tensor<B, 2> {
+    let [rows, k] = ids.dims();
+    if k == 1 {
+        return one_hot(ids, width);
+    }
+    let each = one_hot(ids.reshape([rows * k, 1]), width).reshape([rows, k, width]);
+    each.sum_dim(1).reshape([rows, width])
 }
 
 /// `parts` side by side; `None` when there are none. One part is returned as it is: a

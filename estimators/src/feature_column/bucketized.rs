@@ -18,7 +18,7 @@ use super::source::InputSources;
 /// values); in a linear model each value's bucket its own weights, value `i`'s bucket `b`
 /// being id `i × (n + 1) + b` of the column. Its indicator column is the same one-hots (TF's
 /// multi-hot of those ids), and its embedding column combines the ids' vectors. As a
-/// component of a crossed column it gives one id per example, so it reads one value there.
+/// component of a crossed column each of those ids is crossed with the other components'.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct BucketizedColumn {
     /// The numeric column bucketized.
@@ -85,28 +85,18 @@ impl BucketizedColumn {
         self.source.resolve(inputs, schema, &name)
     }
 
-    /// [`resolve`](Self::resolve) as a component of a crossed column, one id per example:
-    /// its source must hold one value.
-    pub(crate) fn resolve_in_cross(
+    /// The ids of `example`, one per value: value `i`'s bucket `b` is id
+    /// `i × num_buckets + b` (TF's ids of a bucketized column; `b` itself for one value).
+    pub(crate) fn ids(
         &self,
-        inputs: &mut InputSources,
-        schema: &Schema,
-    ) -> Result<()> {
-        if self.width() != 1 {
-            return Err(Error::Config(format!(
-                "feature column '{}': its numeric column has shape {:?}; as a component of a \
-                 crossed column a bucketized column reads one value (use it directly, or \
-                 through an indicator or embedding column)",
-                self.name(),
-                self.source.shape
-            )));
-        }
-        self.resolve(inputs, schema)
-    }
-
-    /// The bucket of the source's value in `example`.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
-        Ok(self.bucket(self.source.value(inputs, example)?))
+        inputs: &InputSources,
+        example: &dyn ColumnarRow,
+    ) -> Result<Vec<usize>> {
+        let buckets = self.num_buckets();
+        let values = self.source.values(inputs, example)?;
+        Ok((values.into_iter().enumerate())
+            .map(|(i, x)| i * buckets + self.bucket(x))
+            .collect())
     }
 }
 

@@ -86,14 +86,28 @@ impl CategoricalColumn {
         }
     }
 
-    /// The id of `example`.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
+    /// The ids of `example`: one, or one per value of a shaped bucketized column, and the
+    /// combinations of those in a cross ([`ids_per_example`](Self::ids_per_example)).
+    pub(crate) fn ids(
+        &self,
+        inputs: &InputSources,
+        example: &dyn ColumnarRow,
+    ) -> Result<Vec<usize>> {
         match self {
-            CategoricalColumn::VocabularyList(c) => c.id(inputs, example),
-            CategoricalColumn::HashBucket(c) => c.id(inputs, example),
-            CategoricalColumn::Identity(c) => c.id(inputs, example),
-            CategoricalColumn::Bucketized(c) => c.id(inputs, example),
-            CategoricalColumn::Crossed(c) => c.id(inputs, example),
+            CategoricalColumn::VocabularyList(c) => Ok(vec![c.id(inputs, example)?]),
+            CategoricalColumn::HashBucket(c) => Ok(vec![c.id(inputs, example)?]),
+            CategoricalColumn::Identity(c) => Ok(vec![c.id(inputs, example)?]),
+            CategoricalColumn::Bucketized(c) => c.ids(inputs, example),
+            CategoricalColumn::Crossed(c) => c.ids(inputs, example),
+        }
+    }
+
+    /// How many ids every example has.
+    pub fn ids_per_example(&self) -> usize {
+        match self {
+            CategoricalColumn::Bucketized(c) => c.width(),
+            CategoricalColumn::Crossed(c) => c.ids_per_example(),
+            _ => 1,
         }
     }
 }

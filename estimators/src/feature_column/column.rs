@@ -54,7 +54,7 @@ impl FeatureColumn {
         }
     }
 
-    /// Whether the column is categorical (one id per example, no dense value of its own):
+    /// Whether the column is categorical (ids, no dense value of its own):
     /// vocabulary, hash bucket, identity and crossed columns.
     pub fn is_categorical(&self) -> bool {
         matches!(
@@ -95,9 +95,10 @@ impl FeatureColumn {
         }
     }
 
-    /// The id of every example of `batch` for a categorical column (vocabulary, hash bucket,
-    /// identity, crossed); `None` for the others (a bucketized column's buckets are
-    /// computed on the device, `ColumnInput::Bucketized`).
+    /// The ids of every example of `batch` for a categorical column (vocabulary, hash
+    /// bucket, identity, crossed), example after example (a cross may give each several:
+    /// [`CrossedColumn::ids_per_example`]); `None` for the others (a bucketized column's
+    /// buckets are computed on the device, `ColumnInput::Bucketized`).
     pub(crate) fn ids(
         &self,
         inputs: &InputSources,
@@ -110,7 +111,11 @@ impl FeatureColumn {
             FeatureColumn::VocabularyList(c) => Some(each(&|e| c.id(inputs, e))),
             FeatureColumn::HashBucket(c) => Some(each(&|e| c.id(inputs, e))),
             FeatureColumn::Identity(c) => Some(each(&|e| c.id(inputs, e))),
-            FeatureColumn::Crossed(c) => Some(each(&|e| c.id(inputs, e))),
+            FeatureColumn::Crossed(c) => Some(
+                (batch.rows().map(|row| c.ids(inputs, &row)))
+                    .collect::<Result<Vec<Vec<usize>>>>()
+                    .map(|ids| ids.concat()),
+            ),
             FeatureColumn::Numeric(_)
             | FeatureColumn::Bucketized(_)
             | FeatureColumn::Indicator(_)

@@ -12,6 +12,9 @@ use super::identity::IdentityColumn;
 use super::source::{Accept, InputSources};
 use super::vocabulary::VocabularyListColumn;
 
+/// The most ids a cross may give an example: its components' id counts multiplied.
+const MAX_IDS_PER_EXAMPLE: usize = 4096;
+
 /// One component of a cross: a raw input key, or a categorical column's id.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "snake_case")]
@@ -23,6 +26,10 @@ pub enum CrossSource {
 }
 
 /// The cross of several categorical features (TF's `crossed_column`), for linear models.
+///
+/// A component of several ids an example (a bucketized column of a shaped numeric column)
+/// crosses each of them, so an example has one id per combination of its components' ids,
+/// as TF's `sparse_cross` ([`ids_per_example`](Self::ids_per_example)).
 ///
 /// The id of an example is FNV-1a 64 over its components' texts joined by the byte
 /// `0x1F`, modulo `hash_bucket_size`; a component's text is the raw value for a key and the
@@ -84,29 +91,59 @@ impl CrossedColumn {
         for key in &self.keys {
             match key {
                 CrossSource::Key(k) => inputs.add(schema, k, &name, Accept::Categorical)?,
-                CrossSource::Column(c) => match c.bucketized() {
-                    Some(c) => c.resolve_in_cross(inputs, schema)?,
-                    None => c.resolve(inputs, schema)?,
-                },
+                CrossSource::Column(c) => c.resolve(inputs, schema)?,
             }
+        }
+        if self.ids_per_example() > MAX_IDS_PER_EXAMPLE {
+            return Err(Error::Config(format!(
+                "feature column '{name}': its components give {} combinations an example, more \
+                 than {MAX_IDS_PER_EXAMPLE}",
+                self.ids_per_example()
+            )));
         }
         Ok(())
     }
 
-    /// The id of the cross in `example`.
-    pub(crate) fn id(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<usize> {
-        let mut hash = None;
+    /// How many ids an example has: every combination of its components' ids, so the
+    /// product of their counts (a shaped bucketized component has one per value).
+    pub fn ids_per_example(&self) -> usize {
+        (self.keys.iter())
+            .map(|key| match key {
+                CrossSource::Key(_) => 1,
+                CrossSource::Column(c) => c.ids_per_example(),
+            })
+            .fold(1usize, usize::saturating_mul)
+    }
+
+    /// The ids of the cross in `example`, one per combination of its components' ids (as
+    /// TF's `sparse_cross`), the first component's varying slowest.
+    pub(crate) fn ids(
+        &self,
+        inputs: &InputSources,
+        example: &dyn ColumnarRow,
+    ) -> Result<Vec<usize>> {
+        let mut hashes: Vec<Option<u64>> = vec![None];
         for key in &self.keys {
-            let text = match key {
-                CrossSource::Key(k) => inputs.raw(k, example)?.token().into_owned(),
-                CrossSource::Column(c) => c.id(inputs, example)?.to_string(),
+            let texts: Vec<String> = match key {
+                CrossSource::Key(k) => vec![inputs.raw(k, example)?.token().into_owned()],
+                CrossSource::Column(c) => (c.ids(inputs, example)?.iter())
+                    .map(usize::to_string)
+                    .collect(),
             };
-            hash = Some(match hash {
-                None => fnv1a_64(text.as_bytes()),
-                Some(h) => fnv1a_64_extend(fnv1a_64_extend(h, &[0x1f]), text.as_bytes()),
-            });
+            hashes = (hashes.iter())
+                .flat_map(|hash| texts.iter().map(move |text| (*hash, text)))
+                .map(|(hash, text)| {
+                    Some(match hash {
+                        None => fnv1a_64(text.as_bytes()),
+                        Some(h) => fnv1a_64_extend(fnv1a_64_extend(h, &[0x1f]), text.as_bytes()),
+                    })
+                })
+                .collect();
         }
-        Ok((hash.unwrap_or_default() % self.hash_bucket_size as u64) as usize)
+        let buckets = self.hash_bucket_size as u64;
+        Ok((hashes.into_iter())
+            .map(|hash| (hash.unwrap_or_default() % buckets) as usize)
+            .collect())
     }
 }
 
@@ -171,7 +208,7 @@ mod tests {
             ..Example::default()
         };
         // fnv1a_64(b"x\x1fy") = 0xbe99a9197effd3c3; % 1000 = 859.
-        assert_eq!(ab.id(&inputs, &ex).unwrap(), 859);
+        assert_eq!(ab.ids(&inputs, &ex).unwrap(), [859]);
 
         let with_bucket = crossed_column(
             [
@@ -183,13 +220,45 @@ mod tests {
         assert_eq!(with_bucket.name(), "a_X_x_bucketized");
         with_bucket.resolve(&mut inputs, &schema).unwrap();
         // Components "x" and "2" (2.5 is in bucket 2): fnv1a_64(b"x\x1f2") % 1000 = 262.
-        assert_eq!(with_bucket.id(&inputs, &ex).unwrap(), 262);
+        assert_eq!(with_bucket.ids(&inputs, &ex).unwrap(), [262]);
         // NaN goes to the last bucket, as TF's: the same cross.
         let nan = Example {
             dense: vec![f32::NAN],
             ..ex.clone()
         };
-        assert_eq!(with_bucket.id(&inputs, &nan).unwrap(), 262);
+        assert_eq!(with_bucket.ids(&inputs, &nan).unwrap(), [262]);
+    }
+
+    #[test]
+    fn a_shaped_bucketized_component_crosses_each_of_its_values() {
+        let schema = Schema::new().category("a").float("x[0]").float("x[1]");
+        let mut inputs = InputSources::new(&schema);
+        let shaped = bucketized_column(numeric_column("x").with_shape([2]), [0.0]);
+        let cross = crossed_column([shaped.into(), CrossSource::from("a")], 1000);
+        cross.resolve(&mut inputs, &schema).unwrap();
+        assert_eq!(cross.ids_per_example(), 2);
+        let ex = Example {
+            dense: vec![3.0, -3.0],
+            categorical: vec!["q".into()],
+            ..Example::default()
+        };
+        // Value 0 in bucket 1 is id 0·2 + 1 = 1; value 1 in bucket 0 is id 1·2 + 0 = 2
+        // (TF's ids of the bucketized column), each crossed with "q", value 0's first.
+        let hash = |text: &[u8]| (fnv1a_64(text) % 1000) as usize;
+        assert_eq!(
+            cross.ids(&inputs, &ex).unwrap(),
+            [hash(b"1\x1fq"), hash(b"2\x1fq")]
+        );
+        // Two components of two values each: four combinations, the first varying slowest.
+        let x = || numeric_column("x").with_shape([2]);
+        let twice = crossed_column(
+            [bucketized_column(x(), [0.0]), bucketized_column(x(), [5.0])],
+            1000,
+        );
+        twice.resolve(&mut inputs, &schema).unwrap();
+        // Against boundary 5 both values are in bucket 0: ids 0 and 2.
+        let want = [b"1\x1f0", b"1\x1f2", b"2\x1f0", b"2\x1f2"].map(|t| hash(t));
+        assert_eq!(twice.ids(&inputs, &ex).unwrap(), want);
     }
 
     #[test]

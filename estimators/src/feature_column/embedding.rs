@@ -13,7 +13,8 @@ use super::embedding_initializer::EmbeddingInitializer;
 ///
 /// An example's ids are combined as TF's `combiner` says ([`Combiner`], default the mean).
 /// Only a bucketized column of several values gives more than one id per example (each
-/// value's bucket); with one id every combiner is the looked-up vector itself. The table
+/// value's bucket), and a cross of one (each combination); with one id every combiner is
+/// the looked-up vector itself. The table
 /// starts as TF's, truncated normal with mean 0 and standard deviation `1 / sqrt(dimension)`,
 /// unless [`with_initializer`](Self::with_initializer) says otherwise, and training updates
 /// it unless [`with_trainable(false)`](Self::with_trainable) freezes it.

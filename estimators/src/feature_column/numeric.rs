@@ -149,6 +149,27 @@ impl NumericColumn {
     pub(crate) fn value(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<f32> {
         self.reader(inputs)?.read(example)
     }
+
+    /// Every (normalised) value in `example`, in row order.
+    pub(crate) fn values(
+        &self,
+        inputs: &InputSources,
+        example: &dyn ColumnarRow,
+    ) -> Result<Vec<f32>> {
+        if self.width() == 1 {
+            return Ok(vec![self.value(inputs, example)?]);
+        }
+        let normalize = |x: f32| self.normalizer.as_ref().map_or(x, |n| n.apply(x));
+        (self.keys().iter())
+            .map(|key| {
+                let index = inputs.dense_index(key)?;
+                let x = example.dense().get(index).copied().ok_or_else(|| {
+                    Error::Config(format!("feature '{key}' is not in the example"))
+                })?;
+                Ok(normalize(x))
+            })
+            .collect()
+    }
 }
 
 /// A [`NumericColumn`] with its index in `Example::dense` looked up once.

@@ -166,37 +166,6 @@ impl ResolvedColumns {
             .collect()
     }
 
-    /// Number of ids of each sparse input (linear layout), in column order: a column's, or
-    /// each value's of a bucketized column of several values (one id each per example).
-    pub fn sparse_bucket_counts(&self) -> Vec<usize> {
-        let mut counts = Vec::new();
-        for column in self.columns.iter().filter(|c| self.is_sparse(c)) {
-            match column {
-                FeatureColumn::Bucketized(c) => {
-                    counts.extend(std::iter::repeat_n(c.num_buckets(), c.width()))
-                }
-                other => counts.extend(other.num_buckets()),
-            }
-        }
-        counts
-    }
-
-    /// How many ids the column of each sparse slot gives an example, slot by slot as in
-    /// [`sparse_bucket_counts`](Self::sparse_bucket_counts): a shaped bucketized column's
-    /// `width` for each of its values, 1 for any other column.
-    pub fn sparse_ids_per_column(&self) -> Vec<usize> {
-        let mut widths = Vec::new();
-        for column in self.columns.iter().filter(|c| self.is_sparse(c)) {
-            match column {
-                FeatureColumn::Bucketized(c) => {
-                    widths.extend(std::iter::repeat_n(c.width(), c.width()))
-                }
-                other => widths.extend(other.num_buckets().map(|_| 1)),
-            }
-        }
-        widths
-    }
-
     /// Width of the input layer's output: dense values plus every embedding's dimension.
     pub fn input_width(&self) -> usize {
         self.dense_width()
@@ -218,8 +187,9 @@ impl ResolvedColumns {
         &self.parts
     }
 
-    /// The id of every row of `batch` for a categorical, indicator or embedding column:
-    /// vocabulary and hash lookups and identity checks, the work that needs the host.
+    /// The ids of every row of `batch` for a categorical, indicator or embedding column,
+    /// row after row ([`ids_per_example`](Self::ids_per_example) each): vocabulary and hash
+    /// lookups, identity checks and crosses, the work that needs the host.
     ///
     /// Errors name the column (an identity value out of range, an unknown value with no
     /// OOV bucket).
@@ -239,19 +209,33 @@ impl ResolvedColumns {
             }
         };
         let width = categorical.num_buckets();
-        batch
-            .rows()
-            .map(|row| match categorical.id(&self.inputs, &row)? {
-                id if id < width => Ok(id as i64),
-                id => Err(Error::Config(format!(
-                    "feature column '{}': id {id} is not below its {width} buckets",
-                    column.name()
-                ))),
-            })
-            .collect()
+        let mut ids = Vec::with_capacity(batch.rows * categorical.ids_per_example());
+        for row in batch.rows() {
+            for id in categorical.ids(&self.inputs, &row)? {
+                if id >= width {
+                    return Err(Error::Config(format!(
+                        "feature column '{}': id {id} is not below its {width} buckets",
+                        column.name()
+                    )));
+                }
+                ids.push(id as i64);
+            }
+        }
+        Ok(ids)
     }
 
-    fn is_sparse(&self, column: &FeatureColumn) -> bool {
+    /// How many ids [`ids`](Self::ids) gives each row for `column`: more than one for a
+    /// cross of a shaped bucketized column.
+    pub(crate) fn ids_per_example(&self, column: usize) -> usize {
+        match &self.columns[column] {
+            FeatureColumn::Indicator(c) => c.categorical.ids_per_example(),
+            FeatureColumn::Embedding(c) => c.categorical.ids_per_example(),
+            FeatureColumn::Crossed(c) => c.ids_per_example(),
+            _ => 1,
+        }
+    }
+
+    pub(crate) fn is_sparse(&self, column: &FeatureColumn) -> bool {
         self.layout == Layout::Linear
             && (column.is_categorical() || matches!(column, FeatureColumn::Bucketized(_)))
     }
@@ -392,6 +376,7 @@ pub(crate) enum IdRole {
 mod embedding_tables;
 mod input_names;
 mod serving_inputs;
+mod sparse_slots;
 
 #[cfg(test)]
 mod tests;

@@ -123,13 +123,7 @@ impl Network for LinearNetwork {
 
     fn build<B: Backend>(&self, logits_dimension: usize, device: &B::Device) -> LinearModel<B> {
         let width = self.columns.input_width();
-        let buckets = self.columns.sparse_bucket_counts();
-        let mut offsets = Vec::with_capacity(buckets.len());
-        let mut total = 0;
-        for b in &buckets {
-            offsets.push(total as i64);
-            total += b;
-        }
+        let (offsets, total) = self.columns.sparse_slot_offsets();
         LinearModel {
             input: InputLayer::new(&self.columns, device),
             weights: (width > 0)

@@ -13,7 +13,8 @@ use estimator::export::{Instance, ServableEstimator};
 use estimator::head::HeadPrediction;
 use estimator::{Estimator, EstimatorExt, OptimizerSpec, Predictor, TrainSpec};
 use estimators::feature_column::{
-    bucketized_column, embedding_column, indicator_column, numeric_column, Combiner, FeatureColumn,
+    bucketized_column, crossed_column, embedding_column, indicator_column, numeric_column,
+    Combiner, CrossedColumn, FeatureColumn,
 };
 use estimators::{DnnClassifier, LinearClassifier};
 use serde_json::json;
@@ -142,6 +143,61 @@ fn a_linear_model_averaging_a_columns_weights_trains_and_serves_so() {
     let sum = linear(dirs[1].path(), Combiner::Sum);
     assert_ne!(predictions, trained(&sum, &data));
     assert_eq!(served(&mean, dirs[0].path(), &data), predictions[..5]);
+}
+
+/// Each value's sign crossed with each value's sign: four ids an example, one of them the
+/// pair (x[0], x[1]) that decides the label.
+fn crossed_signs() -> CrossedColumn {
+    let signs = || bucketized_column(numeric_column("x").with_shape([2]), [0.0]);
+    crossed_column([signs(), signs()], 64)
+}
+
+/// The share of `predictions` of `data`'s labels.
+fn accuracy(predictions: &[HeadPrediction], data: &[Example]) -> f64 {
+    let right = (predictions.iter().zip(data))
+        .filter(
+            |(p, row)| matches!(row.label, Label::Class(c) if p.class_ids == Some(vec![c.into()])),
+        )
+        .count();
+    right as f64 / data.len() as f64
+}
+
+#[test]
+fn a_cross_of_shaped_bucketized_columns_trains_and_serves_in_linear_and_dnn_models() {
+    let (schema, data) = data();
+    let dirs = [(); 3].map(|_| tempfile::tempdir().unwrap());
+    let linear = LinearClassifier::new(
+        run_config(dirs[0].path()),
+        &schema,
+        [crossed_signs().into()],
+        2,
+    )
+    .unwrap()
+    .with_optimizer(OptimizerSpec::adagrad(0.3));
+    let predictions = trained(&linear, &data);
+    // No single value's sign tells the label; the pair's does.
+    assert!(
+        accuracy(&predictions, &data) > 0.95,
+        "{}",
+        accuracy(&predictions, &data)
+    );
+    assert_eq!(served(&linear, dirs[0].path(), &data), predictions[..5]);
+    let columns: [FeatureColumn; 2] = [
+        indicator_column(crossed_signs()).into(),
+        embedding_column(crossed_signs(), 3).into(),
+    ];
+    for (dir, column) in dirs[1..].iter().zip(columns) {
+        let dnn = DnnClassifier::new(run_config(dir.path()), &schema, vec![column], [8], 2)
+            .unwrap()
+            .with_optimizer(OptimizerSpec::adam(0.05));
+        let predictions = trained(&dnn, &data);
+        assert!(
+            accuracy(&predictions, &data) > 0.9,
+            "{}",
+            accuracy(&predictions, &data)
+        );
+        assert_eq!(served(&dnn, dir.path(), &data), predictions[..5]);
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@ use estimator::{Error, Result};
 
 use super::{FeatureColumn, ResolvedColumns};
 use crate::feature_column::source::{InputSource, InputSources};
-use crate::feature_column::NumericColumn;
+use crate::feature_column::{CategoricalColumn, CrossSource, CrossedColumn, NumericColumn};
 
 impl ResolvedColumns {
     /// The serving inputs, in the order the columns first read them: a key's (numeric:
@@ -43,19 +43,39 @@ fn scalar(key: &str, dtype: DType) -> InputSpec {
     }
 }
 
-/// The numeric columns given a shape, on their own or bucketized (also inside an indicator
-/// or embedding column).
+/// The numeric columns given a shape, on their own or bucketized (also inside an indicator,
+/// embedding or crossed column).
 fn shaped_columns(columns: &[FeatureColumn]) -> Vec<&NumericColumn> {
-    (columns.iter())
-        .filter_map(|column| match column {
-            FeatureColumn::Numeric(c) => Some(c),
-            FeatureColumn::Bucketized(c) => Some(&c.source),
-            FeatureColumn::Indicator(c) => c.categorical.bucketized().map(|c| &c.source),
-            FeatureColumn::Embedding(c) => c.categorical.bucketized().map(|c| &c.source),
-            _ => None,
-        })
-        .filter(|c| !c.shape.is_empty())
-        .collect()
+    let mut sources = Vec::new();
+    for column in columns {
+        match column {
+            FeatureColumn::Numeric(c) => sources.push(c),
+            FeatureColumn::Bucketized(c) => sources.push(&c.source),
+            FeatureColumn::Crossed(c) => crossed_sources(c, &mut sources),
+            FeatureColumn::Indicator(c) => categorical_sources(&c.categorical, &mut sources),
+            FeatureColumn::Embedding(c) => categorical_sources(&c.categorical, &mut sources),
+            _ => {}
+        }
+    }
+    sources.retain(|c| !c.shape.is_empty());
+    sources
+}
+
+/// The numeric sources `column` bucketizes, itself or in its cross's components.
+fn categorical_sources<'c>(column: &'c CategoricalColumn, into: &mut Vec<&'c NumericColumn>) {
+    match column {
+        CategoricalColumn::Bucketized(c) => into.push(&c.source),
+        CategoricalColumn::Crossed(c) => crossed_sources(c, into),
+        _ => {}
+    }
+}
+
+fn crossed_sources<'c>(cross: &'c CrossedColumn, into: &mut Vec<&'c NumericColumn>) {
+    for key in &cross.keys {
+        if let CrossSource::Column(c) = key {
+            categorical_sources(c, into);
+        }
+    }
 }
 
 /// A shaped numeric column's key names its serving input, so no column may read an input

@@ -407,7 +407,7 @@ fn a_bucketized_column_of_several_values_has_each_value_s_buckets() {
 
     // A linear model: each value's ids one after the other (TF's `i × 3 + bucket`).
     let linear = resolve(columns(), Layout::Linear).unwrap();
-    assert_eq!(linear.sparse_bucket_counts(), [3, 3, 3]);
+    assert_eq!(linear.sparse_slot_offsets(), (vec![0, 3, 6], 9));
     let names = linear.sparse_input_names();
     assert_eq!(names.len(), 9);
     assert_eq!(
@@ -446,12 +446,24 @@ fn a_bucketized_column_of_several_values_has_each_value_s_buckets() {
     assert_eq!((role, indices.len()), (&IdRole::Embedding, 3));
     assert_eq!(embedded.serving_inputs()[0].shape, [3]);
 
-    // One id per example: as a cross's component it is refused.
+    // In a cross, each value's id with each of the other components': 3 combinations an
+    // example, sharing the cross's 10 rows in a linear model; a cross's serving input is `x`
+    // of shape [3] too.
     let crossed = crossed_column([buckets().into(), CrossSource::from("c")], 10);
-    let err = resolve(vec![crossed.into()], Layout::Linear).unwrap_err();
+    assert_eq!(crossed.ids_per_example(), 3);
+    let linear = resolve(vec![crossed.into()], Layout::Linear).unwrap();
+    assert_eq!(linear.sparse_slot_offsets(), (vec![0, 0, 0], 10));
+    assert_eq!(linear.sparse_ids_per_column(), [3, 3, 3]);
+    let shapes: Vec<Vec<usize>> = (linear.serving_inputs().into_iter())
+        .map(|input| input.shape)
+        .collect();
+    assert_eq!(shapes, [vec![3], vec![]]);
+    // A cross whose combinations would multiply past 4096 an example is refused.
+    let wide = || bucketized_column(numeric_column("x").with_shape([3]), [0.0]);
+    let keys: Vec<CrossSource> = (0..8).map(|_| wide().into()).collect();
+    let err = resolve(vec![crossed_column(keys, 10).into()], Layout::Linear).unwrap_err();
     assert!(
-        err.contains("'x_bucketized': its numeric column has shape [3]")
-            && err.contains("reads one value"),
+        err.contains("give 6561 combinations an example, more than 4096"),
         "{err}"
     );
 
