@@ -40,8 +40,8 @@ impl CannedEstimator<LinearNetwork, Classification> {
 
 impl<K: Task> CannedEstimator<LinearNetwork, K> {
     /// Combines the weights of a column's several ids by `combiner` (TF's `sparse_combiner`;
-    /// default [`Combiner::Sum`]): only a bucketized column of a shaped numeric column gives
-    /// an example several ids, one per value.
+    /// default [`Combiner::Sum`]): only a bucketized column of a shaped numeric column (one
+    /// id per value) and a cross of one (one per combination) give an example several ids.
     pub fn with_sparse_combiner(mut self, combiner: Combiner) -> Self {
         self.network_mut().sparse_combiner = combiner;
         self

@@ -20,8 +20,8 @@ use crate::input_tensors::InputTensors;
 /// zero as in TF. The sparse weights of all categorical, crossed and bucketized columns
 /// live in one table (a Burn `Embedding` of width `logits_dimension`) whose rows are the
 /// columns' ids one after the other, so a batch costs one lookup and one sum. A column of
-/// several ids an example (a bucketized column of a shaped numeric column) adds their
-/// weights as `sparse_combiner` says.
+/// several ids an example (a bucketized column of a shaped numeric column, or a cross of
+/// one) adds their weights as `sparse_combiner` says.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct LinearNetwork {
     /// The feature columns, resolved in the [`Layout::Linear`] layout.
