@@ -29,10 +29,17 @@ mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
 volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n):
+    """`n` distinct free ports: every socket stays bound until all are chosen, since a port
+    released at once may be handed out again by the next bind."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def fail(message):
@@ -57,7 +64,7 @@ with tempfile.TemporaryDirectory() as folder:
         # The model volume holds the TFJob's model directory; here, the export given.
         text = text.replace(f"{model_mount}/iris/export", base)
         (folder / name).write_text(text)
-    rest, grpc = free_port(), free_port()
+    rest, grpc = free_ports(2)
     args = []
     for arg in container["command"][1:]:
         arg = arg.replace(f"{mount}/", f"{folder}/")
