@@ -136,37 +136,20 @@ impl NumericColumn {
         (self.keys().iter()).try_for_each(|key| inputs.add(schema, key, user, Accept::Numeric))
     }
 
-    /// The column bound to its place in the examples, to read many without lookups.
-    pub(crate) fn reader(&self, inputs: &InputSources) -> Result<NumericReader<'_>> {
-        Ok(NumericReader {
-            key: &self.key,
-            index: inputs.dense_index(&self.key)?,
-            normalizer: self.normalizer.as_ref(),
-        })
-    }
-
-    /// The (normalised) value in `example`.
-    pub(crate) fn value(&self, inputs: &InputSources, example: &dyn ColumnarRow) -> Result<f32> {
-        self.reader(inputs)?.read(example)
-    }
-
     /// Every (normalised) value in `example`, in row order.
     pub(crate) fn values(
         &self,
         inputs: &InputSources,
         example: &dyn ColumnarRow,
     ) -> Result<Vec<f32>> {
-        if self.width() == 1 {
-            return Ok(vec![self.value(inputs, example)?]);
-        }
-        let normalize = |x: f32| self.normalizer.as_ref().map_or(x, |n| n.apply(x));
         (self.keys().iter())
             .map(|key| {
-                let index = inputs.dense_index(key)?;
-                let x = example.dense().get(index).copied().ok_or_else(|| {
-                    Error::Config(format!("feature '{key}' is not in the example"))
-                })?;
-                Ok(normalize(x))
+                let reader = NumericReader {
+                    key,
+                    index: inputs.dense_index(key)?,
+                    normalizer: self.normalizer.as_ref(),
+                };
+                reader.read(example)
             })
             .collect()
     }
